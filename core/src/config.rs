@@ -1,0 +1,128 @@
+//! Immutable configuration handed to the core by the runtime. Nothing here is read from the
+//! environment by the core itself: the CLI resolves flags and variables into this value.
+
+use serde::Serialize;
+
+/// Tool tiers, cumulative: every `core` tool is in `standard`, every `standard` tool in `all`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    Core,
+    #[default]
+    Standard,
+    All,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 3] = [Tier::Core, Tier::Standard, Tier::All];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Core => "core",
+            Tier::Standard => "standard",
+            Tier::All => "all",
+        }
+    }
+
+    /// Whether a tool declared in `tool_tier` is available when `self` is active.
+    pub fn includes(self, tool_tier: Tier) -> bool {
+        tool_tier <= self
+    }
+}
+
+impl std::str::FromStr for Tier {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "core" => Ok(Tier::Core),
+            "standard" => Ok(Tier::Standard),
+            "all" => Ok(Tier::All),
+            other => Err(format!("unknown tool tier {other:?}: expected one of core, standard, all")),
+        }
+    }
+}
+
+/// How HTTP requests are authenticated.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum AuthMode {
+    /// Anonymous; only allowed on loopback binds.
+    #[default]
+    None,
+    /// Static bearer token, compared in constant time.
+    Bearer { token: String },
+}
+
+/// OAuth 2 protected-resource metadata (RFC 9728) pointing at an external IdP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OAuthConfig {
+    pub issuer: String,
+    pub scopes: Vec<String>,
+}
+
+/// Limits that protect the server from oversized or hostile input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest accepted JSON-RPC message, in bytes.
+    pub max_message_bytes: usize,
+    /// Deepest accepted JSON nesting.
+    pub max_json_depth: usize,
+    /// Longest accepted string argument, in bytes, unless a schema says less.
+    pub max_string_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_message_bytes: 1 << 20, max_json_depth: 32, max_string_bytes: 64 * 1024 }
+    }
+}
+
+/// Everything the core needs besides the request, the snapshot and the clock.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub tier: Tier,
+    /// Wrap tool results in the `_meter` envelope (`BERNSTEIN_MCP_COST_METER`, default on).
+    pub cost_meter: bool,
+    /// Serve the deprecated tool aliases (`BERNSTEIN_MCP_DEPRECATED_ALIASES`, default on).
+    pub deprecated_aliases: bool,
+    /// HMAC-SHA256 key of the audit and mailbox chains (never leaves the process).
+    pub audit_key: Vec<u8>,
+    pub server_name: String,
+    pub server_version: String,
+    /// Transports this process offers (for the capability card), e.g. `["stdio"]`.
+    pub transports: Vec<String>,
+    pub auth: AuthMode,
+    pub oauth: Option<OAuthConfig>,
+    pub limits: Limits,
+}
+
+impl Config {
+    /// A configuration with the defaults of `bernstein mcp` and the given audit key.
+    pub fn new(audit_key: Vec<u8>) -> Config {
+        Config {
+            tier: Tier::default(),
+            cost_meter: true,
+            deprecated_aliases: true,
+            audit_key,
+            server_name: "bernstein".into(),
+            server_version: env!("CARGO_PKG_VERSION").into(),
+            transports: vec!["stdio".into()],
+            auth: AuthMode::None,
+            oauth: None,
+            limits: Limits::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiers_are_cumulative_and_parse() {
+        assert!(Tier::All.includes(Tier::Core));
+        assert!(Tier::Standard.includes(Tier::Standard));
+        assert!(!Tier::Core.includes(Tier::Standard));
+        assert_eq!("all".parse::<Tier>(), Ok(Tier::All));
+        assert!("gold".parse::<Tier>().unwrap_err().contains("core, standard, all"));
+    }
+}

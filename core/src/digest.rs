@@ -1,0 +1,112 @@
+//! Content digests and MACs: `sha256:<hex>` digests over canonical JSON, HMAC-SHA256 tags.
+
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+/// A SHA-256 content digest, rendered `sha256:<64 lowercase hex>`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Digest(pub [u8; 32]);
+
+impl Digest {
+    /// The digest that stands before the first record of any chain.
+    pub const ZERO: Digest = Digest([0; 32]);
+
+    pub fn of(bytes: &[u8]) -> Digest {
+        Digest(Sha256::digest(bytes).into())
+    }
+
+    /// Digest of several parts, each length-prefixed so that part boundaries are unambiguous.
+    pub fn of_parts(parts: &[&[u8]]) -> Digest {
+        let mut h = Sha256::new();
+        for p in parts {
+            h.update((p.len() as u64).to_be_bytes());
+            h.update(p);
+        }
+        Digest(h.finalize().into())
+    }
+
+    pub fn hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// Parses `sha256:<64 hex>`.
+    pub fn parse(s: &str) -> Option<Digest> {
+        let hex_part = s.strip_prefix("sha256:")?;
+        if hex_part.len() != 64 || hex_part.bytes().any(|b| b.is_ascii_uppercase()) {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        hex::decode_to_slice(hex_part, &mut out).ok()?;
+        Some(Digest(out))
+    }
+}
+
+impl std::fmt::Display for Digest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "sha256:{}", self.hex())
+    }
+}
+
+impl std::fmt::Debug for Digest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "sha256:{}", &self.hex()[..12])
+    }
+}
+
+impl Serialize for Digest {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Digest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Digest::parse(&s).ok_or_else(|| serde::de::Error::custom("expected sha256:<64 lowercase hex>"))
+    }
+}
+
+/// HMAC-SHA256 of `message` under `key`, rendered `hmac-sha256:<hex>`.
+pub fn hmac_tag(key: &[u8], message: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts keys of any length");
+    mac.update(message);
+    format!("hmac-sha256:{}", hex::encode(mac.finalize().into_bytes()))
+}
+
+/// Constant-time check of a rendered HMAC tag.
+pub fn verify_hmac_tag(key: &[u8], message: &[u8], tag: &str) -> bool {
+    let Some(hex_part) = tag.strip_prefix("hmac-sha256:") else { return false };
+    let Ok(bytes) = hex::decode(hex_part) else { return false };
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts keys of any length");
+    mac.update(message);
+    mac.verify_slice(&bytes).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_vectors() {
+        assert_eq!(
+            Digest::of(b"abc").to_string(),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        // RFC 4231 test case 2.
+        assert_eq!(
+            hmac_tag(b"Jefe", b"what do ya want for nothing?"),
+            "hmac-sha256:5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+
+    #[test]
+    fn parse_round_trips_and_rejects_junk() {
+        let d = Digest::of(b"x");
+        assert_eq!(Digest::parse(&d.to_string()), Some(d));
+        assert_eq!(Digest::parse("sha256:abc"), None);
+        assert_eq!(Digest::parse(&d.to_string().to_uppercase()), None);
+        assert!(verify_hmac_tag(b"k", b"m", &hmac_tag(b"k", b"m")));
+        assert!(!verify_hmac_tag(b"k", b"m2", &hmac_tag(b"k", b"m")));
+    }
+}

@@ -1,0 +1,93 @@
+//! The snapshot: everything the core reads, projected from a ledger prefix.
+//!
+//! A snapshot is a pure fold of the records up to `position`; a store may cache and checkpoint
+//! it, but it is a memo of the stored bytes, never session state.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Digest;
+use crate::domain::projection::Projection;
+
+use super::record::Record;
+
+/// A point in the ledger: the sequence number of the last record and its hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LedgerPosition {
+    pub seq: u64,
+    pub head: Digest,
+}
+
+impl LedgerPosition {
+    /// The position of an empty ledger.
+    pub const GENESIS: LedgerPosition = LedgerPosition { seq: 0, head: Digest::ZERO };
+}
+
+/// The projected state at `position`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub position: LedgerPosition,
+    /// Hash of the last record of each stream.
+    pub stream_heads: HashMap<String, Digest>,
+    /// Bernstein's domain state (tasks, runs, mailboxes).
+    pub domain: Projection,
+}
+
+impl Default for LedgerPosition {
+    fn default() -> Self {
+        LedgerPosition::GENESIS
+    }
+}
+
+/// Why a record cannot extend a snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApplyError {
+    #[error("record {seq} does not follow ledger position {expected_seq}")]
+    OutOfSequence { seq: u64, expected_seq: u64 },
+    #[error("record {seq} names predecessor {found}, but the ledger head is {expected}")]
+    BrokenChain { seq: u64, expected: Digest, found: Digest },
+    #[error("record {seq} names stream predecessor {found}, but stream {stream} ends at {expected}")]
+    BrokenStream { seq: u64, stream: String, expected: Digest, found: Digest },
+}
+
+impl Snapshot {
+    /// The empty ledger's snapshot.
+    pub fn genesis() -> Snapshot {
+        Snapshot::default()
+    }
+
+    /// Head of `stream`, ZERO when the stream has no record yet.
+    pub fn stream_head(&self, stream: &str) -> Digest {
+        self.stream_heads.get(stream).copied().unwrap_or(Digest::ZERO)
+    }
+
+    /// Folds one record, checking it extends both the ledger chain and its stream's chain.
+    pub fn apply(&mut self, rec: &Record) -> Result<(), ApplyError> {
+        if rec.seq != self.position.seq + 1 {
+            return Err(ApplyError::OutOfSequence { seq: rec.seq, expected_seq: self.position.seq + 1 });
+        }
+        if rec.prev != self.position.head {
+            return Err(ApplyError::BrokenChain { seq: rec.seq, expected: self.position.head, found: rec.prev });
+        }
+        let sh = self.stream_head(&rec.stream);
+        if rec.sprev != sh {
+            return Err(ApplyError::BrokenStream {
+                seq: rec.seq,
+                stream: rec.stream.clone(),
+                expected: sh,
+                found: rec.sprev,
+            });
+        }
+        self.domain.apply(rec);
+        self.stream_heads.insert(rec.stream.clone(), rec.hash);
+        self.position = LedgerPosition { seq: rec.seq, head: rec.hash };
+        Ok(())
+    }
+
+    /// Whether the snapshot sits at a transaction boundary (safe to checkpoint).
+    pub fn at_txn_boundary(&self) -> bool {
+        self.domain.at_txn_boundary()
+    }
+}

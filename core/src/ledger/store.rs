@@ -1,0 +1,63 @@
+//! The storage interface. The core never calls it; runtimes drive it: read a snapshot, run the
+//! core, compare-and-append the outcome's records, retry from a fresh snapshot on conflict.
+//! Implementations: the embedded file store (runtime-std), later PostgreSQL.
+
+use std::sync::Arc;
+
+use super::record::Record;
+use super::snapshot::{LedgerPosition, Snapshot};
+
+/// Records one request produces, to be committed together iff the head is still `expected`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Append {
+    pub expected: LedgerPosition,
+    pub records: Vec<Record>,
+}
+
+impl Append {
+    /// The bytes to store: one canonical line per record.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in &self.records {
+            out.extend_from_slice(&r.to_line());
+        }
+        out
+    }
+
+    /// The ledger position after a successful commit.
+    pub fn new_position(&self) -> LedgerPosition {
+        self.records
+            .last()
+            .map_or(self.expected, |r| LedgerPosition { seq: r.seq, head: r.hash })
+    }
+}
+
+/// Result of a compare-and-append.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AppendResult {
+    /// Durable: the records are on stable storage at this position.
+    Committed(LedgerPosition),
+    /// Another writer moved the head; nothing was written.
+    Conflict { current: LedgerPosition },
+}
+
+/// A storage failure (IO, corruption, lock). Never a peer fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    #[error("ledger IO failed: {0}")]
+    Io(String),
+    #[error("ledger is corrupt at {file}:{line} (seq {seq}): {reason}")]
+    Corrupt { file: String, line: u64, seq: u64, reason: String },
+    #[error("ledger store unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// A ledger backend.
+pub trait Store: Send + Sync {
+    /// The projection at the current head, folding whatever was appended since the last call.
+    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError>;
+    /// Appends `append.records` atomically iff the head is `append.expected`; durable on
+    /// `Committed`.
+    fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError>;
+}

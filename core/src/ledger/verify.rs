@@ -1,0 +1,1 @@
+//! Offline verification of ledger bytes (`bernstein audit verify`).

@@ -1,0 +1,23 @@
+//! Bernstein's pure sans-IO core.
+//!
+//! It turns (request bytes, ledger snapshot, injected clock, immutable config) into an
+//! [`Outcome`]: the response, the notifications that precede it and the ledger records to
+//! append. It must never touch a socket, a file, a clock, the environment or an OS random
+//! source; `clippy.toml` and `tests/purity.rs` enforce that mechanically.
+//!
+//! - [`protocol`]: the MCP engine (JSON-RPC codec, eras, dispatch, tool registry, validation).
+//! - [`domain`]: Bernstein's tasks, lifecycle, tools, prompts and capability card.
+//! - [`ledger`]: record format, sealing, projection snapshot, offline verification, store API.
+
+pub mod canonical;
+pub mod config;
+pub mod digest;
+pub mod domain;
+pub mod ledger;
+pub mod protocol;
+pub mod time;
+
+pub use config::{Config, Tier};
+pub use ledger::{LedgerPosition, Record, Snapshot};
+pub use protocol::{Input, Outcome, Server, TransportFacts, TransportKind};
+pub use time::Timestamp;

@@ -1,0 +1,107 @@
+//! The MCP protocol engine: JSON-RPC codec, protocol eras, dispatch, argument validation and
+//! the catalogue interface. It knows nothing of Bernstein's tasks; tools, prompts and resources
+//! reach it through [`registry::Catalog`].
+//!
+//! Entry point: [`Server::handle`], a pure function of ([`Input`]) to [`Outcome`].
+
+pub mod registry;
+
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::ledger::{Append, Snapshot};
+use crate::time::Timestamp;
+
+pub use registry::Catalog;
+
+/// Which transport delivered a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransportKind {
+    Stdio,
+    StreamableHttp,
+    LegacySse,
+}
+
+/// Facts about a message that the runtime observed and the core may use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransportFacts {
+    pub kind: TransportKind,
+    /// The protocol revision the transport knows this client speaks: the `MCP-Protocol-Version`
+    /// header over HTTP, the revision negotiated by `initialize` on a stdio connection.
+    pub protocol_version: Option<String>,
+    /// Whether the peer is on a loopback address (stdio counts as loopback).
+    pub loopback: bool,
+}
+
+impl TransportFacts {
+    pub fn stdio(protocol_version: Option<String>) -> TransportFacts {
+        TransportFacts { kind: TransportKind::Stdio, protocol_version, loopback: true }
+    }
+}
+
+/// One message to handle.
+#[derive(Clone, Copy, Debug)]
+pub struct Input<'a> {
+    pub bytes: &'a [u8],
+    pub snapshot: &'a Snapshot,
+    pub now: Timestamp,
+    pub transport: &'a TransportFacts,
+}
+
+/// A response whose `_meter` timing is filled in by the runtime once measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    /// The JSON-RPC response object; for a metered tool result the envelope is rendered into
+    /// it by [`Response::render`].
+    pub message: Value,
+    /// Set when `message` is a metered tool result: where the envelope goes.
+    pub meter: Option<MeterSlot>,
+    /// Content-derived span id of the request (the `X-Bernstein-Span-Id` header).
+    pub span_id: String,
+}
+
+/// The parts of a `_meter` envelope known before the runtime measures latency.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeterSlot {
+    pub tool: String,
+    pub call_id: String,
+    pub ok: bool,
+    pub ts: Timestamp,
+    /// The bare tool payload wrapped as `{result, _meter}`.
+    pub payload: Value,
+}
+
+/// What handling one message produced.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// The reply; `None` for notifications and client responses.
+    pub response: Option<Response>,
+    /// Serialized notifications to send before the reply (progress ticks).
+    pub notifications: Vec<Vec<u8>>,
+    /// Records to commit before the reply may be released.
+    pub append: Option<Append>,
+    /// Set by `initialize`: the revision the connection now speaks (stdio runtimes remember it
+    /// as a transport fact; HTTP clients send it as a header).
+    pub negotiated_version: Option<String>,
+}
+
+/// The protocol server: immutable configuration plus a catalogue.
+#[derive(Clone, Debug)]
+pub struct Server {
+    pub config: Config,
+    pub catalog: Catalog,
+}
+
+impl Server {
+    /// Bernstein's server: the domain catalogue filtered by the configured tier.
+    pub fn new(config: Config) -> Server {
+        let catalog = crate::domain::catalog();
+        Server { config, catalog }
+    }
+
+    /// A server over any catalogue (test fixtures).
+    pub fn with_catalog(config: Config, catalog: Catalog) -> Server {
+        Server { config, catalog }
+    }
+}

@@ -1,0 +1,159 @@
+//! The catalogue interface between the protocol engine and whatever serves tools, prompts and
+//! resources. The engine knows tools only through [`Catalog`]; the Bernstein domain builds one
+//! (`domain::catalog`), and a test fixture can build another (the conformance fixtures).
+
+use serde_json::{Map, Value};
+
+use crate::config::{Config, Tier};
+use crate::ledger::{Draft, Snapshot};
+use crate::time::Timestamp;
+
+/// What a tool does to the outside world, stated in its description.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Effects {
+    pub reads_files: bool,
+    pub writes_files: bool,
+    pub spawns_processes: bool,
+    pub network: bool,
+}
+
+/// `execution.taskSupport` of a tool (revision 2025-11-25).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    #[default]
+    Forbidden,
+    Optional,
+    Required,
+}
+
+/// Everything a tool handler may read. Pure values only.
+#[derive(Clone, Copy, Debug)]
+pub struct ToolContext<'a> {
+    pub snapshot: &'a Snapshot,
+    pub config: &'a Config,
+    pub now: Timestamp,
+    /// Content-derived id of this call (see `protocol::ids`).
+    pub call_id: &'a str,
+    pub trace_id: &'a str,
+    pub span_id: &'a str,
+    /// The protocol revision the request is served under.
+    pub spec_revision: &'a str,
+}
+
+/// A refusal: rendered as the structured tool error `{error, message, hint, ...extra}` with
+/// `isError: true`. Never a JSON-RPC error, never a panic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolError {
+    pub error: String,
+    pub message: String,
+    pub hint: String,
+    /// Further fields merged into the error object (e.g. `task_id`, `current_status`).
+    pub extra: Map<String, Value>,
+}
+
+impl ToolError {
+    pub fn new(error: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) -> ToolError {
+        ToolError { error: error.into(), message: message.into(), hint: hint.into(), extra: Map::new() }
+    }
+
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> ToolError {
+        self.extra.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// The error object as a tool result payload.
+    pub fn to_value(&self) -> Value {
+        let mut obj = self.extra.clone();
+        obj.insert("error".into(), self.error.clone().into());
+        obj.insert("message".into(), self.message.clone().into());
+        obj.insert("hint".into(), self.hint.clone().into());
+        Value::Object(obj)
+    }
+}
+
+/// What a tool call produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolOutput {
+    /// The payload (`Ok`) or the structured refusal (`Err`).
+    pub result: Result<Value, ToolError>,
+    /// Records the call appends, committed with the call's audit entry or not at all. A
+    /// refusal must leave this empty.
+    pub drafts: Vec<Draft>,
+    /// The run whose journal the call wrote or read, bound into the call's audit entry.
+    pub run_id: Option<String>,
+}
+
+impl ToolOutput {
+    pub fn ok(payload: Value) -> ToolOutput {
+        ToolOutput { result: Ok(payload), drafts: Vec::new(), run_id: None }
+    }
+
+    pub fn refused(err: ToolError) -> ToolOutput {
+        ToolOutput { result: Err(err), drafts: Vec::new(), run_id: None }
+    }
+}
+
+/// One tool, declared once.
+#[derive(Clone, Debug)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub title: &'static str,
+    /// Must state whether the call reads files, writes files, spawns processes or makes
+    /// network requests (checked by a test against `effects`).
+    pub description: &'static str,
+    pub tier: Tier,
+    /// JSON Schema of the arguments, generated from the Rust type that parses them.
+    pub input_schema: fn() -> Value,
+    /// JSON Schema of the payload, generated from the Rust type that emits it.
+    pub output_schema: Option<fn() -> Value>,
+    pub effects: Effects,
+    pub task_support: TaskSupport,
+    /// The handler. Arguments have already been validated against `input_schema`.
+    pub call: fn(&ToolContext<'_>, Value) -> ToolOutput,
+}
+
+/// One prompt argument.
+#[derive(Clone, Debug)]
+pub struct PromptArgument {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub required: bool,
+}
+
+/// A prompt: rendered deterministically from its arguments alone.
+#[derive(Clone, Debug)]
+pub struct PromptSpec {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub arguments: Vec<PromptArgument>,
+    /// Renders the prompt's messages (`PromptMessage` objects) or explains why the arguments
+    /// are unusable.
+    pub render: fn(&Map<String, Value>) -> Result<Vec<Value>, String>,
+}
+
+/// A static resource.
+#[derive(Clone, Debug)]
+pub struct ResourceSpec {
+    pub uri: &'static str,
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub mime_type: &'static str,
+    /// Reads the resource's contents (`TextResourceContents` / `BlobResourceContents` objects).
+    pub read: fn(&Config) -> Vec<Value>,
+}
+
+/// Everything a server offers. Tools are kept sorted by name (deterministic listing order).
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    pub tools: Vec<ToolSpec>,
+    pub prompts: Vec<PromptSpec>,
+    pub resources: Vec<ResourceSpec>,
+    /// Deprecated tool names: (alias, replacement). Callable, never listed.
+    pub aliases: Vec<(&'static str, &'static str)>,
+    /// Connect-time instructions.
+    pub instructions: fn(&Config) -> String,
+    /// The capability card served in `initialize` and as a resource.
+    pub capability_card: fn(&Config) -> Value,
+}
