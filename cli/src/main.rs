@@ -1,1 +1,62 @@
-fn main() {}
+//! `bernstein`: the command-line entry point. It parses flags and environment into a core
+//! `Config`, picks a runtime and hands over; it holds no protocol logic of its own.
+
+mod commands;
+mod settings;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "bernstein", version, about = "Bernstein MCP server: verifiable multi-agent orchestration over MCP")]
+struct Cli {
+    /// Project directory; its `.sdd/` holds the ledger (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    workdir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve MCP (stdio by default).
+    Mcp(commands::mcp::McpArgs),
+    /// Create the `.sdd/` store explicitly (it is otherwise created on first use).
+    Init,
+    /// Show the task table of the project.
+    Status {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Offline verification of the tamper-evident record.
+    Audit {
+        #[command(subcommand)]
+        command: commands::audit::AuditCommand,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let workdir = match cli.workdir.map_or_else(std::env::current_dir, Ok) {
+        Ok(dir) => dir,
+        Err(e) => return fail(&format!("cannot determine the working directory: {e}")),
+    };
+    let result = match cli.command {
+        Command::Mcp(args) => commands::mcp::run(&workdir, args),
+        Command::Init => commands::init::run(&workdir),
+        Command::Status { json } => commands::status::run(&workdir, json),
+        Command::Audit { command } => commands::audit::run(&workdir, command),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => fail(&message),
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("bernstein: {message}");
+    ExitCode::from(2)
+}

@@ -16,35 +16,27 @@ pub enum CanonicalError {
 
 /// Canonical bytes of `value`, or an error when it holds a float.
 pub fn to_canonical_bytes(value: &Value) -> Result<Vec<u8>, CanonicalError> {
-    check_no_floats(value, &mut String::from("$"))?;
+    if let Some(path) = float_path(value) {
+        return Err(CanonicalError::Float(path));
+    }
     // serde_json's Map is a BTreeMap (the `preserve_order` feature is never enabled in this
     // workspace), so compact serialization already sorts keys by their bytes.
     Ok(serde_json::to_vec(value).expect("serializing a Value into memory cannot fail"))
 }
 
-fn check_no_floats(value: &Value, path: &mut String) -> Result<(), CanonicalError> {
+/// The path (`$.a[1]`) of the first float in `value`, if any. Allocates only when it finds
+/// one: this check runs on every digest.
+fn float_path(value: &Value) -> Option<String> {
     match value {
-        Value::Number(n) if !(n.is_i64() || n.is_u64()) => Err(CanonicalError::Float(path.clone())),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
-                check_no_floats(item, path)?;
-                path.truncate(len);
-            }
-            Ok(())
-        }
-        Value::Object(map) => {
-            for (k, v) in map {
-                let len = path.len();
-                path.push('.');
-                path.push_str(k);
-                check_no_floats(v, path)?;
-                path.truncate(len);
-            }
-            Ok(())
-        }
-        _ => Ok(()),
+        Value::Number(n) if !(n.is_i64() || n.is_u64()) => Some(String::from("$")),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| float_path(item).map(|p| format!("$[{i}]{}", &p[1..]))),
+        Value::Object(map) => map
+            .iter()
+            .find_map(|(k, v)| float_path(v).map(|p| format!("$.{k}{}", &p[1..]))),
+        _ => None,
     }
 }
 

@@ -77,6 +77,11 @@ pub fn hmac_tag(key: &[u8], message: &[u8]) -> String {
 /// Constant-time check of a rendered HMAC tag.
 pub fn verify_hmac_tag(key: &[u8], message: &[u8], tag: &str) -> bool {
     let Some(hex_part) = tag.strip_prefix("hmac-sha256:") else { return false };
+    // Only the exact rendering `hmac_tag` produces verifies: hex decoding alone would also
+    // accept upper-case digits, and the tag is not covered by the record hash.
+    if hex_part.len() != 64 || hex_part.bytes().any(|b| b.is_ascii_uppercase()) {
+        return false;
+    }
     let Ok(bytes) = hex::decode(hex_part) else { return false };
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts keys of any length");
     mac.update(message);
@@ -108,5 +113,7 @@ mod tests {
         assert_eq!(Digest::parse(&d.to_string().to_uppercase()), None);
         assert!(verify_hmac_tag(b"k", b"m", &hmac_tag(b"k", b"m")));
         assert!(!verify_hmac_tag(b"k", b"m2", &hmac_tag(b"k", b"m")));
+        let upper = hmac_tag(b"k", b"m").to_uppercase().replace("HMAC-SHA256", "hmac-sha256");
+        assert!(!verify_hmac_tag(b"k", b"m", &upper));
     }
 }

@@ -16,6 +16,7 @@ pub mod domain;
 pub mod ledger;
 pub mod protocol;
 pub mod time;
+pub mod transport;
 
 pub use config::{Config, Tier};
 pub use ledger::{LedgerPosition, Record, Snapshot};

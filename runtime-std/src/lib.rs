@@ -1,1 +1,20 @@
-//! placeholder
+//! The blocking runtime of the Bernstein MCP server: the embedded `.sdd/` ledger store, the
+//! audit key, the wall clock, the request driver shared by every transport and runtime, and
+//! the offline `audit verify` command. It does the IO the pure core must not; it holds no
+//! protocol or domain logic of its own.
+//!
+//! - [`store`]: [`store::FileStore`], the core's `Store` over `.sdd/ledger/`.
+//! - [`keys`]: the HMAC audit key `.sdd/keys/audit.key`.
+//! - [`clock`]: the wall clock handed to the core.
+//! - [`driver`]: snapshot → core → compare-and-append → response, with retry on conflict.
+//! - [`verify_cmd`]: `bernstein audit verify`.
+
+pub mod clock;
+pub mod driver;
+pub mod http;
+pub mod keys;
+pub mod store;
+pub mod verify_cmd;
+
+pub use store::{FileStore, StoreOptions, init};
+pub mod stdio;

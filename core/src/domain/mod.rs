@@ -1,18 +1,97 @@
-//! Bernstein's domain: tasks and their lifecycle, the projection folded from the ledger, the
-//! tools, prompts, capability card and instructions registered into the protocol engine.
+//! Bernstein's domain: tasks and their lifecycle, the projection folded from the ledger, and the
+//! tools, prompts, capability card and instructions registered into the protocol engine through
+//! [`catalog`].
+//!
+//! - [`lifecycle`]: the one table of legal status transitions and the sets derived from it.
+//! - [`ids`]: content-derived task/run ids and the shape check for peer-supplied ids.
+//! - [`records`]: the record kinds of the backlog and the run journals (docs/RECORDS.md).
+//! - [`projection`], [`runs`]: the state folded from those records; run status rule.
+//! - [`handle`]: the verifiable run handle and `verify_run_handle`.
+//! - [`tools`], [`tiers`]: the tools and the table of their tiers.
+//! - [`prompts`], [`card`], [`instructions`]: the rest of the catalogue.
+//! - [`schema`]: advertised JSON Schemas generated from the Rust types.
+//!
+//! Tools (tier): `bernstein_run` (core), `bernstein_status` (core), `bernstein_run_status`
+//! (core), `bernstein_cancel` (standard).
+//!
+//! Everything here is pure: no IO, no clock (the time arrives in the tool context), no
+//! randomness. The domain never frames messages or writes records itself; it returns drafts.
 
+pub mod card;
+pub mod handle;
+pub mod ids;
+pub mod instructions;
+pub mod lifecycle;
 pub mod projection;
+pub mod prompts;
+pub mod records;
+pub mod runs;
+pub mod schema;
+pub mod tiers;
+pub mod tools;
+
+pub use handle::{RunHandle, verify_run_handle};
+pub use lifecycle::TaskStatus;
+pub use runs::RunStatus;
 
 use crate::protocol::Catalog;
 
 /// Bernstein's full catalogue (the engine filters it by the active tier).
 pub fn catalog() -> Catalog {
     Catalog {
-        tools: Vec::new(),
-        prompts: Vec::new(),
-        resources: Vec::new(),
+        tools: tools::registered(),
+        prompts: prompts::registered(),
+        resources: vec![card::resource()],
         aliases: Vec::new(),
-        instructions: |_| String::new(),
-        capability_card: |_| serde_json::Value::Null,
+        instructions: instructions::instructions,
+        capability_card: card::capability_card,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testkit;
+
+#[cfg(test)]
+mod model_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_is_complete_and_sorted() {
+        let c = catalog();
+        let names: Vec<&str> = c.tools.iter().map(|t| t.name).collect();
+        assert_eq!(
+            names,
+            [
+                "bernstein_cancel",
+                "bernstein_run",
+                "bernstein_run_status",
+                "bernstein_status"
+            ]
+        );
+        assert_eq!(c.prompts.len(), 3);
+        assert_eq!(c.resources[0].uri, "bernstein://capability");
+        let config = crate::config::Config::new(vec![]);
+        assert!(!(c.instructions)(&config).is_empty());
+        assert_eq!((c.capability_card)(&config)["name"], "bernstein");
+    }
+
+    #[test]
+    fn module_docs_list_every_tool_with_its_tier() {
+        let docs: String = include_str!("mod.rs")
+            .lines()
+            .take_while(|l| l.starts_with("//!"))
+            .map(|l| l.trim_start_matches("//!").trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        for (name, tier) in tiers::TOOL_TIERS {
+            assert!(
+                docs.contains(&format!("`{name}` ({})", tier.as_str())),
+                "module docs do not list {name} ({})",
+                tier.as_str()
+            );
+        }
     }
 }

@@ -1,20 +1,504 @@
-//! The domain projection: tasks, runs and mailboxes folded from ledger records.
+//! The domain projection: the task table and the run views, folded record by record from the
+//! ledger by `Snapshot::apply`, and checkpointed with it (Serialize + Deserialize).
+//!
+//! Folding one record costs O(log n); every question a request asks is answered from an index
+//! (tasks by id, tasks by creation order, tasks by status, children by parent, runs by id,
+//! counts by status), never by scanning the ledger or all tasks.
+//!
+//! A record of a known kind that does not fit the state (a duplicate id, a status change whose
+//! `from` is stale, an edge the lifecycle forbids) is ignored and counted: the ledger chain
+//! already vouches for the bytes, and every server folds the same bytes the same way. Unknown
+//! kinds are skipped silently so older servers can read newer ledgers. This module must never
+//! decide what a tool may do; it only records what happened.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::ledger::Record;
+use crate::digest::Digest;
+use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM, RUN_STREAM_PREFIX, Record};
+
+use super::lifecycle::{self, TaskStatus};
+use super::records::{self, Complexity, Scope, TaskCreated, TaskStatusChanged};
+use super::runs::RunView;
+
+/// One task as the backlog describes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskRow {
+    pub id: String,
+    pub run_id: String,
+    pub parent_id: Option<String>,
+    pub title: String,
+    pub goal: String,
+    pub role: String,
+    pub priority: u8,
+    pub scope: Scope,
+    pub complexity: Complexity,
+    pub estimated_minutes: u32,
+    pub status: TaskStatus,
+    pub created_at: u64,
+    pub updated_at: u64,
+    /// Ledger seq of the `task.created` record: the creation order.
+    pub created_seq: u64,
+    /// Subtask ids in creation order.
+    pub children: Vec<String>,
+}
+
+/// Per-role tallies for `bernstein_status`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleTally {
+    pub tasks: u64,
+    /// Reported spend in micro-USD (no record kind reports spend yet).
+    pub cost_micro_usd: u64,
+}
+
+/// Where the fold stands inside the current transaction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct TxnCursor {
+    /// Seq of the transaction's first record.
+    start_seq: u64,
+    /// `txn` of the last folded record: [index, count].
+    at: [u32; 2],
+}
 
 /// Bernstein's state at a ledger position.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Projection {}
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Projection {
+    tasks: BTreeMap<String, TaskRow>,
+    /// created_seq → task id.
+    by_creation: BTreeMap<u64, String>,
+    /// status → created_seq of the tasks in it.
+    by_status: BTreeMap<TaskStatus, BTreeSet<u64>>,
+    roles: BTreeMap<String, RoleTally>,
+    runs: BTreeMap<String, RunView>,
+    /// Hash of the latest audit record.
+    audit_head: Digest,
+    txn: TxnCursor,
+    /// Known-kind records that did not fit the state and were skipped.
+    ignored_records: u64,
+}
 
 impl Projection {
     /// Folds one record. Records were validated by the ledger; unknown kinds are ignored so that
     /// older servers can read newer ledgers.
-    pub fn apply(&mut self, _rec: &Record) {}
+    pub fn apply(&mut self, rec: &Record) {
+        let [index, _] = rec.txn;
+        if index <= 1 {
+            self.txn.start_seq = rec.seq;
+        }
+        self.txn.at = rec.txn;
+        let fitted = if rec.stream == BACKLOG_STREAM {
+            self.fold_backlog(rec)
+        } else if let Some(run_id) = rec.stream.strip_prefix(RUN_STREAM_PREFIX) {
+            self.fold_journal(run_id, rec)
+        } else if rec.stream == AUDIT_STREAM {
+            self.fold_audit(rec);
+            true
+        } else {
+            true
+        };
+        if !fitted {
+            self.ignored_records += 1;
+        }
+    }
 
     /// Whether no transaction is half-folded.
     pub fn at_txn_boundary(&self) -> bool {
+        self.txn.at[0] >= self.txn.at[1]
+    }
+
+    fn fold_backlog(&mut self, rec: &Record) -> bool {
+        match rec.kind.as_str() {
+            records::TASK_CREATED => {
+                parse::<TaskCreated>(&rec.body).is_some_and(|b| self.create_task(b, rec.seq))
+            }
+            records::TASK_STATUS => {
+                parse::<TaskStatusChanged>(&rec.body).is_some_and(|b| self.change_task(&b))
+            }
+            _ => true,
+        }
+    }
+
+    fn create_task(&mut self, b: TaskCreated, seq: u64) -> bool {
+        if self.tasks.contains_key(&b.task_id) {
+            return false;
+        }
+        if let Some(parent) = &b.parent_id {
+            match self.tasks.get_mut(parent) {
+                Some(p) if p.run_id == b.run_id => p.children.push(b.task_id.clone()),
+                _ => return false,
+            }
+        } else if b.run_id != b.task_id {
+            return false;
+        }
+        let row = TaskRow {
+            id: b.task_id,
+            run_id: b.run_id,
+            parent_id: b.parent_id,
+            title: b.title,
+            goal: b.goal,
+            role: b.role,
+            priority: b.priority,
+            scope: b.scope,
+            complexity: b.complexity,
+            estimated_minutes: b.estimated_minutes,
+            status: b.status,
+            created_at: b.created_at,
+            updated_at: b.created_at,
+            created_seq: seq,
+            children: Vec::new(),
+        };
+        self.roles.entry(row.role.clone()).or_default().tasks += 1;
+        self.by_status.entry(row.status).or_default().insert(seq);
+        self.by_creation.insert(seq, row.id.clone());
+        self.tasks.insert(row.id.clone(), row);
         true
+    }
+
+    fn change_task(&mut self, b: &TaskStatusChanged) -> bool {
+        let Some(row) = self.tasks.get_mut(&b.task_id) else {
+            return false;
+        };
+        if row.run_id != b.run_id
+            || row.status != b.from
+            || lifecycle::advance(&mut row.status, b.to).is_err()
+        {
+            return false;
+        }
+        row.updated_at = b.at;
+        let seq = row.created_seq;
+        if let Some(set) = self.by_status.get_mut(&b.from) {
+            set.remove(&seq);
+            if set.is_empty() {
+                self.by_status.remove(&b.from);
+            }
+        }
+        self.by_status.entry(b.to).or_default().insert(seq);
+        true
+    }
+
+    fn fold_journal(&mut self, run_id: &str, rec: &Record) -> bool {
+        let audit_head = self.audit_head;
+        if rec.kind == records::RUN_CREATED {
+            let Some(b) = parse::<records::RunCreated>(&rec.body) else {
+                return false;
+            };
+            if b.run_id != run_id || self.runs.contains_key(run_id) {
+                return false;
+            }
+            self.runs
+                .insert(b.run_id.clone(), RunView::created(b, rec.seq, audit_head));
+            return true;
+        }
+        let Some(run) = self.runs.get_mut(run_id) else {
+            return false;
+        };
+        run.touched(rec.seq, audit_head);
+        match rec.kind.as_str() {
+            records::RUN_TASK_ADDED => {
+                parse::<records::RunTaskAdded>(&rec.body).is_some_and(|b| run.add_member(&b))
+            }
+            records::RUN_TASK_STATUS => {
+                parse::<records::RunTaskStatus>(&rec.body).is_some_and(|b| run.change_member(&b))
+            }
+            records::RUN_CANCELLED => {
+                parse::<records::RunCancelled>(&rec.body).is_some_and(|b| run.cancel(&b))
+            }
+            _ => true,
+        }
+    }
+
+    fn fold_audit(&mut self, rec: &Record) {
+        self.audit_head = rec.hash;
+        if rec.kind != records::STATELESS_CALL {
+            return;
+        }
+        let Some(run_id) = rec.body.get("run_id").and_then(Value::as_str) else {
+            return;
+        };
+        let start = self.txn.start_seq;
+        if let Some(run) = self.runs.get_mut(run_id)
+            && run.last_journal_seq >= start
+        {
+            run.chain_head = rec.hash;
+        }
+    }
+
+    /// The task `id`.
+    pub fn task(&self, id: &str) -> Option<&TaskRow> {
+        self.tasks.get(id)
+    }
+
+    /// The run `id`.
+    pub fn run(&self, id: &str) -> Option<&RunView> {
+        self.runs.get(id)
+    }
+
+    /// How many tasks exist.
+    pub fn total(&self) -> u64 {
+        self.tasks.len() as u64
+    }
+
+    /// How many tasks are in `status` (O(1)).
+    pub fn count(&self, status: TaskStatus) -> u64 {
+        self.by_status.get(&status).map_or(0, |s| s.len() as u64)
+    }
+
+    /// Tasks newest first, optionally only those in `status`.
+    pub fn tasks_newest_first(
+        &self,
+        status: Option<TaskStatus>,
+    ) -> Box<dyn Iterator<Item = &TaskRow> + '_> {
+        let lookup = |seq: &u64| self.by_creation.get(seq).and_then(|id| self.tasks.get(id));
+        match status {
+            None => Box::new(self.by_creation.keys().rev().filter_map(lookup)),
+            Some(s) => match self.by_status.get(&s) {
+                Some(set) => Box::new(set.iter().rev().filter_map(lookup)),
+                None => Box::new(std::iter::empty()),
+            },
+        }
+    }
+
+    /// The task `id` and all its descendants, parents before children, children in creation
+    /// order. Empty when `id` is unknown.
+    pub fn subtree(&self, id: &str) -> Vec<&TaskRow> {
+        let mut out = Vec::new();
+        let mut stack = vec![id];
+        while let Some(next) = stack.pop() {
+            if let Some(row) = self.tasks.get(next) {
+                out.push(row);
+                stack.extend(row.children.iter().rev().map(String::as_str));
+            }
+        }
+        out
+    }
+
+    /// Per-role tallies, by role name.
+    pub fn roles(&self) -> &BTreeMap<String, RoleTally> {
+        &self.roles
+    }
+
+    /// Hash of the latest audit record (ZERO before the first).
+    pub fn audit_head(&self) -> Digest {
+        self.audit_head
+    }
+
+    /// How many known-kind records did not fit the state and were skipped.
+    pub fn ignored_records(&self) -> u64 {
+        self.ignored_records
+    }
+
+    /// Counts by status recomputed by scanning every task (tests and `audit` tooling only;
+    /// requests use [`Projection::count`]).
+    pub fn recount(&self) -> BTreeMap<TaskStatus, u64> {
+        let mut out = BTreeMap::new();
+        for row in self.tasks.values() {
+            *out.entry(row.status).or_default() += 1;
+        }
+        out
+    }
+
+    /// Member counts of `run_id` recomputed from its members (tests only).
+    pub fn recount_run(&self, run_id: &str) -> Option<BTreeMap<TaskStatus, u64>> {
+        let run = self.runs.get(run_id)?;
+        let mut out = BTreeMap::new();
+        for s in run.members.values() {
+            *out.entry(*s).or_default() += 1;
+        }
+        Some(out)
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &Value) -> Option<T> {
+    T::deserialize(body).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::records::{RunTaskStatus, new_run_drafts, new_subtask_drafts};
+    use crate::ledger::{Draft, LedgerPosition, Snapshot, seal};
+    use serde_json::json;
+
+    fn task(id: &str, run: &str, parent: Option<&str>) -> TaskCreated {
+        TaskCreated {
+            task_id: id.into(),
+            run_id: run.into(),
+            parent_id: parent.map(Into::into),
+            title: format!("title {id}"),
+            goal: "g".into(),
+            role: "backend".into(),
+            priority: 2,
+            scope: Scope::Medium,
+            complexity: Complexity::Medium,
+            estimated_minutes: 30,
+            status: TaskStatus::Open,
+            created_at: 5,
+        }
+    }
+
+    fn commit(snap: &mut Snapshot, drafts: Vec<Draft>) -> Vec<Record> {
+        let at: LedgerPosition = snap.position;
+        let recs = seal(&at, |s| snap.stream_head(s), drafts, b"k");
+        for r in &recs {
+            snap.apply(r).unwrap();
+        }
+        recs
+    }
+
+    fn audit(run: Option<&str>) -> Draft {
+        let mut body = json!({"tool": "t", "ok": true});
+        if let Some(r) = run {
+            body["run_id"] = json!(r);
+        }
+        Draft::new("audit", records::STATELESS_CALL, body)
+    }
+
+    #[test]
+    fn folds_tasks_runs_and_indexes() {
+        let mut snap = Snapshot::genesis();
+        let mut d = new_run_drafts(&task("T-a", "T-a", None));
+        d.push(audit(Some("T-a")));
+        let recs = commit(&mut snap, d);
+        let p = &snap.domain;
+        assert_eq!(p.total(), 1);
+        assert_eq!(p.count(TaskStatus::Open), 1);
+        let run = p.run("T-a").unwrap();
+        assert_eq!(run.chain_head, recs[3].hash);
+        assert_eq!(run.last_journal_seq, 3);
+        assert!(p.at_txn_boundary());
+
+        let (a, b) = new_subtask_drafts(&task("T-b", "T-a", Some("T-a")));
+        let (c, e) = records::status_change_drafts(
+            p,
+            "T-a",
+            TaskStatus::WaitingForSubtasks,
+            Some("split"),
+            6,
+        )
+        .unwrap();
+        commit(&mut snap, vec![a, c, b, e, audit(Some("T-a"))]);
+        let p = &snap.domain;
+        assert_eq!(p.count(TaskStatus::Open), 1);
+        assert_eq!(p.count(TaskStatus::WaitingForSubtasks), 1);
+        assert_eq!(p.task("T-a").unwrap().children, vec!["T-b".to_string()]);
+        assert_eq!(p.task("T-a").unwrap().updated_at, 6);
+        let ids: Vec<&str> = p.subtree("T-a").iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["T-a", "T-b"]);
+        let newest: Vec<&str> = p.tasks_newest_first(None).map(|r| r.id.as_str()).collect();
+        assert_eq!(newest, ["T-b", "T-a"]);
+        let open: Vec<&str> = p
+            .tasks_newest_first(Some(TaskStatus::Open))
+            .map(|r| r.id.as_str())
+            .collect();
+        assert_eq!(open, ["T-b"]);
+        assert_eq!(
+            p.recount_run("T-a").unwrap(),
+            p.run("T-a").unwrap().member_counts
+        );
+        assert_eq!(p.roles()["backend"].tasks, 2);
+        assert_eq!(p.ignored_records(), 0);
+    }
+
+    #[test]
+    fn the_anchor_ignores_calls_that_did_not_write_the_journal() {
+        let mut snap = Snapshot::genesis();
+        let mut d = new_run_drafts(&task("T-a", "T-a", None));
+        d.push(audit(Some("T-a")));
+        let recs = commit(&mut snap, d);
+        let anchor = recs[3].hash;
+        // A poll: only an audit record naming the run.
+        let poll = commit(&mut snap, vec![audit(Some("T-a"))]);
+        assert_eq!(snap.domain.run("T-a").unwrap().chain_head, anchor);
+        assert_eq!(snap.domain.audit_head(), poll[0].hash);
+        // A journal write without an audit record: the anchor falls back to the audit head.
+        let (_, j) =
+            records::status_change_drafts(&snap.domain, "T-a", TaskStatus::Claimed, None, 7)
+                .unwrap();
+        commit(&mut snap, vec![j]);
+        assert_eq!(snap.domain.run("T-a").unwrap().chain_head, poll[0].hash);
+    }
+
+    #[test]
+    fn inconsistent_records_are_counted_and_skipped() {
+        let mut snap = Snapshot::genesis();
+        commit(&mut snap, new_run_drafts(&task("T-a", "T-a", None)));
+        let before = snap.domain.clone();
+        // Duplicate creation, orphan subtask, root whose run id differs, stale and illegal
+        // status changes, journal records of an unknown run, and unknown kinds.
+        let stale = TaskStatusChanged {
+            task_id: "T-a".into(),
+            run_id: "T-a".into(),
+            from: TaskStatus::Claimed,
+            to: TaskStatus::Done,
+            reason: None,
+            at: 1,
+        };
+        let illegal = TaskStatusChanged {
+            from: TaskStatus::Open,
+            to: TaskStatus::Closed,
+            ..stale.clone()
+        };
+        let bad_journal = RunTaskStatus {
+            run_id: "T-a".into(),
+            task_id: "T-a".into(),
+            from: TaskStatus::Open,
+            to: TaskStatus::Closed,
+            reason: None,
+            at: 1,
+        };
+        let drafts = vec![
+            records::draft("backlog", records::TASK_CREATED, &task("T-a", "T-a", None)),
+            records::draft(
+                "backlog",
+                records::TASK_CREATED,
+                &task("T-c", "T-a", Some("T-x")),
+            ),
+            records::draft("backlog", records::TASK_CREATED, &task("T-d", "T-a", None)),
+            records::draft("backlog", records::TASK_STATUS, &stale),
+            records::draft("backlog", records::TASK_STATUS, &illegal),
+            records::draft("run:T-a", records::RUN_TASK_STATUS, &bad_journal),
+            records::draft("run:T-q", records::RUN_TASK_STATUS, &bad_journal),
+            Draft::new("backlog", "task.future_kind", json!({"x": 1})),
+            Draft::new("backlog", records::TASK_STATUS, json!({"nonsense": true})),
+        ];
+        commit(&mut snap, drafts);
+        let p = &snap.domain;
+        assert_eq!(p.ignored_records(), 8);
+        assert_eq!(p.tasks, before.tasks);
+        assert_eq!(p.by_status, before.by_status);
+        assert_eq!(
+            p.run("T-a").unwrap().members,
+            before.run("T-a").unwrap().members
+        );
+    }
+
+    #[test]
+    fn txn_boundary_tracks_half_folded_transactions() {
+        let mut snap = Snapshot::genesis();
+        let recs = seal(
+            &snap.position,
+            |_| Digest::ZERO,
+            new_run_drafts(&task("T-a", "T-a", None)),
+            b"k",
+        );
+        snap.apply(&recs[0]).unwrap();
+        assert!(!snap.at_txn_boundary());
+        snap.apply(&recs[1]).unwrap();
+        assert!(!snap.at_txn_boundary());
+        snap.apply(&recs[2]).unwrap();
+        assert!(snap.at_txn_boundary());
+    }
+
+    #[test]
+    fn checkpoints_round_trip() {
+        let mut snap = Snapshot::genesis();
+        let mut d = new_run_drafts(&task("T-a", "T-a", None));
+        d.push(audit(Some("T-a")));
+        commit(&mut snap, d);
+        let text = serde_json::to_string(&snap.domain).unwrap();
+        let back: Projection = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, snap.domain);
     }
 }

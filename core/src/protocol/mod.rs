@@ -2,9 +2,35 @@
 //! the catalogue interface. It knows nothing of Bernstein's tasks; tools, prompts and resources
 //! reach it through [`registry::Catalog`].
 //!
-//! Entry point: [`Server::handle`], a pure function of ([`Input`]) to [`Outcome`].
+//! Entry point: [`Server::handle`], a pure function of ([`Input`]) to [`Outcome`]; the runtime
+//! then commits `Outcome::append`, measures latency and writes [`Response::render`].
+//!
+//! - [`jsonrpc`]: JSON-RPC 2.0 classification, ids, error objects.
+//! - [`prescan`]: depth limit and raw ids, before parsing.
+//! - [`era`]: protocol revisions and the per-request choice of era.
+//! - [`dispatch`]: size limits, batches, method routing.
+//! - [`lifecycle`]: `initialize`, `ping`, `server/discover`, stateless result decoration.
+//! - [`listing`]: `tools/list`, prompts and resources.
+//! - [`call`]: `tools/call` with validation, meter envelope and audit record.
+//! - [`validate`]: argument limits and the JSON Schema subset validator.
+//! - [`ids`]: content-derived span, trace and call ids.
+//! - [`meter`], [`render`]: the `_meter` envelope and response bytes.
+//!
+//! Nothing here keeps state between messages: every answer is a function of the message, the
+//! snapshot, `now` and the configuration.
 
+pub mod call;
+pub mod dispatch;
+pub mod era;
+pub mod ids;
+pub mod jsonrpc;
+pub mod lifecycle;
+pub mod listing;
+pub mod meter;
+pub mod prescan;
 pub mod registry;
+pub mod render;
+pub mod validate;
 
 use serde_json::Value;
 
@@ -36,7 +62,11 @@ pub struct TransportFacts {
 
 impl TransportFacts {
     pub fn stdio(protocol_version: Option<String>) -> TransportFacts {
-        TransportFacts { kind: TransportKind::Stdio, protocol_version, loopback: true }
+        TransportFacts {
+            kind: TransportKind::Stdio,
+            protocol_version,
+            loopback: true,
+        }
     }
 }
 
@@ -53,12 +83,19 @@ pub struct Input<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
     /// The JSON-RPC response object; for a metered tool result the envelope is rendered into
-    /// it by [`Response::render`].
+    /// it by [`Response::render`] (it already holds the envelope with `latency_ms: 0`). For a
+    /// batch, the array of the parts' messages.
     pub message: Value,
     /// Set when `message` is a metered tool result: where the envelope goes.
     pub meter: Option<MeterSlot>,
     /// Content-derived span id of the request (the `X-Bernstein-Span-Id` header).
     pub span_id: String,
+    /// The exact digits of an integer request id beyond 64 bits (`message.id` then holds them
+    /// as a string); `render` writes them as the number they are.
+    pub exact_id: Option<String>,
+    /// A batch reply (revision 2025-03-26 only): the replies in request order, rendered as one
+    /// JSON array.
+    pub batch: Option<Vec<Response>>,
 }
 
 /// The parts of a `_meter` envelope known before the runtime measures latency.
@@ -103,5 +140,28 @@ impl Server {
     /// A server over any catalogue (test fixtures).
     pub fn with_catalog(config: Config, catalog: Catalog) -> Server {
         Server { config, catalog }
+    }
+
+    /// Handles one message (a line of stdio, the body of an HTTP POST): a pure function of the
+    /// input. Peer faults become error responses; nothing here panics on any input.
+    pub fn handle(&self, input: &Input<'_>) -> Outcome {
+        dispatch::handle(self, input)
+    }
+
+    /// The rendered `-32600` reply for a message the runtime refused before reading it whole
+    /// because it is `size` bytes long, over `config.limits.max_message_bytes`.
+    pub fn oversize_reply(&self, size: usize) -> Vec<u8> {
+        dispatch::oversize_response(
+            size,
+            self.config.limits.max_message_bytes,
+            ids::RequestIds::of_bytes(b""),
+        )
+        .render(0)
+    }
+
+    /// The rendered `-32603` reply for `request` when the ledger could not commit its records
+    /// (`reason` says why). Nothing was changed; the client may retry.
+    pub fn storage_failure_reply(&self, request: &[u8], reason: &str) -> Vec<u8> {
+        dispatch::storage_failure_response(self, request, reason).render(0)
     }
 }

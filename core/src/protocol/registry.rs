@@ -52,8 +52,17 @@ pub struct ToolError {
 }
 
 impl ToolError {
-    pub fn new(error: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) -> ToolError {
-        ToolError { error: error.into(), message: message.into(), hint: hint.into(), extra: Map::new() }
+    pub fn new(
+        error: impl Into<String>,
+        message: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> ToolError {
+        ToolError {
+            error: error.into(),
+            message: message.into(),
+            hint: hint.into(),
+            extra: Map::new(),
+        }
     }
 
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> ToolError {
@@ -85,11 +94,19 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     pub fn ok(payload: Value) -> ToolOutput {
-        ToolOutput { result: Ok(payload), drafts: Vec::new(), run_id: None }
+        ToolOutput {
+            result: Ok(payload),
+            drafts: Vec::new(),
+            run_id: None,
+        }
     }
 
     pub fn refused(err: ToolError) -> ToolOutput {
-        ToolOutput { result: Err(err), drafts: Vec::new(), run_id: None }
+        ToolOutput {
+            result: Err(err),
+            drafts: Vec::new(),
+            run_id: None,
+        }
     }
 }
 
@@ -120,6 +137,9 @@ pub struct PromptArgument {
     pub required: bool,
 }
 
+/// Renders a prompt's messages from its string arguments, or says why they are unusable.
+pub type PromptRenderer = fn(&Map<String, Value>) -> Result<Vec<Value>, String>;
+
 /// A prompt: rendered deterministically from its arguments alone.
 #[derive(Clone, Debug)]
 pub struct PromptSpec {
@@ -129,7 +149,7 @@ pub struct PromptSpec {
     pub arguments: Vec<PromptArgument>,
     /// Renders the prompt's messages (`PromptMessage` objects) or explains why the arguments
     /// are unusable.
-    pub render: fn(&Map<String, Value>) -> Result<Vec<Value>, String>,
+    pub render: PromptRenderer,
 }
 
 /// A static resource.
@@ -156,4 +176,82 @@ pub struct Catalog {
     pub instructions: fn(&Config) -> String,
     /// The capability card served in `initialize` and as a resource.
     pub capability_card: fn(&Config) -> Value,
+}
+
+impl TaskSupport {
+    /// The wire value of `execution.taskSupport`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+}
+
+/// How a tool name resolves under a configuration.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum ToolLookup<'a> {
+    /// A tool of the active tier.
+    Tool(&'a ToolSpec),
+    /// A deprecated alias of a tool of the active tier (aliases enabled).
+    Alias {
+        alias: &'static str,
+        tool: &'a ToolSpec,
+    },
+    /// A registered tool outside the active tier.
+    OutsideTier(&'a ToolSpec),
+    /// A deprecated alias while aliases are turned off, or whose replacement is out of tier.
+    AliasUnavailable {
+        alias: &'static str,
+        replacement: &'static str,
+    },
+    Unknown,
+}
+
+impl Catalog {
+    /// The tool registered under `name`, whatever its tier.
+    pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The tools the active tier offers, sorted by name.
+    pub fn tools_in_tier(&self, tier: Tier) -> Vec<&ToolSpec> {
+        let mut tools: Vec<&ToolSpec> = self
+            .tools
+            .iter()
+            .filter(|t| tier.includes(t.tier))
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(b.name));
+        tools
+    }
+
+    /// Resolves a tool name the way `tools/call` does.
+    pub fn lookup_tool(&self, name: &str, config: &Config) -> ToolLookup<'_> {
+        if let Some(t) = self.tool(name) {
+            return if config.tier.includes(t.tier) {
+                ToolLookup::Tool(t)
+            } else {
+                ToolLookup::OutsideTier(t)
+            };
+        }
+        let Some(&(alias, replacement)) = self.aliases.iter().find(|(a, _)| *a == name) else {
+            return ToolLookup::Unknown;
+        };
+        match self.tool(replacement) {
+            Some(t) if config.deprecated_aliases && config.tier.includes(t.tier) => {
+                ToolLookup::Alias { alias, tool: t }
+            }
+            _ => ToolLookup::AliasUnavailable { alias, replacement },
+        }
+    }
+
+    pub fn prompt(&self, name: &str) -> Option<&PromptSpec> {
+        self.prompts.iter().find(|p| p.name == name)
+    }
+
+    pub fn resource(&self, uri: &str) -> Option<&ResourceSpec> {
+        self.resources.iter().find(|r| r.uri == uri)
+    }
 }

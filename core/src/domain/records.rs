@@ -1,0 +1,359 @@
+//! The domain's ledger record kinds: their streams, their bodies, and the drafts that carry
+//! them. docs/RECORDS.md documents every kind with an example body.
+//!
+//! - stream `backlog`: `task.created`, `task.status` — the task table.
+//! - stream `run:<run_id>` (the run journal): `run.created`, `run.task_added`,
+//!   `run.task_status`, `run.cancelled` — everything a run handle is projected from.
+//!
+//! A status change is always written to both streams in the same transaction, by
+//! [`status_change_drafts`], which consults the lifecycle table first. Bodies hold no floats
+//! (canonical JSON refuses them) and no field is ever renamed: old ledgers must keep folding.
+//! This module builds values only; it never decides whether a tool call is allowed.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ledger::{BACKLOG_STREAM, Draft};
+
+use super::ids::run_stream;
+use super::lifecycle::{self, IllegalTransition, TaskStatus};
+use super::projection::Projection;
+
+/// Backlog: a task was created.
+pub const TASK_CREATED: &str = "task.created";
+/// Backlog: a task changed status.
+pub const TASK_STATUS: &str = "task.status";
+/// Run journal: the run was created with its root task.
+pub const RUN_CREATED: &str = "run.created";
+/// Run journal: a task joined the run (the root too).
+pub const RUN_TASK_ADDED: &str = "run.task_added";
+/// Run journal: a member task changed status.
+pub const RUN_TASK_STATUS: &str = "run.task_status";
+/// Run journal: the run's root was cancelled, and with it the run.
+pub const RUN_CANCELLED: &str = "run.cancelled";
+/// Audit: the protocol engine's record of one tools/call (written by the engine, read here
+/// only to anchor run handles).
+pub const STATELESS_CALL: &str = "mcp.stateless_call";
+
+/// How much a task covers.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    Small,
+    #[default]
+    Medium,
+    Large,
+}
+
+/// How hard a task is expected to be.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Complexity {
+    Low,
+    #[default]
+    Medium,
+    High,
+}
+
+/// `task.created` (stream `backlog`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskCreated {
+    pub task_id: String,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    pub title: String,
+    pub goal: String,
+    pub role: String,
+    /// 1 = critical, 2 = normal, 3 = nice to have.
+    pub priority: u8,
+    pub scope: Scope,
+    pub complexity: Complexity,
+    pub estimated_minutes: u32,
+    pub status: TaskStatus,
+    /// Wall-clock ms of the creating call.
+    pub created_at: u64,
+}
+
+/// `task.status` (stream `backlog`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskStatusChanged {
+    pub task_id: String,
+    pub run_id: String,
+    pub from: TaskStatus,
+    pub to: TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Wall-clock ms of the changing call.
+    pub at: u64,
+}
+
+/// `run.created` (stream `run:<run_id>`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCreated {
+    pub run_id: String,
+    pub root_task_id: String,
+    pub title: String,
+    pub created_at: u64,
+}
+
+/// `run.task_added` (stream `run:<run_id>`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunTaskAdded {
+    pub run_id: String,
+    pub task_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    pub status: TaskStatus,
+}
+
+/// `run.task_status` (stream `run:<run_id>`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunTaskStatus {
+    pub run_id: String,
+    pub task_id: String,
+    pub from: TaskStatus,
+    pub to: TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub at: u64,
+}
+
+/// `run.cancelled` (stream `run:<run_id>`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCancelled {
+    pub run_id: String,
+    /// The root task whose cancellation cancelled the run.
+    pub task_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How many tasks of the run this transaction cancelled.
+    pub cancelled_tasks: u64,
+    pub at: u64,
+}
+
+/// A draft on `stream` with `body` serialized.
+pub fn draft(stream: impl Into<String>, kind: &str, body: &impl Serialize) -> Draft {
+    // Bodies are plain structs of strings, integers and enums: serializing them into a Value
+    // cannot fail.
+    let body: Value = serde_json::to_value(body).expect("record bodies always serialize");
+    Draft::new(stream, kind, body)
+}
+
+/// Drafts creating a root task and its run.
+pub fn new_run_drafts(task: &TaskCreated) -> Vec<Draft> {
+    let run = run_stream(&task.run_id);
+    vec![
+        draft(BACKLOG_STREAM, TASK_CREATED, task),
+        draft(
+            run.clone(),
+            RUN_CREATED,
+            &RunCreated {
+                run_id: task.run_id.clone(),
+                root_task_id: task.task_id.clone(),
+                title: task.title.clone(),
+                created_at: task.created_at,
+            },
+        ),
+        draft(run, RUN_TASK_ADDED, &added(task)),
+    ]
+}
+
+/// Drafts adding a subtask to its run (the parent's status change is separate).
+pub fn new_subtask_drafts(task: &TaskCreated) -> (Draft, Draft) {
+    (
+        draft(BACKLOG_STREAM, TASK_CREATED, task),
+        draft(run_stream(&task.run_id), RUN_TASK_ADDED, &added(task)),
+    )
+}
+
+fn added(task: &TaskCreated) -> RunTaskAdded {
+    RunTaskAdded {
+        run_id: task.run_id.clone(),
+        task_id: task.task_id.clone(),
+        parent_id: task.parent_id.clone(),
+        status: task.status,
+    }
+}
+
+/// Why a status change cannot be drafted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StatusChangeError {
+    #[error("no task {0}")]
+    UnknownTask(String),
+    #[error(transparent)]
+    Illegal(#[from] IllegalTransition),
+}
+
+/// The two drafts (backlog, run journal) moving `task_id` from its current status to `to`,
+/// after checking the edge against the lifecycle table. The only way the domain writes a
+/// status change.
+pub fn status_change_drafts(
+    projection: &Projection,
+    task_id: &str,
+    to: TaskStatus,
+    reason: Option<&str>,
+    at: u64,
+) -> Result<(Draft, Draft), StatusChangeError> {
+    let task = projection
+        .task(task_id)
+        .ok_or_else(|| StatusChangeError::UnknownTask(task_id.to_string()))?;
+    lifecycle::transition(task.status, to)?;
+    let reason = reason.map(str::to_string);
+    let backlog = TaskStatusChanged {
+        task_id: task.id.clone(),
+        run_id: task.run_id.clone(),
+        from: task.status,
+        to,
+        reason: reason.clone(),
+        at,
+    };
+    let journal = RunTaskStatus {
+        run_id: task.run_id.clone(),
+        task_id: task.id.clone(),
+        from: task.status,
+        to,
+        reason,
+        at,
+    };
+    Ok((
+        draft(BACKLOG_STREAM, TASK_STATUS, &backlog),
+        draft(run_stream(&task.run_id), RUN_TASK_STATUS, &journal),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canonical::to_canonical_bytes;
+    use serde_json::json;
+
+    fn sample_task() -> TaskCreated {
+        TaskCreated {
+            task_id: "T-0123456789abcdef".into(),
+            run_id: "T-0123456789abcdef".into(),
+            parent_id: None,
+            title: "Add a health endpoint".into(),
+            goal: "Add a health endpoint".into(),
+            role: "backend".into(),
+            priority: 2,
+            scope: Scope::Medium,
+            complexity: Complexity::Medium,
+            estimated_minutes: 30,
+            status: TaskStatus::Open,
+            created_at: 1_767_225_600_000,
+        }
+    }
+
+    #[test]
+    fn new_run_writes_backlog_then_journal() {
+        let drafts = new_run_drafts(&sample_task());
+        let kinds: Vec<(&str, &str)> = drafts
+            .iter()
+            .map(|d| (d.stream.as_str(), d.kind.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("backlog", "task.created"),
+                ("run:T-0123456789abcdef", "run.created"),
+                ("run:T-0123456789abcdef", "run.task_added"),
+            ]
+        );
+        for d in &drafts {
+            to_canonical_bytes(&d.body).expect("no floats in bodies");
+        }
+        assert_eq!(
+            drafts[2].body,
+            json!({"run_id": "T-0123456789abcdef", "task_id": "T-0123456789abcdef", "status": "open"})
+        );
+    }
+
+    #[test]
+    fn bodies_round_trip_and_omit_absent_options() {
+        let t = sample_task();
+        let v = serde_json::to_value(&t).unwrap();
+        assert!(v.get("parent_id").is_none());
+        assert_eq!(serde_json::from_value::<TaskCreated>(v).unwrap(), t);
+    }
+
+    /// The first ```json block after each "### `kind`" heading of docs/RECORDS.md.
+    fn documented_examples() -> Vec<(String, String)> {
+        let doc = include_str!("../../../docs/RECORDS.md");
+        let mut out = Vec::new();
+        let mut lines = doc.lines();
+        while let Some(line) = lines.next() {
+            let Some(kind) = line.strip_prefix("### `").and_then(|l| l.strip_suffix('`')) else {
+                continue;
+            };
+            let mut body = None;
+            while let Some(l) = lines.next() {
+                if l == "```json" {
+                    body = lines.next().map(str::to_string);
+                    break;
+                }
+            }
+            out.push((
+                kind.to_string(),
+                body.expect("an example body after the heading"),
+            ));
+        }
+        out
+    }
+
+    fn round_trips<T: Serialize + serde::de::DeserializeOwned>(text: &str) -> String {
+        let body: T = serde_json::from_str(text).expect("the example parses into its type");
+        let v = serde_json::to_value(&body).unwrap();
+        String::from_utf8(to_canonical_bytes(&v).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn documented_examples_match_the_types_that_write_them() {
+        let examples = documented_examples();
+        let kinds: Vec<&str> = examples.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                TASK_CREATED,
+                TASK_STATUS,
+                RUN_CREATED,
+                RUN_TASK_ADDED,
+                RUN_TASK_STATUS,
+                RUN_CANCELLED,
+                STATELESS_CALL
+            ]
+        );
+        for (kind, text) in &examples {
+            let again = match kind.as_str() {
+                TASK_CREATED => round_trips::<TaskCreated>(text),
+                TASK_STATUS => round_trips::<TaskStatusChanged>(text),
+                RUN_CREATED => round_trips::<RunCreated>(text),
+                RUN_TASK_ADDED => round_trips::<RunTaskAdded>(text),
+                RUN_TASK_STATUS => round_trips::<RunTaskStatus>(text),
+                RUN_CANCELLED => round_trips::<RunCancelled>(text),
+                _ => {
+                    let v: Value = serde_json::from_str(text).unwrap();
+                    assert!(v.get("run_id").is_some_and(Value::is_string));
+                    String::from_utf8(to_canonical_bytes(&v).unwrap()).unwrap()
+                }
+            };
+            assert_eq!(
+                &again, text,
+                "{kind}: the example is not what the code writes"
+            );
+        }
+    }
+
+    #[test]
+    fn status_change_refuses_unknown_tasks_and_illegal_edges() {
+        let p = Projection::default();
+        assert_eq!(
+            status_change_drafts(&p, "T-0000000000000000", TaskStatus::Cancelled, None, 0),
+            Err(StatusChangeError::UnknownTask("T-0000000000000000".into()))
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! Test bench for the domain: calls tool handlers the way the engine does and commits their
+//! drafts followed by a stand-in `mcp.stateless_call` audit record, sealed and folded with
+//! `Snapshot::apply`, so handles and anchors behave as they do in production. Test-only.
+
+use serde_json::{Value, json};
+
+use crate::config::Config;
+use crate::ledger::{Draft, Record, Snapshot, seal};
+use crate::protocol::registry::{ToolContext, ToolError, ToolOutput};
+use crate::time::Timestamp;
+
+use super::records;
+use super::tools;
+
+pub(crate) struct Bench {
+    pub snapshot: Snapshot,
+    pub config: Config,
+    pub now: Timestamp,
+    pub spec_revision: String,
+    /// Every record committed so far, in ledger order.
+    pub log: Vec<Record>,
+    calls: u64,
+}
+
+impl Bench {
+    pub fn new() -> Bench {
+        Bench {
+            snapshot: Snapshot::genesis(),
+            config: Config::new(b"test-audit-key".to_vec()),
+            now: Timestamp(1_767_225_600_000),
+            spec_revision: "2025-11-25".into(),
+            log: Vec::new(),
+            calls: 0,
+        }
+    }
+
+    /// Calls `tool` like the engine: handler, then commit of its drafts plus an audit record.
+    pub fn call(&mut self, tool: &str, args: Value) -> ToolOutput {
+        let spec = tools::registered()
+            .into_iter()
+            .find(|t| t.name == tool)
+            .unwrap_or_else(|| panic!("no tool {tool}"));
+        let call_id = format!("call_{:016x}", self.calls);
+        let out = {
+            let ctx = ToolContext {
+                snapshot: &self.snapshot,
+                config: &self.config,
+                now: self.now,
+                call_id: &call_id,
+                trace_id: "0af7651916cd43dd8448eb211c80319c",
+                span_id: "b7ad6b7169203331",
+                spec_revision: &self.spec_revision,
+            };
+            (spec.call)(&ctx, args)
+        };
+        if out.result.is_err() {
+            assert!(out.drafts.is_empty(), "{tool} refused but drafted records");
+        }
+        let mut drafts = out.drafts.clone();
+        let mut body = json!({"tool": tool, "call_id": call_id, "ok": out.result.is_ok()});
+        if let Some(r) = &out.run_id {
+            body["run_id"] = json!(r);
+        }
+        drafts.push(Draft::new("audit", records::STATELESS_CALL, body));
+        self.commit(drafts);
+        self.calls += 1;
+        out
+    }
+
+    /// Seals and folds `drafts` as one transaction (no audit record added).
+    pub fn commit(&mut self, drafts: Vec<Draft>) -> Vec<Record> {
+        let recs = seal(
+            &self.snapshot.position,
+            |s| self.snapshot.stream_head(s),
+            drafts,
+            &self.config.audit_key,
+        );
+        for r in &recs {
+            self.snapshot
+                .apply(r)
+                .expect("sealed records extend the snapshot");
+        }
+        self.now = Timestamp(self.now.0 + 1_000);
+        self.log.extend(recs.iter().cloned());
+        recs
+    }
+
+    /// The payload of a call that must succeed.
+    pub fn ok(&mut self, tool: &str, args: Value) -> Value {
+        match self.call(tool, args.clone()).result {
+            Ok(v) => v,
+            Err(e) => panic!("{tool}({args}) refused: {e:?}"),
+        }
+    }
+
+    /// The refusal of a call that must be refused.
+    pub fn refused(&mut self, tool: &str, args: Value) -> ToolError {
+        match self.call(tool, args.clone()).result {
+            Ok(v) => panic!("{tool}({args}) succeeded: {v}"),
+            Err(e) => e,
+        }
+    }
+
+    /// Starts a run and returns its id.
+    pub fn start(&mut self, goal: &str) -> String {
+        let v = self.ok("bernstein_run", json!({"goal": goal}));
+        v["task_id"]
+            .as_str()
+            .expect("task_id is a string")
+            .to_string()
+    }
+
+    /// Moves `task` to `to` through the lifecycle (as a later gate would), with an audit record
+    /// naming its run. Panics on an illegal edge.
+    pub fn force(&mut self, task: &str, to: super::lifecycle::TaskStatus) {
+        let (b, j) =
+            records::status_change_drafts(&self.snapshot.domain, task, to, None, self.now.0)
+                .expect("a legal transition");
+        let run = self
+            .snapshot
+            .domain
+            .task(task)
+            .expect("known task")
+            .run_id
+            .clone();
+        let audit = Draft::new(
+            "audit",
+            records::STATELESS_CALL,
+            json!({"tool": "test_gate", "ok": true, "run_id": run}),
+        );
+        self.commit(vec![b, j, audit]);
+    }
+
+    /// Commits a root task in `planned` (plans arrive with a later issue) and returns its id.
+    pub fn planned_root(&mut self, id: &str) -> String {
+        let task = records::TaskCreated {
+            task_id: id.into(),
+            run_id: id.into(),
+            parent_id: None,
+            title: "planned".into(),
+            goal: "planned".into(),
+            role: "backend".into(),
+            priority: 2,
+            scope: records::Scope::Medium,
+            complexity: records::Complexity::Medium,
+            estimated_minutes: 30,
+            status: super::lifecycle::TaskStatus::Planned,
+            created_at: self.now.0,
+        };
+        let mut drafts = records::new_run_drafts(&task);
+        drafts.push(Draft::new(
+            "audit",
+            records::STATELESS_CALL,
+            json!({"tool": "test_plan", "ok": true, "run_id": id}),
+        ));
+        self.commit(drafts);
+        id.to_string()
+    }
+}

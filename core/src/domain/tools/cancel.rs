@@ -1,0 +1,209 @@
+//! `bernstein_cancel` (tier standard): cancel a task and its whole subtask tree in one set of
+//! drafts (one commit). Refusals (malformed id, unknown task, a status the lifecycle cannot
+//! cancel) carry no drafts. An already-finished task is reported with its status, not refused.
+//! Descendants are cancelled where the lifecycle allows; finished ones stay as they are, and
+//! ones that cannot be cancelled (orphaned, pending_approval) are listed. Cancelling a run's
+//! root also writes `run.cancelled` to the run journal. This handler must never change a status
+//! except through `records::status_change_drafts`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ledger::Draft;
+use crate::protocol::registry::{
+    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+use super::super::ids::{check_task_id, run_stream};
+use super::super::lifecycle::{self, TaskStatus};
+use super::super::records::{self, RunCancelled};
+use super::super::schema;
+use super::{invalid_id, parse_args, tier, unknown_task};
+
+pub const NAME: &str = "bernstein_cancel";
+
+/// Most uncancellable descendants one answer lists.
+pub const MAX_LISTED: usize = 100;
+
+const EFFECTS: Effects = Effects {
+    reads_files: true,
+    writes_files: true,
+    spawns_processes: false,
+    network: false,
+};
+
+const DESCRIPTION: &str = "Cancel one task and its whole subtask tree in one step. Cancellable \
+statuses: planned, open, claimed, in_progress, blocked, waiting_for_subtasks. An already finished \
+task (done, closed, failed, cancelled) is reported with its status, not treated as an error. \
+Cancelling a run's root task cancels the run. It reads and appends to the project's .sdd ledger only. \
+Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+
+/// Arguments of `bernstein_cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelArgs {
+    /// The task to cancel (a task_id or run_id bernstein_run returned).
+    pub task_id: String,
+    /// Why, recorded in the ledger.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
+    pub reason: Option<String>,
+}
+
+/// A descendant the call could not cancel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NotCancelled {
+    pub task_id: String,
+    pub status: TaskStatus,
+}
+
+/// Payload of `bernstein_cancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CancelAnswer {
+    pub task_id: String,
+    /// The task's status after the call.
+    pub status: TaskStatus,
+    /// The task's status before the call.
+    pub previous_status: TaskStatus,
+    /// Whether the task was already finished (nothing was changed).
+    pub already_terminal: bool,
+    /// How many descendants this call cancelled.
+    pub cancelled_descendants: u64,
+    pub run_id: String,
+    /// Whether the run itself is now cancelled (the task is its root).
+    pub run_cancelled: bool,
+    /// Unfinished descendants the lifecycle does not let a cancel stop (first 100).
+    pub not_cancelled: Vec<NotCancelled>,
+    /// How many such descendants there are in all.
+    pub not_cancelled_count: u64,
+}
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME,
+        title: "Cancel a task tree",
+        description: DESCRIPTION,
+        tier: tier(NAME),
+        input_schema: schema::input_schema::<CancelArgs>,
+        output_schema: Some(schema::output_schema::<CancelAnswer>),
+        effects: EFFECTS,
+        task_support: TaskSupport::Forbidden,
+        call: handle,
+    }
+}
+
+pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    match plan(ctx, args) {
+        Ok((answer, drafts)) => ToolOutput {
+            run_id: Some(answer.run_id.clone()),
+            result: Ok(serde_json::to_value(&answer).expect("a cancel answer always serializes")),
+            drafts,
+        },
+        Err(e) => ToolOutput::refused(e),
+    }
+}
+
+fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>), ToolError> {
+    let args: CancelArgs = parse_args(NAME, args)?;
+    let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
+    if args
+        .reason
+        .as_ref()
+        .is_some_and(|r| r.chars().count() > 4096)
+    {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            "reason must be at most 4096 characters",
+            "Shorten the reason; it is recorded in the ledger.",
+        )
+        .with("field", "reason"));
+    }
+    let p = &ctx.snapshot.domain;
+    let task = p
+        .task(id)
+        .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
+    let mut answer = CancelAnswer {
+        task_id: task.id.clone(),
+        status: task.status,
+        previous_status: task.status,
+        already_terminal: task.status.is_terminal(),
+        cancelled_descendants: 0,
+        run_id: task.run_id.clone(),
+        run_cancelled: false,
+        not_cancelled: Vec::new(),
+        not_cancelled_count: 0,
+    };
+    if answer.already_terminal {
+        return Ok((answer, Vec::new()));
+    }
+    if lifecycle::transition(task.status, TaskStatus::Cancelled).is_err() {
+        return Err(ToolError::new(
+            "task_not_cancellable",
+            format!("task {id} is {} and cannot be cancelled", task.status),
+            "Only planned, open, claimed, in_progress, blocked and waiting_for_subtasks tasks can be cancelled; \
+             a task awaiting approval is decided with the approval gate.",
+        )
+        .with("task_id", id)
+        .with("current_status", task.status.as_str())
+        .with("cancellable_statuses", lifecycle::names(&lifecycle::cancellable())));
+    }
+
+    let mut backlog = Vec::new();
+    let mut journal = Vec::new();
+    let descendant_reason = format!("cancelled with ancestor {id}");
+    for row in p.subtree(id) {
+        if lifecycle::transition(row.status, TaskStatus::Cancelled).is_err() {
+            if !row.status.is_terminal() {
+                answer.not_cancelled_count += 1;
+                if answer.not_cancelled.len() < MAX_LISTED {
+                    answer.not_cancelled.push(NotCancelled {
+                        task_id: row.id.clone(),
+                        status: row.status,
+                    });
+                }
+            }
+            continue;
+        }
+        let reason = if row.id == id {
+            args.reason.as_deref()
+        } else {
+            Some(descendant_reason.as_str())
+        };
+        let (b, j) =
+            records::status_change_drafts(p, &row.id, TaskStatus::Cancelled, reason, ctx.now.0)
+                .map_err(|e| internal(&e.to_string()))?;
+        backlog.push(b);
+        journal.push(j);
+        if row.id != id {
+            answer.cancelled_descendants += 1;
+        }
+    }
+    answer.status = TaskStatus::Cancelled;
+    if task.parent_id.is_none() && task.run_id == task.id {
+        answer.run_cancelled = true;
+        journal.push(records::draft(
+            run_stream(&task.run_id),
+            records::RUN_CANCELLED,
+            &RunCancelled {
+                run_id: task.run_id.clone(),
+                task_id: task.id.clone(),
+                reason: args.reason.clone(),
+                cancelled_tasks: answer.cancelled_descendants + 1,
+                at: ctx.now.0,
+            },
+        ));
+    }
+    backlog.extend(journal);
+    Ok((answer, backlog))
+}
+
+fn internal(detail: &str) -> ToolError {
+    ToolError::new(
+        "internal_error",
+        format!("bernstein_cancel could not record the cancellation: {detail}"),
+        "This is a bug in the server; the ledger was not changed.",
+    )
+}
+
+#[cfg(test)]
+mod tests;

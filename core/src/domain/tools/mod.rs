@@ -1,0 +1,160 @@
+//! Bernstein's tools, registered into the protocol engine through [`registered`].
+//!
+//! - [`run`]: `bernstein_run` — create a task (a run's root, or a subtask).
+//! - [`status`]: `bernstein_status` — liveness, counts by status, cost, task rows.
+//! - [`run_status`]: `bernstein_run_status` — the verifiable run handle.
+//! - [`cancel`]: `bernstein_cancel` — cancel a task and its subtask tree.
+//!
+//! Handlers are pure: they read the snapshot in their [`ToolContext`] and return a payload
+//! plus the drafts to append, or a structured refusal with no drafts. Arguments were validated
+//! against the advertised schema already; a deserialization failure still becomes the refusal
+//! `invalid_arguments`, never a panic. Tiers come from [`super::tiers`]; every description
+//! ends with the host-effects sentence built by [`effects_sentence`].
+
+pub mod cancel;
+pub mod run;
+pub mod run_status;
+pub mod status;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::config::Tier;
+use crate::protocol::registry::{Effects, ToolError, ToolSpec};
+
+use super::ids::{IdError, quote_for_message};
+use super::tiers;
+
+/// Every Bernstein tool, sorted by name.
+pub fn registered() -> Vec<ToolSpec> {
+    let mut tools = vec![
+        run::spec(),
+        status::spec(),
+        run_status::spec(),
+        cancel::spec(),
+    ];
+    tools.sort_by_key(|t| t.name);
+    tools
+}
+
+/// The tier of a registered tool, from the tier table.
+pub(crate) fn tier(name: &str) -> Tier {
+    // Every registered tool is in the table: `tiers::tests::table_and_registry_agree`.
+    tiers::tier_of(name).expect("every registered tool is declared in the tier table")
+}
+
+/// Deserializes validated arguments; a mismatch is the refusal `invalid_arguments`.
+pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+    let args = match args {
+        Value::Null => Value::Object(Default::default()),
+        Value::Object(_) => args,
+        _ => {
+            return Err(ToolError::new(
+                "invalid_arguments",
+                format!("{tool}: arguments must be a JSON object"),
+                "Pass the arguments as an object of named fields (tools/list shows the inputSchema).",
+            ));
+        }
+    };
+    serde_json::from_value(args).map_err(|e| {
+        ToolError::new(
+            "invalid_arguments",
+            format!("{tool}: {e}"),
+            "Check the arguments against the tool's inputSchema (tools/list).",
+        )
+    })
+}
+
+/// The refusal for a peer-supplied id of the wrong shape.
+pub(crate) fn invalid_id(field: &str, value: &str, err: IdError) -> ToolError {
+    ToolError::new(
+        "invalid_id",
+        format!("{field} {} is not a task id: {err}", quote_for_message(value)),
+        "Pass a task_id or run_id exactly as bernstein_run returned it (T- followed by 16 hex digits).",
+    )
+    .with("field", field)
+}
+
+/// The refusal for a well-formed id that names no task.
+pub(crate) fn unknown_task(error: &str, field: &str, id: &str) -> ToolError {
+    ToolError::new(
+        error,
+        format!("{field} {id} names no task in this project's ledger"),
+        "Use an id returned by bernstein_run in this project; bernstein_status with detail=true lists tasks.",
+    )
+    .with("field", field)
+    .with(field, id)
+}
+
+/// The sentence every tool description ends with, stating its host effects. Descriptions are
+/// static strings; a test checks each one contains the sentence for its [`Effects`].
+pub fn effects_sentence(e: &Effects) -> String {
+    let yn = |b: bool| if b { "yes" } else { "no" };
+    format!(
+        "Host effects: reads files: {}; writes files: {}; spawns processes: {}; network requests: {}.",
+        yn(e.reads_files),
+        yn(e.writes_files),
+        yn(e.spawns_processes),
+        yn(e.network)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_state_their_effects() {
+        for t in registered() {
+            let sentence = effects_sentence(&t.effects);
+            assert!(
+                t.description.ends_with(&sentence),
+                "{}: description must end with {sentence:?}",
+                t.name
+            );
+            assert_eq!(
+                t.description.matches("Host effects:").count(),
+                1,
+                "{}",
+                t.name
+            );
+        }
+    }
+
+    #[test]
+    fn registered_tools_are_sorted_unique_and_have_object_schemas() {
+        let tools = registered();
+        let names: Vec<&str> = tools.iter().map(|t| t.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+        for t in &tools {
+            let input = (t.input_schema)();
+            assert_eq!(input["type"], "object", "{}", t.name);
+            assert_eq!(input["additionalProperties"], false, "{}", t.name);
+            let output = (t.output_schema.expect("every tool declares its payload"))();
+            assert_eq!(output["type"], "object", "{}", t.name);
+            assert!(!t.title.is_empty());
+        }
+    }
+
+    #[test]
+    fn argument_mismatches_are_refusals() {
+        #[derive(serde::Deserialize, Debug)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct A {
+            x: u8,
+        }
+        let e = parse_args::<A>("t", serde_json::json!({"x": "no"})).unwrap_err();
+        assert_eq!(e.error, "invalid_arguments");
+        assert!(parse_args::<A>("t", serde_json::json!({"x": 1, "y": 2})).is_err());
+        assert!(parse_args::<A>("t", serde_json::json!([1])).is_err());
+        assert!(parse_args::<A>("t", serde_json::json!("x")).is_err());
+        assert!(
+            parse_args::<A>("t", Value::Null).is_err(),
+            "null is {{}}, which lacks x"
+        );
+    }
+}

@@ -1,0 +1,328 @@
+//! `bernstein_run` (tier core): record a task for a goal and answer at once with its ids.
+//!
+//! Without `parent_task_id` the task is the root of a new run and its id is the run id. With
+//! it, the task joins the parent's run as a subtask: an open, claimed or in-progress parent
+//! moves to `waiting_for_subtasks` (the lifecycle's Split edge), a parent already waiting stays
+//! so, a planned parent gets a planned subtask (plans are decided as a whole), and every other
+//! parent is refused. The task id is derived from the ledger head and the normalized arguments.
+//! This handler must never wait for the work itself.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::canonical::to_canonical_bytes;
+use crate::protocol::registry::{
+    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+use super::super::ids::{check_task_id, derive_task_id};
+use super::super::lifecycle::{self, TaskStatus};
+use super::super::records::{self, Complexity, Scope, TaskCreated};
+use super::super::schema;
+use super::{invalid_id, parse_args, tier, unknown_task};
+
+pub const NAME: &str = "bernstein_run";
+
+/// Advised wait before the first poll of a new run.
+pub const POLL_AFTER_MS: u64 = 20_000;
+/// Longest title, in characters.
+pub const TITLE_MAX_CHARS: usize = 80;
+/// Role of a root task created without one.
+pub const DEFAULT_ROLE: &str = "backend";
+/// Priority of a task created without one (1 = critical, 3 = nice to have).
+pub const DEFAULT_PRIORITY: u8 = 2;
+/// Estimate of a task created without one.
+pub const DEFAULT_ESTIMATED_MINUTES: u32 = 30;
+
+const EFFECTS: Effects = Effects {
+    reads_files: true,
+    writes_files: true,
+    spawns_processes: false,
+    network: false,
+};
+
+const DESCRIPTION: &str = "Start a run for a goal. The call records the task and returns at once with \
+{task_id, title, status, run_id, poll_after_ms}; it does not wait for the work, which takes minutes to \
+hours. The task_id of a new run is also its run id. Do not call it again while waiting: that starts a \
+second run. Follow the run with bernstein_run_status after poll_after_ms. Pass parent_task_id to add a \
+subtask to an existing task's run instead (an active parent then waits for its subtasks). It reads and \
+appends to the project's .sdd ledger only. \
+Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+
+/// Arguments of `bernstein_run`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunArgs {
+    /// What the run should accomplish. Its first line becomes the task title.
+    #[schemars(length(min = 1, max = 8192))]
+    pub goal: String,
+    /// Specialist role to assign (backend, frontend, qa, security, ...). Default: backend, or
+    /// the parent's role for a subtask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub role: Option<String>,
+    /// 1 = critical, 2 = normal (default), 3 = nice to have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 3))]
+    pub priority: Option<u8>,
+    /// How much the task covers (default medium).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+    /// How hard the task is expected to be (default medium).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complexity: Option<Complexity>,
+    /// Rough estimate in minutes, 1 to 10080 (a week); default 30.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10080))]
+    pub estimated_minutes: Option<u32>,
+    /// Create the task as a subtask of this task (an id bernstein_run returned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_task_id: Option<String>,
+}
+
+/// Payload of `bernstein_run`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunAnswer {
+    /// The new task. For a new run this is also the run id.
+    pub task_id: String,
+    pub title: String,
+    pub status: TaskStatus,
+    /// The run to poll with bernstein_run_status.
+    pub run_id: String,
+    /// Wait this long before the first poll.
+    pub poll_after_ms: u64,
+    /// The parent, for a subtask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_task_id: Option<String>,
+}
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME,
+        title: "Start a run",
+        description: DESCRIPTION,
+        tier: tier(NAME),
+        input_schema: schema::input_schema::<RunArgs>,
+        output_schema: Some(schema::output_schema::<RunAnswer>),
+        effects: EFFECTS,
+        task_support: TaskSupport::Forbidden,
+        call: handle,
+    }
+}
+
+/// The title of a goal: its first non-blank line, trimmed, at most 80 characters.
+pub fn title_of(goal: &str) -> String {
+    let line = goal
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    line.chars()
+        .take(TITLE_MAX_CHARS)
+        .collect::<String>()
+        .trim_end()
+        .to_string()
+}
+
+/// Where a new task goes: its run, its parent, its status, and the parent's change if any.
+struct Placement {
+    run_id: Option<String>,
+    parent_id: Option<String>,
+    parent_role: Option<String>,
+    status: TaskStatus,
+    parent_moves_to: Option<TaskStatus>,
+}
+
+pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    match plan(ctx, args) {
+        Ok(out) => out,
+        Err(e) => ToolOutput::refused(e),
+    }
+}
+
+fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+    let args: RunArgs = parse_args(NAME, args)?;
+    let goal_chars = args.goal.chars().count();
+    if args.goal.trim().is_empty() || goal_chars > 8192 {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            format!("goal must hold 1 to 8192 characters and some non-blank text (got {goal_chars} characters)"),
+            "Describe the goal in words; its first line becomes the task title.",
+        )
+        .with("field", "goal"));
+    }
+    if let Some(role) = &args.role
+        && (role.trim().is_empty() || role.chars().count() > 64)
+    {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            "role must hold 1 to 64 characters of non-blank text",
+            "Omit role for the default, or name a specialist role such as backend or qa.",
+        )
+        .with("field", "role"));
+    }
+    // The engine validated these against the schema already; a handler called some other way
+    // (the CLI, a test) gets the same answer.
+    if args.priority.is_some_and(|p| !(1..=3).contains(&p)) {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            "priority must be 1 (critical), 2 (normal) or 3 (nice to have)",
+            "Omit priority for the default, 2.",
+        )
+        .with("field", "priority"));
+    }
+    if args
+        .estimated_minutes
+        .is_some_and(|m| !(1..=10_080).contains(&m))
+    {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            "estimated_minutes must be from 1 to 10080 (a week)",
+            "Omit estimated_minutes for the default, 30.",
+        )
+        .with("field", "estimated_minutes"));
+    }
+    let placement = place(ctx, args.parent_task_id.as_deref())?;
+
+    let canonical = serde_json::to_value(&args)
+        .ok()
+        .and_then(|v| to_canonical_bytes(&v).ok())
+        .expect("arguments of strings, small integers and enums always have a canonical form");
+    let task_id = derive_task_id(&ctx.snapshot.position.head, &canonical);
+    if ctx.snapshot.domain.task(&task_id).is_some() {
+        return Err(ToolError::new(
+            "id_collision",
+            format!("the derived task id {task_id} already exists"),
+            "This should not happen; retry the call (the ledger head will have moved).",
+        )
+        .with("task_id", task_id));
+    }
+
+    let run_id = placement.run_id.clone().unwrap_or_else(|| task_id.clone());
+    let role = args
+        .role
+        .map(|r| r.trim().to_string())
+        .or(placement.parent_role)
+        .unwrap_or_else(|| DEFAULT_ROLE.to_string());
+    let task = TaskCreated {
+        task_id: task_id.clone(),
+        run_id: run_id.clone(),
+        parent_id: placement.parent_id.clone(),
+        title: title_of(&args.goal),
+        goal: args.goal,
+        role,
+        priority: args.priority.unwrap_or(DEFAULT_PRIORITY),
+        scope: args.scope.unwrap_or_default(),
+        complexity: args.complexity.unwrap_or_default(),
+        estimated_minutes: args.estimated_minutes.unwrap_or(DEFAULT_ESTIMATED_MINUTES),
+        status: placement.status,
+        created_at: ctx.now.0,
+    };
+
+    let drafts = match (&placement.parent_id, placement.parent_moves_to) {
+        (None, _) => records::new_run_drafts(&task),
+        (Some(_), None) => {
+            let (backlog, journal) = records::new_subtask_drafts(&task);
+            vec![backlog, journal]
+        }
+        (Some(parent), Some(to)) => {
+            let (backlog, journal) = records::new_subtask_drafts(&task);
+            let reason = format!("subtask {task_id} created");
+            let (pb, pj) = records::status_change_drafts(
+                &ctx.snapshot.domain,
+                parent,
+                to,
+                Some(&reason),
+                ctx.now.0,
+            )
+            .map_err(|e| internal(&e.to_string()))?;
+            vec![backlog, pb, journal, pj]
+        }
+    };
+
+    let answer = RunAnswer {
+        task_id,
+        title: task.title,
+        status: task.status,
+        run_id: run_id.clone(),
+        poll_after_ms: POLL_AFTER_MS,
+        parent_task_id: placement.parent_id,
+    };
+    let payload = serde_json::to_value(&answer).expect("a run answer always serializes");
+    Ok(ToolOutput {
+        result: Ok(payload),
+        drafts,
+        run_id: Some(run_id),
+    })
+}
+
+fn place(ctx: &ToolContext<'_>, parent: Option<&str>) -> Result<Placement, ToolError> {
+    let Some(parent) = parent else {
+        return Ok(Placement {
+            run_id: None,
+            parent_id: None,
+            parent_role: None,
+            status: lifecycle::initial_status(false),
+            parent_moves_to: None,
+        });
+    };
+    check_task_id(parent).map_err(|e| invalid_id("parent_task_id", parent, e))?;
+    let row = ctx
+        .snapshot
+        .domain
+        .task(parent)
+        .ok_or_else(|| unknown_task("unknown_parent", "parent_task_id", parent))?;
+    let (status, parent_moves_to) = match row.status {
+        s if s.is_terminal() => {
+            return Err(ToolError::new(
+                "parent_terminal",
+                format!("parent task {parent} is {s}: a finished task takes no subtasks"),
+                "Start a new run with bernstein_run (no parent_task_id) instead.",
+            )
+            .with("parent_task_id", parent)
+            .with("current_status", s.as_str()));
+        }
+        TaskStatus::WaitingForSubtasks => (lifecycle::initial_status(false), None),
+        TaskStatus::Planned => (lifecycle::initial_status(true), None),
+        s if lifecycle::splittable().contains(&s) => (
+            lifecycle::initial_status(false),
+            Some(TaskStatus::WaitingForSubtasks),
+        ),
+        s => {
+            return Err(ToolError::new(
+                "parent_not_accepting_subtasks",
+                format!("parent task {parent} is {s} and cannot take subtasks now"),
+                "Resolve the parent first (it is blocked, orphaned or awaiting approval), or start a new run.",
+            )
+            .with("parent_task_id", parent)
+            .with("current_status", s.as_str())
+            .with("accepting_statuses", accepting_statuses()));
+        }
+    };
+    Ok(Placement {
+        run_id: Some(row.run_id.clone()),
+        parent_id: Some(row.id.clone()),
+        parent_role: Some(row.role.clone()),
+        status,
+        parent_moves_to,
+    })
+}
+
+/// Statuses a parent may be in when a subtask is created under it.
+pub fn accepting_statuses() -> Vec<&'static str> {
+    let mut out = lifecycle::splittable();
+    out.push(TaskStatus::WaitingForSubtasks);
+    out.push(TaskStatus::Planned);
+    lifecycle::names(&out)
+}
+
+fn internal(detail: &str) -> ToolError {
+    ToolError::new(
+        "internal_error",
+        format!("bernstein_run could not record the subtask: {detail}"),
+        "This is a bug in the server; the ledger was not changed.",
+    )
+}
+
+#[cfg(test)]
+mod tests;

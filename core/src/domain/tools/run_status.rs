@@ -1,0 +1,179 @@
+//! `bernstein_run_status` (tier core): the verifiable handle of a run, by run id or by the id of
+//! any task of the run. The id is checked for shape before it is looked up; an unknown or
+//! malformed id is a structured refusal. Polls append only the engine's audit record, which
+//! never moves a handle, so two polls of an unchanged run answer byte-identically.
+//! This handler must never write records.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::protocol::registry::{
+    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+use super::super::handle::{RunHandle, run_handle};
+use super::super::ids::check_task_id;
+use super::super::schema;
+use super::{invalid_id, parse_args, tier};
+
+pub const NAME: &str = "bernstein_run_status";
+
+const EFFECTS: Effects = Effects {
+    reads_files: true,
+    writes_files: false,
+    spawns_processes: false,
+    network: false,
+};
+
+const DESCRIPTION: &str = "Poll a run started with bernstein_run. Pass run_id = the task_id or run_id \
+that call returned (any task id of the run works). Answers the run handle {taskId, runId, status, \
+journalHead, chainHead, specRevision, receiptHash, pollToken}; status is working, input_required, \
+completed, failed or cancelled, projected from the run journal. Poll tens of seconds apart and stop \
+at completed, failed or cancelled. Polls of an unchanged run return identical handles. It reads the \
+project's .sdd ledger and changes nothing. \
+Host effects: reads files: yes; writes files: no; spawns processes: no; network requests: no.";
+
+/// Arguments of `bernstein_run_status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunStatusArgs {
+    /// The run id, or the id of any task of the run (T- followed by 16 hex digits).
+    pub run_id: String,
+}
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME,
+        title: "Poll a run",
+        description: DESCRIPTION,
+        tier: tier(NAME),
+        input_schema: schema::input_schema::<RunStatusArgs>,
+        output_schema: Some(schema::output_schema::<RunHandle>),
+        effects: EFFECTS,
+        task_support: TaskSupport::Forbidden,
+        call: handle,
+    }
+}
+
+pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    match resolve(ctx, args) {
+        Ok((run_id, h)) => ToolOutput {
+            result: Ok(serde_json::to_value(&h).expect("a run handle always serializes")),
+            drafts: Vec::new(),
+            run_id: Some(run_id),
+        },
+        Err(e) => ToolOutput::refused(e),
+    }
+}
+
+fn resolve(ctx: &ToolContext<'_>, args: Value) -> Result<(String, RunHandle), ToolError> {
+    let args: RunStatusArgs = parse_args(NAME, args)?;
+    let id = check_task_id(&args.run_id).map_err(|e| invalid_id("run_id", &args.run_id, e))?;
+    let p = &ctx.snapshot.domain;
+    let run_id = if p.run(id).is_some() {
+        id.to_string()
+    } else if let Some(task) = p.task(id) {
+        task.run_id.clone()
+    } else {
+        return Err(ToolError::new(
+            "unknown_run",
+            format!("run_id {id} names no run and no task in this project's ledger"),
+            "Pass the task_id or run_id that bernstein_run returned in this project.",
+        )
+        .with("run_id", id));
+    };
+    let h = run_handle(ctx.snapshot, &run_id, ctx.spec_revision).ok_or_else(|| {
+        ToolError::new(
+            "unknown_run",
+            format!("task {id} belongs to run {run_id}, whose journal is missing"),
+            "The ledger is inconsistent; run `bernstein audit verify`.",
+        )
+        .with("run_id", id)
+    })?;
+    Ok((run_id, h))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::handle::verify_run_handle;
+    use crate::domain::testkit::Bench;
+    use serde_json::json;
+
+    #[test]
+    fn two_polls_of_an_unchanged_run_are_byte_identical() {
+        let mut b = Bench::new();
+        let run = b.start("build it");
+        let first = b.call(NAME, json!({"run_id": run}));
+        let second = b.call(NAME, json!({"run_id": run}));
+        let (x, y) = (first.result.unwrap(), second.result.unwrap());
+        assert_eq!(
+            serde_json::to_vec(&x).unwrap(),
+            serde_json::to_vec(&y).unwrap()
+        );
+        assert_eq!(first.run_id.as_deref(), Some(run.as_str()));
+        assert!(first.drafts.is_empty());
+        verify_run_handle(&x).unwrap();
+        assert_eq!(x["status"], "working");
+        assert_eq!(x["taskId"], run.as_str());
+        assert_eq!(x["specRevision"], "2025-11-25");
+        assert_eq!(
+            x["journalHead"],
+            b.snapshot.stream_head(&format!("run:{run}")).to_string()
+        );
+    }
+
+    #[test]
+    fn a_subtask_id_reaches_its_run_and_the_handle_moves_with_the_journal() {
+        let mut b = Bench::new();
+        let run = b.start("root");
+        let before = b.ok(NAME, json!({"run_id": run}));
+        let child = b.ok("bernstein_run", json!({"goal": "c", "parent_task_id": run}));
+        let by_child = b.ok(NAME, json!({"run_id": child["task_id"]}));
+        let by_run = b.ok(NAME, json!({"run_id": run}));
+        assert_eq!(by_child, by_run);
+        assert_eq!(by_run["runId"], run.as_str());
+        assert_ne!(by_run["journalHead"], before["journalHead"]);
+        assert_ne!(by_run["chainHead"], before["chainHead"]);
+        assert_ne!(by_run["receiptHash"], before["receiptHash"]);
+        assert_eq!(by_run["pollToken"], before["pollToken"]);
+    }
+
+    #[test]
+    fn unknown_and_malformed_ids_are_structured_refusals() {
+        let mut b = Bench::new();
+        b.start("something");
+        for bad in [
+            "../x",
+            "",
+            "T-0123",
+            "T-0123456789abcdeg",
+            "T-0123456789abcde\0",
+            &"x".repeat(5000),
+        ] {
+            let e = b.refused(NAME, json!({"run_id": bad}));
+            assert_eq!(e.error, "invalid_id", "{bad:?}");
+            assert!(!e.hint.is_empty() && !e.message.is_empty());
+        }
+        let e = b.refused(NAME, json!({"run_id": "T-0123456789abcdef"}));
+        assert_eq!(e.error, "unknown_run");
+        assert_eq!(e.to_value()["run_id"], "T-0123456789abcdef");
+        assert_eq!(b.refused(NAME, json!({})).error, "invalid_arguments");
+        assert_eq!(
+            b.refused(NAME, json!({"run_id": 7})).error,
+            "invalid_arguments"
+        );
+    }
+
+    #[test]
+    fn the_handle_follows_the_spec_revision() {
+        let mut b = Bench::new();
+        let run = b.start("x");
+        let a = b.ok(NAME, json!({"run_id": run}));
+        b.spec_revision = "2026-07-28".into();
+        let c = b.ok(NAME, json!({"run_id": run}));
+        assert_eq!(c["specRevision"], "2026-07-28");
+        assert_ne!(a["receiptHash"], c["receiptHash"]);
+        verify_run_handle(&c).unwrap();
+    }
+}

@@ -1,0 +1,345 @@
+//! `tools/call`: resolve the tool (tier, deprecated aliases), validate the arguments before the
+//! handler runs, run the handler, shape the `CallToolResult` (meter envelope, structured
+//! content, `isError`), and seal the call's records with its audit entry.
+//!
+//! Audit policy: every `tools/call` whose `params.name` is a string appends exactly one
+//! `mcp.stateless_call` record to the `audit` stream, after the handler's drafts and in the same
+//! transaction: successful calls, refusals (`isError`), argument-validation failures and unknown
+//! tools alike (`ok: false` with an `error` code naming why). A call without a usable name
+//! appends nothing. A refused call appends only its audit record, whatever drafts the handler
+//! returned.
+//!
+//! This module must never panic on a peer's input and never let a handler's records reach the
+//! ledger without the call's audit record.
+
+use serde_json::{Map, Value, json};
+
+use super::era::Revision;
+use super::ids::{RequestIds, digest_of_value};
+use super::jsonrpc::{RpcError, kind_of, shorten};
+use super::lifecycle::decorate;
+use super::meter::envelope;
+use super::registry::{ToolContext, ToolLookup, ToolOutput, ToolSpec};
+use super::validate::{check_limits, validate};
+use super::{MeterSlot, Server};
+use crate::digest::Digest;
+use crate::ledger::{AUDIT_STREAM, Draft, RUN_STREAM_PREFIX, Record, Snapshot, seal};
+use crate::time::Timestamp;
+
+/// The release that removes the deprecated tool aliases.
+pub const ALIAS_REMOVAL_RELEASE: &str = "v3.12.0";
+/// Kind of the audit record every tool call appends.
+pub const AUDIT_KIND: &str = "mcp.stateless_call";
+
+/// What serving one `tools/call` produced.
+#[derive(Debug)]
+pub struct CallReply {
+    pub result: Result<Value, RpcError>,
+    pub meter: Option<MeterSlot>,
+    /// The sealed records: the handler's drafts (on success) and the audit record.
+    pub records: Vec<Record>,
+}
+
+/// Everything a tool call reads.
+#[derive(Clone, Copy, Debug)]
+pub struct CallInput<'a> {
+    pub params: Option<&'a Value>,
+    pub revision: Revision,
+    pub ids: &'a RequestIds,
+    pub snapshot: &'a Snapshot,
+    pub now: Timestamp,
+}
+
+/// Serves `tools/call`.
+pub fn call_tool(server: &Server, input: &CallInput<'_>) -> CallReply {
+    let name = match input.params.and_then(|p| p.get("name")) {
+        Some(Value::String(n)) => n.as_str(),
+        Some(other) => {
+            return unaudited(format!(
+                "params.name must be a string naming the tool, got {}",
+                kind_of(other)
+            ));
+        }
+        None => return unaudited("params.name is required: the tool to call".into()),
+    };
+    let empty = Value::Object(Map::new());
+    let raw_args = match input.params.and_then(|p| p.get("arguments")) {
+        None | Some(Value::Null) => &empty,
+        Some(a) => a,
+    };
+    let mut audit = Audit {
+        name,
+        args: raw_args,
+        alias_of: None,
+        input,
+        server,
+    };
+    let (tool, alias) = match server.catalog.lookup_tool(name, &server.config) {
+        ToolLookup::Tool(t) => (t, None),
+        ToolLookup::Alias { alias, tool } => (tool, Some(alias)),
+        ToolLookup::OutsideTier(t) => {
+            let why = format!(
+                "Unknown tool: {name} (not available in tool tier \"{}\"; it needs tier \"{}\" or above)",
+                server.config.tier.as_str(),
+                t.tier.as_str()
+            );
+            return audit.refuse(
+                RpcError::invalid_params(why).with_data(json!({"tool": name})),
+                "unknown_tool",
+            );
+        }
+        ToolLookup::AliasUnavailable { alias, replacement } => {
+            let why = format!(
+                "Unknown tool: {alias} (a deprecated alias that is not served here; call {replacement} instead)"
+            );
+            return audit.refuse(
+                RpcError::invalid_params(why).with_data(json!({"tool": alias})),
+                "unknown_tool",
+            );
+        }
+        ToolLookup::Unknown => {
+            let why = format!("Unknown tool: {}", shorten(name, 100));
+            return audit.refuse(
+                RpcError::invalid_params(why).with_data(json!({"tool": shorten(name, 100)})),
+                "unknown_tool",
+            );
+        }
+    };
+    audit.alias_of = alias.map(|_| tool.name);
+    if !raw_args.is_object() {
+        let e = RpcError::invalid_params(format!(
+            "Invalid arguments for tool {name}: arguments must be an object, got {}",
+            kind_of(raw_args)
+        ));
+        return audit.refuse(e, "invalid_arguments");
+    }
+    if let Err(v) = check_limits(raw_args, &server.config.limits, "arguments") {
+        let e = RpcError::invalid_params(format!("Invalid arguments for tool {name}: {v}"))
+            .with_data(json!({"violations": [{"path": v.path, "rule": v.rule}]}));
+        return audit.refuse(e, "invalid_arguments");
+    }
+    match validate(&(tool.input_schema)(), raw_args, "arguments") {
+        Ok(violations) if violations.is_empty() => {}
+        Ok(violations) => {
+            let listed: Vec<Value> = violations
+                .iter()
+                .take(20)
+                .map(|v| json!({"path": v.path, "rule": v.rule}))
+                .collect();
+            let e = RpcError::invalid_params(format!(
+                "Invalid arguments for tool {name}: {}",
+                violations[0]
+            ))
+            .with_data(json!({ "violations": listed }));
+            return audit.refuse(e, "invalid_arguments");
+        }
+        Err(fault) => {
+            return audit.refuse(
+                RpcError::internal(format!("tool {name}: {fault}")),
+                "internal_error",
+            );
+        }
+    }
+    let ctx = ToolContext {
+        snapshot: input.snapshot,
+        config: &server.config,
+        now: input.now,
+        call_id: &input.ids.call_id,
+        trace_id: &input.ids.trace_id,
+        span_id: &input.ids.span_id,
+        spec_revision: input.revision.as_str(),
+    };
+    let output = (tool.call)(&ctx, raw_args.clone());
+    finish(server, input, &audit, tool, alias, output)
+}
+
+/// Shapes the result of a handler that ran and seals its records.
+fn finish(
+    server: &Server,
+    input: &CallInput<'_>,
+    audit: &Audit<'_>,
+    tool: &ToolSpec,
+    alias: Option<&'static str>,
+    output: ToolOutput,
+) -> CallReply {
+    let ToolOutput {
+        result,
+        drafts,
+        run_id,
+    } = output;
+    let ok = result.is_ok();
+    let error_code = result.as_ref().err().map(|e| e.error.clone());
+    // A refusal changes nothing: its drafts are dropped (the registry contract says it has none).
+    let drafts = if ok { drafts } else { Vec::new() };
+    if let Some(d) = drafts.iter().find(|d| holds_float(&d.body)) {
+        let e = RpcError::internal(format!(
+            "tool {} produced a {} record holding a float",
+            tool.name, d.kind
+        ));
+        return audit.refuse(e, "internal_error");
+    }
+    let payload = match (result, alias) {
+        (Ok(p), None) => p,
+        (Err(e), None) => e.to_value(),
+        (Ok(p), Some(a)) => json!({
+            "deprecated": true,
+            "tool": a,
+            "replacement": tool.name,
+            "removal_release": ALIAS_REMOVAL_RELEASE,
+            "notice": alias_notice(a, tool.name),
+            "result": p,
+        }),
+        (Err(e), Some(a)) => {
+            let mut v = e.to_value();
+            if let Value::Object(obj) = &mut v {
+                obj.insert("deprecated".into(), Value::Bool(true));
+                obj.insert("replacement".into(), Value::String(tool.name.into()));
+                obj.insert("notice".into(), Value::String(alias_notice(a, tool.name)));
+            }
+            v
+        }
+    };
+    let called = alias.unwrap_or(tool.name);
+    let (text_value, meter) = if server.config.cost_meter {
+        let slot = MeterSlot {
+            tool: called.to_string(),
+            call_id: input.ids.call_id.clone(),
+            ok,
+            ts: input.now,
+            payload,
+        };
+        (envelope(&slot, 0), Some(slot))
+    } else {
+        (payload, None)
+    };
+    let mut result = Map::new();
+    result.insert(
+        "content".into(),
+        json!([{"type": "text", "text": text_value.to_string()}]),
+    );
+    if tool.output_schema.is_some()
+        && alias.is_none()
+        && input.revision.has_titles_and_structured_output()
+    {
+        result.insert("structuredContent".into(), text_value);
+    }
+    result.insert("isError".into(), Value::Bool(!ok));
+    let records = audit.seal(drafts, ok, error_code.as_deref(), run_id.as_deref());
+    CallReply {
+        result: Ok(decorate(
+            server,
+            input.revision,
+            "tools/call",
+            Value::Object(result),
+        )),
+        meter,
+        records,
+    }
+}
+
+fn alias_notice(alias: &str, replacement: &str) -> String {
+    format!(
+        "{alias} is deprecated and will be removed in {ALIAS_REMOVAL_RELEASE}; call {replacement} instead."
+    )
+}
+
+fn unaudited(message: String) -> CallReply {
+    CallReply {
+        result: Err(RpcError::invalid_params(message)),
+        meter: None,
+        records: Vec::new(),
+    }
+}
+
+/// Whether a record body holds a float (which has no canonical form).
+fn holds_float(v: &Value) -> bool {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Number(n) if !(n.is_i64() || n.is_u64()) => return true,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The audit entry of one call.
+struct Audit<'a> {
+    name: &'a str,
+    args: &'a Value,
+    alias_of: Option<&'static str>,
+    input: &'a CallInput<'a>,
+    server: &'a Server,
+}
+
+impl Audit<'_> {
+    /// A call refused before or instead of its handler: the error reply plus the audit record.
+    fn refuse(&self, error: RpcError, code: &str) -> CallReply {
+        CallReply {
+            result: Err(error),
+            meter: None,
+            records: self.seal(Vec::new(), false, Some(code), None),
+        }
+    }
+
+    /// Seals `drafts` followed by this call's audit record.
+    fn seal(
+        &self,
+        mut drafts: Vec<Draft>,
+        ok: bool,
+        error: Option<&str>,
+        run_id: Option<&str>,
+    ) -> Vec<Record> {
+        let input = self.input;
+        let snapshot = input.snapshot;
+        let key = &self.server.config.audit_key;
+        let mut body = Map::new();
+        body.insert("tool".into(), Value::String(self.name.into()));
+        body.insert("call_id".into(), Value::String(input.ids.call_id.clone()));
+        body.insert("trace_id".into(), Value::String(input.ids.trace_id.clone()));
+        body.insert("span_id".into(), Value::String(input.ids.span_id.clone()));
+        body.insert("ok".into(), Value::Bool(ok));
+        body.insert(
+            "args_digest".into(),
+            Value::String(digest_of_value(self.args).to_string()),
+        );
+        body.insert(
+            "spec_revision".into(),
+            Value::String(input.revision.as_str().into()),
+        );
+        body.insert("ts".into(), Value::from(input.now.0));
+        if let Some(e) = error {
+            body.insert("error".into(), Value::String(e.into()));
+        }
+        if let Some(a) = self.alias_of {
+            body.insert("alias_of".into(), Value::String(a.into()));
+        }
+        if let Some(run) = run_id {
+            let stream = format!("{RUN_STREAM_PREFIX}{run}");
+            let head = if drafts.iter().any(|d| d.stream == stream) {
+                // The run journal moves in this very transaction: seal once with a placeholder
+                // audit record (same transaction size, so identical hashes for the records
+                // before it) to learn the journal's new head.
+                let mut probe = drafts.clone();
+                probe.push(Draft::new(AUDIT_STREAM, AUDIT_KIND, Value::Null));
+                let sealed = seal(&snapshot.position, |s| snapshot.stream_head(s), probe, key);
+                sealed
+                    .iter()
+                    .rev()
+                    .find(|r| r.stream == stream)
+                    .map_or(Digest::ZERO, |r| r.hash)
+            } else {
+                snapshot.stream_head(&stream)
+            };
+            body.insert("run_id".into(), Value::String(run.into()));
+            body.insert("journal_head".into(), Value::String(head.to_string()));
+        }
+        drafts.push(Draft::new(AUDIT_STREAM, AUDIT_KIND, Value::Object(body)));
+        seal(&snapshot.position, |s| snapshot.stream_head(s), drafts, key)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,344 @@
+//! From bytes to an [`Outcome`]: size, UTF-8 and depth limits, parsing, batches (revision
+//! 2025-03-26 only), the choice of era and the routing of each method.
+//!
+//! Order of checks for one message: size (`-32600`), UTF-8 (`-32700`), nesting depth
+//! (`-32600`), JSON syntax (`-32700`), JSON-RPC shape (`-32600`; notifications and client
+//! responses never get a reply), era and envelope (`-32602`, `-32022`, `-32020`), method
+//! (`-32601`), params (`-32602`). A batch in any revision but 2025-03-26 gets one `-32600`.
+//!
+//! Batch elements are served in order against a working copy of the snapshot that each
+//! element's records advance, so a batch commits as one append of consecutive transactions.
+//! This module must never panic on input and never keep state between calls.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use super::call::{CallInput, call_tool};
+use super::era::{self, META_PROTOCOL_VERSION, Revision};
+use super::ids::{RequestIds, numbers_as_text};
+use super::jsonrpc::{Id, Incoming, RpcError, classify, is_integer_literal};
+use super::lifecycle::{decorate, discover, initialize};
+use super::listing::{
+    get_prompt, list_prompts, list_resource_templates, list_resources, list_tools, read_resource,
+};
+use super::prescan::prescan;
+use super::{Input, MeterSlot, Outcome, Response, Server};
+use crate::ledger::{Append, Record, Snapshot};
+
+/// Handles one message (see the module docs).
+pub fn handle(server: &Server, input: &Input<'_>) -> Outcome {
+    let bytes = input.bytes;
+    let limits = &server.config.limits;
+    if bytes.len() > limits.max_message_bytes {
+        // The id is still worth finding (a linear scan), so the client can match the refusal.
+        let scan = prescan(bytes, limits.max_json_depth);
+        let id = scan.id_text(bytes, 0).and_then(id_from_raw);
+        let err = oversize_error(bytes.len(), limits.max_message_bytes);
+        return reply(Response::error(
+            id.as_ref(),
+            &err,
+            RequestIds::of_bytes(bytes).span_id,
+        ));
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let err = RpcError::parse_error(format!(
+                "the message is not valid UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            ));
+            return reply(Response::error(
+                None,
+                &err,
+                RequestIds::of_bytes(bytes).span_id,
+            ));
+        }
+    };
+    if text.trim().is_empty() {
+        return reply(Response::error(
+            None,
+            &RpcError::parse_error("the message is empty"),
+            RequestIds::of_bytes(bytes).span_id,
+        ));
+    }
+    let scan = prescan(bytes, limits.max_json_depth);
+    if scan.too_deep {
+        let err = RpcError::invalid_request(format!(
+            "the message nests JSON deeper than {} levels",
+            limits.max_json_depth
+        ));
+        let id = scan.id_text(bytes, 0).and_then(id_from_raw);
+        return reply(Response::error(
+            id.as_ref(),
+            &err,
+            RequestIds::of_bytes(bytes).span_id,
+        ));
+    }
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            let err = RpcError::parse_error(format!("invalid JSON: {e}"));
+            return reply(Response::error(
+                None,
+                &err,
+                RequestIds::of_bytes(bytes).span_id,
+            ));
+        }
+    };
+    match &value {
+        Value::Array(items) => handle_batch(server, input, items, |i| scan.id_text(bytes, i)),
+        _ => {
+            let served = serve_one(
+                server,
+                input,
+                input.snapshot,
+                &value,
+                scan.id_text(bytes, 0),
+            );
+            let append = (!served.records.is_empty()).then_some(Append {
+                expected: input.snapshot.position,
+                records: served.records,
+            });
+            Outcome {
+                response: served.response,
+                notifications: Vec::new(),
+                append,
+                negotiated_version: served.negotiated.map(|r| r.as_str().to_string()),
+            }
+        }
+    }
+}
+
+fn reply(response: Response) -> Outcome {
+    Outcome {
+        response: Some(response),
+        ..Outcome::default()
+    }
+}
+
+fn oversize_error(size: usize, limit: usize) -> RpcError {
+    RpcError::invalid_request(format!(
+        "the message is {size} bytes; this server accepts at most {limit} bytes"
+    ))
+}
+
+/// The reply to a message over the size limit.
+pub fn oversize_response(size: usize, limit: usize, ids: RequestIds) -> Response {
+    Response::error(None, &oversize_error(size, limit), ids.span_id)
+}
+
+/// The reply to `request` when its records could not be committed.
+pub fn storage_failure_response(server: &Server, request: &[u8], reason: &str) -> Response {
+    let limits = &server.config.limits;
+    let scan = prescan(request, limits.max_json_depth);
+    let id = scan.id_text(request, 0).and_then(id_from_raw);
+    let err = RpcError::internal(format!(
+        "the ledger could not record this request ({}); nothing was changed, retry later",
+        super::jsonrpc::shorten(reason, 200)
+    ));
+    Response::error(id.as_ref(), &err, RequestIds::of_bytes(request).span_id)
+}
+
+/// An id from its raw JSON text, when it is a string or an integer.
+fn id_from_raw(raw: &str) -> Option<Id> {
+    match serde_json::from_str::<Value>(raw).ok()? {
+        Value::String(s) => Some(Id::Str(s)),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(Id::Int(n)),
+        Value::Number(_) if is_integer_literal(raw.trim()) => Some(Id::Big(raw.trim().to_string())),
+        _ => None,
+    }
+}
+
+fn handle_batch<'b>(
+    server: &Server,
+    input: &Input<'_>,
+    items: &[Value],
+    raw_id: impl Fn(usize) -> Option<&'b str>,
+) -> Outcome {
+    let revision = era::batch_revision(input.transport);
+    let span = RequestIds::of_value(&numbers_as_text(&Value::Array(items.to_vec()))).span_id;
+    if !revision.allows_batches() {
+        let err = RpcError::invalid_request(format!(
+            "JSON-RPC batches are not supported in protocol revision {revision} (only 2025-03-26 allowed them); send \
+             one message at a time"
+        ));
+        return reply(Response::error(None, &err, span));
+    }
+    if items.is_empty() {
+        return reply(Response::error(
+            None,
+            &RpcError::invalid_request("the batch is empty"),
+            span,
+        ));
+    }
+    let mut snapshot = Cow::Borrowed(input.snapshot);
+    let mut parts = Vec::new();
+    let mut records: Vec<Record> = Vec::new();
+    let mut negotiated = None;
+    for (i, item) in items.iter().enumerate() {
+        let served = serve_one(server, input, &snapshot, item, raw_id(i));
+        for rec in &served.records {
+            // Records sealed against this very snapshot always extend it.
+            snapshot
+                .to_mut()
+                .apply(rec)
+                .expect("records sealed at the snapshot's head extend it");
+        }
+        records.extend(served.records);
+        parts.extend(served.response);
+        negotiated = served.negotiated.or(negotiated);
+    }
+    let append = (!records.is_empty()).then_some(Append {
+        expected: input.snapshot.position,
+        records,
+    });
+    Outcome {
+        response: (!parts.is_empty()).then(|| Response::batch(parts, span)),
+        notifications: Vec::new(),
+        append,
+        negotiated_version: negotiated.map(|r: Revision| r.as_str().to_string()),
+    }
+}
+
+/// What serving one message produced.
+struct Served {
+    response: Option<Response>,
+    records: Vec<Record>,
+    negotiated: Option<Revision>,
+}
+
+fn serve_one(
+    server: &Server,
+    input: &Input<'_>,
+    snapshot: &Snapshot,
+    value: &Value,
+    raw_id: Option<&str>,
+) -> Served {
+    let none = Served {
+        response: None,
+        records: Vec::new(),
+        negotiated: None,
+    };
+    let (id, method, params) = match classify(value, raw_id) {
+        Incoming::Notification { .. } | Incoming::ClientResponse => return none,
+        Incoming::Invalid { id, error } => {
+            let span = RequestIds::of_value(&numbers_as_text(value)).span_id;
+            return Served {
+                response: Some(Response::error(id.as_ref(), &error, span)),
+                ..none
+            };
+        }
+        Incoming::Request { id, method, params } => (id, method, params),
+    };
+    let ids = RequestIds::of_request(method, params);
+    let routed = route(server, input, snapshot, method, params, &ids);
+    let response = match routed.result {
+        Ok(result) => Response {
+            meter: routed.meter,
+            ..Response::result(&id, result, ids.span_id.clone())
+        },
+        Err(e) => Response::error(Some(&id), &e, ids.span_id.clone()),
+    };
+    Served {
+        response: Some(response),
+        records: routed.records,
+        negotiated: routed.negotiated,
+    }
+}
+
+/// The answer to one request, before it becomes a message.
+struct Routed {
+    result: Result<Value, RpcError>,
+    meter: Option<MeterSlot>,
+    records: Vec<Record>,
+    negotiated: Option<Revision>,
+}
+
+impl Routed {
+    fn of(result: Result<Value, RpcError>) -> Routed {
+        Routed {
+            result,
+            meter: None,
+            records: Vec::new(),
+            negotiated: None,
+        }
+    }
+}
+
+fn route(
+    server: &Server,
+    input: &Input<'_>,
+    snapshot: &Snapshot,
+    method: &str,
+    params: Option<&Value>,
+    ids: &RequestIds,
+) -> Routed {
+    let has_envelope = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .is_some();
+    // `initialize` always belongs to the handshake era unless its envelope says otherwise.
+    let revision = if method == "initialize" && !has_envelope {
+        Revision::LATEST_HANDSHAKE
+    } else {
+        match era::select(method, params, input.transport) {
+            Ok(r) => r,
+            Err(e) => return Routed::of(Err(e)),
+        }
+    };
+    if method == "initialize" && !revision.is_modern() {
+        return match initialize(server, params) {
+            Ok((result, negotiated)) => Routed {
+                negotiated: Some(negotiated),
+                ..Routed::of(Ok(result))
+            },
+            Err(e) => Routed::of(Err(e)),
+        };
+    }
+    let finish =
+        |r: Result<Value, RpcError>| Routed::of(r.map(|v| decorate(server, revision, method, v)));
+    match method {
+        "tools/call" => {
+            let reply = call_tool(
+                server,
+                &CallInput {
+                    params,
+                    revision,
+                    ids,
+                    snapshot,
+                    now: input.now,
+                },
+            );
+            Routed {
+                result: reply.result,
+                meter: reply.meter,
+                records: reply.records,
+                negotiated: None,
+            }
+        }
+        "tools/list" => finish(list_tools(server, revision, params)),
+        "prompts/list" => finish(list_prompts(server, revision, params)),
+        "prompts/get" => finish(get_prompt(server, params)),
+        "resources/list" => finish(list_resources(server, revision, params)),
+        "resources/read" => finish(read_resource(server, revision, params)),
+        "resources/templates/list" => finish(list_resource_templates(params)),
+        // Served whatever revision the envelope names: it is how a client learns them.
+        "server/discover" => Routed::of(Ok(decorate(
+            server,
+            Revision::MODERN,
+            method,
+            discover(server),
+        ))),
+        "ping" if !revision.is_modern() => Routed::of(Ok(Value::Object(Default::default()))),
+        "initialize" | "ping" => Routed::of(Err(RpcError::method_not_found(
+            method,
+            " (not a method of stateless revision 2026-07-28: call server/discover, or send requests directly \
+             with params._meta)",
+        ))),
+        _ => Routed::of(Err(RpcError::method_not_found(method, ""))),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,188 @@
+//! Lifecycle methods and what every result of an era carries: `initialize` (handshake era),
+//! `ping`, `server/discover` (stateless era), the server's capabilities and identity, and the
+//! decoration of stateless results (`resultType`, `_meta` serverInfo, cache hints).
+//!
+//! No session is ever created: `initialize` only answers the negotiated revision, which the
+//! runtime may remember as a transport fact. This module must never keep state.
+
+use serde_json::{Map, Value, json};
+
+use super::Server;
+use super::era::{META_SERVER_INFO, Revision};
+use super::jsonrpc::{RpcError, kind_of};
+
+/// Freshness hint of cacheable stateless results: five minutes. Lists change only when the
+/// server restarts with another configuration.
+pub const LIST_TTL_MS: u64 = 300_000;
+/// Freshness hint of `resources/read`: the capability card reflects live configuration.
+pub const READ_TTL_MS: u64 = 60_000;
+
+/// `initialize`: negotiates a handshake revision and describes the server.
+pub fn initialize(server: &Server, params: Option<&Value>) -> Result<(Value, Revision), RpcError> {
+    let requested = match params.and_then(|p| p.get("protocolVersion")) {
+        Some(Value::String(v)) => v.as_str(),
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "params.protocolVersion must be a string naming a protocol revision, got {}",
+                kind_of(other)
+            )));
+        }
+        None => {
+            return Err(RpcError::invalid_params(
+                "params.protocolVersion is required: the protocol revision the client speaks, e.g. \"2025-11-25\"",
+            ));
+        }
+    };
+    let revision = Revision::negotiate(requested);
+    let mut result = Map::new();
+    result.insert(
+        "protocolVersion".into(),
+        Value::String(revision.as_str().into()),
+    );
+    result.insert("capabilities".into(), capabilities());
+    result.insert("serverInfo".into(), server_info(server, revision));
+    insert_instructions_and_card(server, &mut result);
+    Ok((Value::Object(result), revision))
+}
+
+/// `server/discover`: everything a stateless client needs before its first call.
+pub fn discover(server: &Server) -> Value {
+    let mut result = Map::new();
+    result.insert(
+        "supportedVersions".into(),
+        Value::Array(Revision::supported_strings()),
+    );
+    result.insert("capabilities".into(), capabilities());
+    insert_instructions_and_card(server, &mut result);
+    Value::Object(result)
+}
+
+fn insert_instructions_and_card(server: &Server, result: &mut Map<String, Value>) {
+    let instructions = (server.catalog.instructions)(&server.config);
+    if !instructions.is_empty() {
+        result.insert("instructions".into(), Value::String(instructions));
+    }
+    let card = (server.catalog.capability_card)(&server.config);
+    if !card.is_null() {
+        result.insert("capabilityCard".into(), card);
+    }
+}
+
+/// What this server offers. No list-change notifications, no subscriptions, no logging.
+pub fn capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": false},
+        "prompts": {"listChanged": false},
+        "resources": {"subscribe": false, "listChanged": false}
+    })
+}
+
+/// The server's `Implementation` object for `revision`.
+pub fn server_info(server: &Server, _revision: Revision) -> Value {
+    json!({"name": server.config.server_name, "version": server.config.server_version})
+}
+
+/// How long and how widely a stateless result may be cached, by method.
+fn cache_hint(method: &str) -> Option<(u64, &'static str)> {
+    match method {
+        "server/discover"
+        | "tools/list"
+        | "prompts/list"
+        | "resources/list"
+        | "resources/templates/list" => Some((LIST_TTL_MS, "public")),
+        "resources/read" => Some((READ_TTL_MS, "private")),
+        _ => None,
+    }
+}
+
+/// Adds what every result of `revision` carries: in the stateless era `resultType`,
+/// `_meta["io.modelcontextprotocol/serverInfo"]` and, for cacheable methods, `ttlMs` and
+/// `cacheScope`. Handshake-era results are returned unchanged.
+pub fn decorate(server: &Server, revision: Revision, method: &str, result: Value) -> Value {
+    if !revision.is_modern() {
+        return result;
+    }
+    let Value::Object(mut obj) = result else {
+        return result;
+    };
+    obj.insert("resultType".into(), Value::String("complete".into()));
+    let meta = obj
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        meta.insert(META_SERVER_INFO.into(), server_info(server, revision));
+    }
+    if let Some((ttl, scope)) = cache_hint(method) {
+        obj.insert("ttlMs".into(), Value::from(ttl));
+        obj.insert("cacheScope".into(), Value::String(scope.into()));
+    }
+    Value::Object(obj)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::protocol::Catalog;
+
+    fn server() -> Server {
+        let catalog = Catalog {
+            tools: Vec::new(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            aliases: Vec::new(),
+            instructions: |_| "Use the tools.".into(),
+            capability_card: |c| json!({"tier": c.tier.as_str()}),
+        };
+        Server::with_catalog(Config::new(b"k".to_vec()), catalog)
+    }
+
+    #[test]
+    fn initialize_negotiates_and_describes() {
+        let s = server();
+        let (r, rev) = initialize(&s, Some(&json!({"protocolVersion": "2025-06-18"}))).unwrap();
+        assert_eq!(rev, Revision::V2025_06_18);
+        assert_eq!(r["protocolVersion"], "2025-06-18");
+        assert_eq!(r["instructions"], "Use the tools.");
+        assert_eq!(r["capabilityCard"]["tier"], "standard");
+        assert_eq!(r["capabilities"]["resources"]["subscribe"], false);
+        let (r, _) = initialize(&s, Some(&json!({"protocolVersion": "2099-01-01"}))).unwrap();
+        assert_eq!(r["protocolVersion"], "2025-11-25");
+        assert_eq!(initialize(&s, None).unwrap_err().code, -32602);
+        assert_eq!(
+            initialize(&s, Some(&json!({"protocolVersion": 5})))
+                .unwrap_err()
+                .code,
+            -32602
+        );
+    }
+
+    #[test]
+    fn stateless_results_are_decorated() {
+        let s = server();
+        let r = decorate(
+            &s,
+            Revision::V2026_07_28,
+            "tools/list",
+            json!({"tools": []}),
+        );
+        assert_eq!(r["resultType"], "complete");
+        assert_eq!(r["ttlMs"], LIST_TTL_MS);
+        assert_eq!(r["cacheScope"], "public");
+        assert_eq!(r["_meta"][META_SERVER_INFO]["name"], "bernstein");
+        let r = decorate(
+            &s,
+            Revision::V2026_07_28,
+            "tools/call",
+            json!({"content": []}),
+        );
+        assert!(r.get("ttlMs").is_none());
+        let r = decorate(
+            &s,
+            Revision::V2025_11_25,
+            "tools/list",
+            json!({"tools": []}),
+        );
+        assert_eq!(r, json!({"tools": []}));
+    }
+}

@@ -1,0 +1,287 @@
+//! The read-only catalogue methods: `tools/list`, `prompts/list`, `prompts/get`,
+//! `resources/list`, `resources/read` and `resources/templates/list`, shaped per revision.
+//!
+//! Lists are complete in one page, in a deterministic order (tools by name, prompts by name,
+//! resources by URI); a request naming any cursor is refused with -32602 because this server
+//! never issues one. This module never appends records and never sees tool handlers.
+
+use serde_json::{Map, Value, json};
+
+use super::Server;
+use super::era::Revision;
+use super::jsonrpc::{RpcError, brief, kind_of, shorten};
+use super::meter::wrap_output_schema;
+use super::registry::{PromptSpec, ToolSpec};
+use super::validate::check_limits;
+
+/// Refuses a `cursor` param: every list fits in one page, so no cursor is ever valid.
+pub fn check_no_cursor(params: Option<&Value>) -> Result<(), RpcError> {
+    match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(c)) => Err(RpcError::invalid_params(format!(
+            "Invalid cursor {:?}: this server returns every item in one page and never issues cursors",
+            shorten(c, 40)
+        ))),
+        Some(other) => Err(RpcError::invalid_params(format!(
+            "params.cursor must be a string, got {}",
+            kind_of(other)
+        ))),
+    }
+}
+
+/// `tools/list`: the active tier's tools, sorted by name.
+pub fn list_tools(
+    server: &Server,
+    revision: Revision,
+    params: Option<&Value>,
+) -> Result<Value, RpcError> {
+    check_no_cursor(params)?;
+    let tools: Vec<Value> = server
+        .catalog
+        .tools_in_tier(server.config.tier)
+        .into_iter()
+        .map(|t| tool_value(server, t, revision))
+        .collect();
+    Ok(json!({ "tools": tools }))
+}
+
+/// One `Tool` object as `revision` defines it.
+pub fn tool_value(server: &Server, tool: &ToolSpec, revision: Revision) -> Value {
+    let mut obj = Map::new();
+    obj.insert("name".into(), Value::String(tool.name.into()));
+    obj.insert("description".into(), Value::String(tool.description.into()));
+    obj.insert("inputSchema".into(), (tool.input_schema)());
+    if revision.has_titles_and_structured_output() {
+        obj.insert("title".into(), Value::String(tool.title.into()));
+        if let Some(output) = tool.output_schema {
+            let schema = output();
+            let schema = if server.config.cost_meter {
+                wrap_output_schema(schema)
+            } else {
+                schema
+            };
+            obj.insert("outputSchema".into(), schema);
+        }
+    }
+    if revision.has_tool_annotations() {
+        let e = tool.effects;
+        obj.insert(
+            "annotations".into(),
+            json!({
+                "title": tool.title,
+                // A tool that starts processes or uses the network reaches beyond this server.
+                "openWorldHint": e.network || e.spawns_processes,
+            }),
+        );
+    }
+    if revision.has_tool_execution() {
+        obj.insert(
+            "execution".into(),
+            json!({ "taskSupport": tool.task_support.as_str() }),
+        );
+    }
+    Value::Object(obj)
+}
+
+/// `prompts/list`: every prompt, sorted by name.
+pub fn list_prompts(
+    server: &Server,
+    revision: Revision,
+    params: Option<&Value>,
+) -> Result<Value, RpcError> {
+    check_no_cursor(params)?;
+    let mut prompts: Vec<&PromptSpec> = server.catalog.prompts.iter().collect();
+    prompts.sort_by(|a, b| a.name.cmp(b.name));
+    let prompts: Vec<Value> = prompts
+        .into_iter()
+        .map(|p| {
+            let mut obj = Map::new();
+            obj.insert("name".into(), Value::String(p.name.into()));
+            if revision.has_titles_and_structured_output() {
+                obj.insert("title".into(), Value::String(p.title.into()));
+            }
+            obj.insert("description".into(), Value::String(p.description.into()));
+            let args: Vec<Value> = p
+                .arguments
+                .iter()
+                .map(|a| json!({"name": a.name, "description": a.description, "required": a.required}))
+                .collect();
+            obj.insert("arguments".into(), Value::Array(args));
+            Value::Object(obj)
+        })
+        .collect();
+    Ok(json!({ "prompts": prompts }))
+}
+
+/// `prompts/get`: renders a prompt from string arguments.
+pub fn get_prompt(server: &Server, params: Option<&Value>) -> Result<Value, RpcError> {
+    let name = match params.and_then(|p| p.get("name")) {
+        Some(Value::String(n)) => n,
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "params.name must be a string, got {}",
+                kind_of(other)
+            )));
+        }
+        None => {
+            return Err(RpcError::invalid_params(
+                "params.name is required: the prompt to render",
+            ));
+        }
+    };
+    let Some(prompt) = server.catalog.prompt(name) else {
+        let known: Vec<&str> = server.catalog.prompts.iter().map(|p| p.name).collect();
+        return Err(RpcError::invalid_params(format!(
+            "Unknown prompt: {} (available: {})",
+            shorten(name, 100),
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    let empty = Map::new();
+    let args = match params.and_then(|p| p.get("arguments")) {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(m)) => m,
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "params.arguments must be an object of strings, got {}",
+                kind_of(other)
+            )));
+        }
+    };
+    for (k, v) in args {
+        let path = super::validate::child_path("params.arguments", k);
+        if !prompt.arguments.iter().any(|a| a.name == k) {
+            let known: Vec<&str> = prompt.arguments.iter().map(|a| a.name).collect();
+            return Err(RpcError::invalid_params(format!(
+                "{path}: prompt {} takes no such argument (expected one of: {})",
+                prompt.name,
+                known.join(", ")
+            )));
+        }
+        if !v.is_string() {
+            return Err(RpcError::invalid_params(format!(
+                "{path}: must be a string, got {}",
+                brief(v)
+            )));
+        }
+    }
+    check_limits(
+        &Value::Object(args.clone()),
+        &server.config.limits,
+        "params.arguments",
+    )
+    .map_err(|v| RpcError::invalid_params(v.to_string()))?;
+    if let Some(missing) = prompt
+        .arguments
+        .iter()
+        .find(|a| a.required && !args.contains_key(a.name))
+    {
+        return Err(RpcError::invalid_params(format!(
+            "Missing required argument {:?} for prompt {}: {}",
+            missing.name, prompt.name, missing.description
+        )));
+    }
+    let messages = (prompt.render)(args).map_err(|why| {
+        RpcError::invalid_params(format!(
+            "Invalid arguments for prompt {}: {why}",
+            prompt.name
+        ))
+    })?;
+    Ok(json!({ "description": prompt.description, "messages": messages }))
+}
+
+/// `resources/list`: every resource, sorted by URI.
+pub fn list_resources(
+    server: &Server,
+    revision: Revision,
+    params: Option<&Value>,
+) -> Result<Value, RpcError> {
+    check_no_cursor(params)?;
+    let mut resources: Vec<_> = server.catalog.resources.iter().collect();
+    resources.sort_by(|a, b| a.uri.cmp(b.uri));
+    let resources: Vec<Value> = resources
+        .into_iter()
+        .map(|r| {
+            let mut obj = Map::new();
+            obj.insert("uri".into(), Value::String(r.uri.into()));
+            obj.insert("name".into(), Value::String(r.name.into()));
+            if revision.has_titles_and_structured_output() {
+                obj.insert("title".into(), Value::String(r.title.into()));
+            }
+            obj.insert("description".into(), Value::String(r.description.into()));
+            obj.insert("mimeType".into(), Value::String(r.mime_type.into()));
+            Value::Object(obj)
+        })
+        .collect();
+    Ok(json!({ "resources": resources }))
+}
+
+/// `resources/read`: the contents of one resource; an unknown URI gets the revision's
+/// resource-not-found error.
+pub fn read_resource(
+    server: &Server,
+    revision: Revision,
+    params: Option<&Value>,
+) -> Result<Value, RpcError> {
+    let uri = match params.and_then(|p| p.get("uri")) {
+        Some(Value::String(u)) => u,
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "params.uri must be a string, got {}",
+                kind_of(other)
+            )));
+        }
+        None => {
+            return Err(RpcError::invalid_params(
+                "params.uri is required: the resource to read",
+            ));
+        }
+    };
+    let Some(resource) = server.catalog.resource(uri) else {
+        let known: Vec<&str> = server.catalog.resources.iter().map(|r| r.uri).collect();
+        return Err(RpcError::new(
+            revision.resource_not_found_code(),
+            format!(
+                "Resource not found: {} (available: {})",
+                shorten(uri, 200),
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ),
+        )
+        .with_data(json!({ "uri": uri })));
+    };
+    Ok(json!({ "contents": (resource.read)(&server.config) }))
+}
+
+/// `resources/templates/list`: this server has no resource templates.
+pub fn list_resource_templates(params: Option<&Value>) -> Result<Value, RpcError> {
+    check_no_cursor(params)?;
+    Ok(json!({ "resourceTemplates": [] }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_are_refused_clearly() {
+        assert!(check_no_cursor(None).is_ok());
+        assert!(check_no_cursor(Some(&json!({"cursor": null}))).is_ok());
+        let e = check_no_cursor(Some(&json!({"cursor": "abc"}))).unwrap_err();
+        assert_eq!(e.code, -32602);
+        assert!(e.message.starts_with("Invalid cursor"));
+        assert_eq!(
+            check_no_cursor(Some(&json!({"cursor": 3})))
+                .unwrap_err()
+                .code,
+            -32602
+        );
+    }
+}

@@ -1,0 +1,405 @@
+//! The second half of an MCP exchange over HTTP: once the runtime has served the body (the
+//! engine's notifications, response and span id), these pure functions turn the result into
+//! the HTTP response — `202` when there is no reply, JSON or SSE per `Accept` and per whether
+//! notifications precede the result, and the HTTP status of a JSON-RPC error per era. The
+//! legacy HTTP+SSE transport gets its events and its `202`/`404` answers here too.
+//!
+//! Nothing here performs IO or keeps state between requests.
+
+use serde_json::Value;
+
+use super::headers::Era;
+use super::response::{HttpResponse, Status};
+use super::sse;
+use crate::digest::Digest;
+use crate::protocol::TransportFacts;
+
+/// What serving one message produced, as the runtime's driver returns it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServedParts<'a> {
+    /// Serialized notifications that precede the reply (progress).
+    pub notifications: &'a [Vec<u8>],
+    /// The serialized reply; `None` for notifications and client responses.
+    pub response: Option<&'a [u8]>,
+    /// Content-derived span id of the message, when the engine computed one.
+    pub span_id: Option<&'a str>,
+}
+
+/// Media types a client accepts for a reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Accept {
+    pub json: bool,
+    pub sse: bool,
+}
+
+impl Accept {
+    /// Parses an `Accept` header; absent means anything.
+    pub fn parse(value: Option<&str>) -> Accept {
+        let Some(value) = value else {
+            return Accept {
+                json: true,
+                sse: true,
+            };
+        };
+        let mut accept = Accept {
+            json: false,
+            sse: false,
+        };
+        for item in value.split(',') {
+            let mut parts = item.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let refused = parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
+            });
+            if refused {
+                continue;
+            }
+            match media.as_str() {
+                "*/*" => {
+                    accept = Accept {
+                        json: true,
+                        sse: true,
+                    }
+                }
+                "application/json" | "application/*" => accept.json = true,
+                "text/event-stream" | "text/*" => accept.sse = true,
+                _ => {}
+            }
+        }
+        accept
+    }
+
+    pub fn any(self) -> bool {
+        self.json || self.sse
+    }
+}
+
+/// A JSON-RPC error reply, as far as the HTTP status depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ErrorReply {
+    pub code: i64,
+    /// The reply answers no identifiable request (`"id": null`).
+    pub anonymous: bool,
+}
+
+/// The HTTP status of a JSON-RPC error reply. Stateless-era clients read statuses (`-32601` →
+/// 404; header, capability, version and framing errors → 400; internal → 500). Handshake-era
+/// clients drop the body of any 4xx/5xx (the Python SDK reports only "Server returned an error
+/// response"), so there an error answering an identified request travels in a `200` and only
+/// a message that could not be attributed (`"id": null`: parse errors, unreadable envelopes)
+/// gets `400`.
+pub fn status_for_error(era: Era, error: ErrorReply) -> Status {
+    match (era, error.code) {
+        (Era::Handshake, _) if error.anonymous => Status::BAD_REQUEST,
+        (Era::Handshake, _) => Status::OK,
+        (Era::Stateless, -32700 | -32600 | -32022..=-32020) => Status::BAD_REQUEST,
+        (Era::Stateless, -32601) => Status::NOT_FOUND,
+        (Era::Stateless, -32603) => Status::INTERNAL_SERVER_ERROR,
+        (Era::Stateless, _) if error.anonymous => Status::BAD_REQUEST,
+        (Era::Stateless, _) => Status::OK,
+    }
+}
+
+/// The error of a serialized JSON-RPC error response, if it is one.
+pub fn error_reply(response: &[u8]) -> Option<ErrorReply> {
+    // Cheap pre-check: most replies are results and need no second parse.
+    if !response.windows(7).any(|w| w == b"\"error\"") {
+        return None;
+    }
+    let v: Value = serde_json::from_slice(response).ok()?;
+    let code = v.get("error")?.get("code")?.as_i64()?;
+    Some(ErrorReply {
+        code,
+        anonymous: v.get("id").is_none_or(Value::is_null),
+    })
+}
+
+/// A content-derived span id for a message the engine gave none (16 hex digits).
+pub fn body_span_id(body: &[u8]) -> String {
+    Digest::of_parts(&[b"http-body", body]).hex()[..16].to_string()
+}
+
+/// `POST /mcp` ready to be served: hand `body` and `facts` to the engine, then call
+/// [`McpExchange::reply`].
+#[derive(Clone, Debug)]
+pub struct McpExchange {
+    pub body: Vec<u8>,
+    pub facts: TransportFacts,
+    pub era: Era,
+    pub accept: Accept,
+    pub keep_alive: bool,
+}
+
+impl McpExchange {
+    /// The HTTP response for what serving the body produced.
+    pub fn reply(&self, served: ServedParts<'_>) -> HttpResponse {
+        let fallback;
+        let span = match served.span_id {
+            Some(s) => s,
+            None => {
+                fallback = body_span_id(&self.body);
+                &fallback
+            }
+        };
+        let response = match served.response {
+            None => HttpResponse::new(Status::ACCEPTED, span),
+            Some(reply) => {
+                let stream = if served.notifications.is_empty() {
+                    !self.accept.json
+                } else {
+                    self.accept.sse
+                };
+                if stream {
+                    sse::stream_response(
+                        span,
+                        sse::message_events(span, served.notifications, Some(reply)),
+                    )
+                } else {
+                    let status =
+                        error_reply(reply).map_or(Status::OK, |e| status_for_error(self.era, e));
+                    HttpResponse::json_bytes(status, span, reply.to_vec())
+                }
+            }
+        };
+        if self.keep_alive {
+            response
+        } else {
+            response.closing()
+        }
+    }
+}
+
+/// `GET /sse`: the runtime picks an unguessable token, writes [`LegacyOpen::head`] and
+/// [`LegacyOpen::endpoint_event`], and keeps the connection as the stream for that token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LegacyOpen {
+    pub span_id: String,
+}
+
+impl LegacyOpen {
+    pub fn head(&self) -> Vec<u8> {
+        sse::open_stream_head(&self.span_id)
+    }
+
+    pub fn endpoint_event(&self, token: &str) -> Vec<u8> {
+        sse::endpoint_event(&self.span_id, &legacy_endpoint(token))
+    }
+}
+
+/// The POST endpoint announced for a legacy stream.
+pub fn legacy_endpoint(token: &str) -> String {
+    format!("/messages?stream={token}")
+}
+
+/// Whether a string can be a stream token (what runtimes generate: URL-safe, bounded).
+pub fn valid_token(token: &str) -> bool {
+    (1..=128).contains(&token.len())
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// `POST /messages?stream=<token>`: if the stream is live, serve `body` (with the revision the
+/// stream negotiated, if `facts` has none), write [`LegacyMessage::events`] to the stream and
+/// answer [`LegacyMessage::accepted`]; otherwise answer [`LegacyMessage::stream_gone`].
+#[derive(Clone, Debug)]
+pub struct LegacyMessage {
+    pub token: String,
+    pub body: Vec<u8>,
+    pub facts: TransportFacts,
+    pub keep_alive: bool,
+}
+
+impl LegacyMessage {
+    /// The SSE events to write to the stream (notifications, then the reply).
+    pub fn events(&self, served: ServedParts<'_>) -> Vec<u8> {
+        let span = served
+            .span_id
+            .map_or_else(|| body_span_id(&self.body), String::from);
+        sse::message_events(&span, served.notifications, served.response)
+    }
+
+    /// `202` once the events are on the stream.
+    pub fn accepted(&self, span_id: Option<&str>) -> HttpResponse {
+        let span = span_id.map_or_else(|| body_span_id(&self.body), String::from);
+        let r = HttpResponse::new(Status::ACCEPTED, &span);
+        if self.keep_alive { r } else { r.closing() }
+    }
+
+    /// `404`: no live stream has this token (never opened, or its connection closed).
+    pub fn stream_gone(&self) -> HttpResponse {
+        let span = body_span_id(&self.body);
+        let r = HttpResponse::problem(
+            Status::NOT_FOUND,
+            &span,
+            "stream_not_found",
+            "no open SSE stream has this token; GET /sse again",
+        );
+        if self.keep_alive { r } else { r.closing() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::TransportKind;
+
+    fn exchange(era: Era, accept: &str) -> McpExchange {
+        McpExchange {
+            body: b"{}".to_vec(),
+            facts: TransportFacts {
+                kind: TransportKind::StreamableHttp,
+                protocol_version: None,
+                loopback: true,
+            },
+            era,
+            accept: Accept::parse(Some(accept)),
+            keep_alive: true,
+        }
+    }
+
+    const BOTH: &str = "application/json, text/event-stream";
+    const RESULT: &[u8] = br#"{"jsonrpc":"2.0","id":1,"result":{"error":"not really"}}"#;
+
+    #[test]
+    fn accept_parsing() {
+        assert_eq!(
+            Accept::parse(None),
+            Accept {
+                json: true,
+                sse: true
+            }
+        );
+        assert_eq!(
+            Accept::parse(Some(BOTH)),
+            Accept {
+                json: true,
+                sse: true
+            }
+        );
+        assert_eq!(
+            Accept::parse(Some("text/event-stream")),
+            Accept {
+                json: false,
+                sse: true
+            }
+        );
+        assert_eq!(
+            Accept::parse(Some("application/json;q=0, text/*")),
+            Accept {
+                json: false,
+                sse: true
+            }
+        );
+        assert!(!Accept::parse(Some("text/html")).any());
+    }
+
+    #[test]
+    fn notification_gets_202_with_a_span() {
+        let r = exchange(Era::Handshake, BOTH).reply(ServedParts::default());
+        assert_eq!(r.status, Status::ACCEPTED);
+        assert!(r.body.is_empty());
+        assert_eq!(r.span_id().map(str::len), Some(16));
+    }
+
+    #[test]
+    fn json_unless_notifications_precede_or_only_sse_is_accepted() {
+        let notes = [b"{\"method\":\"notifications/progress\"}".to_vec()];
+        let plain = ServedParts {
+            notifications: &[],
+            response: Some(RESULT),
+            span_id: Some("sp"),
+        };
+        let r = exchange(Era::Handshake, BOTH).reply(plain);
+        assert_eq!(
+            (r.status, r.header("content-type")),
+            (Status::OK, Some("application/json"))
+        );
+        assert_eq!(r.body, RESULT);
+        assert_eq!(r.span_id(), Some("sp"));
+        let with_notes = ServedParts {
+            notifications: &notes,
+            ..plain
+        };
+        let r = exchange(Era::Handshake, BOTH).reply(with_notes);
+        assert_eq!(r.header("content-type"), Some("text/event-stream"));
+        let text = String::from_utf8(r.body).unwrap();
+        assert!(
+            text.starts_with("id: sp\nevent: message\ndata: {\"method\""),
+            "{text}"
+        );
+        assert_eq!(text.matches("id: sp\n").count(), 2);
+        let r = exchange(Era::Handshake, "application/json").reply(with_notes);
+        assert_eq!(r.header("content-type"), Some("application/json"));
+        let r = exchange(Era::Handshake, "text/event-stream").reply(plain);
+        assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    }
+
+    #[test]
+    fn error_statuses_per_era() {
+        let status = |era, id: &str, code: i64| {
+            let body =
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":"m"}}}}"#);
+            let parts = ServedParts {
+                notifications: &[],
+                response: Some(body.as_bytes()),
+                span_id: None,
+            };
+            exchange(era, BOTH).reply(parts).status.code()
+        };
+        assert_eq!(status(Era::Stateless, "1", -32601), 404);
+        for code in [-32020, -32021, -32022, -32600, -32700] {
+            assert_eq!(status(Era::Stateless, "1", code), 400, "{code}");
+        }
+        assert_eq!(status(Era::Stateless, "1", -32603), 500);
+        assert_eq!(status(Era::Stateless, "1", -32602), 200);
+        assert_eq!(status(Era::Stateless, "null", -32602), 400);
+        assert_eq!(status(Era::Handshake, "1", -32601), 200);
+        assert_eq!(status(Era::Handshake, "\"a\"", -32600), 200);
+        assert_eq!(status(Era::Handshake, "1", -32603), 200);
+        assert_eq!(status(Era::Handshake, "null", -32700), 400);
+        assert_eq!(status(Era::Handshake, "null", -32600), 400);
+        assert_eq!(error_reply(RESULT), None);
+    }
+
+    #[test]
+    fn closing_follows_keep_alive() {
+        let mut x = exchange(Era::Handshake, BOTH);
+        x.keep_alive = false;
+        assert!(x.reply(ServedParts::default()).close);
+    }
+
+    #[test]
+    fn legacy_pieces() {
+        let open = LegacyOpen {
+            span_id: "s".into(),
+        };
+        assert!(
+            String::from_utf8(open.endpoint_event("tok"))
+                .unwrap()
+                .contains("data: /messages?stream=tok\n")
+        );
+        assert!(valid_token("aZ09-_"));
+        assert!(!valid_token("") && !valid_token("a/b") && !valid_token(&"a".repeat(129)));
+        let msg = LegacyMessage {
+            token: "t".into(),
+            body: b"{}".to_vec(),
+            facts: TransportFacts {
+                kind: TransportKind::LegacySse,
+                protocol_version: None,
+                loopback: true,
+            },
+            keep_alive: true,
+        };
+        let ev = msg.events(ServedParts {
+            notifications: &[],
+            response: Some(b"{\"id\":1}"),
+            span_id: Some("x"),
+        });
+        assert_eq!(ev, b"id: x\nevent: message\ndata: {\"id\":1}\n\n");
+        assert_eq!(msg.accepted(Some("x")).status, Status::ACCEPTED);
+        assert_eq!(msg.stream_gone().status, Status::NOT_FOUND);
+    }
+}

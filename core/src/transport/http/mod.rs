@@ -1,0 +1,35 @@
+//! The sans-IO HTTP/1.1 layer shared by both runtimes: streamable HTTP on `POST /mcp` and the
+//! legacy HTTP+SSE transport (`GET /sse` + `POST /messages?stream=…`) on one port.
+//!
+//! A runtime only moves bytes. Per connection it:
+//! 1. feeds what it reads into a [`RequestParser`] and drains [`Frame`]s (writing
+//!    [`CONTINUE`] on [`Frame::Continue`], and [`FrameError::response`] then closing on an
+//!    error);
+//! 2. hands each [`Request`] to [`HttpPolicy::route`] with the facts it observed (is the peer
+//!    loopback?) and `now`;
+//! 3. acts on the [`Decision`]: writes a response, or serves an MCP body through the request
+//!    driver and writes [`McpExchange::reply`], or opens / feeds a legacy SSE stream.
+//!
+//! Everything protocol-related — limits, routing, header rules, authentication, `Origin`
+//! checks, OAuth discovery metadata, SSE framing, JSON-RPC error → HTTP status — is decided
+//! here, so the two runtimes cannot drift apart. Nothing in this module touches a socket, a
+//! clock or the environment, and nothing here remembers anything between requests: the
+//! server is stateless, and `Mcp-Session-Id` is never stored or echoed.
+
+pub mod exchange;
+pub mod guard;
+pub mod headers;
+pub mod oauth;
+pub mod options;
+pub mod request;
+pub mod response;
+pub mod router;
+pub mod sse;
+
+pub use exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, ServedParts};
+pub use guard::{BindRefused, is_loopback_host};
+pub use headers::Era;
+pub use options::{HttpLimits, HttpOptions};
+pub use request::{Frame, FrameError, ParserLimits, Request, RequestParser};
+pub use response::{CONTINUE, HttpResponse, SPAN_HEADER, Status};
+pub use router::{Decision, HttpPolicy};

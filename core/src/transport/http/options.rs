@@ -1,0 +1,121 @@
+//! Settings of the HTTP transports, shared by both runtimes: where to bind, which extra
+//! origins to trust, and the limits that protect the server. Plain values: the CLI fills them
+//! from flags and environment variables; nothing here reads either.
+
+use std::time::Duration;
+
+use super::request::ParserLimits;
+
+/// Where and how to serve HTTP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpOptions {
+    /// Interface to bind (`127.0.0.1` by default; a non-loopback one needs a bearer token).
+    pub host: String,
+    /// Port to bind; 0 asks the OS for a free one (tests).
+    pub port: u16,
+    /// Origins allowed besides the loopback ones and the bind host, e.g.
+    /// `https://app.example.com` (`BERNSTEIN_MCP_ALLOWED_ORIGINS`, comma-separated).
+    pub allowed_origins: Vec<String>,
+    pub limits: HttpLimits,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            host: "127.0.0.1".into(),
+            port: 8053,
+            allowed_origins: Vec::new(),
+            limits: HttpLimits::default(),
+        }
+    }
+}
+
+impl HttpOptions {
+    /// Splits a comma-separated origin list, dropping empty entries.
+    pub fn parse_origin_list(list: &str) -> Vec<String> {
+        list.split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    }
+
+    /// `host:port` as a socket address string (IPv6 literals bracketed).
+    pub fn bind_address(&self) -> String {
+        let host = self.host.trim();
+        if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]:{}", self.port)
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+}
+
+/// Limits of the HTTP server. Exceeding one answers with the matching status and a log line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Largest request body (413 beyond).
+    pub max_body_bytes: usize,
+    /// Largest request line plus header block (431 beyond).
+    pub max_header_bytes: usize,
+    /// Most header fields in one request (431 beyond).
+    pub max_headers: usize,
+    /// How long a connection may stay silent, idle or in the middle of a request, before it is
+    /// closed (408 when a request was under way). Also bounds each write.
+    pub read_timeout: Duration,
+    /// Most simultaneous connections, legacy SSE streams included (503 beyond).
+    pub max_connections: usize,
+    /// Threads that serve requests (runtime-std's worker pool).
+    pub workers: usize,
+    /// Most simultaneously open legacy SSE streams (503 beyond).
+    pub max_legacy_streams: usize,
+    /// Interval of keep-alive comments on open legacy SSE streams.
+    pub sse_keepalive: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_body_bytes: 1 << 20,
+            max_header_bytes: 16 * 1024,
+            max_headers: 64,
+            read_timeout: Duration::from_secs(30),
+            max_connections: 512,
+            workers: 16,
+            max_legacy_streams: 128,
+            sse_keepalive: Duration::from_secs(15),
+        }
+    }
+}
+
+impl HttpLimits {
+    /// The limits the request parser enforces.
+    pub fn parser(&self) -> ParserLimits {
+        ParserLimits {
+            max_header_bytes: self.max_header_bytes,
+            max_headers: self.max_headers,
+            max_body_bytes: self.max_body_bytes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_lists_and_bind_addresses() {
+        assert_eq!(
+            HttpOptions::parse_origin_list(" https://a ,, http://b:1 "),
+            vec!["https://a", "http://b:1"]
+        );
+        let mut o = HttpOptions {
+            port: 1,
+            ..HttpOptions::default()
+        };
+        assert_eq!(o.bind_address(), "127.0.0.1:1");
+        o.host = "::1".into();
+        assert_eq!(o.bind_address(), "[::1]:1");
+        assert_eq!(HttpLimits::default().parser().max_body_bytes, 1 << 20);
+    }
+}

@@ -1,0 +1,341 @@
+//! Routing of one framed request to a [`Decision`]: answer now, serve an MCP body, open a
+//! legacy SSE stream, or deliver a legacy message. Checks run in a fixed order — `Host`,
+//! `Origin`, public discovery paths, authentication, then the route's own rules (legacy
+//! session header, `Content-Type`, JSON body, MCP headers, `Accept`) — so a refused request
+//! never reaches the engine and changes nothing.
+//!
+//! Pure: the runtime supplies the facts it observed (peer loopback?) and `now`.
+
+use serde_json::{Value, json};
+
+use super::exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, valid_token};
+use super::guard::{BindRefused, OriginPolicy, authorize, check_bind, sanitize_host};
+use super::headers::{self, BodyFacts, Era};
+use super::oauth;
+use super::options::HttpOptions;
+use super::request::Request;
+use super::response::{HttpResponse, Status, route_span_id};
+use crate::config::{AuthMode, Config, OAuthConfig};
+use crate::protocol::{TransportFacts, TransportKind};
+use crate::time::Timestamp;
+
+/// What the runtime must do with a request.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Decision {
+    /// Write this response.
+    Respond(HttpResponse),
+    /// Serve an MCP message, then write [`McpExchange::reply`].
+    Mcp(McpExchange),
+    /// Open a legacy SSE stream.
+    OpenLegacyStream(LegacyOpen),
+    /// Deliver a message to a legacy SSE stream.
+    LegacyMessage(LegacyMessage),
+}
+
+/// The HTTP policy of one listening server, fixed at startup.
+#[derive(Clone, Debug)]
+pub struct HttpPolicy {
+    auth: AuthMode,
+    oauth: Option<OAuthConfig>,
+    origins: OriginPolicy,
+    bind_authority: String,
+    bind_loopback: bool,
+}
+
+impl HttpPolicy {
+    /// The policy of a server bound at `bind_authority` (`host:port` actually bound).
+    /// Refuses a non-loopback bind without a bearer token.
+    pub fn new(
+        config: &Config,
+        options: &HttpOptions,
+        bind_authority: &str,
+        bind_loopback: bool,
+    ) -> Result<HttpPolicy, BindRefused> {
+        check_bind(&options.host, bind_loopback, &config.auth)?;
+        Ok(HttpPolicy {
+            auth: config.auth.clone(),
+            oauth: config.oauth.clone(),
+            origins: OriginPolicy::new(&options.host, &options.allowed_origins),
+            bind_authority: bind_authority.to_string(),
+            bind_loopback,
+        })
+    }
+
+    /// Decides what to do with `request`, which arrived from a loopback peer or not, at `now`.
+    pub fn route(&self, request: Request, peer_loopback: bool, now: Timestamp) -> Decision {
+        let keep = request.keep_alive();
+        let span = route_span_id(&request.method, request.path());
+        let respond = |r: HttpResponse| Decision::Respond(if keep { r } else { r.closing() });
+
+        let host_ok = match request.header("host") {
+            None => true,
+            Some(raw) => {
+                request.header_count("host") == 1
+                    && std::str::from_utf8(raw)
+                        .ok()
+                        .and_then(sanitize_host)
+                        .is_some()
+            }
+        };
+        if !host_ok {
+            return respond(HttpResponse::problem(
+                Status::BAD_REQUEST,
+                &span,
+                "bad_host",
+                "invalid or repeated Host header",
+            ));
+        }
+        if let Some(origin) = request.header("origin") {
+            let allowed = std::str::from_utf8(origin).is_ok_and(|o| self.origins.allows(o));
+            if !allowed {
+                let msg = "Forbidden: Origin is not allowed (set BERNSTEIN_MCP_ALLOWED_ORIGINS to trust it)";
+                return respond(HttpResponse::rpc_error(
+                    Status::FORBIDDEN,
+                    &span,
+                    None,
+                    headers::INVALID_REQUEST,
+                    msg,
+                    None,
+                ));
+            }
+        }
+        if request.path().starts_with("/.well-known/") {
+            return respond(self.well_known(&request, &span));
+        }
+        if !authorize(
+            &self.auth,
+            self.bind_loopback,
+            peer_loopback,
+            request.header("authorization"),
+        ) {
+            return respond(self.unauthorized(&request, &span));
+        }
+        match (request.path(), request.method.as_str()) {
+            ("/mcp" | "/mcp/", "POST") => match self.mcp_post(request, peer_loopback, now, &span) {
+                Ok(x) => Decision::Mcp(x),
+                Err(r) => respond(r),
+            },
+            ("/mcp" | "/mcp/", "DELETE") => respond(mcp_delete(&request, now, &span)),
+            ("/mcp" | "/mcp/", _) => respond(method_not_allowed(&span, "POST")),
+            ("/sse", "GET") => Decision::OpenLegacyStream(LegacyOpen { span_id: span }),
+            ("/sse", _) => respond(method_not_allowed(&span, "GET")),
+            ("/messages" | "/messages/", "POST") => {
+                match legacy_post(request, peer_loopback, now, &span) {
+                    Ok(m) => Decision::LegacyMessage(m),
+                    Err(r) => respond(r),
+                }
+            }
+            ("/messages" | "/messages/", _) => respond(method_not_allowed(&span, "POST")),
+            _ => respond(HttpResponse::problem(
+                Status::NOT_FOUND,
+                &span,
+                "not_found",
+                "no such endpoint; MCP is served at /mcp",
+            )),
+        }
+    }
+
+    fn well_known(&self, request: &Request, span: &str) -> HttpResponse {
+        let path = request.path();
+        let (Some(o), oauth::METADATA_ROOT | oauth::METADATA_MCP) = (&self.oauth, path) else {
+            return HttpResponse::problem(Status::NOT_FOUND, span, "not_found", "not found");
+        };
+        if request.method != "GET" {
+            return method_not_allowed(span, "GET");
+        }
+        match oauth::request_base(request, &self.bind_authority) {
+            Some(base) => HttpResponse::json(Status::OK, span, &oauth::metadata(o, &base, path)),
+            None => {
+                HttpResponse::problem(Status::BAD_REQUEST, span, "bad_host", "invalid Host header")
+            }
+        }
+    }
+
+    fn unauthorized(&self, request: &Request, span: &str) -> HttpResponse {
+        let r = HttpResponse::json(
+            Status::UNAUTHORIZED,
+            span,
+            &json!({ "error": "unauthorized" }),
+        );
+        match (
+            &self.oauth,
+            oauth::request_base(request, &self.bind_authority),
+        ) {
+            (Some(_), Some(base)) => r.with_header("WWW-Authenticate", oauth::challenge(&base)),
+            _ => r,
+        }
+    }
+
+    fn mcp_post(
+        &self,
+        request: Request,
+        loopback: bool,
+        now: Timestamp,
+        span: &str,
+    ) -> Result<McpExchange, HttpResponse> {
+        let facts = checked_body(&request, now, span)?;
+        let check = headers::check_headers(&request, &facts).map_err(|rej| {
+            HttpResponse::rpc_error(
+                Status::BAD_REQUEST,
+                span,
+                facts.id.as_ref(),
+                rej.code,
+                &rej.message,
+                rej.data,
+            )
+        })?;
+        let accept = Accept::parse(request.header_str("accept"));
+        if facts.is_request() && !accept.any() {
+            let msg = "Not Acceptable: accept application/json or text/event-stream";
+            return Err(HttpResponse::rpc_error(
+                Status::NOT_ACCEPTABLE,
+                span,
+                facts.id.as_ref(),
+                headers::INVALID_REQUEST,
+                msg,
+                None,
+            ));
+        }
+        let keep_alive = request.keep_alive();
+        Ok(McpExchange {
+            body: request.body,
+            facts: TransportFacts {
+                kind: TransportKind::StreamableHttp,
+                protocol_version: check.protocol_version,
+                loopback,
+            },
+            era: check.era,
+            accept,
+            keep_alive,
+        })
+    }
+}
+
+fn legacy_post(
+    request: Request,
+    loopback: bool,
+    now: Timestamp,
+    span: &str,
+) -> Result<LegacyMessage, HttpResponse> {
+    let token = request
+        .query()
+        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("stream=")))
+        .filter(|t| valid_token(t))
+        .map(String::from);
+    let Some(token) = token else {
+        return Err(HttpResponse::problem(
+            Status::NOT_FOUND,
+            span,
+            "stream_not_found",
+            "missing or invalid stream token",
+        ));
+    };
+    let facts = checked_body(&request, now, span)?;
+    let check = headers::check_headers(&request, &facts).map_err(|rej| {
+        HttpResponse::rpc_error(
+            Status::BAD_REQUEST,
+            span,
+            facts.id.as_ref(),
+            rej.code,
+            &rej.message,
+            rej.data,
+        )
+    })?;
+    let keep_alive = request.keep_alive();
+    Ok(LegacyMessage {
+        token,
+        body: request.body,
+        facts: TransportFacts {
+            kind: TransportKind::LegacySse,
+            protocol_version: check.protocol_version,
+            loopback,
+        },
+        keep_alive,
+    })
+}
+
+/// The checks shared by every route that carries a JSON-RPC body: the legacy session rule,
+/// `Content-Type`, UTF-8 and JSON.
+fn checked_body(request: &Request, now: Timestamp, span: &str) -> Result<BodyFacts, HttpResponse> {
+    if let Err(msg) = headers::check_session_header(request, now) {
+        return Err(HttpResponse::rpc_error(
+            Status::BAD_REQUEST,
+            span,
+            None,
+            headers::INVALID_REQUEST,
+            &msg,
+            None,
+        ));
+    }
+    let json_type = request
+        .header_str("content-type")
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
+    if !json_type {
+        let msg = "Unsupported Media Type: Content-Type must be application/json";
+        return Err(HttpResponse::rpc_error(
+            Status::UNSUPPORTED_MEDIA_TYPE,
+            span,
+            None,
+            headers::INVALID_REQUEST,
+            msg,
+            None,
+        ));
+    }
+    let parse_error = |msg: String| {
+        HttpResponse::rpc_error(
+            Status::BAD_REQUEST,
+            span,
+            None,
+            headers::PARSE_ERROR,
+            &msg,
+            None,
+        )
+    };
+    let text = std::str::from_utf8(&request.body).map_err(|e| {
+        parse_error(format!(
+            "Parse error: body is not valid UTF-8 (byte {})",
+            e.valid_up_to()
+        ))
+    })?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| parse_error(format!("Parse error: {e}")))?;
+    Ok(BodyFacts::of(&value))
+}
+
+fn mcp_delete(request: &Request, now: Timestamp, span: &str) -> HttpResponse {
+    let stateless = request
+        .header_str("mcp-protocol-version")
+        .is_some_and(|v| headers::era_of(v) == Era::Stateless);
+    if stateless {
+        return method_not_allowed(span, "POST");
+    }
+    if now >= Timestamp::LEGACY_SESSION_CUTOFF {
+        let msg = headers::session_removed_message();
+        return HttpResponse::rpc_error(
+            Status::METHOD_NOT_ALLOWED,
+            span,
+            None,
+            headers::INVALID_REQUEST,
+            &msg,
+            None,
+        )
+        .with_header("Allow", "POST");
+    }
+    // A stateless server has no session to end: acknowledge and forget.
+    HttpResponse::new(Status::OK, span)
+}
+
+fn method_not_allowed(span: &str, allow: &str) -> HttpResponse {
+    HttpResponse::problem(
+        Status::METHOD_NOT_ALLOWED,
+        span,
+        "method_not_allowed",
+        &format!("use {allow}"),
+    )
+    .with_header("Allow", allow)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,522 @@
+//! Routing decisions: the auth matrix, discovery, forged headers, origins, the legacy session
+//! rule on both sides of the cut-off, body and header checks.
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::transport::http::request::Header;
+
+const TOKEN: &str = "s3cret-token";
+
+fn config(auth: AuthMode, issuer: bool) -> Config {
+    let mut c = Config::new(b"k".to_vec());
+    c.auth = auth;
+    if issuer {
+        c.oauth = Some(OAuthConfig {
+            issuer: "https://idp.example".into(),
+            scopes: vec!["bernstein.read".into(), "bernstein.write".into()],
+        });
+    }
+    c
+}
+
+fn policy(auth: AuthMode, issuer: bool, public: bool) -> HttpPolicy {
+    let host = if public { "0.0.0.0" } else { "127.0.0.1" };
+    let opts = HttpOptions {
+        host: host.into(),
+        port: 8053,
+        ..HttpOptions::default()
+    };
+    HttpPolicy::new(
+        &config(auth, issuer),
+        &opts,
+        &format!("{host}:8053"),
+        !public,
+    )
+    .expect("valid bind")
+}
+
+fn local() -> HttpPolicy {
+    policy(AuthMode::None, false, false)
+}
+
+fn bearer() -> AuthMode {
+    AuthMode::Bearer {
+        token: TOKEN.into(),
+    }
+}
+
+fn req(method: &str, target: &str, headers: &[(&str, &str)], body: &[u8]) -> Request {
+    let mut hs: Vec<Header> = vec![Header {
+        name: "host".into(),
+        value: b"127.0.0.1:8053".to_vec(),
+    }];
+    for (n, v) in headers {
+        let name = n.to_ascii_lowercase();
+        hs.retain(|h| !(name == "host" && h.name == "host"));
+        hs.push(Header {
+            name,
+            value: v.as_bytes().to_vec(),
+        });
+    }
+    Request {
+        method: method.into(),
+        target: target.into(),
+        version: 1,
+        headers: hs,
+        body: body.to_vec(),
+    }
+}
+
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+const LIST: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+
+fn post(headers: &[(&str, &str)], body: &[u8]) -> Request {
+    req("POST", "/mcp", &[&[JSON][..], headers].concat(), body)
+}
+
+fn now() -> Timestamp {
+    Timestamp(1_800_000_000_000)
+}
+
+fn response(d: Decision) -> HttpResponse {
+    match d {
+        Decision::Respond(r) => {
+            assert!(
+                r.span_id().is_some_and(|s| !s.is_empty()),
+                "every response carries a span id: {r:?}"
+            );
+            r
+        }
+        other => panic!("expected an immediate response, got {other:?}"),
+    }
+}
+
+fn status(d: Decision) -> u16 {
+    response(d).status.code()
+}
+
+fn body_json(r: &HttpResponse) -> Value {
+    serde_json::from_slice(&r.body).expect("JSON body")
+}
+
+fn is_mcp(d: &Decision) -> bool {
+    matches!(d, Decision::Mcp(_))
+}
+
+#[test]
+fn public_bind_without_token_is_refused_at_startup() {
+    let opts = HttpOptions {
+        host: "0.0.0.0".into(),
+        ..HttpOptions::default()
+    };
+    let err =
+        HttpPolicy::new(&config(AuthMode::None, false), &opts, "0.0.0.0:8053", false).unwrap_err();
+    assert!(err.to_string().contains("0.0.0.0"));
+}
+
+#[test]
+fn auth_matrix_over_binds_and_tokens() {
+    for public in [false, true] {
+        for peer_loopback in [true, false] {
+            if !public && !peer_loopback {
+                continue; // a loopback bind only sees loopback peers
+            }
+            let p = policy(bearer(), false, public);
+            let cases: [(Option<&str>, bool); 3] = [
+                (None, false),
+                (Some("Bearer wrong"), false),
+                (Some(&format!("Bearer {TOKEN}")), true),
+            ];
+            for (auth, ok) in cases {
+                let mut hs = vec![];
+                if let Some(a) = auth {
+                    hs.push(("Authorization", a));
+                }
+                let d = p.route(post(&hs, LIST), peer_loopback, now());
+                if ok {
+                    assert!(is_mcp(&d), "public={public} auth={auth:?}");
+                } else {
+                    let r = response(d);
+                    assert_eq!(r.status.code(), 401, "public={public} auth={auth:?}");
+                    assert_eq!(r.body, br#"{"error":"unauthorized"}"#);
+                    assert_eq!(
+                        r.header("www-authenticate"),
+                        None,
+                        "no challenge without an issuer"
+                    );
+                }
+            }
+        }
+    }
+    // Anonymous on loopback.
+    assert!(is_mcp(&local().route(post(&[], LIST), true, now())));
+    // Anonymous from a non-loopback peer (e.g. a proxy in front) is refused.
+    assert_eq!(status(local().route(post(&[], LIST), false, now())), 401);
+}
+
+#[test]
+fn discovery_when_an_issuer_is_set() {
+    let p = policy(bearer(), true, true);
+    let host = ("Host", "mcp.example.com");
+    let r = response(p.route(
+        req(
+            "GET",
+            "/.well-known/oauth-protected-resource/mcp",
+            &[host, ("X-Forwarded-Proto", "https")],
+            b"",
+        ),
+        false,
+        now(),
+    ));
+    assert_eq!(r.status.code(), 200, "metadata needs no token");
+    assert_eq!(
+        body_json(&r),
+        json!({"resource":"https://mcp.example.com/mcp","authorization_servers":["https://idp.example"],
+               "scopes_supported":["bernstein.read","bernstein.write"],"bearer_methods_supported":["header"]})
+    );
+    let root = response(p.route(
+        req("GET", "/.well-known/oauth-protected-resource", &[host], b""),
+        false,
+        now(),
+    ));
+    assert_eq!(body_json(&root)["resource"], "http://mcp.example.com");
+    let r = response(p.route(
+        post(&[host, ("X-Forwarded-Proto", "https")], LIST),
+        false,
+        now(),
+    ));
+    assert_eq!(r.status.code(), 401);
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some(
+            "Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\""
+        )
+    );
+    assert_eq!(
+        status(p.route(
+            req("GET", "/.well-known/oauth-authorization-server", &[], b""),
+            false,
+            now()
+        )),
+        404
+    );
+    assert_eq!(
+        status(p.route(
+            req("POST", "/.well-known/oauth-protected-resource", &[], b""),
+            false,
+            now()
+        )),
+        405
+    );
+}
+
+#[test]
+fn no_discovery_without_an_issuer() {
+    let p = policy(bearer(), false, true);
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+    ] {
+        assert_eq!(
+            status(p.route(req("GET", path, &[], b""), false, now())),
+            404,
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn forged_host_and_proto_never_reach_a_url() {
+    let p = policy(bearer(), true, true);
+    for bad in ["evil.com/\"x", "a b", "user@evil.com", "evil.com:80:80"] {
+        let r = response(p.route(post(&[("Host", bad)], LIST), false, now()));
+        assert_eq!(r.status.code(), 400, "{bad}");
+        assert!(r.header("www-authenticate").is_none());
+    }
+    let r = response(p.route(
+        post(&[("X-Forwarded-Proto", "javascript")], LIST),
+        false,
+        now(),
+    ));
+    assert_eq!(
+        r.header("www-authenticate"),
+        Some(
+            "Bearer resource_metadata=\"http://127.0.0.1:8053/.well-known/oauth-protected-resource/mcp\""
+        )
+    );
+    let mut two_hosts = post(&[], LIST);
+    two_hosts.headers.push(Header {
+        name: "host".into(),
+        value: b"other".to_vec(),
+    });
+    assert_eq!(status(p.route(two_hosts, false, now())), 400);
+}
+
+#[test]
+fn origins_are_checked_before_anything_else() {
+    let p = local();
+    assert!(is_mcp(&p.route(
+        post(&[("Origin", "http://localhost:6274")], LIST),
+        true,
+        now()
+    )));
+    let r = response(p.route(
+        post(&[("Origin", "https://evil.example")], LIST),
+        true,
+        now(),
+    ));
+    assert_eq!(r.status.code(), 403);
+    assert_eq!(body_json(&r)["id"], Value::Null);
+    let opts = HttpOptions {
+        allowed_origins: vec!["https://app.example".into()],
+        ..HttpOptions::default()
+    };
+    let p = HttpPolicy::new(
+        &config(AuthMode::None, false),
+        &opts,
+        "127.0.0.1:8053",
+        true,
+    )
+    .unwrap();
+    assert!(is_mcp(&p.route(
+        post(&[("Origin", "https://app.example")], LIST),
+        true,
+        now()
+    )));
+}
+
+#[test]
+fn legacy_session_header_both_sides_of_the_cutoff() {
+    let before = Timestamp(Timestamp::LEGACY_SESSION_CUTOFF.0 - 1);
+    let after = Timestamp::LEGACY_SESSION_CUTOFF;
+    let p = local();
+    let with = || post(&[("Mcp-Session-Id", "abc")], LIST);
+    match p.route(with(), true, before) {
+        Decision::Mcp(x) => assert_eq!(x.facts.protocol_version, None),
+        other => panic!("{other:?}"),
+    }
+    let r = response(p.route(with(), true, after));
+    assert_eq!(r.status.code(), 400);
+    assert!(
+        body_json(&r)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("2027-07-28")
+    );
+    assert!(r.header("mcp-session-id").is_none());
+
+    let delete = || req("DELETE", "/mcp", &[("Mcp-Session-Id", "abc")], b"");
+    let r = response(p.route(delete(), true, before));
+    assert_eq!(r.status.code(), 200);
+    assert!(r.header("mcp-session-id").is_none());
+    let r = response(p.route(delete(), true, after));
+    assert_eq!(r.status.code(), 405);
+    assert!(String::from_utf8(r.body).unwrap().contains("2027-07-28"));
+    let modern = req(
+        "DELETE",
+        "/mcp",
+        &[("MCP-Protocol-Version", "2026-07-28")],
+        b"",
+    );
+    assert_eq!(status(p.route(modern, true, before)), 405);
+}
+
+#[test]
+fn methods_and_paths() {
+    let p = local();
+    let r = response(p.route(
+        req("GET", "/mcp", &[("Accept", "text/event-stream")], b""),
+        true,
+        now(),
+    ));
+    assert_eq!((r.status.code(), r.header("allow")), (405, Some("POST")));
+    assert_eq!(
+        status(p.route(req("PUT", "/mcp", &[], b""), true, now())),
+        405
+    );
+    assert_eq!(
+        status(p.route(req("GET", "/nope", &[], b""), true, now())),
+        404
+    );
+    assert!(matches!(
+        p.route(req("GET", "/sse", &[], b""), true, now()),
+        Decision::OpenLegacyStream(_)
+    ));
+    assert!(is_mcp(&p.route(
+        req("POST", "/mcp/", &[JSON], LIST),
+        true,
+        now()
+    )));
+}
+
+#[test]
+fn bodies_and_content_types() {
+    let p = local();
+    assert_eq!(
+        status(p.route(
+            req("POST", "/mcp", &[("Content-Type", "text/plain")], LIST),
+            true,
+            now()
+        )),
+        415
+    );
+    assert_eq!(
+        status(p.route(req("POST", "/mcp", &[], LIST), true, now())),
+        415
+    );
+    assert!(is_mcp(&p.route(
+        req(
+            "POST",
+            "/mcp",
+            &[("Content-Type", "Application/JSON; charset=utf-8")],
+            LIST
+        ),
+        true,
+        now()
+    )));
+    for bad in [&b"\xff\xfe{}"[..], b"{\"jsonrpc\":", b"", b"not json"] {
+        let r = response(p.route(post(&[], bad), true, now()));
+        assert_eq!(r.status.code(), 400, "{bad:?}");
+        assert_eq!(body_json(&r)["error"]["code"], -32700);
+    }
+    // Arrays reach the engine, which knows which revisions allow batches.
+    assert!(is_mcp(&p.route(post(&[], b"[]"), true, now())));
+    assert_eq!(
+        status(p.route(post(&[("Accept", "text/html")], LIST), true, now())),
+        406
+    );
+    // A notification needs no acceptable reply type: it gets none.
+    assert!(is_mcp(&p.route(
+        post(
+            &[("Accept", "text/html")],
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        ),
+        true,
+        now()
+    )));
+}
+
+#[test]
+fn protocol_headers() {
+    let p = local();
+    let r = response(p.route(
+        post(&[("MCP-Protocol-Version", "2099-01-01")], LIST),
+        true,
+        now(),
+    ));
+    assert_eq!(r.status.code(), 400);
+    assert_eq!(body_json(&r)["error"]["code"], -32022);
+    assert_eq!(body_json(&r)["id"], 1);
+    let modern = br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    let r = response(p.route(
+        post(&[("MCP-Protocol-Version", "2026-07-28")], modern),
+        true,
+        now(),
+    ));
+    assert_eq!(body_json(&r)["error"]["code"], -32020);
+    assert_eq!(body_json(&r)["id"], 7);
+    match p.route(
+        post(
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/list"),
+            ],
+            modern,
+        ),
+        true,
+        now(),
+    ) {
+        Decision::Mcp(x) => {
+            assert_eq!(x.era, Era::Stateless);
+            assert_eq!(x.facts.protocol_version.as_deref(), Some("2026-07-28"));
+            assert_eq!(x.facts.kind, TransportKind::StreamableHttp);
+            assert!(x.facts.loopback);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn legacy_messages() {
+    let p = local();
+    match p.route(
+        req("POST", "/messages?stream=abc_1", &[JSON], LIST),
+        true,
+        now(),
+    ) {
+        Decision::LegacyMessage(m) => {
+            assert_eq!(m.token, "abc_1");
+            assert_eq!(m.facts.kind, TransportKind::LegacySse);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        status(p.route(req("POST", "/messages", &[JSON], LIST), true, now())),
+        404
+    );
+    assert_eq!(
+        status(p.route(
+            req("POST", "/messages?stream=a/b", &[JSON], LIST),
+            true,
+            now()
+        )),
+        404
+    );
+    assert_eq!(
+        status(p.route(
+            req("POST", "/messages?stream=abc", &[JSON], b"{"),
+            true,
+            now()
+        )),
+        400
+    );
+    assert_eq!(
+        status(p.route(req("POST", "/messages?stream=abc", &[], LIST), true, now())),
+        415
+    );
+    assert_eq!(
+        status(p.route(req("GET", "/messages?stream=abc", &[], b""), true, now())),
+        405
+    );
+}
+
+#[test]
+fn connection_close_is_honoured_on_immediate_answers() {
+    let r = response(local().route(
+        req("GET", "/nope", &[("Connection", "close")], b""),
+        true,
+        now(),
+    ));
+    assert!(r.close);
+}
+
+proptest::proptest! {
+    #[test]
+    fn arbitrary_requests_never_panic(
+        method in "(GET|POST|DELETE|PUT|OPTIONS|[A-Z]{1,8})",
+        target in "(/mcp|/sse|/messages\\?stream=[a-z0-9/_-]{0,12}|/\\.well-known/[a-z/-]{0,40}|/[ -~]{0,20})",
+        headers in proptest::collection::vec(
+            ("(host|origin|authorization|content-type|accept|mcp-protocol-version|mcp-method|mcp-name|mcp-session-id|x-forwarded-proto|connection|[a-z-]{1,12})",
+             proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40)),
+            0..8),
+        body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+        json_body in proptest::bool::ANY,
+        peer_loopback in proptest::bool::ANY,
+        issuer in proptest::bool::ANY,
+        at in 0u64..4_000_000_000_000,
+    ) {
+        let p = policy(bearer(), issuer, true);
+        let body = if json_body {
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#.to_vec()
+        } else {
+            body
+        };
+        let headers = headers.into_iter().map(|(name, value)| Header { name, value }).collect();
+        let request = Request { method, target, version: 1, headers, body };
+        if let Decision::Respond(r) = p.route(request, peer_loopback, Timestamp(at)) {
+            proptest::prop_assert!(r.span_id().is_some());
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! The core must stay pure (DESIGN.md §3). `clippy.toml` bans IO, clock and environment calls
+//! in its source; this test fails if its normal dependency tree gains an IO runtime or an OS
+//! randomness source, and if its non-test source names one.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Crates that do IO, run an event loop or read OS randomness.
+const FORBIDDEN: &[&str] = &[
+    "tokio", "mio", "async-io", "async-std", "smol", "polling", "async-executor", "blocking",
+    "socket2", "hyper", "reqwest", "ureq", "getrandom", "rand", "rand_core", "libc", "rustix",
+    "nix", "fs4", "fs2", "memmap2",
+];
+
+#[test]
+fn dependency_tree_holds_no_io_runtime() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["tree", "-p", "bernstein-core", "-e", "normal", "--prefix", "none", "--format", "{p}"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(out.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
+    let tree = String::from_utf8(out.stdout).expect("cargo tree prints UTF-8");
+    let crates: Vec<&str> = tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert!(crates.contains(&"bernstein-core"), "unexpected cargo tree output:\n{tree}");
+    let bad: Vec<&&str> = crates.iter().filter(|c| FORBIDDEN.contains(c)).collect();
+    assert!(bad.is_empty(), "the core's dependency tree gained IO crates: {bad:?}");
+}
+
+#[test]
+fn source_names_no_io() {
+    let needles = [
+        "std::fs", "std::net", "std::process", "std::env", "std::thread", "Instant::now",
+        "SystemTime::now", "thread_rng", "OsRng", "getrandom",
+    ];
+    let mut hits = Vec::new();
+    scan(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &needles, &mut hits);
+    assert!(hits.is_empty(), "impure lines in core/src:\n{}", hits.join("\n"));
+}
+
+fn scan(dir: &Path, needles: &[&str], hits: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).expect("core/src is readable") {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            scan(&path, needles, hits);
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("source is UTF-8");
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (i, line) in code.lines().enumerate() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("//") {
+                continue;
+            }
+            if let Some(n) = needles.iter().find(|n| line.contains(*n)) {
+                hits.push(format!("{}:{}: {n}", path.display(), i + 1));
+            }
+        }
+    }
+}

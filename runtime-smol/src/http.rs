@@ -1,0 +1,437 @@
+//! The HTTP transports on smol: streamable HTTP (`POST /mcp`) and the legacy HTTP+SSE transport
+//! (`GET /sse`, `POST /messages?stream=…`) on one port, one async task per connection.
+//!
+//! Tasks only move bytes and keep time (keep-alive, read timeouts, the connection cap);
+//! framing, routing and every HTTP decision are the core's, and serving an MCP body (ledger IO,
+//! fsync) runs on smol's blocking pool through runtime-std's shared
+//! [`HttpService`](bernstein_runtime_std::http::HttpService), never on the executor. A legacy
+//! SSE stream is a task that owns its connection and drains a bounded channel; the registry maps
+//! its token to the channel's sender, so a POST for a stream whose task ended gets 404.
+
+use std::io;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use bernstein_core::ledger::Store;
+use bernstein_core::protocol::Server;
+use bernstein_core::transport::http::exchange::LegacyOpen;
+use bernstein_core::transport::http::response::{over_capacity, request_timeout, route_span_id};
+use bernstein_core::transport::http::{
+    CONTINUE, Decision, Frame, HttpOptions, HttpResponse, RequestParser, Status, sse,
+};
+use bernstein_runtime_std::clock::Clock;
+use bernstein_runtime_std::http::{
+    Action, ConnectionCounter, ConnectionSlot, EventSink, HttpService, is_loopback, log,
+    open_listener,
+};
+use smol::channel::{Receiver, Sender};
+use smol::io::{AsyncReadExt, AsyncWriteExt};
+use smol::{Async, Executor, Timer, future};
+
+/// A running server.
+#[derive(Debug)]
+pub struct HttpServerHandle {
+    local_addr: SocketAddr,
+    stop: Sender<()>,
+    service: Arc<HttpService>,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl HttpServerHandle {
+    /// The address actually bound (port 0 resolved).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Blocks until the server stops (it runs until [`Self::shutdown`] or process exit).
+    pub fn wait(mut self) -> io::Result<()> {
+        self.join()
+    }
+
+    /// Stops accepting, drops every connection task and closes the legacy streams.
+    pub fn shutdown(mut self) {
+        self.stop.close();
+        let _ = self.join();
+    }
+
+    fn join(&mut self) -> io::Result<()> {
+        let Some(t) = self.thread.take() else {
+            return Ok(());
+        };
+        let result = t
+            .join()
+            .map_err(|_| io::Error::other("the smol HTTP thread panicked"))?;
+        self.service.legacy.clear();
+        result
+    }
+}
+
+impl Drop for HttpServerHandle {
+    fn drop(&mut self) {
+        self.stop.close();
+        let _ = self.join();
+    }
+}
+
+/// Binds and starts serving on a background thread running a smol executor.
+pub fn bind(
+    server: Arc<Server>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    options: HttpOptions,
+) -> io::Result<HttpServerHandle> {
+    let (listener, policy) = open_listener(&server.config, &options)?;
+    let local_addr = listener.local_addr()?;
+    let listener = Async::new(listener)?;
+    let service = Arc::new(HttpService::new(server, store, clock, policy, options));
+    let (stop, stopped) = smol::channel::bounded::<()>(1);
+    let svc = service.clone();
+    let thread = thread::Builder::new()
+        .name("bernstein-smol-http".into())
+        .spawn(move || {
+            let ex = Arc::new(Executor::new());
+            smol::block_on(ex.run(accept_loop(ex.clone(), listener, svc, stopped)))
+        })?;
+    Ok(HttpServerHandle {
+        local_addr,
+        stop,
+        service,
+        thread: Some(thread),
+    })
+}
+
+/// Binds, announces the endpoint on stderr and serves until the process ends.
+pub fn serve_http(
+    server: Arc<Server>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    options: HttpOptions,
+) -> io::Result<()> {
+    let handle = bind(server, store, clock, options)?;
+    eprintln!(
+        "bernstein: serving MCP over HTTP at http://{}/mcp (legacy SSE at /sse; runtime smol)",
+        handle.local_addr()
+    );
+    handle.wait()
+}
+
+async fn accept_loop(
+    ex: Arc<Executor<'static>>,
+    listener: Async<TcpListener>,
+    svc: Arc<HttpService>,
+    stopped: Receiver<()>,
+) -> io::Result<()> {
+    let counter = ConnectionCounter::new(svc.options.limits.max_connections);
+    loop {
+        let accepted = future::or(async { Some(listener.accept().await) }, async {
+            let _ = stopped.recv().await;
+            None
+        })
+        .await;
+        let (stream, peer) = match accepted {
+            None => return Ok(()),
+            Some(Ok(x)) => x,
+            Some(Err(e)) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                eprintln!("bernstein http: accept failed: {e}");
+                Timer::after(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        let _ = stream.get_ref().set_nodelay(true);
+        match counter.try_acquire() {
+            Some(slot) => ex
+                .spawn(connection(svc.clone(), stream, peer, slot))
+                .detach(),
+            None => {
+                log(
+                    &peer,
+                    format_args!(
+                        "503: over the connection cap ({})",
+                        svc.options.limits.max_connections
+                    ),
+                );
+                ex.spawn(async move {
+                    let mut stream = stream;
+                    let _ = write_timed(
+                        &mut stream,
+                        &over_capacity().to_bytes(),
+                        Duration::from_secs(1),
+                    )
+                    .await;
+                })
+                .detach();
+            }
+        }
+    }
+}
+
+/// Serves one connection: keep-alive, pipelining, read timeouts.
+async fn connection(
+    svc: Arc<HttpService>,
+    mut stream: Async<TcpStream>,
+    peer: SocketAddr,
+    slot: ConnectionSlot,
+) {
+    let limits = svc.options.limits.clone();
+    let peer_loopback = is_loopback(&peer);
+    let mut parser = RequestParser::new(limits.parser());
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut last = Instant::now();
+    let mut started: Option<Instant> = None;
+    let mut served: u64 = 0;
+    loop {
+        while let Some(frame) = parser.poll_frame() {
+            match frame {
+                Frame::Continue => {
+                    if write_timed(&mut stream, CONTINUE, limits.read_timeout)
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+                Frame::Error(e) => {
+                    log(&peer, format_args!("{}: {e}", e.status().code()));
+                    let _ = write_timed(&mut stream, &e.response().to_bytes(), limits.read_timeout)
+                        .await;
+                    return finish(stream).await;
+                }
+                Frame::Request(request) => {
+                    started = None;
+                    served += 1;
+                    let action = match svc.route(request, peer_loopback) {
+                        Decision::Respond(r) => Action::Write(r),
+                        Decision::OpenLegacyStream(open) => Action::OpenLegacy(open),
+                        other => {
+                            let s = svc.clone();
+                            let (tx, rx) = smol::channel::bounded(1);
+                            std::thread::spawn(move || { let _ = tx.send_blocking(s.act(other)); });
+                            rx.recv().await.unwrap()
+                        }
+                    };
+                    match action {
+                        Action::Write(response) => {
+                            note_refusal(&peer, &response);
+                            if write_timed(&mut stream, &response.to_bytes(), limits.read_timeout)
+                                .await
+                                .is_err()
+                            {
+                                return;
+                            }
+                            if response.close {
+                                return finish(stream).await;
+                            }
+                        }
+                        Action::OpenLegacy(open) => {
+                            return legacy_stream(svc, stream, peer, slot, open).await;
+                        }
+                    }
+                }
+            }
+        }
+        if parser.is_idle() {
+            started = None;
+        }
+        let deadline = started.unwrap_or(last) + limits.read_timeout;
+        let read = future::or(async { Some(stream.read(&mut buf).await) }, async {
+            Timer::at(deadline).await;
+            None
+        })
+        .await;
+        let overdue = started.is_some_and(|s| s.elapsed() >= limits.read_timeout);
+        match read {
+            Some(Ok(0)) | Some(Err(_)) => return,
+            Some(Ok(n)) if !overdue => {
+                parser.handle_bytes(&buf[..n]);
+                last = Instant::now();
+                if started.is_none() && !parser.is_idle() {
+                    started = Some(last);
+                }
+            }
+            _ if started.is_some() => {
+                log(
+                    &peer,
+                    format_args!(
+                        "408: request not complete within the read timeout ({:?})",
+                        limits.read_timeout
+                    ),
+                );
+                let _ = write_timed(
+                    &mut stream,
+                    &request_timeout().to_bytes(),
+                    limits.read_timeout,
+                )
+                .await;
+                let _ = stream.get_ref().shutdown(Shutdown::Write);
+                return;
+            }
+            _ => {
+                if served == 0 {
+                    log(
+                        &peer,
+                        format_args!(
+                            "closed: no request within the read timeout ({:?})",
+                            limits.read_timeout
+                        ),
+                    );
+                }
+                return;
+            }
+        }
+    }
+}
+
+fn note_refusal(peer: &SocketAddr, response: &HttpResponse) {
+    let code = response.status.code();
+    if matches!(code, 401 | 403 | 413 | 431 | 503) {
+        log(peer, format_args!("{code} {}", response.status.reason()));
+    }
+}
+
+async fn write_timed(
+    stream: &mut Async<TcpStream>,
+    bytes: &[u8],
+    limit: Duration,
+) -> io::Result<()> {
+    future::or(stream.write_all(bytes), async {
+        Timer::after(limit).await;
+        Err(io::ErrorKind::TimedOut.into())
+    })
+    .await
+}
+
+/// Ends a connection after its last response: half-close, then read and drop what the peer
+/// is still sending (briefly, boundedly), so closing does not reset the connection before the
+/// peer has read the response.
+async fn finish(mut stream: Async<TcpStream>) {
+    let _ = stream.get_ref().shutdown(Shutdown::Write);
+    let deadline = Instant::now() + Duration::from_millis(500);
+    let mut scratch = [0u8; 8192];
+    let mut budget: usize = 1 << 20;
+    while budget > 0 {
+        let read = future::or(async { Some(stream.read(&mut scratch).await) }, async {
+            Timer::at(deadline.min(Instant::now() + Duration::from_millis(100))).await;
+            None
+        })
+        .await;
+        match read {
+            Some(Ok(n)) if n > 0 => budget = budget.saturating_sub(n),
+            _ => return,
+        }
+    }
+}
+
+/// A legacy stream's end of the registry: a bounded channel to the task that owns the socket.
+struct ChannelSink(Sender<Vec<u8>>);
+
+impl EventSink for ChannelSink {
+    /// Called on the blocking pool only (from `HttpService::serve_legacy`).
+    fn send(&self, events: &[u8]) -> io::Result<()> {
+        self.0
+            .send_blocking(events.to_vec())
+            .map_err(|_| io::ErrorKind::BrokenPipe.into())
+    }
+
+    fn is_open(&self) -> bool {
+        !self.0.is_closed()
+    }
+}
+
+enum StreamEvent {
+    Send(Vec<u8>),
+    KeepAlive,
+    Ignore,
+    Closed,
+}
+
+/// Turns a connection into a legacy SSE stream until either side closes it.
+async fn legacy_stream(
+    svc: Arc<HttpService>,
+    mut stream: Async<TcpStream>,
+    peer: SocketAddr,
+    slot: ConnectionSlot,
+    open: LegacyOpen,
+) {
+    let limits = svc.options.limits.clone();
+    let (tx, rx) = smol::channel::bounded::<Vec<u8>>(64);
+    let token = match svc.legacy.register(Arc::new(ChannelSink(tx))) {
+        Ok(Some(token)) => token,
+        Ok(None) => {
+            log(
+                &peer,
+                format_args!(
+                    "503: over the legacy SSE stream cap ({})",
+                    limits.max_legacy_streams
+                ),
+            );
+            let _ = write_timed(
+                &mut stream,
+                &over_capacity().to_bytes(),
+                limits.read_timeout,
+            )
+            .await;
+            return;
+        }
+        Err(e) => {
+            log(&peer, format_args!("500: cannot open a legacy stream: {e}"));
+            let span = route_span_id("500", "legacy");
+            let r = HttpResponse::problem(
+                Status::INTERNAL_SERVER_ERROR,
+                &span,
+                "internal",
+                "no stream token",
+            )
+            .closing();
+            let _ = write_timed(&mut stream, &r.to_bytes(), limits.read_timeout).await;
+            return;
+        }
+    };
+    let mut first = open.head();
+    first.extend(open.endpoint_event(&token));
+    if write_timed(&mut stream, &first, limits.read_timeout)
+        .await
+        .is_ok()
+    {
+        let mut probe = [0u8; 512];
+        loop {
+            let next = future::or(
+                async {
+                    rx.recv()
+                        .await
+                        .map_or(StreamEvent::Closed, StreamEvent::Send)
+                },
+                future::or(
+                    async {
+                        match stream.read(&mut probe).await {
+                            Ok(0) | Err(_) => StreamEvent::Closed,
+                            Ok(_) => StreamEvent::Ignore,
+                        }
+                    },
+                    async {
+                        Timer::after(limits.sse_keepalive).await;
+                        StreamEvent::KeepAlive
+                    },
+                ),
+            )
+            .await;
+            let bytes: &[u8] = match &next {
+                StreamEvent::Send(events) => events,
+                StreamEvent::KeepAlive => sse::KEEPALIVE,
+                StreamEvent::Ignore => continue,
+                StreamEvent::Closed => break,
+            };
+            if write_timed(&mut stream, bytes, limits.read_timeout)
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    }
+    rx.close();
+    svc.legacy.remove(&token);
+    drop(slot);
+}

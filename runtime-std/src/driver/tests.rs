@@ -1,0 +1,198 @@
+//! Tests of the driver over the real core and the file store: records are durable and
+//! verifiable before a response exists, conflicts re-run the request, store failures surface.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bernstein_core::Config;
+use bernstein_core::ledger::verify::verify_ledger;
+use bernstein_core::ledger::{Append, Draft, Snapshot, seal};
+use bernstein_core::protocol::TransportFacts;
+use bernstein_core::time::Timestamp;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::clock::FixedClock;
+use crate::store::FileStore;
+use crate::store::layout::Layout;
+use crate::store::test_dir::TestDir;
+
+const KEY: &[u8] = &[3; 32];
+const CLOCK: FixedClock = FixedClock(Timestamp(1_780_000_000_000));
+
+fn server() -> Server {
+    Server::new(Config::new(KEY.to_vec()))
+}
+
+fn run_call(goal: &str) -> Vec<u8> {
+    let msg = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "bernstein_run", "arguments": {"goal": goal}}});
+    serde_json::to_vec(&msg).unwrap()
+}
+
+fn ledger_bytes(dir: &std::path::Path) -> Vec<u8> {
+    std::fs::read(Layout::in_project(dir).ledger_file()).unwrap()
+}
+
+#[test]
+fn a_tool_call_is_committed_then_answered_with_its_latency() {
+    let tmp = TestDir::new("driver-call");
+    let store = FileStore::open(tmp.path(), KEY.to_vec()).unwrap();
+    let served = serve_message(
+        &server(),
+        &store,
+        &CLOCK,
+        &run_call("write the docs"),
+        &TransportFacts::stdio(None),
+    )
+    .unwrap();
+    let response: Value = serde_json::from_slice(served.response.as_ref().unwrap()).unwrap();
+    assert_eq!(response["id"], 7);
+    let structured = &response["result"]["structuredContent"];
+    assert!(structured["_meter"]["latency_ms"].is_u64(), "{response}");
+    assert_eq!(structured["_meter"]["ts"], CLOCK.0.to_rfc3339());
+    assert_eq!(structured["result"]["status"], "open");
+    assert!(served.span_id.is_some());
+    // The records are on disk and verify; the last one is this call's audit entry.
+    let report = verify_ledger(&ledger_bytes(tmp.path()), "l", Some(KEY)).unwrap();
+    assert_eq!(report.transactions, 1);
+    assert_eq!(report.calls.len(), 1);
+    assert_eq!(report.calls[0].tool, "bernstein_run");
+    assert!(report.calls[0].ok);
+}
+
+#[test]
+fn notifications_and_reads_append_nothing() {
+    let tmp = TestDir::new("driver-notify");
+    let store = FileStore::open(tmp.path(), KEY.to_vec()).unwrap();
+    let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let served = serve_message(
+        &server(),
+        &store,
+        &CLOCK,
+        note,
+        &TransportFacts::stdio(None),
+    )
+    .unwrap();
+    assert_eq!(served.response, None);
+    let list = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let served = serve_message(
+        &server(),
+        &store,
+        &CLOCK,
+        list,
+        &TransportFacts::stdio(None),
+    )
+    .unwrap();
+    assert!(served.response.is_some());
+    assert!(ledger_bytes(tmp.path()).is_empty());
+}
+
+/// A store whose first `interfere` appends lose the race: just before each, another writer
+/// (a second handle on the same `.sdd/`) appends a record.
+struct Racing {
+    inner: FileStore,
+    other: FileStore,
+    interfere: AtomicUsize,
+    attempts: AtomicUsize,
+}
+
+impl Store for Racing {
+    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+        self.inner.snapshot()
+    }
+
+    fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        if self.interfere.load(Ordering::SeqCst) > 0 {
+            self.interfere.fetch_sub(1, Ordering::SeqCst);
+            let snap = self.other.snapshot()?;
+            let recs = seal(
+                &snap.position,
+                |s| snap.stream_head(s),
+                vec![Draft::new("x", "test.note", json!({}))],
+                KEY,
+            );
+            let res = self.other.compare_and_append(&Append {
+                expected: snap.position,
+                records: recs,
+            })?;
+            assert!(matches!(res, AppendResult::Committed(_)));
+        }
+        self.inner.compare_and_append(append)
+    }
+}
+
+fn racing(dir: &std::path::Path, interfere: usize) -> Racing {
+    Racing {
+        inner: FileStore::open(dir, KEY.to_vec()).unwrap(),
+        other: FileStore::open(dir, KEY.to_vec()).unwrap(),
+        interfere: AtomicUsize::new(interfere),
+        attempts: AtomicUsize::new(0),
+    }
+}
+
+#[test]
+fn a_conflict_reruns_the_request_on_a_fresh_snapshot() {
+    let tmp = TestDir::new("driver-race");
+    let store = racing(tmp.path(), 3);
+    let served = serve_message(
+        &server(),
+        &store,
+        &CLOCK,
+        &run_call("race"),
+        &TransportFacts::stdio(None),
+    )
+    .unwrap();
+    assert!(served.response.is_some());
+    assert_eq!(store.attempts.load(Ordering::SeqCst), 4);
+    let report = verify_ledger(&ledger_bytes(tmp.path()), "l", Some(KEY)).unwrap();
+    // Three interfering records, then the call's transaction, committed once.
+    assert_eq!(report.transactions, 4);
+    assert_eq!(report.calls.len(), 1);
+}
+
+#[test]
+fn endless_conflicts_give_up_with_an_error_and_no_response() {
+    let tmp = TestDir::new("driver-giveup");
+    let store = racing(tmp.path(), usize::MAX);
+    let err = serve_message(
+        &server(),
+        &store,
+        &CLOCK,
+        &run_call("never"),
+        &TransportFacts::stdio(None),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("gave up"), "{err}");
+    assert_eq!(store.attempts.load(Ordering::SeqCst), MAX_ATTEMPTS);
+    let report = verify_ledger(&ledger_bytes(tmp.path()), "l", Some(KEY)).unwrap();
+    assert_eq!(report.calls.len(), 0);
+}
+
+/// A store that refuses every append.
+struct Failing(FileStore);
+
+impl Store for Failing {
+    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+        self.0.snapshot()
+    }
+
+    fn compare_and_append(&self, _: &Append) -> Result<AppendResult, StoreError> {
+        Err(StoreError::Io("disk full".into()))
+    }
+}
+
+#[test]
+fn a_store_failure_releases_no_response() {
+    let tmp = TestDir::new("driver-fail");
+    let store = Failing(FileStore::open(tmp.path(), KEY.to_vec()).unwrap());
+    let res = serve_message(
+        &server(),
+        &store,
+        &CLOCK,
+        &run_call("fail"),
+        &TransportFacts::stdio(None),
+    );
+    assert!(matches!(res, Err(StoreError::Io(_))), "{res:?}");
+}

@@ -1,0 +1,537 @@
+//! The blocking HTTP/1.1 server: one acceptor thread, a fixed pool of worker threads, one
+//! poller thread for idle connections and one keep-alive thread for legacy SSE streams.
+//!
+//! A worker owns a connection only while it is busy: it serves every request that arrives
+//! promptly (keep-alive and pipelining included) and, once the peer has been silent for a
+//! short linger, parks the connection with the poller, which hands it back to the pool when
+//! bytes arrive and closes it when the read timeout passes. So connections that send nothing
+//! (slowloris) cost a socket, never a worker; a request that trickles in is answered `408`
+//! once it has taken longer than the read timeout; connections over the cap get `503`.
+//!
+//! This module moves bytes and enforces time; every HTTP decision is the core's.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use bernstein_core::ledger::Store;
+use bernstein_core::protocol::Server;
+use bernstein_core::transport::http::exchange::LegacyOpen;
+use bernstein_core::transport::http::response::{over_capacity, request_timeout};
+use bernstein_core::transport::http::{
+    CONTINUE, Frame, HttpLimits, HttpOptions, HttpResponse, RequestParser, Status, sse,
+};
+
+use super::service::{Action, EventSink, HttpService};
+use super::{ConnectionCounter, ConnectionSlot, is_loopback, log, open_listener, reachable};
+use crate::clock::Clock;
+
+/// How long a worker waits for the next bytes before parking a connection.
+const LINGER: Duration = Duration::from_millis(20);
+/// How long a worker keeps one busy connection while others wait in the queue.
+const SLICE: Duration = Duration::from_millis(100);
+
+/// A running server.
+#[derive(Debug)]
+pub struct HttpServerHandle {
+    local_addr: SocketAddr,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+    helpers: Vec<JoinHandle<()>>,
+}
+
+impl HttpServerHandle {
+    /// The address actually bound (port 0 resolved).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Blocks until the server stops (it runs until [`Self::shutdown`] or process exit).
+    pub fn wait(mut self) -> io::Result<()> {
+        if let Some(a) = self.acceptor.take() {
+            a.join()
+                .map_err(|_| io::Error::other("the HTTP acceptor thread panicked"))?;
+        }
+        Ok(())
+    }
+
+    /// Stops accepting, closes the legacy streams and joins every thread. Requests being
+    /// served finish first.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        // Wake the acceptor out of accept().
+        let _ = TcpStream::connect_timeout(&reachable(self.local_addr), Duration::from_secs(1));
+        if let Some(a) = self.acceptor.take() {
+            let _ = a.join();
+        }
+        self.shared.service.legacy.clear();
+        for h in self.helpers.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for HttpServerHandle {
+    fn drop(&mut self) {
+        if self.acceptor.is_some() {
+            self.stop();
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    service: HttpService,
+    limits: HttpLimits,
+    stop: AtomicBool,
+    /// Connections waiting in the worker queue.
+    queued: AtomicUsize,
+}
+
+/// One client connection and its framing state.
+struct Conn {
+    stream: TcpStream,
+    peer: SocketAddr,
+    peer_loopback: bool,
+    parser: RequestParser,
+    last_activity: Instant,
+    /// When the pending, incomplete request started to arrive.
+    started: Option<Instant>,
+    served: u64,
+    _slot: ConnectionSlot,
+}
+
+enum Next {
+    Park(Conn),
+    Done,
+}
+
+/// Binds and starts serving in background threads.
+pub fn bind(
+    server: Arc<Server>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    options: HttpOptions,
+) -> io::Result<HttpServerHandle> {
+    let (listener, policy) = open_listener(&server.config, &options)?;
+    let local_addr = listener.local_addr()?;
+    let limits = options.limits.clone();
+    let service = HttpService::new(server, store, clock, policy, options);
+    let shared = Arc::new(Shared {
+        service,
+        limits: limits.clone(),
+        stop: AtomicBool::new(false),
+        queued: AtomicUsize::new(0),
+    });
+    let (job_tx, job_rx) = mpsc::channel::<Conn>();
+    let (park_tx, park_rx) = mpsc::channel::<Conn>();
+    let job_rx = Arc::new(Mutex::new(job_rx));
+    let mut helpers = Vec::new();
+    for i in 0..limits.workers.max(1) {
+        let (s, rx, park) = (shared.clone(), job_rx.clone(), park_tx.clone());
+        helpers.push(
+            thread::Builder::new()
+                .name(format!("bernstein-http-{i}"))
+                .spawn(move || worker(&s, &rx, &park))?,
+        );
+    }
+    drop(park_tx);
+    let (s, jobs) = (shared.clone(), job_tx.clone());
+    helpers.push(
+        thread::Builder::new()
+            .name("bernstein-http-poll".into())
+            .spawn(move || poller(&s, &park_rx, &jobs))?,
+    );
+    let s = shared.clone();
+    helpers.push(
+        thread::Builder::new()
+            .name("bernstein-http-sse".into())
+            .spawn(move || keepalive(&s))?,
+    );
+    let s = shared.clone();
+    let counter = ConnectionCounter::new(limits.max_connections);
+    let acceptor = thread::Builder::new()
+        .name("bernstein-http-accept".into())
+        .spawn(move || accept(&s, &listener, &counter, &job_tx))?;
+    Ok(HttpServerHandle {
+        local_addr,
+        shared,
+        acceptor: Some(acceptor),
+        helpers,
+    })
+}
+
+/// Binds, announces the endpoint on stderr and serves until the process ends.
+pub fn serve_http(
+    server: Arc<Server>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    options: HttpOptions,
+) -> io::Result<()> {
+    let workers = options.limits.workers;
+    let handle = bind(server, store, clock, options)?;
+    eprintln!(
+        "bernstein: serving MCP over HTTP at http://{}/mcp (legacy SSE at /sse; runtime std, {workers} workers)",
+        handle.local_addr()
+    );
+    handle.wait()
+}
+
+fn accept(
+    shared: &Shared,
+    listener: &TcpListener,
+    counter: &ConnectionCounter,
+    jobs: &Sender<Conn>,
+) {
+    for incoming in listener.incoming() {
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let stream = match incoming {
+            Ok(s) => s,
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                eprintln!("bernstein http: accept failed: {e}");
+                thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+        };
+        let Ok(peer) = stream.peer_addr() else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let _ = stream.set_write_timeout(Some(shared.limits.read_timeout));
+        let Some(slot) = counter.try_acquire() else {
+            log(
+                &peer,
+                format_args!(
+                    "503: over the connection cap ({})",
+                    shared.limits.max_connections
+                ),
+            );
+            let mut s = stream;
+            let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+            let _ = s.write_all(&over_capacity().to_bytes());
+            continue;
+        };
+        let conn = Conn {
+            stream,
+            peer,
+            peer_loopback: is_loopback(&peer),
+            parser: RequestParser::new(shared.limits.parser()),
+            last_activity: Instant::now(),
+            started: None,
+            served: 0,
+            _slot: slot,
+        };
+        shared.queued.fetch_add(1, Ordering::SeqCst);
+        if jobs.send(conn).is_err() {
+            return;
+        }
+    }
+}
+
+fn worker(shared: &Shared, jobs: &Mutex<Receiver<Conn>>, park: &Sender<Conn>) {
+    loop {
+        let job = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
+        let Ok(conn) = job else { return };
+        shared.queued.fetch_sub(1, Ordering::SeqCst);
+        if let Next::Park(conn) = drive(shared, conn)
+            && conn.stream.set_nonblocking(true).is_ok()
+        {
+            let _ = park.send(conn);
+        }
+    }
+}
+
+/// Serves a connection while it keeps the worker busy.
+fn drive(shared: &Shared, mut conn: Conn) -> Next {
+    let limits = &shared.limits;
+    if conn.stream.set_nonblocking(false).is_err()
+        || conn
+            .stream
+            .set_read_timeout(Some(LINGER.min(limits.read_timeout)))
+            .is_err()
+    {
+        return Next::Done;
+    }
+    let slice = Instant::now();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        while let Some(frame) = conn.parser.poll_frame() {
+            match frame {
+                Frame::Continue => {
+                    if conn.stream.write_all(CONTINUE).is_err() {
+                        return Next::Done;
+                    }
+                }
+                Frame::Error(e) => {
+                    log(&conn.peer, format_args!("{}: {e}", e.status().code()));
+                    let _ = conn.stream.write_all(&e.response().to_bytes());
+                    return finish(conn);
+                }
+                Frame::Request(request) => {
+                    conn.started = None;
+                    conn.served += 1;
+                    match shared.service.handle(request, conn.peer_loopback) {
+                        Action::Write(response) => {
+                            note_refusal(&conn.peer, &response);
+                            if conn.stream.write_all(&response.to_bytes()).is_err()
+                                || response.close
+                            {
+                                return finish(conn);
+                            }
+                        }
+                        Action::OpenLegacy(open) => {
+                            open_legacy(shared, conn, &open);
+                            return Next::Done;
+                        }
+                    }
+                }
+            }
+        }
+        if conn.parser.is_idle() {
+            conn.started = None;
+        }
+        if slice.elapsed() > SLICE && shared.queued.load(Ordering::SeqCst) > 0 {
+            return Next::Park(conn);
+        }
+        match conn.stream.read(&mut buf) {
+            Ok(0) => return Next::Done,
+            Ok(n) => {
+                conn.parser.handle_bytes(&buf[..n]);
+                conn.last_activity = Instant::now();
+                if conn.started.is_none() && !conn.parser.is_idle() {
+                    conn.started = Some(conn.last_activity);
+                }
+                if let Some(next) = expire_if_due(limits, &mut conn) {
+                    return next;
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return expire_if_due(limits, &mut conn).unwrap_or(Next::Park(conn));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Next::Done,
+        }
+    }
+}
+
+/// Closes a connection whose request is overdue (`408`) or that idled past the read timeout.
+fn expire_if_due(limits: &HttpLimits, conn: &mut Conn) -> Option<Next> {
+    let now = Instant::now();
+    if let Some(started) = conn.started
+        && now.duration_since(started) >= limits.read_timeout
+    {
+        log(
+            &conn.peer,
+            format_args!(
+                "408: request not complete within the read timeout ({:?})",
+                limits.read_timeout
+            ),
+        );
+        let _ = conn.stream.set_nonblocking(false);
+        let _ = conn.stream.write_all(&request_timeout().to_bytes());
+        let _ = conn.stream.shutdown(Shutdown::Write);
+        return Some(Next::Done);
+    }
+    if conn.started.is_none() && now.duration_since(conn.last_activity) >= limits.read_timeout {
+        if conn.served == 0 {
+            log(
+                &conn.peer,
+                format_args!(
+                    "closed: no request within the read timeout ({:?})",
+                    limits.read_timeout
+                ),
+            );
+        }
+        return Some(Next::Done);
+    }
+    None
+}
+
+/// Ends a connection after its last response: half-close, then read and drop what the peer
+/// is still sending (briefly, boundedly), so closing does not reset the connection before
+/// the peer has read the response.
+fn finish(mut conn: Conn) -> Next {
+    let _ = conn.stream.shutdown(Shutdown::Write);
+    let _ = conn
+        .stream
+        .set_read_timeout(Some(Duration::from_millis(100)));
+    let deadline = Instant::now() + Duration::from_millis(500);
+    let mut scratch = [0u8; 8192];
+    let mut budget: usize = 1 << 20;
+    while budget > 0 && Instant::now() < deadline {
+        match conn.stream.read(&mut scratch) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => budget = budget.saturating_sub(n),
+        }
+    }
+    Next::Done
+}
+
+fn note_refusal(peer: &SocketAddr, response: &HttpResponse) {
+    let code = response.status.code();
+    if matches!(code, 401 | 403 | 413 | 431 | 503) {
+        log(peer, format_args!("{code} {}", response.status.reason()));
+    }
+}
+
+/// Watches parked connections: ready ones go back to the pool, silent ones expire.
+fn poller(shared: &Shared, parked_rx: &Receiver<Conn>, jobs: &Sender<Conn>) {
+    let mut parked: Vec<Conn> = Vec::new();
+    let mut probe = [0u8; 1];
+    loop {
+        if shared.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        // Sweep less often as the parked set grows, so a crowd of idle sockets stays cheap.
+        let wait = if parked.is_empty() {
+            Duration::from_millis(100)
+        } else {
+            Duration::from_millis((parked.len() as u64 / 100).clamp(2, 20))
+        };
+        match parked_rx.recv_timeout(wait) {
+            Ok(c) => {
+                parked.push(c);
+                parked.extend(parked_rx.try_iter());
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+        let mut i = 0;
+        while i < parked.len() {
+            let ready = match parked[i].stream.peek(&mut probe) {
+                Ok(0) => Some(false),
+                Ok(_) => Some(true),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    None
+                }
+                Err(_) => Some(false),
+            };
+            match ready {
+                Some(true) => {
+                    let conn = parked.swap_remove(i);
+                    shared.queued.fetch_add(1, Ordering::SeqCst);
+                    if jobs.send(conn).is_err() {
+                        return;
+                    }
+                }
+                Some(false) => drop(parked.swap_remove(i)),
+                None => {
+                    if expire_if_due(&shared.limits, &mut parked[i]).is_some() {
+                        drop(parked.swap_remove(i));
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A legacy SSE stream over a std socket.
+struct TcpSink {
+    stream: Mutex<TcpStream>,
+    _slot: ConnectionSlot,
+}
+
+impl EventSink for TcpSink {
+    fn send(&self, events: &[u8]) -> io::Result<()> {
+        let mut s = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+        s.write_all(events)?;
+        s.flush()
+    }
+
+    fn is_open(&self) -> bool {
+        let s = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+        if s.set_nonblocking(true).is_err() {
+            return false;
+        }
+        let mut probe = [0u8; 1];
+        let open = match s.peek(&mut probe) {
+            Ok(0) => false,
+            Ok(_) => true,
+            Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+        };
+        s.set_nonblocking(false).is_ok() && open
+    }
+}
+
+fn open_legacy(shared: &Shared, conn: Conn, open: &LegacyOpen) {
+    let Conn {
+        stream,
+        peer,
+        _slot,
+        ..
+    } = conn;
+    let _ = stream.set_read_timeout(None);
+    let sink = Arc::new(TcpSink {
+        stream: Mutex::new(stream),
+        _slot,
+    });
+    match shared.service.legacy.register(sink.clone()) {
+        Ok(Some(token)) => {
+            let mut first = open.head();
+            first.extend(open.endpoint_event(&token));
+            if sink.send(&first).is_err() {
+                shared.service.legacy.remove(&token);
+            }
+        }
+        Ok(None) => {
+            log(
+                &peer,
+                format_args!(
+                    "503: over the legacy SSE stream cap ({})",
+                    shared.limits.max_legacy_streams
+                ),
+            );
+            let _ = sink.send(&over_capacity().to_bytes());
+        }
+        Err(e) => {
+            log(&peer, format_args!("500: cannot open a legacy stream: {e}"));
+            let span = bernstein_core::transport::http::response::route_span_id("500", "legacy");
+            let _ = sink.send(
+                &HttpResponse::problem(
+                    Status::INTERNAL_SERVER_ERROR,
+                    &span,
+                    "internal",
+                    "no stream token",
+                )
+                .closing()
+                .to_bytes(),
+            );
+        }
+    }
+}
+
+/// Writes keep-alive comments to open legacy streams and forgets the closed ones.
+fn keepalive(shared: &Shared) {
+    let tick = Duration::from_millis(50);
+    let mut last = Instant::now();
+    while !shared.stop.load(Ordering::SeqCst) {
+        thread::sleep(tick);
+        if last.elapsed() >= shared.limits.sse_keepalive {
+            shared.service.legacy.broadcast(sse::KEEPALIVE);
+            last = Instant::now();
+        }
+    }
+}

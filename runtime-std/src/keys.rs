@@ -1,0 +1,208 @@
+//! The audit key `.sdd/keys/audit.key`: 32 random bytes stored as 64 lowercase hex digits and a
+//! newline, mode 0600, created on first use.
+//!
+//! Creation is atomic and never widens permissions after the fact: the key is written to a
+//! temp file created with mode 0600 (`create_new`), synced, then hard-linked into place, which
+//! fails if another process got there first (its key is then used). A key file that group or
+//! others may access, that is not a regular file, or that is unreadable is refused with an
+//! error that says how to fix it. The key's bytes are never printed or put in an error.
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::store::layout::{Layout, create_private_dir_all, sync_dir};
+
+/// Length of the audit key in bytes.
+pub const AUDIT_KEY_LEN: usize = 32;
+
+/// Why the audit key cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{} is accessible by group or others (mode {mode:03o}); run `chmod 600 {}`", path.display(), path.display())]
+    TooOpen { path: PathBuf, mode: u32 },
+    #[error("{} is not a regular file", path.display())]
+    NotAFile { path: PathBuf },
+    #[error("{} does not hold a key of 64 lowercase hex digits", path.display())]
+    Malformed { path: PathBuf },
+    #[error("no random bytes for a new audit key: {0}")]
+    Random(String),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> KeyError + '_ {
+    move |source| KeyError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Loads the audit key of the `.sdd` directory `sdd`, creating it (and the directories) if it
+/// does not exist yet.
+pub fn load_or_create_audit_key(sdd: &Path) -> Result<Vec<u8>, KeyError> {
+    if let Some(key) = load_audit_key(sdd)? {
+        return Ok(key);
+    }
+    let layout = Layout::at(sdd);
+    let dir = layout.keys_dir();
+    create_private_dir_all(&dir).map_err(io_err(&dir))?;
+    let path = layout.audit_key_file();
+    let mut key = vec![0u8; AUDIT_KEY_LEN];
+    getrandom::fill(&mut key).map_err(|e| KeyError::Random(e.to_string()))?;
+    let mut text = hex::encode(&key);
+    text.push('\n');
+
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let tmp = dir.join(format!(
+        "audit.key.tmp.{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let published = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::hard_link(&tmp, &path)
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    match published {
+        Ok(()) => {
+            sync_dir(&dir).map_err(io_err(&dir))?;
+            Ok(key)
+        }
+        // Another process created the key first: use theirs.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            load_audit_key(sdd)?.ok_or_else(|| KeyError::Io {
+                path: path.clone(),
+                source: e,
+            })
+        }
+        Err(e) => Err(KeyError::Io { path, source: e }),
+    }
+}
+
+/// Loads the audit key if the file exists (`None` if it does not); refuses an unsafe file.
+pub fn load_audit_key(sdd: &Path) -> Result<Option<Vec<u8>>, KeyError> {
+    let path = Layout::at(sdd).audit_key_file();
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(KeyError::Io { path, source: e }),
+    };
+    if !meta.file_type().is_file() {
+        return Err(KeyError::NotAFile { path });
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(KeyError::TooOpen { path, mode });
+    }
+    let text = std::fs::read(&path).map_err(io_err(&path))?;
+    let digits = text.strip_suffix(b"\n").unwrap_or(&text);
+    if digits.len() != 2 * AUDIT_KEY_LEN
+        || digits
+            .iter()
+            .any(|b| !matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
+        return Err(KeyError::Malformed { path });
+    }
+    let key = hex::decode(digits).map_err(|_| KeyError::Malformed { path: path.clone() })?;
+    Ok(Some(key))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::store::test_dir::TestDir;
+
+    #[test]
+    fn created_once_with_mode_0600_and_reloaded() {
+        let tmp = TestDir::new("keys");
+        let sdd = tmp.path().join(".sdd");
+        assert!(load_audit_key(&sdd).unwrap().is_none());
+        let key = load_or_create_audit_key(&sdd).unwrap();
+        assert_eq!(key.len(), AUDIT_KEY_LEN);
+        let path = Layout::at(&sdd).audit_key_file();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            std::fs::metadata(sdd.join("keys"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o700
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("{}\n", hex::encode(&key)));
+        assert_eq!(load_or_create_audit_key(&sdd).unwrap(), key);
+        // No temp files are left behind.
+        assert_eq!(std::fs::read_dir(sdd.join("keys")).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn refuses_open_permissions_without_printing_the_key() {
+        let tmp = TestDir::new("keys-open");
+        let sdd = tmp.path().join(".sdd");
+        let key = load_or_create_audit_key(&sdd).unwrap();
+        let path = Layout::at(&sdd).audit_key_file();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let err = load_or_create_audit_key(&sdd).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(err, KeyError::TooOpen { mode: 0o640, .. }),
+            "{msg}"
+        );
+        assert!(msg.contains("chmod 600"), "{msg}");
+        assert!(!msg.contains(&hex::encode(&key)));
+    }
+
+    #[test]
+    fn refuses_malformed_and_non_files() {
+        let tmp = TestDir::new("keys-bad");
+        let sdd = tmp.path().join(".sdd");
+        let path = Layout::at(&sdd).audit_key_file();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .unwrap();
+        f.write_all(b"ABCD\n").unwrap();
+        assert!(matches!(
+            load_audit_key(&sdd),
+            Err(KeyError::Malformed { .. })
+        ));
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        assert!(matches!(
+            load_audit_key(&sdd),
+            Err(KeyError::NotAFile { .. })
+        ));
+    }
+
+    #[test]
+    fn concurrent_creators_agree_on_one_key() {
+        let tmp = TestDir::new("keys-race");
+        let sdd = tmp.path().join(".sdd");
+        let keys: Vec<Vec<u8>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| load_or_create_audit_key(&sdd).unwrap()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(keys.windows(2).all(|w| w[0] == w[1]));
+    }
+}

@@ -1,0 +1,360 @@
+//! The ledger file `.sdd/ledger/ledger.jsonl`: positional appends with `sync_data`, and the
+//! incremental fold of whatever was appended after the already-verified prefix.
+//!
+//! Folding reads only the bytes after [`Folded::offset`], verifies each record (canonical
+//! form, hash, MAC, seq, ledger and stream chains, transaction framing, with the same rules as
+//! `bernstein audit verify`) and applies whole transactions to the snapshot. The bytes after
+//! the last whole transaction are a torn tail only if they are an unfinished append: a last line
+//! without `\n`, a last line that is not a valid record, or an incomplete last transaction.
+//! Anything bad before that is corruption and is reported, never cut. This module never cuts
+//! anything at or before [`Folded::offset`].
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::verify::{TxnFraming, chain_error};
+use bernstein_core::ledger::{LedgerPosition, Record, Snapshot, StoreError};
+
+use super::layout::sync_dir;
+
+/// The verified, folded prefix of the ledger.
+#[derive(Clone, Debug)]
+pub struct Folded {
+    pub snapshot: Arc<Snapshot>,
+    /// Byte offset just past the last folded record (always a transaction boundary).
+    pub offset: u64,
+    /// Byte offset where the last folded record's line starts (0 when nothing is folded).
+    pub last_line_start: u64,
+    /// Lines of the file folded so far.
+    pub lines: u64,
+}
+
+impl Folded {
+    /// Nothing folded yet.
+    pub fn genesis() -> Folded {
+        Folded {
+            snapshot: Arc::new(Snapshot::genesis()),
+            offset: 0,
+            last_line_start: 0,
+            lines: 0,
+        }
+    }
+}
+
+/// What to do with a torn tail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TailPolicy {
+    /// Cut it (the caller holds the exclusive lock, so no writer is mid-append).
+    Repair,
+    /// Leave it and fold only up to it (the caller holds the shared lock).
+    Ignore,
+}
+
+/// An unfinished append found after the last whole transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TornTail {
+    /// Byte offset where it starts (where the file is cut).
+    pub at: u64,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// 1-based line where it starts.
+    pub line: u64,
+    pub reason: String,
+}
+
+/// What one catch-up did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CatchUp {
+    /// Records folded.
+    pub records: u64,
+    /// The torn tail found (and cut, under [`TailPolicy::Repair`]).
+    pub torn: Option<TornTail>,
+}
+
+/// The open ledger file.
+#[derive(Debug)]
+pub struct LedgerFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl LedgerFile {
+    /// Opens the ledger, creating it (mode 0600, directory fsynced) if it does not exist.
+    pub fn open(path: &Path) -> io::Result<LedgerFile> {
+        let created = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
+        let file = match created {
+            Ok(file) => {
+                if let Some(dir) = path.parent() {
+                    sync_dir(dir)?;
+                }
+                file
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                OpenOptions::new().read(true).write(true).open(path)?
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(LedgerFile {
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// The path as named in errors.
+    pub fn name(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    pub fn size(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
+    /// Whether the path still names the file this handle has open (it was not replaced or
+    /// removed behind the store's back).
+    pub fn still_at_path(&self) -> io::Result<bool> {
+        let here = self.file.metadata()?;
+        match std::fs::metadata(&self.path) {
+            Ok(there) => Ok(here.dev() == there.dev() && here.ino() == there.ino()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads `len` bytes at `offset`.
+    pub fn read_at(&self, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+        let mut buf = vec![0; len];
+        self.file.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
+    }
+
+    /// Writes `bytes` at `offset` and makes them durable. On failure it tries to cut the file
+    /// back to `offset`, so that an unacknowledged append does not linger.
+    pub fn append_at(&self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        let written = self
+            .file
+            .write_all_at(bytes, offset)
+            .and_then(|()| self.file.sync_data());
+        if let Err(e) = written {
+            let _ = self.truncate(offset);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Makes everything written so far durable.
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    /// Cuts the file to `len` bytes, durably.
+    pub fn truncate(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)?;
+        self.file.sync_data()
+    }
+
+    /// Folds the complete transactions after `folded.offset` into `folded`, verifying every
+    /// record under `key`. A torn tail is cut or left according to `policy`. On `Err` the
+    /// snapshot in `folded` may be partly updated and must be discarded.
+    pub fn catch_up(
+        &self,
+        folded: &mut Folded,
+        key: &[u8],
+        policy: TailPolicy,
+    ) -> Result<CatchUp, StoreError> {
+        let len = self.size().map_err(|e| self.io_error("stat", &e))?;
+        if len < folded.offset {
+            return Err(StoreError::Corrupt {
+                file: self.name(),
+                line: folded.lines,
+                seq: folded.snapshot.position.seq,
+                reason: format!(
+                    "the ledger shrank to {len} bytes, below the {} bytes already verified: records were removed",
+                    folded.offset
+                ),
+            });
+        }
+        if len == folded.offset {
+            return Ok(CatchUp::default());
+        }
+        let mut region = &self.file;
+        region
+            .seek(SeekFrom::Start(folded.offset))
+            .map_err(|e| self.io_error("seek", &e))?;
+        let mut reader = BufReader::with_capacity(1 << 20, region.take(len - folded.offset));
+        let mut scan = Scan::new(folded, key);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            let n = reader
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| self.io_error("read", &e))?;
+            if n == 0 {
+                break;
+            }
+            let is_last = scan.pos + n as u64 == len;
+            if let Some(reason) = scan.line(&buf, is_last).map_err(|c| self.corrupt(c))? {
+                scan.torn = Some(reason);
+                break;
+            }
+        }
+        let (records, torn_reason) = scan.finish();
+        let torn = torn_reason.map(|reason| TornTail {
+            at: folded.offset,
+            bytes: len - folded.offset,
+            line: folded.lines + 1,
+            reason,
+        });
+        if let (Some(t), TailPolicy::Repair) = (&torn, policy) {
+            self.truncate(t.at)
+                .map_err(|e| self.io_error("truncate", &e))?;
+            eprintln!(
+                "bernstein: ledger {}: cut a torn tail of {} bytes at line {} (seq {}): {}",
+                self.name(),
+                t.bytes,
+                t.line,
+                folded.snapshot.position.seq + 1,
+                t.reason
+            );
+        }
+        Ok(CatchUp { records, torn })
+    }
+
+    fn corrupt(&self, c: Corruption) -> StoreError {
+        StoreError::Corrupt {
+            file: self.name(),
+            line: c.line,
+            seq: c.seq,
+            reason: c.reason,
+        }
+    }
+
+    fn io_error(&self, what: &str, e: &io::Error) -> StoreError {
+        StoreError::Io(format!("{what} {}: {e}", self.name()))
+    }
+}
+
+/// A bad entry before the tail.
+#[derive(Debug)]
+struct Corruption {
+    line: u64,
+    seq: u64,
+    reason: String,
+}
+
+/// The state of one catch-up: the records of the transaction being read, checked against the
+/// folded prefix plus themselves, applied when the transaction is complete.
+struct Scan<'a> {
+    folded: &'a mut Folded,
+    key: &'a [u8],
+    /// Byte offset of the next line.
+    pos: u64,
+    /// (line start offset, record) of the open transaction.
+    pending: Vec<(u64, Record)>,
+    /// Stream heads as moved by `pending`.
+    pending_heads: std::collections::HashMap<String, Digest>,
+    framing: TxnFraming,
+    folded_records: u64,
+    torn: Option<String>,
+}
+
+impl<'a> Scan<'a> {
+    fn new(folded: &'a mut Folded, key: &'a [u8]) -> Scan<'a> {
+        let pos = folded.offset;
+        Scan {
+            folded,
+            key,
+            pos,
+            pending: Vec::new(),
+            pending_heads: Default::default(),
+            framing: TxnFraming::default(),
+            folded_records: 0,
+            torn: None,
+        }
+    }
+
+    fn position(&self) -> LedgerPosition {
+        self.pending
+            .last()
+            .map_or(self.folded.snapshot.position, |(_, r)| LedgerPosition {
+                seq: r.seq,
+                head: r.hash,
+            })
+    }
+
+    /// Handles one line (with its `\n`, if it has one). `Ok(Some(reason))`: the tail from the
+    /// open transaction's start is torn.
+    fn line(&mut self, buf: &[u8], is_last: bool) -> Result<Option<String>, Corruption> {
+        let line_no = self.folded.lines + self.pending.len() as u64 + 1;
+        let at = self.position();
+        let fail = |reason: String| Corruption {
+            line: line_no,
+            seq: at.seq + 1,
+            reason,
+        };
+        let Some(body) = buf.strip_suffix(b"\n") else {
+            return Ok(Some(format!(
+                "the last line has no newline ({} bytes)",
+                buf.len()
+            )));
+        };
+        let rec = match Record::parse_line(body, Some(self.key)) {
+            Ok(rec) => rec,
+            Err(e) if is_last => {
+                return Ok(Some(format!("the last line is not a valid record: {e}")));
+            }
+            Err(e) => return Err(fail(format!("bad record: {e}"))),
+        };
+        let stream_head = self
+            .pending_heads
+            .get(&rec.stream)
+            .copied()
+            .unwrap_or_else(|| self.folded.snapshot.stream_head(&rec.stream));
+        if let Some(reason) = chain_error(&at, stream_head, &rec) {
+            return Err(fail(reason));
+        }
+        let completes = self.framing.check(rec.txn).map_err(fail)?;
+        let start = self.pos;
+        self.pos += buf.len() as u64;
+        self.pending_heads.insert(rec.stream.clone(), rec.hash);
+        self.pending.push((start, rec));
+        if completes {
+            self.apply_pending().map_err(fail)?;
+        }
+        Ok(None)
+    }
+
+    fn apply_pending(&mut self) -> Result<(), String> {
+        let snapshot = Arc::make_mut(&mut self.folded.snapshot);
+        for (start, rec) in self.pending.drain(..) {
+            // The chain was checked above; `apply` checks it again and cannot disagree.
+            snapshot.apply(&rec).map_err(|e| e.to_string())?;
+            self.folded.last_line_start = start;
+            self.folded.lines += 1;
+            self.folded_records += 1;
+        }
+        self.pending_heads.clear();
+        self.folded.offset = self.pos;
+        Ok(())
+    }
+
+    /// Records folded, and the torn tail's reason if the scan ended inside a transaction.
+    fn finish(self) -> (u64, Option<String>) {
+        let torn = self.torn.or_else(|| {
+            self.framing.expected().map(|[index, count]| {
+                format!(
+                    "the ledger ends inside a transaction (record {index} of {count} is missing)"
+                )
+            })
+        });
+        (self.folded_records, torn)
+    }
+}

@@ -1,0 +1,447 @@
+//! Tests of the file store in one process: compare-and-append, incremental snapshots, torn
+//! tails, corruption, checkpoints. Several processes: tests/concurrent_writers.rs.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::verify::verify_ledger;
+use bernstein_core::ledger::{Draft, LedgerPosition, seal};
+use serde_json::json;
+
+use super::test_dir::TestDir;
+use super::*;
+
+const KEY: &[u8] = &[7; 32];
+
+fn note(stream: &str, n: u64) -> Draft {
+    Draft::new(
+        stream,
+        "test.note",
+        json!({"n": n, "text": format!("note {n}")}),
+    )
+}
+
+fn call(n: u64) -> Draft {
+    Draft::new(
+        "audit",
+        "mcp.stateless_call",
+        json!({"tool": "t", "call_id": format!("c{n}"), "ok": true}),
+    )
+}
+
+/// Seals `drafts` on top of the store's current snapshot and appends them.
+fn append(store: &FileStore, drafts: Vec<Draft>) -> AppendResult {
+    let snap = store.snapshot().unwrap();
+    let records = seal(&snap.position, |s| snap.stream_head(s), drafts, KEY);
+    store
+        .compare_and_append(&Append {
+            expected: snap.position,
+            records,
+        })
+        .unwrap()
+}
+
+fn open(dir: &Path) -> FileStore {
+    FileStore::open(dir, KEY.to_vec()).unwrap()
+}
+
+fn ledger_bytes(dir: &Path) -> Vec<u8> {
+    std::fs::read(Layout::in_project(dir).ledger_file()).unwrap()
+}
+
+/// A ledger of 4 transactions: sizes 1, 3, 2, 3.
+fn fill(store: &FileStore) {
+    for (i, size) in [1u64, 3, 2, 3].into_iter().enumerate() {
+        let mut drafts: Vec<Draft> = (0..size - 1)
+            .map(|j| note(if j % 2 == 0 { "run:R" } else { "backlog" }, j))
+            .collect();
+        drafts.push(call(i as u64));
+        assert!(matches!(append(store, drafts), AppendResult::Committed(_)));
+    }
+}
+
+#[test]
+fn open_creates_the_layout_and_an_empty_ledger() {
+    let tmp = TestDir::new("store-open");
+    let store = open(tmp.path());
+    let layout = Layout::in_project(tmp.path());
+    assert!(layout.ledger_file().is_file());
+    assert!(layout.lock_file().is_file());
+    assert!(layout.runtime_dir().is_dir());
+    assert_eq!(store.snapshot().unwrap().position, LedgerPosition::GENESIS);
+    assert_eq!(store.sdd_dir(), layout.sdd);
+}
+
+#[test]
+fn append_then_conflict_on_a_stale_head() {
+    let tmp = TestDir::new("store-cas");
+    let store = open(tmp.path());
+    let genesis = store.snapshot().unwrap();
+    let first = append(&store, vec![note("backlog", 1), call(1)]);
+    let AppendResult::Committed(pos) = first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(pos.seq, 2);
+    let len = ledger_bytes(tmp.path()).len();
+    // A request computed from the old snapshot is refused and writes nothing.
+    let stale = seal(
+        &genesis.position,
+        |_| Digest::ZERO,
+        vec![note("backlog", 9)],
+        KEY,
+    );
+    let res = store
+        .compare_and_append(&Append {
+            expected: genesis.position,
+            records: stale,
+        })
+        .unwrap();
+    assert_eq!(res, AppendResult::Conflict { current: pos });
+    assert_eq!(ledger_bytes(tmp.path()).len(), len);
+    // An empty append at the head commits nothing.
+    let res = store
+        .compare_and_append(&Append {
+            expected: pos,
+            records: vec![],
+        })
+        .unwrap();
+    assert_eq!(res, AppendResult::Committed(pos));
+    let report = verify_ledger(&ledger_bytes(tmp.path()), "l", Some(KEY)).unwrap();
+    assert_eq!(report.head, pos);
+    assert_eq!(report.transactions, 1);
+}
+
+#[test]
+fn malformed_appends_are_refused_without_writing() {
+    let tmp = TestDir::new("store-malformed");
+    let store = open(tmp.path());
+    let snap = store.snapshot().unwrap();
+    // Sealed under another key: would not read back.
+    let recs = seal(
+        &snap.position,
+        |_| Digest::ZERO,
+        vec![call(1)],
+        b"other key",
+    );
+    let err = store
+        .compare_and_append(&Append {
+            expected: snap.position,
+            records: recs,
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("would not read back"), "{err}");
+    // Not chained onto the head.
+    let mut recs = seal(
+        &snap.position,
+        |_| Digest::ZERO,
+        vec![note("a", 1), note("a", 2)],
+        KEY,
+    );
+    recs.remove(0);
+    let err = store
+        .compare_and_append(&Append {
+            expected: snap.position,
+            records: recs,
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("malformed append"), "{err}");
+    assert!(ledger_bytes(tmp.path()).is_empty());
+}
+
+#[test]
+fn a_second_handle_catches_up_incrementally() {
+    let tmp = TestDir::new("store-two");
+    let a = open(tmp.path());
+    let b = open(tmp.path());
+    fill(&a);
+    let sa = a.snapshot().unwrap();
+    let sb = b.snapshot().unwrap();
+    assert_eq!(sa.position, sb.position);
+    assert_eq!(sa.stream_heads, sb.stream_heads);
+    // b appends on top of what it folded from a; a sees it.
+    assert!(matches!(
+        append(&b, vec![call(99)]),
+        AppendResult::Committed(_)
+    ));
+    assert_eq!(a.snapshot().unwrap().position.seq, 10);
+    // Unchanged ledger: the same Arc comes back (no refold, no clone).
+    let s1 = a.snapshot().unwrap();
+    let s2 = a.snapshot().unwrap();
+    assert!(Arc::ptr_eq(&s1, &s2));
+}
+
+#[test]
+fn snapshots_held_by_readers_are_not_changed_by_appends() {
+    let tmp = TestDir::new("store-cow");
+    let store = open(tmp.path());
+    fill(&store);
+    let held = store.snapshot().unwrap();
+    let before = held.position;
+    append(&store, vec![call(5)]);
+    assert_eq!(held.position, before);
+    assert_eq!(store.snapshot().unwrap().position.seq, before.seq + 1);
+}
+
+/// Start offsets of each line and the start of the last transaction.
+fn line_starts(bytes: &[u8]) -> Vec<usize> {
+    let mut starts = vec![0];
+    starts.extend(
+        bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .map(|(i, _)| i + 1),
+    );
+    starts.pop();
+    starts
+}
+
+#[test]
+fn torn_tail_at_every_offset_of_the_last_transaction_is_cut_to_the_boundary() {
+    let tmp = TestDir::in_memory("store-torn");
+    let full = {
+        let store = open(tmp.path());
+        fill(&store);
+        ledger_bytes(tmp.path())
+    };
+    let starts = line_starts(&full);
+    // The last transaction has 3 records: it starts at line 7.
+    let boundary = starts[6];
+    let ledger = Layout::in_project(tmp.path()).ledger_file();
+    let checkpoint = Layout::in_project(tmp.path()).checkpoint_file();
+    for cut in boundary + 1..full.len() {
+        std::fs::write(&ledger, &full[..cut]).unwrap();
+        let _ = std::fs::remove_file(&checkpoint);
+        let store = open(tmp.path());
+        let bytes = ledger_bytes(tmp.path());
+        assert_eq!(bytes.len(), boundary, "cut at {cut}");
+        assert_eq!(store.snapshot().unwrap().position.seq, 6);
+        let report = verify_ledger(&bytes, "l", Some(KEY)).unwrap();
+        assert_eq!(report.records, 6);
+        // And the store keeps working from there.
+        assert!(matches!(
+            append(&store, vec![call(7)]),
+            AppendResult::Committed(_)
+        ));
+    }
+}
+
+#[test]
+fn a_garbage_last_line_is_cut_but_a_bad_middle_line_is_corruption() {
+    let tmp = TestDir::new("store-corrupt");
+    let full = {
+        let store = open(tmp.path());
+        fill(&store);
+        ledger_bytes(tmp.path())
+    };
+    let ledger = Layout::in_project(tmp.path()).ledger_file();
+    let checkpoint = Layout::in_project(tmp.path()).checkpoint_file();
+    // A terminated garbage last line (zero-filled blocks after a crash).
+    let mut bytes = full.clone();
+    bytes.extend_from_slice(b"\0\0\0\0\n");
+    std::fs::write(&ledger, &bytes).unwrap();
+    drop(open(tmp.path()));
+    assert_eq!(ledger_bytes(tmp.path()), full);
+
+    // A flipped byte in line 5 (record 5, inside the 3rd transaction).
+    let starts = line_starts(&full);
+    let mut bytes = full.clone();
+    bytes[starts[4] + 10] ^= 0x01;
+    std::fs::write(&ledger, &bytes).unwrap();
+    std::fs::remove_file(&checkpoint).unwrap();
+    let err = FileStore::open(tmp.path(), KEY.to_vec()).unwrap_err();
+    match err {
+        StoreError::Corrupt {
+            file, line, seq, ..
+        } => {
+            assert!(file.ends_with(".sdd/ledger/ledger.jsonl"));
+            assert_eq!((line, seq), (5, 5));
+        }
+        other => panic!("{other}"),
+    }
+    // Nothing was cut.
+    assert_eq!(ledger_bytes(tmp.path()), bytes);
+
+    // A chain break in the last line is corruption too, never a torn tail.
+    let last = starts[8];
+    let mut lines: Vec<Vec<u8>> = full[..last]
+        .split_inclusive(|b| *b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect();
+    lines.push(full[last..].to_vec());
+    lines.swap(7, 8);
+    std::fs::write(&ledger, lines.concat()).unwrap();
+    let _ = std::fs::remove_file(&checkpoint);
+    let err = FileStore::open(tmp.path(), KEY.to_vec()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Corrupt {
+                line: 8,
+                seq: 8,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn records_under_another_key_are_corruption() {
+    let tmp = TestDir::new("store-key");
+    {
+        let store = open(tmp.path());
+        fill(&store);
+    }
+    let _ = std::fs::remove_file(Layout::in_project(tmp.path()).checkpoint_file());
+    let err = FileStore::open(tmp.path(), vec![1; 32]).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { line: 1, .. }), "{err}");
+}
+
+#[test]
+fn shrinking_or_replacing_the_ledger_under_a_running_store_is_refused() {
+    let tmp = TestDir::new("store-shrink");
+    let store = open(tmp.path());
+    fill(&store);
+    let ledger = Layout::in_project(tmp.path()).ledger_file();
+    let f = OpenOptions::new().write(true).open(&ledger).unwrap();
+    f.set_len(10).unwrap();
+    // The next read notices that verified bytes are gone.
+    let snap = store.snapshot();
+    assert!(matches!(snap, Err(StoreError::Corrupt { .. })), "{snap:?}");
+    drop(f);
+    std::fs::remove_file(&ledger).unwrap();
+    std::fs::write(&ledger, b"").unwrap();
+    let err = store
+        .compare_and_append(&Append {
+            expected: LedgerPosition::GENESIS,
+            records: vec![],
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("removed or replaced"), "{err}");
+}
+
+#[test]
+fn checkpoints_are_written_every_n_records_and_used_on_open() {
+    let tmp = TestDir::new("store-ckpt");
+    let options = StoreOptions {
+        checkpoint_every: 4,
+    };
+    let layout = Layout::in_project(tmp.path());
+    {
+        let store = FileStore::open_with(tmp.path(), KEY.to_vec(), options.clone()).unwrap();
+        append(&store, vec![call(1), call(2)]);
+        assert!(!layout.checkpoint_file().exists());
+        append(&store, vec![call(3), call(4)]);
+        assert!(layout.checkpoint_file().exists());
+        append(&store, vec![call(5)]);
+        // Drop writes the final checkpoint (5 records).
+    }
+    let text = std::fs::read_to_string(layout.checkpoint_file()).unwrap();
+    assert!(text.starts_with("{\"checkpoint\":{"), "{text}");
+    assert_eq!(
+        checkpoint::anchor(&layout, Some(KEY)).unwrap().unwrap().seq,
+        5
+    );
+
+    // Proof that open does not re-read the checkpointed prefix: damage record 1 in place
+    // (same length); open still succeeds from the checkpoint.
+    let full = ledger_bytes(tmp.path());
+    let ledger = OpenOptions::new()
+        .write(true)
+        .open(layout.ledger_file())
+        .unwrap();
+    let at = full.windows(4).position(|w| w == b"\"c1\"").unwrap();
+    ledger.write_all_at(b"\"c9\"", at as u64).unwrap();
+    let store = FileStore::open_with(tmp.path(), KEY.to_vec(), options.clone()).unwrap();
+    assert_eq!(store.snapshot().unwrap().position.seq, 5);
+    drop(store);
+
+    // A checkpoint whose tag does not verify is ignored: the full fold finds the damage.
+    let mut text = std::fs::read(layout.checkpoint_file()).unwrap();
+    let i = text.len() - 5;
+    text[i] = if text[i] == b'0' { b'1' } else { b'0' };
+    std::fs::write(layout.checkpoint_file(), &text).unwrap();
+    let err = FileStore::open_with(tmp.path(), KEY.to_vec(), options).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Corrupt {
+                line: 1,
+                seq: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_checkpoint_for_another_ledger_is_ignored() {
+    let tmp = TestDir::new("store-ckpt-other");
+    let layout = Layout::in_project(tmp.path());
+    {
+        let store = open(tmp.path());
+        fill(&store);
+        store.checkpoint().unwrap();
+    }
+    let saved = std::fs::read(layout.checkpoint_file()).unwrap();
+    // Replace the ledger by a longer, different one; then put the old checkpoint back.
+    std::fs::remove_file(layout.ledger_file()).unwrap();
+    {
+        let store = open(tmp.path());
+        for i in 0..12 {
+            append(&store, vec![note("x", i)]);
+        }
+    }
+    std::fs::write(layout.checkpoint_file(), &saved).unwrap();
+    let store = open(tmp.path());
+    assert_eq!(store.snapshot().unwrap().position.seq, 12);
+}
+
+#[test]
+fn fold_matches_a_fresh_fold_after_many_appends() {
+    let tmp = TestDir::new("store-many");
+    let store = FileStore::open_with(
+        tmp.path(),
+        KEY.to_vec(),
+        StoreOptions {
+            checkpoint_every: 7,
+        },
+    )
+    .unwrap();
+    let other = open(tmp.path());
+    for i in 0..40u64 {
+        let writer = if i % 3 == 0 { &other } else { &store };
+        let stream = ["audit", "backlog", "run:A", "run:B"][(i % 4) as usize];
+        let drafts = if stream == "audit" {
+            vec![call(i)]
+        } else {
+            vec![note(stream, i), call(i)]
+        };
+        append(writer, drafts);
+    }
+    let snap = store.snapshot().unwrap();
+    drop(store);
+    drop(other);
+    let reopened = open(tmp.path());
+    let again = reopened.snapshot().unwrap();
+    assert_eq!(again.position, snap.position);
+    assert_eq!(again.stream_heads, snap.stream_heads);
+    let report = verify_ledger(&ledger_bytes(tmp.path()), "l", Some(KEY)).unwrap();
+    assert_eq!(report.head, snap.position);
+}
+
+#[test]
+fn init_creates_everything_and_is_idempotent() {
+    let tmp = TestDir::new("store-init");
+    let sdd = init(tmp.path()).unwrap();
+    let layout = Layout::at(&sdd);
+    assert!(layout.audit_key_file().is_file());
+    assert!(layout.ledger_file().is_file());
+    assert!(layout.runtime_dir().is_dir());
+    let key = std::fs::read(layout.audit_key_file()).unwrap();
+    assert_eq!(init(tmp.path()).unwrap(), sdd);
+    assert_eq!(std::fs::read(layout.audit_key_file()).unwrap(), key);
+}

@@ -1,0 +1,179 @@
+//! `bernstein audit verify`: verifies `.sdd/ledger/ledger.jsonl` offline and reconstructs the
+//! recorded call order.
+//!
+//! It streams the file through the core's pure verifier (so memory does not grow with the
+//! ledger), checks HMAC tags when `.sdd/keys/audit.key` is present (the report says when it was
+//! not), and uses the store's checkpoint as an anchor: a ledger that ends before the position
+//! the store once checkpointed as durable has lost records, which hash chains alone cannot see.
+//! It only reads: it never creates, repairs or locks out a running server for longer than one
+//! `stat` under the shared lock.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use bernstein_core::ledger::verify::{LedgerVerifier, VerifyFailure, VerifyReport};
+
+use crate::keys::{KeyError, load_audit_key};
+use crate::store::checkpoint;
+use crate::store::layout::{Layout, SDD_DIR};
+use crate::store::lock::LedgerLock;
+
+/// Why `audit verify` did not produce a report.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// The ledger is not intact: the first bad entry.
+    #[error("{0}")]
+    Failure(#[from] VerifyFailure),
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("audit key: {0}")]
+    Key(#[from] KeyError),
+}
+
+/// Where the `.sdd` directory is, given either it or the project directory holding it.
+pub fn resolve_sdd(dir: &Path) -> PathBuf {
+    let nested = dir.join(SDD_DIR);
+    if !Layout::at(dir).ledger_dir().is_dir() && Layout::at(&nested).ledger_dir().is_dir() {
+        return nested;
+    }
+    dir.to_path_buf()
+}
+
+/// Verifies the ledger of the `.sdd` directory `dir` (a project directory holding `.sdd/` is
+/// accepted too).
+pub fn audit_verify(dir: &Path) -> Result<VerifyReport, AuditError> {
+    let layout = Layout::at(&resolve_sdd(dir));
+    let key = load_audit_key(&layout.sdd)?;
+    // Read the anchor before the ledger: the ledger only grows, so a checkpoint written after
+    // this point cannot point past what is read below.
+    let anchor = match checkpoint::anchor(&layout, key.as_deref()) {
+        Ok(a) => a,
+        Err(reason) => {
+            eprintln!(
+                "bernstein: not using {} as an anchor: {reason}",
+                layout.checkpoint_file().display()
+            );
+            None
+        }
+    };
+    let path = layout.ledger_file();
+    let io_err = |source| AuditError::Io {
+        path: path.clone(),
+        source,
+    };
+    let file = File::open(&path).map_err(io_err)?;
+    let len = stable_len(&layout, &file).map_err(io_err)?;
+    let name = path.display().to_string();
+    let mut verifier = LedgerVerifier::new(&name, key.as_deref()).with_anchor(anchor);
+    let mut reader = BufReader::with_capacity(1 << 20, file.take(len));
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(io_err)? == 0 {
+            return Ok(verifier.finish(&[])?);
+        }
+        match line.strip_suffix(b"\n") {
+            Some(body) => verifier.push_line(body)?,
+            None => return Ok(verifier.finish(&line)?),
+        }
+    }
+}
+
+/// The ledger's length, read while no writer is mid-append (under the shared lock, if the
+/// store's lock file exists). Bytes before it are never rewritten by a running server.
+fn stable_len(layout: &Layout, file: &File) -> io::Result<u64> {
+    let lock = LedgerLock::open_existing(&layout.lock_file())?;
+    let _guard = lock.as_ref().map(LedgerLock::shared).transpose()?;
+    Ok(file.metadata()?.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use bernstein_core::ledger::{Append, Draft, Store, seal};
+    use serde_json::json;
+
+    use super::*;
+    use crate::keys::load_or_create_audit_key;
+    use crate::store::FileStore;
+    use crate::store::test_dir::TestDir;
+
+    /// A project with `n` one-call transactions, its store closed (checkpoint written).
+    fn project(n: u64) -> (TestDir, Vec<u8>) {
+        let tmp = TestDir::new("audit-verify");
+        let key = load_or_create_audit_key(&tmp.path().join(SDD_DIR)).unwrap();
+        let store = FileStore::open(tmp.path(), key.clone()).unwrap();
+        for i in 0..n {
+            let snap = store.snapshot().unwrap();
+            let body = json!({"tool": "bernstein_status", "call_id": format!("c{i}"), "ok": true});
+            let drafts = vec![Draft::new("audit", "mcp.stateless_call", body)];
+            let records = seal(&snap.position, |s| snap.stream_head(s), drafts, &key);
+            store
+                .compare_and_append(&Append {
+                    expected: snap.position,
+                    records,
+                })
+                .unwrap();
+        }
+        (tmp, key)
+    }
+
+    #[test]
+    fn clean_ledger_with_key_and_anchor() {
+        let (tmp, _) = project(3);
+        // The project directory is accepted as well as `.sdd`.
+        for dir in [tmp.path().to_path_buf(), tmp.path().join(SDD_DIR)] {
+            let report = audit_verify(&dir).unwrap();
+            assert!(report.macs_checked);
+            assert_eq!(report.calls.len(), 3);
+            assert_eq!(report.anchor.map(|a| a.seq), Some(3));
+        }
+    }
+
+    #[test]
+    fn names_a_flipped_byte_and_a_cut_transaction() {
+        let (tmp, _) = project(4);
+        let layout = Layout::in_project(tmp.path());
+        let bytes = std::fs::read(layout.ledger_file()).unwrap();
+        let line3 = bytes
+            .split_inclusive(|b| *b == b'\n')
+            .take(2)
+            .map(<[u8]>::len)
+            .sum::<usize>();
+        let mut flipped = bytes.clone();
+        flipped[line3 + 30] ^= 0x04;
+        std::fs::write(layout.ledger_file(), &flipped).unwrap();
+        let Err(AuditError::Failure(f)) = audit_verify(&layout.sdd) else {
+            panic!("not detected")
+        };
+        assert_eq!((f.line, f.seq), (3, 3));
+        assert!(f.file.ends_with("ledger/ledger.jsonl"));
+        // The last whole transaction removed: only the checkpoint anchor can tell.
+        std::fs::write(layout.ledger_file(), &bytes[..line3]).unwrap();
+        let Err(AuditError::Failure(f)) = audit_verify(&layout.sdd) else {
+            panic!("not detected")
+        };
+        assert_eq!((f.line, f.seq), (3, 3));
+        assert!(f.reason.contains("checkpointed seq 4"), "{}", f.reason);
+    }
+
+    #[test]
+    fn without_the_key_macs_are_reported_unchecked() {
+        let (tmp, _) = project(2);
+        let layout = Layout::in_project(tmp.path());
+        std::fs::remove_file(layout.audit_key_file()).unwrap();
+        let report = audit_verify(&layout.sdd).unwrap();
+        assert!(!report.macs_checked);
+        assert!(report.summary().contains("NOT verified"));
+    }
+
+    #[test]
+    fn a_missing_ledger_is_an_io_error() {
+        let tmp = TestDir::new("audit-none");
+        assert!(matches!(
+            audit_verify(tmp.path()),
+            Err(AuditError::Io { .. })
+        ));
+    }
+}

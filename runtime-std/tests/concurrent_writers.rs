@@ -1,0 +1,188 @@
+//! Several OS processes serve one `.sdd/` at once: each appends through compare-and-append
+//! with retry; afterwards every append is present exactly once, whole, and the ledger
+//! verifies. Then: writers killed with SIGKILL mid-stream never lose an acknowledged append.
+//!
+//! The child processes are this test binary itself, re-run on the `child` test with
+//! `BERNSTEIN_TEST_CHILD` set.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use bernstein_core::ledger::Draft;
+use bernstein_core::ledger::verify::verify_ledger;
+use bernstein_runtime_std::FileStore;
+use bernstein_runtime_std::keys::load_or_create_audit_key;
+use bernstein_runtime_std::verify_cmd::audit_verify;
+use serde_json::json;
+
+use common::{TestDir, append_with_retry};
+
+const WRITERS: u64 = 6;
+const APPENDS: u64 = 60;
+
+/// The two records one "request" of writer `w` appends: a journal note and its audit entry.
+fn request(w: u64, n: u64) -> Vec<Draft> {
+    vec![
+        Draft::new(
+            format!("run:W{w}"),
+            "test.note",
+            json!({"writer": w, "n": n}),
+        ),
+        Draft::new(
+            "audit",
+            "mcp.stateless_call",
+            json!({"tool": "t", "call_id": format!("{w}-{n}"), "ok": true}),
+        ),
+    ]
+}
+
+/// Child mode: append `APPENDS` requests (or forever with `BERNSTEIN_TEST_FOREVER`), printing
+/// `ack <n>` after each is durable.
+#[test]
+fn child() {
+    let Ok(dir) = std::env::var("BERNSTEIN_TEST_CHILD") else {
+        return;
+    };
+    let w: u64 = std::env::var("BERNSTEIN_TEST_WRITER")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let forever = std::env::var("BERNSTEIN_TEST_FOREVER").is_ok();
+    let dir = std::path::PathBuf::from(dir);
+    let key = load_or_create_audit_key(&dir.join(".sdd")).unwrap();
+    let store = FileStore::open(&dir, key.clone()).unwrap();
+    let mut conflicts = 0;
+    let mut n = 0;
+    while forever || n < APPENDS {
+        conflicts += append_with_retry(&store, &key, &request(w, n));
+        println!("ack {n}");
+        n += 1;
+    }
+    println!("conflicts {conflicts}");
+}
+
+/// The value after `tag` on a child's output line (libtest may print its own text before it).
+fn field<'a>(line: &'a str, tag: &str) -> Option<&'a str> {
+    line.find(tag).map(|i| line[i + tag.len()..].trim())
+}
+
+fn spawn_child(dir: &std::path::Path, w: u64, forever: bool) -> std::process::Child {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .env("BERNSTEIN_TEST_CHILD", dir)
+        .env("BERNSTEIN_TEST_WRITER", w.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if forever {
+        cmd.env("BERNSTEIN_TEST_FOREVER", "1");
+    }
+    cmd.spawn().unwrap()
+}
+
+/// (writer, n) of every audit call in the ledger, with how often each occurs.
+fn calls_in(dir: &std::path::Path) -> BTreeMap<String, u64> {
+    let report = audit_verify(&dir.join(".sdd")).unwrap();
+    let mut seen = BTreeMap::new();
+    for c in report.calls {
+        *seen.entry(c.call_id).or_insert(0) += 1;
+    }
+    seen
+}
+
+#[test]
+fn concurrent_processes_append_everything_exactly_once() {
+    let tmp = TestDir::new("concurrent");
+    let children: Vec<_> = (0..WRITERS)
+        .map(|w| spawn_child(tmp.path(), w, false))
+        .collect();
+    let mut conflicts = 0;
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "child failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let acks = text.lines().filter(|l| field(l, "ack ").is_some()).count() as u64;
+        assert_eq!(acks, APPENDS);
+        conflicts += text
+            .lines()
+            .find_map(|l| field(l, "conflicts "))
+            .unwrap()
+            .parse::<u64>()
+            .unwrap();
+    }
+    eprintln!("{WRITERS} writers x {APPENDS} appends: {conflicts} conflicts retried");
+
+    let seen = calls_in(tmp.path());
+    assert_eq!(seen.len() as u64, WRITERS * APPENDS);
+    assert!(seen.values().all(|&c| c == 1), "an append was duplicated");
+    for w in 0..WRITERS {
+        for n in 0..APPENDS {
+            assert!(
+                seen.contains_key(&format!("{w}-{n}")),
+                "append {w}-{n} is missing"
+            );
+        }
+    }
+    let bytes = std::fs::read(tmp.path().join(".sdd/ledger/ledger.jsonl")).unwrap();
+    let key = load_or_create_audit_key(&tmp.path().join(".sdd")).unwrap();
+    let report = verify_ledger(&bytes, "ledger.jsonl", Some(&key)).unwrap();
+    assert_eq!(report.records, 2 * WRITERS * APPENDS);
+    assert_eq!(report.transactions, WRITERS * APPENDS);
+}
+
+#[test]
+fn killed_writers_never_lose_an_acknowledged_append() {
+    let tmp = TestDir::new("killed");
+    for round in 0..5u64 {
+        let mut children: Vec<_> = (0..3)
+            .map(|w| spawn_child(tmp.path(), round * 10 + w, true))
+            .collect();
+        // Let them get going, then kill each after a different number of acks.
+        let mut acked: Vec<(u64, u64)> = Vec::new();
+        for (i, child) in children.iter_mut().enumerate() {
+            let w = round * 10 + i as u64;
+            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            let stop_after = 5 + 7 * i as u64 + round;
+            let mut last = None;
+            for line in lines.by_ref() {
+                let line = line.unwrap();
+                if let Some(n) = field(&line, "ack ") {
+                    last = Some(n.parse::<u64>().unwrap());
+                    if last == Some(stop_after) {
+                        break;
+                    }
+                }
+            }
+            child.kill().unwrap();
+            // Acks printed before the kill are all acknowledged appends.
+            for line in lines.map_while(Result::ok) {
+                if let Some(n) = field(&line, "ack ") {
+                    last = Some(n.parse::<u64>().unwrap());
+                }
+            }
+            acked.push((w, last.unwrap()));
+        }
+        for mut c in children {
+            c.wait().unwrap();
+        }
+        // A fresh open repairs whatever a killed writer left, then everything acked is there.
+        let key = load_or_create_audit_key(&tmp.path().join(".sdd")).unwrap();
+        drop(FileStore::open(tmp.path(), key).unwrap());
+        let seen = calls_in(tmp.path());
+        for (w, last) in acked {
+            for n in 0..=last {
+                assert_eq!(
+                    seen.get(&format!("{w}-{n}")),
+                    Some(&1),
+                    "round {round}: acked append {w}-{n} lost"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! Shared by the HTTP integration tests of both runtimes (runtime-smol includes this file by
+//! path): a raw HTTP/1.1 client over `TcpStream`, fixtures over a real `FileStore` in a temp
+//! dir, and the scenarios themselves, generated as `#[test]`s for a runtime by
+//! [`http_scenarios!`]. Each scenario starts its own server on 127.0.0.1 port 0.
+#![allow(dead_code)]
+
+pub mod client;
+pub mod scenarios;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bernstein_core::ledger::Store;
+use bernstein_core::transport::http::HttpOptions;
+use bernstein_core::{Config, Server, Timestamp};
+use bernstein_runtime_std::FileStore;
+use bernstein_runtime_std::clock::{Clock, FixedClock, SystemClock};
+
+/// A running server of either runtime; dropping it stops the server.
+pub trait Running {
+    fn addr(&self) -> SocketAddr;
+}
+
+/// Starts a server of one runtime.
+pub type Launcher = fn(
+    Arc<Server>,
+    Arc<dyn Store>,
+    Arc<dyn Clock>,
+    HttpOptions,
+) -> std::io::Result<Box<dyn Running>>;
+
+/// A scratch directory, removed on drop.
+#[derive(Debug)]
+pub struct TestDir(PathBuf);
+
+impl TestDir {
+    pub fn new(label: &str) -> TestDir {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("bernstein-http-{label}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TestDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A server over a fresh `.sdd/` in a temp dir. Field order: the server stops before the
+/// directory goes.
+pub struct Fixture {
+    pub running: Box<dyn Running>,
+    pub dir: TestDir,
+}
+
+impl Fixture {
+    pub fn addr(&self) -> SocketAddr {
+        self.running.addr()
+    }
+}
+
+/// Options for tests: port 0 and limits small enough to hit quickly.
+pub fn test_options() -> HttpOptions {
+    let mut o = HttpOptions {
+        port: 0,
+        ..HttpOptions::default()
+    };
+    o.limits.max_body_bytes = 64 * 1024;
+    o.limits.read_timeout = Duration::from_millis(1500);
+    o.limits.workers = 4;
+    o.limits.sse_keepalive = Duration::from_millis(300);
+    o
+}
+
+/// A test configuration (fixed audit key, HTTP transports advertised).
+pub fn test_config() -> Config {
+    let mut c = Config::new(vec![7u8; 32]);
+    c.transports = vec!["streamable-http".into(), "sse".into()];
+    c
+}
+
+/// Starts `launch` over a fresh store with the system clock.
+pub fn start(launch: Launcher, config: Config, options: HttpOptions) -> Fixture {
+    start_at(launch, config, options, None)
+}
+
+/// Starts `launch` with a clock stopped at `now` (or the system clock).
+pub fn start_at(
+    launch: Launcher,
+    config: Config,
+    options: HttpOptions,
+    now: Option<Timestamp>,
+) -> Fixture {
+    let dir = TestDir::new("srv");
+    let store = FileStore::open(dir.path(), config.audit_key.clone()).expect("store opens");
+    let clock: Arc<dyn Clock> = match now {
+        Some(t) => Arc::new(FixedClock(t)),
+        None => Arc::new(SystemClock),
+    };
+    let running = launch(
+        Arc::new(Server::new(config)),
+        Arc::new(store),
+        clock,
+        options,
+    )
+    .expect("server starts");
+    Fixture { running, dir }
+}
+
+/// Generates one `#[test]` per scenario for a launcher.
+#[macro_export]
+macro_rules! http_scenarios {
+    ($launch:expr) => {
+        $crate::http_scenarios!(@tests $launch;
+            handshake_round_trip_on_one_keep_alive_connection,
+            json_or_sse_by_accept,
+            pipelined_requests_are_answered_in_order,
+            oversize_body_gets_413,
+            oversize_headers_get_431,
+            bad_bodies_get_structured_errors,
+            truncated_body_then_close_leaves_the_server_serving,
+            expect_continue_and_chunked_bodies,
+            slowloris_connections_do_not_starve_others,
+            connection_cap_answers_503,
+            legacy_sse_round_trip,
+            bearer_auth_over_the_wire,
+            legacy_session_header_after_the_cutoff,
+            stateless_era_headers,
+            get_and_unknown_paths,
+        );
+    };
+    (@tests $launch:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                http_support::scenarios::$name($launch);
+            }
+        )*
+    };
+}

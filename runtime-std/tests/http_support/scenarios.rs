@@ -1,0 +1,601 @@
+//! The HTTP scenarios every runtime must pass, over real sockets against a real `FileStore`.
+
+use std::net::Shutdown;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bernstein_core::Timestamp;
+use bernstein_core::config::{AuthMode, OAuthConfig};
+use serde_json::{Value, json};
+
+use super::client::{Conn, RawResponse, request_bytes};
+use super::{Launcher, start, start_at, test_config, test_options};
+
+const MODERN: &str = "2026-07-28";
+
+fn initialize(id: u64, version: &str) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"initialize","params":{
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "http-test", "version": "1"}}})
+}
+
+fn rpc(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":method,"params":params})
+}
+
+fn call(id: u64, tool: &str, args: Value) -> Value {
+    rpc(id, "tools/call", json!({"name": tool, "arguments": args}))
+}
+
+fn modern_meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}})
+}
+
+fn span(r: &RawResponse) -> &str {
+    r.header("x-bernstein-span-id")
+        .unwrap_or_else(|| panic!("no X-Bernstein-Span-Id on {r:?}"))
+}
+
+fn assert_ok_result(r: &RawResponse, id: u64) -> Value {
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["id"], id, "{v}");
+    assert!(v.get("error").is_none(), "{v}");
+    assert_ne!(v["result"]["isError"], true, "{v}");
+    v
+}
+
+pub fn handshake_round_trip_on_one_keep_alive_connection(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let mut c = Conn::open(f.addr());
+    let r = c.post_mcp(&initialize(1, "2025-06-18"), &[]);
+    let v = assert_ok_result(&r, 1);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert!(
+        r.header("mcp-session-id").is_none(),
+        "stateless: no session is issued"
+    );
+    assert_eq!(v["result"]["protocolVersion"], "2025-06-18");
+    span(&r);
+    let pv = ("MCP-Protocol-Version", "2025-06-18");
+
+    let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+    let r = c.post_mcp(&note, &[pv, ("Mcp-Session-Id", "from-another-server")]);
+    assert_eq!(r.status, 202);
+    assert!(r.body.is_empty());
+    assert!(
+        r.header("mcp-session-id").is_none(),
+        "the session header is never echoed"
+    );
+    span(&r);
+
+    let r = c.post_mcp(&rpc(2, "tools/list", json!({})), &[pv]);
+    let tools = assert_ok_result(&r, 2)["result"]["tools"].clone();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for want in ["bernstein_run", "bernstein_status", "bernstein_run_status"] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    // Same request, same content-derived span id.
+    let again = c.post_mcp(&rpc(2, "tools/list", json!({})), &[pv]);
+    assert_eq!(span(&again), span(&r));
+
+    let r = c.post_mcp(
+        &call(3, "bernstein_run", json!({"goal": "write the HTTP tests"})),
+        &[pv],
+    );
+    assert_ok_result(&r, 3);
+    let r = c.post_mcp(&call(4, "bernstein_status", json!({})), &[pv]);
+    let text = assert_ok_result(&r, 4).to_string();
+    assert!(text.contains("total"), "{text}");
+}
+
+pub fn json_or_sse_by_accept(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let mut c = Conn::open(f.addr());
+    let body = rpc(5, "tools/list", json!({})).to_string();
+    let json_type = ("Content-Type", "application/json");
+    let r = c.request(
+        "POST",
+        "/mcp",
+        &[json_type, ("Accept", "text/event-stream")],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    let events = r.sse_events();
+    assert_eq!(events.len(), 1, "{}", r.text());
+    assert_eq!(events[0].event.as_deref(), Some("message"));
+    assert_eq!(events[0].id.as_deref(), Some(span(&r)));
+    let msg: Value = serde_json::from_str(&events[0].data).unwrap();
+    assert_eq!(msg["id"], 5);
+    for accept in [
+        Some("application/json"),
+        None,
+        Some("application/json, text/event-stream"),
+    ] {
+        let mut headers = vec![json_type];
+        headers.extend(accept.map(|a| ("Accept", a)));
+        let r = c.request("POST", "/mcp", &headers, body.as_bytes());
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/json"),
+            "Accept {accept:?}"
+        );
+        assert_eq!(r.json()["id"], 5);
+    }
+    let r = c.request(
+        "POST",
+        "/mcp",
+        &[json_type, ("Accept", "text/html")],
+        body.as_bytes(),
+    );
+    assert_eq!(r.status, 406);
+}
+
+pub fn pipelined_requests_are_answered_in_order(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let mut c = Conn::open(f.addr());
+    let ct = [("Content-Type", "application/json")];
+    let mut bytes = request_bytes(
+        "POST",
+        "/mcp",
+        &ct,
+        rpc(1, "ping", json!({})).to_string().as_bytes(),
+    );
+    bytes.extend(request_bytes(
+        "POST",
+        "/mcp",
+        &ct,
+        rpc(2, "tools/list", json!({})).to_string().as_bytes(),
+    ));
+    bytes.extend(request_bytes(
+        "POST",
+        "/mcp",
+        &ct,
+        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    ));
+    bytes.extend(request_bytes(
+        "POST",
+        "/mcp",
+        &ct,
+        rpc(3, "ping", json!({})).to_string().as_bytes(),
+    ));
+    c.send(&bytes);
+    assert_eq!(c.read_response().json()["id"], 1);
+    assert_eq!(c.read_response().json()["id"], 2);
+    assert_eq!(c.read_response().status, 202);
+    assert_eq!(c.read_response().json()["id"], 3);
+}
+
+pub fn oversize_body_gets_413(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let mut c = Conn::open(f.addr());
+    // Announce a body over the 64 KiB limit: refused from the head alone.
+    c.send(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 70000\r\n\r\n{\"jsonrpc\"");
+    let r = c.read_response();
+    assert_eq!(r.status, 413);
+    span(&r);
+    assert!(
+        c.closed_within(Duration::from_secs(3)),
+        "the connection is closed after a 413"
+    );
+    // Chunked bodies are held to the same limit.
+    let mut c = Conn::open(f.addr());
+    c.send(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n11170\r\n");
+    assert_eq!(c.read_response().status, 413);
+    // Others are still served.
+    let mut c = Conn::open(f.addr());
+    assert_ok_result(&c.post_mcp(&rpc(1, "ping", json!({})), &[]), 1);
+}
+
+pub fn oversize_headers_get_431(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let mut c = Conn::open(f.addr());
+    let big = "x".repeat(20 * 1024);
+    c.send(format!("GET /mcp HTTP/1.1\r\nHost: x\r\nX-Big: {big}\r\n\r\n").as_bytes());
+    assert_eq!(c.read_response().status, 431);
+    let mut c = Conn::open(f.addr());
+    let many: String = (0..100).map(|i| format!("X-H{i}: v\r\n")).collect();
+    c.send(format!("GET /mcp HTTP/1.1\r\nHost: x\r\n{many}\r\n").as_bytes());
+    assert_eq!(c.read_response().status, 431);
+}
+
+pub fn bad_bodies_get_structured_errors(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let mut c = Conn::open(f.addr());
+    let ct = ("Content-Type", "application/json");
+    for body in [
+        &b"\xff\xfe\x00{}"[..],
+        b"not json",
+        b"{\"jsonrpc\":\"2.0\",",
+        b"",
+    ] {
+        let r = c.request("POST", "/mcp", &[ct], body);
+        assert_eq!(r.status, 400, "{body:?}");
+        assert_eq!(r.json()["error"]["code"], -32700, "{body:?}");
+        span(&r);
+    }
+    let r = c.request("POST", "/mcp", &[("Content-Type", "text/plain")], b"{}");
+    assert_eq!(r.status, 415);
+    let batch = json!([rpc(1, "ping", json!({}))]).to_string();
+    let r = c.request("POST", "/mcp", &[ct], batch.as_bytes());
+    assert!(r.status == 400 || r.status == 200, "{}", r.status);
+    assert!(
+        r.text().contains("error"),
+        "a batch is refused in the default revision: {}",
+        r.text()
+    );
+    let r = c.request("POST", "/mcp", &[ct], br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"bernstein_run","arguments":{"goal":""}}}"#);
+    assert_eq!(r.status, 200, "a refused tool call is a tool result");
+    assert!(
+        r.text().contains("isError") || r.text().contains("error"),
+        "{}",
+        r.text()
+    );
+    // The connection survived every refusal.
+    assert_ok_result(&c.post_mcp(&rpc(2, "ping", json!({})), &[]), 2);
+}
+
+pub fn truncated_body_then_close_leaves_the_server_serving(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let mut c = Conn::open(f.addr());
+    c.send(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":");
+    c.stream.shutdown(Shutdown::Write).unwrap();
+    assert!(c.closed_within(Duration::from_secs(3)));
+    assert!(
+        c.pending_text().is_empty(),
+        "no response to half a request: {}",
+        c.pending_text()
+    );
+    let mut c = Conn::open(f.addr());
+    assert_ok_result(&c.post_mcp(&rpc(1, "ping", json!({})), &[]), 1);
+}
+
+pub fn expect_continue_and_chunked_bodies(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let mut c = Conn::open(f.addr());
+    let body = rpc(1, "ping", json!({})).to_string();
+    c.send(format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes());
+    assert_eq!(c.read_response().status, 100);
+    c.send(body.as_bytes());
+    assert_ok_result(&c.read_response(), 1);
+    let body = rpc(2, "ping", json!({})).to_string();
+    let (a, b) = body.split_at(7);
+    c.send(format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n", a.len()).as_bytes());
+    c.send(format!("{:x}\r\n{b}\r\n0\r\n\r\n", b.len()).as_bytes());
+    assert_ok_result(&c.read_response(), 2);
+}
+
+pub fn slowloris_connections_do_not_starve_others(launch: Launcher) {
+    let opts = test_options();
+    let timeout = opts.limits.read_timeout;
+    let f = start(launch, test_config(), opts);
+    // Many more silent connections than workers, and some that stop mid-request.
+    let mut idle: Vec<Conn> = (0..40).map(|_| Conn::open(f.addr())).collect();
+    let mut partial: Vec<Conn> = (0..6)
+        .map(|_| {
+            let mut c = Conn::open(f.addr());
+            c.send(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: appl");
+            c
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(100));
+    let t0 = Instant::now();
+    for i in 0..5 {
+        let mut c = Conn::open(f.addr());
+        assert_ok_result(&c.post_mcp(&rpc(i, "ping", json!({})), &[]), i);
+    }
+    assert!(
+        t0.elapsed() < timeout,
+        "others are served while idle connections wait: {:?}",
+        t0.elapsed()
+    );
+    let grace = timeout + Duration::from_secs(3);
+    for c in &mut idle {
+        assert!(
+            c.closed_within(grace),
+            "an idle connection is closed after the read timeout"
+        );
+    }
+    for c in &mut partial {
+        assert!(
+            c.closed_within(grace),
+            "a stalled request is closed after the read timeout"
+        );
+        assert!(
+            c.pending_text().contains(" 408 "),
+            "stalled request gets 408: {:?}",
+            c.pending_text()
+        );
+    }
+    let mut c = Conn::open(f.addr());
+    assert_ok_result(&c.post_mcp(&rpc(9, "ping", json!({})), &[]), 9);
+}
+
+pub fn connection_cap_answers_503(launch: Launcher) {
+    let mut opts = test_options();
+    opts.limits.max_connections = 3;
+    let f = start(launch, test_config(), opts);
+    let mut held: Vec<Conn> = (0..3).map(|_| Conn::open(f.addr())).collect();
+    for (i, c) in held.iter_mut().enumerate() {
+        assert_ok_result(
+            &c.post_mcp(&rpc(i as u64, "ping", json!({})), &[]),
+            i as u64,
+        );
+    }
+    let mut over = Conn::open(f.addr());
+    let r = over.read_response();
+    assert_eq!(r.status, 503);
+    assert!(r.header("retry-after").is_some());
+    drop(held.pop());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let mut c = Conn::open(f.addr());
+        c.send_request(
+            "POST",
+            "/mcp",
+            &[("Content-Type", "application/json")],
+            rpc(7, "ping", json!({})).to_string().as_bytes(),
+        );
+        let r = c.read_response();
+        if r.status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "a freed slot is reused");
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn legacy_sse_round_trip(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let mut stream = Conn::open(f.addr());
+    stream.send_request("GET", "/sse", &[("Accept", "text/event-stream")], b"");
+    let head = stream.read_stream_head();
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-type"), Some("text/event-stream"));
+    assert!(head.header("x-bernstein-span-id").is_some());
+    let endpoint = stream.read_event();
+    assert_eq!(endpoint.event.as_deref(), Some("endpoint"));
+    assert!(
+        endpoint.data.starts_with("/messages?stream="),
+        "{}",
+        endpoint.data
+    );
+    let ct = [("Content-Type", "application/json")];
+    let mut post = Conn::open(f.addr());
+    let r = post.request(
+        "POST",
+        &endpoint.data,
+        &ct,
+        initialize(1, "2024-11-05").to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 202);
+    let post_span = span(&r).to_string();
+    let ev = stream.read_event();
+    assert_eq!(ev.event.as_deref(), Some("message"));
+    assert_eq!(
+        ev.id.as_deref(),
+        Some(post_span.as_str()),
+        "event id is the span id"
+    );
+    let msg: Value = serde_json::from_str(&ev.data).unwrap();
+    assert_eq!(msg["id"], 1);
+    assert_eq!(msg["result"]["protocolVersion"], "2024-11-05");
+    let r = post.request(
+        "POST",
+        &endpoint.data,
+        &ct,
+        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!(r.status, 202);
+    let r = post.request(
+        "POST",
+        &endpoint.data,
+        &ct,
+        rpc(2, "tools/list", json!({})).to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 202);
+    let msg: Value = serde_json::from_str(&stream.read_event().data).unwrap();
+    assert_eq!(msg["id"], 2);
+    assert!(msg["result"]["tools"].is_array());
+    // Unknown tokens and closed streams get 404.
+    let r = post.request(
+        "POST",
+        "/messages?stream=nosuchstream",
+        &ct,
+        rpc(3, "ping", json!({})).to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 404);
+    drop(stream);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let r = post.request(
+            "POST",
+            &endpoint.data,
+            &ct,
+            rpc(4, "ping", json!({})).to_string().as_bytes(),
+        );
+        if r.status == 404 {
+            break;
+        }
+        assert_eq!(r.status, 202);
+        assert!(
+            Instant::now() < deadline,
+            "a closed stream's token is forgotten"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn bearer_auth_over_the_wire(launch: Launcher) {
+    let mut config = test_config();
+    config.auth = AuthMode::Bearer {
+        token: "tok-123".into(),
+    };
+    config.oauth = Some(OAuthConfig {
+        issuer: "https://idp.example".into(),
+        scopes: vec!["bernstein.read".into()],
+    });
+    let f = start(launch, config, test_options());
+    let mut c = Conn::open(f.addr());
+    let host = ("Host", "mcp.test:8053");
+    for auth in [None, Some("Bearer wrong"), Some("Basic tok-123")] {
+        let mut headers = vec![host];
+        headers.extend(auth.map(|a| ("Authorization", a)));
+        let r = c.post_mcp(&rpc(1, "ping", json!({})), &headers);
+        assert_eq!(r.status, 401, "{auth:?}");
+        assert_eq!(r.body, br#"{"error":"unauthorized"}"#);
+        assert_eq!(
+            r.header("www-authenticate"),
+            Some(
+                "Bearer resource_metadata=\"http://mcp.test:8053/.well-known/oauth-protected-resource/mcp\""
+            )
+        );
+    }
+    assert_ok_result(
+        &c.post_mcp(
+            &rpc(2, "ping", json!({})),
+            &[("Authorization", "Bearer tok-123")],
+        ),
+        2,
+    );
+    let r = c.request(
+        "GET",
+        "/.well-known/oauth-protected-resource/mcp",
+        &[host, ("X-Forwarded-Proto", "https")],
+        b"",
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["resource"], "https://mcp.test:8053/mcp");
+    assert_eq!(
+        r.json()["authorization_servers"],
+        json!(["https://idp.example"])
+    );
+    let r = c.request(
+        "GET",
+        "/.well-known/oauth-authorization-server",
+        &[host],
+        b"",
+    );
+    assert_eq!(r.status, 404);
+}
+
+pub fn legacy_session_header_after_the_cutoff(launch: Launcher) {
+    let cutoff = Timestamp::LEGACY_SESSION_CUTOFF;
+    let before = start_at(
+        launch,
+        test_config(),
+        test_options(),
+        Some(Timestamp(cutoff.0 - 86_400_000)),
+    );
+    let mut c = Conn::open(before.addr());
+    let r = c.post_mcp(&rpc(1, "ping", json!({})), &[("Mcp-Session-Id", "s-1")]);
+    assert_ok_result(&r, 1);
+    assert!(r.header("mcp-session-id").is_none());
+    assert_eq!(
+        c.request("DELETE", "/mcp", &[("Mcp-Session-Id", "s-1")], b"")
+            .status,
+        200
+    );
+
+    let after = start_at(launch, test_config(), test_options(), Some(cutoff));
+    let mut c = Conn::open(after.addr());
+    let r = c.post_mcp(&rpc(1, "ping", json!({})), &[("Mcp-Session-Id", "s-1")]);
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("2027-07-28"), "{}", r.text());
+    let r = c.request("DELETE", "/mcp", &[("Mcp-Session-Id", "s-1")], b"");
+    assert_eq!(r.status, 405);
+    assert!(r.text().contains("2027-07-28"), "{}", r.text());
+    assert_ok_result(&c.post_mcp(&rpc(2, "ping", json!({})), &[]), 2);
+}
+
+pub fn stateless_era_headers(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let mut c = Conn::open(f.addr());
+    let pv = ("MCP-Protocol-Version", MODERN);
+    let discover = rpc(1, "server/discover", json!({"_meta": modern_meta()}));
+    let r = c.post_mcp(&discover, &[pv, ("Mcp-Method", "server/discover")]);
+    let v = assert_ok_result(&r, 1);
+    assert!(v["result"]["supportedVersions"].is_array(), "{v}");
+    let r = c.post_mcp(&discover, &[pv]);
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_i64()),
+        (400, Some(-32020))
+    );
+    let list = rpc(2, "tools/list", json!({"_meta": modern_meta()}));
+    let r = c.post_mcp(&list, &[pv, ("Mcp-Method", "tools/list")]);
+    assert_ok_result(&r, 2);
+    let status = rpc(
+        3,
+        "tools/call",
+        json!({"name": "bernstein_status", "arguments": {}, "_meta": modern_meta()}),
+    );
+    let r = c.post_mcp(
+        &status,
+        &[
+            pv,
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "bernstein_run"),
+        ],
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_i64()),
+        (400, Some(-32020))
+    );
+    let r = c.post_mcp(
+        &status,
+        &[
+            pv,
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "=?base64?YmVybnN0ZWluX3N0YXR1cw==?="),
+        ],
+    );
+    assert_ok_result(&r, 3);
+    let unknown = rpc(4, "nope/nope", json!({"_meta": modern_meta()}));
+    let r = c.post_mcp(&unknown, &[pv, ("Mcp-Method", "nope/nope")]);
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_i64()),
+        (404, Some(-32601))
+    );
+    let r = c.post_mcp(
+        &list,
+        &[
+            ("MCP-Protocol-Version", "1999-01-01"),
+            ("Mcp-Method", "tools/list"),
+        ],
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_i64()),
+        (400, Some(-32022))
+    );
+}
+
+pub fn get_and_unknown_paths(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let mut c = Conn::open(f.addr());
+    let r = c.request("GET", "/mcp", &[("Accept", "text/event-stream")], b"");
+    assert_eq!((r.status, r.header("allow")), (405, Some("POST")));
+    span(&r);
+    assert_eq!(c.request("GET", "/nope", &[], b"").status, 404);
+    let r = c.post_mcp(
+        &rpc(1, "ping", json!({})),
+        &[("Origin", "https://evil.example")],
+    );
+    assert_eq!(r.status, 403);
+    assert_ok_result(
+        &c.post_mcp(
+            &rpc(2, "ping", json!({})),
+            &[("Origin", "http://localhost:6274")],
+        ),
+        2,
+    );
+    assert_eq!(
+        c.request("GET", "/.well-known/oauth-protected-resource", &[], b"")
+            .status,
+        404
+    );
+}

@@ -1,0 +1,33 @@
+//! The HTTP transports of runtime-std over real sockets: every scenario of
+//! `http_support::scenarios` against the blocking server.
+
+mod http_support;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bernstein_core::Server;
+use bernstein_core::ledger::Store;
+use bernstein_core::transport::http::HttpOptions;
+use bernstein_runtime_std::clock::Clock;
+use bernstein_runtime_std::http::{HttpServerHandle, bind};
+use http_support::Running;
+
+struct Std(HttpServerHandle);
+
+impl Running for Std {
+    fn addr(&self) -> SocketAddr {
+        self.0.local_addr()
+    }
+}
+
+fn launch(
+    server: Arc<Server>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    opts: HttpOptions,
+) -> std::io::Result<Box<dyn Running>> {
+    Ok(Box::new(Std(bind(server, store, clock, opts)?)))
+}
+
+http_scenarios!(launch);

@@ -1,0 +1,25 @@
+"""The official Python SDK, major 1 (`mcp<2`), connected to a recorded server over stdio.
+
+Only the handshake era: `stdio_client` + `ClientSession.initialize()`. Imported by the tests
+under handshake/ only, which are collected only when the venv holds `mcp<2`.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from mcp import ClientSession
+from mcp.client.stdio import stdio_client
+
+from .launch import Launcher
+
+
+@asynccontextmanager
+async def connect(launcher: Launcher, label: str = "sdk1", **kw):
+    """Yields (session, InitializeResult) for a fresh recorded server."""
+    params = launcher.stdio_params(label, **kw)
+    with launcher.sdk_errlog(label) as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                init = await session.initialize()
+                yield session, init
