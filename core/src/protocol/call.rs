@@ -19,7 +19,7 @@ use super::ids::{RequestIds, digest_of_value};
 use super::jsonrpc::{RpcError, kind_of, shorten};
 use super::lifecycle::decorate;
 use super::meter::envelope;
-use super::registry::{ToolContext, ToolLookup, ToolOutput, ToolSpec};
+use super::registry::{ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec};
 use super::validate::{check_limits, validate};
 use super::{MeterSlot, Server};
 use crate::digest::Digest;
@@ -106,17 +106,33 @@ pub fn call_tool(server: &Server, input: &CallInput<'_>) -> CallReply {
         }
     };
     audit.alias_of = alias.map(|_| tool.name);
+    let audit = audit;
+    // Invalid arguments: a JSON-RPC -32602 before 2025-11-25, a tool execution error the model
+    // can read and correct from then on (SEP-1303). Either way the handler never runs.
+    let invalid = |message: String, violations: Vec<Value>| -> CallReply {
+        if input.revision.reports_argument_errors_in_result() {
+            let refusal = ToolError::new(
+                "invalid_arguments",
+                message,
+                format!("Call {} again with arguments that match its inputSchema.", tool.name),
+            )
+            .with("violations", violations);
+            finish(server, input, &audit, tool, alias, ToolOutput::refused(refusal))
+        } else {
+            let e = RpcError::invalid_params(message).with_data(json!({ "violations": violations }));
+            audit.refuse(e, "invalid_arguments")
+        }
+    };
     if !raw_args.is_object() {
-        let e = RpcError::invalid_params(format!(
+        let message = format!(
             "Invalid arguments for tool {name}: arguments must be an object, got {}",
             kind_of(raw_args)
-        ));
-        return audit.refuse(e, "invalid_arguments");
+        );
+        return invalid(message, vec![json!({"path": "arguments", "rule": "must be an object"})]);
     }
     if let Err(v) = check_limits(raw_args, &server.config.limits, "arguments") {
-        let e = RpcError::invalid_params(format!("Invalid arguments for tool {name}: {v}"))
-            .with_data(json!({"violations": [{"path": v.path, "rule": v.rule}]}));
-        return audit.refuse(e, "invalid_arguments");
+        let listed = vec![json!({"path": v.path, "rule": v.rule})];
+        return invalid(format!("Invalid arguments for tool {name}: {v}"), listed);
     }
     match validate(&(tool.input_schema)(), raw_args, "arguments") {
         Ok(violations) if violations.is_empty() => {}
@@ -126,12 +142,7 @@ pub fn call_tool(server: &Server, input: &CallInput<'_>) -> CallReply {
                 .take(20)
                 .map(|v| json!({"path": v.path, "rule": v.rule}))
                 .collect();
-            let e = RpcError::invalid_params(format!(
-                "Invalid arguments for tool {name}: {}",
-                violations[0]
-            ))
-            .with_data(json!({ "violations": listed }));
-            return audit.refuse(e, "invalid_arguments");
+            return invalid(format!("Invalid arguments for tool {name}: {}", violations[0]), listed);
         }
         Err(fault) => {
             return audit.refuse(
@@ -217,7 +228,10 @@ fn finish(
         "content".into(),
         json!([{"type": "text", "text": text_value.to_string()}]),
     );
-    if tool.output_schema.is_some()
+    // Structured output is the success payload the outputSchema describes; a refusal is
+    // reported in the text block only, so strict clients never see it fail that schema.
+    if ok
+        && tool.output_schema.is_some()
         && alias.is_none()
         && input.revision.has_titles_and_structured_output()
     {

@@ -98,6 +98,12 @@ impl Revision {
 
     /// `Tool.execution.taskSupport` exists in 2025-11-25 only (2026-07-28 moved tasks into the
     /// `io.modelcontextprotocol/tasks` extension).
+    /// Whether invalid tool arguments are a tool execution error (`isError` result the model
+    /// can read and correct) rather than a JSON-RPC -32602 (SEP-1303, from 2025-11-25).
+    pub fn reports_argument_errors_in_result(self) -> bool {
+        self >= Revision::V2025_11_25
+    }
+
     pub fn has_tool_execution(self) -> bool {
         self == Revision::V2025_11_25
     }

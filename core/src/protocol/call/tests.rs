@@ -177,7 +177,8 @@ fn refusals_append_only_their_audit_record() {
     let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(text["result"]["error"], "nope");
     assert_eq!(text["_meter"]["ok"], false);
-    assert_eq!(result["structuredContent"], text);
+    // Structured output carries successes only: a refusal would not match the outputSchema.
+    assert!(result.get("structuredContent").is_none());
 }
 
 #[test]
@@ -221,8 +222,11 @@ fn floats_in_arguments_are_digested_not_refused() {
         &Snapshot::genesis(),
         json!({"name": "write", "arguments": {"run": "R", "x": 1.5}}),
     );
-    // additionalProperties: false refuses `x`, but the audit record is still sealed.
-    assert_eq!(reply.result.as_ref().unwrap_err().code, -32602);
+    // additionalProperties: false refuses `x` (an isError result from 2025-11-25 on), but the
+    // audit record is still sealed.
+    let result = reply.result.as_ref().unwrap();
+    assert_eq!(result["isError"], true);
+    assert!(result["content"][0]["text"].as_str().unwrap().contains("invalid_arguments"));
     assert_eq!(
         audit_body(&reply)["args_digest"],
         digest_of_value(&json!({"run": "R", "x": "1.5"})).to_string()

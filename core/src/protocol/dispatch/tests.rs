@@ -85,7 +85,9 @@ fn error_code_matrix() {
         (format!(r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{{META}}}}}"#), None, Some(-32601)),
         // -32602.
         (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}"#.into(), None, Some(-32602)),
-        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"journal","arguments":[]}}"#.into(), None, Some(-32602)),
+        // Invalid arguments: -32602 before 2025-11-25, an isError tool result from then on.
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"journal","arguments":[]}}"#.into(), Some("2025-06-18"), Some(-32602)),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"journal","arguments":[]}}"#.into(), None, None),
         (r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[]}"#.into(), None, Some(-32602)),
         (r#"{"jsonrpc":"2.0","id":1,"method":"server/discover"}"#.into(), None, Some(-32602)),
         (r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}"#.into(), None, Some(-32602)),
