@@ -1,8 +1,8 @@
 //! The core must stay pure (DESIGN.md §3). `clippy.toml` bans IO, clock and environment calls
-#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // test code may do IO
 //! in its source; this test fails if its normal dependency tree gains an IO runtime or an OS
 //! randomness source, and if its non-test source names one.
 
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)] // test code may do IO
 use std::path::Path;
 use std::process::Command;
 

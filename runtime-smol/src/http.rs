@@ -3,8 +3,10 @@
 //!
 //! Tasks only move bytes and keep time (keep-alive, read timeouts, the connection cap);
 //! framing, routing and every HTTP decision are the core's, and serving an MCP body (ledger IO,
-//! fsync) runs on smol's blocking pool through runtime-std's shared
-//! [`HttpService`](bernstein_runtime_std::http::HttpService), never on the executor. A legacy
+//! fsync) runs on a fixed pool of threads ([`pool`], sized by `limits.workers`) through
+//! runtime-std's shared [`HttpService`](bernstein_runtime_std::http::HttpService), never on the
+//! executor. (A dedicated pool, not `smol::unblock`: it bounds concurrent ledger work and
+//! measured about half the hand-off latency on a loaded two-core machine.) A legacy
 //! SSE stream is a task that owns its connection and drains a bounded channel; the registry maps
 //! its token to the channel's sender, so a POST for a stream whose task ended gets 404.
 
@@ -29,6 +31,10 @@ use bernstein_runtime_std::http::{
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::{Async, Executor, Timer, future};
+
+mod pool;
+
+use pool::BlockingPool;
 
 /// A running server.
 #[derive(Debug)]
@@ -88,11 +94,15 @@ pub fn bind(
     let service = Arc::new(HttpService::new(server, store, clock, policy, options));
     let (stop, stopped) = smol::channel::bounded::<()>(1);
     let svc = service.clone();
+    let pool = Arc::new(BlockingPool::new(service.options.limits.workers)?);
     let thread = thread::Builder::new()
         .name("bernstein-smol-http".into())
         .spawn(move || {
             let ex = Arc::new(Executor::new());
-            smol::block_on(ex.run(accept_loop(ex.clone(), listener, svc, stopped)))
+            let accepting = accept_loop(ex.clone(), listener, svc, pool.clone(), stopped);
+            let result = smol::block_on(ex.run(accepting));
+            pool.close();
+            result
         })?;
     Ok(HttpServerHandle {
         local_addr,
@@ -121,6 +131,7 @@ async fn accept_loop(
     ex: Arc<Executor<'static>>,
     listener: Async<TcpListener>,
     svc: Arc<HttpService>,
+    pool: Arc<BlockingPool>,
     stopped: Receiver<()>,
 ) -> io::Result<()> {
     let counter = ConnectionCounter::new(svc.options.limits.max_connections);
@@ -143,7 +154,7 @@ async fn accept_loop(
         let _ = stream.get_ref().set_nodelay(true);
         match counter.try_acquire() {
             Some(slot) => ex
-                .spawn(connection(svc.clone(), stream, peer, slot))
+                .spawn(connection(svc.clone(), pool.clone(), stream, peer, slot))
                 .detach(),
             None => {
                 log(
@@ -171,6 +182,7 @@ async fn accept_loop(
 /// Serves one connection: keep-alive, pipelining, read timeouts.
 async fn connection(
     svc: Arc<HttpService>,
+    pool: Arc<BlockingPool>,
     mut stream: Async<TcpStream>,
     peer: SocketAddr,
     slot: ConnectionSlot,
@@ -207,9 +219,7 @@ async fn connection(
                         Decision::OpenLegacyStream(open) => Action::OpenLegacy(open),
                         other => {
                             let s = svc.clone();
-                            let (tx, rx) = smol::channel::bounded(1);
-                            std::thread::spawn(move || { let _ = tx.send_blocking(s.act(other)); });
-                            rx.recv().await.unwrap()
+                            pool.run(move || s.act(other)).await
                         }
                     };
                     match action {

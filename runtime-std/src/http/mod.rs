@@ -39,7 +39,7 @@ pub fn open_listener(
             format!("{} resolves to no address", options.host),
         ));
     }
-    let loopback = addrs.iter().all(|a| is_loopback(a));
+    let loopback = addrs.iter().all(is_loopback);
     check_bind(&options.host, loopback, &config.auth)
         .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
     let listener = TcpListener::bind(&addrs[..])?;

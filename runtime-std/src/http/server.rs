@@ -110,7 +110,7 @@ struct Conn {
 }
 
 enum Next {
-    Park(Conn),
+    Park(Box<Conn>),
     Done,
 }
 
@@ -247,7 +247,7 @@ fn worker(shared: &Shared, jobs: &Mutex<Receiver<Conn>>, park: &Sender<Conn>) {
         if let Next::Park(conn) = drive(shared, conn)
             && conn.stream.set_nonblocking(true).is_ok()
         {
-            let _ = park.send(conn);
+            let _ = park.send(*conn);
         }
     }
 }
@@ -302,7 +302,7 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
             conn.started = None;
         }
         if slice.elapsed() > SLICE && shared.queued.load(Ordering::SeqCst) > 0 {
-            return Next::Park(conn);
+            return Next::Park(Box::new(conn));
         }
         match conn.stream.read(&mut buf) {
             Ok(0) => return Next::Done,
@@ -322,7 +322,8 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) =>
             {
-                return expire_if_due(limits, &mut conn).unwrap_or(Next::Park(conn));
+                return expire_if_due(limits, &mut conn)
+                    .unwrap_or_else(|| Next::Park(Box::new(conn)));
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => return Next::Done,

@@ -234,12 +234,14 @@ mod tests {
         }
     }
 
+    /// (mode, bind loopback, peer loopback, `Authorization` header, allowed)
+    type AuthCase<'a> = (&'a AuthMode, bool, bool, Option<&'a [u8]>, bool);
+
     #[test]
     fn auth_matrix() {
         let none = AuthMode::None;
         let tok = bearer("s3cret");
-        // (mode, bind loopback, peer loopback, header) -> allowed
-        let cases: &[(&AuthMode, bool, bool, Option<&[u8]>, bool)] = &[
+        let cases: &[AuthCase<'_>] = &[
             (&none, true, true, None, true),
             (&none, true, true, Some(b"Bearer wrong"), true),
             (&none, false, false, None, false),

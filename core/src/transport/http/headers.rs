@@ -21,10 +21,12 @@ use crate::time::Timestamp;
 /// `_meta` key carrying a stateless-era request's revision.
 pub use crate::protocol::era::META_PROTOCOL_VERSION as META_VERSION;
 
+pub use crate::protocol::jsonrpc::{INVALID_REQUEST, PARSE_ERROR};
+
+/// `HeaderMismatch` (2026-07-28): HTTP headers missing, malformed or not matching the body.
 pub const HEADER_MISMATCH: i64 = -32020;
+/// `UnsupportedProtocolVersion` (2026-07-28).
 pub const UNSUPPORTED_VERSION: i64 = -32022;
-pub const INVALID_REQUEST: i64 = -32600;
-pub const PARSE_ERROR: i64 = -32700;
 
 /// Which protocol era a request belongs to; decides header rules and error statuses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,6 +4,13 @@
 //! session header, `Content-Type`, JSON body, MCP headers, `Accept`) — so a refused request
 //! never reaches the engine and changes nothing.
 //!
+//! Methods on `/mcp`, per era: `POST` serves. `GET` is `405` with `Allow: POST` in every era
+//! (2025-03-26 … 2025-11-25 let a server without a standalone stream answer 405; 2026-07-28
+//! removed the GET stream and says 405). `DELETE` is `405` for a 2026-07-28 request (no
+//! sessions exist there); for older clients it is acknowledged as a no-op (`200`) until
+//! 2027-07-28 and refused with `405` naming that date from then on. A request without `Host`
+//! is accepted (URLs then use the bind address); a repeated or malformed `Host` is `400`.
+//!
 //! Pure: the runtime supplies the facts it observed (peer loopback?) and `now`.
 
 use serde_json::{Value, json};
