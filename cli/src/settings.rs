@@ -1,6 +1,7 @@
 //! Resolution of flags and environment variables into the core's `Config`. The only place
 //! that reads `BERNSTEIN_*` variables.
 
+use bernstein_core::config::{AuthMode, OAuthConfig};
 use bernstein_core::{Config, Tier};
 
 /// Reads a boolean switch such as `BERNSTEIN_MCP_COST_METER` (default on).
@@ -36,4 +37,60 @@ pub fn config(audit_key: Vec<u8>, tier: Tier, transports: Vec<String>) -> Result
     cfg.deprecated_aliases = env_switch("BERNSTEIN_MCP_DEPRECATED_ALIASES", true)?;
     cfg.transports = transports;
     Ok(cfg)
+}
+
+/// A variable's value, `None` when unset or blank; an error when not UTF-8.
+fn env_value(name: &str) -> Result<Option<String>, String> {
+    match std::env::var(name) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!("{name} is not valid UTF-8")),
+        Ok(v) if v.trim().is_empty() => Ok(None),
+        Ok(v) => Ok(Some(v.trim().to_string())),
+    }
+}
+
+/// The HTTP auth mode: the flag, then `BERNSTEIN_MCP_AUTH_MODE`, then `bearer` when a token is
+/// set (`BERNSTEIN_MCP_TOKEN`, else `BERNSTEIN_MCP_AUTH_TOKEN`) and `none` otherwise.
+pub fn auth_mode(flag: Option<&str>) -> Result<AuthMode, String> {
+    let token = match env_value("BERNSTEIN_MCP_TOKEN")? {
+        Some(t) => Some(t),
+        None => env_value("BERNSTEIN_MCP_AUTH_TOKEN")?,
+    };
+    let mode = match flag {
+        Some(m) => Some(m.trim().to_ascii_lowercase()),
+        None => env_value("BERNSTEIN_MCP_AUTH_MODE")?.map(|m| m.to_ascii_lowercase()),
+    };
+    match (mode.as_deref(), token) {
+        (None | Some("bearer"), Some(token)) => Ok(AuthMode::Bearer { token }),
+        (Some("bearer"), None) => {
+            Err("auth mode bearer needs a token: set BERNSTEIN_MCP_TOKEN (or BERNSTEIN_MCP_AUTH_TOKEN)".into())
+        }
+        (None | Some("none"), None) => Ok(AuthMode::None),
+        (Some("none"), Some(_)) => Err(
+            "auth mode none contradicts the token set in BERNSTEIN_MCP_TOKEN/BERNSTEIN_MCP_AUTH_TOKEN: unset one".into(),
+        ),
+        (Some(other), _) => Err(format!("unknown auth mode {other:?}: expected none or bearer")),
+    }
+}
+
+/// OAuth protected-resource metadata from `BERNSTEIN_MCP_OAUTH_ISSUER` and
+/// `BERNSTEIN_MCP_OAUTH_SCOPES` (comma- or space-separated; default bernstein.read,
+/// bernstein.write).
+pub fn oauth() -> Result<Option<OAuthConfig>, String> {
+    let Some(issuer) = env_value("BERNSTEIN_MCP_OAUTH_ISSUER")? else { return Ok(None) };
+    if !(issuer.starts_with("https://") || issuer.starts_with("http://")) {
+        return Err(format!("BERNSTEIN_MCP_OAUTH_ISSUER must be an http(s) URL, got {issuer:?}"));
+    }
+    let scopes = match env_value("BERNSTEIN_MCP_OAUTH_SCOPES")? {
+        Some(list) => list.split([',', ' ']).filter(|s| !s.is_empty()).map(String::from).collect(),
+        None => vec!["bernstein.read".to_string(), "bernstein.write".to_string()],
+    };
+    Ok(Some(OAuthConfig { issuer, scopes }))
+}
+
+/// Extra trusted browser origins from `BERNSTEIN_MCP_ALLOWED_ORIGINS` (comma-separated).
+pub fn allowed_origins() -> Result<Vec<String>, String> {
+    Ok(env_value("BERNSTEIN_MCP_ALLOWED_ORIGINS")?
+        .map(|l| bernstein_core::transport::http::HttpOptions::parse_origin_list(&l))
+        .unwrap_or_default())
 }

@@ -4,6 +4,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Server, Tier};
 use bernstein_runtime_std::clock::SystemClock;
 use clap::{Args, Subcommand, ValueEnum};
@@ -24,6 +25,16 @@ pub struct McpArgs {
     /// Tool tier to advertise (else BERNSTEIN_MCP_TOOL_TIER, else standard).
     #[arg(long = "mcp-tier", value_name = "TIER", value_parser = parse_tier)]
     mcp_tier: Option<Tier>,
+    /// Interface to bind with `--transport http` (a non-loopback one needs a bearer token).
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to bind with `--transport http`.
+    #[arg(long, default_value_t = 8053)]
+    port: u16,
+    /// HTTP auth mode: `none` (loopback only) or `bearer` (else BERNSTEIN_MCP_AUTH_MODE; default:
+    /// bearer when a token is set, else none).
+    #[arg(long, value_name = "MODE")]
+    auth: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -41,7 +52,10 @@ enum McpCommand {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum Transport {
+    /// Newline-delimited JSON-RPC on stdin/stdout.
     Stdio,
+    /// Streamable HTTP on `POST /mcp` and legacy HTTP+SSE on `/sse`, one port.
+    Http,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -62,13 +76,31 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
     let (store, key) = super::open_store(workdir)?;
     let transports = match args.transport {
         Transport::Stdio => vec!["stdio".to_string()],
+        Transport::Http => vec!["streamable-http".to_string(), "sse".to_string()],
     };
-    let server = Arc::new(Server::new(settings::config(key, tier, transports)?));
+    let mut config = settings::config(key, tier, transports)?;
     let clock = Arc::new(SystemClock);
-    let served = match args.runtime {
-        Runtime::Std => bernstein_runtime_std::stdio::serve_stdio(&server, &*store, &*clock),
-        Runtime::Smol => bernstein_runtime_smol::stdio::serve_stdio(server, store, clock),
+    let served = match args.transport {
+        Transport::Stdio => {
+            let server = Arc::new(Server::new(config));
+            match args.runtime {
+                Runtime::Std => bernstein_runtime_std::stdio::serve_stdio(&server, &*store, &*clock),
+                Runtime::Smol => bernstein_runtime_smol::stdio::serve_stdio(server, store, clock),
+            }
+        }
+        Transport::Http => {
+            config.auth = settings::auth_mode(args.auth.as_deref())?;
+            config.oauth = settings::oauth()?;
+            let mut opts = HttpOptions { host: args.host, port: args.port, ..HttpOptions::default() };
+            opts.allowed_origins = settings::allowed_origins()?;
+            opts.limits.max_body_bytes = config.limits.max_message_bytes;
+            let server = Arc::new(Server::new(config));
+            match args.runtime {
+                Runtime::Std => bernstein_runtime_std::http::serve_http(server, store, clock, opts),
+                Runtime::Smol => bernstein_runtime_smol::http::serve_http(server, store, clock, opts),
+            }
+        }
     };
-    served.map_err(|e| format!("stdio: {e}"))?;
+    served.map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
 }
