@@ -190,19 +190,40 @@ run_e2e() {
   fi
   local ok=0
   # Raw-pipe and CLI tests need no SDK; they run once, in the handshake venv.
-  run_pytest "mcp1-handshake+common" "$CACHE/venv-mcp1" common handshake || ok=1
-  run_pytest "mcp2-stateless" "$CACHE/venv-mcp2" stateless || ok=1
+  run_pytest "mcp1-handshake+common" "$CACHE/venv-mcp1" common handshake http || ok=1
+  run_pytest "mcp2-stateless" "$CACHE/venv-mcp2" stateless http/stateless || ok=1
   return $ok
 }
 
-# ---- 4. [HOOK] MCP conformance suite ------------------------------------------------------
-# Reserved for a later issue: install node@22 and @modelcontextprotocol/conformance@0.2.0-alpha.12
-# from npm into .cache/ (no global installs), run the suite against `bernstein mcp` on both
-# runtimes, and count its results into PASSED/FAILED/SKIPPED with note_step like the steps above.
-# Keep it a function called below so the summary and the exit code pick it up.
+# ---- 4. MCP conformance suite --------------------------------------------------------------
+# tests/conformance/run.py installs node@22 and @modelcontextprotocol/conformance@0.2.0-alpha.12
+# from npm into .cache/ (no global installs), runs the suite (2025-11-25 and 2026-07-28) against
+# the fixture server and `bernstein mcp --transport http` on both runtimes, and checks the result
+# against tests/conformance/expected-failures.txt. Its last line is "conformance: N passed, ...".
 run_conformance() {
-  note_step "conformance (hook)" skip "not wired yet"
-  return 0
+  local log="$LOGS/conformance.log" rc p f s
+  if [ ! -x "$BERNSTEIN_BIN" ]; then
+    note_step "conformance" FAIL "no $BERNSTEIN_BIN"
+    FAILED=$((FAILED + 1))
+    return 1
+  fi
+  banner "conformance suite (tests/conformance/run.py)"
+  set +e
+  BERNSTEIN_CONFORMANCE_FIXTURE_BIN="$TARGET_DIR/debug/bernstein-conformance-fixture" \
+    "$(pick_python)" "$ROOT/tests/conformance/run.py" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  read -r p f s <<<"$(sed -n 's/^conformance: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$log" | tail -1)"
+  p=${p:-0} f=${f:-0} s=${s:-0}
+  PASSED=$((PASSED + p))
+  FAILED=$((FAILED + f))
+  SKIPPED=$((SKIPPED + s))
+  if [ "$rc" -ne 0 ]; then
+    [ "$f" -eq 0 ] && FAILED=$((FAILED + 1))
+    note_step "conformance" FAIL "$p passed, $f failed, $s skipped (exit $rc)"
+    return 1
+  fi
+  note_step "conformance" ok "$p passed, $f failed, $s skipped"
 }
 
 # ---- run everything -------------------------------------------------------------------------

