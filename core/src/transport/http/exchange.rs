@@ -94,7 +94,8 @@ pub fn status_for_error(era: Era, error: ErrorReply) -> Status {
     match (era, error.code) {
         (Era::Handshake, _) if error.anonymous => Status::BAD_REQUEST,
         (Era::Handshake, _) => Status::OK,
-        (Era::Stateless, -32700 | -32600 | -32022..=-32020) => Status::BAD_REQUEST,
+        // -32602 covers a request whose `_meta` lacks its required fields (SEP-2575: 400).
+        (Era::Stateless, -32700 | -32600 | -32602 | -32022..=-32020) => Status::BAD_REQUEST,
         (Era::Stateless, -32601) => Status::NOT_FOUND,
         (Era::Stateless, -32603) => Status::INTERNAL_SERVER_ERROR,
         (Era::Stateless, _) if error.anonymous => Status::BAD_REQUEST,
@@ -350,11 +351,10 @@ mod tests {
             exchange(era, BOTH).reply(parts).status.code()
         };
         assert_eq!(status(Era::Stateless, "1", -32601), 404);
-        for code in [-32020, -32021, -32022, -32600, -32700] {
+        for code in [-32020, -32021, -32022, -32600, -32602, -32700] {
             assert_eq!(status(Era::Stateless, "1", code), 400, "{code}");
         }
         assert_eq!(status(Era::Stateless, "1", -32603), 500);
-        assert_eq!(status(Era::Stateless, "1", -32602), 200);
         assert_eq!(status(Era::Stateless, "null", -32602), 400);
         assert_eq!(status(Era::Handshake, "1", -32601), 200);
         assert_eq!(status(Era::Handshake, "\"a\"", -32600), 200);

@@ -175,10 +175,13 @@ pub fn check_headers(request: &Request, body: &BodyFacts) -> Result<HeaderCheck,
             "Header mismatch: required header MCP-Protocol-Version is missing",
         ));
     };
-    if body.meta_version.as_deref() != Some(hv) {
+    // A body without `_meta[protocolVersion]` is not a mismatch but an invalid request: the
+    // engine refuses it with -32602 (SEP-2575), so only a present, different value is -32020.
+    if let Some(bv) = body.meta_version.as_deref()
+        && bv != hv
+    {
         return Err(HeaderRejection::mismatch(format!(
-            "Header mismatch: MCP-Protocol-Version header value '{hv}' does not match body value '{}'",
-            body.meta_version.as_deref().unwrap_or("")
+            "Header mismatch: MCP-Protocol-Version header value '{hv}' does not match body value '{bv}'"
         )));
     }
     // Header requirements for notification POSTs are not defined by the revision; check
@@ -385,8 +388,15 @@ mod tests {
     }
 
     #[test]
-    fn header_version_alone_makes_the_era_and_must_match_the_body() {
+    fn header_version_alone_makes_the_era_and_a_missing_body_version_is_left_to_the_engine() {
+        // No `_meta` at all: the engine answers -32602 (SEP-2575), not a header mismatch.
         let body = BodyFacts::of(&json!({"jsonrpc":"2.0","id":1,"method":"server/discover"}));
+        let check = check_headers(&req(&[MODERN, ("Mcp-Method", "server/discover")]), &body).unwrap();
+        assert_eq!(check.era, Era::Stateless);
+        assert_eq!(check.protocol_version.as_deref(), Some("2026-07-28"));
+        // A body version that differs from the header is the mismatch.
+        let body = BodyFacts::of(&json!({"jsonrpc":"2.0","id":1,"method":"server/discover",
+            "params":{"_meta":{META_VERSION:"2025-06-18"}}}));
         let err =
             check_headers(&req(&[MODERN, ("Mcp-Method", "server/discover")]), &body).unwrap_err();
         assert_eq!(err.code, HEADER_MISMATCH);
