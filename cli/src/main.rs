@@ -36,6 +36,26 @@ enum Command {
         #[command(subcommand)]
         command: commands::audit::AuditCommand,
     },
+    /// Claim receipts: offline verification.
+    Backlog {
+        #[command(subcommand)]
+        command: commands::backlog::BacklogCommand,
+    },
+    /// Task mailboxes: offline verification.
+    Mailbox {
+        #[command(subcommand)]
+        command: commands::mailbox::MailboxCommand,
+    },
+    /// Plans: list, show, approve or reject as a whole.
+    Plan {
+        #[command(subcommand)]
+        command: commands::plan::PlanCommand,
+    },
+    /// Operator actions on tasks.
+    Task {
+        #[command(subcommand)]
+        command: commands::task::TaskCommand,
+    },
 }
 
 fn main() -> ExitCode {
@@ -49,6 +69,10 @@ fn main() -> ExitCode {
         Command::Init => commands::init::run(&workdir),
         Command::Status { json } => commands::status::run(&workdir, json),
         Command::Audit { command } => commands::audit::run(&workdir, command),
+        Command::Backlog { command } => commands::backlog::run(&workdir, command),
+        Command::Mailbox { command } => commands::mailbox::run(&workdir, command),
+        Command::Plan { command } => commands::plan::run(&workdir, command),
+        Command::Task { command } => commands::task::run(&workdir, command),
     };
     match result {
         Ok(code) => code,

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::domain::signing::Signer;
+
 /// Tool tiers, cumulative: every `core` tool is in `standard`, every `standard` tool in `all`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -37,7 +39,9 @@ impl std::str::FromStr for Tier {
             "core" => Ok(Tier::Core),
             "standard" => Ok(Tier::Standard),
             "all" => Ok(Tier::All),
-            other => Err(format!("unknown tool tier {other:?}: expected one of core, standard, all")),
+            other => Err(format!(
+                "unknown tool tier {other:?}: expected one of core, standard, all"
+            )),
         }
     }
 }
@@ -72,7 +76,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_message_bytes: 1 << 20, max_json_depth: 32, max_string_bytes: 64 * 1024 }
+        Limits {
+            max_message_bytes: 1 << 20,
+            max_json_depth: 32,
+            max_string_bytes: 64 * 1024,
+        }
     }
 }
 
@@ -93,6 +101,9 @@ pub struct Config {
     pub auth: AuthMode,
     pub oauth: Option<OAuthConfig>,
     pub limits: Limits,
+    /// Ed25519 identity that signs claim receipts and mailbox entries
+    /// (`.sdd/keys/signing.ed25519`). Without it those tools refuse; they never answer unsigned.
+    pub signing_key: Option<Signer>,
 }
 
 impl Config {
@@ -109,7 +120,14 @@ impl Config {
             auth: AuthMode::None,
             oauth: None,
             limits: Limits::default(),
+            signing_key: None,
         }
+    }
+
+    /// This configuration with the signing identity of the 32-byte Ed25519 seed `seed`.
+    pub fn with_signing_seed(mut self, seed: &[u8; 32]) -> Config {
+        self.signing_key = Some(Signer::from_seed(seed));
+        self
     }
 }
 
@@ -123,6 +141,11 @@ mod tests {
         assert!(Tier::Standard.includes(Tier::Standard));
         assert!(!Tier::Core.includes(Tier::Standard));
         assert_eq!("all".parse::<Tier>(), Ok(Tier::All));
-        assert!("gold".parse::<Tier>().unwrap_err().contains("core, standard, all"));
+        assert!(
+            "gold"
+                .parse::<Tier>()
+                .unwrap_err()
+                .contains("core, standard, all")
+        );
     }
 }

@@ -1,5 +1,8 @@
-//! The audit key `.sdd/keys/audit.key`: 32 random bytes stored as 64 lowercase hex digits and a
-//! newline, mode 0600, created on first use.
+//! The project's secret keys, each 32 random bytes stored as 64 lowercase hex digits and a
+//! newline, mode 0600, created on first use:
+//! - `.sdd/keys/audit.key`: the HMAC-SHA256 key of the audit and mailbox chains;
+//! - `.sdd/keys/signing.ed25519`: the Ed25519 seed (RFC 8032 secret key) that signs claim
+//!   receipts and mailbox entries. Its public half travels inside what it signs.
 //!
 //! Creation is atomic and never widens permissions after the fact: the key is written to a
 //! temp file created with mode 0600 (`create_new`), synced, then hard-linked into place, which
@@ -17,6 +20,15 @@ use crate::store::layout::{Layout, create_private_dir_all, sync_dir};
 
 /// Length of the audit key in bytes.
 pub const AUDIT_KEY_LEN: usize = 32;
+/// Length of the Ed25519 signing seed in bytes.
+pub const SIGNING_SEED_LEN: usize = 32;
+/// File name of the signing seed in `.sdd/keys/`.
+pub const SIGNING_KEY_FILE: &str = "signing.ed25519";
+
+/// The path of the signing seed of the `.sdd` directory `sdd`.
+pub fn signing_key_file(sdd: &Path) -> PathBuf {
+    Layout::at(sdd).keys_dir().join(SIGNING_KEY_FILE)
+}
 
 /// Why the audit key cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -30,7 +42,7 @@ pub enum KeyError {
     NotAFile { path: PathBuf },
     #[error("{} does not hold a key of 64 lowercase hex digits", path.display())]
     Malformed { path: PathBuf },
-    #[error("no random bytes for a new audit key: {0}")]
+    #[error("no random bytes for a new key: {0}")]
     Random(String),
 }
 
@@ -44,21 +56,52 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> KeyError + '_ {
 /// Loads the audit key of the `.sdd` directory `sdd`, creating it (and the directories) if it
 /// does not exist yet.
 pub fn load_or_create_audit_key(sdd: &Path) -> Result<Vec<u8>, KeyError> {
-    if let Some(key) = load_audit_key(sdd)? {
+    load_or_create_secret(sdd, &Layout::at(sdd).audit_key_file(), AUDIT_KEY_LEN)
+}
+
+/// Loads the audit key if the file exists (`None` if it does not); refuses an unsafe file.
+pub fn load_audit_key(sdd: &Path) -> Result<Option<Vec<u8>>, KeyError> {
+    load_secret(&Layout::at(sdd).audit_key_file(), AUDIT_KEY_LEN)
+}
+
+/// Loads the Ed25519 signing seed of the `.sdd` directory `sdd`, creating it (and the
+/// directories) if it does not exist yet.
+pub fn load_or_create_signing_key(sdd: &Path) -> Result<[u8; SIGNING_SEED_LEN], KeyError> {
+    let path = signing_key_file(sdd);
+    let bytes = load_or_create_secret(sdd, &path, SIGNING_SEED_LEN)?;
+    bytes.try_into().map_err(|_| KeyError::Malformed { path })
+}
+
+/// Loads the signing seed if the file exists (`None` if it does not); refuses an unsafe file.
+pub fn load_signing_key(sdd: &Path) -> Result<Option<[u8; SIGNING_SEED_LEN]>, KeyError> {
+    let path = signing_key_file(sdd);
+    match load_secret(&path, SIGNING_SEED_LEN)? {
+        None => Ok(None),
+        Some(bytes) => bytes
+            .try_into()
+            .map(Some)
+            .map_err(|_| KeyError::Malformed { path }),
+    }
+}
+
+/// Loads the secret at `path`, or creates it with `len` random bytes if it does not exist.
+fn load_or_create_secret(sdd: &Path, path: &Path, len: usize) -> Result<Vec<u8>, KeyError> {
+    if let Some(key) = load_secret(path, len)? {
         return Ok(key);
     }
-    let layout = Layout::at(sdd);
-    let dir = layout.keys_dir();
+    let dir = Layout::at(sdd).keys_dir();
     create_private_dir_all(&dir).map_err(io_err(&dir))?;
-    let path = layout.audit_key_file();
-    let mut key = vec![0u8; AUDIT_KEY_LEN];
+    let mut key = vec![0u8; len];
     getrandom::fill(&mut key).map_err(|e| KeyError::Random(e.to_string()))?;
     let mut text = hex::encode(&key);
     text.push('\n');
 
     static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = path
+        .file_name()
+        .map_or_else(|| "key".into(), |n| n.to_string_lossy().into_owned());
     let tmp = dir.join(format!(
-        "audit.key.tmp.{}.{}",
+        "{name}.tmp.{}.{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
@@ -70,7 +113,7 @@ pub fn load_or_create_audit_key(sdd: &Path) -> Result<Vec<u8>, KeyError> {
             .open(&tmp)?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
-        std::fs::hard_link(&tmp, &path)
+        std::fs::hard_link(&tmp, path)
     })();
     let _ = std::fs::remove_file(&tmp);
     match published {
@@ -80,18 +123,21 @@ pub fn load_or_create_audit_key(sdd: &Path) -> Result<Vec<u8>, KeyError> {
         }
         // Another process created the key first: use theirs.
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            load_audit_key(sdd)?.ok_or_else(|| KeyError::Io {
-                path: path.clone(),
+            load_secret(path, len)?.ok_or_else(|| KeyError::Io {
+                path: path.to_path_buf(),
                 source: e,
             })
         }
-        Err(e) => Err(KeyError::Io { path, source: e }),
+        Err(e) => Err(KeyError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }),
     }
 }
 
-/// Loads the audit key if the file exists (`None` if it does not); refuses an unsafe file.
-pub fn load_audit_key(sdd: &Path) -> Result<Option<Vec<u8>>, KeyError> {
-    let path = Layout::at(sdd).audit_key_file();
+/// Loads a `len`-byte secret stored as hex if the file exists; refuses an unsafe file.
+fn load_secret(path: &Path, len: usize) -> Result<Option<Vec<u8>>, KeyError> {
+    let path = path.to_path_buf();
     let meta = match std::fs::symlink_metadata(&path) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -106,7 +152,7 @@ pub fn load_audit_key(sdd: &Path) -> Result<Option<Vec<u8>>, KeyError> {
     }
     let text = std::fs::read(&path).map_err(io_err(&path))?;
     let digits = text.strip_suffix(b"\n").unwrap_or(&text);
-    if digits.len() != 2 * AUDIT_KEY_LEN
+    if digits.len() != 2 * len
         || digits
             .iter()
             .any(|b| !matches!(b, b'0'..=b'9' | b'a'..=b'f'))
@@ -204,5 +250,38 @@ mod tests {
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         });
         assert!(keys.windows(2).all(|w| w[0] == w[1]));
+    }
+
+    #[test]
+    fn the_signing_key_is_created_once_with_mode_0600_and_refused_when_open() {
+        let tmp = TestDir::new("keys-signing");
+        let sdd = tmp.path().join(".sdd");
+        assert!(load_signing_key(&sdd).unwrap().is_none());
+        let seed = load_or_create_signing_key(&sdd).unwrap();
+        let path = signing_key_file(&sdd);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(load_or_create_signing_key(&sdd).unwrap(), seed);
+        assert_eq!(load_signing_key(&sdd).unwrap(), Some(seed));
+        assert_ne!(
+            load_or_create_audit_key(&sdd).unwrap(),
+            seed.to_vec(),
+            "independent keys"
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = load_or_create_signing_key(&sdd).unwrap_err();
+        assert!(
+            matches!(err, KeyError::TooOpen { mode: 0o644, .. }),
+            "{err}"
+        );
+        assert!(!err.to_string().contains(&hex::encode(seed)));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(&path, "short\n").unwrap();
+        assert!(matches!(
+            load_signing_key(&sdd),
+            Err(KeyError::Malformed { .. })
+        ));
     }
 }

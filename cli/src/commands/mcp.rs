@@ -79,6 +79,7 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
         Transport::Http => vec!["streamable-http".to_string(), "sse".to_string()],
     };
     let mut config = settings::config(key, tier, transports)?;
+    config.signing_key = Some(super::load_signer(workdir)?);
     let clock = Arc::new(SystemClock);
     let served = match args.transport {
         Transport::Stdio => {

@@ -23,11 +23,17 @@ bernstein_status lists task counts and, with detail=true, tasks.";
 
 const CANCEL: &str = "\nbernstein_cancel stops a task and its subtasks.";
 
+const WORKER: &str = "\nAs a worker: bernstein_claim takes the next eligible task (keep its signed receipt), \
+bernstein_post_message reports progress, bernstein_complete finishes it.";
+
 /// The instructions for `config`.
 pub fn instructions(config: &Config) -> String {
     let mut text = LOOP.to_string();
     if tiers::tier_of("bernstein_cancel").is_some_and(|t| config.tier.includes(t)) {
         text.push_str(CANCEL);
+    }
+    if tiers::tier_of("bernstein_claim").is_some_and(|t| config.tier.includes(t)) {
+        text.push_str(WORKER);
     }
     text
 }

@@ -10,23 +10,42 @@
 //! - [`tools`], [`tiers`]: the tools and the table of their tiers.
 //! - [`prompts`], [`card`], [`instructions`]: the rest of the catalogue.
 //! - [`schema`]: advertised JSON Schemas generated from the Rust types.
+//! - [`deps`]: `depends_on` checks (unknown tasks, cycles).
+//! - [`claims`], [`claim_verify`]: claim selection, signed claim receipts, their verifier.
+//! - [`mailbox`], [`dlp`]: signed mailbox entries, their verifier, secret redaction.
+//! - [`completion`]: parents resuming when their last subtask finishes.
+//! - [`plans`], [`operator`]: plan documents, hashes and decisions; operator commands.
+//! - [`signing`]: the Ed25519 identity and signature checks.
+//! - [`task_view`]: MCP task views (tasks/get, tasks/list, progress ticks) of runs and tasks.
 //!
 //! Tools (tier): `bernstein_run` (core), `bernstein_status` (core), `bernstein_run_status`
-//! (core), `bernstein_cancel` (standard).
+//! (core), `bernstein_cancel` (standard), `bernstein_claim` (standard),
+//! `bernstein_post_message` (standard), `bernstein_complete` (standard), `bernstein_approve`
+//! (standard).
 //!
 //! Everything here is pure: no IO, no clock (the time arrives in the tool context), no
 //! randomness. The domain never frames messages or writes records itself; it returns drafts.
 
 pub mod card;
+pub mod claim_verify;
+pub mod claims;
+pub mod completion;
+pub mod deps;
+pub mod dlp;
 pub mod handle;
 pub mod ids;
 pub mod instructions;
 pub mod lifecycle;
+pub mod mailbox;
+pub mod operator;
+pub mod plans;
 pub mod projection;
 pub mod prompts;
 pub mod records;
 pub mod runs;
 pub mod schema;
+pub mod signing;
+pub mod task_view;
 pub mod tiers;
 pub mod tools;
 
@@ -65,7 +84,11 @@ mod tests {
         assert_eq!(
             names,
             [
+                "bernstein_approve",
                 "bernstein_cancel",
+                "bernstein_claim",
+                "bernstein_complete",
+                "bernstein_post_message",
                 "bernstein_run",
                 "bernstein_run_status",
                 "bernstein_status"

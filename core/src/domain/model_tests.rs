@@ -1,5 +1,5 @@
-//! Property test: random sequences of operations (run, subtask, cancel, lifecycle moves, polls)
-//! against a small reference model of the task lifecycle. The model's rules are written out
+//! Property test: random sequences of operations (run, subtask, cancel, claim, complete,
+//! approve, lifecycle moves, polls) against a small reference model of the task lifecycle. The model's rules are written out
 //! independently of the tools: it refuses exactly where the tools must refuse, and after every
 //! step the projection's statuses, counts and run statuses equal the model's and a recount.
 
@@ -13,6 +13,10 @@ use super::testkit::Bench;
 #[derive(Clone, Debug)]
 enum Op {
     Run,
+    RunNeedingApproval,
+    Claim,
+    Complete(usize),
+    Approve(usize),
     Subtask(usize),
     Cancel(usize),
     Move(usize, TaskStatus),
@@ -24,6 +28,10 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         2 => Just(Op::Run),
+        1 => Just(Op::RunNeedingApproval),
+        2 => Just(Op::Claim),
+        3 => any::<usize>().prop_map(Op::Complete),
+        2 => any::<usize>().prop_map(Op::Approve),
         3 => any::<usize>().prop_map(Op::Subtask),
         2 => any::<usize>().prop_map(Op::Cancel),
         4 => (any::<usize>(), proptest::sample::select(TaskStatus::ALL.to_vec())).prop_map(|(i, s)| Op::Move(i, s)),
@@ -39,6 +47,8 @@ struct MTask {
     status: TaskStatus,
     root: usize,
     children: Vec<usize>,
+    parent: Option<usize>,
+    approval: bool,
 }
 
 #[derive(Default)]
@@ -62,6 +72,38 @@ const SPLITTABLE: [TaskStatus; 3] = [Open, Claimed, InProgress];
 const NEEDS_INPUT: [TaskStatus; 3] = [Planned, Blocked, PendingApproval];
 
 impl Model {
+    /// `t` reached done: resume the waiting parents above it (docs/RECORDS.md §3).
+    fn finished(&mut self, mut t: usize) -> Vec<(String, TaskStatus)> {
+        let mut resumed = Vec::new();
+        while let Some(p) = self.tasks[t].parent {
+            if self.tasks[p].status != WaitingForSubtasks {
+                break;
+            }
+            let kids: Vec<TaskStatus> = self.tasks[p]
+                .children
+                .iter()
+                .map(|&c| self.tasks[c].status)
+                .collect();
+            if !kids.iter().all(|s| TERMINAL.contains(s)) {
+                break;
+            }
+            let to = if kids.contains(&Failed) {
+                Blocked
+            } else if self.tasks[p].approval {
+                PendingApproval
+            } else {
+                Done
+            };
+            self.tasks[p].status = to;
+            resumed.push((self.tasks[p].id.clone(), to));
+            if to != Done {
+                break;
+            }
+            t = p;
+        }
+        resumed
+    }
+
     fn subtree(&self, i: usize) -> Vec<usize> {
         let mut out = vec![i];
         let mut k = 0;
@@ -123,10 +165,11 @@ fn check(b: &Bench, m: &Model) {
 fn step(b: &mut Bench, m: &mut Model, op: Op) {
     let pick = |i: usize| (!m.tasks.is_empty()).then(|| i % m.tasks.len());
     match op {
-        Op::Run => {
+        Op::Run | Op::RunNeedingApproval => {
+            let approval = matches!(op, Op::RunNeedingApproval);
             let v = b.ok(
                 "bernstein_run",
-                json!({"goal": format!("goal {}", m.tasks.len())}),
+                json!({"goal": format!("goal {}", m.tasks.len()), "requires_approval": approval}),
             );
             let id = v["task_id"].as_str().unwrap().to_string();
             assert_eq!(v["run_id"], id.as_str());
@@ -136,7 +179,61 @@ fn step(b: &mut Bench, m: &mut Model, op: Op) {
                 status: Open,
                 root: i,
                 children: vec![],
+                parent: None,
+                approval,
             });
+        }
+        Op::Claim => {
+            let r = b.ok("bernstein_claim", json!({"claimer_id": "model"}));
+            // Every task has the same priority and no dependency: the oldest open task wins.
+            match m.tasks.iter().position(|t| t.status == Open) {
+                Some(t) => {
+                    assert_eq!(r["taskId"], m.tasks[t].id.as_str());
+                    m.tasks[t].status = Claimed;
+                }
+                None => assert_eq!(r["granted"], false),
+            }
+        }
+        Op::Complete(i) => {
+            let Some(t) = pick(i) else { return };
+            let out = b.call(
+                "bernstein_complete",
+                json!({"task_id": m.tasks[t].id, "result_summary": "done"}),
+            );
+            if matches!(m.tasks[t].status, Open | Claimed | InProgress) {
+                let v = out.result.unwrap();
+                let resumed = if m.tasks[t].approval {
+                    m.tasks[t].status = PendingApproval;
+                    Vec::new()
+                } else {
+                    m.tasks[t].status = Done;
+                    m.finished(t)
+                };
+                assert_eq!(v["status"], m.tasks[t].status.as_str());
+                assert_eq!(
+                    v["resumed_parents"].as_array().unwrap().len(),
+                    resumed.len()
+                );
+            } else {
+                assert!(out.drafts.is_empty());
+                assert_eq!(out.result.unwrap_err().error, "task_not_completable");
+            }
+        }
+        Op::Approve(i) => {
+            let Some(t) = pick(i) else { return };
+            let out = b.call("bernstein_approve", json!({"task_id": m.tasks[t].id}));
+            if m.tasks[t].status == PendingApproval {
+                let v = out.result.unwrap();
+                m.tasks[t].status = Done;
+                let resumed = m.finished(t);
+                assert_eq!(
+                    v["resumed_parents"].as_array().unwrap().len(),
+                    resumed.len()
+                );
+            } else {
+                assert!(out.drafts.is_empty());
+                assert_eq!(out.result.unwrap_err().error, "task_not_awaiting_approval");
+            }
         }
         Op::Subtask(i) => {
             let Some(p) = pick(i) else { return };
@@ -171,6 +268,8 @@ fn step(b: &mut Bench, m: &mut Model, op: Op) {
                         status,
                         root: parent.root,
                         children: vec![],
+                        parent: Some(p),
+                        approval: false,
                     });
                     m.tasks[p].children.push(c);
                     assert_eq!(v["run_id"], m.tasks[parent.root].id.as_str());

@@ -17,9 +17,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::digest::Digest;
-use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM, RUN_STREAM_PREFIX, Record};
+use crate::ledger::{
+    AUDIT_STREAM, BACKLOG_STREAM, MAILBOX_STREAM_PREFIX, RUN_STREAM_PREFIX, Record,
+};
 
 use super::lifecycle::{self, TaskStatus};
+use super::mailbox::{MailboxEntry, MailboxHead};
 use super::records::{self, Complexity, Scope, TaskCreated, TaskStatusChanged};
 use super::runs::RunView;
 
@@ -43,6 +46,20 @@ pub struct TaskRow {
     pub created_seq: u64,
     /// Subtask ids in creation order.
     pub children: Vec<String>,
+    /// Tasks that must be done or closed before this one is offered to a claimer.
+    pub depends_on: Vec<String>,
+    /// Completion moves it to `pending_approval` instead of `done`.
+    pub requires_approval: bool,
+    /// The task is a plan's root (its id is the plan id).
+    pub plan: bool,
+    pub project: Option<String>,
+    pub capabilities: Vec<String>,
+    /// The claimer holding the task: set by a claim, cleared when it returns to the queue.
+    pub claimer: Option<String>,
+    /// How many times the task was claimed.
+    pub attempts: u32,
+    /// The result summary of its completion or approval.
+    pub result_summary: Option<String>,
 }
 
 /// Per-role tallies for `bernstein_status`.
@@ -62,7 +79,9 @@ struct TxnCursor {
     at: [u32; 2],
 }
 
-/// Bernstein's state at a ledger position.
+/// Bernstein's state at a ledger position. Fields have no serde defaults on purpose: a
+/// checkpoint written by a build whose projection lacked a field fails to load and is ignored
+/// (the store then folds the ledger from the start), instead of loading as a wrong state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Projection {
     tasks: BTreeMap<String, TaskRow>,
@@ -72,6 +91,12 @@ pub struct Projection {
     by_status: BTreeMap<TaskStatus, BTreeSet<u64>>,
     roles: BTreeMap<String, RoleTally>,
     runs: BTreeMap<String, RunView>,
+    /// (priority, created_seq) of every open task: the claim queue, best first.
+    open_queue: BTreeSet<(u8, u64)>,
+    /// Mailbox heads by task id.
+    mailboxes: BTreeMap<String, MailboxHead>,
+    /// Ids of plan roots.
+    plans: BTreeSet<String>,
     /// Hash of the latest audit record.
     audit_head: Digest,
     txn: TxnCursor,
@@ -95,6 +120,8 @@ impl Projection {
         } else if rec.stream == AUDIT_STREAM {
             self.fold_audit(rec);
             true
+        } else if let Some(task_id) = rec.stream.strip_prefix(MAILBOX_STREAM_PREFIX) {
+            self.fold_mailbox(task_id, rec)
         } else {
             true
         };
@@ -148,7 +175,21 @@ impl Projection {
             updated_at: b.created_at,
             created_seq: seq,
             children: Vec::new(),
+            depends_on: b.depends_on,
+            requires_approval: b.requires_approval,
+            plan: b.plan,
+            project: b.project,
+            capabilities: b.capabilities,
+            claimer: None,
+            attempts: 0,
+            result_summary: None,
         };
+        if row.plan {
+            self.plans.insert(row.id.clone());
+        }
+        if row.status == TaskStatus::Open {
+            self.open_queue.insert((row.priority, seq));
+        }
         self.roles.entry(row.role.clone()).or_default().tasks += 1;
         self.by_status.entry(row.status).or_default().insert(seq);
         self.by_creation.insert(seq, row.id.clone());
@@ -167,7 +208,24 @@ impl Projection {
             return false;
         }
         row.updated_at = b.at;
+        match b.to {
+            TaskStatus::Claimed => {
+                row.attempts = row.attempts.saturating_add(1);
+                row.claimer = b.actor.clone();
+            }
+            TaskStatus::Open => row.claimer = None,
+            _ => {}
+        }
+        if let Some(summary) = &b.summary {
+            row.result_summary = Some(summary.clone());
+        }
         let seq = row.created_seq;
+        if b.from == TaskStatus::Open {
+            self.open_queue.remove(&(row.priority, seq));
+        }
+        if b.to == TaskStatus::Open {
+            self.open_queue.insert((row.priority, seq));
+        }
         if let Some(set) = self.by_status.get_mut(&b.from) {
             set.remove(&seq);
             if set.is_empty() {
@@ -225,6 +283,20 @@ impl Projection {
         }
     }
 
+    fn fold_mailbox(&mut self, task_id: &str, rec: &Record) -> bool {
+        if rec.kind != records::MAILBOX_MESSAGE {
+            return true;
+        }
+        let Some(entry) = parse::<MailboxEntry>(&rec.body) else {
+            return false;
+        };
+        if entry.task_id != task_id || !self.tasks.contains_key(task_id) {
+            return false;
+        }
+        let head = self.mailboxes.entry(task_id.to_string()).or_default();
+        head.follow(&entry)
+    }
+
     /// The task `id`.
     pub fn task(&self, id: &str) -> Option<&TaskRow> {
         self.tasks.get(id)
@@ -233,6 +305,18 @@ impl Projection {
     /// The run `id`.
     pub fn run(&self, id: &str) -> Option<&RunView> {
         self.runs.get(id)
+    }
+
+    /// Runs whose id sorts after `after` (all runs when `None`), in run-id order.
+    pub fn runs_after<'a>(&'a self, after: Option<&str>) -> impl Iterator<Item = &'a RunView> + 'a {
+        use std::ops::Bound;
+        let lower = match after {
+            Some(a) => Bound::Excluded(a.to_string()),
+            None => Bound::Unbounded,
+        };
+        self.runs
+            .range::<String, _>((lower, Bound::Unbounded))
+            .map(|(_, v)| v)
     }
 
     /// How many tasks exist.
@@ -272,6 +356,23 @@ impl Projection {
             }
         }
         out
+    }
+
+    /// Open tasks in claim order: priority (1 first), then creation order.
+    pub fn open_in_claim_order(&self) -> impl Iterator<Item = &TaskRow> + '_ {
+        self.open_queue
+            .iter()
+            .filter_map(|(_, seq)| self.by_creation.get(seq).and_then(|id| self.tasks.get(id)))
+    }
+
+    /// The head of task `id`'s mailbox (empty when nothing was posted).
+    pub fn mailbox(&self, id: &str) -> MailboxHead {
+        self.mailboxes.get(id).cloned().unwrap_or_default()
+    }
+
+    /// Ids of plan roots, sorted.
+    pub fn plans(&self) -> impl Iterator<Item = &str> + '_ {
+        self.plans.iter().map(String::as_str)
     }
 
     /// Per-role tallies, by role name.
@@ -335,6 +436,11 @@ mod tests {
             estimated_minutes: 30,
             status: TaskStatus::Open,
             created_at: 5,
+            depends_on: Vec::new(),
+            requires_approval: false,
+            plan: false,
+            project: None,
+            capabilities: Vec::new(),
         }
     }
 
@@ -433,6 +539,8 @@ mod tests {
             from: TaskStatus::Claimed,
             to: TaskStatus::Done,
             reason: None,
+            actor: None,
+            summary: None,
             at: 1,
         };
         let illegal = TaskStatusChanged {
@@ -446,6 +554,8 @@ mod tests {
             from: TaskStatus::Open,
             to: TaskStatus::Closed,
             reason: None,
+            actor: None,
+            summary: None,
             at: 1,
         };
         let drafts = vec![

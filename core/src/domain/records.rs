@@ -4,11 +4,18 @@
 //! - stream `backlog`: `task.created`, `task.status` — the task table.
 //! - stream `run:<run_id>` (the run journal): `run.created`, `run.task_added`,
 //!   `run.task_status`, `run.cancelled` — everything a run handle is projected from.
+//! - stream `mailbox:<task_id>`: `mailbox.message` (bodies in [`super::mailbox`]).
+//! - stream `audit`: `task.claim_receipt` ([`super::claims`]), `task.mailbox_message`
+//!   ([`super::mailbox`]), `operator.command` ([`super::operator`]); `mcp.stateless_call` is the
+//!   engine's.
 //!
 //! A status change is always written to both streams in the same transaction, by
-//! [`status_change_drafts`], which consults the lifecycle table first. Bodies hold no floats
+//! [`StatusChanges`] (or its one-change form [`status_change_drafts`]), which consults the
+//! lifecycle table first. Bodies hold no floats
 //! (canonical JSON refuses them) and no field is ever renamed: old ledgers must keep folding.
 //! This module builds values only; it never decides whether a tool call is allowed.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,6 +41,18 @@ pub const RUN_CANCELLED: &str = "run.cancelled";
 /// Audit: the protocol engine's record of one tools/call (written by the engine, read here
 /// only to anchor run handles).
 pub const STATELESS_CALL: &str = "mcp.stateless_call";
+/// Audit: a claim decision (granted or refused) and its signed receipt.
+pub const CLAIM_RECEIPT: &str = "task.claim_receipt";
+/// Mailbox: one signed message entry (stream `mailbox:<task_id>`).
+pub const MAILBOX_MESSAGE: &str = "mailbox.message";
+/// Audit: the mirror of a mailbox entry.
+pub const MAILBOX_MIRROR: &str = "task.mailbox_message";
+/// Audit: a decision an operator took from the command line (plan approve/reject, cancel).
+pub const OPERATOR_COMMAND: &str = "operator.command";
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
 
 /// How much a task covers.
 #[derive(
@@ -77,6 +96,21 @@ pub struct TaskCreated {
     pub status: TaskStatus,
     /// Wall-clock ms of the creating call.
     pub created_at: u64,
+    /// Tasks that must be done (or closed) before this one is offered to a claimer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
+    /// Completing the task moves it to `pending_approval`, not `done`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub requires_approval: bool,
+    /// The task is the root of a plan (its id is the plan id).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub plan: bool,
+    /// Project namespace a claim filter may select on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Capabilities a claimer must offer (a claim filter selects on one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<String>,
 }
 
 /// `task.status` (stream `backlog`).
@@ -88,6 +122,12 @@ pub struct TaskStatusChanged {
     pub to: TaskStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Who moved it, when known (the claimer of a claim).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// The result summary a completion or an approval recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
     /// Wall-clock ms of the changing call.
     pub at: u64,
 }
@@ -120,6 +160,10 @@ pub struct RunTaskStatus {
     pub to: TaskStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
     pub at: u64,
 }
 
@@ -189,9 +233,116 @@ pub enum StatusChangeError {
     Illegal(#[from] IllegalTransition),
 }
 
+/// What a status change records besides its edge.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChangeNote<'a> {
+    pub reason: Option<&'a str>,
+    pub actor: Option<&'a str>,
+    pub summary: Option<&'a str>,
+}
+
+impl<'a> ChangeNote<'a> {
+    /// A note holding only a reason.
+    pub fn reason(reason: Option<&'a str>) -> ChangeNote<'a> {
+        ChangeNote {
+            reason,
+            ..ChangeNote::default()
+        }
+    }
+}
+
+/// The status changes of one transaction, drafted in order through the lifecycle table.
+///
+/// Each change starts from the status the task has after the changes before it in the same
+/// transaction (a plan's root may move planned → open → waiting_for_subtasks in one commit),
+/// exactly as the projection will fold them. Backlog and journal drafts are kept apart so a
+/// caller can place them (all `task.status` first, then the matching `run.task_status`).
+#[derive(Debug)]
+pub struct StatusChanges<'p> {
+    projection: &'p Projection,
+    current: BTreeMap<String, TaskStatus>,
+    backlog: Vec<Draft>,
+    journal: Vec<Draft>,
+}
+
+impl<'p> StatusChanges<'p> {
+    pub fn new(projection: &'p Projection) -> StatusChanges<'p> {
+        StatusChanges {
+            projection,
+            current: BTreeMap::new(),
+            backlog: Vec::new(),
+            journal: Vec::new(),
+        }
+    }
+
+    /// The projection the changes start from.
+    pub fn projection(&self) -> &'p Projection {
+        self.projection
+    }
+
+    /// The status of `task_id` after the changes drafted so far.
+    pub fn status(&self, task_id: &str) -> Option<TaskStatus> {
+        self.current
+            .get(task_id)
+            .copied()
+            .or_else(|| self.projection.task(task_id).map(|t| t.status))
+    }
+
+    /// Drafts moving `task_id` to `to` after checking the edge; returns the status it left.
+    pub fn change(
+        &mut self,
+        task_id: &str,
+        to: TaskStatus,
+        note: ChangeNote<'_>,
+        at: u64,
+    ) -> Result<TaskStatus, StatusChangeError> {
+        let task = self
+            .projection
+            .task(task_id)
+            .ok_or_else(|| StatusChangeError::UnknownTask(task_id.to_string()))?;
+        let from = self.status(task_id).unwrap_or(task.status);
+        lifecycle::transition(from, to)?;
+        let backlog = TaskStatusChanged {
+            task_id: task.id.clone(),
+            run_id: task.run_id.clone(),
+            from,
+            to,
+            reason: note.reason.map(str::to_string),
+            actor: note.actor.map(str::to_string),
+            summary: note.summary.map(str::to_string),
+            at,
+        };
+        let journal = RunTaskStatus {
+            run_id: backlog.run_id.clone(),
+            task_id: backlog.task_id.clone(),
+            from,
+            to,
+            reason: backlog.reason.clone(),
+            actor: backlog.actor.clone(),
+            summary: backlog.summary.clone(),
+            at,
+        };
+        self.backlog
+            .push(draft(BACKLOG_STREAM, TASK_STATUS, &backlog));
+        self.journal
+            .push(draft(run_stream(&task.run_id), RUN_TASK_STATUS, &journal));
+        self.current.insert(task.id.clone(), to);
+        Ok(from)
+    }
+
+    /// Whether nothing was drafted.
+    pub fn is_empty(&self) -> bool {
+        self.backlog.is_empty()
+    }
+
+    /// The drafts: (`task.status` records, `run.task_status` records), in change order.
+    pub fn into_drafts(self) -> (Vec<Draft>, Vec<Draft>) {
+        (self.backlog, self.journal)
+    }
+}
+
 /// The two drafts (backlog, run journal) moving `task_id` from its current status to `to`,
-/// after checking the edge against the lifecycle table. The only way the domain writes a
-/// status change.
+/// after checking the edge against the lifecycle table: [`StatusChanges`] with one change.
 pub fn status_change_drafts(
     projection: &Projection,
     task_id: &str,
@@ -199,31 +350,14 @@ pub fn status_change_drafts(
     reason: Option<&str>,
     at: u64,
 ) -> Result<(Draft, Draft), StatusChangeError> {
-    let task = projection
-        .task(task_id)
-        .ok_or_else(|| StatusChangeError::UnknownTask(task_id.to_string()))?;
-    lifecycle::transition(task.status, to)?;
-    let reason = reason.map(str::to_string);
-    let backlog = TaskStatusChanged {
-        task_id: task.id.clone(),
-        run_id: task.run_id.clone(),
-        from: task.status,
-        to,
-        reason: reason.clone(),
-        at,
-    };
-    let journal = RunTaskStatus {
-        run_id: task.run_id.clone(),
-        task_id: task.id.clone(),
-        from: task.status,
-        to,
-        reason,
-        at,
-    };
-    Ok((
-        draft(BACKLOG_STREAM, TASK_STATUS, &backlog),
-        draft(run_stream(&task.run_id), RUN_TASK_STATUS, &journal),
-    ))
+    let mut changes = StatusChanges::new(projection);
+    changes.change(task_id, to, ChangeNote::reason(reason), at)?;
+    let (mut backlog, mut journal) = changes.into_drafts();
+    match (backlog.pop(), journal.pop()) {
+        (Some(b), Some(j)) => Ok((b, j)),
+        // `change` succeeded, so it pushed one draft to each list.
+        _ => unreachable!("a successful change drafts one record per stream"),
+    }
 }
 
 #[cfg(test)]
@@ -246,6 +380,11 @@ mod tests {
             estimated_minutes: 30,
             status: TaskStatus::Open,
             created_at: 1_767_225_600_000,
+            depends_on: Vec::new(),
+            requires_approval: false,
+            plan: false,
+            project: None,
+            capabilities: Vec::new(),
         }
     }
 
@@ -324,7 +463,11 @@ mod tests {
                 RUN_TASK_ADDED,
                 RUN_TASK_STATUS,
                 RUN_CANCELLED,
-                STATELESS_CALL
+                STATELESS_CALL,
+                CLAIM_RECEIPT,
+                MAILBOX_MESSAGE,
+                MAILBOX_MIRROR,
+                OPERATOR_COMMAND
             ]
         );
         for (kind, text) in &examples {
@@ -335,6 +478,10 @@ mod tests {
                 RUN_TASK_ADDED => round_trips::<RunTaskAdded>(text),
                 RUN_TASK_STATUS => round_trips::<RunTaskStatus>(text),
                 RUN_CANCELLED => round_trips::<RunCancelled>(text),
+                CLAIM_RECEIPT => round_trips::<super::super::claims::ClaimEntry>(text),
+                MAILBOX_MESSAGE => round_trips::<super::super::mailbox::MailboxEntry>(text),
+                MAILBOX_MIRROR => round_trips::<super::super::mailbox::MailboxMirror>(text),
+                OPERATOR_COMMAND => round_trips::<super::super::operator::OperatorCommand>(text),
                 _ => {
                     let v: Value = serde_json::from_str(text).unwrap();
                     assert!(v.get("run_id").is_some_and(Value::is_string));

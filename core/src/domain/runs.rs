@@ -230,6 +230,8 @@ mod tests {
             from,
             to,
             reason: None,
+            actor: None,
+            summary: None,
             at: 2,
         })
     }

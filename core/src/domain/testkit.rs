@@ -12,6 +12,11 @@ use crate::time::Timestamp;
 use super::records;
 use super::tools;
 
+/// The bench's audit (HMAC) key.
+pub(crate) const TEST_AUDIT_KEY: &[u8] = b"test-audit-key";
+/// The bench's Ed25519 seed.
+pub(crate) const TEST_SIGNING_SEED: [u8; 32] = [42; 32];
+
 pub(crate) struct Bench {
     pub snapshot: Snapshot,
     pub config: Config,
@@ -26,7 +31,7 @@ impl Bench {
     pub fn new() -> Bench {
         Bench {
             snapshot: Snapshot::genesis(),
-            config: Config::new(b"test-audit-key".to_vec()),
+            config: Config::new(TEST_AUDIT_KEY.to_vec()).with_signing_seed(&TEST_SIGNING_SEED),
             now: Timestamp(1_767_225_600_000),
             spec_revision: "2025-11-25".into(),
             log: Vec::new(),
@@ -83,6 +88,28 @@ impl Bench {
         self.now = Timestamp(self.now.0 + 1_000);
         self.log.extend(recs.iter().cloned());
         recs
+    }
+
+    /// The ledger so far, as `ledger.jsonl` bytes.
+    pub fn ledger_bytes(&self) -> Vec<u8> {
+        self.log.iter().flat_map(Record::to_line).collect()
+    }
+
+    /// The task id in a payload's `task_id` field.
+    pub fn id_of(v: &Value) -> String {
+        v["task_id"]
+            .as_str()
+            .expect("task_id is a string")
+            .to_string()
+    }
+
+    /// Creates a subtask of `parent` and returns its id.
+    pub fn subtask(&mut self, parent: &str, goal: &str) -> String {
+        let v = self.ok(
+            "bernstein_run",
+            json!({"goal": goal, "parent_task_id": parent}),
+        );
+        Bench::id_of(&v)
     }
 
     /// The payload of a call that must succeed.
@@ -146,6 +173,11 @@ impl Bench {
             estimated_minutes: 30,
             status: super::lifecycle::TaskStatus::Planned,
             created_at: self.now.0,
+            depends_on: Vec::new(),
+            requires_approval: false,
+            plan: false,
+            project: None,
+            capabilities: Vec::new(),
         };
         let mut drafts = records::new_run_drafts(&task);
         drafts.push(Draft::new(

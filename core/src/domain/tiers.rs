@@ -8,6 +8,10 @@
 //! | `bernstein_run_status` | core     |
 //! | `bernstein_status`     | core     |
 //! | `bernstein_cancel`     | standard |
+//! | `bernstein_claim`      | standard |
+//! | `bernstein_post_message` | standard |
+//! | `bernstein_complete`   | standard |
+//! | `bernstein_approve`    | standard |
 //!
 //! A test fails when this table, the list above and the registered tools disagree. This
 //! module must never hold tool behaviour.
@@ -20,6 +24,10 @@ pub const TOOL_TIERS: &[(&str, Tier)] = &[
     ("bernstein_run_status", Tier::Core),
     ("bernstein_status", Tier::Core),
     ("bernstein_cancel", Tier::Standard),
+    ("bernstein_claim", Tier::Standard),
+    ("bernstein_post_message", Tier::Standard),
+    ("bernstein_complete", Tier::Standard),
+    ("bernstein_approve", Tier::Standard),
 ];
 
 /// The tier that introduces `tool`, if it is a Bernstein tool.
@@ -93,7 +101,11 @@ mod tests {
         assert_eq!(
             tools_in(Tier::Standard),
             [
+                "bernstein_approve",
                 "bernstein_cancel",
+                "bernstein_claim",
+                "bernstein_complete",
+                "bernstein_post_message",
                 "bernstein_run",
                 "bernstein_run_status",
                 "bernstein_status"

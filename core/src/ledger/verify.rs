@@ -250,6 +250,12 @@ impl<'k> LedgerVerifier<'k> {
 
     /// Checks the next line, given without its terminating `\n`.
     pub fn push_line(&mut self, line: &[u8]) -> Result<(), VerifyFailure> {
+        self.push_record(line).map(drop)
+    }
+
+    /// [`LedgerVerifier::push_line`], handing back the checked record (for verifiers layered
+    /// on this one, such as the claim-receipt and mailbox verifiers of the domain).
+    pub fn push_record(&mut self, line: &[u8]) -> Result<Record, VerifyFailure> {
         let n = self.line + 1;
         let rec = Record::parse_line(line, self.key)
             .map_err(|e| self.fail(n, format!("bad record: {e}")))?;
@@ -275,7 +281,7 @@ impl<'k> LedgerVerifier<'k> {
         }
         self.line = n;
         self.record(&rec, completes);
-        Ok(())
+        Ok(rec)
     }
 
     fn record(&mut self, rec: &Record, completes: bool) {

@@ -4,6 +4,10 @@
 //! - [`status`]: `bernstein_status` — liveness, counts by status, cost, task rows.
 //! - [`run_status`]: `bernstein_run_status` — the verifiable run handle.
 //! - [`cancel`]: `bernstein_cancel` — cancel a task and its subtask tree.
+//! - [`claim`]: `bernstein_claim` — a worker claims the next eligible task (signed receipt).
+//! - [`post_message`]: `bernstein_post_message` — a signed, redacted mailbox entry.
+//! - [`complete`]: `bernstein_complete` — the worker's completion gate.
+//! - [`approve`]: `bernstein_approve` — an operator's sign-off gate.
 //!
 //! Handlers are pure: they read the snapshot in their [`ToolContext`] and return a payload
 //! plus the drafts to append, or a structured refusal with no drafts. Arguments were validated
@@ -11,7 +15,11 @@
 //! `invalid_arguments`, never a panic. Tiers come from [`super::tiers`]; every description
 //! ends with the host-effects sentence built by [`effects_sentence`].
 
+pub mod approve;
 pub mod cancel;
+pub mod claim;
+pub mod complete;
+pub mod post_message;
 pub mod run;
 pub mod run_status;
 pub mod status;
@@ -32,6 +40,10 @@ pub fn registered() -> Vec<ToolSpec> {
         status::spec(),
         run_status::spec(),
         cancel::spec(),
+        claim::spec(),
+        post_message::spec(),
+        complete::spec(),
+        approve::spec(),
     ];
     tools.sort_by_key(|t| t.name);
     tools
@@ -84,6 +96,37 @@ pub(crate) fn unknown_task(error: &str, field: &str, id: &str) -> ToolError {
     )
     .with("field", field)
     .with(field, id)
+}
+
+/// Checks a peer-supplied name (claimer, sender, completed id, fingerprint): 1 to `max` bytes
+/// of ASCII letters, digits and `_.:-`.
+pub(crate) fn check_name(field: &str, value: &str, max: usize) -> Result<(), ToolError> {
+    let ok = !value.is_empty()
+        && value.len() <= max
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'));
+    if ok {
+        return Ok(());
+    }
+    Err(ToolError::new(
+        "invalid_arguments",
+        format!(
+            "{field} {} must be 1 to {max} characters of letters, digits and _.:-",
+            quote_for_message(value)
+        ),
+        "Use a plain identifier such as worker-1 or sha256:<hex>.",
+    )
+    .with("field", field))
+}
+
+/// A broken invariant met while drafting: reported, never a panic.
+pub(crate) fn internal(tool: &str, detail: &str) -> ToolError {
+    ToolError::new(
+        "internal_error",
+        format!("{tool} could not draft its records: {detail}"),
+        "This is a bug in the server; the ledger was not changed.",
+    )
 }
 
 /// The sentence every tool description ends with, stating its host effects. Descriptions are

@@ -4,8 +4,11 @@
 //! it, the task joins the parent's run as a subtask: an open, claimed or in-progress parent
 //! moves to `waiting_for_subtasks` (the lifecycle's Split edge), a parent already waiting stays
 //! so, a planned parent gets a planned subtask (plans are decided as a whole), and every other
-//! parent is refused. The task id is derived from the ledger head and the normalized arguments.
-//! This handler must never wait for the work itself.
+//! parent is refused. `plan: true` makes a new run a plan: its root is `planned` (and so is
+//! every subtask added under it) until an operator decides the plan. `depends_on` names tasks
+//! that must be done before a worker is offered this one (unknown ids and cycles are refused,
+//! see [`crate::domain::deps`]). The task id is derived from the ledger head and the
+//! normalized arguments. This handler must never wait for the work itself.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -15,6 +18,7 @@ use crate::protocol::registry::{
     Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
+use super::super::deps::check_dependencies;
 use super::super::ids::{check_task_id, derive_task_id};
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::records::{self, Complexity, Scope, TaskCreated};
@@ -45,8 +49,10 @@ const DESCRIPTION: &str = "Start a run for a goal. The call records the task and
 {task_id, title, status, run_id, poll_after_ms}; it does not wait for the work, which takes minutes to \
 hours. The task_id of a new run is also its run id. Do not call it again while waiting: that starts a \
 second run. Follow the run with bernstein_run_status after poll_after_ms. Pass parent_task_id to add a \
-subtask to an existing task's run instead (an active parent then waits for its subtasks). It reads and \
-appends to the project's .sdd ledger only. \
+subtask to an existing task's run instead (an active parent then waits for its subtasks), depends_on to \
+hold the task until other tasks are done, requires_approval to need an operator's sign-off, and plan: \
+true to start a plan that an operator approves as a whole. It reads and appends to the project's .sdd \
+ledger only. \
 Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
 
 /// Arguments of `bernstein_run`.
@@ -78,6 +84,26 @@ pub struct RunArgs {
     /// Create the task as a subtask of this task (an id bernstein_run returned).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_task_id: Option<String>,
+    /// Tasks that must be done before this one is offered to a worker (ids bernstein_run
+    /// returned; at most 64). A dependency that would close a cycle is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64))]
+    pub depends_on: Option<Vec<String>>,
+    /// Completing the task then needs an operator's bernstein_approve (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires_approval: Option<bool>,
+    /// Start the new run as a plan: its root and every subtask added under it stay planned
+    /// until an operator approves the plan (`bernstein plan approve`). New runs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<bool>,
+    /// Project namespace; workers can claim by project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub project: Option<String>,
+    /// Capabilities a worker must offer to be given the task (at most 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 16))]
+    pub capabilities: Option<Vec<String>>,
 }
 
 /// Payload of `bernstein_run`.
@@ -94,6 +120,9 @@ pub struct RunAnswer {
     /// The parent, for a subtask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_task_id: Option<String>,
+    /// The plan the task belongs to while it waits for an operator's decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_id: Option<String>,
 }
 
 pub fn spec() -> ToolSpec {
@@ -105,7 +134,7 @@ pub fn spec() -> ToolSpec {
         input_schema: schema::input_schema::<RunArgs>,
         output_schema: Some(schema::output_schema::<RunAnswer>),
         effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
+        task_support: TaskSupport::Optional,
         call: handle,
     }
 }
@@ -182,7 +211,25 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         )
         .with("field", "estimated_minutes"));
     }
-    let placement = place(ctx, args.parent_task_id.as_deref())?;
+    let plan_root = args.plan == Some(true);
+    if plan_root && args.parent_task_id.is_some() {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            "plan: true starts a new run and cannot be combined with parent_task_id",
+            "Create the plan's root without parent_task_id; subtasks added under a planned task are planned too.",
+        )
+        .with("field", "plan"));
+    }
+    check_labels(&args)?;
+    let mut placement = place(ctx, args.parent_task_id.as_deref())?;
+    if plan_root {
+        placement.status = lifecycle::initial_status(true);
+    }
+    let depends_on = check_dependencies(
+        &ctx.snapshot.domain,
+        args.depends_on.as_deref().unwrap_or_default(),
+        placement.parent_id.as_deref(),
+    )?;
 
     let canonical = serde_json::to_value(&args)
         .ok()
@@ -217,6 +264,11 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         estimated_minutes: args.estimated_minutes.unwrap_or(DEFAULT_ESTIMATED_MINUTES),
         status: placement.status,
         created_at: ctx.now.0,
+        depends_on,
+        requires_approval: args.requires_approval == Some(true),
+        plan: plan_root,
+        project: args.project.clone(),
+        capabilities: args.capabilities.clone().unwrap_or_default(),
     };
 
     let drafts = match (&placement.parent_id, placement.parent_moves_to) {
@@ -247,6 +299,7 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         run_id: run_id.clone(),
         poll_after_ms: POLL_AFTER_MS,
         parent_task_id: placement.parent_id,
+        plan_id: (task.status == TaskStatus::Planned).then(|| run_id.clone()),
     };
     let payload = serde_json::to_value(&answer).expect("a run answer always serializes");
     Ok(ToolOutput {
@@ -306,6 +359,47 @@ fn place(ctx: &ToolContext<'_>, parent: Option<&str>) -> Result<Placement, ToolE
         status,
         parent_moves_to,
     })
+}
+
+/// Checks `project` and `capabilities` (the schema bounds them; this also refuses blanks,
+/// control characters and duplicates).
+fn check_labels(args: &RunArgs) -> Result<(), ToolError> {
+    let bad = |field: &str, why: &str| {
+        ToolError::new(
+            "invalid_arguments",
+            format!("{field} {why}"),
+            "Use short plain labels such as api or python.",
+        )
+        .with("field", field)
+    };
+    let usable = |v: &str, max: usize| {
+        !v.trim().is_empty() && v.chars().count() <= max && !v.chars().any(char::is_control)
+    };
+    if let Some(p) = &args.project
+        && !usable(p, 256)
+    {
+        return Err(bad(
+            "project",
+            "must hold 1 to 256 characters without control characters",
+        ));
+    }
+    if let Some(caps) = &args.capabilities {
+        if caps.len() > 16 {
+            return Err(bad("capabilities", "may list at most 16 capabilities"));
+        }
+        for (i, c) in caps.iter().enumerate() {
+            if !usable(c, 64) {
+                return Err(bad(
+                    "capabilities",
+                    "entries must hold 1 to 64 characters without control characters",
+                ));
+            }
+            if caps[..i].contains(c) {
+                return Err(bad("capabilities", "lists a capability twice"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Statuses a parent may be in when a subtask is created under it.

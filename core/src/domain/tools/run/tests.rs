@@ -270,3 +270,81 @@ fn bad_parents_and_arguments_are_refused_without_drafts() {
     }
     assert_eq!(b.snapshot.domain.total(), 1);
 }
+
+#[test]
+fn dependencies_must_exist_and_must_not_close_a_cycle() {
+    let mut b = Bench::new();
+    let root = b.start("root");
+    let a = b.subtask(&root, "a");
+    let other = b.start("other run");
+    // Valid: a sibling, a task of another run; duplicates collapse.
+    let v = b.ok(
+        NAME,
+        json!({"goal": "c", "parent_task_id": root, "depends_on": [a, other, a]}),
+    );
+    let c = v["task_id"].as_str().unwrap().to_string();
+    assert_eq!(
+        b.snapshot.domain.task(&c).unwrap().depends_on,
+        vec![a.clone(), other.clone()]
+    );
+    let unknown = b.refused(
+        NAME,
+        json!({"goal": "x", "depends_on": ["T-0123456789abcdef"]}),
+    );
+    assert_eq!(unknown.error, "unknown_dependency");
+    assert_eq!(unknown.extra["dependency"], "T-0123456789abcdef");
+    assert_eq!(
+        b.refused(NAME, json!({"goal": "x", "depends_on": ["../etc"]}))
+            .error,
+        "invalid_id"
+    );
+    // A subtask depending on its parent, an ancestor, or a task that waits for the parent.
+    let grandchild_parent = a.clone();
+    for dep in [&a, &root] {
+        let e = b.refused(
+            NAME,
+            json!({"goal": "cycle", "parent_task_id": grandchild_parent, "depends_on": [dep]}),
+        );
+        assert_eq!(e.error, "dependency_cycle", "{dep}");
+    }
+    let w = b.ok(NAME, json!({"goal": "w", "depends_on": [root]}));
+    let e = b.refused(
+        NAME,
+        json!({"goal": "cycle", "parent_task_id": a, "depends_on": [w["task_id"]]}),
+    );
+    assert_eq!(e.error, "dependency_cycle");
+    let many: Vec<String> = (0..65).map(|_| a.clone()).collect();
+    assert_eq!(
+        b.refused(NAME, json!({"goal": "x", "depends_on": many}))
+            .error,
+        "invalid_arguments"
+    );
+}
+
+#[test]
+fn labels_are_checked_and_recorded() {
+    let mut b = Bench::new();
+    let v = b.ok(
+        NAME,
+        json!({"goal": "x", "project": "web", "capabilities": ["python"], "requires_approval": true}),
+    );
+    let row = b
+        .snapshot
+        .domain
+        .task(v["task_id"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(row.project.as_deref(), Some("web"));
+    assert_eq!(row.capabilities, ["python"]);
+    assert!(row.requires_approval);
+    for bad in [
+        json!({"goal": "x", "project": " "}),
+        json!({"goal": "x", "capabilities": ["a", "a"]}),
+        json!({"goal": "x", "capabilities": [""]}),
+    ] {
+        assert_eq!(
+            b.refused(NAME, bad.clone()).error,
+            "invalid_arguments",
+            "{bad}"
+        );
+    }
+}

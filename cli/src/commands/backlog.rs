@@ -1,0 +1,167 @@
+//! `bernstein backlog verify-claim`: offline verification of a claim receipt against the
+//! project's ledger, with no server and no network. Exit 0 when it verifies, 1 naming the
+//! failed check, 2 on a usage or IO error.
+//!
+//! The checks are the core's (`domain::claim_verify`); this module only reads files: the
+//! receipt, the ledger (up to a length read under the store's shared lock, so a concurrent
+//! append is never half-read), the audit key if present (HMAC tags), and the signing key if
+//! present (to insist the receipt carries this project's public key).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use bernstein_core::domain::claim_verify::{ClaimCheck, ClaimFailure, ClaimVerifier};
+use bernstein_core::domain::claims::parse_receipt;
+use bernstein_core::domain::signing::Signer;
+use bernstein_runtime_std::keys::{load_audit_key, load_signing_key};
+use bernstein_runtime_std::store::layout::Layout;
+use bernstein_runtime_std::store::lock::LedgerLock;
+use bernstein_runtime_std::verify_cmd::resolve_sdd;
+use clap::Subcommand;
+
+#[derive(Debug, Subcommand)]
+pub enum BacklogCommand {
+    /// Verify a claim receipt (as bernstein_claim returned it) offline against the ledger.
+    VerifyClaim {
+        /// The receipt JSON file (the receipt object, or a `{result, _meter}` envelope).
+        #[arg(long, value_name = "FILE")]
+        receipt: PathBuf,
+        /// The `.sdd` directory (default: <workdir>/.sdd).
+        #[arg(long, value_name = "DIR", alias = "audit-dir")]
+        dir: Option<PathBuf>,
+    },
+}
+
+pub fn run(workdir: &Path, command: BacklogCommand) -> Result<ExitCode, String> {
+    match command {
+        BacklogCommand::VerifyClaim { receipt, dir } => {
+            let sdd = resolve_sdd(&dir.unwrap_or_else(|| workdir.join(".sdd")));
+            verify_claim(&sdd, &receipt)
+        }
+    }
+}
+
+fn verify_claim(sdd: &Path, receipt_path: &Path) -> Result<ExitCode, String> {
+    let bytes =
+        std::fs::read(receipt_path).map_err(|e| format!("{}: {e}", receipt_path.display()))?;
+    let keys = ProjectKeys::load(sdd)?;
+    let receipt = match parse_receipt(&bytes) {
+        Ok(r) => r,
+        Err(detail) => {
+            return Ok(failed(&ClaimFailure {
+                check: ClaimCheck::ReceiptShape,
+                detail,
+            }));
+        }
+    };
+    let ledger = StableLedger::open(sdd)?;
+    let mut verifier = match ClaimVerifier::new(
+        receipt,
+        &ledger.name,
+        keys.audit.as_deref(),
+        keys.public_pem.as_deref(),
+    ) {
+        Ok(v) => v,
+        Err(f) => return Ok(failed(&f)),
+    };
+    let outcome = ledger.for_each_line(|line| verifier.push_line(line))?;
+    let result = match outcome {
+        Ok(rest) => verifier.finish(&rest),
+        Err(f) => Err(f),
+    };
+    match result {
+        Ok(report) => {
+            println!("{}", report.summary());
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(f) => Ok(failed(&f)),
+    }
+}
+
+fn failed(f: &ClaimFailure) -> ExitCode {
+    println!("FAILED: {f}");
+    ExitCode::from(1)
+}
+
+/// The keys a verifier may use: the audit key (HMAC tags) and the public half of the signing
+/// key, each only if present.
+pub(crate) struct ProjectKeys {
+    pub audit: Option<Vec<u8>>,
+    pub public_pem: Option<String>,
+}
+
+impl ProjectKeys {
+    pub fn load(sdd: &Path) -> Result<ProjectKeys, String> {
+        let audit = load_audit_key(sdd).map_err(|e| format!("audit key: {e}"))?;
+        if audit.is_none() {
+            eprintln!(
+                "bernstein: no audit key in {}: HMAC tags are not checked",
+                sdd.display()
+            );
+        }
+        let public_pem = match load_signing_key(sdd) {
+            Ok(seed) => seed.map(|s| Signer::from_seed(&s).public_key_pem().to_string()),
+            Err(e) => {
+                eprintln!("bernstein: not using the project's signing key to check signers: {e}");
+                None
+            }
+        };
+        Ok(ProjectKeys { audit, public_pem })
+    }
+}
+
+/// The ledger file, read up to the length it had while no writer was mid-append.
+pub(crate) struct StableLedger {
+    pub name: String,
+    file: File,
+    len: u64,
+}
+
+impl StableLedger {
+    pub fn open(sdd: &Path) -> Result<StableLedger, String> {
+        let layout = Layout::at(sdd);
+        let path = layout.ledger_file();
+        let name = path.display().to_string();
+        let io = |e: std::io::Error| format!("{name}: {e}");
+        let file = File::open(&path).map_err(io)?;
+        let lock = LedgerLock::open_existing(&layout.lock_file()).map_err(io)?;
+        let guard = lock
+            .as_ref()
+            .map(LedgerLock::shared)
+            .transpose()
+            .map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        drop(guard);
+        Ok(StableLedger { name, file, len })
+    }
+
+    /// Feeds every complete line (without `\n`) to `f`; returns the bytes after the last
+    /// `\n` (empty for a well-formed file), or the first error `f` returned.
+    pub fn for_each_line<E>(
+        self,
+        mut f: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<Result<Vec<u8>, E>, String> {
+        let name = self.name.clone();
+        let mut reader = BufReader::with_capacity(1 << 20, self.file.take(self.len));
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader
+                .read_until(b'\n', &mut line)
+                .map_err(|e| format!("{name}: {e}"))?;
+            if n == 0 {
+                return Ok(Ok(Vec::new()));
+            }
+            match line.strip_suffix(b"\n") {
+                Some(body) => {
+                    if let Err(e) = f(body) {
+                        return Ok(Err(e));
+                    }
+                }
+                None => return Ok(Ok(line)),
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! `bernstein mailbox verify`: offline verification of the task mailboxes against the ledger
+//! (sequence, chained entry hashes, body hashes, Ed25519 signatures, audit mirrors, and the
+//! ledger's own chains and HMAC tags). Exit 0 when everything verifies, 1 naming the failed
+//! check and entry, 2 on a usage or IO error. The checks are the core's (`domain::mailbox`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use bernstein_core::domain::ids::check_task_id;
+use bernstein_core::domain::mailbox::MailboxVerifier;
+use bernstein_runtime_std::verify_cmd::resolve_sdd;
+use clap::Subcommand;
+
+use super::backlog::{ProjectKeys, StableLedger};
+
+#[derive(Debug, Subcommand)]
+pub enum MailboxCommand {
+    /// Verify every task mailbox (or one task's) offline against the ledger.
+    Verify {
+        /// Only this task's mailbox.
+        #[arg(long, value_name = "TASK_ID")]
+        task: Option<String>,
+        /// The `.sdd` directory (default: <workdir>/.sdd).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+pub fn run(workdir: &Path, command: MailboxCommand) -> Result<ExitCode, String> {
+    let MailboxCommand::Verify { task, dir } = command;
+    if let Some(t) = &task {
+        check_task_id(t).map_err(|e| format!("--task {t:?}: {e}"))?;
+    }
+    let sdd = resolve_sdd(&dir.unwrap_or_else(|| workdir.join(".sdd")));
+    let keys = ProjectKeys::load(&sdd)?;
+    let ledger = StableLedger::open(&sdd)?;
+    let mut verifier = MailboxVerifier::new(
+        &ledger.name,
+        keys.audit.as_deref(),
+        task.as_deref(),
+        keys.public_pem.as_deref(),
+    );
+    let outcome = ledger.for_each_line(|line| verifier.push_line(line))?;
+    let result = match outcome {
+        Ok(rest) => verifier.finish(&rest),
+        Err(f) => Err(f),
+    };
+    match result {
+        Ok(report) => {
+            for (task, n) in &report.entries {
+                println!("{task}  {n} entries");
+            }
+            println!("{}", report.summary());
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(f) => {
+            println!("FAILED: {f}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! `bernstein plan list|show|approve|reject`: an operator reviews a plan and decides it as a
+//! whole. `show` prints the plan's tasks and its hash; `approve` and `reject` take that hash
+//! and refuse with exit 3 (the equivalent of HTTP 409 Conflict) when the plan changed since,
+//! before promoting or cancelling anything. Decisions are the core's (`domain::plans`),
+//! committed through the shared operator commit loop (compare-and-append with re-decision on
+//! conflict). Exit 0 done, 1 refused (unknown plan, nothing left to decide), 2 usage or IO
+//! error, 3 stale hash.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use bernstein_core::domain::operator;
+use bernstein_core::domain::plans::{self, PlanDecision, PlanDocument};
+use bernstein_core::ledger::Store;
+use clap::Subcommand;
+use serde_json::json;
+
+use super::task::{commit_operator, print_json};
+
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// List the project's plans with their hashes.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a plan's tasks and the hash to approve or reject it with.
+    Show {
+        /// The plan id (its root task's id).
+        plan_id: String,
+        /// Print the plan document and hash as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a plan: every planned task becomes open.
+    Approve {
+        plan_id: String,
+        /// The hash `plan show` printed (refused with exit 3 if the plan changed since).
+        #[arg(long, value_name = "HASH")]
+        hash: String,
+        /// Why, recorded in the ledger.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Reject a plan: every task still planned is cancelled.
+    Reject {
+        plan_id: String,
+        /// The hash `plan show` printed (refused with exit 3 if the plan changed since).
+        #[arg(long, value_name = "HASH")]
+        hash: String,
+        /// Why, recorded in the ledger.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+pub fn run(workdir: &Path, command: PlanCommand) -> Result<ExitCode, String> {
+    match command {
+        PlanCommand::List { json } => list(workdir, json),
+        PlanCommand::Show { plan_id, json } => show(workdir, &plan_id, json),
+        PlanCommand::Approve {
+            plan_id,
+            hash,
+            reason,
+        } => decide(workdir, &plan_id, &hash, PlanDecision::Approve, reason),
+        PlanCommand::Reject {
+            plan_id,
+            hash,
+            reason,
+        } => decide(workdir, &plan_id, &hash, PlanDecision::Reject, reason),
+    }
+}
+
+fn list(workdir: &Path, as_json: bool) -> Result<ExitCode, String> {
+    let (store, _) = super::open_store(workdir)?;
+    let snap = store.snapshot().map_err(|e| e.to_string())?;
+    let mut rows = Vec::new();
+    for id in snap.domain.plans() {
+        let doc = plans::document(&snap.domain, id).map_err(|e| e.to_string())?;
+        rows.push(json!({
+            "plan_id": id,
+            "hash": doc.hash(),
+            "tasks": doc.tasks.len(),
+            "planned": doc.planned(),
+            "title": doc.tasks.first().map(|t| t.title.clone()),
+        }));
+    }
+    if as_json {
+        print_json(&json!({ "plans": rows }))?;
+    } else if rows.is_empty() {
+        println!("no plans: create one with bernstein_run {{\"goal\": ..., \"plan\": true}}");
+    } else {
+        for r in &rows {
+            println!(
+                "{}  {} tasks, {} planned  {}  {}",
+                r["plan_id"].as_str().unwrap_or("?"),
+                r["tasks"],
+                r["planned"],
+                r["hash"].as_str().unwrap_or("?"),
+                r["title"].as_str().unwrap_or("")
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(workdir: &Path, plan_id: &str, as_json: bool) -> Result<ExitCode, String> {
+    let (store, _) = super::open_store(workdir)?;
+    let snap = store.snapshot().map_err(|e| e.to_string())?;
+    let doc = match plans::document(&snap.domain, plan_id) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("bernstein: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    if as_json {
+        print_json(
+            &json!({"plan_id": plan_id, "hash": doc.hash(), "planned": doc.planned(), "document": doc}),
+        )?;
+    } else {
+        print_plan(&doc);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_plan(doc: &PlanDocument) {
+    println!(
+        "plan {}  ({} tasks, {} planned)",
+        doc.plan_id,
+        doc.tasks.len(),
+        doc.planned()
+    );
+    println!("hash {}", doc.hash());
+    println!();
+    println!(
+        "{:<20} {:<22} {:<20} {:<10} TITLE",
+        "TASK", "STATUS", "PARENT", "ROLE"
+    );
+    for t in &doc.tasks {
+        println!(
+            "{:<20} {:<22} {:<20} {:<10} {}{}",
+            t.task_id,
+            t.status.as_str(),
+            t.parent_id.as_deref().unwrap_or("-"),
+            t.role,
+            t.title,
+            if t.depends_on.is_empty() {
+                String::new()
+            } else {
+                format!("  (after {})", t.depends_on.join(", "))
+            }
+        );
+    }
+    println!();
+    println!(
+        "decide with: bernstein plan approve {id} --hash {h}   (or: bernstein plan reject {id} --hash {h})",
+        id = doc.plan_id,
+        h = doc.hash()
+    );
+}
+
+fn decide(
+    workdir: &Path,
+    plan_id: &str,
+    hash: &str,
+    decision: PlanDecision,
+    reason: Option<String>,
+) -> Result<ExitCode, String> {
+    let (store, key) = super::open_store(workdir)?;
+    let outcome = commit_operator(&store, &key, |snap, now| {
+        operator::decide_plan(snap, now, plan_id, hash, decision, reason.as_deref())
+    })?;
+    match outcome {
+        Ok(out) => {
+            print_json(&out.answer)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) if e.is_conflict() => {
+            eprintln!("bernstein: {e}");
+            Ok(ExitCode::from(3))
+        }
+        Err(e) => {
+            eprintln!("bernstein: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}

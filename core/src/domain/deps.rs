@@ -1,0 +1,106 @@
+//! Task dependencies (`depends_on` of `bernstein_run`): shape, existence and cycle checks for
+//! a new task's dependency list.
+//!
+//! "X waits for Y" when X depends on Y (X is not offered until Y is done) or Y is a subtask of
+//! X (X resumes only when its subtasks end). A new task N under parent P adds the edges
+//! P → N and N → d for each dependency d; since nothing else points at N yet, those edges close
+//! a cycle exactly when some d already waits, directly or through others, for P (or is P). Such
+//! a dependency is refused: the tasks would wait for each other forever.
+//!
+//! This module reads the projection only; it never drafts records.
+
+use std::collections::BTreeSet;
+
+use crate::protocol::registry::ToolError;
+
+use super::ids::check_task_id;
+use super::projection::Projection;
+use super::tools::invalid_id;
+
+/// Most dependencies one task may name.
+pub const MAX_DEPENDENCIES: usize = 64;
+/// Most tasks the cycle search visits before refusing (bounds the cost of one call).
+pub const MAX_CYCLE_SEARCH: usize = 100_000;
+
+/// Checks `depends_on` for a new task under `parent`; returns the list without duplicates, in
+/// the order given.
+pub fn check_dependencies(
+    p: &Projection,
+    depends_on: &[String],
+    parent: Option<&str>,
+) -> Result<Vec<String>, ToolError> {
+    if depends_on.len() > MAX_DEPENDENCIES {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            format!(
+                "depends_on names {} tasks; at most {MAX_DEPENDENCIES} are allowed",
+                depends_on.len()
+            ),
+            "Split the work so each task waits for fewer tasks, or group them under a parent.",
+        )
+        .with("field", "depends_on"));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for id in depends_on {
+        check_task_id(id).map_err(|e| invalid_id("depends_on", id, e))?;
+        if p.task(id).is_none() {
+            return Err(ToolError::new(
+                "unknown_dependency",
+                format!("depends_on names {id}, which is no task in this project's ledger"),
+                "Name tasks that already exist (ids bernstein_run returned); create the dependency first.",
+            )
+            .with("field", "depends_on")
+            .with("dependency", id.as_str()));
+        }
+        if !out.contains(id) {
+            out.push(id.clone());
+        }
+    }
+    if let Some(parent) = parent {
+        for d in &out {
+            if waits_for(p, d, parent)? {
+                return Err(ToolError::new(
+                    "dependency_cycle",
+                    format!(
+                        "depends_on {d} would close a cycle: {d} already waits for {parent}, \
+                         which would wait for the new subtask"
+                    ),
+                    "A subtask cannot depend on its parent, an ancestor, or a task that waits for them.",
+                )
+                .with("field", "depends_on")
+                .with("dependency", d.as_str())
+                .with("parent_task_id", parent));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `from` waits for `target` (or is it), following dependencies and subtasks.
+fn waits_for(p: &Projection, from: &str, target: &str) -> Result<bool, ToolError> {
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
+    let mut stack = vec![from];
+    while let Some(id) = stack.pop() {
+        if id == target {
+            return Ok(true);
+        }
+        if !seen.insert(id) {
+            continue;
+        }
+        if seen.len() > MAX_CYCLE_SEARCH {
+            return Err(ToolError::new(
+                "dependency_graph_too_large",
+                format!(
+                    "checking depends_on for cycles visited more than {MAX_CYCLE_SEARCH} tasks"
+                ),
+                "Depend on fewer or more recent tasks.",
+            )
+            .with("field", "depends_on"));
+        }
+        if let Some(row) = p.task(id) {
+            stack.extend(row.depends_on.iter().map(String::as_str));
+            stack.extend(row.children.iter().map(String::as_str));
+        }
+    }
+    Ok(false)
+}

@@ -1,0 +1,141 @@
+//! Operator commands: the decisions an operator takes outside MCP (the CLI today, other
+//! transports later) — cancel a task, approve or reject a plan. Each is a pure function of a
+//! snapshot returning the drafts to commit, ending with an `operator.command` audit record;
+//! the runtime commits them with compare-and-append against that snapshot and re-runs the
+//! command on a fresh snapshot on conflict, exactly as the tool driver does, so these gates
+//! cannot race either.
+//!
+//! `task cancel` runs the very handler of `bernstein_cancel` (same gate, same refusals). This
+//! module never reads files or clocks; `now` arrives as a value.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::config::Config;
+use crate::ledger::{AUDIT_STREAM, Draft, Snapshot};
+use crate::protocol::registry::{ToolContext, ToolError};
+use crate::time::Timestamp;
+
+use super::plans::{self, PlanDecision, PlanError};
+use super::records;
+use super::tools::cancel;
+
+/// `operator.command` (stream `audit`): one operator decision that changed the ledger.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorCommand {
+    /// `task cancel`, `plan approve` or `plan reject`.
+    pub command: String,
+    /// The task or plan id.
+    pub target: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The plan hash the decision was taken on (plan decisions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_hash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// How many task statuses the command changed.
+    pub changed: u64,
+    pub at: u64,
+}
+
+/// What an operator command produced: an answer to show and the drafts to commit (empty when
+/// nothing changes, e.g. cancelling a finished task).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OperatorOutcome {
+    pub answer: Value,
+    pub drafts: Vec<Draft>,
+}
+
+fn with_audit(mut drafts: Vec<Draft>, entry: &OperatorCommand) -> Vec<Draft> {
+    if !drafts.is_empty() {
+        drafts.push(records::draft(
+            AUDIT_STREAM,
+            records::OPERATOR_COMMAND,
+            entry,
+        ));
+    }
+    drafts
+}
+
+/// `bernstein task cancel`: the `bernstein_cancel` gate, from the command line.
+pub fn cancel_task(
+    snapshot: &Snapshot,
+    config: &Config,
+    now: Timestamp,
+    task_id: &str,
+    reason: Option<&str>,
+) -> Result<OperatorOutcome, ToolError> {
+    let ctx = ToolContext {
+        snapshot,
+        config,
+        now,
+        call_id: "operator",
+        trace_id: "operator",
+        span_id: "operator",
+        spec_revision: "operator",
+    };
+    let mut args = json!({"task_id": task_id});
+    if let Some(r) = reason {
+        args["reason"] = json!(r);
+    }
+    let out = cancel::handle(&ctx, args);
+    let answer = out.result?;
+    let changed = out
+        .drafts
+        .iter()
+        .filter(|d| d.kind == records::TASK_STATUS)
+        .count() as u64;
+    let entry = OperatorCommand {
+        command: "task cancel".into(),
+        target: task_id.to_string(),
+        run_id: out.run_id.clone(),
+        plan_hash: None,
+        reason: reason.map(str::to_string),
+        changed,
+        at: now.0,
+    };
+    Ok(OperatorOutcome {
+        answer,
+        drafts: with_audit(out.drafts, &entry),
+    })
+}
+
+/// `bernstein plan approve|reject`: decides the plan if its hash is still `seen_hash`.
+pub fn decide_plan(
+    snapshot: &Snapshot,
+    now: Timestamp,
+    plan_id: &str,
+    seen_hash: &str,
+    decision: PlanDecision,
+    reason: Option<&str>,
+) -> Result<OperatorOutcome, PlanError> {
+    let outcome = plans::decide(
+        &snapshot.domain,
+        plan_id,
+        seen_hash,
+        decision,
+        reason,
+        now.0,
+    )?;
+    let entry = OperatorCommand {
+        command: format!("plan {}", decision.as_str()),
+        target: plan_id.to_string(),
+        run_id: Some(outcome.run_id.clone()),
+        plan_hash: Some(outcome.hash.clone()),
+        reason: reason.map(str::to_string),
+        changed: outcome.changes.len() as u64,
+        at: now.0,
+    };
+    let answer = json!({
+        "plan_id": outcome.plan_id,
+        "decision": decision.as_str(),
+        "hash": outcome.hash,
+        "changes": outcome.changes,
+    });
+    Ok(OperatorOutcome {
+        answer,
+        drafts: with_audit(outcome.drafts, &entry),
+    })
+}

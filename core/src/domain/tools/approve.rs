@@ -1,0 +1,163 @@
+//! `bernstein_approve` (tier standard): an operator signs off finished work. Accepted only from
+//! the approvable statuses (pending_approval, derived from the lifecycle table): the task moves
+//! to `done`, the note (when given) is recorded as its result summary, and a parent waiting on
+//! it resumes ([`crate::domain::completion`]). Every other status is refused with
+//! `task_not_awaiting_approval` and no drafts; a planned task is refused with a hint that plans
+//! are decided as a whole (`bernstein plan approve`). Atomic like every gate: decided on the
+//! call's snapshot, committed by compare-and-append against it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::protocol::registry::{
+    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+use super::super::completion::{ResumedParent, resume_parents};
+use super::super::ids::check_task_id;
+use super::super::lifecycle::{self, TaskStatus};
+use super::super::records::{ChangeNote, StatusChanges};
+use super::super::schema;
+use super::{internal, invalid_id, parse_args, tier, unknown_task};
+
+pub const NAME: &str = "bernstein_approve";
+
+/// Longest note, in characters.
+pub const MAX_NOTE_CHARS: usize = 4096;
+
+const EFFECTS: Effects = Effects {
+    reads_files: true,
+    writes_files: true,
+    spawns_processes: false,
+    network: false,
+};
+
+const DESCRIPTION: &str = "Sign off a task whose work is finished and awaits approval \
+(pending_approval): it moves to done, the note is recorded as its result summary, and a parent \
+waiting for it may complete. Any other status is refused with task_not_awaiting_approval and nothing \
+changes; planned tasks are decided as a whole plan with `bernstein plan approve`. It reads and \
+appends to the project's .sdd ledger only. \
+Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+
+/// Arguments of `bernstein_approve`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveArgs {
+    /// The task awaiting approval.
+    pub task_id: String,
+    /// The operator's note, recorded as the result summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 4096))]
+    pub note: Option<String>,
+}
+
+/// Payload of `bernstein_approve`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ApproveAnswer {
+    pub task_id: String,
+    /// Always done.
+    pub status: TaskStatus,
+    pub previous_status: TaskStatus,
+    pub run_id: String,
+    /// The result summary now recorded for the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_summary: Option<String>,
+    /// Parents that this approval resumed, nearest first.
+    pub resumed_parents: Vec<ResumedParent>,
+}
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME,
+        title: "Approve finished work",
+        description: DESCRIPTION,
+        tier: tier(NAME),
+        input_schema: schema::input_schema::<ApproveArgs>,
+        output_schema: Some(schema::output_schema::<ApproveAnswer>),
+        effects: EFFECTS,
+        task_support: TaskSupport::Forbidden,
+        call: handle,
+    }
+}
+
+pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    match approve(ctx, args) {
+        Ok(out) => out,
+        Err(e) => ToolOutput::refused(e),
+    }
+}
+
+/// The refusal for a task that is not awaiting approval.
+pub fn not_awaiting_approval(task_id: &str, status: TaskStatus) -> ToolError {
+    let hint = match status {
+        TaskStatus::Planned => {
+            "Planned tasks are decided as a whole plan: review it with `bernstein plan show PLAN_ID` \
+             and decide with `bernstein plan approve PLAN_ID --hash H` (or reject)."
+        }
+        s if s.is_terminal() => "The task is already finished; there is nothing to approve.",
+        _ => "Only tasks in pending_approval can be approved; a worker completes the task first.",
+    };
+    ToolError::new(
+        "task_not_awaiting_approval",
+        format!("task {task_id} is {status}, not awaiting approval"),
+        hint,
+    )
+    .with("task_id", task_id)
+    .with("current_status", status.as_str())
+    .with(
+        "approvable_statuses",
+        lifecycle::names(&lifecycle::approvable()),
+    )
+}
+
+fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+    let args: ApproveArgs = parse_args(NAME, args)?;
+    let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
+    let note = args.note.as_deref().map(str::trim);
+    if note.is_some_and(|n| n.is_empty() || n.chars().count() > MAX_NOTE_CHARS) {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            format!("note must hold 1 to {MAX_NOTE_CHARS} characters of non-blank text"),
+            "Omit note to keep the worker's result summary.",
+        )
+        .with("field", "note"));
+    }
+    let p = &ctx.snapshot.domain;
+    let task = p
+        .task(id)
+        .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
+    if !lifecycle::approvable().contains(&task.status) {
+        return Err(not_awaiting_approval(id, task.status));
+    }
+    let mut changes = StatusChanges::new(p);
+    let change = ChangeNote {
+        reason: Some("approved"),
+        actor: None,
+        summary: note,
+    };
+    changes
+        .change(id, TaskStatus::Done, change, ctx.now.0)
+        .map_err(|e| internal(NAME, &e.to_string()))?;
+    let resumed_parents =
+        resume_parents(&mut changes, id, ctx.now.0).map_err(|e| internal(NAME, &e.to_string()))?;
+    let (mut drafts, journal) = changes.into_drafts();
+    drafts.extend(journal);
+    let answer = ApproveAnswer {
+        task_id: task.id.clone(),
+        status: TaskStatus::Done,
+        previous_status: task.status,
+        run_id: task.run_id.clone(),
+        result_summary: note
+            .map(str::to_string)
+            .or_else(|| task.result_summary.clone()),
+        resumed_parents,
+    };
+    Ok(ToolOutput {
+        result: Ok(serde_json::to_value(&answer).expect("an approval answer always serializes")),
+        drafts,
+        run_id: Some(task.run_id.clone()),
+    })
+}
+
+#[cfg(test)]
+mod tests;

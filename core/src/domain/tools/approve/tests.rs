@@ -1,0 +1,73 @@
+use super::*;
+use crate::domain::testkit::Bench;
+use crate::domain::tools::complete::tests::task_in;
+use serde_json::json;
+
+fn status_of(b: &Bench, id: &str) -> TaskStatus {
+    b.snapshot.domain.task(id).unwrap().status
+}
+
+#[test]
+fn refusal_matrix_over_every_status() {
+    for status in TaskStatus::ALL {
+        let mut b = Bench::new();
+        let id = task_in(&mut b, status);
+        let out = b.call(NAME, json!({"task_id": id, "note": "lgtm"}));
+        match out.result {
+            Ok(v) => {
+                assert_eq!(status, TaskStatus::PendingApproval, "{status} approved");
+                assert_eq!(v["status"], "done");
+                assert_eq!(v["result_summary"], "lgtm");
+                assert_eq!(status_of(&b, &id), TaskStatus::Done);
+            }
+            Err(e) => {
+                assert_ne!(status, TaskStatus::PendingApproval);
+                assert_eq!(e.error, "task_not_awaiting_approval");
+                assert_eq!(e.extra["task_id"], id.as_str());
+                assert_eq!(e.extra["current_status"], status.as_str());
+                assert_eq!(e.extra["approvable_statuses"], json!(["pending_approval"]));
+                assert!(out.drafts.is_empty());
+                assert_eq!(status_of(&b, &id), status);
+                if status == TaskStatus::Planned {
+                    assert!(e.hint.contains("plan"), "{}", e.hint);
+                    assert!(e.hint.contains("bernstein plan approve"), "{}", e.hint);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn approval_keeps_the_workers_summary_without_a_note_and_resumes_parents() {
+    let mut b = Bench::new();
+    let root = b.start("root");
+    let child = Bench::id_of(&b.ok(
+        "bernstein_run",
+        json!({"goal": "reviewed", "parent_task_id": root, "requires_approval": true}),
+    ));
+    b.ok(
+        "bernstein_complete",
+        json!({"task_id": child, "result_summary": "worker summary"}),
+    );
+    assert_eq!(status_of(&b, &root), TaskStatus::WaitingForSubtasks);
+    let v = b.ok(NAME, json!({"task_id": child}));
+    assert_eq!(v["result_summary"], "worker summary");
+    assert_eq!(
+        v["resumed_parents"],
+        json!([{"task_id": root, "status": "done"}])
+    );
+    assert_eq!(status_of(&b, &root), TaskStatus::Done);
+    assert_eq!(
+        b.snapshot
+            .domain
+            .task(&child)
+            .unwrap()
+            .result_summary
+            .as_deref(),
+        Some("worker summary")
+    );
+    assert_eq!(
+        b.refused(NAME, json!({"task_id": child, "note": ""})).error,
+        "invalid_arguments"
+    );
+}

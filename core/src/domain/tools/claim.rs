@@ -1,0 +1,214 @@
+//! `bernstein_claim` (tier standard): the pull-worker's claim. Offers the first open task the
+//! filter admits (claim order, dependencies done) and answers a signed claim receipt; a filter
+//! that matches nothing answers a signed refusal receipt (`granted: false`, `taskId: ""`).
+//!
+//! Both are recorded as a `task.claim_receipt` audit entry; a grant also moves the task
+//! open → claimed (actor: the claimer) in the same transaction. The records are committed with
+//! compare-and-append against the snapshot the decision was taken on, so two claimers can never
+//! win one task: the loser's append conflicts and it is decided again on the newer ledger.
+//! Without a signing key the call is refused; it never answers an unsigned receipt.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ledger::AUDIT_STREAM;
+use crate::protocol::registry::{
+    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+use super::super::claims::{self, ClaimEntry, ClaimFilter, ClaimReceipt, Claimer};
+use super::super::lifecycle::TaskStatus;
+use super::super::records::{self, ChangeNote, StatusChanges};
+use super::super::schema;
+use super::super::signing::no_signer;
+use super::{check_name, internal, parse_args, tier};
+
+pub const NAME: &str = "bernstein_claim";
+
+/// Most ids `completed_ids` may list.
+pub const MAX_COMPLETED_IDS: usize = 4096;
+
+const EFFECTS: Effects = Effects {
+    reads_files: true,
+    writes_files: true,
+    spawns_processes: false,
+    network: false,
+};
+
+const DESCRIPTION: &str = "Claim the next eligible task for a worker (pull-worker loop: claim, then \
+bernstein_post_message for progress, then bernstein_complete). A task is offered only when it is open, \
+matches the filter (role, project, capability, max_attempts) and every task in its depends_on is done; \
+only one claimer can ever win a task. Answers a signed claim receipt {taskId, granted, claimerId, \
+claimerCardFingerprint, backlogHead, filterDigest, chainHead, specRevision, receiptHash, signature, \
+signerPublicKeyPem, pollToken}; when nothing matches, a signed refusal receipt with granted false and \
+taskId \"\". Keep the receipt: `bernstein backlog verify-claim` checks it offline. It reads and appends \
+to the project's .sdd ledger only. \
+Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+
+/// Arguments of `bernstein_claim`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimArgs {
+    /// The claiming worker's identity (letters, digits and `_.:-`).
+    #[schemars(length(min = 1, max = 256))]
+    pub claimer_id: String,
+    /// Only tasks of this role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub role: Option<String>,
+    /// Only tasks of this project namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub project: Option<String>,
+    /// Only tasks requiring this capability.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub capability: Option<String>,
+    /// Task ids whose results this worker holds; when given, a task is offered only if each of
+    /// its dependencies is listed here (and done in the ledger).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
+    pub completed_ids: Option<Vec<String>>,
+    /// Skip tasks already claimed this many times or more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 100000))]
+    pub max_attempts: Option<u32>,
+    /// `sha256:` fingerprint of the claimer's agent card, bound into the receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub claimer_card_fingerprint: Option<String>,
+}
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME,
+        title: "Claim a task",
+        description: DESCRIPTION,
+        tier: tier(NAME),
+        input_schema: schema::input_schema::<ClaimArgs>,
+        output_schema: Some(schema::output_schema::<ClaimReceipt>),
+        effects: EFFECTS,
+        task_support: TaskSupport::Forbidden,
+        call: handle,
+    }
+}
+
+pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    match claim(ctx, args) {
+        Ok(out) => out,
+        Err(e) => ToolOutput::refused(e),
+    }
+}
+
+/// The filter of validated arguments.
+fn filter_of(args: &ClaimArgs) -> Result<ClaimFilter, ToolError> {
+    check_name("claimer_id", &args.claimer_id, 256)?;
+    for (field, value, max) in [
+        ("role", &args.role, 64),
+        ("project", &args.project, 256),
+        ("capability", &args.capability, 256),
+        (
+            "claimer_card_fingerprint",
+            &args.claimer_card_fingerprint,
+            256,
+        ),
+    ] {
+        if let Some(v) = value {
+            check_text(field, v, max)?;
+        }
+    }
+    let completed_ids = match &args.completed_ids {
+        None => None,
+        Some(ids) if ids.len() > MAX_COMPLETED_IDS => {
+            return Err(ToolError::new(
+                "invalid_arguments",
+                format!(
+                    "completed_ids lists {} ids; at most {MAX_COMPLETED_IDS}",
+                    ids.len()
+                ),
+                "List only the dependencies whose results this worker holds.",
+            )
+            .with("field", "completed_ids"));
+        }
+        Some(ids) => {
+            for id in ids {
+                check_name("completed_ids", id, 256)?;
+            }
+            Some(ids.iter().cloned().collect::<BTreeSet<String>>())
+        }
+    };
+    if args.max_attempts.is_some_and(|m| m > 100_000) {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            "max_attempts must be from 0 to 100000",
+            "Omit max_attempts to offer tasks however often they were claimed.",
+        )
+        .with("field", "max_attempts"));
+    }
+    Ok(ClaimFilter {
+        role: args.role.clone(),
+        project: args.project.clone(),
+        capability: args.capability.clone(),
+        completed_ids,
+        max_attempts: args.max_attempts,
+    })
+}
+
+/// A free-text filter value: non-blank, at most `max` characters, no control characters.
+fn check_text(field: &str, value: &str, max: usize) -> Result<(), ToolError> {
+    if value.trim().is_empty() || value.chars().count() > max || value.chars().any(char::is_control)
+    {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            format!("{field} must hold 1 to {max} characters of text without control characters"),
+            "Omit the field to leave that part of the filter open.",
+        )
+        .with("field", field));
+    }
+    Ok(())
+}
+
+fn claim(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+    let args: ClaimArgs = parse_args(NAME, args)?;
+    let filter = filter_of(&args)?;
+    let signer = ctx
+        .config
+        .signing_key
+        .as_ref()
+        .ok_or_else(|| no_signer(NAME))?;
+    let claimer = Claimer {
+        id: &args.claimer_id,
+        card_fingerprint: args.claimer_card_fingerprint.as_deref(),
+    };
+    let decision = claims::decide(ctx.snapshot, claimer, &filter, ctx.spec_revision, signer);
+    let mut drafts = Vec::new();
+    if let Some(task) = decision.task {
+        let mut changes = StatusChanges::new(&ctx.snapshot.domain);
+        let reason = format!("claimed by {}", args.claimer_id);
+        let note = ChangeNote {
+            reason: Some(&reason),
+            actor: Some(&args.claimer_id),
+            summary: None,
+        };
+        changes
+            .change(&task.id, TaskStatus::Claimed, note, ctx.now.0)
+            .map_err(|e| internal(NAME, &e.to_string()))?;
+        let (backlog, journal) = changes.into_drafts();
+        drafts.extend(backlog);
+        drafts.extend(journal);
+    }
+    let entry = ClaimEntry::of(&decision, &filter, ctx.now.0);
+    drafts.push(records::draft(AUDIT_STREAM, records::CLAIM_RECEIPT, &entry));
+    let payload =
+        serde_json::to_value(&decision.receipt).expect("a claim receipt always serializes");
+    Ok(ToolOutput {
+        result: Ok(payload),
+        drafts,
+        run_id: decision.task.map(|t| t.run_id.clone()),
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,175 @@
+//! `bernstein_complete` (tier standard): the worker's completion gate. Accepted only from the
+//! worker-completable statuses (open, claimed, in_progress, derived from the lifecycle table);
+//! every other status is refused with `task_not_completable` and no drafts. A task that requires
+//! approval moves to `pending_approval`, any other to `done` — and a `done` task resumes the
+//! parents waiting on it ([`crate::domain::completion`]).
+//!
+//! The gate is atomic: the decision is taken on the call's snapshot and its records are
+//! committed by compare-and-append against that snapshot's position, so a task that entered
+//! waiting_for_subtasks after the read makes the append conflict; the call is then decided
+//! again on the newer ledger and refused. This handler changes statuses only through
+//! `StatusChanges`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::protocol::registry::{
+    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+use super::super::completion::{ResumedParent, resume_parents};
+use super::super::ids::check_task_id;
+use super::super::lifecycle::{self, TaskStatus};
+use super::super::records::{ChangeNote, StatusChanges};
+use super::super::schema;
+use super::{internal, invalid_id, parse_args, tier, unknown_task};
+
+pub const NAME: &str = "bernstein_complete";
+
+/// Longest result summary, in characters.
+pub const MAX_SUMMARY_CHARS: usize = 4096;
+
+const EFFECTS: Effects = Effects {
+    reads_files: true,
+    writes_files: true,
+    spawns_processes: false,
+    network: false,
+};
+
+const DESCRIPTION: &str = "Report a task finished with a result summary (the worker's completion \
+verb). Accepted only while the task is open, claimed or in_progress; any other status (for example \
+waiting_for_subtasks, orphaned, pending_approval) is refused with task_not_completable and nothing \
+changes. A task that requires approval moves to pending_approval for bernstein_approve, any other to \
+done; a parent waiting for its subtasks completes when its last subtask does. It reads and appends to \
+the project's .sdd ledger only. \
+Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+
+/// Arguments of `bernstein_complete`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteArgs {
+    /// The task to complete.
+    pub task_id: String,
+    /// What was done: non-empty, at most 4096 characters.
+    #[schemars(length(min = 1, max = 4096))]
+    pub result_summary: String,
+}
+
+/// Payload of `bernstein_complete`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CompleteAnswer {
+    pub task_id: String,
+    /// done, or pending_approval when the task requires approval.
+    pub status: TaskStatus,
+    pub previous_status: TaskStatus,
+    pub requires_approval: bool,
+    pub run_id: String,
+    /// Parents that this completion resumed, nearest first.
+    pub resumed_parents: Vec<ResumedParent>,
+}
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME,
+        title: "Complete a task",
+        description: DESCRIPTION,
+        tier: tier(NAME),
+        input_schema: schema::input_schema::<CompleteArgs>,
+        output_schema: Some(schema::output_schema::<CompleteAnswer>),
+        effects: EFFECTS,
+        task_support: TaskSupport::Forbidden,
+        call: handle,
+    }
+}
+
+pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    match complete(ctx, args) {
+        Ok(out) => out,
+        Err(e) => ToolOutput::refused(e),
+    }
+}
+
+/// The refusal for a task the worker may not complete.
+pub fn not_completable(task_id: &str, status: TaskStatus) -> ToolError {
+    let hint = match status {
+        TaskStatus::WaitingForSubtasks => {
+            "The task waits for its subtasks; it completes by itself when the last one does."
+        }
+        TaskStatus::PendingApproval => {
+            "The work is done and awaits an operator's sign-off with bernstein_approve."
+        }
+        TaskStatus::Planned => "The task belongs to a plan an operator has not approved yet.",
+        _ => "Only open, claimed or in_progress tasks can be completed.",
+    };
+    ToolError::new(
+        "task_not_completable",
+        format!("task {task_id} is {status} and cannot be completed by a worker"),
+        hint,
+    )
+    .with("task_id", task_id)
+    .with("current_status", status.as_str())
+    .with(
+        "completable_statuses",
+        lifecycle::names(&lifecycle::worker_completable()),
+    )
+}
+
+fn complete(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+    let args: CompleteArgs = parse_args(NAME, args)?;
+    let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
+    let summary = args.result_summary.trim();
+    if summary.is_empty() || args.result_summary.chars().count() > MAX_SUMMARY_CHARS {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            format!(
+                "result_summary must hold 1 to {MAX_SUMMARY_CHARS} characters of non-blank text"
+            ),
+            "Say in a sentence or two what was done; it is recorded as the task's result.",
+        )
+        .with("field", "result_summary"));
+    }
+    let p = &ctx.snapshot.domain;
+    let task = p
+        .task(id)
+        .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
+    if !lifecycle::worker_completable().contains(&task.status) {
+        return Err(not_completable(id, task.status));
+    }
+    let to = if task.requires_approval {
+        TaskStatus::PendingApproval
+    } else {
+        TaskStatus::Done
+    };
+    let mut changes = StatusChanges::new(p);
+    let note = ChangeNote {
+        reason: Some("completed by worker"),
+        actor: task.claimer.as_deref(),
+        summary: Some(summary),
+    };
+    changes
+        .change(id, to, note, ctx.now.0)
+        .map_err(|e| internal(NAME, &e.to_string()))?;
+    let resumed_parents = if to == TaskStatus::Done {
+        resume_parents(&mut changes, id, ctx.now.0).map_err(|e| internal(NAME, &e.to_string()))?
+    } else {
+        Vec::new()
+    };
+    let (mut drafts, journal) = changes.into_drafts();
+    drafts.extend(journal);
+    let answer = CompleteAnswer {
+        task_id: task.id.clone(),
+        status: to,
+        previous_status: task.status,
+        requires_approval: task.requires_approval,
+        run_id: task.run_id.clone(),
+        resumed_parents,
+    };
+    Ok(ToolOutput {
+        result: Ok(serde_json::to_value(&answer).expect("a completion answer always serializes")),
+        drafts,
+        run_id: Some(task.run_id.clone()),
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
