@@ -1,13 +1,20 @@
 //! The stdio transport on smol: async reads from stdin, one message at a time, each served on
 //! the blocking pool (the ledger store does file IO and fsync). Framing and per-connection
-//! state are shared with runtime-std's [`StdioConnection`].
+//! state are shared with runtime-std's [`StdioConnection`]. A message whose answer waits for
+//! the ledger (`tasks/result` of a running task) is served in a background task so that later
+//! lines keep flowing; at end of input such waits end and their answers are sent before exit,
+//! and a `notifications/cancelled` naming one ends it without an answer.
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bernstein_core::ledger::Store;
 use bernstein_core::protocol::Server;
+use bernstein_core::protocol::tasks::{cancelled_request, request_id};
+use bernstein_core::transport::Line;
 use bernstein_runtime_std::driver::Clock;
-use bernstein_runtime_std::stdio::StdioConnection;
+use bernstein_runtime_std::stdio::{StdioConnection, serve_deferred};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Serves stdin/stdout until end of input, on a smol executor.
@@ -17,7 +24,11 @@ pub fn serve_stdio(server: Arc<Server>, store: Arc<dyn Store>, clock: Arc<dyn Cl
 
 async fn serve(server: Arc<Server>, store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> std::io::Result<()> {
     let mut input = smol::Unblock::new(std::io::stdin());
-    let mut output = smol::Unblock::new(std::io::stdout());
+    let output = Arc::new(smol::lock::Mutex::new(smol::Unblock::new(std::io::stdout())));
+    let eof = Arc::new(AtomicBool::new(false));
+    let mut waiting = Vec::new();
+    // Deferred requests by id, with the flag a `notifications/cancelled` raises.
+    let cancels: Arc<Mutex<HashMap<String, Arc<AtomicBool>>>> = Arc::default();
     let conn = Arc::new(Mutex::new(StdioConnection::new(&server)));
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -31,22 +42,73 @@ async fn serve(server: Arc<Server>, store: Arc<dyn Store>, clock: Arc<dyn Clock>
             }
         }
         loop {
-            let (srv, st, ck, cn) = (server.clone(), store.clone(), clock.clone(), conn.clone());
+            let (srv, st, ck, cn, cs) = (server.clone(), store.clone(), clock.clone(), conn.clone(), cancels.clone());
             let out = smol::unblock(move || {
                 let mut c = cn.lock().expect("the connection lock is never poisoned: serve_line does not panic");
                 let line = c.framer.poll_line()?;
-                Some(c.serve_line(&srv, &*st, &*ck, line))
+                if let Line::Message(bytes) = &line
+                    && let Some(id) = cancelled_request(bytes)
+                    && let Some(flag) = cs.lock().unwrap_or_else(PoisonError::into_inner).get(&id)
+                {
+                    flag.store(true, Ordering::SeqCst);
+                }
+                Some(c.serve_line_now(&srv, &*st, &*ck, line).map_err(|bytes| (bytes, c.facts.clone())))
             })
             .await;
-            let Some(out) = out else { break };
-            for m in &out {
-                output.write_all(m).await?;
-                output.write_all(b"\n").await?;
+            match out {
+                None => break,
+                Some(Ok(lines)) => write_lines(&output, &lines).await?,
+                Some(Err((bytes, facts))) => {
+                    let (srv, st, ck, eof, output, cs) =
+                        (server.clone(), store.clone(), clock.clone(), eof.clone(), output.clone(), cancels.clone());
+                    let id = request_id(&bytes);
+                    let cancelled = Arc::new(AtomicBool::new(false));
+                    if let Some(id) = &id {
+                        cs.lock().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), cancelled.clone());
+                    }
+                    waiting.push(smol::spawn(async move {
+                        let flag = cancelled.clone();
+                        let lines = smol::unblock(move || {
+                            let stop = || eof.load(Ordering::SeqCst) || flag.load(Ordering::SeqCst);
+                            serve_deferred(&srv, &*st, &*ck, &bytes, &facts, &stop)
+                        })
+                        .await;
+                        if let Some(id) = &id {
+                            cs.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+                        }
+                        // A cancelled request gets no answer (the client asked us not to send one).
+                        if cancelled.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        if let Err(e) = write_lines(&output, &lines).await {
+                            eprintln!("bernstein: could not write a deferred answer: {e}");
+                        }
+                    }));
+                }
             }
-            output.flush().await?;
         }
         if n == 0 {
+            // Waiting answers stop waiting and are sent before the loop ends.
+            eof.store(true, Ordering::SeqCst);
+            for task in waiting {
+                task.await;
+            }
             return Ok(());
         }
     }
+}
+
+async fn write_lines(
+    output: &smol::lock::Mutex<smol::Unblock<std::io::Stdout>>,
+    lines: &[Vec<u8>],
+) -> std::io::Result<()> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let mut out = output.lock().await;
+    for m in lines {
+        out.write_all(m).await?;
+        out.write_all(b"\n").await?;
+    }
+    out.flush().await
 }

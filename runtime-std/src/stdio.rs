@@ -1,14 +1,22 @@
 //! The stdio transport on std: newline-delimited JSON-RPC on stdin/stdout, one message at a
 //! time, logs only on stderr. The connection remembers nothing but the protocol revision that
 //! `initialize` negotiated (a transport fact, like the HTTP `MCP-Protocol-Version` header).
+//!
+//! A message whose answer must wait for the ledger (`tasks/result` of a running task) is served
+//! on a background thread so that later lines keep flowing; at end of input such waits end and
+//! send the answer they have, and a `notifications/cancelled` naming one ends it silently.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bernstein_core::ledger::Store;
+use bernstein_core::protocol::tasks::{cancelled_request, request_id};
 use bernstein_core::protocol::{Server, TransportFacts};
 use bernstein_core::transport::{Line, LineFramer};
 
-use crate::driver::{Clock, serve_message};
+use crate::driver::{Clock, DEFAULT_WAIT, serve_message, serve_message_with};
 
 /// Per-connection state of a stdio peer: the framer and the negotiated revision.
 #[derive(Debug)]
@@ -45,7 +53,45 @@ impl StdioConnection {
                 return vec![server.oversize_reply(n)];
             }
         };
-        match serve_message(server, store, clock, &bytes, &self.facts) {
+        let served = serve_message(server, store, clock, &bytes, &self.facts);
+        self.lines(server, &bytes, served)
+    }
+
+    /// Like [`StdioConnection::serve_line`], but never waits: a message whose answer is still
+    /// pending comes back as `Err(bytes)`, to be served with [`serve_deferred`].
+    pub fn serve_line_now(
+        &mut self,
+        server: &Server,
+        store: &dyn Store,
+        clock: &dyn Clock,
+        line: Line,
+    ) -> Result<Vec<Vec<u8>>, Vec<u8>> {
+        let bytes = match line {
+            Line::Message(b) if !b.iter().all(u8::is_ascii_whitespace) => b,
+            other => return Ok(self.serve_line(server, store, clock, other)),
+        };
+        let served = serve_message_with(
+            server,
+            store,
+            clock,
+            &bytes,
+            &self.facts,
+            &DEFAULT_WAIT,
+            &|| true,
+        );
+        match served {
+            Ok(s) if s.pending => Err(bytes),
+            other => Ok(self.lines(server, &bytes, other)),
+        }
+    }
+
+    fn lines(
+        &mut self,
+        server: &Server,
+        bytes: &[u8],
+        served: Result<crate::driver::Served, bernstein_core::ledger::StoreError>,
+    ) -> Vec<Vec<u8>> {
+        match served {
             Ok(served) => {
                 if let Some(v) = served.negotiated_version {
                     self.facts.protocol_version = Some(v);
@@ -56,17 +102,96 @@ impl StdioConnection {
             }
             Err(e) => {
                 eprintln!("bernstein: ledger error: {e}");
-                vec![server.storage_failure_reply(&bytes, &e.to_string())]
+                vec![server.storage_failure_reply(bytes, &e.to_string())]
             }
+        }
+    }
+}
+
+/// Serves a message whose answer waits for the ledger, until it is final or `stop` says so.
+pub fn serve_deferred(
+    server: &Server,
+    store: &dyn Store,
+    clock: &dyn Clock,
+    bytes: &[u8],
+    facts: &TransportFacts,
+    stop: &dyn Fn() -> bool,
+) -> Vec<Vec<u8>> {
+    match serve_message_with(server, store, clock, bytes, facts, &DEFAULT_WAIT, stop) {
+        Ok(served) => {
+            let mut out = served.notifications;
+            out.extend(served.response);
+            out
+        }
+        Err(e) => {
+            eprintln!("bernstein: ledger error: {e}");
+            vec![server.storage_failure_reply(bytes, &e.to_string())]
         }
     }
 }
 
 /// Serves stdin/stdout until end of input.
 pub fn serve_stdio(server: &Server, store: &dyn Store, clock: &dyn Clock) -> io::Result<()> {
+    let eof = AtomicBool::new(false);
+    let stdout = io::stdout();
+    // Deferred requests by id, with the flag a `notifications/cancelled` raises.
+    let waiting: Mutex<HashMap<String, Arc<AtomicBool>>> = Mutex::new(HashMap::new());
+    let cancel = |bytes: &[u8]| {
+        if let Some(id) = cancelled_request(bytes)
+            && let Some(flag) = waiting
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&id)
+        {
+            flag.store(true, Ordering::SeqCst);
+        }
+    };
+    std::thread::scope(|scope| {
+        let deferred = |bytes: Vec<u8>, facts: TransportFacts| {
+            let (eof, stdout, waiting) = (&eof, &stdout, &waiting);
+            let id = request_id(&bytes);
+            let cancelled = Arc::new(AtomicBool::new(false));
+            if let Some(id) = &id {
+                waiting
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id.clone(), cancelled.clone());
+            }
+            scope.spawn(move || {
+                let stop = || eof.load(Ordering::SeqCst) || cancelled.load(Ordering::SeqCst);
+                let out = serve_deferred(server, store, clock, &bytes, &facts, &stop);
+                if let Some(id) = &id {
+                    waiting
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(id);
+                }
+                // A cancelled request gets no answer (the client asked us not to send one).
+                if cancelled.load(Ordering::SeqCst) {
+                    return;
+                }
+                if let Err(e) = write_lines(stdout, &out) {
+                    eprintln!("bernstein: could not write a deferred answer: {e}");
+                }
+            });
+        };
+        let read = read_loop(server, store, clock, &stdout, deferred, cancel);
+        // End of input (or a broken pipe): waiting answers stop waiting and are sent.
+        eof.store(true, Ordering::SeqCst);
+        read
+    })
+}
+
+fn read_loop(
+    server: &Server,
+    store: &dyn Store,
+    clock: &dyn Clock,
+    stdout: &io::Stdout,
+    deferred: impl Fn(Vec<u8>, TransportFacts),
+    cancel: impl Fn(&[u8]),
+) -> io::Result<()> {
     let mut conn = StdioConnection::new(server);
     let mut stdin = io::stdin().lock();
-    let stdout = io::stdout();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match stdin.read(&mut buf) {
@@ -80,8 +205,13 @@ pub fn serve_stdio(server: &Server, store: &dyn Store, clock: &dyn Clock) -> io:
             conn.framer.handle_bytes(&buf[..n]);
         }
         while let Some(line) = conn.framer.poll_line() {
-            let out = conn.serve_line(server, store, clock, line);
-            write_lines(&stdout, &out)?;
+            if let Line::Message(bytes) = &line {
+                cancel(bytes);
+            }
+            match conn.serve_line_now(server, store, clock, line) {
+                Ok(out) => write_lines(stdout, &out)?,
+                Err(bytes) => deferred(bytes, conn.facts.clone()),
+            }
         }
         if n == 0 {
             return Ok(());

@@ -467,7 +467,8 @@ mod tests {
                 CLAIM_RECEIPT,
                 MAILBOX_MESSAGE,
                 MAILBOX_MIRROR,
-                OPERATOR_COMMAND
+                OPERATOR_COMMAND,
+                super::super::task_view::PROGRESS_TICK
             ]
         );
         for (kind, text) in &examples {
@@ -482,6 +483,9 @@ mod tests {
                 MAILBOX_MESSAGE => round_trips::<super::super::mailbox::MailboxEntry>(text),
                 MAILBOX_MIRROR => round_trips::<super::super::mailbox::MailboxMirror>(text),
                 OPERATOR_COMMAND => round_trips::<super::super::operator::OperatorCommand>(text),
+                super::super::task_view::PROGRESS_TICK => {
+                    round_trips::<super::super::task_view::ProgressTick>(text)
+                }
                 _ => {
                     let v: Value = serde_json::from_str(text).unwrap();
                     assert!(v.get("run_id").is_some_and(Value::is_string));

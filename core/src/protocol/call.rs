@@ -38,6 +38,11 @@ pub struct CallReply {
     pub meter: Option<MeterSlot>,
     /// The sealed records: the handler's drafts (on success) and the audit record.
     pub records: Vec<Record>,
+    /// On success: the `task_id` the payload names, if any (the MCP task a task-augmented call
+    /// creates).
+    pub task_id: Option<String>,
+    /// On success: the run the handler wrote or read.
+    pub run_id: Option<String>,
 }
 
 /// Everything a tool call reads.
@@ -164,6 +169,64 @@ pub fn call_tool(server: &Server, input: &CallInput<'_>) -> CallReply {
     finish(server, input, &audit, tool, alias, output)
 }
 
+/// Refuses a named `tools/call` before any handler runs (e.g. a task-augmented call of a tool
+/// that forbids tasks), with the call's audit record like every other refusal.
+pub(crate) fn refuse_call(
+    server: &Server,
+    input: &CallInput<'_>,
+    error: RpcError,
+    code: &str,
+) -> CallReply {
+    let name = input
+        .params
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let empty = Value::Object(Map::new());
+    let args = input
+        .params
+        .and_then(|p| p.get("arguments"))
+        .filter(|a| !a.is_null())
+        .unwrap_or(&empty);
+    let audit = Audit {
+        name,
+        args,
+        alias_of: None,
+        input,
+        server,
+    };
+    audit.refuse(error, code)
+}
+
+/// Runs `tool` with `args` on behalf of a protocol method (e.g. `tasks/cancel` through the
+/// cancel gate): no tier or alias resolution, no argument validation beyond the handler's own,
+/// but the same result shaping and the same audit record as a `tools/call`.
+pub(crate) fn call_registered(
+    server: &Server,
+    input: &CallInput<'_>,
+    tool: &ToolSpec,
+    args: &Value,
+) -> CallReply {
+    let audit = Audit {
+        name: tool.name,
+        args,
+        alias_of: None,
+        input,
+        server,
+    };
+    let ctx = ToolContext {
+        snapshot: input.snapshot,
+        config: &server.config,
+        now: input.now,
+        call_id: &input.ids.call_id,
+        trace_id: &input.ids.trace_id,
+        span_id: &input.ids.span_id,
+        spec_revision: input.revision.as_str(),
+    };
+    let output = (tool.call)(&ctx, args.clone());
+    finish(server, input, &audit, tool, None, output)
+}
+
 /// Shapes the result of a handler that ran and seals its records.
 fn finish(
     server: &Server,
@@ -177,9 +240,18 @@ fn finish(
         result,
         drafts,
         run_id,
+        content,
     } = output;
+    // A tool's own content blocks stand for a successful payload; a refusal is always text.
+    let content = content.filter(|_| result.is_ok());
     let ok = result.is_ok();
     let error_code = result.as_ref().err().map(|e| e.error.clone());
+    let task_id = result
+        .as_ref()
+        .ok()
+        .and_then(|p| p.get("task_id"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
     // A refusal changes nothing: its drafts are dropped (the registry contract says it has none).
     let drafts = if ok { drafts } else { Vec::new() };
     if let Some(d) = drafts.iter().find(|d| holds_float(&d.body)) {
@@ -224,10 +296,17 @@ fn finish(
         (payload, None)
     };
     let mut result = Map::new();
-    result.insert(
-        "content".into(),
-        json!([{"type": "text", "text": text_value.to_string()}]),
-    );
+    let blocks = match content {
+        // The tool's own blocks, then the meter envelope (when on) as a last text block.
+        Some(mut blocks) => {
+            if meter.is_some() {
+                blocks.push(json!({"type": "text", "text": text_value.to_string()}));
+            }
+            Value::Array(blocks)
+        }
+        None => json!([{"type": "text", "text": text_value.to_string()}]),
+    };
+    result.insert("content".into(), blocks);
     // Structured output is the success payload the outputSchema describes; a refusal is
     // reported in the text block only, so strict clients never see it fail that schema.
     if ok
@@ -240,6 +319,8 @@ fn finish(
     result.insert("isError".into(), Value::Bool(!ok));
     let records = audit.seal(drafts, ok, error_code.as_deref(), run_id.as_deref());
     CallReply {
+        task_id,
+        run_id: if ok { run_id } else { None },
         result: Ok(decorate(
             server,
             input.revision,
@@ -262,6 +343,8 @@ fn unaudited(message: String) -> CallReply {
         result: Err(RpcError::invalid_params(message)),
         meter: None,
         records: Vec::new(),
+        task_id: None,
+        run_id: None,
     }
 }
 
@@ -295,6 +378,8 @@ impl Audit<'_> {
             result: Err(error),
             meter: None,
             records: self.seal(Vec::new(), false, Some(code), None),
+            task_id: None,
+            run_id: None,
         }
     }
 

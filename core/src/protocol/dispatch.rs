@@ -23,7 +23,9 @@ use super::listing::{
     get_prompt, list_prompts, list_resource_templates, list_resources, list_tools, read_resource,
 };
 use super::prescan::prescan;
-use super::{Input, MeterSlot, Outcome, Response, Server};
+use super::progress;
+use super::tasks;
+use super::{Input, MeterSlot, Outcome, Response, Server, Wait};
 use crate::ledger::{Append, Record, Snapshot};
 
 /// Handles one message (see the module docs).
@@ -102,9 +104,10 @@ pub fn handle(server: &Server, input: &Input<'_>) -> Outcome {
             });
             Outcome {
                 response: served.response,
-                notifications: Vec::new(),
+                notifications: served.notifications,
                 append,
                 negotiated_version: served.negotiated.map(|r| r.as_str().to_string()),
+                pending: served.pending,
             }
         }
     }
@@ -175,6 +178,7 @@ fn handle_batch<'b>(
     let mut snapshot = Cow::Borrowed(input.snapshot);
     let mut parts = Vec::new();
     let mut records: Vec<Record> = Vec::new();
+    let mut notifications = Vec::new();
     let mut negotiated = None;
     for (i, item) in items.iter().enumerate() {
         let served = serve_one(server, input, &snapshot, item, raw_id(i));
@@ -186,6 +190,7 @@ fn handle_batch<'b>(
                 .expect("records sealed at the snapshot's head extend it");
         }
         records.extend(served.records);
+        notifications.extend(served.notifications);
         parts.extend(served.response);
         negotiated = served.negotiated.or(negotiated);
     }
@@ -193,11 +198,13 @@ fn handle_batch<'b>(
         expected: input.snapshot.position,
         records,
     });
+    // A batch is answered at once: a pending element keeps its retryable answer.
     Outcome {
         response: (!parts.is_empty()).then(|| Response::batch(parts, span)),
-        notifications: Vec::new(),
+        notifications,
         append,
         negotiated_version: negotiated.map(|r: Revision| r.as_str().to_string()),
+        pending: None,
     }
 }
 
@@ -206,6 +213,8 @@ struct Served {
     response: Option<Response>,
     records: Vec<Record>,
     negotiated: Option<Revision>,
+    notifications: Vec<Vec<u8>>,
+    pending: Option<Wait>,
 }
 
 fn serve_one(
@@ -219,6 +228,8 @@ fn serve_one(
         response: None,
         records: Vec::new(),
         negotiated: None,
+        notifications: Vec::new(),
+        pending: None,
     };
     let (id, method, params) = match classify(value, raw_id) {
         Incoming::Notification { .. } | Incoming::ClientResponse => return none,
@@ -244,6 +255,8 @@ fn serve_one(
         response: Some(response),
         records: routed.records,
         negotiated: routed.negotiated,
+        notifications: routed.notifications,
+        pending: routed.pending,
     }
 }
 
@@ -253,6 +266,8 @@ struct Routed {
     meter: Option<MeterSlot>,
     records: Vec<Record>,
     negotiated: Option<Revision>,
+    notifications: Vec<Vec<u8>>,
+    pending: Option<Wait>,
 }
 
 impl Routed {
@@ -262,6 +277,8 @@ impl Routed {
             meter: None,
             records: Vec::new(),
             negotiated: None,
+            notifications: Vec::new(),
+            pending: None,
         }
     }
 }
@@ -300,21 +317,42 @@ fn route(
         |r: Result<Value, RpcError>| Routed::of(r.map(|v| decorate(server, revision, method, v)));
     match method {
         "tools/call" => {
-            let reply = call_tool(
-                server,
-                &CallInput {
-                    params,
-                    revision,
-                    ids,
-                    snapshot,
-                    now: input.now,
-                },
-            );
+            let call = CallInput {
+                params,
+                revision,
+                ids,
+                snapshot,
+                now: input.now,
+            };
+            let mut reply = match tasks::augmentation(revision, params) {
+                Some(mode) => tasks::call_as_task(server, &call, mode),
+                None => call_tool(server, &call),
+            };
+            let notifications = progress::tick(&server.config.audit_key, &call, &mut reply)
+                .into_iter()
+                .collect();
             Routed {
                 result: reply.result,
                 meter: reply.meter,
                 records: reply.records,
-                negotiated: None,
+                notifications,
+                ..Routed::of(Ok(Value::Null))
+            }
+        }
+        m if tasks::serves(m, revision) => {
+            let call = CallInput {
+                params,
+                revision,
+                ids,
+                snapshot,
+                now: input.now,
+            };
+            let reply = tasks::serve(server, m, &call);
+            Routed {
+                meter: reply.meter,
+                records: reply.records,
+                pending: reply.pending,
+                ..Routed::of(reply.result)
             }
         }
         "tools/list" => finish(list_tools(server, revision, params)),

@@ -39,7 +39,11 @@ pub fn initialize(server: &Server, params: Option<&Value>) -> Result<(Value, Rev
         "protocolVersion".into(),
         Value::String(revision.as_str().into()),
     );
-    result.insert("capabilities".into(), capabilities());
+    let mut caps = capabilities();
+    if revision.has_tool_execution() {
+        caps["tasks"] = super::tasks::handshake_capability();
+    }
+    result.insert("capabilities".into(), caps);
     result.insert("serverInfo".into(), server_info(server, revision));
     insert_instructions_and_card(server, &mut result);
     Ok((Value::Object(result), revision))
@@ -52,7 +56,9 @@ pub fn discover(server: &Server) -> Value {
         "supportedVersions".into(),
         Value::Array(Revision::supported_strings()),
     );
-    result.insert("capabilities".into(), capabilities());
+    let mut caps = capabilities();
+    caps["extensions"] = json!({ super::tasks::TASKS_EXTENSION: {} });
+    result.insert("capabilities".into(), caps);
     insert_instructions_and_card(server, &mut result);
     Value::Object(result)
 }

@@ -15,6 +15,8 @@
 //! - [`validate`]: argument limits and the JSON Schema subset validator.
 //! - [`ids`]: content-derived span, trace and call ids.
 //! - [`meter`], [`render`]: the `_meter` envelope and response bytes.
+//! - [`tasks`]: task-augmented `tools/call` and `tasks/*` (2025-11-25 and the 2026-07-28
+//!   `io.modelcontextprotocol/tasks` extension); [`progress`]: `notifications/progress` ticks.
 //!
 //! Nothing here keeps state between messages: every answer is a function of the message, the
 //! snapshot, `now` and the configuration.
@@ -28,14 +30,16 @@ pub mod lifecycle;
 pub mod listing;
 pub mod meter;
 pub mod prescan;
+pub mod progress;
 pub mod registry;
 pub mod render;
+pub mod tasks;
 pub mod validate;
 
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::ledger::{Append, Snapshot};
+use crate::ledger::{Append, LedgerPosition, Snapshot};
 use crate::time::Timestamp;
 
 pub use registry::Catalog;
@@ -121,6 +125,19 @@ pub struct Outcome {
     /// Set by `initialize`: the revision the connection now speaks (stdio runtimes remember it
     /// as a transport fact; HTTP clients send it as a header).
     pub negotiated_version: Option<String>,
+    /// Set when the answer is not final yet (`tasks/result` of a task still running): the
+    /// runtime may hold `response` back and handle the same message again once the ledger head
+    /// moves past [`Wait::after`]. A runtime that does not wait (or stops waiting) sends
+    /// `response`, which is then a valid, retryable answer. The core itself never blocks.
+    pub pending: Option<Wait>,
+}
+
+/// "Not ready: ask me again when the ledger moves."
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wait {
+    /// The ledger position the answer was computed at; re-running the message against the
+    /// same position gives the same answer.
+    pub after: LedgerPosition,
 }
 
 /// The protocol server: immutable configuration plus a catalogue.

@@ -90,6 +90,10 @@ pub struct ToolOutput {
     pub drafts: Vec<Draft>,
     /// The run whose journal the call wrote or read, bound into the call's audit entry.
     pub run_id: Option<String>,
+    /// Content blocks (image, audio, embedded resource, ...) to return instead of the JSON text
+    /// block of the payload. `None` for every Bernstein tool; the `_meter` envelope, when on,
+    /// follows them as a last text block.
+    pub content: Option<Vec<Value>>,
 }
 
 impl ToolOutput {
@@ -98,6 +102,7 @@ impl ToolOutput {
             result: Ok(payload),
             drafts: Vec::new(),
             run_id: None,
+            content: None,
         }
     }
 
@@ -106,6 +111,7 @@ impl ToolOutput {
             result: Err(err),
             drafts: Vec::new(),
             run_id: None,
+            content: None,
         }
     }
 }

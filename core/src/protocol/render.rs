@@ -95,7 +95,8 @@ impl Response {
     }
 }
 
-/// `message` with its tool result's text (and structured content, when present) replaced by
+/// `message` with its tool result's envelope text (the last content block: the only one, or the
+/// one after a tool's own content blocks) and structured content, when present, replaced by
 /// the envelope of `slot` measured at `latency_ms`.
 fn with_meter(message: &Value, slot: &MeterSlot, latency_ms: u64) -> Value {
     let env = envelope(slot, latency_ms);
@@ -103,7 +104,8 @@ fn with_meter(message: &Value, slot: &MeterSlot, latency_ms: u64) -> Value {
     if let Some(result) = out.get_mut("result").and_then(Value::as_object_mut) {
         if let Some(text) = result
             .get_mut("content")
-            .and_then(|c| c.get_mut(0))
+            .and_then(Value::as_array_mut)
+            .and_then(|c| c.last_mut())
             .and_then(|c| c.get_mut("text"))
         {
             *text = Value::String(env.to_string());

@@ -196,3 +196,114 @@ fn a_store_failure_releases_no_response() {
     );
     assert!(matches!(res, Err(StoreError::Io(_))), "{res:?}");
 }
+
+fn task_message(id: u64, method: &str, params: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+        .unwrap()
+}
+
+fn standard_server() -> Server {
+    let mut config = Config::new(KEY.to_vec());
+    config.tier = bernstein_core::config::Tier::Standard;
+    Server::new(config)
+}
+
+/// Starts a task-augmented run and returns its task id.
+fn start_task(server: &Server, store: &dyn Store) -> String {
+    let msg = task_message(
+        1,
+        "tools/call",
+        json!({"name": "bernstein_run", "arguments": {"goal": "wait for me"}, "task": {}}),
+    );
+    let served = serve_message(server, store, &CLOCK, &msg, &TransportFacts::stdio(None)).unwrap();
+    let reply: Value = serde_json::from_slice(served.response.as_ref().unwrap()).unwrap();
+    reply["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn tasks_result_waits_until_another_writer_finishes_the_task() {
+    let tmp = TestDir::new("driver-task-wait");
+    let store = Arc::new(FileStore::open(tmp.path(), KEY.to_vec()).unwrap());
+    let server = Arc::new(standard_server());
+    let id = start_task(&server, &*store);
+    let waiter = {
+        let (store, server, id) = (store.clone(), server.clone(), id.clone());
+        std::thread::spawn(move || {
+            let msg = task_message(2, "tasks/result", json!({"taskId": id}));
+            serve_message(&server, &*store, &CLOCK, &msg, &TransportFacts::stdio(None)).unwrap()
+        })
+    };
+    // Another request (a separate writer on the same ledger) cancels the task meanwhile.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let cancel = task_message(3, "tasks/cancel", json!({"taskId": id}));
+    let served = serve_message(
+        &server,
+        &*store,
+        &CLOCK,
+        &cancel,
+        &TransportFacts::stdio(None),
+    )
+    .unwrap();
+    let cancelled: Value = serde_json::from_slice(served.response.as_ref().unwrap()).unwrap();
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    let served = waiter.join().unwrap();
+    let reply: Value = serde_json::from_slice(served.response.as_ref().unwrap()).unwrap();
+    assert_eq!(reply["id"], 2);
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert_eq!(
+        reply["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str()
+    );
+    assert_eq!(
+        reply["result"]["structuredContent"]["result"]["status"],
+        "cancelled"
+    );
+}
+
+#[test]
+fn a_pending_answer_is_sent_as_it_stands_when_the_wait_ends() {
+    let tmp = TestDir::new("driver-task-deadline");
+    let store = FileStore::open(tmp.path(), KEY.to_vec()).unwrap();
+    let server = standard_server();
+    let id = start_task(&server, &store);
+    let msg = task_message(2, "tasks/result", json!({"taskId": id}));
+    let short = WaitPolicy {
+        max_wait: std::time::Duration::from_millis(60),
+        ..DEFAULT_WAIT
+    };
+    let started = std::time::Instant::now();
+    let served = serve_message_with(
+        &server,
+        &store,
+        &CLOCK,
+        &msg,
+        &TransportFacts::stdio(None),
+        &short,
+        &|| false,
+    )
+    .unwrap();
+    assert!(started.elapsed() >= std::time::Duration::from_millis(60));
+    let reply: Value = serde_json::from_slice(served.response.as_ref().unwrap()).unwrap();
+    assert_eq!(reply["error"]["code"], -32000, "{reply}");
+    // A stop hook that fires at once ends the wait immediately.
+    let stopped = AtomicUsize::new(0);
+    let served = serve_message_with(
+        &server,
+        &store,
+        &CLOCK,
+        &msg,
+        &TransportFacts::stdio(None),
+        &DEFAULT_WAIT,
+        &|| {
+            stopped.fetch_add(1, Ordering::SeqCst);
+            true
+        },
+    )
+    .unwrap();
+    assert!(stopped.load(Ordering::SeqCst) >= 1);
+    let reply: Value = serde_json::from_slice(served.response.as_ref().unwrap()).unwrap();
+    assert_eq!(reply["error"]["code"], -32000);
+}

@@ -53,6 +53,15 @@ RESULT_TYPES = {
     "tasks/cancel": "CancelTaskResult",
 }
 
+# Results of the 2026-07-28 tasks extension (`io.modelcontextprotocol/tasks`), checked against
+# `ext-tasks/schema.json`; a task-creating tools/call is recognised by `resultType: "task"`.
+EXTENSION_SCHEMA = "ext-tasks"
+EXTENSION_RESULT_TYPES = {
+    "tasks/get": "GetTaskResult",
+    "tasks/update": "UpdateTaskResult",
+    "tasks/cancel": "CancelTaskResult",
+}
+
 # 2026-07-28 names the error object of the standard JSON-RPC codes...
 MODERN_ERROR_OBJECTS = {
     -32700: "ParseError",
@@ -152,6 +161,9 @@ class _Checker:
         self.requests: dict[str, Request] = {}
         self.invalid_ids: set[str] = set()
         self.answered: dict[str, int] = {}
+        # Requests the client cancelled (`notifications/cancelled`): the server may leave them
+        # unanswered (MCP cancellation: receivers SHOULD NOT respond to a cancelled request).
+        self.cancelled: set[str] = set()
         self.negotiated: str | None = None
         self.modern_seen = False
 
@@ -173,6 +185,13 @@ class _Checker:
                     self.invalid_ids.add(_id_key(json.loads(found.group(1))))
                 continue
             for m in msg if isinstance(msg, list) else [msg]:
+                if (
+                    isinstance(m, dict)
+                    and m.get("method") == "notifications/cancelled"
+                    and isinstance(m.get("params"), dict)
+                    and isinstance(m["params"].get("requestId"), (str, int))
+                ):
+                    self.cancelled.add(_id_key(m["params"]["requestId"]))
                 if _well_formed_request(m):
                     if _request_version(m.get("params")) in mcp_schema.MODERN_REVISIONS:
                         self.modern_seen = True
@@ -271,6 +290,13 @@ class _Checker:
         self.problems.extend(f"{where}: {e}" for e in sch.errors(sch.result_envelope(), msg))
         if req is None:
             return
+        ext_type = self.extension_type(req, msg.get("result"), rev)
+        if ext_type is not None:
+            ext = mcp_schema.load(EXTENSION_SCHEMA)
+            self.problems.extend(
+                f"{where} ({req.method}, {EXTENSION_SCHEMA}): {e}" for e in ext.errors(ext_type, msg["result"])
+            )
+            return
         type_name = self.result_type(req, msg.get("result"), sch)
         if type_name is None:
             return
@@ -278,6 +304,14 @@ class _Checker:
             self.problem(where, f"{req.method} answered with a result, but {rev} has no {type_name}")
             return
         self.problems.extend(f"{where} ({req.method}): {e}" for e in sch.errors(type_name, msg["result"]))
+
+    @staticmethod
+    def extension_type(req: Request, result, rev: str) -> str | None:
+        if rev not in mcp_schema.MODERN_REVISIONS:
+            return None
+        if req.method == "tools/call" and isinstance(result, dict) and result.get("resultType") == "task":
+            return "CreateTaskResult"
+        return EXTENSION_RESULT_TYPES.get(req.method)
 
     @staticmethod
     def result_type(req: Request, result, sch) -> str | None:
@@ -311,7 +345,7 @@ class _Checker:
 
     def check_answered(self) -> None:
         for key, req in self.requests.items():
-            if key not in self.answered:
+            if key not in self.answered and key not in self.cancelled:
                 self.problem(f"{self.rec.prefix.name} client line {req.line_no}", f"request {req.method} id {key} was never answered")
 
     def check_no_panic(self) -> None:

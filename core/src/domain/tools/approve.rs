@@ -156,6 +156,7 @@ fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> 
         result: Ok(serde_json::to_value(&answer).expect("an approval answer always serializes")),
         drafts,
         run_id: Some(task.run_id.clone()),
+        content: None,
     })
 }
 

@@ -98,6 +98,7 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
             run_id: Some(answer.run_id.clone()),
             result: Ok(serde_json::to_value(&answer).expect("a cancel answer always serializes")),
             drafts,
+            content: None,
         },
         Err(e) => ToolOutput::refused(e),
     }

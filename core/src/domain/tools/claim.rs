@@ -207,6 +207,7 @@ fn claim(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         result: Ok(payload),
         drafts,
         run_id: decision.task.map(|t| t.run_id.clone()),
+        content: None,
     })
 }
 

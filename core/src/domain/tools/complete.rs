@@ -168,6 +168,7 @@ fn complete(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError>
         result: Ok(serde_json::to_value(&answer).expect("a completion answer always serializes")),
         drafts,
         run_id: Some(task.run_id.clone()),
+        content: None,
     })
 }
 

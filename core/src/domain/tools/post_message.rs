@@ -173,6 +173,7 @@ fn post(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         result: Ok(serde_json::to_value(&entry).expect("a mailbox entry always serializes")),
         drafts,
         run_id: None,
+        content: None,
     })
 }
 

@@ -306,6 +306,7 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         result: Ok(payload),
         drafts,
         run_id: Some(run_id),
+        content: None,
     })
 }
 

@@ -61,6 +61,7 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
             result: Ok(serde_json::to_value(&h).expect("a run handle always serializes")),
             drafts: Vec::new(),
             run_id: Some(run_id),
+            content: None,
         },
         Err(e) => ToolOutput::refused(e),
     }

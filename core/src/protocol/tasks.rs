@@ -1,0 +1,518 @@
+//! Tasks: task-augmented `tools/call` and the `tasks/*` methods, in both eras.
+//!
+//! - Revision 2025-11-25: a `tools/call` whose params carry `task` returns a `CreateTaskResult`
+//!   (`{task: Task}`) for a tool whose `execution.taskSupport` is not `forbidden` (else
+//!   `-32601`); `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` drive it. Other
+//!   handshake revisions declare no task capability and ignore `task` (the spec's rule for
+//!   receivers without the capability).
+//! - Revision 2026-07-28 (extension `io.modelcontextprotocol/tasks`): when the request's client
+//!   capabilities declare the extension, a task-capable tool answers the flat
+//!   `CreateTaskResult` (`resultType: "task"`); `tasks/get` answers the detailed task (its
+//!   result when completed, its error when failed), `tasks/update` and `tasks/cancel`
+//!   acknowledge. `tasks/result` and `tasks/list` are not methods of the extension.
+//!
+//! A tool's refusal of a task-augmented 2025-11-25 call creates no task and is a `-32602`
+//! carrying the structured refusal as `data`; a forbidden tool's is `-32601`. Both still append
+//! the call's audit record. `tasks/list` lists runs (root tasks) in run-id order; any Bernstein
+//! task id, a subtask's included, is a valid `taskId` for the other methods.
+//!
+//! An MCP task id is the Bernstein task id the call created, and every answer is projected
+//! from the ledger ([`crate::domain::task_view`]), so any instance answers identically. Every
+//! task has `ttl` 86,400,000 ms. Errors: unknown or malformed task id, bad cursor, cancelling a
+//! terminal task → `-32602`. `tasks/result` of a running task answers at once with a
+//! retryable `-32000` and sets [`Outcome::pending`](super::Outcome::pending) so that a runtime
+//! can wait for the ledger to move and ask again: the core never blocks.
+//!
+//! This module must never keep state between requests nor read a clock.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Map, Value, json};
+
+use super::call::{CallInput, CallReply, call_registered, call_tool, refuse_call};
+use super::era::{META_CLIENT_CAPABILITIES, Revision};
+use super::jsonrpc::{METHOD_NOT_FOUND, RpcError, kind_of, shorten};
+use super::lifecycle::decorate;
+use super::registry::{TaskSupport, ToolLookup};
+use super::{MeterSlot, Server, Wait};
+use crate::domain::ids::check_task_id;
+use crate::domain::runs::RunStatus;
+use crate::domain::task_view::{
+    POLL_INTERVAL_MS, TASK_TTL_MS, TaskView, list_runs, run_answer, task_view,
+};
+use crate::ledger::{Record, Snapshot};
+
+/// Identifier of the stateless-era tasks extension.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// `_meta` key tying a message to its task.
+pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+/// `_meta` key of the text a host may hand its model while the task runs.
+pub const META_IMMEDIATE_RESPONSE: &str = "io.modelcontextprotocol/model-immediate-response";
+/// Tasks per `tasks/list` page.
+pub const LIST_PAGE_SIZE: usize = 50;
+/// Error code of a `tasks/result` that stopped waiting before the task finished, and of a
+/// failed task's `error` (server-defined range).
+pub const TASK_NOT_READY: i64 = -32000;
+/// The cancel gate `tasks/cancel` goes through.
+const CANCEL_TOOL: &str = crate::domain::tools::cancel::NAME;
+
+/// How a `tools/call` asks for a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Augmentation {
+    /// 2025-11-25: `params.task` is present.
+    Handshake,
+    /// 2026-07-28: the client capabilities declare the tasks extension.
+    Extension,
+}
+
+/// Whether (and how) this `tools/call` asks for a task.
+pub fn augmentation(revision: Revision, params: Option<&Value>) -> Option<Augmentation> {
+    let params = params?;
+    if revision.has_tool_execution() {
+        return params
+            .get("task")
+            .is_some_and(Value::is_object)
+            .then_some(Augmentation::Handshake);
+    }
+    if revision.is_modern() {
+        let declared = params
+            .get("_meta")
+            .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
+            .and_then(|c| c.get("extensions"))
+            .and_then(|e| e.get(TASKS_EXTENSION))
+            .is_some();
+        return declared.then_some(Augmentation::Extension);
+    }
+    None
+}
+
+/// The `tasks` capability of `initialize` (2025-11-25 only).
+pub fn handshake_capability() -> Value {
+    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+}
+
+/// Serves a task-augmented `tools/call`.
+pub fn call_as_task(server: &Server, input: &CallInput<'_>, mode: Augmentation) -> CallReply {
+    let name = input
+        .params
+        .and_then(|p| p.get("name"))
+        .and_then(Value::as_str);
+    let support = name.and_then(|n| match server.catalog.lookup_tool(n, &server.config) {
+        ToolLookup::Tool(t) | ToolLookup::Alias { tool: t, .. } => Some(t.task_support),
+        _ => None,
+    });
+    match (support, mode) {
+        // Unknown names and out-of-tier tools get the usual answer.
+        (None, _) => return call_tool(server, input),
+        (Some(TaskSupport::Forbidden), Augmentation::Extension) => {
+            return call_tool(server, input);
+        }
+        (Some(TaskSupport::Forbidden), Augmentation::Handshake) => {
+            let name = shorten(name.unwrap_or_default(), 100);
+            let error = RpcError::new(
+                METHOD_NOT_FOUND,
+                format!(
+                    "tool {name} does not support task-augmented calls (execution.taskSupport is \"forbidden\"); \
+                     call it without params.task"
+                ),
+            )
+            .with_data(json!({ "tool": name }));
+            return refuse_call(server, input, error, "task_not_supported");
+        }
+        _ => {}
+    }
+    let reply = call_tool(server, input);
+    let refused = match &reply.result {
+        Ok(v) => v.get("isError") == Some(&Value::Bool(true)),
+        Err(_) => true,
+    };
+    if refused && mode == Augmentation::Handshake {
+        // No task was created. A 2025-11-25 client awaits a CreateTaskResult, so the tool's
+        // refusal travels as a JSON-RPC error carrying the structured refusal.
+        return CallReply {
+            result: reply.result.and_then(refusal_error),
+            meter: None,
+            ..reply
+        };
+    }
+    let Some(task_id) = reply.task_id.clone().filter(|_| !refused) else {
+        // The extension lets a call answer a plain result instead of a task.
+        return reply;
+    };
+    let after = applied(input.snapshot, &reply.records);
+    let Some(view) = task_view(&after.domain, &task_id) else {
+        return reply;
+    };
+    let result = match mode {
+        Augmentation::Handshake => {
+            let mut meta = Map::new();
+            meta.insert(
+                META_IMMEDIATE_RESPONSE.into(),
+                Value::String(format!(
+                    "Started task {task_id}; it runs for minutes to hours. Its status arrives through tasks/get."
+                )),
+            );
+            json!({"task": handshake_task(&view), "_meta": meta})
+        }
+        Augmentation::Extension => {
+            let mut v = decorate(server, input.revision, "tools/call", modern_task(&view));
+            v["resultType"] = Value::String("task".into());
+            v
+        }
+    };
+    CallReply {
+        result: Ok(result),
+        meter: None,
+        ..reply
+    }
+}
+
+/// The JSON text of the request id that `bytes` cancels, when `bytes` is a
+/// `notifications/cancelled` message (a runtime ends the wait of that request with it).
+pub fn cancelled_request(bytes: &[u8]) -> Option<String> {
+    const METHOD: &[u8] = b"notifications/cancelled";
+    if !bytes.windows(METHOD.len()).any(|w| w == METHOD) {
+        return None;
+    }
+    let v: Value = serde_json::from_slice(bytes).ok()?;
+    if v.get("method")?.as_str()? != "notifications/cancelled" {
+        return None;
+    }
+    id_text(v.get("params")?.get("requestId")?)
+}
+
+/// The JSON text of the id of request `bytes` (matches [`cancelled_request`]).
+pub fn request_id(bytes: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(bytes).ok()?;
+    v.get("method")?;
+    id_text(v.get("id")?)
+}
+
+fn id_text(id: &Value) -> Option<String> {
+    matches!(id, Value::String(_) | Value::Number(_)).then(|| id.to_string())
+}
+
+/// The `-32602` that carries a tool's refusal (`isError` result) of a task-augmented call.
+fn refusal_error(result: Value) -> Result<Value, RpcError> {
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    let doc: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+    let refusal = match doc.get("_meter") {
+        Some(_) => doc["result"].clone(),
+        None => doc,
+    };
+    let message = refusal["message"]
+        .as_str()
+        .unwrap_or("the tool refused the call")
+        .to_string();
+    Err(RpcError::invalid_params(format!(
+        "the task was not created: {}",
+        shorten(&message, 400)
+    ))
+    .with_data(refusal))
+}
+
+/// What serving one `tasks/*` request produced.
+#[derive(Debug)]
+pub struct TaskReply {
+    pub result: Result<Value, RpcError>,
+    pub meter: Option<MeterSlot>,
+    pub records: Vec<Record>,
+    pub pending: Option<Wait>,
+}
+
+impl TaskReply {
+    fn of(result: Result<Value, RpcError>) -> TaskReply {
+        TaskReply {
+            result,
+            meter: None,
+            records: Vec::new(),
+            pending: None,
+        }
+    }
+}
+
+/// Whether `method` is a tasks method this module serves in `revision`.
+pub fn serves(method: &str, revision: Revision) -> bool {
+    match method {
+        "tasks/get" | "tasks/cancel" => revision.has_tool_execution() || revision.is_modern(),
+        "tasks/result" | "tasks/list" => revision.has_tool_execution(),
+        "tasks/update" => revision.is_modern(),
+        _ => false,
+    }
+}
+
+/// Serves `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` or `tasks/update`
+/// (callers check [`serves`] first).
+pub fn serve(server: &Server, method: &str, input: &CallInput<'_>) -> TaskReply {
+    let modern = input.revision.is_modern();
+    let p = &input.snapshot.domain;
+    if method == "tasks/list" {
+        return TaskReply::of(list(input));
+    }
+    let view = match task_param(input.params)
+        .and_then(|id| task_view(p, id).ok_or_else(|| unknown_task(id)))
+    {
+        Ok(v) => v,
+        Err(e) => return TaskReply::of(Err(e)),
+    };
+    match method {
+        "tasks/get" if modern => {
+            let detailed = detailed_task(server, input, &view);
+            TaskReply::of(Ok(decorate(server, input.revision, method, detailed)))
+        }
+        "tasks/get" => TaskReply::of(Ok(handshake_task(&view))),
+        "tasks/update" => {
+            match input.params.and_then(|p| p.get("inputResponses")) {
+                Some(Value::Object(_)) => {}
+                other => {
+                    return TaskReply::of(Err(RpcError::invalid_params(format!(
+                        "params.inputResponses must be an object of responses keyed by input request id, got {}",
+                        other.map_or("nothing", kind_of)
+                    ))));
+                }
+            }
+            // Bernstein tasks ask for no client input; an update is acknowledged and changes
+            // nothing.
+            TaskReply::of(Ok(decorate(
+                server,
+                input.revision,
+                method,
+                Value::Object(Map::new()),
+            )))
+        }
+        "tasks/cancel" => cancel(server, input, &view),
+        _ => result(server, input, &view),
+    }
+}
+
+/// `tasks/result`: the task's final answer, or a retryable error plus a wait.
+fn result(server: &Server, input: &CallInput<'_>, view: &TaskView) -> TaskReply {
+    if !view.is_terminal() {
+        let err = RpcError::new(
+            TASK_NOT_READY,
+            format!(
+                "task {} is still {}; call tasks/result again, or poll tasks/get every {} ms",
+                view.task_id,
+                view.status.as_str(),
+                POLL_INTERVAL_MS
+            ),
+        )
+        .with_data(json!({"taskId": view.task_id, "status": view.status.as_str()}));
+        return TaskReply {
+            pending: Some(Wait {
+                after: input.snapshot.position,
+            }),
+            ..TaskReply::of(Err(err))
+        };
+    }
+    let (mut result, meter) = call_tool_result(server, input, view);
+    result["_meta"] = json!({ META_RELATED_TASK: {"taskId": view.task_id} });
+    TaskReply {
+        meter,
+        ..TaskReply::of(Ok(result))
+    }
+}
+
+/// The `CallToolResult` a finished task answers: what `bernstein_run` answers for the task as
+/// it stands now, metered like a tool call when the meter is on.
+fn call_tool_result(
+    server: &Server,
+    input: &CallInput<'_>,
+    view: &TaskView,
+) -> (Value, Option<MeterSlot>) {
+    let payload = run_answer(&input.snapshot.domain, &view.task_id).unwrap_or(Value::Null);
+    let ok = view.status == RunStatus::Completed;
+    let (text, meter) = if server.config.cost_meter {
+        let slot = MeterSlot {
+            tool: crate::domain::tools::run::NAME.to_string(),
+            call_id: input.ids.call_id.clone(),
+            ok,
+            ts: input.now,
+            payload,
+        };
+        (super::meter::envelope(&slot, 0), Some(slot))
+    } else {
+        (payload, None)
+    };
+    let result = json!({
+        "content": [{"type": "text", "text": text.to_string()}],
+        "structuredContent": text,
+        "isError": !ok,
+    });
+    (result, meter)
+}
+
+fn detailed_task(server: &Server, input: &CallInput<'_>, view: &TaskView) -> Value {
+    let mut task = modern_task(view);
+    match view.status {
+        RunStatus::Completed => {
+            let (result, _) = call_tool_result(server, input, view);
+            task["result"] = result;
+        }
+        RunStatus::Failed => {
+            task["error"] = json!({"code": TASK_NOT_READY, "message": view.status_message});
+        }
+        RunStatus::InputRequired => {
+            // Bernstein's decisions (approvals, plans) are made by an operator, not through
+            // client input requests.
+            task["inputRequests"] = Value::Object(Map::new());
+        }
+        RunStatus::Working | RunStatus::Cancelled => {}
+    }
+    task
+}
+
+/// `tasks/cancel` through the cancel gate of `bernstein_cancel`.
+fn cancel(server: &Server, input: &CallInput<'_>, view: &TaskView) -> TaskReply {
+    if view.is_terminal() {
+        return TaskReply::of(Err(RpcError::invalid_params(format!(
+            "Cannot cancel task {}: already in terminal status {}",
+            view.task_id,
+            view.status.as_str()
+        ))
+        .with_data(json!({"taskId": view.task_id, "status": view.status.as_str()}))));
+    }
+    let Some(tool) = server.catalog.tool(CANCEL_TOOL) else {
+        return TaskReply::of(Err(RpcError::method_not_found("tasks/cancel", "")));
+    };
+    let reply = call_registered(server, input, tool, &json!({"task_id": view.task_id}));
+    let refusal = match &reply.result {
+        Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => Some(
+            v["content"][0]["text"]
+                .as_str()
+                .unwrap_or("the cancel gate refused")
+                .to_string(),
+        ),
+        Ok(_) => None,
+        Err(e) => Some(e.message.clone()),
+    };
+    if let Some(why) = refusal {
+        let err = RpcError::invalid_params(format!(
+            "Cannot cancel task {} in status {}: {}",
+            view.task_id,
+            view.status.as_str(),
+            shorten(&why, 400)
+        ))
+        .with_data(json!({"taskId": view.task_id, "status": view.status.as_str()}));
+        return TaskReply {
+            records: reply.records,
+            ..TaskReply::of(Err(err))
+        };
+    }
+    let after = applied(input.snapshot, &reply.records);
+    let result = if input.revision.is_modern() {
+        decorate(
+            server,
+            input.revision,
+            "tasks/cancel",
+            Value::Object(Map::new()),
+        )
+    } else {
+        let view = task_view(&after.domain, &view.task_id).unwrap_or_else(|| view.clone());
+        handshake_task(&view)
+    };
+    TaskReply {
+        records: reply.records,
+        ..TaskReply::of(Ok(result))
+    }
+}
+
+/// `tasks/list`: runs in run-id order, [`LIST_PAGE_SIZE`] per page; the cursor is the
+/// base64url of the last run id of the previous page.
+fn list(input: &CallInput<'_>) -> Result<Value, RpcError> {
+    let after = match input.params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => Some(decode_cursor(c)?),
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "params.cursor must be a string returned as nextCursor, got {}",
+                kind_of(other)
+            )));
+        }
+    };
+    let (page, more) = list_runs(&input.snapshot.domain, after.as_deref(), LIST_PAGE_SIZE);
+    let mut out = Map::new();
+    if more && let Some(last) = page.last() {
+        out.insert(
+            "nextCursor".into(),
+            Value::String(URL_SAFE_NO_PAD.encode(last.task_id.as_bytes())),
+        );
+    }
+    out.insert(
+        "tasks".into(),
+        Value::Array(page.iter().map(handshake_task).collect()),
+    );
+    Ok(Value::Object(out))
+}
+
+fn decode_cursor(cursor: &str) -> Result<String, RpcError> {
+    let bad = || {
+        RpcError::invalid_params(format!(
+            "Invalid cursor {:?}: pass back a nextCursor from tasks/list unchanged",
+            shorten(cursor, 64)
+        ))
+    };
+    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
+    let id = String::from_utf8(bytes).map_err(|_| bad())?;
+    check_task_id(&id).map_err(|_| bad())?;
+    Ok(id)
+}
+
+fn task_param(params: Option<&Value>) -> Result<&str, RpcError> {
+    match params.and_then(|p| p.get("taskId")) {
+        Some(Value::String(id)) => Ok(id),
+        Some(other) => Err(RpcError::invalid_params(format!(
+            "params.taskId must be a string naming a task, got {}",
+            kind_of(other)
+        ))),
+        None => Err(RpcError::invalid_params(
+            "params.taskId is required: the taskId a task-augmented tools/call returned",
+        )),
+    }
+}
+
+fn unknown_task(id: &str) -> RpcError {
+    let shown = shorten(id, 100);
+    RpcError::invalid_params(format!(
+        "Invalid taskId {shown:?}: no such task in this project's ledger"
+    ))
+    .with_data(json!({"taskId": shown}))
+}
+
+/// The 2025-11-25 `Task` object.
+fn handshake_task(view: &TaskView) -> Value {
+    json!({
+        "taskId": view.task_id,
+        "status": view.status.as_str(),
+        "statusMessage": view.status_message,
+        "createdAt": view.created_at.to_rfc3339(),
+        "lastUpdatedAt": view.last_updated_at.to_rfc3339(),
+        "ttl": TASK_TTL_MS,
+        "pollInterval": POLL_INTERVAL_MS,
+    })
+}
+
+/// The extension's `Task` object.
+fn modern_task(view: &TaskView) -> Value {
+    json!({
+        "taskId": view.task_id,
+        "status": view.status.as_str(),
+        "statusMessage": view.status_message,
+        "createdAt": view.created_at.to_rfc3339(),
+        "lastUpdatedAt": view.last_updated_at.to_rfc3339(),
+        "ttlMs": TASK_TTL_MS,
+        "pollIntervalMs": POLL_INTERVAL_MS,
+    })
+}
+
+/// `snapshot` with `records` folded in.
+fn applied(snapshot: &Snapshot, records: &[Record]) -> Snapshot {
+    let mut after = snapshot.clone();
+    for r in records {
+        // Records sealed against this very snapshot always extend it.
+        if after.apply(r).is_err() {
+            return snapshot.clone();
+        }
+    }
+    after
+}
