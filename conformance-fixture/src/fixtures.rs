@@ -3,8 +3,8 @@
 //! Bernstein domain uses. The engine (`bernstein_core::protocol`) serves them unchanged: this
 //! module never builds a JSON-RPC message, never touches the wire, and holds no state.
 //!
-//! What the `Catalog` interface cannot express (tool results other than one text block,
-//! progress or log notifications, resource templates, completions) is registered anyway where
+//! What the `Catalog` interface cannot express (progress or log notifications, resource
+//! templates, completions) is registered anyway where
 //! a name is involved, so the suite reports the precise missing behaviour instead of "not
 //! found"; tests/conformance/expected-failures.txt lists those scenarios with the reason.
 
@@ -98,16 +98,13 @@ fn tools() -> Vec<ToolSpec> {
                 ))
             },
         ),
-        // The next four ask for non-text content blocks. A catalogue tool's result is always
-        // one JSON text block, so these report what they would have sent.
+        // The next four return content blocks of their own (ToolOutput::content).
         fixture_tool(
             "test_image_content",
             "Image content",
             NO_EFFECTS,
             empty_schema,
-            |_, _| {
-                ToolOutput::ok(json!({"type": "image", "mimeType": "image/png", "data": PNG_1X1}))
-            },
+            |_, _| blocks(vec![image()]),
         ),
         fixture_tool(
             "test_audio_content",
@@ -115,7 +112,7 @@ fn tools() -> Vec<ToolSpec> {
             NO_EFFECTS,
             empty_schema,
             |_, _| {
-                ToolOutput::ok(json!({"type": "audio", "mimeType": "audio/wav", "data": WAV_EMPTY}))
+                blocks(vec![json!({"type": "audio", "mimeType": "audio/wav", "data": WAV_EMPTY})])
             },
         ),
         fixture_tool(
@@ -123,7 +120,7 @@ fn tools() -> Vec<ToolSpec> {
             "Embedded resource",
             NO_EFFECTS,
             empty_schema,
-            |_, _| ToolOutput::ok(embedded_resource()),
+            |_, _| blocks(vec![embedded_resource()]),
         ),
         fixture_tool(
             "test_multiple_content_types",
@@ -131,11 +128,11 @@ fn tools() -> Vec<ToolSpec> {
             NO_EFFECTS,
             empty_schema,
             |_, _| {
-                ToolOutput::ok(json!([
-                    {"type": "text", "text": "Multiple content types test:"},
-                    {"type": "image", "mimeType": "image/png", "data": PNG_1X1},
+                blocks(vec![
+                    json!({"type": "text", "text": "Multiple content types test:"}),
+                    image(),
                     embedded_resource(),
-                ]))
+                ])
             },
         ),
         fixture_tool(
@@ -146,6 +143,18 @@ fn tools() -> Vec<ToolSpec> {
             |_, args| ToolOutput::ok(json!({"received": args})),
         ),
     ]
+}
+
+/// A successful result made of `content` blocks; the payload names their types.
+fn blocks(content: Vec<Value>) -> ToolOutput {
+    let types: Vec<Value> = content.iter().map(|b| b["type"].clone()).collect();
+    let mut out = ToolOutput::ok(json!({ "content_types": types }));
+    out.content = Some(content);
+    out
+}
+
+fn image() -> Value {
+    json!({"type": "image", "mimeType": "image/png", "data": PNG_1X1})
 }
 
 fn embedded_resource() -> Value {
