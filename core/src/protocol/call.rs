@@ -20,7 +20,7 @@ use super::jsonrpc::{RpcError, kind_of, shorten};
 use super::lifecycle::decorate;
 use super::meter::envelope;
 use super::registry::{ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec};
-use super::validate::{check_limits, validate};
+use super::validate::check_limits;
 use super::{MeterSlot, Server};
 use crate::digest::Digest;
 use crate::ledger::{AUDIT_STREAM, Draft, RUN_STREAM_PREFIX, Record, Snapshot, seal};
@@ -139,7 +139,7 @@ pub fn call_tool(server: &Server, input: &CallInput<'_>) -> CallReply {
         let listed = vec![json!({"path": v.path, "rule": v.rule})];
         return invalid(format!("Invalid arguments for tool {name}: {v}"), listed);
     }
-    match validate(&(tool.input_schema)(), raw_args, "arguments") {
+    match server.validate_arguments(tool, raw_args) {
         Ok(violations) if violations.is_empty() => {}
         Ok(violations) => {
             let listed: Vec<Value> = violations

@@ -10,7 +10,6 @@ use serde_json::{Map, Value, json};
 use super::Server;
 use super::era::Revision;
 use super::jsonrpc::{RpcError, brief, kind_of, shorten};
-use super::meter::wrap_output_schema;
 use super::registry::{PromptSpec, ToolSpec};
 use super::validate::check_limits;
 
@@ -50,16 +49,10 @@ pub fn tool_value(server: &Server, tool: &ToolSpec, revision: Revision) -> Value
     let mut obj = Map::new();
     obj.insert("name".into(), Value::String(tool.name.into()));
     obj.insert("description".into(), Value::String(tool.description.into()));
-    obj.insert("inputSchema".into(), (tool.input_schema)());
+    obj.insert("inputSchema".into(), server.input_schema(tool));
     if revision.has_titles_and_structured_output() {
         obj.insert("title".into(), Value::String(tool.title.into()));
-        if let Some(output) = tool.output_schema {
-            let schema = output();
-            let schema = if server.config.cost_meter {
-                wrap_output_schema(schema)
-            } else {
-                schema
-            };
+        if let Some(schema) = server.output_schema(tool) {
             obj.insert("outputSchema".into(), schema);
         }
     }

@@ -36,11 +36,14 @@ pub mod render;
 pub mod tasks;
 pub mod validate;
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use crate::config::Config;
 use crate::ledger::{Append, LedgerPosition, Snapshot};
 use crate::time::Timestamp;
+use registry::ToolSpec;
 
 pub use registry::Catalog;
 
@@ -145,18 +148,67 @@ pub struct Wait {
 pub struct Server {
     pub config: Config,
     pub catalog: Catalog,
+    /// Each tool's advertised schemas, generated once from its types: they are a pure function
+    /// of the catalogue and the configuration, so every request reuses them.
+    schemas: HashMap<&'static str, ToolSchemas>,
+}
+
+/// A tool's input schema and, when it declares one, its advertised output schema (wrapped in
+/// the `_meter` envelope when the meter is on).
+#[derive(Clone, Debug)]
+struct ToolSchemas {
+    input: Value,
+    output: Option<Value>,
 }
 
 impl Server {
     /// Bernstein's server: the domain catalogue filtered by the configured tier.
     pub fn new(config: Config) -> Server {
-        let catalog = crate::domain::catalog();
-        Server { config, catalog }
+        Server::with_catalog(config, crate::domain::catalog())
     }
 
     /// A server over any catalogue (test fixtures).
     pub fn with_catalog(config: Config, catalog: Catalog) -> Server {
-        Server { config, catalog }
+        let schemas = catalog
+            .tools
+            .iter()
+            .map(|t| {
+                let output = t.output_schema.map(|f| {
+                    let schema = f();
+                    if config.cost_meter { meter::wrap_output_schema(schema) } else { schema }
+                });
+                (t.name, ToolSchemas { input: (t.input_schema)(), output })
+            })
+            .collect();
+        Server { config, catalog, schemas }
+    }
+
+    /// The input schema of a catalogue tool, generated once.
+    pub fn input_schema(&self, tool: &ToolSpec) -> Value {
+        self.schemas.get(tool.name).map_or_else(|| (tool.input_schema)(), |s| s.input.clone())
+    }
+
+    /// The advertised output schema of a catalogue tool (meter-wrapped when the meter is on).
+    pub fn output_schema(&self, tool: &ToolSpec) -> Option<Value> {
+        match self.schemas.get(tool.name) {
+            Some(s) => s.output.clone(),
+            None => tool.output_schema.map(|f| {
+                let schema = f();
+                if self.config.cost_meter { meter::wrap_output_schema(schema) } else { schema }
+            }),
+        }
+    }
+
+    /// Validates arguments against a tool's cached input schema.
+    pub(crate) fn validate_arguments(
+        &self,
+        tool: &ToolSpec,
+        args: &Value,
+    ) -> Result<Vec<validate::Violation>, validate::SchemaFault> {
+        match self.schemas.get(tool.name) {
+            Some(s) => validate::validate(&s.input, args, "arguments"),
+            None => validate::validate(&(tool.input_schema)(), args, "arguments"),
+        }
     }
 
     /// Handles one message (a line of stdio, the body of an HTTP POST): a pure function of the
