@@ -158,6 +158,9 @@ pub struct McpProcess {
     stdin: Option<ChildStdin>,
     lines: Receiver<Vec<u8>>,
     pub stderr_log: PathBuf,
+    /// Whether `stderr_log` is a file this helper created (and removes on drop); a path the
+    /// caller chose (e.g. `/dev/full`) is never removed.
+    owns_log: bool,
 }
 
 impl McpProcess {
@@ -169,10 +172,12 @@ impl McpProcess {
             std::env::temp_dir().join(format!("bernstein-proof-logs-{}", std::process::id()));
         fs::create_dir_all(&logs).unwrap();
         let stderr_log = logs.join(format!("stderr-{}.log", unique()));
-        McpProcess::start_logging_to(project, args, env, stderr_log)
+        let mut p = McpProcess::start_logging_to(project, args, env, stderr_log);
+        p.owns_log = true;
+        p
     }
 
-    /// [`McpProcess::start`] with stderr going to `stderr_log`.
+    /// [`McpProcess::start`] with stderr going to `stderr_log`, which is left in place.
     pub fn start_logging_to(
         project: &Path,
         args: &[&str],
@@ -214,6 +219,7 @@ impl McpProcess {
             child,
             lines: rx,
             stderr_log,
+            owns_log: false,
         }
     }
 
@@ -292,7 +298,7 @@ impl Drop for McpProcess {
         if let Ok(None) = self.child.try_wait() {
             self.kill();
         }
-        if std::env::var_os("BERNSTEIN_KEEP_TEST_DIRS").is_none() {
+        if self.owns_log && std::env::var_os("BERNSTEIN_KEEP_TEST_DIRS").is_none() {
             let _ = fs::remove_file(&self.stderr_log);
             if let Some(dir) = self.stderr_log.parent() {
                 let _ = fs::remove_dir(dir);
