@@ -6,11 +6,16 @@ use bernstein_core::{Config, Server, Timestamp};
 use serde_json::{Value, json};
 
 pub fn request(id: u64, method: &str, params: Value) -> Vec<u8> {
-    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).expect("json")
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+        .expect("json")
 }
 
 pub fn call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
-    request(id, "tools/call", json!({"name": tool, "arguments": arguments}))
+    request(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
 }
 
 pub struct MemLedger {
@@ -37,7 +42,12 @@ impl MemLedger {
 
     /// Handles one message against the current snapshot without committing it.
     pub fn handle(&self, bytes: &[u8]) -> Outcome {
-        self.server.handle(&Input { bytes, snapshot: &self.snapshot, now: Timestamp(1_790_000_000_000), transport: &self.facts })
+        self.server.handle(&Input {
+            bytes,
+            snapshot: &self.snapshot,
+            now: Timestamp(1_790_000_000_000),
+            transport: &self.facts,
+        })
     }
 
     /// Handles and commits one message.
@@ -45,7 +55,9 @@ impl MemLedger {
         let out = self.handle(bytes);
         if let Some(a) = &out.append {
             for r in &a.records {
-                self.snapshot.apply(r).expect("the core extends its own snapshot");
+                self.snapshot
+                    .apply(r)
+                    .expect("the core extends its own snapshot");
                 self.lines.extend_from_slice(&r.to_line());
             }
         }
@@ -57,13 +69,27 @@ impl MemLedger {
         let mut last_run = String::new();
         while self.snapshot.position.seq < records || last_run.is_empty() {
             self.n += 1;
-            let out = self.commit(&call(self.n, "bernstein_run", json!({"goal": format!("goal number {}", self.n)})));
+            let out = self.commit(&call(
+                self.n,
+                "bernstein_run",
+                json!({"goal": format!("goal number {}", self.n)}),
+            ));
             let resp = out.response.expect("a call has a response").render(0);
             let v: Value = serde_json::from_slice(&resp).expect("json");
-            let text = v["result"]["content"][0]["text"].as_str().expect("text content").to_string();
+            let text = v["result"]["content"][0]["text"]
+                .as_str()
+                .expect("text content")
+                .to_string();
             let payload: Value = serde_json::from_str(&text).expect("json payload");
-            last_run = payload["result"]["run_id"].as_str().expect("run_id").to_string();
-            self.commit(&call(self.n, "bernstein_run_status", json!({"run_id": last_run})));
+            last_run = payload["result"]["run_id"]
+                .as_str()
+                .expect("run_id")
+                .to_string();
+            self.commit(&call(
+                self.n,
+                "bernstein_run_status",
+                json!({"run_id": last_run}),
+            ));
         }
         last_run
     }

@@ -19,7 +19,10 @@ use stats::{fmt, time_each};
 
 fn main() {
     let full = std::env::args().any(|a| a == "--full");
-    println!("# Bernstein benchmark ({} mode)\n", if full { "full" } else { "quick" });
+    println!(
+        "# Bernstein benchmark ({} mode)\n",
+        if full { "full" } else { "quick" }
+    );
     core_per_call();
     run_status_vs_ledger_size(full);
     verify_speed();
@@ -29,7 +32,9 @@ fn main() {
             process::startup_to_initialize(&bin);
             process::stdio_round_trip(&bin);
         }
-        None => println!("\n(stdio figures skipped: build the server first with `cargo build --release -p bernstein`)"),
+        None => println!(
+            "\n(stdio figures skipped: build the server first with `cargo build --release -p bernstein`)"
+        ),
     }
 }
 
@@ -40,15 +45,26 @@ fn core_per_call() {
     let run_id = l.grow_to(1_000);
     let reqs = [
         ("bernstein_status", call(1, "bernstein_status", json!({}))),
-        ("bernstein_run", call(2, "bernstein_run", json!({"goal": "benchmark goal"}))),
-        ("bernstein_run_status", call(3, "bernstein_run_status", json!({"run_id": run_id}))),
+        (
+            "bernstein_run",
+            call(2, "bernstein_run", json!({"goal": "benchmark goal"})),
+        ),
+        (
+            "bernstein_run_status",
+            call(3, "bernstein_run_status", json!({"run_id": run_id})),
+        ),
         ("tools/list", ledger::request(4, "tools/list", json!({}))),
     ];
     for (name, req) in &reqs {
         let s = time_each(200, 5_000, || {
             std::hint::black_box(l.handle(req));
         });
-        println!("| {name} | {} | {} | {:.0} |", fmt(s.p50), fmt(s.p99), s.rate());
+        println!(
+            "| {name} | {} | {} | {:.0} |",
+            fmt(s.p50),
+            fmt(s.p99),
+            s.rate()
+        );
     }
     println!();
 }
@@ -69,7 +85,13 @@ fn run_status_vs_ledger_size(full: bool) {
         let s = time_each(200, 5_000, || {
             std::hint::black_box(l.handle(&req));
         });
-        println!("| {} | {} | {} | {} |", l.snapshot.position.seq, fmt(build), fmt(s.p50), fmt(s.p99));
+        println!(
+            "| {} | {} | {} | {} |",
+            l.snapshot.position.seq,
+            fmt(build),
+            fmt(s.p50),
+            fmt(s.p99)
+        );
     }
     println!();
 }
@@ -79,7 +101,8 @@ fn verify_speed() {
     let mut l = MemLedger::new();
     l.grow_to(100_000);
     let t = Instant::now();
-    let report = verify_ledger(&l.lines, "ledger.jsonl", Some(&l.key)).expect("a fresh ledger verifies");
+    let report =
+        verify_ledger(&l.lines, "ledger.jsonl", Some(&l.key)).expect("a fresh ledger verifies");
     let el = t.elapsed();
     let n = l.snapshot.position.seq;
     println!(
@@ -106,10 +129,19 @@ fn durable_writes() {
     let mut i = 0u64;
     let s = time_each(20, 500, || {
         i += 1;
-        let req = call(i, "bernstein_run", json!({"goal": format!("durable goal {i}")}));
+        let req = call(
+            i,
+            "bernstein_run",
+            json!({"goal": format!("durable goal {i}")}),
+        );
         serve_message(&server, &store, &SystemClock, &req, &facts).expect("served");
     });
-    println!("bernstein_run via serve_message: p50 {}, p99 {}, {:.0} writes/s\n", fmt(s.p50), fmt(s.p99), s.rate());
+    println!(
+        "bernstein_run via serve_message: p50 {}, p99 {}, {:.0} writes/s\n",
+        fmt(s.p50),
+        fmt(s.p99),
+        s.rate()
+    );
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }

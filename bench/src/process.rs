@@ -18,7 +18,11 @@ pub fn binary() -> Option<PathBuf> {
 }
 
 fn initialize() -> Vec<u8> {
-    request(1, "initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}))
+    request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
+    )
 }
 
 pub fn startup_to_initialize(bin: &PathBuf) {
@@ -46,7 +50,11 @@ pub fn startup_to_initialize(bin: &PathBuf) {
         let _ = child.wait();
     }
     let s = Summary::of(samples);
-    println!("## Process start to `initialize` answer (stdio, 30 starts)\n\np50 {}, p99 {}\n", fmt(s.p50), fmt(s.p99));
+    println!(
+        "## Process start to `initialize` answer (stdio, 30 starts)\n\np50 {}, p99 {}\n",
+        fmt(s.p50),
+        fmt(s.p99)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -70,13 +78,25 @@ pub fn stdio_round_trip(bin: &PathBuf) {
         out.read_line(&mut answer).expect("read");
     };
     rt(&initialize());
-    println!("## stdio round trip (one client, sequential)\n\n| request | p50 | p99 | calls/s |\n|---|---|---|---|");
+    println!(
+        "## stdio round trip (one client, sequential)\n\n| request | p50 | p99 | calls/s |\n|---|---|---|---|"
+    );
     let list = request(2, "tools/list", json!({}));
     let s = time_each(100, 2_000, || rt(&list));
-    println!("| tools/list | {} | {} | {:.0} |", fmt(s.p50), fmt(s.p99), s.rate());
+    println!(
+        "| tools/list | {} | {} | {:.0} |",
+        fmt(s.p50),
+        fmt(s.p99),
+        s.rate()
+    );
     let status = crate::ledger::call(3, "bernstein_status", json!({}));
     let s = time_each(50, 1_000, || rt(&status));
-    println!("| tools/call bernstein_status (durable audit append) | {} | {} | {:.0} |\n", fmt(s.p50), fmt(s.p99), s.rate());
+    println!(
+        "| tools/call bernstein_status (durable audit append) | {} | {} | {:.0} |\n",
+        fmt(s.p50),
+        fmt(s.p99),
+        s.rate()
+    );
     drop(stdin);
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);

@@ -16,7 +16,11 @@ impl Summary {
         samples.sort();
         let n = samples.len();
         let total: Duration = samples.iter().sum();
-        Summary { p50: samples[n / 2], p99: samples[(n * 99 / 100).min(n - 1)], mean: total / n as u32 }
+        Summary {
+            p50: samples[n / 2],
+            p99: samples[(n * 99 / 100).min(n - 1)],
+            mean: total / n as u32,
+        }
     }
 
     /// Calls per second at the mean.

@@ -10,7 +10,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "bernstein", version, about = "Bernstein MCP server: verifiable multi-agent orchestration over MCP")]
+#[command(
+    name = "bernstein",
+    version,
+    about = "Bernstein MCP server: verifiable multi-agent orchestration over MCP"
+)]
 struct Cli {
     /// Project directory; its `.sdd/` holds the ledger (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
@@ -81,6 +85,6 @@ fn main() -> ExitCode {
 }
 
 fn fail(message: &str) -> ExitCode {
-    eprintln!("bernstein: {message}");
+    bernstein_runtime_std::log_line!("bernstein: {message}");
     ExitCode::from(2)
 }

@@ -12,7 +12,9 @@ pub fn env_switch(name: &str, default: bool) -> Result<bool, String> {
         Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
             "1" | "true" | "on" | "yes" => Ok(true),
             "0" | "false" | "off" | "no" => Ok(false),
-            other => Err(format!("{name}={other:?} is not a switch: use 1/0, true/false, on/off")),
+            other => Err(format!(
+                "{name}={other:?} is not a switch: use 1/0, true/false, on/off"
+            )),
         },
     }
 }
@@ -24,8 +26,13 @@ pub fn tier(flag: Option<Tier>) -> Result<Tier, String> {
     }
     match std::env::var("BERNSTEIN_MCP_TOOL_TIER") {
         Err(std::env::VarError::NotPresent) => Ok(Tier::default()),
-        Err(std::env::VarError::NotUnicode(_)) => Err("BERNSTEIN_MCP_TOOL_TIER is not valid UTF-8".into()),
-        Ok(v) => v.trim().parse::<Tier>().map_err(|e| format!("BERNSTEIN_MCP_TOOL_TIER: {e}")),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err("BERNSTEIN_MCP_TOOL_TIER is not valid UTF-8".into())
+        }
+        Ok(v) => v
+            .trim()
+            .parse::<Tier>()
+            .map_err(|e| format!("BERNSTEIN_MCP_TOOL_TIER: {e}")),
     }
 }
 
@@ -77,12 +84,20 @@ pub fn auth_mode(flag: Option<&str>) -> Result<AuthMode, String> {
 /// `BERNSTEIN_MCP_OAUTH_SCOPES` (comma- or space-separated; default bernstein.read,
 /// bernstein.write).
 pub fn oauth() -> Result<Option<OAuthConfig>, String> {
-    let Some(issuer) = env_value("BERNSTEIN_MCP_OAUTH_ISSUER")? else { return Ok(None) };
+    let Some(issuer) = env_value("BERNSTEIN_MCP_OAUTH_ISSUER")? else {
+        return Ok(None);
+    };
     if !(issuer.starts_with("https://") || issuer.starts_with("http://")) {
-        return Err(format!("BERNSTEIN_MCP_OAUTH_ISSUER must be an http(s) URL, got {issuer:?}"));
+        return Err(format!(
+            "BERNSTEIN_MCP_OAUTH_ISSUER must be an http(s) URL, got {issuer:?}"
+        ));
     }
     let scopes = match env_value("BERNSTEIN_MCP_OAUTH_SCOPES")? {
-        Some(list) => list.split([',', ' ']).filter(|s| !s.is_empty()).map(String::from).collect(),
+        Some(list) => list
+            .split([',', ' '])
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect(),
         None => vec!["bernstein.read".to_string(), "bernstein.write".to_string()],
     };
     Ok(Some(OAuthConfig { issuer, scopes }))

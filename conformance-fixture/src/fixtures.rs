@@ -112,7 +112,9 @@ fn tools() -> Vec<ToolSpec> {
             NO_EFFECTS,
             empty_schema,
             |_, _| {
-                blocks(vec![json!({"type": "audio", "mimeType": "audio/wav", "data": WAV_EMPTY})])
+                blocks(vec![
+                    json!({"type": "audio", "mimeType": "audio/wav", "data": WAV_EMPTY}),
+                ])
             },
         ),
         fixture_tool(

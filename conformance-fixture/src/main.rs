@@ -77,7 +77,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("bernstein-conformance-fixture: {e}");
+            bernstein_runtime_std::log_line!("bernstein-conformance-fixture: {e}");
             ExitCode::from(2)
         }
     }

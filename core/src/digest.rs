@@ -63,7 +63,8 @@ impl Serialize for Digest {
 impl<'de> Deserialize<'de> for Digest {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        Digest::parse(&s).ok_or_else(|| serde::de::Error::custom("expected sha256:<64 lowercase hex>"))
+        Digest::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom("expected sha256:<64 lowercase hex>"))
     }
 }
 
@@ -76,13 +77,17 @@ pub fn hmac_tag(key: &[u8], message: &[u8]) -> String {
 
 /// Constant-time check of a rendered HMAC tag.
 pub fn verify_hmac_tag(key: &[u8], message: &[u8], tag: &str) -> bool {
-    let Some(hex_part) = tag.strip_prefix("hmac-sha256:") else { return false };
+    let Some(hex_part) = tag.strip_prefix("hmac-sha256:") else {
+        return false;
+    };
     // Only the exact rendering `hmac_tag` produces verifies: hex decoding alone would also
     // accept upper-case digits, and the tag is not covered by the record hash.
     if hex_part.len() != 64 || hex_part.bytes().any(|b| b.is_ascii_uppercase()) {
         return false;
     }
-    let Ok(bytes) = hex::decode(hex_part) else { return false };
+    let Ok(bytes) = hex::decode(hex_part) else {
+        return false;
+    };
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts keys of any length");
     mac.update(message);
     mac.verify_slice(&bytes).is_ok()
@@ -113,7 +118,9 @@ mod tests {
         assert_eq!(Digest::parse(&d.to_string().to_uppercase()), None);
         assert!(verify_hmac_tag(b"k", b"m", &hmac_tag(b"k", b"m")));
         assert!(!verify_hmac_tag(b"k", b"m2", &hmac_tag(b"k", b"m")));
-        let upper = hmac_tag(b"k", b"m").to_uppercase().replace("HMAC-SHA256", "hmac-sha256");
+        let upper = hmac_tag(b"k", b"m")
+            .to_uppercase()
+            .replace("HMAC-SHA256", "hmac-sha256");
         assert!(!verify_hmac_tag(b"k", b"m", &upper));
     }
 }

@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 
 /// Milliseconds since the Unix epoch (UTC), as observed by the runtime.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 #[serde(transparent)]
 pub struct Timestamp(pub u64);
 
@@ -48,7 +50,13 @@ mod tests {
     #[test]
     fn formats_known_instants() {
         assert_eq!(Timestamp(0).to_rfc3339(), "1970-01-01T00:00:00.000Z");
-        assert_eq!(Timestamp(951_782_400_123).to_rfc3339(), "2000-02-29T00:00:00.123Z");
-        assert_eq!(Timestamp::LEGACY_SESSION_CUTOFF.to_rfc3339(), "2027-07-28T00:00:00.000Z");
+        assert_eq!(
+            Timestamp(951_782_400_123).to_rfc3339(),
+            "2000-02-29T00:00:00.123Z"
+        );
+        assert_eq!(
+            Timestamp::LEGACY_SESSION_CUTOFF.to_rfc3339(),
+            "2027-07-28T00:00:00.000Z"
+        );
     }
 }

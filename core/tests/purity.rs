@@ -8,36 +8,93 @@ use std::process::Command;
 
 /// Crates that do IO, run an event loop or read OS randomness.
 const FORBIDDEN: &[&str] = &[
-    "tokio", "mio", "async-io", "async-std", "smol", "polling", "async-executor", "blocking",
-    "socket2", "hyper", "reqwest", "ureq", "getrandom", "rand", "rand_core", "libc", "rustix",
-    "nix", "fs4", "fs2", "memmap2",
+    "tokio",
+    "mio",
+    "async-io",
+    "async-std",
+    "smol",
+    "polling",
+    "async-executor",
+    "blocking",
+    "socket2",
+    "hyper",
+    "reqwest",
+    "ureq",
+    "getrandom",
+    "rand",
+    "rand_core",
+    "libc",
+    "rustix",
+    "nix",
+    "fs4",
+    "fs2",
+    "memmap2",
 ];
 
 #[test]
 fn dependency_tree_holds_no_io_runtime() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args(["tree", "-p", "bernstein-core", "-e", "normal", "--prefix", "none", "--format", "{p}"])
+        .args([
+            "tree",
+            "-p",
+            "bernstein-core",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo tree runs");
-    assert!(out.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "cargo tree failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let tree = String::from_utf8(out.stdout).expect("cargo tree prints UTF-8");
-    let crates: Vec<&str> = tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
-    assert!(crates.contains(&"bernstein-core"), "unexpected cargo tree output:\n{tree}");
+    let crates: Vec<&str> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(
+        crates.contains(&"bernstein-core"),
+        "unexpected cargo tree output:\n{tree}"
+    );
     let bad: Vec<&&str> = crates.iter().filter(|c| FORBIDDEN.contains(c)).collect();
-    assert!(bad.is_empty(), "the core's dependency tree gained IO crates: {bad:?}");
+    assert!(
+        bad.is_empty(),
+        "the core's dependency tree gained IO crates: {bad:?}"
+    );
 }
 
 #[test]
 fn source_names_no_io() {
     let needles = [
-        "std::fs", "std::net", "std::process", "std::env", "std::thread", "Instant::now",
-        "SystemTime::now", "thread_rng", "OsRng", "getrandom",
+        "std::fs",
+        "std::net",
+        "std::process",
+        "std::env",
+        "std::thread",
+        "Instant::now",
+        "SystemTime::now",
+        "thread_rng",
+        "OsRng",
+        "getrandom",
     ];
     let mut hits = Vec::new();
-    scan(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), &needles, &mut hits);
-    assert!(hits.is_empty(), "impure lines in core/src:\n{}", hits.join("\n"));
+    scan(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        &needles,
+        &mut hits,
+    );
+    assert!(
+        hits.is_empty(),
+        "impure lines in core/src:\n{}",
+        hits.join("\n")
+    );
 }
 
 fn scan(dir: &Path, needles: &[&str], hits: &mut Vec<String>) {

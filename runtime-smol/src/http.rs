@@ -120,7 +120,7 @@ pub fn serve_http(
     options: HttpOptions,
 ) -> io::Result<()> {
     let handle = bind(server, store, clock, options)?;
-    eprintln!(
+    bernstein_runtime_std::log_line!(
         "bernstein: serving MCP over HTTP at http://{}/mcp (legacy SSE at /sse; runtime smol)",
         handle.local_addr()
     );
@@ -146,7 +146,7 @@ async fn accept_loop(
             Some(Ok(x)) => x,
             Some(Err(e)) => {
                 // Out of file descriptors and the like: back off instead of spinning.
-                eprintln!("bernstein http: accept failed: {e}");
+                bernstein_runtime_std::log_line!("bernstein http: accept failed: {e}");
                 Timer::after(Duration::from_millis(20)).await;
                 continue;
             }

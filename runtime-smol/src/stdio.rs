@@ -18,13 +18,23 @@ use bernstein_runtime_std::stdio::{StdioConnection, serve_deferred};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Serves stdin/stdout until end of input, on a smol executor.
-pub fn serve_stdio(server: Arc<Server>, store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> std::io::Result<()> {
+pub fn serve_stdio(
+    server: Arc<Server>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+) -> std::io::Result<()> {
     smol::block_on(serve(server, store, clock))
 }
 
-async fn serve(server: Arc<Server>, store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> std::io::Result<()> {
+async fn serve(
+    server: Arc<Server>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+) -> std::io::Result<()> {
     let mut input = smol::Unblock::new(std::io::stdin());
-    let output = Arc::new(smol::lock::Mutex::new(smol::Unblock::new(std::io::stdout())));
+    let output = Arc::new(smol::lock::Mutex::new(
+        smol::Unblock::new(std::io::stdout()),
+    ));
     let eof = Arc::new(AtomicBool::new(false));
     let mut waiting = Vec::new();
     // Deferred requests by id, with the flag a `notifications/cancelled` raises.
@@ -34,7 +44,9 @@ async fn serve(server: Arc<Server>, store: Arc<dyn Store>, clock: Arc<dyn Clock>
     loop {
         let n = input.read(&mut buf).await?;
         {
-            let mut c = conn.lock().expect("the connection lock is never poisoned: serve_line does not panic");
+            let mut c = conn
+                .lock()
+                .expect("the connection lock is never poisoned: serve_line does not panic");
             if n == 0 {
                 c.framer.handle_eof();
             } else {
@@ -42,9 +54,17 @@ async fn serve(server: Arc<Server>, store: Arc<dyn Store>, clock: Arc<dyn Clock>
             }
         }
         loop {
-            let (srv, st, ck, cn, cs) = (server.clone(), store.clone(), clock.clone(), conn.clone(), cancels.clone());
+            let (srv, st, ck, cn, cs) = (
+                server.clone(),
+                store.clone(),
+                clock.clone(),
+                conn.clone(),
+                cancels.clone(),
+            );
             let out = smol::unblock(move || {
-                let mut c = cn.lock().expect("the connection lock is never poisoned: serve_line does not panic");
+                let mut c = cn
+                    .lock()
+                    .expect("the connection lock is never poisoned: serve_line does not panic");
                 let line = c.framer.poll_line()?;
                 if let Line::Message(bytes) = &line
                     && let Some(id) = cancelled_request(bytes)
@@ -52,19 +72,30 @@ async fn serve(server: Arc<Server>, store: Arc<dyn Store>, clock: Arc<dyn Clock>
                 {
                     flag.store(true, Ordering::SeqCst);
                 }
-                Some(c.serve_line_now(&srv, &*st, &*ck, line).map_err(|bytes| (bytes, c.facts.clone())))
+                Some(
+                    c.serve_line_now(&srv, &*st, &*ck, line)
+                        .map_err(|bytes| (bytes, c.facts.clone())),
+                )
             })
             .await;
             match out {
                 None => break,
                 Some(Ok(lines)) => write_lines(&output, &lines).await?,
                 Some(Err((bytes, facts))) => {
-                    let (srv, st, ck, eof, output, cs) =
-                        (server.clone(), store.clone(), clock.clone(), eof.clone(), output.clone(), cancels.clone());
+                    let (srv, st, ck, eof, output, cs) = (
+                        server.clone(),
+                        store.clone(),
+                        clock.clone(),
+                        eof.clone(),
+                        output.clone(),
+                        cancels.clone(),
+                    );
                     let id = request_id(&bytes);
                     let cancelled = Arc::new(AtomicBool::new(false));
                     if let Some(id) = &id {
-                        cs.lock().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), cancelled.clone());
+                        cs.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(id.clone(), cancelled.clone());
                     }
                     waiting.push(smol::spawn(async move {
                         let flag = cancelled.clone();
@@ -81,7 +112,9 @@ async fn serve(server: Arc<Server>, store: Arc<dyn Store>, clock: Arc<dyn Clock>
                             return;
                         }
                         if let Err(e) = write_lines(&output, &lines).await {
-                            eprintln!("bernstein: could not write a deferred answer: {e}");
+                            bernstein_runtime_std::log_line!(
+                                "bernstein: could not write a deferred answer: {e}"
+                            );
                         }
                     }));
                 }

@@ -9,6 +9,16 @@
 //! - [`driver`]: snapshot → core → compare-and-append → response, with retry on conflict.
 //! - [`verify_cmd`]: `bernstein audit verify`.
 
+/// Writes one log line to stderr and never panics: `eprintln!` panics when the write fails, and
+/// a full or closed log device must not take the server down with it.
+#[macro_export]
+macro_rules! log_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod clock;
 pub mod driver;
 pub mod http;

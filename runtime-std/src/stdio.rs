@@ -46,7 +46,7 @@ impl StdioConnection {
             Line::Message(b) if b.iter().all(u8::is_ascii_whitespace) => return Vec::new(),
             Line::Message(b) => b,
             Line::Oversize(n) => {
-                eprintln!(
+                crate::log_line!(
                     "bernstein: refused a {n}-byte message (limit {} bytes)",
                     server.config.limits.max_message_bytes
                 );
@@ -101,7 +101,7 @@ impl StdioConnection {
                 out
             }
             Err(e) => {
-                eprintln!("bernstein: ledger error: {e}");
+                crate::log_line!("bernstein: ledger error: {e}");
                 vec![server.storage_failure_reply(bytes, &e.to_string())]
             }
         }
@@ -124,7 +124,7 @@ pub fn serve_deferred(
             out
         }
         Err(e) => {
-            eprintln!("bernstein: ledger error: {e}");
+            crate::log_line!("bernstein: ledger error: {e}");
             vec![server.storage_failure_reply(bytes, &e.to_string())]
         }
     }
@@ -171,7 +171,7 @@ pub fn serve_stdio(server: &Server, store: &dyn Store, clock: &dyn Clock) -> io:
                     return;
                 }
                 if let Err(e) = write_lines(stdout, &out) {
-                    eprintln!("bernstein: could not write a deferred answer: {e}");
+                    crate::log_line!("bernstein: could not write a deferred answer: {e}");
                 }
             });
         };

@@ -51,7 +51,7 @@ pub fn audit_verify(dir: &Path) -> Result<VerifyReport, AuditError> {
     let anchor = match checkpoint::anchor(&layout, key.as_deref()) {
         Ok(a) => a,
         Err(reason) => {
-            eprintln!(
+            crate::log_line!(
                 "bernstein: not using {} as an anchor: {reason}",
                 layout.checkpoint_file().display()
             );

@@ -252,7 +252,6 @@ fn a_read_only_store_is_refused_clearly_and_service_resumes() {
 /// next to the project, as a service manager might set up), the server's log line about the
 /// failed append panics in `eprintln!` and the process aborts (exit 134) instead of answering.
 #[test]
-#[ignore = "known bug: a failed write to stderr (eprintln!) aborts the server; un-ignore once the runtimes log without panicking"]
 fn a_full_disk_under_the_log_does_not_kill_the_server() {
     let scratch = Scratch::new("disklog");
     if let Err(why) = can_mount(scratch.path()) {
@@ -293,7 +292,6 @@ fn a_full_disk_under_the_log_does_not_kill_the_server() {
 /// oversize message panics in `eprintln!` (exit 101) and the peer gets no reply. A peer can
 /// thus kill a server whose log device is full.
 #[test]
-#[ignore = "known bug: a failed write to stderr (eprintln!) panics the server; un-ignore once the runtimes log without panicking"]
 fn an_unwritable_stderr_does_not_kill_the_server() {
     let scratch = Scratch::new("devfull");
     if !Path::new("/dev/full").exists() {

@@ -27,7 +27,13 @@ pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
                 Ok(report) => {
                     if verbose {
                         for call in &report.calls {
-                            println!("{:>8}  {:<32} {}  {}", call.seq, call.tool, call.call_id, if call.ok { "ok" } else { "refused" });
+                            println!(
+                                "{:>8}  {:<32} {}  {}",
+                                call.seq,
+                                call.tool,
+                                call.call_id,
+                                if call.ok { "ok" } else { "refused" }
+                            );
                         }
                     }
                     println!("{}", report.summary());

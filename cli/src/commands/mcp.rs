@@ -85,20 +85,28 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
         Transport::Stdio => {
             let server = Arc::new(Server::new(config));
             match args.runtime {
-                Runtime::Std => bernstein_runtime_std::stdio::serve_stdio(&server, &*store, &*clock),
+                Runtime::Std => {
+                    bernstein_runtime_std::stdio::serve_stdio(&server, &*store, &*clock)
+                }
                 Runtime::Smol => bernstein_runtime_smol::stdio::serve_stdio(server, store, clock),
             }
         }
         Transport::Http => {
             config.auth = settings::auth_mode(args.auth.as_deref())?;
             config.oauth = settings::oauth()?;
-            let mut opts = HttpOptions { host: args.host, port: args.port, ..HttpOptions::default() };
+            let mut opts = HttpOptions {
+                host: args.host,
+                port: args.port,
+                ..HttpOptions::default()
+            };
             opts.allowed_origins = settings::allowed_origins()?;
             opts.limits.max_body_bytes = config.limits.max_message_bytes;
             let server = Arc::new(Server::new(config));
             match args.runtime {
                 Runtime::Std => bernstein_runtime_std::http::serve_http(server, store, clock, opts),
-                Runtime::Smol => bernstein_runtime_smol::http::serve_http(server, store, clock, opts),
+                Runtime::Smol => {
+                    bernstein_runtime_smol::http::serve_http(server, store, clock, opts)
+                }
             }
         }
     };

@@ -111,7 +111,7 @@ fn show(workdir: &Path, plan_id: &str, as_json: bool) -> Result<ExitCode, String
     let doc = match plans::document(&snap.domain, plan_id) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("bernstein: {e}");
+            bernstein_runtime_std::log_line!("bernstein: {e}");
             return Ok(ExitCode::from(1));
         }
     };
@@ -178,11 +178,11 @@ fn decide(
             Ok(ExitCode::SUCCESS)
         }
         Err(e) if e.is_conflict() => {
-            eprintln!("bernstein: {e}");
+            bernstein_runtime_std::log_line!("bernstein: {e}");
             Ok(ExitCode::from(3))
         }
         Err(e) => {
-            eprintln!("bernstein: {e}");
+            bernstein_runtime_std::log_line!("bernstein: {e}");
             Ok(ExitCode::from(1))
         }
     }

@@ -30,9 +30,14 @@ pub fn run(workdir: &Path, json_output: bool) -> Result<ExitCode, String> {
         span_id: "cli",
         spec_revision: "cli",
     };
-    let payload = (spec.call)(&cx, json!({"detail": true})).result.map_err(|e| e.message)?;
+    let payload = (spec.call)(&cx, json!({"detail": true}))
+        .result
+        .map_err(|e| e.message)?;
     if json_output {
-        println!("{}", serde_json::to_string_pretty(&payload).map_err(|e| e.to_string())?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&payload).map_err(|e| e.to_string())?
+        );
         return Ok(ExitCode::SUCCESS);
     }
     print_table(&payload);
@@ -54,7 +59,13 @@ fn print_table(payload: &Value) {
     println!("{:<20} {:<22} {:<20} TITLE", "TASK", "STATUS", "RUN");
     for r in rows {
         let s = |k: &str| r[k].as_str().unwrap_or("-").to_string();
-        println!("{:<20} {:<22} {:<20} {}", s("id"), s("status"), s("run_id"), s("title"));
+        println!(
+            "{:<20} {:<22} {:<20} {}",
+            s("id"),
+            s("status"),
+            s("run_id"),
+            s("title")
+        );
     }
     if payload["truncated"].as_bool() == Some(true) {
         println!("(more tasks not shown: use --json)");

@@ -41,8 +41,8 @@ pub fn run(workdir: &Path, command: TaskCommand) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("bernstein: refused ({}): {}", e.error, e.message);
-            eprintln!("hint: {}", e.hint);
+            bernstein_runtime_std::log_line!("bernstein: refused ({}): {}", e.error, e.message);
+            bernstein_runtime_std::log_line!("hint: {}", e.hint);
             print_json(&e.to_value())?;
             Ok(ExitCode::from(1))
         }

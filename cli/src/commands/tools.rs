@@ -10,7 +10,11 @@ pub fn run(tier: Option<Tier>, json_output: bool) -> Result<ExitCode, String> {
     let tiers: Vec<Tier> = tier.map_or_else(|| Tier::ALL.to_vec(), |t| vec![t]);
     let mut listing = Vec::new();
     for t in &tiers {
-        let mut tools: Vec<_> = catalog.tools.iter().filter(|s| t.includes(s.tier)).collect();
+        let mut tools: Vec<_> = catalog
+            .tools
+            .iter()
+            .filter(|s| t.includes(s.tier))
+            .collect();
         tools.sort_by_key(|s| s.name);
         listing.push((*t, tools));
     }
@@ -29,8 +33,15 @@ pub fn run(tier: Option<Tier>, json_output: bool) -> Result<ExitCode, String> {
                 })
             })
             .collect();
-        let value = if tier.is_some() { out.into_iter().next().unwrap_or_default() } else { out.into() };
-        println!("{}", serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?);
+        let value = if tier.is_some() {
+            out.into_iter().next().unwrap_or_default()
+        } else {
+            out.into()
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
+        );
         return Ok(ExitCode::SUCCESS);
     }
     for (t, tools) in listing {

@@ -21,7 +21,11 @@ pub struct Draft {
 
 impl Draft {
     pub fn new(stream: impl Into<String>, kind: impl Into<String>, body: Value) -> Draft {
-        Draft { stream: stream.into(), kind: kind.into(), body }
+        Draft {
+            stream: stream.into(),
+            kind: kind.into(),
+            body,
+        }
     }
 }
 
@@ -78,7 +82,8 @@ impl Record {
     /// The stored line: canonical JSON of the whole record plus `\n`.
     pub fn to_line(&self) -> Vec<u8> {
         let v = serde_json::to_value(self).expect("a record always serializes");
-        let mut bytes = to_canonical_bytes(&v).expect("record bodies are checked for floats when sealed");
+        let mut bytes =
+            to_canonical_bytes(&v).expect("record bodies are checked for floats when sealed");
         bytes.push(b'\n');
         bytes
     }
@@ -86,7 +91,8 @@ impl Record {
     /// Parses one line (without its `\n`) and checks it is canonical and its hash is right.
     /// The MAC is checked only when `key` is given.
     pub fn parse_line(line: &[u8], key: Option<&[u8]>) -> Result<Record, RecordError> {
-        let rec: Record = serde_json::from_slice(line).map_err(|e| RecordError::Malformed(e.to_string()))?;
+        let rec: Record =
+            serde_json::from_slice(line).map_err(|e| RecordError::Malformed(e.to_string()))?;
         // One value serves both checks: the whole record must re-serialize to `line`, and the
         // same value without `hash` and `mac` is the pre-image (`preimage` would rebuild it).
         let mut v = serde_json::to_value(&rec).map_err(|_| RecordError::NotCanonical)?;
@@ -131,7 +137,11 @@ pub fn seal(
     let mut out: Vec<Record> = Vec::with_capacity(drafts.len());
     for (i, d) in drafts.into_iter().enumerate() {
         let prev = out.last().map_or(at.head, |r| r.hash);
-        let sprev = out.iter().rev().find(|r| r.stream == d.stream).map_or_else(|| stream_head(&d.stream), |r| r.hash);
+        let sprev = out
+            .iter()
+            .rev()
+            .find(|r| r.stream == d.stream)
+            .map_or_else(|| stream_head(&d.stream), |r| r.hash);
         let mut rec = Record {
             seq: at.seq + 1 + i as u64,
             prev,
@@ -166,7 +176,11 @@ mod tests {
             |_| Digest::ZERO,
             vec![
                 Draft::new("backlog", "task.created", json!({"id": "T-1"})),
-                Draft::new("audit", "mcp.stateless_call", json!({"tool": "bernstein_run"})),
+                Draft::new(
+                    "audit",
+                    "mcp.stateless_call",
+                    json!({"tool": "bernstein_run"}),
+                ),
             ],
             b"key",
         )
@@ -192,9 +206,18 @@ mod tests {
         let recs = sample();
         let line = String::from_utf8(recs[1].to_line()).unwrap();
         let edited = line.trim_end().replace("bernstein_run", "bernstein_ruN");
-        assert_eq!(Record::parse_line(edited.as_bytes(), None), Err(RecordError::HashMismatch));
+        assert_eq!(
+            Record::parse_line(edited.as_bytes(), None),
+            Err(RecordError::HashMismatch)
+        );
         let spaced = line.trim_end().replacen(':', ": ", 1);
-        assert_eq!(Record::parse_line(spaced.as_bytes(), None), Err(RecordError::NotCanonical));
-        assert_eq!(Record::parse_line(line.trim_end().as_bytes(), Some(b"other")), Err(RecordError::BadMac));
+        assert_eq!(
+            Record::parse_line(spaced.as_bytes(), None),
+            Err(RecordError::NotCanonical)
+        );
+        assert_eq!(
+            Record::parse_line(line.trim_end().as_bytes(), Some(b"other")),
+            Err(RecordError::BadMac)
+        );
     }
 }

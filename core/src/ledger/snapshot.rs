@@ -21,7 +21,10 @@ pub struct LedgerPosition {
 
 impl LedgerPosition {
     /// The position of an empty ledger.
-    pub const GENESIS: LedgerPosition = LedgerPosition { seq: 0, head: Digest::ZERO };
+    pub const GENESIS: LedgerPosition = LedgerPosition {
+        seq: 0,
+        head: Digest::ZERO,
+    };
 }
 
 /// The projected state at `position`.
@@ -47,9 +50,20 @@ pub enum ApplyError {
     #[error("record {seq} does not follow ledger position {expected_seq}")]
     OutOfSequence { seq: u64, expected_seq: u64 },
     #[error("record {seq} names predecessor {found}, but the ledger head is {expected}")]
-    BrokenChain { seq: u64, expected: Digest, found: Digest },
-    #[error("record {seq} names stream predecessor {found}, but stream {stream} ends at {expected}")]
-    BrokenStream { seq: u64, stream: String, expected: Digest, found: Digest },
+    BrokenChain {
+        seq: u64,
+        expected: Digest,
+        found: Digest,
+    },
+    #[error(
+        "record {seq} names stream predecessor {found}, but stream {stream} ends at {expected}"
+    )]
+    BrokenStream {
+        seq: u64,
+        stream: String,
+        expected: Digest,
+        found: Digest,
+    },
 }
 
 impl Snapshot {
@@ -60,16 +74,26 @@ impl Snapshot {
 
     /// Head of `stream`, ZERO when the stream has no record yet.
     pub fn stream_head(&self, stream: &str) -> Digest {
-        self.stream_heads.get(stream).copied().unwrap_or(Digest::ZERO)
+        self.stream_heads
+            .get(stream)
+            .copied()
+            .unwrap_or(Digest::ZERO)
     }
 
     /// Folds one record, checking it extends both the ledger chain and its stream's chain.
     pub fn apply(&mut self, rec: &Record) -> Result<(), ApplyError> {
         if rec.seq != self.position.seq + 1 {
-            return Err(ApplyError::OutOfSequence { seq: rec.seq, expected_seq: self.position.seq + 1 });
+            return Err(ApplyError::OutOfSequence {
+                seq: rec.seq,
+                expected_seq: self.position.seq + 1,
+            });
         }
         if rec.prev != self.position.head {
-            return Err(ApplyError::BrokenChain { seq: rec.seq, expected: self.position.head, found: rec.prev });
+            return Err(ApplyError::BrokenChain {
+                seq: rec.seq,
+                expected: self.position.head,
+                found: rec.prev,
+            });
         }
         let sh = self.stream_head(&rec.stream);
         if rec.sprev != sh {
@@ -82,7 +106,10 @@ impl Snapshot {
         }
         self.domain.apply(rec);
         self.stream_heads.insert(rec.stream.clone(), rec.hash);
-        self.position = LedgerPosition { seq: rec.seq, head: rec.hash };
+        self.position = LedgerPosition {
+            seq: rec.seq,
+            head: rec.hash,
+        };
         Ok(())
     }
 

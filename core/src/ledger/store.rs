@@ -28,7 +28,10 @@ impl Append {
     pub fn new_position(&self) -> LedgerPosition {
         self.records
             .last()
-            .map_or(self.expected, |r| LedgerPosition { seq: r.seq, head: r.hash })
+            .map_or(self.expected, |r| LedgerPosition {
+                seq: r.seq,
+                head: r.hash,
+            })
     }
 }
 
@@ -48,7 +51,12 @@ pub enum StoreError {
     #[error("ledger IO failed: {0}")]
     Io(String),
     #[error("ledger is corrupt at {file}:{line} (seq {seq}): {reason}")]
-    Corrupt { file: String, line: u64, seq: u64, reason: String },
+    Corrupt {
+        file: String,
+        line: u64,
+        seq: u64,
+        reason: String,
+    },
     #[error("ledger store unavailable: {0}")]
     Unavailable(String),
 }

@@ -119,12 +119,23 @@ pub fn call_tool(server: &Server, input: &CallInput<'_>) -> CallReply {
             let refusal = ToolError::new(
                 "invalid_arguments",
                 message,
-                format!("Call {} again with arguments that match its inputSchema.", tool.name),
+                format!(
+                    "Call {} again with arguments that match its inputSchema.",
+                    tool.name
+                ),
             )
             .with("violations", violations);
-            finish(server, input, &audit, tool, alias, ToolOutput::refused(refusal))
+            finish(
+                server,
+                input,
+                &audit,
+                tool,
+                alias,
+                ToolOutput::refused(refusal),
+            )
         } else {
-            let e = RpcError::invalid_params(message).with_data(json!({ "violations": violations }));
+            let e =
+                RpcError::invalid_params(message).with_data(json!({ "violations": violations }));
             audit.refuse(e, "invalid_arguments")
         }
     };
@@ -133,7 +144,10 @@ pub fn call_tool(server: &Server, input: &CallInput<'_>) -> CallReply {
             "Invalid arguments for tool {name}: arguments must be an object, got {}",
             kind_of(raw_args)
         );
-        return invalid(message, vec![json!({"path": "arguments", "rule": "must be an object"})]);
+        return invalid(
+            message,
+            vec![json!({"path": "arguments", "rule": "must be an object"})],
+        );
     }
     if let Err(v) = check_limits(raw_args, &server.config.limits, "arguments") {
         let listed = vec![json!({"path": v.path, "rule": v.rule})];
@@ -147,7 +161,10 @@ pub fn call_tool(server: &Server, input: &CallInput<'_>) -> CallReply {
                 .take(20)
                 .map(|v| json!({"path": v.path, "rule": v.rule}))
                 .collect();
-            return invalid(format!("Invalid arguments for tool {name}: {}", violations[0]), listed);
+            return invalid(
+                format!("Invalid arguments for tool {name}: {}", violations[0]),
+                listed,
+            );
         }
         Err(fault) => {
             return audit.refuse(

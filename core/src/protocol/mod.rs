@@ -175,17 +175,33 @@ impl Server {
             .map(|t| {
                 let output = t.output_schema.map(|f| {
                     let schema = f();
-                    if config.cost_meter { meter::wrap_output_schema(schema) } else { schema }
+                    if config.cost_meter {
+                        meter::wrap_output_schema(schema)
+                    } else {
+                        schema
+                    }
                 });
-                (t.name, ToolSchemas { input: (t.input_schema)(), output })
+                (
+                    t.name,
+                    ToolSchemas {
+                        input: (t.input_schema)(),
+                        output,
+                    },
+                )
             })
             .collect();
-        Server { config, catalog, schemas }
+        Server {
+            config,
+            catalog,
+            schemas,
+        }
     }
 
     /// The input schema of a catalogue tool, generated once.
     pub fn input_schema(&self, tool: &ToolSpec) -> Value {
-        self.schemas.get(tool.name).map_or_else(|| (tool.input_schema)(), |s| s.input.clone())
+        self.schemas
+            .get(tool.name)
+            .map_or_else(|| (tool.input_schema)(), |s| s.input.clone())
     }
 
     /// The advertised output schema of a catalogue tool (meter-wrapped when the meter is on).
@@ -194,7 +210,11 @@ impl Server {
             Some(s) => s.output.clone(),
             None => tool.output_schema.map(|f| {
                 let schema = f();
-                if self.config.cost_meter { meter::wrap_output_schema(schema) } else { schema }
+                if self.config.cost_meter {
+                    meter::wrap_output_schema(schema)
+                } else {
+                    schema
+                }
             }),
         }
     }

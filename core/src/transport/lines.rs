@@ -25,7 +25,12 @@ pub struct LineFramer {
 
 impl LineFramer {
     pub fn new(limit: usize) -> LineFramer {
-        LineFramer { limit, partial: Vec::new(), seen: 0, ready: VecDeque::new() }
+        LineFramer {
+            limit,
+            partial: Vec::new(),
+            seen: 0,
+            ready: VecDeque::new(),
+        }
     }
 
     /// Feeds bytes read from the peer.
@@ -67,7 +72,11 @@ impl LineFramer {
             line.pop();
             self.seen -= 1;
         }
-        let frame = if self.seen > self.limit { Line::Oversize(self.seen) } else { Line::Message(line) };
+        let frame = if self.seen > self.limit {
+            Line::Oversize(self.seen)
+        } else {
+            Line::Message(line)
+        };
         self.seen = 0;
         self.ready.push_back(frame);
     }
@@ -104,7 +113,10 @@ mod tests {
 
     #[test]
     fn exact_limit_fits_and_crlf_does_not_count() {
-        assert_eq!(frames(4, &[b"abcd\r\n"]), vec![Line::Message(b"abcd".to_vec())]);
+        assert_eq!(
+            frames(4, &[b"abcd\r\n"]),
+            vec![Line::Message(b"abcd".to_vec())]
+        );
         assert_eq!(frames(4, &[b"abcde\n"]), vec![Line::Oversize(5)]);
         assert_eq!(frames(4, &[b"\n"]), vec![Line::Message(Vec::new())]);
         assert_eq!(frames(4, &[]), vec![]);

@@ -116,7 +116,7 @@ impl Drop for ConnectionSlot {
 
 /// A log line about one peer, on stderr.
 pub fn log(peer: &SocketAddr, message: impl std::fmt::Display) {
-    eprintln!("bernstein http: {peer}: {message}");
+    crate::log_line!("bernstein http: {peer}: {message}");
 }
 
 #[cfg(test)]

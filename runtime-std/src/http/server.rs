@@ -178,7 +178,7 @@ pub fn serve_http(
 ) -> io::Result<()> {
     let workers = options.limits.workers;
     let handle = bind(server, store, clock, options)?;
-    eprintln!(
+    crate::log_line!(
         "bernstein: serving MCP over HTTP at http://{}/mcp (legacy SSE at /sse; runtime std, {workers} workers)",
         handle.local_addr()
     );
@@ -199,7 +199,7 @@ fn accept(
             Ok(s) => s,
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
-                eprintln!("bernstein http: accept failed: {e}");
+                crate::log_line!("bernstein http: accept failed: {e}");
                 thread::sleep(Duration::from_millis(20));
                 continue;
             }

@@ -200,7 +200,7 @@ impl HttpService {
             Decision::OpenLegacyStream(open) => Action::OpenLegacy(open),
             Decision::LegacyMessage(m) => Action::Write(self.serve_legacy(&m)),
             other => {
-                eprintln!("bernstein http: unhandled routing decision {other:?}");
+                crate::log_line!("bernstein http: unhandled routing decision {other:?}");
                 let span = route_span_id("500", "unhandled");
                 Action::Write(HttpResponse::problem(
                     Status::INTERNAL_SERVER_ERROR,
@@ -244,7 +244,7 @@ impl HttpService {
         match serve_message(&self.server, &*self.store, &*self.clock, body, facts) {
             Ok(served) => served,
             Err(e) => {
-                eprintln!("bernstein http: ledger error: {e}");
+                crate::log_line!("bernstein http: ledger error: {e}");
                 Served {
                     response: Some(self.server.storage_failure_reply(body, &e.to_string())),
                     ..Served::default()

@@ -153,7 +153,7 @@ pub fn load(layout: &Layout, key: &[u8], ledger: &LedgerFile) -> Option<Folded> 
             lines: b.lines,
         }),
         Err(reason) => {
-            eprintln!(
+            crate::log_line!(
                 "bernstein: ignoring checkpoint {}: {reason}; folding the ledger from the start",
                 path.display()
             );

@@ -162,7 +162,7 @@ impl FileStore {
         let Some(folded) = &state.folded else { return };
         match checkpoint::write(&self.layout, &self.key, folded, &state.ledger) {
             Ok(()) => state.since_checkpoint = 0,
-            Err(e) => eprintln!(
+            Err(e) => crate::log_line!(
                 "bernstein: cannot write {}: {e}",
                 self.layout.checkpoint_file().display()
             ),
@@ -269,7 +269,7 @@ impl Drop for FileStore {
     fn drop(&mut self) {
         let dirty = self.state().since_checkpoint > 0;
         if dirty && let Err(e) = self.checkpoint() {
-            eprintln!("bernstein: {e}");
+            crate::log_line!("bernstein: {e}");
         }
     }
 }

@@ -226,7 +226,12 @@ fn floats_in_arguments_are_digested_not_refused() {
     // audit record is still sealed.
     let result = reply.result.as_ref().unwrap();
     assert_eq!(result["isError"], true);
-    assert!(result["content"][0]["text"].as_str().unwrap().contains("invalid_arguments"));
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("invalid_arguments")
+    );
     assert_eq!(
         audit_body(&reply)["args_digest"],
         digest_of_value(&json!({"run": "R", "x": "1.5"})).to_string()

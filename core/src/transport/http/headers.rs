@@ -391,7 +391,8 @@ mod tests {
     fn header_version_alone_makes_the_era_and_a_missing_body_version_is_left_to_the_engine() {
         // No `_meta` at all: the engine answers -32602 (SEP-2575), not a header mismatch.
         let body = BodyFacts::of(&json!({"jsonrpc":"2.0","id":1,"method":"server/discover"}));
-        let check = check_headers(&req(&[MODERN, ("Mcp-Method", "server/discover")]), &body).unwrap();
+        let check =
+            check_headers(&req(&[MODERN, ("Mcp-Method", "server/discover")]), &body).unwrap();
         assert_eq!(check.era, Era::Stateless);
         assert_eq!(check.protocol_version.as_deref(), Some("2026-07-28"));
         // A body version that differs from the header is the mismatch.
