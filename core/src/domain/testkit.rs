@@ -137,6 +137,11 @@ impl Bench {
             .to_string()
     }
 
+    /// The current status of a known task.
+    pub fn status_of(&self, id: &str) -> super::lifecycle::TaskStatus {
+        self.snapshot.domain.task(id).expect("known task").status
+    }
+
     /// Moves `task` to `to` through the lifecycle (as a later gate would), with an audit record
     /// naming its run. Panics on an illegal edge.
     pub fn force(&mut self, task: &str, to: super::lifecycle::TaskStatus) {
@@ -187,5 +192,24 @@ impl Bench {
         ));
         self.commit(drafts);
         id.to_string()
+    }
+}
+
+/// A legal path of statuses from `open` to `target`, for `Bench::force` (a `planned` root is
+/// committed directly with `Bench::planned_root`).
+pub(crate) fn path_to(target: super::lifecycle::TaskStatus) -> Vec<super::lifecycle::TaskStatus> {
+    use super::lifecycle::TaskStatus::*;
+    match target {
+        Open | Planned => vec![],
+        Claimed => vec![Claimed],
+        InProgress => vec![Claimed, InProgress],
+        Done => vec![Claimed, Done],
+        Closed => vec![Claimed, Done, Closed],
+        Failed => vec![Failed],
+        Blocked => vec![Claimed, Blocked],
+        WaitingForSubtasks => vec![WaitingForSubtasks],
+        Cancelled => vec![Cancelled],
+        Orphaned => vec![Claimed, InProgress, Orphaned],
+        PendingApproval => vec![Claimed, PendingApproval],
     }
 }

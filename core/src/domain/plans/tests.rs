@@ -14,10 +14,6 @@ fn plan(b: &mut Bench) -> (String, String, String) {
     (root, a, c)
 }
 
-fn status_of(b: &Bench, id: &str) -> TaskStatus {
-    b.snapshot.domain.task(id).unwrap().status
-}
-
 /// Commits an operator decision like the CLI: its drafts on the bench's snapshot.
 fn commit(b: &mut Bench, out: operator::OperatorOutcome) -> serde_json::Value {
     b.commit(out.drafts);
@@ -29,7 +25,7 @@ fn a_plan_holds_its_tasks_planned_and_documents_them() {
     let mut b = Bench::new();
     let (root, a, c) = plan(&mut b);
     for id in [&root, &a, &c] {
-        assert_eq!(status_of(&b, id), TaskStatus::Planned);
+        assert_eq!(b.status_of(id), TaskStatus::Planned);
     }
     let doc = document(&b.snapshot.domain, &root).unwrap();
     let ids: Vec<&str> = doc.tasks.iter().map(|t| t.task_id.as_str()).collect();
@@ -78,9 +74,9 @@ fn approve_promotes_every_planned_task_and_a_parent_then_waits() {
     assert_eq!(cmd.changed, 4);
     let answer = commit(&mut b, out);
     assert_eq!(answer["decision"], "approve");
-    assert_eq!(status_of(&b, &root), TaskStatus::WaitingForSubtasks);
-    assert_eq!(status_of(&b, &a), TaskStatus::Open);
-    assert_eq!(status_of(&b, &c), TaskStatus::Open);
+    assert_eq!(b.status_of(&root), TaskStatus::WaitingForSubtasks);
+    assert_eq!(b.status_of(&a), TaskStatus::Open);
+    assert_eq!(b.status_of(&c), TaskStatus::Open);
     assert_eq!(b.snapshot.domain.ignored_records(), 0);
     // The dependency still gates c.
     let r = b.ok("bernstein_claim", json!({"claimer_id": "w"}));
@@ -129,7 +125,7 @@ fn reject_cancels_what_is_still_planned_and_the_run() {
     let answer = commit(&mut b, out);
     assert_eq!(answer["changes"].as_array().unwrap().len(), 2);
     for id in [&root, &a, &c] {
-        assert_eq!(status_of(&b, id), TaskStatus::Cancelled);
+        assert_eq!(b.status_of(id), TaskStatus::Cancelled);
     }
     let h = b.ok("bernstein_run_status", json!({"run_id": root}));
     assert_eq!(h["status"], "cancelled");
@@ -159,7 +155,7 @@ fn a_stale_hash_is_refused_before_anything_moves() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(status_of(&b, &root), TaskStatus::Planned);
+    assert_eq!(b.status_of(&root), TaskStatus::Planned);
 }
 
 #[test]
@@ -192,7 +188,7 @@ fn the_cli_cancel_runs_the_cancel_gate() {
     let out = operator::cancel_task(&b.snapshot, &config, Timestamp(3), &t, Some("no")).unwrap();
     assert_eq!(out.drafts.last().unwrap().kind, "operator.command");
     commit(&mut b, out);
-    assert_eq!(status_of(&b, &t), TaskStatus::Cancelled);
+    assert_eq!(b.status_of(&t), TaskStatus::Cancelled);
     // Finished: reported, nothing to commit.
     let again = operator::cancel_task(&b.snapshot, &config, Timestamp(4), &t, None).unwrap();
     assert!(again.drafts.is_empty());

@@ -3,10 +3,6 @@ use crate::domain::testkit::Bench;
 use crate::domain::tools::complete::tests::task_in;
 use serde_json::json;
 
-fn status_of(b: &Bench, id: &str) -> TaskStatus {
-    b.snapshot.domain.task(id).unwrap().status
-}
-
 #[test]
 fn refusal_matrix_over_every_status() {
     for status in TaskStatus::ALL {
@@ -18,7 +14,7 @@ fn refusal_matrix_over_every_status() {
                 assert_eq!(status, TaskStatus::PendingApproval, "{status} approved");
                 assert_eq!(v["status"], "done");
                 assert_eq!(v["result_summary"], "lgtm");
-                assert_eq!(status_of(&b, &id), TaskStatus::Done);
+                assert_eq!(b.status_of(&id), TaskStatus::Done);
             }
             Err(e) => {
                 assert_ne!(status, TaskStatus::PendingApproval);
@@ -27,7 +23,7 @@ fn refusal_matrix_over_every_status() {
                 assert_eq!(e.extra["current_status"], status.as_str());
                 assert_eq!(e.extra["approvable_statuses"], json!(["pending_approval"]));
                 assert!(out.drafts.is_empty());
-                assert_eq!(status_of(&b, &id), status);
+                assert_eq!(b.status_of(&id), status);
                 if status == TaskStatus::Planned {
                     assert!(e.hint.contains("plan"), "{}", e.hint);
                     assert!(e.hint.contains("bernstein plan approve"), "{}", e.hint);
@@ -49,14 +45,14 @@ fn approval_keeps_the_workers_summary_without_a_note_and_resumes_parents() {
         "bernstein_complete",
         json!({"task_id": child, "result_summary": "worker summary"}),
     );
-    assert_eq!(status_of(&b, &root), TaskStatus::WaitingForSubtasks);
+    assert_eq!(b.status_of(&root), TaskStatus::WaitingForSubtasks);
     let v = b.ok(NAME, json!({"task_id": child}));
     assert_eq!(v["result_summary"], "worker summary");
     assert_eq!(
         v["resumed_parents"],
         json!([{"task_id": root, "status": "done"}])
     );
-    assert_eq!(status_of(&b, &root), TaskStatus::Done);
+    assert_eq!(b.status_of(&root), TaskStatus::Done);
     assert_eq!(
         b.snapshot
             .domain

@@ -1,28 +1,6 @@
 use super::*;
-use crate::domain::testkit::Bench;
+use crate::domain::testkit::{Bench, path_to};
 use serde_json::json;
-
-fn status_of(b: &Bench, id: &str) -> TaskStatus {
-    b.snapshot.domain.task(id).unwrap().status
-}
-
-/// A legal path from `open` to `target` (`planned` roots are committed directly).
-fn path_to(target: TaskStatus) -> Vec<TaskStatus> {
-    use TaskStatus::*;
-    match target {
-        Open | Planned => vec![],
-        Claimed => vec![Claimed],
-        InProgress => vec![Claimed, InProgress],
-        Done => vec![Claimed, Done],
-        Closed => vec![Claimed, Done, Closed],
-        Failed => vec![Failed],
-        Blocked => vec![Claimed, Blocked],
-        WaitingForSubtasks => vec![WaitingForSubtasks],
-        Cancelled => vec![Cancelled],
-        Orphaned => vec![Claimed, InProgress, Orphaned],
-        PendingApproval => vec![Claimed, PendingApproval],
-    }
-}
 
 #[test]
 fn refusal_matrix_over_every_status() {
@@ -36,7 +14,7 @@ fn refusal_matrix_over_every_status() {
         for step in path_to(status) {
             b.force(&id, step);
         }
-        assert_eq!(status_of(&b, &id), status);
+        assert_eq!(b.status_of(&id), status);
         let position = b.snapshot.position;
         let out = b.call(NAME, json!({"task_id": id, "reason": "no longer needed"}));
         let cancellable = lifecycle::cancellable().contains(&status);
@@ -48,14 +26,14 @@ fn refusal_matrix_over_every_status() {
                 );
                 assert_eq!(v["already_terminal"], true);
                 assert_eq!(v["status"], status.as_str());
-                assert_eq!(status_of(&b, &id), status);
+                assert_eq!(b.status_of(&id), status);
             }
             Ok(v) => {
                 assert!(cancellable, "{status} cancelled but not cancellable");
                 assert_eq!(v["status"], "cancelled");
                 assert_eq!(v["previous_status"], status.as_str());
                 assert_eq!(v["run_cancelled"], true);
-                assert_eq!(status_of(&b, &id), TaskStatus::Cancelled);
+                assert_eq!(b.status_of(&id), TaskStatus::Cancelled);
                 assert_eq!(
                     b.snapshot.domain.run(&id).unwrap().status(),
                     crate::domain::RunStatus::Cancelled
@@ -76,7 +54,7 @@ fn refusal_matrix_over_every_status() {
                         "waiting_for_subtasks"
                     ])
                 );
-                assert_eq!(status_of(&b, &id), status);
+                assert_eq!(b.status_of(&id), status);
                 assert_eq!(out.drafts.len(), 0);
             }
         }
@@ -146,10 +124,10 @@ fn cancelling_a_root_cancels_the_tree_and_the_run() {
     );
     assert_eq!(out.drafts[6].body["cancelled_tasks"], 3);
     for id in [&root, &c1, &c2] {
-        assert_eq!(status_of(&b, id), TaskStatus::Cancelled);
+        assert_eq!(b.status_of(id), TaskStatus::Cancelled);
     }
-    assert_eq!(status_of(&b, &g1), TaskStatus::Done);
-    assert_eq!(status_of(&b, &g2), TaskStatus::PendingApproval);
+    assert_eq!(b.status_of(&g1), TaskStatus::Done);
+    assert_eq!(b.status_of(&g2), TaskStatus::PendingApproval);
     let h = b.ok("bernstein_run_status", json!({"run_id": c2}));
     assert_eq!(h["status"], "cancelled");
     assert_ne!(h["journalHead"], before["journalHead"]);
@@ -176,7 +154,7 @@ fn cancelling_a_subtask_leaves_the_run_going() {
     assert_eq!(v["run_cancelled"], false);
     assert_eq!(v["cancelled_descendants"], 0);
     assert_eq!(out.drafts[0].body["reason"], "wrong approach");
-    assert_eq!(status_of(&b, &root), TaskStatus::WaitingForSubtasks);
+    assert_eq!(b.status_of(&root), TaskStatus::WaitingForSubtasks);
     let h = b.ok("bernstein_run_status", json!({"run_id": root}));
     assert_eq!(h["status"], "working");
 }

@@ -1,28 +1,6 @@
 use super::*;
-use crate::domain::testkit::Bench;
+use crate::domain::testkit::{Bench, path_to};
 use serde_json::json;
-
-fn status_of(b: &Bench, id: &str) -> TaskStatus {
-    b.snapshot.domain.task(id).unwrap().status
-}
-
-/// A legal path from `open` to `target`.
-pub(crate) fn path_to(target: TaskStatus) -> Vec<TaskStatus> {
-    use TaskStatus::*;
-    match target {
-        Open | Planned => vec![],
-        Claimed => vec![Claimed],
-        InProgress => vec![Claimed, InProgress],
-        Done => vec![Claimed, Done],
-        Closed => vec![Claimed, Done, Closed],
-        Failed => vec![Failed],
-        Blocked => vec![Claimed, Blocked],
-        WaitingForSubtasks => vec![WaitingForSubtasks],
-        Cancelled => vec![Cancelled],
-        Orphaned => vec![Claimed, InProgress, Orphaned],
-        PendingApproval => vec![Claimed, PendingApproval],
-    }
-}
 
 /// A task in `status` (planned roots are committed directly).
 pub(crate) fn task_in(b: &mut Bench, status: TaskStatus) -> String {
@@ -34,7 +12,7 @@ pub(crate) fn task_in(b: &mut Bench, status: TaskStatus) -> String {
     for step in path_to(status) {
         b.force(&id, step);
     }
-    assert_eq!(status_of(b, &id), status);
+    assert_eq!(b.status_of(&id), status);
     id
 }
 
@@ -54,7 +32,7 @@ fn refusal_matrix_over_every_status() {
                 assert!(completable, "{status} was completed");
                 assert_eq!(v["status"], "done");
                 assert_eq!(v["previous_status"], status.as_str());
-                assert_eq!(status_of(&b, &id), TaskStatus::Done);
+                assert_eq!(b.status_of(&id), TaskStatus::Done);
                 assert_eq!(
                     b.snapshot
                         .domain
@@ -76,7 +54,7 @@ fn refusal_matrix_over_every_status() {
                 );
                 assert!(!e.message.is_empty() && !e.hint.is_empty());
                 assert!(out.drafts.is_empty());
-                assert_eq!(status_of(&b, &id), status);
+                assert_eq!(b.status_of(&id), status);
                 // Only the stand-in audit record was appended.
                 assert_eq!(b.snapshot.position.seq, seq + 1, "{status}");
             }
@@ -94,7 +72,7 @@ fn a_task_that_requires_approval_waits_for_it() {
     let v = b.ok(NAME, json!({"task_id": id, "result_summary": "ready"}));
     assert_eq!(v["status"], "pending_approval");
     assert_eq!(v["requires_approval"], true);
-    assert_eq!(status_of(&b, &id), TaskStatus::PendingApproval);
+    assert_eq!(b.status_of(&id), TaskStatus::PendingApproval);
     let h = b.ok("bernstein_run_status", json!({"run_id": id}));
     assert_eq!(h["status"], "input_required");
     let again = b.refused(NAME, json!({"task_id": id, "result_summary": "again"}));
@@ -109,7 +87,7 @@ fn a_parent_completes_when_its_last_subtask_does() {
     let a = b.subtask(&root, "a");
     let c = b.subtask(&root, "c");
     let c1 = b.subtask(&c, "c1");
-    assert_eq!(status_of(&b, &root), TaskStatus::WaitingForSubtasks);
+    assert_eq!(b.status_of(&root), TaskStatus::WaitingForSubtasks);
     assert_eq!(
         b.refused(NAME, json!({"task_id": root, "result_summary": "early"}))
             .error,
@@ -117,14 +95,14 @@ fn a_parent_completes_when_its_last_subtask_does() {
     );
     let v = b.ok(NAME, json!({"task_id": a, "result_summary": "a"}));
     assert_eq!(v["resumed_parents"], json!([]));
-    assert_eq!(status_of(&b, &root), TaskStatus::WaitingForSubtasks);
+    assert_eq!(b.status_of(&root), TaskStatus::WaitingForSubtasks);
     // c1 is c's last subtask, and c is root's last unfinished one: both resume.
     let v = b.ok(NAME, json!({"task_id": c1, "result_summary": "c1"}));
     assert_eq!(
         v["resumed_parents"],
         json!([{"task_id": c, "status": "done"}, {"task_id": root, "status": "done"}])
     );
-    assert_eq!(status_of(&b, &root), TaskStatus::Done);
+    assert_eq!(b.status_of(&root), TaskStatus::Done);
     let h = b.ok("bernstein_run_status", json!({"run_id": root}));
     assert_eq!(h["status"], "completed");
 }
@@ -137,7 +115,7 @@ fn a_failed_subtask_blocks_its_parent_and_approval_parents_wait() {
     let f = b.subtask(&root, "f");
     b.force(&f, TaskStatus::Failed);
     b.ok(NAME, json!({"task_id": a, "result_summary": "a"}));
-    assert_eq!(status_of(&b, &root), TaskStatus::Blocked);
+    assert_eq!(b.status_of(&root), TaskStatus::Blocked);
 
     let mut b = Bench::new();
     let root = Bench::id_of(&b.ok(

@@ -1,7 +1,7 @@
 use super::*;
 use crate::domain::handle::verify_run_handle;
 use crate::domain::ids::check_task_id;
-use crate::domain::testkit::Bench;
+use crate::domain::testkit::{Bench, path_to};
 use serde_json::json;
 
 #[test]
@@ -216,25 +216,6 @@ fn parent_refusals_cover_every_status() {
             before,
             "a refusal created a task"
         );
-    }
-}
-
-/// A legal path of statuses from `open` to `target` (a planned root is committed directly:
-/// `bernstein_run` cannot create plans yet).
-fn path_to(target: TaskStatus) -> Vec<TaskStatus> {
-    use TaskStatus::*;
-    match target {
-        Open | Planned => vec![],
-        Claimed => vec![Claimed],
-        InProgress => vec![Claimed, InProgress],
-        Done => vec![Claimed, Done],
-        Closed => vec![Claimed, Done, Closed],
-        Failed => vec![Failed],
-        Blocked => vec![Claimed, Blocked],
-        WaitingForSubtasks => vec![WaitingForSubtasks],
-        Cancelled => vec![Cancelled],
-        Orphaned => vec![Claimed, InProgress, Orphaned],
-        PendingApproval => vec![Claimed, PendingApproval],
     }
 }
 
