@@ -3,14 +3,16 @@
 //! Bernstein domain uses. The engine (`bernstein_core::protocol`) serves them unchanged: this
 //! module never builds a JSON-RPC message, never touches the wire, and holds no state.
 //!
-//! What the `Catalog` interface cannot express (progress or log notifications, resource
-//! templates, completions) is registered anyway where
-//! a name is involved, so the suite reports the precise missing behaviour instead of "not
-//! found"; tests/conformance/expected-failures.txt lists those scenarios with the reason.
+//! Progress steps (`ToolOutput::progress`), resource templates, completers and header-bound
+//! tool parameters (`x-mcp-header`) are ordinary catalogue declarations too. What a stateless
+//! server cannot do (server-initiated requests, log pushes) is registered anyway where a name is
+//! involved, so the suite reports the precise missing behaviour instead of "not found";
+//! tests/conformance/expected-failures.txt lists those scenarios with the reason.
 
+use bernstein_core::protocol::completion::starting_with;
 use bernstein_core::protocol::registry::{
-    Catalog, Effects, PromptArgument, PromptSpec, ResourceSpec, TaskSupport, ToolContext,
-    ToolError, ToolOutput, ToolSpec,
+    Catalog, Effects, Progress, PromptArgument, PromptSpec, ResourceSpec, ResourceTemplateSpec,
+    TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 use bernstein_core::{Config, Tier};
 use serde_json::{Map, Value, json};
@@ -76,6 +78,34 @@ pub fn json_schema_2020_12() -> Value {
     })
 }
 
+/// The input schema of `test_header_params`: two arguments mirrored into `Mcp-Param-*` headers
+/// (SEP-2243) and one that is not.
+pub fn header_params_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "description": "Routing region", "x-mcp-header": "Region"},
+            "priority": {"type": "integer", "description": "Routing priority", "x-mcp-header": "Priority"},
+            "note": {"type": "string", "description": "Free text, not mirrored"}
+        },
+        "additionalProperties": false
+    })
+}
+
+/// `test_tool_with_progress`: three steps, 0/100, 50/100 and 100/100, before its result.
+fn with_progress(_: &ToolContext<'_>, _: Value) -> ToolOutput {
+    let mut out = ToolOutput::ok(json!("Progress test completed: 3 steps reported."));
+    out.progress = [0, 50, 100]
+        .into_iter()
+        .map(|progress| Progress {
+            progress,
+            total: Some(100),
+            message: Some(format!("step {progress}/100")),
+        })
+        .collect();
+    out
+}
+
 fn tools() -> Vec<ToolSpec> {
     vec![
         fixture_tool(
@@ -136,6 +166,20 @@ fn tools() -> Vec<ToolSpec> {
                     embedded_resource(),
                 ])
             },
+        ),
+        fixture_tool(
+            "test_tool_with_progress",
+            "With progress",
+            NO_EFFECTS,
+            empty_schema,
+            with_progress,
+        ),
+        fixture_tool(
+            "test_header_params",
+            "Header-bound parameters",
+            NO_EFFECTS,
+            header_params_schema,
+            |_, args| ToolOutput::ok(json!({"received": args})),
         ),
         fixture_tool(
             "json_schema_2020_12_tool",
@@ -202,11 +246,15 @@ fn prompts() -> Vec<PromptSpec> {
                     name: "arg1",
                     description: "First test argument",
                     required: true,
+                    complete: Some(|typed, _| {
+                        starting_with(&["test", "testing", "test-value", "other"], typed)
+                    }),
                 },
                 PromptArgument {
                     name: "arg2",
                     description: "Second test argument",
                     required: true,
+                    complete: None,
                 },
             ],
             render: |args| {
@@ -224,6 +272,7 @@ fn prompts() -> Vec<PromptSpec> {
                 name: "resourceUri",
                 description: "URI of the resource to embed",
                 required: true,
+                complete: None,
             }],
             render: |args| {
                 let uri = arg(args, "resourceUri")?;
@@ -293,12 +342,36 @@ fn resources() -> Vec<ResourceSpec> {
     ]
 }
 
+/// `test://template/{id}/data`: a JSON document naming its id.
+fn templates() -> Vec<ResourceTemplateSpec> {
+    vec![ResourceTemplateSpec {
+        uri_template: "test://template/{id}/data",
+        name: "template-data",
+        title: "Template data",
+        description: "A resource template with an id parameter",
+        mime_type: "application/json",
+        read: |_, uri, vars| {
+            let id = vars.get("id").and_then(Value::as_str).ok_or("no id")?;
+            let text =
+                json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+            Ok(vec![
+                json!({"uri": uri, "mimeType": "application/json", "text": text.to_string()}),
+            ])
+        },
+        complete: Some(|variable, typed, _| match variable {
+            "id" => starting_with(&["123", "456", "789"], typed),
+            _ => Vec::new(),
+        }),
+    }]
+}
+
 /// The fixture catalogue served by the conformance fixture server.
 pub fn catalog() -> Catalog {
     Catalog {
         tools: tools(),
         prompts: prompts(),
         resources: resources(),
+        resource_templates: templates(),
         aliases: Vec::new(),
         instructions: |_: &Config| {
             "Conformance fixture server for the official MCP conformance suite; test-only.".into()
@@ -321,6 +394,64 @@ mod tests {
         assert!(c.tool("test_simple_text").is_some());
         assert!(c.prompt("test_simple_prompt").is_some());
         assert!(c.resource("test://static-text").is_some());
+        assert!(c.has_completions());
+    }
+
+    #[test]
+    fn the_progress_tool_sends_three_increasing_steps_before_its_result() {
+        use bernstein_core::{Input, Server, Snapshot, Timestamp, TransportFacts};
+        let server = Server::with_catalog(Config::new(b"k".to_vec()), catalog());
+        let snapshot = Snapshot::genesis();
+        let facts = TransportFacts::stdio(Some("2025-11-25".into()));
+        let serve = |meta: Value| {
+            let message = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                "params": {"name": "test_tool_with_progress", "arguments": {}, "_meta": meta}});
+            let bytes = message.to_string();
+            server.handle(&Input {
+                bytes: bytes.as_bytes(),
+                snapshot: &snapshot,
+                now: Timestamp(1),
+                transport: &facts,
+            })
+        };
+        let out = serve(json!({"progressToken": "p"}));
+        let steps: Vec<Value> = out
+            .notifications
+            .iter()
+            .map(|n| serde_json::from_slice::<Value>(n).unwrap()["params"].clone())
+            .collect();
+        let progress: Vec<&Value> = steps.iter().map(|p| &p["progress"]).collect();
+        assert_eq!(progress, [&json!(0), &json!(50), &json!(100)]);
+        assert!(
+            steps
+                .iter()
+                .all(|p| p["total"] == 100 && p["progressToken"] == "p")
+        );
+        assert!(out.response.is_some());
+        assert!(serve(json!({})).notifications.is_empty());
+    }
+
+    #[test]
+    fn header_bound_parameters_are_valid_annotations() {
+        use bernstein_core::transport::http::param_headers::scan;
+        let params = scan(&header_params_schema()).unwrap();
+        let headers: Vec<&str> = params.iter().map(|p| p.header.as_str()).collect();
+        assert_eq!(headers, ["Mcp-Param-Priority", "Mcp-Param-Region"]);
+        for tool in catalog().tools {
+            assert!(scan(&(tool.input_schema)()).is_ok(), "{}", tool.name);
+        }
+    }
+
+    #[test]
+    fn the_template_reads_its_id_back() {
+        let c = catalog();
+        let t = &c.resource_templates[0];
+        let uri = "test://template/123/data";
+        let vars =
+            bernstein_core::protocol::resource_templates::match_uri(t.uri_template, uri).unwrap();
+        let contents = (t.read)(&Config::new(b"k".to_vec()), uri, &vars).unwrap();
+        assert_eq!(contents[0]["uri"], uri);
+        assert!(contents[0]["text"].as_str().unwrap().contains("123"));
     }
 
     #[test]

@@ -17,6 +17,8 @@ use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Config, Server, Tier};
 use bernstein_runtime_std::FileStore;
 use bernstein_runtime_std::clock::SystemClock;
+use bernstein_runtime_std::driver::Backend;
+use bernstein_runtime_std::host::ProjectHost;
 
 struct Args {
     workdir: PathBuf,
@@ -69,8 +71,12 @@ fn run() -> Result<(), String> {
         ..HttpOptions::default()
     };
     let server = Arc::new(Server::with_catalog(config, fixtures::catalog()));
-    bernstein_runtime_std::http::serve_http(server, Arc::new(store), Arc::new(SystemClock), options)
-        .map_err(|e| e.to_string())
+    let backend = Backend::new(
+        Arc::new(store),
+        Arc::new(SystemClock),
+        Arc::new(ProjectHost::new(&args.workdir)),
+    );
+    bernstein_runtime_std::http::serve_http(server, backend, options).map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {

@@ -16,14 +16,14 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use bernstein_core::ledger::Store;
 use bernstein_core::protocol::Server;
 use bernstein_core::transport::http::exchange::LegacyOpen;
 use bernstein_core::transport::http::response::{over_capacity, request_timeout, route_span_id};
 use bernstein_core::transport::http::{
     CONTINUE, Decision, Frame, HttpOptions, HttpResponse, RequestParser, Status, sse,
 };
-use bernstein_runtime_std::clock::Clock;
+use bernstein_runtime_std::driver::Backend;
+use bernstein_runtime_std::http::inflight::peer_closed_nonblocking;
 use bernstein_runtime_std::http::{
     Action, ConnectionCounter, ConnectionSlot, EventSink, HttpService, is_loopback, log,
     open_listener,
@@ -84,14 +84,13 @@ impl Drop for HttpServerHandle {
 /// Binds and starts serving on a background thread running a smol executor.
 pub fn bind(
     server: Arc<Server>,
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
+    backend: Backend,
     options: HttpOptions,
 ) -> io::Result<HttpServerHandle> {
     let (listener, policy) = open_listener(&server.config, &options)?;
     let local_addr = listener.local_addr()?;
     let listener = Async::new(listener)?;
-    let service = Arc::new(HttpService::new(server, store, clock, policy, options));
+    let service = Arc::new(HttpService::new(server, backend, policy, options));
     let (stop, stopped) = smol::channel::bounded::<()>(1);
     let svc = service.clone();
     let pool = Arc::new(BlockingPool::new(service.options.limits.workers)?);
@@ -113,13 +112,8 @@ pub fn bind(
 }
 
 /// Binds, announces the endpoint on stderr and serves until the process ends.
-pub fn serve_http(
-    server: Arc<Server>,
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-    options: HttpOptions,
-) -> io::Result<()> {
-    let handle = bind(server, store, clock, options)?;
+pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
+    let handle = bind(server, backend, options)?;
     bernstein_runtime_std::log_line!(
         "bernstein: serving MCP over HTTP at http://{}/mcp (legacy SSE at /sse; runtime smol)",
         handle.local_addr()
@@ -219,7 +213,11 @@ async fn connection(
                         Decision::OpenLegacyStream(open) => Action::OpenLegacy(open),
                         other => {
                             let s = svc.clone();
-                            pool.run(move || s.act(other)).await
+                            // A clone of the socket (non-blocking, like the original) lets the
+                            // blocking call notice that the peer left.
+                            let probe = stream.get_ref().try_clone().ok();
+                            let gone = move || probe.as_ref().is_some_and(peer_closed_nonblocking);
+                            pool.run(move || s.act(other, &gone)).await
                         }
                     };
                     match action {

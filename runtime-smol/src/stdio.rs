@@ -3,34 +3,25 @@
 //! state are shared with runtime-std's [`StdioConnection`]. A message whose answer waits for
 //! the ledger (`tasks/result` of a running task) is served in a background task so that later
 //! lines keep flowing; at end of input such waits end and their answers are sent before exit,
-//! and a `notifications/cancelled` naming one ends it without an answer.
+//! and a `notifications/cancelled` naming one ends it with the core's cancelled answer.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bernstein_core::ledger::Store;
 use bernstein_core::protocol::Server;
 use bernstein_core::protocol::tasks::{cancelled_request, request_id};
 use bernstein_core::transport::Line;
-use bernstein_runtime_std::driver::Clock;
+use bernstein_runtime_std::driver::{Backend, Stop};
 use bernstein_runtime_std::stdio::{StdioConnection, serve_deferred};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Serves stdin/stdout until end of input, on a smol executor.
-pub fn serve_stdio(
-    server: Arc<Server>,
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-) -> std::io::Result<()> {
-    smol::block_on(serve(server, store, clock))
+pub fn serve_stdio(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
+    smol::block_on(serve(server, backend))
 }
 
-async fn serve(
-    server: Arc<Server>,
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-) -> std::io::Result<()> {
+async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
     let mut input = smol::Unblock::new(std::io::stdin());
     let output = Arc::new(smol::lock::Mutex::new(
         smol::Unblock::new(std::io::stdout()),
@@ -54,10 +45,9 @@ async fn serve(
             }
         }
         loop {
-            let (srv, st, ck, cn, cs) = (
+            let (srv, be, cn, cs) = (
                 server.clone(),
-                store.clone(),
-                clock.clone(),
+                backend.clone(),
                 conn.clone(),
                 cancels.clone(),
             );
@@ -73,7 +63,7 @@ async fn serve(
                     flag.store(true, Ordering::SeqCst);
                 }
                 Some(
-                    c.serve_line_now(&srv, &*st, &*ck, line)
+                    c.serve_line_now(&srv, &be.env(), line)
                         .map_err(|bytes| (bytes, c.facts.clone())),
                 )
             })
@@ -82,10 +72,9 @@ async fn serve(
                 None => break,
                 Some(Ok(lines)) => write_lines(&output, &lines).await?,
                 Some(Err((bytes, facts))) => {
-                    let (srv, st, ck, eof, output, cs) = (
+                    let (srv, be, eof, output, cs) = (
                         server.clone(),
-                        store.clone(),
-                        clock.clone(),
+                        backend.clone(),
                         eof.clone(),
                         output.clone(),
                         cancels.clone(),
@@ -100,16 +89,18 @@ async fn serve(
                     waiting.push(smol::spawn(async move {
                         let flag = cancelled.clone();
                         let lines = smol::unblock(move || {
-                            let stop = || eof.load(Ordering::SeqCst) || flag.load(Ordering::SeqCst);
-                            serve_deferred(&srv, &*st, &*ck, &bytes, &facts, &stop)
+                            let stop = || {
+                                if flag.load(Ordering::SeqCst) {
+                                    Some(Stop::Cancel)
+                                } else {
+                                    eof.load(Ordering::SeqCst).then_some(Stop::Settle)
+                                }
+                            };
+                            serve_deferred(&srv, &be.env(), &bytes, &facts, &stop)
                         })
                         .await;
                         if let Some(id) = &id {
                             cs.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
-                        }
-                        // A cancelled request gets no answer (the client asked us not to send one).
-                        if cancelled.load(Ordering::SeqCst) {
-                            return;
                         }
                         if let Err(e) = write_lines(&output, &lines).await {
                             bernstein_runtime_std::log_line!(

@@ -7,11 +7,11 @@ mod http_support;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use bernstein_runtime_std::driver::Backend;
+
 use bernstein_core::Server;
-use bernstein_core::ledger::Store;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_runtime_smol::http::{HttpServerHandle, bind};
-use bernstein_runtime_std::clock::Clock;
 use http_support::Running;
 
 struct Smol(HttpServerHandle);
@@ -24,11 +24,10 @@ impl Running for Smol {
 
 fn launch(
     server: Arc<Server>,
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
+    backend: Backend,
     opts: HttpOptions,
 ) -> std::io::Result<Box<dyn Running>> {
-    Ok(Box::new(Smol(bind(server, store, clock, opts)?)))
+    Ok(Box::new(Smol(bind(server, backend, opts)?)))
 }
 
 http_scenarios!(launch);

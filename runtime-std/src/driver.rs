@@ -6,17 +6,23 @@
 //! seen against newer records, never a merge. This module must never release a response whose
 //! records are not durable, and holds no protocol logic of its own.
 //!
-//! An outcome marked `pending` (`tasks/result` of a task still running) is held back: the
-//! driver polls the store's head with a bounded backoff and handles the same message again once
-//! the head moves, until the answer is final, the [`WaitPolicy`] deadline passes or the caller's
-//! `stop` hook says the client went away; then it sends the answer it has (a retryable error).
+//! An outcome marked `pending` (`tasks/result` of a task still running, a long poll of
+//! `bernstein_run_status`) is held back: the driver polls the store's head with a bounded
+//! backoff and handles the same message again once the head moves, until the answer is final,
+//! the deadline passes (the [`WaitPolicy`]'s, or the request's own if shorter) or the caller's
+//! `stop` hook ends the wait; then it serves the message once more to settle it (the answer as
+//! it stands) or, when the client cancelled, to answer `{cancelled: true, partial}`.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use bernstein_core::ledger::{AppendResult, LedgerPosition, Store, StoreError};
-use bernstein_core::protocol::{Input, Outcome, Server, TransportFacts};
+use bernstein_core::protocol::host::{HostReply, MAX_HOST_ROUNDS};
+use bernstein_core::protocol::{Input, Outcome, Phase, Server, TransportFacts};
 
 pub use crate::clock::Clock;
+pub use crate::host::HostIo;
 
 /// How many times a request is run before a run of conflicts is reported as an error.
 pub const MAX_ATTEMPTS: usize = 100;
@@ -60,39 +66,92 @@ pub const DEFAULT_WAIT: WaitPolicy = WaitPolicy {
 /// after which nothing was acknowledged. Pending answers wait under [`DEFAULT_WAIT`].
 pub fn serve_message(
     server: &Server,
-    store: &dyn Store,
-    clock: &dyn Clock,
+    env: &Env<'_>,
     bytes: &[u8],
     facts: &TransportFacts,
 ) -> Result<Served, StoreError> {
-    serve_message_with(server, store, clock, bytes, facts, &DEFAULT_WAIT, &|| false)
+    serve_message_with(server, env, bytes, facts, &DEFAULT_WAIT, &|| None)
+}
+
+/// Why a pending answer stops waiting before the ledger moved (what a `stop` hook returns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Answer now with things as they stand (end of input, shutdown).
+    Settle,
+    /// The client cancelled the request (`notifications/cancelled`, a closed response
+    /// stream): answer `{cancelled: true, partial}` (a long poll) instead.
+    Cancel,
+    /// Don't wait at all and don't settle: hand the pending state back (`Served::pending`),
+    /// so the caller can serve the message again somewhere it may block.
+    Defer,
+}
+
+/// What a request is served against: the ledger, the clock and the host.
+#[derive(Clone, Copy)]
+pub struct Env<'a> {
+    pub store: &'a dyn Store,
+    pub clock: &'a dyn Clock,
+    pub host: &'a dyn HostIo,
+}
+
+/// The owned [`Env`] a long-lived server shares between its threads.
+#[derive(Clone)]
+pub struct Backend {
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub host: Arc<dyn HostIo>,
+}
+
+impl Backend {
+    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, host: Arc<dyn HostIo>) -> Backend {
+        Backend { store, clock, host }
+    }
+
+    pub fn env(&self) -> Env<'_> {
+        Env {
+            store: &*self.store,
+            clock: &*self.clock,
+            host: &*self.host,
+        }
+    }
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Backend")
+    }
 }
 
 /// [`serve_message`] with an explicit wait policy and a cancellation hook: `stop` is asked
-/// between two looks at the store and ends the wait of a pending answer when it returns true
-/// (a transport that learns its client went away, or a `notifications/cancelled`, plugs in
-/// here).
+/// before and between two looks at the store and ends the wait of a pending answer when it
+/// says why (a transport that learns its client went away, or a `notifications/cancelled`,
+/// plugs in here). A wait that ends without the answer becoming final serves the message once
+/// more in [`Phase::Settle`] or [`Phase::Cancelled`], so the answer sent and the records
+/// committed are the core's, never a transport's invention.
 pub fn serve_message_with(
     server: &Server,
-    store: &dyn Store,
-    clock: &dyn Clock,
+    env: &Env<'_>,
     bytes: &[u8],
     facts: &TransportFacts,
     wait: &WaitPolicy,
-    stop: &dyn Fn() -> bool,
+    stop: &dyn Fn() -> Option<Stop>,
 ) -> Result<Served, StoreError> {
     let started = Instant::now();
-    let deadline = started + wait.max_wait;
+    let mut phase = Phase::Live;
     let outcome = loop {
-        let outcome = handle_and_commit(server, store, clock, bytes, facts)?;
-        match &outcome.pending {
-            Some(pending) if Instant::now() < deadline && !stop() => {
-                if !wait_for_move(store, &pending.after, deadline, wait, stop)? {
-                    break outcome;
-                }
-            }
-            _ => break outcome,
-        }
+        let outcome = handle_and_commit(server, env, bytes, facts, phase)?;
+        let Some(pending) = outcome.pending.as_ref().filter(|_| phase == Phase::Live) else {
+            break outcome;
+        };
+        let limit = pending.max_wait_ms.map_or(wait.max_wait, |ms| {
+            wait.max_wait.min(Duration::from_millis(ms))
+        });
+        phase = match wait_for_move(env.store, &pending.after, started + limit, wait, stop)? {
+            Waited::Moved => Phase::Live,
+            Waited::Deadline | Waited::Stopped(Stop::Settle) => Phase::Settle,
+            Waited::Stopped(Stop::Cancel) => Phase::Cancelled,
+            Waited::Stopped(Stop::Defer) => break outcome,
+        };
     };
     // The records are durable: the response may leave.
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -105,49 +164,80 @@ pub fn serve_message_with(
     })
 }
 
-/// Polls the store's head until it moves past `after` (true), or the deadline passes or `stop`
-/// says so (false).
+/// How a wait for the ledger ended.
+enum Waited {
+    Moved,
+    Deadline,
+    Stopped(Stop),
+}
+
+/// Polls the store's head until it moves past `after`, the deadline passes or `stop` says so.
 fn wait_for_move(
     store: &dyn Store,
     after: &LedgerPosition,
     deadline: Instant,
     wait: &WaitPolicy,
-    stop: &dyn Fn() -> bool,
-) -> Result<bool, StoreError> {
+    stop: &dyn Fn() -> Option<Stop>,
+) -> Result<Waited, StoreError> {
     let mut pause = wait.min_backoff;
     loop {
-        let now = Instant::now();
-        if now >= deadline || stop() {
-            return Ok(false);
+        if let Some(why) = stop() {
+            return Ok(Waited::Stopped(why));
         }
-        std::thread::sleep(pause.min(deadline - now));
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(Waited::Deadline);
+        }
+        let nap = pause.min(deadline - now);
+        if !store.wait_for_change(after, nap) {
+            std::thread::sleep(nap);
+        }
         pause = (pause * 2).min(wait.max_backoff);
         if store.snapshot()?.position != *after {
-            return Ok(true);
+            return Ok(Waited::Moved);
         }
     }
 }
 
-/// Runs the core and commits its records, re-running on conflicts.
+/// Runs the core and commits its records, re-running on conflicts, and performing on the host
+/// what the core asks for (the core bounds the rounds; so does this loop).
 fn handle_and_commit(
     server: &Server,
-    store: &dyn Store,
-    clock: &dyn Clock,
+    env: &Env<'_>,
     bytes: &[u8],
     facts: &TransportFacts,
+    phase: Phase,
 ) -> Result<Outcome, StoreError> {
+    let store = env.store;
     let mut conflicts = 0;
+    let mut replies: Vec<HostReply> = Vec::new();
+    let mut turn = Turn::join_if_contended();
     let outcome = loop {
-        let snapshot = store.snapshot()?;
-        let outcome = server.handle(&Input {
-            bytes,
-            snapshot: &snapshot,
-            now: clock.now(),
-            transport: facts,
-        });
+        // May hold records still waiting for their fsync: settled below before answering.
+        let snapshot = store.snapshot_unsettled()?;
+        let outcome = server.handle_round(
+            &Input {
+                bytes,
+                snapshot: &snapshot,
+                now: env.clock.now(),
+                transport: facts,
+            },
+            &replies,
+            phase,
+        );
         // Release the snapshot before appending, so the store can fold into it without a copy.
         drop(snapshot);
+        if let Some(request) = &outcome.host {
+            if replies.len() > MAX_HOST_ROUNDS {
+                return Err(StoreError::Unavailable(
+                    "the core kept asking the host after its round limit".into(),
+                ));
+            }
+            replies.push(env.host.perform(request));
+            continue;
+        }
         let Some(append) = &outcome.append else {
+            store.settle()?;
             break outcome;
         };
         match store.compare_and_append(append)? {
@@ -159,10 +249,63 @@ fn handle_and_commit(
                         "the ledger head moved {conflicts} times while serving one request; gave up"
                     )));
                 }
+                turn.take(conflicts);
             }
         }
     };
     Ok(outcome)
+}
+
+/// Fairness under contention. Compare-and-append is optimistic: a request that keeps losing
+/// the race for the head could be retried until it gives up. So once a request of this
+/// process has lost once, it announces contention and takes a process-wide turn; while anyone
+/// is contended, new requests queue for the turn too. Writers of this process then append one
+/// at a time until the contention clears, and only other processes (other instances on a
+/// shared store) still race, with a jittered pause after repeated losses. Uncontended
+/// requests never touch the turn.
+struct Turn {
+    guard: Option<MutexGuard<'static, ()>>,
+    counted: bool,
+}
+
+static TURN: Mutex<()> = Mutex::new(());
+static CONTENDED: AtomicUsize = AtomicUsize::new(0);
+
+impl Turn {
+    fn join_if_contended() -> Turn {
+        let guard = (CONTENDED.load(Ordering::Acquire) > 0)
+            .then(|| TURN.lock().unwrap_or_else(PoisonError::into_inner));
+        Turn {
+            guard,
+            counted: false,
+        }
+    }
+
+    /// After the `conflicts`-th lost race: hold the turn, and pause a little when losing
+    /// repeatedly (to other processes, as this one's writers take turns).
+    fn take(&mut self, conflicts: usize) {
+        if !self.counted {
+            CONTENDED.fetch_add(1, Ordering::AcqRel);
+            self.counted = true;
+        }
+        if self.guard.is_none() {
+            self.guard = Some(TURN.lock().unwrap_or_else(PoisonError::into_inner));
+        }
+        if conflicts > 2 {
+            let mut byte = [0u8; 1];
+            let _ = getrandom::fill(&mut byte);
+            let ceiling = conflicts.min(20) as u64;
+            std::thread::sleep(Duration::from_micros(u64::from(byte[0]) * ceiling * 4));
+        }
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if self.counted {
+            CONTENDED.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@
 //! - [`store`]: [`store::FileStore`], the core's `Store` over `.sdd/ledger/`.
 //! - [`keys`]: the HMAC audit key `.sdd/keys/audit.key`.
 //! - [`clock`]: the wall clock handed to the core.
+//! - [`host`]: file listings, reads and the shutdown signal the core asks for, confined to
+//!   the project root.
 //! - [`driver`]: snapshot → core → compare-and-append → response, with retry on conflict.
 //! - [`verify_cmd`]: `bernstein audit verify`.
 
@@ -21,6 +23,7 @@ macro_rules! log_line {
 
 pub mod clock;
 pub mod driver;
+pub mod host;
 pub mod http;
 pub mod keys;
 pub mod store;

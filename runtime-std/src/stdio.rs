@@ -2,21 +2,22 @@
 //! time, logs only on stderr. The connection remembers nothing but the protocol revision that
 //! `initialize` negotiated (a transport fact, like the HTTP `MCP-Protocol-Version` header).
 //!
-//! A message whose answer must wait for the ledger (`tasks/result` of a running task) is served
-//! on a background thread so that later lines keep flowing; at end of input such waits end and
-//! send the answer they have, and a `notifications/cancelled` naming one ends it silently.
+//! A message whose answer must wait for the ledger (`tasks/result` of a running task, a long
+//! poll of `bernstein_run_status`) is served on a background thread so that later lines keep
+//! flowing; at end of input such waits end and send the answer they have, and a
+//! `notifications/cancelled` naming one ends it with the core's cancelled answer
+//! (`{cancelled: true, partial}`).
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bernstein_core::ledger::Store;
 use bernstein_core::protocol::tasks::{cancelled_request, request_id};
 use bernstein_core::protocol::{Server, TransportFacts};
 use bernstein_core::transport::{Line, LineFramer};
 
-use crate::driver::{Clock, DEFAULT_WAIT, serve_message, serve_message_with};
+use crate::driver::{DEFAULT_WAIT, Env, Stop, serve_message, serve_message_with};
 
 /// Per-connection state of a stdio peer: the framer and the negotiated revision.
 #[derive(Debug)]
@@ -35,13 +36,7 @@ impl StdioConnection {
 
     /// Serves one frame and returns the lines to write (notifications, then the reply).
     /// Store failures are logged and answered with an internal error; they never end the loop.
-    pub fn serve_line(
-        &mut self,
-        server: &Server,
-        store: &dyn Store,
-        clock: &dyn Clock,
-        line: Line,
-    ) -> Vec<Vec<u8>> {
+    pub fn serve_line(&mut self, server: &Server, env: &Env<'_>, line: Line) -> Vec<Vec<u8>> {
         let bytes = match line {
             Line::Message(b) if b.iter().all(u8::is_ascii_whitespace) => return Vec::new(),
             Line::Message(b) => b,
@@ -53,7 +48,7 @@ impl StdioConnection {
                 return vec![server.oversize_reply(n)];
             }
         };
-        let served = serve_message(server, store, clock, &bytes, &self.facts);
+        let served = serve_message(server, env, &bytes, &self.facts);
         self.lines(server, &bytes, served)
     }
 
@@ -62,23 +57,16 @@ impl StdioConnection {
     pub fn serve_line_now(
         &mut self,
         server: &Server,
-        store: &dyn Store,
-        clock: &dyn Clock,
+        env: &Env<'_>,
         line: Line,
     ) -> Result<Vec<Vec<u8>>, Vec<u8>> {
         let bytes = match line {
             Line::Message(b) if !b.iter().all(u8::is_ascii_whitespace) => b,
-            other => return Ok(self.serve_line(server, store, clock, other)),
+            other => return Ok(self.serve_line(server, env, other)),
         };
-        let served = serve_message_with(
-            server,
-            store,
-            clock,
-            &bytes,
-            &self.facts,
-            &DEFAULT_WAIT,
-            &|| true,
-        );
+        let served = serve_message_with(server, env, &bytes, &self.facts, &DEFAULT_WAIT, &|| {
+            Some(Stop::Defer)
+        });
         match served {
             Ok(s) if s.pending => Err(bytes),
             other => Ok(self.lines(server, &bytes, other)),
@@ -111,13 +99,12 @@ impl StdioConnection {
 /// Serves a message whose answer waits for the ledger, until it is final or `stop` says so.
 pub fn serve_deferred(
     server: &Server,
-    store: &dyn Store,
-    clock: &dyn Clock,
+    env: &Env<'_>,
     bytes: &[u8],
     facts: &TransportFacts,
-    stop: &dyn Fn() -> bool,
+    stop: &dyn Fn() -> Option<Stop>,
 ) -> Vec<Vec<u8>> {
-    match serve_message_with(server, store, clock, bytes, facts, &DEFAULT_WAIT, stop) {
+    match serve_message_with(server, env, bytes, facts, &DEFAULT_WAIT, stop) {
         Ok(served) => {
             let mut out = served.notifications;
             out.extend(served.response);
@@ -131,7 +118,7 @@ pub fn serve_deferred(
 }
 
 /// Serves stdin/stdout until end of input.
-pub fn serve_stdio(server: &Server, store: &dyn Store, clock: &dyn Clock) -> io::Result<()> {
+pub fn serve_stdio(server: &Server, env: &Env<'_>) -> io::Result<()> {
     let eof = AtomicBool::new(false);
     let stdout = io::stdout();
     // Deferred requests by id, with the flag a `notifications/cancelled` raises.
@@ -158,24 +145,26 @@ pub fn serve_stdio(server: &Server, store: &dyn Store, clock: &dyn Clock) -> io:
                     .insert(id.clone(), cancelled.clone());
             }
             scope.spawn(move || {
-                let stop = || eof.load(Ordering::SeqCst) || cancelled.load(Ordering::SeqCst);
-                let out = serve_deferred(server, store, clock, &bytes, &facts, &stop);
+                let stop = || {
+                    if cancelled.load(Ordering::SeqCst) {
+                        Some(Stop::Cancel)
+                    } else {
+                        eof.load(Ordering::SeqCst).then_some(Stop::Settle)
+                    }
+                };
+                let out = serve_deferred(server, env, &bytes, &facts, &stop);
                 if let Some(id) = &id {
                     waiting
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .remove(id);
                 }
-                // A cancelled request gets no answer (the client asked us not to send one).
-                if cancelled.load(Ordering::SeqCst) {
-                    return;
-                }
                 if let Err(e) = write_lines(stdout, &out) {
                     crate::log_line!("bernstein: could not write a deferred answer: {e}");
                 }
             });
         };
-        let read = read_loop(server, store, clock, &stdout, deferred, cancel);
+        let read = read_loop(server, env, &stdout, deferred, cancel);
         // End of input (or a broken pipe): waiting answers stop waiting and are sent.
         eof.store(true, Ordering::SeqCst);
         read
@@ -184,8 +173,7 @@ pub fn serve_stdio(server: &Server, store: &dyn Store, clock: &dyn Clock) -> io:
 
 fn read_loop(
     server: &Server,
-    store: &dyn Store,
-    clock: &dyn Clock,
+    env: &Env<'_>,
     stdout: &io::Stdout,
     deferred: impl Fn(Vec<u8>, TransportFacts),
     cancel: impl Fn(&[u8]),
@@ -208,7 +196,7 @@ fn read_loop(
             if let Line::Message(bytes) = &line {
                 cancel(bytes);
             }
-            match conn.serve_line_now(server, store, clock, line) {
+            match conn.serve_line_now(server, env, line) {
                 Ok(out) => write_lines(stdout, &out)?,
                 Err(bytes) => deferred(bytes, conn.facts.clone()),
             }

@@ -6,10 +6,10 @@ mod http_support;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use bernstein_runtime_std::driver::Backend;
+
 use bernstein_core::Server;
-use bernstein_core::ledger::Store;
 use bernstein_core::transport::http::HttpOptions;
-use bernstein_runtime_std::clock::Clock;
 use bernstein_runtime_std::http::{HttpServerHandle, bind};
 use http_support::Running;
 
@@ -23,11 +23,10 @@ impl Running for Std {
 
 fn launch(
     server: Arc<Server>,
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
+    backend: Backend,
     opts: HttpOptions,
 ) -> std::io::Result<Box<dyn Running>> {
-    Ok(Box::new(Std(bind(server, store, clock, opts)?)))
+    Ok(Box::new(Std(bind(server, backend, opts)?)))
 }
 
 http_scenarios!(launch);

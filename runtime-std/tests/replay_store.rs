@@ -14,7 +14,8 @@ use std::sync::Mutex;
 use bernstein_core::Timestamp;
 use bernstein_core::ledger::Store;
 use bernstein_runtime_std::FileStore;
-use bernstein_runtime_std::driver::Clock;
+use bernstein_runtime_std::driver::{Clock, Env};
+use bernstein_runtime_std::host::NoHost;
 use bernstein_runtime_std::stdio::StdioConnection;
 use bernstein_runtime_std::verify_cmd::audit_verify;
 use replay_support::fixtures::{all, first_difference, next_call_time, snapshot_value};
@@ -63,7 +64,12 @@ fn recorded_requests_replay_through_the_stdio_connection_and_the_store() {
         while let Some(line) = conn.framer.poll_line() {
             let at = store.snapshot().expect("snapshot").position.seq as usize;
             *clock.0.lock().unwrap() = next_call_time(&recorded, at);
-            lines.extend(conn.serve_line(&server, &store, &clock, line));
+            let env = Env {
+                store: &store,
+                clock: &clock,
+                host: &NoHost,
+            };
+            lines.extend(conn.serve_line(&server, &env, line));
         }
         drop(store);
         let ledger = std::fs::read(scratch.path().join(".sdd/ledger/ledger.jsonl")).unwrap();

@@ -9,6 +9,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::protocol::completion::starting_with;
 use crate::protocol::registry::{PromptArgument, PromptSpec};
 
 /// Longest accepted prompt argument, in characters.
@@ -16,6 +17,9 @@ pub const MAX_ARGUMENT_CHARS: usize = 8192;
 /// Default and bounds of `triage_failed_tasks.limit`.
 pub const DEFAULT_TRIAGE_LIMIT: u32 = 5;
 pub const MAX_TRIAGE_LIMIT: u32 = 200;
+
+/// The values of `orchestrate_goal.scope`.
+pub const SCOPES: [&str; 3] = ["small", "medium", "large"];
 
 /// Every prompt, sorted by name.
 pub fn registered() -> Vec<PromptSpec> {
@@ -28,6 +32,7 @@ pub fn registered() -> Vec<PromptSpec> {
                 name: "window",
                 description: "The period to cover, in words (default: today).",
                 required: false,
+                complete: None,
             }],
             render: cost_recap,
         },
@@ -40,16 +45,19 @@ pub fn registered() -> Vec<PromptSpec> {
                     name: "goal",
                     description: "What the run should accomplish.",
                     required: true,
+                    complete: None,
                 },
                 PromptArgument {
                     name: "role",
                     description: "Specialist role to assign (default: backend).",
                     required: false,
+                    complete: None,
                 },
                 PromptArgument {
                     name: "scope",
                     description: "small, medium or large (default: medium).",
                     required: false,
+                    complete: Some(complete_scope),
                 },
             ],
             render: orchestrate_goal,
@@ -62,6 +70,7 @@ pub fn registered() -> Vec<PromptSpec> {
                 name: "limit",
                 description: "How many failed tasks to review, 1 to 200 (default: 5).",
                 required: false,
+                complete: None,
             }],
             render: triage_failed_tasks,
         },
@@ -71,6 +80,11 @@ pub fn registered() -> Vec<PromptSpec> {
 /// One user message holding `text`.
 fn user_text(text: String) -> Vec<Value> {
     vec![json!({"role": "user", "content": {"type": "text", "text": text}})]
+}
+
+/// Completions of `orchestrate_goal.scope`: the scopes starting with what was typed.
+fn complete_scope(typed: &str, _: &Map<String, Value>) -> Vec<String> {
+    starting_with(&SCOPES, typed.trim())
 }
 
 /// The string value of argument `name`: `Ok(None)` when absent or null; an error when it is
@@ -103,7 +117,7 @@ fn orchestrate_goal(args: &Map<String, Value>) -> Result<Vec<Value>, String> {
     let goal = arg(args, "goal")?.ok_or("missing required argument: goal")?;
     let role = arg(args, "role")?.unwrap_or("backend");
     let scope = arg(args, "scope")?.unwrap_or("medium");
-    if !["small", "medium", "large"].contains(&scope) {
+    if !SCOPES.contains(&scope) {
         return Err(format!(
             "argument scope must be small, medium or large, not {scope:?}"
         ));
@@ -186,6 +200,31 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), json!(v)))
             .collect()
+    }
+
+    #[test]
+    fn scope_completes_from_its_allowed_values_and_nothing_else_completes() {
+        let prompts = registered();
+        let goal = prompts
+            .iter()
+            .find(|p| p.name == "orchestrate_goal")
+            .unwrap();
+        let scope = goal.arguments.iter().find(|a| a.name == "scope").unwrap();
+        let complete = scope.complete.unwrap();
+        assert_eq!(complete("", &Map::new()), SCOPES);
+        assert_eq!(complete("m", &Map::new()), ["medium"]);
+        assert!(complete("huge", &Map::new()).is_empty());
+        // Every completion is a value the prompt accepts.
+        for value in complete("", &Map::new()) {
+            assert!(orchestrate_goal(&args(&[("goal", "g"), ("scope", &value)])).is_ok());
+        }
+        let with_completer: Vec<&str> = prompts
+            .iter()
+            .flat_map(|p| p.arguments.iter())
+            .filter(|a| a.complete.is_some())
+            .map(|a| a.name)
+            .collect();
+        assert_eq!(with_completer, ["scope"]);
     }
 
     fn text(messages: &[Value]) -> &str {

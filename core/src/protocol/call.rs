@@ -15,13 +15,14 @@
 use serde_json::{Map, Value, json};
 
 use super::era::Revision;
+use super::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
 use super::ids::{RequestIds, digest_of_value};
 use super::jsonrpc::{RpcError, kind_of, shorten};
 use super::lifecycle::decorate;
 use super::meter::envelope;
-use super::registry::{ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec};
+use super::registry::{Progress, ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec};
 use super::validate::check_limits;
-use super::{MeterSlot, Server};
+use super::{MeterSlot, Phase, Server};
 use crate::digest::Digest;
 use crate::ledger::{AUDIT_STREAM, Draft, RUN_STREAM_PREFIX, Record, Snapshot, seal};
 use crate::time::Timestamp;
@@ -43,6 +44,14 @@ pub struct CallReply {
     pub task_id: Option<String>,
     /// On success: the run the handler wrote or read.
     pub run_id: Option<String>,
+    /// Set when the handler needs the host first: nothing else in the reply counts.
+    pub host: Option<HostRequest>,
+    /// The handler's progress steps (see [`ToolOutput::progress`]), for the dispatcher to send
+    /// as `notifications/progress` when the request carries a progress token.
+    pub progress: Vec<Progress>,
+    /// Set when the answer is not final and the call may wait (see [`ToolOutput::wait_ms`]):
+    /// nothing else in the reply counts.
+    pub wait_ms: Option<u64>,
 }
 
 /// Everything a tool call reads.
@@ -53,6 +62,11 @@ pub struct CallInput<'a> {
     pub ids: &'a RequestIds,
     pub snapshot: &'a Snapshot,
     pub now: Timestamp,
+    /// The runtime's replies to this call's host requests so far; `None` where host requests
+    /// cannot be served (inside a batch).
+    pub host: Option<&'a [HostReply]>,
+    /// Whether the request may still wait, must settle, or was cancelled.
+    pub phase: Phase,
 }
 
 /// Serves `tools/call`.
@@ -181,6 +195,8 @@ pub fn call_tool(server: &Server, input: &CallInput<'_>) -> CallReply {
         trace_id: &input.ids.trace_id,
         span_id: &input.ids.span_id,
         spec_revision: input.revision.as_str(),
+        host: input.host.unwrap_or_default(),
+        meta: input.params.and_then(|p| p.get("_meta")),
     };
     let output = (tool.call)(&ctx, raw_args.clone());
     finish(server, input, &audit, tool, alias, output)
@@ -239,6 +255,8 @@ pub(crate) fn call_registered(
         trace_id: &input.ids.trace_id,
         span_id: &input.ids.span_id,
         spec_revision: input.revision.as_str(),
+        host: input.host.unwrap_or_default(),
+        meta: input.params.and_then(|p| p.get("_meta")),
     };
     let output = (tool.call)(&ctx, args.clone());
     finish(server, input, &audit, tool, None, output)
@@ -258,11 +276,50 @@ fn finish(
         drafts,
         run_id,
         content,
+        host,
+        progress,
+        wait_ms,
     } = output;
+    let result = match (host, input.host) {
+        (Some(request), Some(replies)) if replies.len() < MAX_HOST_ROUNDS => {
+            return CallReply::needs_host(request);
+        }
+        (Some(_), Some(_)) => Err(ToolError::new(
+            "host_rounds_exceeded",
+            format!(
+                "{} asked the host for more than {MAX_HOST_ROUNDS} things in one call",
+                tool.name
+            ),
+            "This is a bug in the server; the ledger was not changed.",
+        )),
+        (Some(_), None) => Err(ToolError::new(
+            "host_unavailable",
+            format!(
+                "{} needs the host's files, which a batched call cannot reach",
+                tool.name
+            ),
+            "Send this call on its own, not inside a JSON-RPC batch.",
+        )),
+        (None, _) => result,
+    };
+    let cancelled = match (wait_ms, input.phase) {
+        (Some(ms), Phase::Live) if result.is_ok() => return CallReply::pending(ms),
+        (Some(_), Phase::Cancelled) => result.is_ok(),
+        _ => false,
+    };
+    let (result, drafts) = if cancelled {
+        (result.map(cancelled_payload), Vec::new())
+    } else {
+        (result, drafts)
+    };
     // A tool's own content blocks stand for a successful payload; a refusal is always text.
-    let content = content.filter(|_| result.is_ok());
-    let ok = result.is_ok();
-    let error_code = result.as_ref().err().map(|e| e.error.clone());
+    let content = content.filter(|_| result.is_ok() && !cancelled);
+    let ok = result.is_ok() && !cancelled;
+    let error_code = match &result {
+        Err(e) => Some(e.error.clone()),
+        Ok(_) if cancelled => Some("cancelled".to_string()),
+        Ok(_) => None,
+    };
     let task_id = result
         .as_ref()
         .ok()
@@ -278,6 +335,7 @@ fn finish(
         ));
         return audit.refuse(e, "internal_error");
     }
+    let is_error = result.is_err();
     let payload = match (result, alias) {
         (Ok(p), None) => p,
         (Err(e), None) => e.to_value(),
@@ -299,6 +357,14 @@ fn finish(
             v
         }
     };
+    let partial = cancelled
+        .then(|| {
+            payload
+                .get("partial")
+                .or_else(|| payload["result"].get("partial"))
+                .cloned()
+        })
+        .flatten();
     let called = alias.unwrap_or(tool.name);
     let (text_value, meter) = if server.config.cost_meter {
         let slot = MeterSlot {
@@ -324,6 +390,10 @@ fn finish(
         None => json!([{"type": "text", "text": text_value.to_string()}]),
     };
     result.insert("content".into(), blocks);
+    if let Some(partial) = partial {
+        result.insert("cancelled".into(), Value::Bool(true));
+        result.insert("partial".into(), partial);
+    }
     // Structured output is the success payload the outputSchema describes; a refusal is
     // reported in the text block only, so strict clients never see it fail that schema.
     if ok
@@ -333,7 +403,7 @@ fn finish(
     {
         result.insert("structuredContent".into(), text_value);
     }
-    result.insert("isError".into(), Value::Bool(!ok));
+    result.insert("isError".into(), Value::Bool(is_error));
     let records = audit.seal(drafts, ok, error_code.as_deref(), run_id.as_deref());
     CallReply {
         task_id,
@@ -346,6 +416,50 @@ fn finish(
         )),
         meter,
         records,
+        host: None,
+        progress,
+        wait_ms: None,
+    }
+}
+
+/// What a cancelled long poll answers instead of its payload: the answer as it stood.
+fn cancelled_payload(answer: Value) -> Value {
+    json!({
+        "cancelled": true,
+        "message": "cancelled by the client before the answer was final; partial holds the answer as it stood",
+        "partial": [answer],
+    })
+}
+
+impl CallReply {
+    /// The reply of a call holding its answer until the ledger moves: nothing to send or
+    /// append yet.
+    fn pending(max_wait_ms: u64) -> CallReply {
+        CallReply {
+            wait_ms: Some(max_wait_ms),
+            ..CallReply::needs_nothing()
+        }
+    }
+
+    fn needs_nothing() -> CallReply {
+        CallReply {
+            result: Ok(Value::Null),
+            meter: None,
+            records: Vec::new(),
+            task_id: None,
+            run_id: None,
+            host: None,
+            progress: Vec::new(),
+            wait_ms: None,
+        }
+    }
+
+    /// The reply of a call waiting for the host: no result yet, nothing to append.
+    fn needs_host(request: HostRequest) -> CallReply {
+        CallReply {
+            host: Some(request),
+            ..CallReply::needs_nothing()
+        }
     }
 }
 
@@ -362,6 +476,9 @@ fn unaudited(message: String) -> CallReply {
         records: Vec::new(),
         task_id: None,
         run_id: None,
+        host: None,
+        progress: Vec::new(),
+        wait_ms: None,
     }
 }
 
@@ -397,6 +514,9 @@ impl Audit<'_> {
             records: self.seal(Vec::new(), false, Some(code), None),
             task_id: None,
             run_id: None,
+            host: None,
+            progress: Vec::new(),
+            wait_ms: None,
         }
     }
 

@@ -12,24 +12,25 @@
 
 use std::borrow::Cow;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::call::{CallInput, call_tool};
+use super::completion::complete;
 use super::era::{self, META_PROTOCOL_VERSION, Revision};
+use super::host::{HostReply, HostRequest};
 use super::ids::{RequestIds, numbers_as_text};
 use super::jsonrpc::{Id, Incoming, RpcError, classify, is_integer_literal};
 use super::lifecycle::{decorate, discover, initialize};
-use super::listing::{
-    get_prompt, list_prompts, list_resource_templates, list_resources, list_tools, read_resource,
-};
+use super::listing::{get_prompt, list_prompts, list_resources, list_tools, read_resource};
 use super::prescan::prescan;
 use super::progress;
+use super::resource_templates::list_resource_templates;
 use super::tasks;
-use super::{Input, MeterSlot, Outcome, Response, Server, Wait};
+use super::{Input, MeterSlot, Outcome, Phase, Response, Server, Wait};
 use crate::ledger::{Append, Record, Snapshot};
 
 /// Handles one message (see the module docs).
-pub fn handle(server: &Server, input: &Input<'_>) -> Outcome {
+pub fn handle(server: &Server, input: &Input<'_>, host: &[HostReply], phase: Phase) -> Outcome {
     let bytes = input.bytes;
     let limits = &server.config.limits;
     if bytes.len() > limits.max_message_bytes {
@@ -97,6 +98,10 @@ pub fn handle(server: &Server, input: &Input<'_>) -> Outcome {
                 input.snapshot,
                 &value,
                 scan.id_text(bytes, 0),
+                Round {
+                    host: Some(host),
+                    phase,
+                },
             );
             let append = (!served.records.is_empty()).then_some(Append {
                 expected: input.snapshot.position,
@@ -108,6 +113,7 @@ pub fn handle(server: &Server, input: &Input<'_>) -> Outcome {
                 append,
                 negotiated_version: served.negotiated.map(|r| r.as_str().to_string()),
                 pending: served.pending,
+                host: served.host,
             }
         }
     }
@@ -131,6 +137,9 @@ pub fn oversize_response(size: usize, limit: usize, ids: RequestIds) -> Response
     Response::error(None, &oversize_error(size, limit), ids.span_id)
 }
 
+/// `error.data.reason` of [`storage_failure_response`]: HTTP answers it with 503.
+pub const LEDGER_UNAVAILABLE: &str = "ledger_unavailable";
+
 /// The reply to `request` when its records could not be committed.
 pub fn storage_failure_response(server: &Server, request: &[u8], reason: &str) -> Response {
     let limits = &server.config.limits;
@@ -139,7 +148,8 @@ pub fn storage_failure_response(server: &Server, request: &[u8], reason: &str) -
     let err = RpcError::internal(format!(
         "the ledger could not record this request ({}); nothing was changed, retry later",
         super::jsonrpc::shorten(reason, 200)
-    ));
+    ))
+    .with_data(json!({"reason": LEDGER_UNAVAILABLE, "retryable": true}));
     Response::error(id.as_ref(), &err, RequestIds::of_bytes(request).span_id)
 }
 
@@ -181,7 +191,12 @@ fn handle_batch<'b>(
     let mut notifications = Vec::new();
     let mut negotiated = None;
     for (i, item) in items.iter().enumerate() {
-        let served = serve_one(server, input, &snapshot, item, raw_id(i));
+        // A batch is answered at once: nothing in it waits.
+        let round = Round {
+            host: None,
+            phase: Phase::Settle,
+        };
+        let served = serve_one(server, input, &snapshot, item, raw_id(i), round);
         for rec in &served.records {
             // Records sealed against this very snapshot always extend it.
             snapshot
@@ -205,7 +220,16 @@ fn handle_batch<'b>(
         append,
         negotiated_version: negotiated.map(|r: Revision| r.as_str().to_string()),
         pending: None,
+        host: None,
     }
+}
+
+/// The host replies and the phase a message is served in (see [`Phase`]); a batch has no
+/// host and never waits.
+#[derive(Clone, Copy)]
+struct Round<'a> {
+    host: Option<&'a [HostReply]>,
+    phase: Phase,
 }
 
 /// What serving one message produced.
@@ -215,6 +239,7 @@ struct Served {
     negotiated: Option<Revision>,
     notifications: Vec<Vec<u8>>,
     pending: Option<Wait>,
+    host: Option<HostRequest>,
 }
 
 fn serve_one(
@@ -223,6 +248,7 @@ fn serve_one(
     snapshot: &Snapshot,
     value: &Value,
     raw_id: Option<&str>,
+    round: Round<'_>,
 ) -> Served {
     let none = Served {
         response: None,
@@ -230,6 +256,7 @@ fn serve_one(
         negotiated: None,
         notifications: Vec::new(),
         pending: None,
+        host: None,
     };
     let (id, method, params) = match classify(value, raw_id) {
         Incoming::Notification { .. } | Incoming::ClientResponse => return none,
@@ -243,7 +270,15 @@ fn serve_one(
         Incoming::Request { id, method, params } => (id, method, params),
     };
     let ids = RequestIds::of_request(method, params);
-    let routed = route(server, input, snapshot, method, params, &ids);
+    let routed = route(server, input, snapshot, method, params, &ids, round);
+    if routed.host.is_some() || routed.withheld {
+        // Not answered yet: the runtime performs the host request, or waits, and asks again.
+        return Served {
+            host: routed.host,
+            pending: routed.pending,
+            ..none
+        };
+    }
     let response = match routed.result {
         Ok(result) => Response {
             meter: routed.meter,
@@ -257,6 +292,7 @@ fn serve_one(
         negotiated: routed.negotiated,
         notifications: routed.notifications,
         pending: routed.pending,
+        host: None,
     }
 }
 
@@ -268,6 +304,9 @@ struct Routed {
     negotiated: Option<Revision>,
     notifications: Vec<Vec<u8>>,
     pending: Option<Wait>,
+    host: Option<HostRequest>,
+    /// A pending answer with nothing to send yet (a tool's long poll).
+    withheld: bool,
 }
 
 impl Routed {
@@ -279,6 +318,8 @@ impl Routed {
             negotiated: None,
             notifications: Vec::new(),
             pending: None,
+            host: None,
+            withheld: false,
         }
     }
 }
@@ -290,7 +331,9 @@ fn route(
     method: &str,
     params: Option<&Value>,
     ids: &RequestIds,
+    round: Round<'_>,
 ) -> Routed {
+    let Round { host, phase } = round;
     let has_envelope = params
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(META_PROTOCOL_VERSION))
@@ -323,14 +366,31 @@ fn route(
                 ids,
                 snapshot,
                 now: input.now,
+                host,
+                phase,
             };
             let mut reply = match tasks::augmentation(revision, params) {
                 Some(mode) => tasks::call_as_task(server, &call, mode),
                 None => call_tool(server, &call),
             };
-            let notifications = progress::tick(&server.config.audit_key, &call, &mut reply)
-                .into_iter()
-                .collect();
+            if reply.host.is_some() {
+                return Routed {
+                    host: reply.host,
+                    ..Routed::of(Ok(Value::Null))
+                };
+            }
+            if let Some(max_wait_ms) = reply.wait_ms {
+                return Routed {
+                    pending: Some(Wait {
+                        after: snapshot.position,
+                        max_wait_ms: Some(max_wait_ms),
+                    }),
+                    withheld: true,
+                    ..Routed::of(Ok(Value::Null))
+                };
+            }
+            let mut notifications = progress::tool_steps(params, &reply.progress);
+            notifications.extend(progress::tick(&server.config.audit_key, &call, &mut reply));
             Routed {
                 result: reply.result,
                 meter: reply.meter,
@@ -346,6 +406,8 @@ fn route(
                 ids,
                 snapshot,
                 now: input.now,
+                host: None,
+                phase,
             };
             let reply = tasks::serve(server, m, &call);
             Routed {
@@ -360,7 +422,10 @@ fn route(
         "prompts/get" => finish(get_prompt(server, params)),
         "resources/list" => finish(list_resources(server, revision, params)),
         "resources/read" => finish(read_resource(server, revision, params)),
-        "resources/templates/list" => finish(list_resource_templates(params)),
+        "resources/templates/list" => finish(list_resource_templates(server, revision, params)),
+        "completion/complete" if server.catalog.has_completions() => {
+            finish(complete(server, params))
+        }
         // Served whatever revision the envelope names: it is how a client learns them.
         "server/discover" => Routed::of(Ok(decorate(
             server,

@@ -39,7 +39,7 @@ pub fn initialize(server: &Server, params: Option<&Value>) -> Result<(Value, Rev
         "protocolVersion".into(),
         Value::String(revision.as_str().into()),
     );
-    let mut caps = capabilities();
+    let mut caps = capabilities_of(server);
     if revision.has_tool_execution() {
         caps["tasks"] = super::tasks::handshake_capability();
     }
@@ -56,7 +56,7 @@ pub fn discover(server: &Server) -> Value {
         "supportedVersions".into(),
         Value::Array(Revision::supported_strings()),
     );
-    let mut caps = capabilities();
+    let mut caps = capabilities_of(server);
     caps["extensions"] = json!({ super::tasks::TASKS_EXTENSION: {} });
     result.insert("capabilities".into(), caps);
     insert_instructions_and_card(server, &mut result);
@@ -81,6 +81,16 @@ pub fn capabilities() -> Value {
         "prompts": {"listChanged": false},
         "resources": {"subscribe": false, "listChanged": false}
     })
+}
+
+/// [`capabilities`] plus what this server's catalogue adds: `completions` when a prompt
+/// argument or a resource template has a completer.
+pub fn capabilities_of(server: &Server) -> Value {
+    let mut caps = capabilities();
+    if server.catalog.has_completions() {
+        caps["completions"] = json!({});
+    }
+    caps
 }
 
 /// The server's `Implementation` object for `revision`.
@@ -136,6 +146,7 @@ mod tests {
             tools: Vec::new(),
             prompts: Vec::new(),
             resources: Vec::new(),
+            resource_templates: Vec::new(),
             aliases: Vec::new(),
             instructions: |_| "Use the tools.".into(),
             capability_card: |c| json!({"tier": c.tier.as_str()}),

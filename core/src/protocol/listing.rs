@@ -1,5 +1,6 @@
 //! The read-only catalogue methods: `tools/list`, `prompts/list`, `prompts/get`,
-//! `resources/list`, `resources/read` and `resources/templates/list`, shaped per revision.
+//! `resources/list` and `resources/read` (templated URIs through [`super::resource_templates`]),
+//! shaped per revision.
 //!
 //! Lists are complete in one page, in a deterministic order (tools by name, prompts by name,
 //! resources by URI); a request naming any cursor is refused with -32602 because this server
@@ -199,18 +200,29 @@ pub fn list_resources(
     let resources: Vec<Value> = resources
         .into_iter()
         .map(|r| {
-            let mut obj = Map::new();
-            obj.insert("uri".into(), Value::String(r.uri.into()));
-            obj.insert("name".into(), Value::String(r.name.into()));
-            if revision.has_titles_and_structured_output() {
-                obj.insert("title".into(), Value::String(r.title.into()));
-            }
-            obj.insert("description".into(), Value::String(r.description.into()));
-            obj.insert("mimeType".into(), Value::String(r.mime_type.into()));
-            Value::Object(obj)
+            let names = [r.name, r.title, r.description, r.mime_type];
+            resource_entry(revision, ("uri", r.uri), names)
         })
         .collect();
     Ok(json!({ "resources": resources }))
+}
+
+/// A `Resource` or `ResourceTemplate` object: its address (`uri` or `uriTemplate`), then
+/// `[name, title, description, mimeType]` (`title` only where `revision` has titles).
+pub(crate) fn resource_entry(
+    revision: Revision,
+    (key, address): (&str, &str),
+    [name, title, description, mime_type]: [&str; 4],
+) -> Value {
+    let mut obj = Map::new();
+    obj.insert(key.into(), Value::String(address.into()));
+    obj.insert("name".into(), Value::String(name.into()));
+    if revision.has_titles_and_structured_output() {
+        obj.insert("title".into(), Value::String(title.into()));
+    }
+    obj.insert("description".into(), Value::String(description.into()));
+    obj.insert("mimeType".into(), Value::String(mime_type.into()));
+    Value::Object(obj)
 }
 
 /// `resources/read`: the contents of one resource; an unknown URI gets the revision's
@@ -235,6 +247,9 @@ pub fn read_resource(
         }
     };
     let Some(resource) = server.catalog.resource(uri) else {
+        if let Some(read) = super::resource_templates::read_templated(server, revision, uri) {
+            return read;
+        }
         let known: Vec<&str> = server.catalog.resources.iter().map(|r| r.uri).collect();
         return Err(RpcError::new(
             revision.resource_not_found_code(),
@@ -251,12 +266,6 @@ pub fn read_resource(
         .with_data(json!({ "uri": uri })));
     };
     Ok(json!({ "contents": (resource.read)(&server.config) }))
-}
-
-/// `resources/templates/list`: this server has no resource templates.
-pub fn list_resource_templates(params: Option<&Value>) -> Result<Value, RpcError> {
-    check_no_cursor(params)?;
-    Ok(json!({ "resourceTemplates": [] }))
 }
 
 #[cfg(test)]

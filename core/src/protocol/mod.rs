@@ -10,7 +10,8 @@
 //! - [`era`]: protocol revisions and the per-request choice of era.
 //! - [`dispatch`]: size limits, batches, method routing.
 //! - [`lifecycle`]: `initialize`, `ping`, `server/discover`, stateless result decoration.
-//! - [`listing`]: `tools/list`, prompts and resources.
+//! - [`listing`]: `tools/list`, prompts and resources; [`resource_templates`]: templated
+//!   resources; [`completion`]: `completion/complete`.
 //! - [`call`]: `tools/call` with validation, meter envelope and audit record.
 //! - [`validate`]: argument limits and the JSON Schema subset validator.
 //! - [`ids`]: content-derived span, trace and call ids.
@@ -22,8 +23,10 @@
 //! snapshot, `now` and the configuration.
 
 pub mod call;
+pub mod completion;
 pub mod dispatch;
 pub mod era;
+pub mod host;
 pub mod ids;
 pub mod jsonrpc;
 pub mod lifecycle;
@@ -33,6 +36,7 @@ pub mod prescan;
 pub mod progress;
 pub mod registry;
 pub mod render;
+pub mod resource_templates;
 pub mod tasks;
 pub mod validate;
 
@@ -133,6 +137,10 @@ pub struct Outcome {
     /// moves past [`Wait::after`]. A runtime that does not wait (or stops waiting) sends
     /// `response`, which is then a valid, retryable answer. The core itself never blocks.
     pub pending: Option<Wait>,
+    /// Set when a tool needs the host first (see [`host`]): `response` is `None` and nothing
+    /// is to be appended; the runtime performs the request and calls
+    /// [`Server::handle_with_host`] again with every reply so far.
+    pub host: Option<host::HostRequest>,
 }
 
 /// "Not ready: ask me again when the ledger moves."
@@ -141,6 +149,24 @@ pub struct Wait {
     /// The ledger position the answer was computed at; re-running the message against the
     /// same position gives the same answer.
     pub after: LedgerPosition,
+    /// The longest the request itself asked to be held (a tool's long poll); the runtime's
+    /// own limit applies too.
+    pub max_wait_ms: Option<u64>,
+}
+
+/// Where a request that may wait stands. A runtime serves a message in [`Phase::Live`]; when
+/// the answer is pending and the wait ends without the ledger moving far enough, it serves
+/// the same message once more in [`Phase::Settle`] (answer as things stand) or, when the
+/// client cancelled it (`notifications/cancelled`, a closed response stream), in
+/// [`Phase::Cancelled`]: a pending `tools/call` or `tasks/result` then answers
+/// `{content, cancelled: true, partial: [...]}` without `isError`. A request whose answer is
+/// already final answers the same in every phase (cancelling a settled request is a no-op).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Phase {
+    #[default]
+    Live,
+    Settle,
+    Cancelled,
 }
 
 /// The protocol server: immutable configuration plus a catalogue.
@@ -234,7 +260,23 @@ impl Server {
     /// Handles one message (a line of stdio, the body of an HTTP POST): a pure function of the
     /// input. Peer faults become error responses; nothing here panics on any input.
     pub fn handle(&self, input: &Input<'_>) -> Outcome {
-        dispatch::handle(self, input)
+        dispatch::handle(self, input, &[], Phase::Live)
+    }
+
+    /// [`Server::handle`] for a message whose tool asked the host for things: `host` holds the
+    /// runtime's replies to those requests, in the order they were asked.
+    pub fn handle_with_host(&self, input: &Input<'_>, host: &[host::HostReply]) -> Outcome {
+        dispatch::handle(self, input, host, Phase::Live)
+    }
+
+    /// [`Server::handle_with_host`] in an explicit [`Phase`].
+    pub fn handle_round(
+        &self,
+        input: &Input<'_>,
+        host: &[host::HostReply],
+        phase: Phase,
+    ) -> Outcome {
+        dispatch::handle(self, input, host, phase)
     }
 
     /// The rendered `-32600` reply for a message the runtime refused before reading it whole

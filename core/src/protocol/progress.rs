@@ -1,6 +1,8 @@
-//! `notifications/progress` ticks for `bernstein_run_status` calls that carry
-//! `params._meta.progressToken`.
+//! `notifications/progress` for `tools/call` requests that carry `params._meta.progressToken`:
+//! the steps a catalogue tool reports itself ([`crate::protocol::registry::ToolOutput::progress`],
+//! rendered by [`tool_steps`]) and the ticks of `bernstein_run_status` ([`tick`]).
 //!
+//! Ticks of `bernstein_run_status`:
 //! One tick at most, sent before the result: `progress` = tasks of the run that reached a
 //! terminal status, `total` = tasks of the run, `message` rendered from the fold
 //! ([`crate::domain::task_view::progress_of`]). A tick that does not strictly advance every
@@ -14,6 +16,7 @@
 use serde_json::{Value, json};
 
 use super::call::{AUDIT_KIND, CallInput, CallReply};
+use super::registry::Progress;
 use crate::domain::task_view::{progress_of, tick_advances, tick_draft};
 use crate::ledger::{AUDIT_STREAM, Draft, seal};
 
@@ -28,6 +31,39 @@ pub fn progress_token(params: Option<&Value>) -> Option<&Value> {
         Value::Number(n) if n.is_i64() || n.is_u64() => Some(token),
         _ => None,
     }
+}
+
+/// The serialized `notifications/progress` of a tool's own steps, in order; none without a
+/// progress token. A step that does not advance past the one before is dropped (the
+/// revision requires progress to increase).
+pub fn tool_steps(params: Option<&Value>, steps: &[Progress]) -> Vec<Vec<u8>> {
+    let Some(token) = progress_token(params) else {
+        return Vec::new();
+    };
+    let mut last: Option<u64> = None;
+    let mut notes = Vec::new();
+    for step in steps {
+        if last.is_some_and(|l| step.progress <= l) {
+            continue;
+        }
+        last = Some(step.progress);
+        notes.extend(note(token, step));
+    }
+    notes
+}
+
+fn note(token: &Value, step: &Progress) -> Option<Vec<u8>> {
+    let mut params = serde_json::Map::new();
+    params.insert("progressToken".into(), token.clone());
+    params.insert("progress".into(), Value::from(step.progress));
+    if let Some(total) = step.total {
+        params.insert("total".into(), Value::from(total));
+    }
+    if let Some(message) = &step.message {
+        params.insert("message".into(), Value::String(message.clone()));
+    }
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params});
+    serde_json::to_vec(&note).ok()
 }
 
 /// Adds the tick of a successful `bernstein_run_status` call to `reply` (its record joins the
@@ -100,5 +136,37 @@ mod tests {
         ] {
             assert_eq!(progress_token(Some(&meta)).is_some(), expected, "{meta}");
         }
+    }
+
+    fn step(progress: u64, message: Option<&str>) -> Progress {
+        Progress {
+            progress,
+            total: Some(100),
+            message: message.map(String::from),
+        }
+    }
+
+    #[test]
+    fn tool_steps_need_a_token_and_must_increase() {
+        let steps = [
+            step(0, None),
+            step(50, Some("half")),
+            step(50, None),
+            step(100, None),
+        ];
+        assert!(tool_steps(Some(&json!({"name": "t"})), &steps).is_empty());
+        let params = json!({"name": "t", "_meta": {"progressToken": "p-1"}});
+        let notes: Vec<Value> = tool_steps(Some(&params), &steps)
+            .iter()
+            .map(|b| serde_json::from_slice(b).unwrap())
+            .collect();
+        let progress: Vec<&Value> = notes.iter().map(|n| &n["params"]["progress"]).collect();
+        assert_eq!(progress, [&json!(0), &json!(50), &json!(100)]);
+        assert_eq!(
+            notes[1],
+            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                   "params": {"progressToken": "p-1", "progress": 50, "total": 100, "message": "half"}})
+        );
+        assert!(notes[0]["params"].get("message").is_none());
     }
 }

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value};
 
+use super::host::{HostReply, HostRequest};
 use crate::config::{Config, Tier};
 use crate::ledger::{Draft, Snapshot};
 use crate::time::Timestamp;
@@ -38,6 +39,12 @@ pub struct ToolContext<'a> {
     pub span_id: &'a str,
     /// The protocol revision the request is served under.
     pub spec_revision: &'a str,
+    /// The runtime's answers to this call's earlier host requests, in order (see
+    /// [`super::host`]); empty on the first run of a call.
+    pub host: &'a [HostReply],
+    /// The request's `params._meta` as the peer sent it (unvalidated; e.g. W3C trace context,
+    /// which `domain::trace` screens), `None` when absent or not called over MCP.
+    pub meta: Option<&'a serde_json::Value>,
 }
 
 /// A refusal: rendered as the structured tool error `{error, message, hint, ...extra}` with
@@ -94,6 +101,28 @@ pub struct ToolOutput {
     /// block of the payload. `None` for every Bernstein tool; the `_meter` envelope, when on,
     /// follows them as a last text block.
     pub content: Option<Vec<Value>>,
+    /// "Not yet: perform this on the host and call me again" (see [`super::host`]). When set,
+    /// `result`, `drafts` and `content` are ignored.
+    pub host: Option<HostRequest>,
+    /// Progress steps sent as `notifications/progress` before the result, in order, when the
+    /// request carries `_meta.progressToken` (none without one). Empty for every Bernstein tool
+    /// (`bernstein_run_status` ticks through [`super::progress::tick`] instead).
+    pub progress: Vec<Progress>,
+    /// "Not final yet: hold the answer up to this many milliseconds and run me again when the
+    /// ledger moves" (a long poll). Honoured only while the call may still wait (see
+    /// [`super::Phase`]); when the wait ends the handler's answer as it stands is sent, and a
+    /// cancelled wait answers `{cancelled: true, partial: [that answer]}`.
+    pub wait_ms: Option<u64>,
+}
+
+/// One progress step a tool reports (`notifications/progress` params without the token).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Work done so far; must increase from one step to the next.
+    pub progress: u64,
+    /// Work in all, when known.
+    pub total: Option<u64>,
+    pub message: Option<String>,
 }
 
 impl ToolOutput {
@@ -103,6 +132,17 @@ impl ToolOutput {
             drafts: Vec::new(),
             run_id: None,
             content: None,
+            host: None,
+            progress: Vec::new(),
+            wait_ms: None,
+        }
+    }
+
+    /// Asks the runtime to perform `request` and run the call again with its reply.
+    pub fn ask(request: HostRequest) -> ToolOutput {
+        ToolOutput {
+            host: Some(request),
+            ..ToolOutput::ok(Value::Null)
         }
     }
 
@@ -112,6 +152,9 @@ impl ToolOutput {
             drafts: Vec::new(),
             run_id: None,
             content: None,
+            host: None,
+            progress: Vec::new(),
+            wait_ms: None,
         }
     }
 }
@@ -141,7 +184,22 @@ pub struct PromptArgument {
     pub name: &'static str,
     pub description: &'static str,
     pub required: bool,
+    /// Completion candidates for a partial value (`completion/complete`); `None`: none offered.
+    pub complete: Option<Completer>,
 }
+
+/// Completion candidates for a partial argument value: (the value typed so far, the other
+/// arguments already given as strings) → candidates, best first. Pure; the engine caps the
+/// reply at 100 values.
+pub type Completer = fn(&str, &Map<String, Value>) -> Vec<String>;
+
+/// Completion candidates for one variable of a resource template: (variable name, the value
+/// typed so far, the other variables already given) → candidates.
+pub type TemplateCompleter = fn(&str, &str, &Map<String, Value>) -> Vec<String>;
+
+/// Reads a templated resource from the URI's variables (percent-decoded strings) and the URI
+/// itself; `Err` says why no such resource exists (the revision's resource-not-found error).
+pub type TemplateReader = fn(&Config, &str, &Map<String, Value>) -> Result<Vec<Value>, String>;
 
 /// Renders a prompt's messages from its string arguments, or says why they are unusable.
 pub type PromptRenderer = fn(&Map<String, Value>) -> Result<Vec<Value>, String>;
@@ -170,12 +228,28 @@ pub struct ResourceSpec {
     pub read: fn(&Config) -> Vec<Value>,
 }
 
+/// A family of resources named by an RFC 6570 level-1 URI template (`test://items/{id}`):
+/// listed by `resources/templates/list`, read by `resources/read` for any matching URI.
+#[derive(Clone, Debug)]
+pub struct ResourceTemplateSpec {
+    pub uri_template: &'static str,
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub mime_type: &'static str,
+    pub read: TemplateReader,
+    /// Completion candidates for the template's variables; `None`: none offered.
+    pub complete: Option<TemplateCompleter>,
+}
+
 /// Everything a server offers. Tools are kept sorted by name (deterministic listing order).
 #[derive(Clone, Debug)]
 pub struct Catalog {
     pub tools: Vec<ToolSpec>,
     pub prompts: Vec<PromptSpec>,
     pub resources: Vec<ResourceSpec>,
+    /// Resource templates (none for Bernstein's own catalogue).
+    pub resource_templates: Vec<ResourceTemplateSpec>,
     /// Deprecated tool names: (alias, replacement). Callable, never listed.
     pub aliases: Vec<(&'static str, &'static str)>,
     /// Connect-time instructions.
@@ -259,5 +333,13 @@ impl Catalog {
 
     pub fn resource(&self, uri: &str) -> Option<&ResourceSpec> {
         self.resources.iter().find(|r| r.uri == uri)
+    }
+
+    /// Whether anything in the catalogue offers completions (the `completions` capability).
+    pub fn has_completions(&self) -> bool {
+        self.prompts
+            .iter()
+            .any(|p| p.arguments.iter().any(|a| a.complete.is_some()))
+            || self.resource_templates.iter().any(|t| t.complete.is_some())
     }
 }

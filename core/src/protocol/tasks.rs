@@ -34,7 +34,7 @@ use super::era::{META_CLIENT_CAPABILITIES, Revision};
 use super::jsonrpc::{METHOD_NOT_FOUND, RpcError, kind_of, shorten};
 use super::lifecycle::decorate;
 use super::registry::{TaskSupport, ToolLookup};
-use super::{MeterSlot, Server, Wait};
+use super::{MeterSlot, Phase, Server, Wait};
 use crate::domain::ids::check_task_id;
 use crate::domain::runs::RunStatus;
 use crate::domain::task_view::{
@@ -122,6 +122,9 @@ pub fn call_as_task(server: &Server, input: &CallInput<'_>, mode: Augmentation) 
         _ => {}
     }
     let reply = call_tool(server, input);
+    if reply.host.is_some() {
+        return reply;
+    }
     let refused = match &reply.result {
         Ok(v) => v.get("isError") == Some(&Value::Bool(true)),
         Err(_) => true,
@@ -287,6 +290,14 @@ pub fn serve(server: &Server, method: &str, input: &CallInput<'_>) -> TaskReply 
 
 /// `tasks/result`: the task's final answer, or a retryable error plus a wait.
 fn result(server: &Server, input: &CallInput<'_>, view: &TaskView) -> TaskReply {
+    if !view.is_terminal() && input.phase == Phase::Cancelled {
+        let (mut result, meter) = cancelled_result(server, input, view);
+        result["_meta"] = json!({ META_RELATED_TASK: {"taskId": view.task_id} });
+        return TaskReply {
+            meter,
+            ..TaskReply::of(Ok(result))
+        };
+    }
     if !view.is_terminal() {
         let err = RpcError::new(
             TASK_NOT_READY,
@@ -301,6 +312,7 @@ fn result(server: &Server, input: &CallInput<'_>, view: &TaskView) -> TaskReply 
         return TaskReply {
             pending: Some(Wait {
                 after: input.snapshot.position,
+                max_wait_ms: None,
             }),
             ..TaskReply::of(Err(err))
         };
@@ -322,22 +334,59 @@ fn call_tool_result(
 ) -> (Value, Option<MeterSlot>) {
     let payload = run_answer(&input.snapshot.domain, &view.task_id).unwrap_or(Value::Null);
     let ok = view.status == RunStatus::Completed;
-    let (text, meter) = if server.config.cost_meter {
-        let slot = MeterSlot {
-            tool: crate::domain::tools::run::NAME.to_string(),
-            call_id: input.ids.call_id.clone(),
-            ok,
-            ts: input.now,
-            payload,
-        };
-        (super::meter::envelope(&slot, 0), Some(slot))
-    } else {
-        (payload, None)
-    };
+    let (text, meter) = metered(server, input, payload, ok);
     let result = json!({
         "content": [{"type": "text", "text": text.to_string()}],
         "structuredContent": text,
         "isError": !ok,
+    });
+    (result, meter)
+}
+
+/// `payload` as the text of `bernstein_run`'s result: in the `_meter` envelope when the meter
+/// is on (the runtime fills in the latency through the returned slot).
+fn metered(
+    server: &Server,
+    input: &CallInput<'_>,
+    payload: Value,
+    ok: bool,
+) -> (Value, Option<MeterSlot>) {
+    if !server.config.cost_meter {
+        return (payload, None);
+    }
+    let slot = MeterSlot {
+        tool: crate::domain::tools::run::NAME.to_string(),
+        call_id: input.ids.call_id.clone(),
+        ok,
+        ts: input.now,
+        payload,
+    };
+    (super::meter::envelope(&slot, 0), Some(slot))
+}
+
+/// What a `tasks/result` cancelled while its task still runs answers: not an error, the task
+/// as it stood in `partial`, metered like the tool call it stands for.
+fn cancelled_result(
+    server: &Server,
+    input: &CallInput<'_>,
+    view: &TaskView,
+) -> (Value, Option<MeterSlot>) {
+    let partial = json!([handshake_task(view)]);
+    let payload = json!({
+        "cancelled": true,
+        "message": format!(
+            "tasks/result cancelled while task {} is still {}; the task itself goes on (tasks/cancel stops it)",
+            view.task_id,
+            view.status.as_str()
+        ),
+        "partial": partial,
+    });
+    let (text, meter) = metered(server, input, payload, false);
+    let result = json!({
+        "content": [{"type": "text", "text": text.to_string()}],
+        "cancelled": true,
+        "partial": partial,
+        "isError": false,
     });
     (result, meter)
 }

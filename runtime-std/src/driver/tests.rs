@@ -20,6 +20,14 @@ use crate::store::test_dir::TestDir;
 const KEY: &[u8] = &[3; 32];
 const CLOCK: FixedClock = FixedClock(Timestamp(1_780_000_000_000));
 
+fn env(store: &dyn Store) -> Env<'_> {
+    Env {
+        store,
+        clock: &CLOCK,
+        host: &crate::host::NoHost,
+    }
+}
+
 fn server() -> Server {
     Server::new(Config::new(KEY.to_vec()))
 }
@@ -40,8 +48,7 @@ fn a_tool_call_is_committed_then_answered_with_its_latency() {
     let store = FileStore::open(tmp.path(), KEY.to_vec()).unwrap();
     let served = serve_message(
         &server(),
-        &store,
-        &CLOCK,
+        &env(&store),
         &run_call("write the docs"),
         &TransportFacts::stdio(None),
     )
@@ -66,24 +73,12 @@ fn notifications_and_reads_append_nothing() {
     let tmp = TestDir::new("driver-notify");
     let store = FileStore::open(tmp.path(), KEY.to_vec()).unwrap();
     let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-    let served = serve_message(
-        &server(),
-        &store,
-        &CLOCK,
-        note,
-        &TransportFacts::stdio(None),
-    )
-    .unwrap();
+    let served =
+        serve_message(&server(), &env(&store), note, &TransportFacts::stdio(None)).unwrap();
     assert_eq!(served.response, None);
     let list = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
-    let served = serve_message(
-        &server(),
-        &store,
-        &CLOCK,
-        list,
-        &TransportFacts::stdio(None),
-    )
-    .unwrap();
+    let served =
+        serve_message(&server(), &env(&store), list, &TransportFacts::stdio(None)).unwrap();
     assert!(served.response.is_some());
     assert!(ledger_bytes(tmp.path()).is_empty());
 }
@@ -138,8 +133,7 @@ fn a_conflict_reruns_the_request_on_a_fresh_snapshot() {
     let store = racing(tmp.path(), 3);
     let served = serve_message(
         &server(),
-        &store,
-        &CLOCK,
+        &env(&store),
         &run_call("race"),
         &TransportFacts::stdio(None),
     )
@@ -158,8 +152,7 @@ fn endless_conflicts_give_up_with_an_error_and_no_response() {
     let store = racing(tmp.path(), usize::MAX);
     let err = serve_message(
         &server(),
-        &store,
-        &CLOCK,
+        &env(&store),
         &run_call("never"),
         &TransportFacts::stdio(None),
     )
@@ -189,8 +182,7 @@ fn a_store_failure_releases_no_response() {
     let store = Failing(FileStore::open(tmp.path(), KEY.to_vec()).unwrap());
     let res = serve_message(
         &server(),
-        &store,
-        &CLOCK,
+        &env(&store),
         &run_call("fail"),
         &TransportFacts::stdio(None),
     );
@@ -215,7 +207,7 @@ fn start_task(server: &Server, store: &dyn Store) -> String {
         "tools/call",
         json!({"name": "bernstein_run", "arguments": {"goal": "wait for me"}, "task": {}}),
     );
-    let served = serve_message(server, store, &CLOCK, &msg, &TransportFacts::stdio(None)).unwrap();
+    let served = serve_message(server, &env(store), &msg, &TransportFacts::stdio(None)).unwrap();
     let reply: Value = serde_json::from_slice(served.response.as_ref().unwrap()).unwrap();
     reply["result"]["task"]["taskId"]
         .as_str()
@@ -233,7 +225,7 @@ fn tasks_result_waits_until_another_writer_finishes_the_task() {
         let (store, server, id) = (store.clone(), server.clone(), id.clone());
         std::thread::spawn(move || {
             let msg = task_message(2, "tasks/result", json!({"taskId": id}));
-            serve_message(&server, &*store, &CLOCK, &msg, &TransportFacts::stdio(None)).unwrap()
+            serve_message(&server, &env(&*store), &msg, &TransportFacts::stdio(None)).unwrap()
         })
     };
     // Another request (a separate writer on the same ledger) cancels the task meanwhile.
@@ -241,8 +233,7 @@ fn tasks_result_waits_until_another_writer_finishes_the_task() {
     let cancel = task_message(3, "tasks/cancel", json!({"taskId": id}));
     let served = serve_message(
         &server,
-        &*store,
-        &CLOCK,
+        &env(&*store),
         &cancel,
         &TransportFacts::stdio(None),
     )
@@ -277,12 +268,11 @@ fn a_pending_answer_is_sent_as_it_stands_when_the_wait_ends() {
     let started = std::time::Instant::now();
     let served = serve_message_with(
         &server,
-        &store,
-        &CLOCK,
+        &env(&store),
         &msg,
         &TransportFacts::stdio(None),
         &short,
-        &|| false,
+        &|| None,
     )
     .unwrap();
     assert!(started.elapsed() >= std::time::Duration::from_millis(60));
@@ -292,18 +282,80 @@ fn a_pending_answer_is_sent_as_it_stands_when_the_wait_ends() {
     let stopped = AtomicUsize::new(0);
     let served = serve_message_with(
         &server,
-        &store,
-        &CLOCK,
+        &env(&store),
         &msg,
         &TransportFacts::stdio(None),
         &DEFAULT_WAIT,
         &|| {
             stopped.fetch_add(1, Ordering::SeqCst);
-            true
+            Some(Stop::Settle)
         },
     )
     .unwrap();
     assert!(stopped.load(Ordering::SeqCst) >= 1);
     let reply: Value = serde_json::from_slice(served.response.as_ref().unwrap()).unwrap();
     assert_eq!(reply["error"]["code"], -32000);
+    // Deferring hands the pending state back without an extra round.
+    let served = serve_message_with(
+        &server,
+        &env(&store),
+        &msg,
+        &TransportFacts::stdio(None),
+        &DEFAULT_WAIT,
+        &|| Some(Stop::Defer),
+    )
+    .unwrap();
+    assert!(served.pending);
+}
+
+#[test]
+fn a_long_poll_settles_at_its_own_deadline_and_a_cancel_answers_partial() {
+    let tmp = TestDir::new("driver-long-poll");
+    let store = FileStore::open(tmp.path(), KEY.to_vec()).unwrap();
+    let server = standard_server();
+    let id = start_task(&server, &store);
+    let poll = |wait_ms: u64| {
+        let msg = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "bernstein_run_status",
+                "arguments": {"run_id": id, "wait_ms": wait_ms}}});
+        serde_json::to_vec(&msg).unwrap()
+    };
+    let audits = |store: &FileStore| store.snapshot().unwrap().position.seq;
+    let before = audits(&store);
+    let started = std::time::Instant::now();
+    // The request's 80 ms is shorter than the policy's two minutes: it wins.
+    let served = serve_message_with(
+        &server,
+        &env(&store),
+        &poll(80),
+        &TransportFacts::stdio(None),
+        &DEFAULT_WAIT,
+        &|| None,
+    )
+    .unwrap();
+    let waited = started.elapsed();
+    assert!(waited >= std::time::Duration::from_millis(80), "{waited:?}");
+    assert!(waited < std::time::Duration::from_secs(60), "{waited:?}");
+    let reply: Value = serde_json::from_slice(served.response.as_ref().unwrap()).unwrap();
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    assert!(reply["result"].get("cancelled").is_none());
+    assert_eq!(audits(&store), before + 1, "settled once, audited once");
+
+    let served = serve_message_with(
+        &server,
+        &env(&store),
+        &poll(60_000),
+        &TransportFacts::stdio(None),
+        &DEFAULT_WAIT,
+        &|| Some(Stop::Cancel),
+    )
+    .unwrap();
+    let reply: Value = serde_json::from_slice(served.response.as_ref().unwrap()).unwrap();
+    assert_eq!(reply["result"]["cancelled"], true, "{reply}");
+    assert_eq!(reply["result"]["partial"][0]["status"], "working");
+    assert_eq!(
+        audits(&store),
+        before + 2,
+        "the cancelled poll is audited once"
+    );
 }

@@ -10,7 +10,9 @@
 //!
 //! - [`server`]: the std server ([`bind`], [`serve_http`], [`HttpServerHandle`]).
 //! - [`service`]: [`service::HttpService`], shared with runtime-smol.
+//! - [`inflight`]: requests in flight by id (cancellation) and the closed-peer probe.
 
+pub mod inflight;
 pub mod server;
 pub mod service;
 

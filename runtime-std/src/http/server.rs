@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use bernstein_core::ledger::Store;
+use crate::driver::Backend;
 use bernstein_core::protocol::Server;
 use bernstein_core::transport::http::exchange::LegacyOpen;
 use bernstein_core::transport::http::response::{over_capacity, request_timeout};
@@ -28,7 +28,6 @@ use bernstein_core::transport::http::{
 
 use super::service::{Action, EventSink, HttpService};
 use super::{ConnectionCounter, ConnectionSlot, is_loopback, log, open_listener, reachable};
-use crate::clock::Clock;
 
 /// How long a worker waits for the next bytes before parking a connection.
 const LINGER: Duration = Duration::from_millis(20);
@@ -117,14 +116,13 @@ enum Next {
 /// Binds and starts serving in background threads.
 pub fn bind(
     server: Arc<Server>,
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
+    backend: Backend,
     options: HttpOptions,
 ) -> io::Result<HttpServerHandle> {
     let (listener, policy) = open_listener(&server.config, &options)?;
     let local_addr = listener.local_addr()?;
     let limits = options.limits.clone();
-    let service = HttpService::new(server, store, clock, policy, options);
+    let service = HttpService::new(server, backend, policy, options);
     let shared = Arc::new(Shared {
         service,
         limits: limits.clone(),
@@ -170,14 +168,9 @@ pub fn bind(
 }
 
 /// Binds, announces the endpoint on stderr and serves until the process ends.
-pub fn serve_http(
-    server: Arc<Server>,
-    store: Arc<dyn Store>,
-    clock: Arc<dyn Clock>,
-    options: HttpOptions,
-) -> io::Result<()> {
+pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
     let workers = options.limits.workers;
-    let handle = bind(server, store, clock, options)?;
+    let handle = bind(server, backend, options)?;
     crate::log_line!(
         "bernstein: serving MCP over HTTP at http://{}/mcp (legacy SSE at /sse; runtime std, {workers} workers)",
         handle.local_addr()
@@ -281,7 +274,9 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
                 Frame::Request(request) => {
                     conn.started = None;
                     conn.served += 1;
-                    match shared.service.handle(request, conn.peer_loopback) {
+                    let stream = &conn.stream;
+                    let gone = || super::inflight::peer_closed(stream);
+                    match shared.service.handle(request, conn.peer_loopback, &gone) {
                         Action::Write(response) => {
                             note_refusal(&conn.peer, &response);
                             if conn.stream.write_all(&response.to_bytes()).is_err()

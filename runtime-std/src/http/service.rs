@@ -11,18 +11,19 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bernstein_core::ledger::Store;
 use bernstein_core::protocol::Server;
 use bernstein_core::transport::http::exchange::{
     LegacyMessage, LegacyOpen, McpExchange, ServedParts,
 };
 use bernstein_core::transport::http::response::route_span_id;
 use bernstein_core::transport::http::{
-    Decision, HttpOptions, HttpPolicy, HttpResponse, Request, Status,
+    Decision, HttpOptions, HttpPolicy, HttpResponse, ParamHeaders, Request, Status,
 };
 
-use crate::clock::Clock;
-use crate::driver::{Served, serve_message};
+use super::inflight::Inflight;
+use crate::driver::Backend;
+use crate::driver::{DEFAULT_WAIT, Served, Stop, serve_message_with};
+use bernstein_core::protocol::tasks::{cancelled_request, request_id};
 
 /// What the connection must do next.
 #[derive(Debug)]
@@ -147,11 +148,12 @@ fn new_token() -> io::Result<String> {
 /// Everything a connection needs to serve requests.
 pub struct HttpService {
     pub server: Arc<Server>,
-    pub store: Arc<dyn Store>,
-    pub clock: Arc<dyn Clock>,
+    pub backend: Backend,
     pub policy: HttpPolicy,
     pub options: HttpOptions,
     pub legacy: LegacyStreams,
+    /// Requests in flight, for `notifications/cancelled` from another connection.
+    pub inflight: Inflight,
 }
 
 impl std::fmt::Debug for HttpService {
@@ -166,37 +168,40 @@ impl std::fmt::Debug for HttpService {
 impl HttpService {
     pub fn new(
         server: Arc<Server>,
-        store: Arc<dyn Store>,
-        clock: Arc<dyn Clock>,
+        backend: Backend,
         policy: HttpPolicy,
         options: HttpOptions,
     ) -> HttpService {
         let legacy = LegacyStreams::new(options.limits.max_legacy_streams);
+        // The tools' `Mcp-Param-*` bindings (SEP-2243), read once from their input schemas.
+        let policy = policy.with_param_headers(ParamHeaders::of(&server));
         HttpService {
             server,
-            store,
-            clock,
+            backend,
             policy,
             options,
             legacy,
+            inflight: Inflight::default(),
         }
     }
 
     /// Routes a request (pure and cheap: safe on an async executor).
     pub fn route(&self, request: Request, peer_loopback: bool) -> Decision {
-        self.policy.route(request, peer_loopback, self.clock.now())
+        self.policy
+            .route(request, peer_loopback, self.backend.clock.now())
     }
 
-    /// Routes and serves a request (may block on the ledger).
-    pub fn handle(&self, request: Request, peer_loopback: bool) -> Action {
-        self.act(self.route(request, peer_loopback))
+    /// Routes and serves a request (may block on the ledger). `gone` tells whether the peer
+    /// closed its connection meanwhile (which cancels a waiting request).
+    pub fn handle(&self, request: Request, peer_loopback: bool, gone: &dyn Fn() -> bool) -> Action {
+        self.act(self.route(request, peer_loopback), gone)
     }
 
     /// Carries out a routing decision (may block on the ledger).
-    pub fn act(&self, decision: Decision) -> Action {
+    pub fn act(&self, decision: Decision, gone: &dyn Fn() -> bool) -> Action {
         match decision {
             Decision::Respond(r) => Action::Write(r),
-            Decision::Mcp(x) => Action::Write(self.serve_mcp(&x)),
+            Decision::Mcp(x) => Action::Write(self.serve_mcp(&x, gone)),
             Decision::OpenLegacyStream(open) => Action::OpenLegacy(open),
             Decision::LegacyMessage(m) => Action::Write(self.serve_legacy(&m)),
             other => {
@@ -213,8 +218,8 @@ impl HttpService {
     }
 
     /// `POST /mcp`: serve the body, then the core shapes the HTTP response.
-    pub fn serve_mcp(&self, x: &McpExchange) -> HttpResponse {
-        let served = self.serve(&x.body, &x.facts);
+    pub fn serve_mcp(&self, x: &McpExchange, gone: &dyn Fn() -> bool) -> HttpResponse {
+        let served = self.serve(&x.body, &x.facts, gone);
         x.reply(parts(&served))
     }
 
@@ -228,7 +233,7 @@ impl HttpService {
         if facts.protocol_version.is_none() {
             facts.protocol_version = version;
         }
-        let served = self.serve(&m.body, &facts);
+        let served = self.serve(&m.body, &facts, &|| !sink.is_open());
         if let Some(v) = &served.negotiated_version {
             self.legacy.set_version(&m.token, v.clone());
         }
@@ -240,8 +245,25 @@ impl HttpService {
         m.accepted(served.span_id.as_deref())
     }
 
-    fn serve(&self, body: &[u8], facts: &bernstein_core::protocol::TransportFacts) -> Served {
-        match serve_message(&self.server, &*self.store, &*self.clock, body, facts) {
+    /// Serves one body. A `notifications/cancelled` first cancels the request it names; a
+    /// request is registered while it is served, and its wait ends as cancelled when a
+    /// cancellation names it or `gone` says the peer left.
+    fn serve(
+        &self,
+        body: &[u8],
+        facts: &bernstein_core::protocol::TransportFacts,
+        gone: &dyn Fn() -> bool,
+    ) -> Served {
+        if let Some(id) = cancelled_request(body) {
+            self.inflight.cancel(&id);
+        }
+        let entry = request_id(body).map(|id| self.inflight.enter(id));
+        let stop = || {
+            let cancelled = entry.as_ref().is_some_and(|e| e.cancelled()) || gone();
+            cancelled.then_some(Stop::Cancel)
+        };
+        let env = self.backend.env();
+        match serve_message_with(&self.server, &env, body, facts, &DEFAULT_WAIT, &stop) {
             Ok(served) => served,
             Err(e) => {
                 crate::log_line!("bernstein http: ledger error: {e}");

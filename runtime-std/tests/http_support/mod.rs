@@ -13,11 +13,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bernstein_core::ledger::Store;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Config, Server, Timestamp};
 use bernstein_runtime_std::FileStore;
 use bernstein_runtime_std::clock::{Clock, FixedClock, SystemClock};
+use bernstein_runtime_std::driver::Backend;
+use bernstein_runtime_std::host::ProjectHost;
 
 /// A running server of either runtime; dropping it stops the server.
 pub trait Running {
@@ -25,12 +26,7 @@ pub trait Running {
 }
 
 /// Starts a server of one runtime.
-pub type Launcher = fn(
-    Arc<Server>,
-    Arc<dyn Store>,
-    Arc<dyn Clock>,
-    HttpOptions,
-) -> std::io::Result<Box<dyn Running>>;
+pub type Launcher = fn(Arc<Server>, Backend, HttpOptions) -> std::io::Result<Box<dyn Running>>;
 
 /// A scratch directory, removed on drop.
 #[derive(Debug)]
@@ -109,13 +105,9 @@ pub fn start_at(
         Some(t) => Arc::new(FixedClock(t)),
         None => Arc::new(SystemClock),
     };
-    let running = launch(
-        Arc::new(Server::new(config)),
-        Arc::new(store),
-        clock,
-        options,
-    )
-    .expect("server starts");
+    let host = Arc::new(ProjectHost::new(dir.path()));
+    let backend = Backend::new(Arc::new(store), clock, host);
+    let running = launch(Arc::new(Server::new(config)), backend, options).expect("server starts");
     Fixture { running, dir }
 }
 

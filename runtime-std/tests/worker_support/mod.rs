@@ -9,7 +9,8 @@ use bernstein_core::protocol::TransportFacts;
 use bernstein_core::{Config, Server};
 use bernstein_runtime_std::FileStore;
 use bernstein_runtime_std::clock::SystemClock;
-use bernstein_runtime_std::driver::serve_message;
+use bernstein_runtime_std::driver::{Env, serve_message};
+use bernstein_runtime_std::host::NoHost;
 use bernstein_runtime_std::keys::{load_or_create_audit_key, load_or_create_signing_key};
 use serde_json::{Value, json};
 
@@ -66,8 +67,11 @@ impl Worker {
             "params": {"name": tool, "arguments": args}});
         let served = serve_message(
             &self.server,
-            &self.store,
-            &SystemClock,
+            &Env {
+                store: &self.store,
+                clock: &SystemClock,
+                host: &NoHost,
+            },
             &serde_json::to_vec(&msg).unwrap(),
             &TransportFacts::stdio(Some("2025-11-25".into())),
         )

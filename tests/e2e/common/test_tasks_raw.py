@@ -1,9 +1,12 @@
 """Tasks over raw stdio pipes, for what the SDKs will not show: a `tasks/result` still waiting
-when the client closes its input is answered (a retryable -32000) before the server exits, and
-requests sent after it are answered meanwhile.
+when the client closes its input is answered (a retryable -32000) before the server exits,
+requests sent after it are answered meanwhile, and a cancelled wait (tasks/result, a long poll
+of bernstein_run_status) answers `{cancelled: true, partial}`.
 """
 
 from __future__ import annotations
+
+import json
 
 from harness.raw import RawServer
 
@@ -27,7 +30,7 @@ def test_a_waiting_tasks_result_is_answered_at_end_of_input(launcher):
         assert answers[0]["error"]["data"] == {"taskId": task_id, "status": "working"}
 
 
-def test_a_cancelled_tasks_result_stops_waiting_and_gets_no_answer(launcher):
+def test_a_cancelled_tasks_result_stops_waiting_and_answers_cancelled(launcher):
     with RawServer.start(launcher, "tasks-cancelled") as srv:
         srv.initialize("2025-11-25")
         created = srv.request(
@@ -35,9 +38,34 @@ def test_a_cancelled_tasks_result_stops_waiting_and_gets_no_answer(launcher):
         )
         task_id = created["result"]["task"]["taskId"]
         waiting = srv.send_request("tasks/result", {"taskId": task_id})
+        # Cancelling an id nobody waits on changes nothing.
+        srv.notify("notifications/cancelled", {"requestId": 987654, "reason": "stray"})
+        assert srv.request("tasks/get", {"taskId": task_id})["result"]["status"] == "working"
         srv.notify("notifications/cancelled", {"requestId": waiting, "reason": "host gave up"})
-        # Later requests are answered; the cancelled one never is, not even at end of input.
+        answer = srv.wait_for(waiting)
+        result = answer["result"]
+        assert result["cancelled"] is True and result["isError"] is False
+        [task] = result["partial"]
+        assert task["taskId"] == task_id and task["status"] == "working"
+        # The task itself goes on: cancelling the wait is not tasks/cancel.
         assert srv.request("tasks/get", {"taskId": task_id})["result"]["status"] == "working"
         code, leftovers = srv.close()
         assert code == 0
         assert not [m for m in leftovers if isinstance(m, dict) and m.get("id") == waiting], leftovers
+
+
+def test_a_cancelled_long_poll_answers_its_partial_handle(launcher):
+    with RawServer.start(launcher, "poll-cancelled") as srv:
+        srv.initialize("2025-11-25")
+        run = srv.call_tool("bernstein_run", {"goal": "nobody works on it"})
+        text = json.loads(run["result"]["content"][0]["text"])
+        run_id = text.get("result", text)["run_id"]
+        waiting = srv.send_request(
+            "tools/call", {"name": "bernstein_run_status", "arguments": {"run_id": run_id, "wait_ms": 60000}}
+        )
+        # Other requests are served while the poll waits.
+        assert srv.request("ping", {})["result"] == {}
+        srv.notify("notifications/cancelled", {"requestId": waiting})
+        result = srv.wait_for(waiting)["result"]
+        assert result["cancelled"] is True and result["isError"] is False
+        assert result["partial"][0]["runId"] == run_id

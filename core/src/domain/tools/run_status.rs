@@ -13,6 +13,7 @@ use crate::protocol::registry::{
 
 use super::super::handle::{RunHandle, run_handle};
 use super::super::ids::check_task_id;
+use super::super::runs::RunStatus;
 use super::super::schema;
 use super::{invalid_id, parse_args, tier};
 
@@ -29,7 +30,9 @@ const DESCRIPTION: &str = "Poll a run started with bernstein_run. Pass run_id = 
 that call returned (any task id of the run works). Answers the run handle {taskId, runId, status, \
 journalHead, chainHead, specRevision, receiptHash, pollToken}; status is working, input_required, \
 completed, failed or cancelled, projected from the run journal. Poll tens of seconds apart and stop \
-at completed, failed or cancelled. Polls of an unchanged run return identical handles. It reads the \
+at completed, failed or cancelled. Polls of an unchanged run return identical handles. With wait_ms the call is a long poll: it \
+answers when the run ends (or, with since = the journalHead last seen, when it moves) or when \
+wait_ms passes, whichever is first. It reads the \
 project's .sdd ledger and changes nothing. \
 Host effects: reads files: yes; writes files: no; spawns processes: no; network requests: no.";
 
@@ -39,6 +42,17 @@ Host effects: reads files: yes; writes files: no; spawns processes: no; network 
 pub struct RunStatusArgs {
     /// The run id, or the id of any task of the run (T- followed by 16 hex digits).
     pub run_id: String,
+    /// Long poll: hold the answer up to this many milliseconds until the run ends or, with
+    /// `since`, until its journal moves. Cancellable (notifications/cancelled, or closing the
+    /// response stream): a cancelled poll answers {cancelled: true, partial: [handle]}.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 120000))]
+    pub wait_ms: Option<u32>,
+    /// With `wait_ms`: the journalHead of the handle last seen; the poll answers as soon as
+    /// the run's journal has moved past it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128))]
+    pub since: Option<String>,
 }
 
 pub fn spec() -> ToolSpec {
@@ -56,19 +70,28 @@ pub fn spec() -> ToolSpec {
 }
 
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    match resolve(ctx, args) {
-        Ok((run_id, h)) => ToolOutput {
-            result: Ok(serde_json::to_value(&h).expect("a run handle always serializes")),
-            drafts: Vec::new(),
-            run_id: Some(run_id),
-            content: None,
-        },
+    let args: RunStatusArgs = match parse_args(NAME, args) {
+        Ok(a) => a,
+        Err(e) => return ToolOutput::refused(e),
+    };
+    match resolve(ctx, &args) {
+        Ok((run_id, h)) => {
+            let settled = matches!(
+                h.status,
+                RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
+            ) || args.since.as_deref().is_some_and(|s| s != h.journal_head);
+            ToolOutput {
+                result: Ok(serde_json::to_value(&h).expect("a run handle always serializes")),
+                run_id: Some(run_id),
+                wait_ms: args.wait_ms.filter(|_| !settled).map(u64::from),
+                ..ToolOutput::ok(Value::Null)
+            }
+        }
         Err(e) => ToolOutput::refused(e),
     }
 }
 
-fn resolve(ctx: &ToolContext<'_>, args: Value) -> Result<(String, RunHandle), ToolError> {
-    let args: RunStatusArgs = parse_args(NAME, args)?;
+fn resolve(ctx: &ToolContext<'_>, args: &RunStatusArgs) -> Result<(String, RunHandle), ToolError> {
     let id = check_task_id(&args.run_id).map_err(|e| invalid_id("run_id", &args.run_id, e))?;
     let p = &ctx.snapshot.domain;
     let run_id = if p.run(id).is_some() {

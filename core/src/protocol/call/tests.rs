@@ -72,6 +72,7 @@ fn server(meter: bool) -> Server {
         ],
         prompts: Vec::new(),
         resources: Vec::new(),
+        resource_templates: Vec::new(),
         aliases: Vec::new(),
         instructions: |_| String::new(),
         capability_card: |_| Value::Null,
@@ -89,6 +90,8 @@ fn call(server: &Server, snapshot: &Snapshot, params: Value) -> CallReply {
         ids: &ids,
         snapshot,
         now: Timestamp(5),
+        host: Some(&[]),
+        phase: crate::protocol::Phase::Live,
     };
     call_tool(server, &input)
 }

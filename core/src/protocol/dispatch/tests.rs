@@ -29,6 +29,7 @@ fn server() -> Server {
         tools: vec![tool],
         prompts: Vec::new(),
         resources: Vec::new(),
+        resource_templates: Vec::new(),
         aliases: Vec::new(),
         instructions: |_| String::new(),
         capability_card: |_| Value::Null,
@@ -47,6 +48,8 @@ fn serve(server: &Server, bytes: &[u8], version: Option<&str>) -> Outcome {
             now: Timestamp(1),
             transport: &facts,
         },
+        &[],
+        Phase::Live,
     )
 }
 
@@ -183,6 +186,8 @@ fn http_transport_facts_are_honoured() {
             now: Timestamp(1),
             transport: &facts,
         },
+        &[],
+        Phase::Live,
     );
     assert_eq!(
         out.response.unwrap().message["result"]["resultType"],

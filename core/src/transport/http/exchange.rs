@@ -13,6 +13,7 @@ use super::response::{HttpResponse, Status};
 use super::sse;
 use crate::digest::Digest;
 use crate::protocol::TransportFacts;
+use crate::protocol::dispatch::LEDGER_UNAVAILABLE;
 
 /// What serving one message produced, as the runtime's driver returns it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -82,6 +83,9 @@ pub struct ErrorReply {
     pub code: i64,
     /// The reply answers no identifiable request (`"id": null`).
     pub anonymous: bool,
+    /// The ledger could not record the request (`error.data.reason` is `ledger_unavailable`):
+    /// nothing changed and a retry may succeed.
+    pub unavailable: bool,
 }
 
 /// The HTTP status of a JSON-RPC error reply. Stateless-era clients read statuses (`-32601` →
@@ -92,6 +96,8 @@ pub struct ErrorReply {
 /// gets `400`.
 pub fn status_for_error(era: Era, error: ErrorReply) -> Status {
     match (era, error.code) {
+        // The store is down (both eras): the client should retry, not read an answer.
+        (_, -32603) if error.unavailable => Status::SERVICE_UNAVAILABLE,
         (Era::Handshake, _) if error.anonymous => Status::BAD_REQUEST,
         (Era::Handshake, _) => Status::OK,
         // -32602 covers a request whose `_meta` lacks its required fields (SEP-2575: 400).
@@ -110,10 +116,13 @@ pub fn error_reply(response: &[u8]) -> Option<ErrorReply> {
         return None;
     }
     let v: Value = serde_json::from_slice(response).ok()?;
-    let code = v.get("error")?.get("code")?.as_i64()?;
+    let error = v.get("error")?;
+    let code = error.get("code")?.as_i64()?;
+    let reason = error.get("data").and_then(|d| d.get("reason"));
     Some(ErrorReply {
         code,
         anonymous: v.get("id").is_none_or(Value::is_null),
+        unavailable: reason.and_then(Value::as_str) == Some(LEDGER_UNAVAILABLE),
     })
 }
 
@@ -160,7 +169,12 @@ impl McpExchange {
                 } else {
                     let status =
                         error_reply(reply).map_or(Status::OK, |e| status_for_error(self.era, e));
-                    HttpResponse::json_bytes(status, span, reply.to_vec())
+                    let response = HttpResponse::json_bytes(status, span, reply.to_vec());
+                    if status == Status::SERVICE_UNAVAILABLE {
+                        response.with_header("Retry-After", "1")
+                    } else {
+                        response
+                    }
                 }
             }
         };
@@ -362,6 +376,25 @@ mod tests {
         assert_eq!(status(Era::Handshake, "null", -32700), 400);
         assert_eq!(status(Era::Handshake, "null", -32600), 400);
         assert_eq!(error_reply(RESULT), None);
+    }
+
+    #[test]
+    fn a_ledger_that_cannot_record_is_503_with_retry_after_in_both_eras() {
+        let server = crate::Server::new(crate::Config::new(vec![1; 32]));
+        let request = br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}"#;
+        let reply = server.storage_failure_reply(request, "database connection refused");
+        for era in [Era::Handshake, Era::Stateless] {
+            let r = exchange(era, BOTH).reply(ServedParts {
+                notifications: &[],
+                response: Some(&reply),
+                span_id: None,
+            });
+            assert_eq!(r.status.code(), 503, "{era:?}");
+            assert_eq!(r.header("Retry-After"), Some("1"));
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(v["id"], 4);
+            assert_eq!(v["error"]["data"]["reason"], LEDGER_UNAVAILABLE);
+        }
     }
 
     #[test]

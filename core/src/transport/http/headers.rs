@@ -45,6 +45,9 @@ pub struct BodyFacts {
     /// `params.name` (tools/call, prompts/get) or `params.uri` (resources/read).
     pub name: Option<String>,
     pub meta_version: Option<String>,
+    /// `params.arguments` of a `tools/call` (for the `Mcp-Param-*` rules of
+    /// [`super::param_headers`]).
+    pub arguments: Option<Value>,
     /// A JSON array (batch); header mirroring does not apply.
     pub batch: bool,
 }
@@ -72,11 +75,16 @@ impl BodyFacts {
             .and_then(|m| m.get(META_VERSION))
             .and_then(Value::as_str)
             .map(String::from);
+        let arguments = match method.as_deref() {
+            Some("tools/call") => params.and_then(|p| p.get("arguments")).cloned(),
+            _ => None,
+        };
         BodyFacts {
             id: obj.get("id").cloned(),
             method,
             name,
             meta_version,
+            arguments,
             batch: false,
         }
     }
@@ -96,7 +104,7 @@ pub struct HeaderRejection {
 }
 
 impl HeaderRejection {
-    fn mismatch(message: impl Into<String>) -> HeaderRejection {
+    pub(crate) fn mismatch(message: impl Into<String>) -> HeaderRejection {
         HeaderRejection {
             code: HEADER_MISMATCH,
             message: message.into(),
@@ -251,7 +259,7 @@ fn check_mirror(
 }
 
 /// A header value as text: visible ASCII, space and tab only, trimmed.
-fn header_text<'a>(raw: &'a [u8], display: &str) -> Result<&'a str, HeaderRejection> {
+pub(crate) fn header_text<'a>(raw: &'a [u8], display: &str) -> Result<&'a str, HeaderRejection> {
     if !raw.iter().all(|&b| b == b'\t' || (0x20..0x7f).contains(&b)) {
         return Err(HeaderRejection::mismatch(format!(
             "Header mismatch: {display} contains invalid characters"
@@ -280,13 +288,14 @@ pub fn decode_sentinel(value: &str, display: &str) -> Result<String, HeaderRejec
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::json;
 
     use super::*;
     use crate::transport::http::request::Header;
 
-    fn req(headers: &[(&str, &str)]) -> Request {
+    /// A `POST /mcp` with these headers and no body (shared with the `param_headers` tests).
+    pub(crate) fn req(headers: &[(&str, &str)]) -> Request {
         Request {
             method: "POST".into(),
             target: "/mcp".into(),

@@ -1,8 +1,8 @@
 //! Routing of one framed request to a [`Decision`]: answer now, serve an MCP body, open a
 //! legacy SSE stream, or deliver a legacy message. Checks run in a fixed order — `Host`,
 //! `Origin`, public discovery paths, authentication, then the route's own rules (legacy
-//! session header, `Content-Type`, JSON body, MCP headers, `Accept`) — so a refused request
-//! never reaches the engine and changes nothing.
+//! session header, `Content-Type`, JSON body, MCP headers including the tools' `Mcp-Param-*`
+//! bindings, `Accept`) — so a refused request never reaches the engine and changes nothing.
 //!
 //! Methods on `/mcp`, per era: `POST` serves. `GET` is `405` with `Allow: POST` in every era
 //! (2025-03-26 … 2025-11-25 let a server without a standalone stream answer 405; 2026-07-28
@@ -20,6 +20,7 @@ use super::guard::{BindRefused, OriginPolicy, authorize, check_bind, sanitize_ho
 use super::headers::{self, BodyFacts, Era};
 use super::oauth;
 use super::options::HttpOptions;
+use super::param_headers::ParamHeaders;
 use super::request::Request;
 use super::response::{HttpResponse, Status, route_span_id};
 use crate::config::{AuthMode, Config, OAuthConfig};
@@ -48,6 +49,8 @@ pub struct HttpPolicy {
     origins: OriginPolicy,
     bind_authority: String,
     bind_loopback: bool,
+    /// The tools' `Mcp-Param-*` bindings (empty unless [`HttpPolicy::with_param_headers`]).
+    params: ParamHeaders,
 }
 
 impl HttpPolicy {
@@ -66,7 +69,15 @@ impl HttpPolicy {
             origins: OriginPolicy::new(&options.host, &options.allowed_origins),
             bind_authority: bind_authority.to_string(),
             bind_loopback,
+            params: ParamHeaders::default(),
         })
+    }
+
+    /// This policy checking the `Mcp-Param-*` headers of the tools in `params` (see
+    /// [`ParamHeaders::of`]).
+    pub fn with_param_headers(mut self, params: ParamHeaders) -> HttpPolicy {
+        self.params = params;
+        self
     }
 
     /// Decides what to do with `request`, which arrived from a loopback peer or not, at `now`.
@@ -182,16 +193,14 @@ impl HttpPolicy {
         span: &str,
     ) -> Result<McpExchange, HttpResponse> {
         let facts = checked_body(&request, now, span)?;
-        let check = headers::check_headers(&request, &facts).map_err(|rej| {
-            HttpResponse::rpc_error(
-                Status::BAD_REQUEST,
-                span,
-                facts.id.as_ref(),
-                rej.code,
-                &rej.message,
-                rej.data,
-            )
-        })?;
+        let check = headers::check_headers(&request, &facts)
+            .and_then(|check| {
+                if check.era == Era::Stateless && !facts.batch {
+                    self.params.check(&request, &facts)?;
+                }
+                Ok(check)
+            })
+            .map_err(|rej| header_refusal(span, &facts, rej))?;
         let accept = Accept::parse(request.header_str("accept"));
         if facts.is_request() && !accept.any() {
             let msg = "Not Acceptable: accept application/json or text/event-stream";
@@ -239,16 +248,8 @@ fn legacy_post(
         ));
     };
     let facts = checked_body(&request, now, span)?;
-    let check = headers::check_headers(&request, &facts).map_err(|rej| {
-        HttpResponse::rpc_error(
-            Status::BAD_REQUEST,
-            span,
-            facts.id.as_ref(),
-            rej.code,
-            &rej.message,
-            rej.data,
-        )
-    })?;
+    let check = headers::check_headers(&request, &facts)
+        .map_err(|rej| header_refusal(span, &facts, rej))?;
     let keep_alive = request.keep_alive();
     Ok(LegacyMessage {
         token,
@@ -260,6 +261,18 @@ fn legacy_post(
         },
         keep_alive,
     })
+}
+
+/// The `400` answer to a request whose MCP headers were refused.
+fn header_refusal(span: &str, facts: &BodyFacts, rej: headers::HeaderRejection) -> HttpResponse {
+    HttpResponse::rpc_error(
+        Status::BAD_REQUEST,
+        span,
+        facts.id.as_ref(),
+        rej.code,
+        &rej.message,
+        rej.data,
+    )
 }
 
 /// The checks shared by every route that carries a JSON-RPC body: the legacy session rule,

@@ -1,0 +1,136 @@
+//! `completion/complete`: completion candidates for a prompt argument (`ref/prompt`) or a
+//! resource template variable (`ref/resource`), from the catalogue's pure completers.
+//!
+//! The reply holds at most [`MAX_VALUES`] values, with `total` and `hasMore` saying how many
+//! the completer offered. An argument without a completer, or a static resource URI, gets an
+//! empty list; an unknown prompt, resource or argument is `-32602`. The dispatcher serves the
+//! method only when the catalogue has a completer (the `completions` capability).
+//!
+//! This module never appends records and never keeps state.
+
+use serde_json::{Map, Value, json};
+
+use super::Server;
+use super::jsonrpc::{RpcError, kind_of, shorten};
+use super::resource_templates::variables;
+
+/// Most values one reply carries (the schema's `maxItems`).
+pub const MAX_VALUES: usize = 100;
+
+/// Serves `completion/complete`.
+pub fn complete(server: &Server, params: Option<&Value>) -> Result<Value, RpcError> {
+    let params = params.unwrap_or(&Value::Null);
+    let reference = object(params.get("ref"), "params.ref")?;
+    let argument = object(params.get("argument"), "params.argument")?;
+    let name = string(argument.get("name"), "params.argument.name")?;
+    let value = string(argument.get("value"), "params.argument.value")?;
+    let empty = Map::new();
+    let context = match params.get("context").and_then(|c| c.get("arguments")) {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(m)) if m.values().all(Value::is_string) => m,
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "params.context.arguments must be an object of strings, got {}",
+                kind_of(other)
+            )));
+        }
+    };
+    let candidates = match string(reference.get("type"), "params.ref.type")? {
+        "ref/prompt" => {
+            let prompt_name = string(reference.get("name"), "params.ref.name")?;
+            let Some(prompt) = server.catalog.prompt(prompt_name) else {
+                return Err(RpcError::invalid_params(format!(
+                    "Unknown prompt: {}",
+                    shorten(prompt_name, 100)
+                )));
+            };
+            let Some(arg) = prompt.arguments.iter().find(|a| a.name == name) else {
+                let known: Vec<&str> = prompt.arguments.iter().map(|a| a.name).collect();
+                return Err(no_such_argument(name, prompt.name, &known));
+            };
+            arg.complete.map(|f| f(value, context)).unwrap_or_default()
+        }
+        "ref/resource" => {
+            let uri = string(reference.get("uri"), "params.ref.uri")?;
+            let template = server
+                .catalog
+                .resource_templates
+                .iter()
+                .find(|t| t.uri_template == uri);
+            match template {
+                Some(t) => {
+                    let known =
+                        variables(t.uri_template).map_err(|e| RpcError::internal(e.to_string()))?;
+                    if !known.contains(&name) {
+                        return Err(no_such_argument(name, t.uri_template, &known));
+                    }
+                    t.complete
+                        .map(|f| f(name, value, context))
+                        .unwrap_or_default()
+                }
+                None if server.catalog.resource(uri).is_some() => Vec::new(),
+                None => {
+                    return Err(RpcError::invalid_params(format!(
+                        "Unknown resource or resource template: {}",
+                        shorten(uri, 200)
+                    )));
+                }
+            }
+        }
+        other => {
+            return Err(RpcError::invalid_params(format!(
+                "params.ref.type must be \"ref/prompt\" or \"ref/resource\", got {:?}",
+                shorten(other, 40)
+            )));
+        }
+    };
+    let total = candidates.len();
+    let values: Vec<String> = candidates.into_iter().take(MAX_VALUES).collect();
+    Ok(json!({"completion": {"values": values, "total": total, "hasMore": total > MAX_VALUES}}))
+}
+
+fn no_such_argument(name: &str, owner: &str, known: &[&str]) -> RpcError {
+    RpcError::invalid_params(format!(
+        "{owner} takes no argument {} (expected one of: {})",
+        shorten(name, 100),
+        if known.is_empty() {
+            "none".to_string()
+        } else {
+            known.join(", ")
+        }
+    ))
+}
+
+fn object<'a>(v: Option<&'a Value>, path: &str) -> Result<&'a Map<String, Value>, RpcError> {
+    match v {
+        Some(Value::Object(m)) => Ok(m),
+        Some(other) => Err(RpcError::invalid_params(format!(
+            "{path} must be an object, got {}",
+            kind_of(other)
+        ))),
+        None => Err(RpcError::invalid_params(format!("{path} is required"))),
+    }
+}
+
+fn string<'a>(v: Option<&'a Value>, path: &str) -> Result<&'a str, RpcError> {
+    match v {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(RpcError::invalid_params(format!(
+            "{path} must be a string, got {}",
+            kind_of(other)
+        ))),
+        None => Err(RpcError::invalid_params(format!("{path} is required"))),
+    }
+}
+
+/// Candidates from a fixed list: those starting with `typed`, in list order.
+pub fn starting_with(options: &[&str], typed: &str) -> Vec<String> {
+    options
+        .iter()
+        .filter(|o| o.starts_with(typed))
+        .map(|o| (*o).to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
