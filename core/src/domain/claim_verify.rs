@@ -11,8 +11,9 @@
 //! 5. `backlog head`: re-projecting the ledger up to that entry's transaction gives the
 //!    receipt's `backlogHead`;
 //! 6. `filter digest`: the entry's recorded filter hashes to `filterDigest`;
-//! 7. `claim decision`: re-running the selection with that filter on that projection picks
-//!    the receipt's `taskId` ("" for a refusal);
+//! 7. `claim decision`: re-running the selection with that filter on that projection, at the
+//!    entry's recorded time (which decides only expired leases), picks the receipt's `taskId`
+//!    ("" for a refusal);
 //! 8. `claim applied`: for a granted claim, the same transaction moves the task open → claimed
 //!    for this claimer.
 //!
@@ -251,7 +252,8 @@ impl<'k> ClaimVerifier<'k> {
                 "the recorded filter does not hash to filterDigest",
             ));
         }
-        let chosen = claims::select(&snap.domain, &entry.filter).map_or("", |t| t.id.as_str());
+        let chosen =
+            claims::select(&snap.domain, &entry.filter, entry.at).map_or("", |t| t.id.as_str());
         if chosen != r.task_id {
             return Err(failure(
                 ClaimCheck::Decision,

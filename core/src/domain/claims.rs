@@ -19,7 +19,11 @@
 //! - `signature` = Ed25519 over the canonical `{chainHead, receiptHash, type}`;
 //! - `pollToken` = base64url of the canonical `{chainHead, receiptHash, taskId, v: 1}`.
 //!
-//! No clock value enters any of them. This module never writes records; the tool drafts them.
+//! No clock value enters any of them. The claim's time decides only whether a held task's
+//! lease has expired ([`lease`]); it is recorded in the claim entry (`at`) so a verifier can
+//! re-run the decision. This module never writes records; the tool drafts them.
+
+pub mod lease;
 
 use std::collections::BTreeSet;
 
@@ -75,10 +79,14 @@ impl ClaimFilter {
         Digest::of(&self.canonical())
     }
 
-    /// Whether the filter admits `row` in `p` (see the module docs).
+    /// Whether the filter admits the open task `row` in `p` (see the module docs).
     pub fn admits(&self, p: &Projection, row: &TaskRow) -> bool {
-        row.status == TaskStatus::Open
-            && self.role.as_ref().is_none_or(|r| &row.role == r)
+        row.status == TaskStatus::Open && self.matches(p, row)
+    }
+
+    /// Whether `row` fits the filter, whatever its status.
+    fn matches(&self, p: &Projection, row: &TaskRow) -> bool {
+        self.role.as_ref().is_none_or(|r| &row.role == r)
             && self
                 .project
                 .as_ref()
@@ -104,9 +112,13 @@ pub fn dependency_done(p: &Projection, id: &str) -> bool {
         .is_some_and(|t| matches!(t.status, TaskStatus::Done | TaskStatus::Closed))
 }
 
-/// The task a claim with `filter` is granted in `p`, if any.
-pub fn select<'p>(p: &'p Projection, filter: &ClaimFilter) -> Option<&'p TaskRow> {
-    p.open_in_claim_order().find(|row| filter.admits(p, row))
+/// The task a claim with `filter` is granted in `p` at wall-clock `now` (ms), if any: a held
+/// task whose lease expired before `now` (the longest expired first, see [`lease`]) and
+/// otherwise the first open task in claim order.
+pub fn select<'p>(p: &'p Projection, filter: &ClaimFilter, now: u64) -> Option<&'p TaskRow> {
+    p.expired_leases(now)
+        .find(|row| lease::lease_expired(row, now) && filter.matches(p, row))
+        .or_else(|| p.open_in_claim_order().find(|row| filter.admits(p, row)))
 }
 
 /// The verifiable answer to a claim.
@@ -135,6 +147,50 @@ pub struct ClaimReceipt {
     pub signer_public_key_pem: String,
     /// Opaque token naming this claim.
     pub poll_token: String,
+    /// What the granted task asks for, so a worker can start without another call. Not part
+    /// of `receiptHash` or the signature (informational; absent on refusals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<ClaimedTask>,
+}
+
+/// The granted task as a worker needs it (`ClaimReceipt::task`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimedTask {
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
+    pub title: String,
+    pub goal: String,
+    pub role: String,
+    /// open, or claimed/in_progress when this claim takes over an expired lease.
+    pub previous_status: TaskStatus,
+    /// The claimer whose lease expired, for a reclaim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reclaimed_from: Option<String>,
+    /// Claims of this task before this one.
+    pub attempts: u32,
+    /// Wall-clock ms the new lease ends at unless the claimer posts a message.
+    pub lease_expires_at: u64,
+}
+
+impl ClaimedTask {
+    /// The descriptor of `row` granted at `now` with a lease of `lease_ms`.
+    pub fn of(row: &TaskRow, now: u64, lease_ms: u64) -> ClaimedTask {
+        ClaimedTask {
+            run_id: row.run_id.clone(),
+            parent_id: row.parent_id.clone(),
+            title: row.title.clone(),
+            goal: row.goal.clone(),
+            role: row.role.clone(),
+            previous_status: row.status,
+            reclaimed_from: (row.status != TaskStatus::Open)
+                .then(|| row.claimer.clone())
+                .flatten(),
+            attempts: row.attempts,
+            lease_expires_at: now.saturating_add(lease_ms),
+        }
+    }
 }
 
 /// The receipt hash of `r` from its decision fields.
@@ -186,15 +242,17 @@ pub struct ClaimDecision<'p> {
     pub task: Option<&'p TaskRow>,
 }
 
-/// Decides a claim against `snapshot` and signs its receipt. Pure and deterministic.
+/// Decides a claim against `snapshot` at wall-clock `now` (ms; it decides only whether a lease
+/// has expired, and never enters the receipt) and signs its receipt. Pure and deterministic.
 pub fn decide<'s>(
     snapshot: &'s Snapshot,
     claimer: Claimer<'_>,
     filter: &ClaimFilter,
+    now: u64,
     spec_revision: &str,
     signer: &Signer,
 ) -> ClaimDecision<'s> {
-    let task = select(&snapshot.domain, filter);
+    let task = select(&snapshot.domain, filter, now);
     let mut receipt = ClaimReceipt {
         task_id: task.map(|t| t.id.clone()).unwrap_or_default(),
         granted: task.is_some(),
@@ -208,6 +266,7 @@ pub fn decide<'s>(
         signature: String::new(),
         signer_public_key_pem: signer.public_key_pem().to_string(),
         poll_token: String::new(),
+        task: None,
     };
     receipt.receipt_hash = receipt_hash(&receipt);
     receipt.signature = signer.sign(&signed_message(&receipt.receipt_hash, &receipt.chain_head));

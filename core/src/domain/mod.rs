@@ -8,6 +8,9 @@
 //! - [`projection`], [`runs`]: the state folded from those records; run status rule.
 //! - [`handle`]: the verifiable run handle and `verify_run_handle`.
 //! - [`tools`], [`tiers`]: the tools and the table of their tiers.
+//! - [`aliases`]: the deprecated tool names and their replacements (never listed).
+//! - [`skills`], [`scenarios`]: skill files and scenario definitions (`load_skill`,
+//!   `bernstein_scenario`).
 //! - [`prompts`], [`card`], [`instructions`]: the rest of the catalogue.
 //! - [`schema`]: advertised JSON Schemas generated from the Rust types.
 //! - [`deps`]: `depends_on` checks (unknown tasks, cycles).
@@ -17,15 +20,23 @@
 //! - [`plans`], [`operator`]: plan documents, hashes and decisions; operator commands.
 //! - [`signing`]: the Ed25519 identity and signature checks.
 //! - [`task_view`]: MCP task views (tasks/get, tasks/list, progress ticks) of runs and tasks.
+//! - [`artifacts`], [`lineage`]: versioned, content-hashed artifacts and the lineage walk.
+//! - [`capsule`]: signed task capsules and their checks; [`handle_verify`]: run handles
+//!   checked against a ledger; [`trace`]: W3C trace context screened from `_meta`.
 //!
 //! Tools (tier): `bernstein_run` (core), `bernstein_status` (core), `bernstein_run_status`
 //! (core), `bernstein_cancel` (standard), `bernstein_claim` (standard),
 //! `bernstein_post_message` (standard), `bernstein_complete` (standard), `bernstein_approve`
-//! (standard).
+//! (standard), `bernstein_shutdown_orchestrator` (standard), `load_skill` (standard),
+//! `bernstein_scenario` (all), `bernstein_post_artifact` (standard), `bernstein_task_capsule`
+//! (standard), `bernstein_verify_lineage` (all).
 //!
 //! Everything here is pure: no IO, no clock (the time arrives in the tool context), no
 //! randomness. The domain never frames messages or writes records itself; it returns drafts.
 
+pub mod aliases;
+pub mod artifacts;
+pub mod capsule;
 pub mod card;
 pub mod claim_verify;
 pub mod claims;
@@ -33,9 +44,11 @@ pub mod completion;
 pub mod deps;
 pub mod dlp;
 pub mod handle;
+pub mod handle_verify;
 pub mod ids;
 pub mod instructions;
 pub mod lifecycle;
+pub mod lineage;
 pub mod mailbox;
 pub mod operator;
 pub mod plans;
@@ -43,11 +56,14 @@ pub mod projection;
 pub mod prompts;
 pub mod records;
 pub mod runs;
+pub mod scenarios;
 pub mod schema;
 pub mod signing;
+pub mod skills;
 pub mod task_view;
 pub mod tiers;
 pub mod tools;
+pub mod trace;
 
 pub use handle::{RunHandle, verify_run_handle};
 pub use lifecycle::TaskStatus;
@@ -61,7 +77,8 @@ pub fn catalog() -> Catalog {
         tools: tools::registered(),
         prompts: prompts::registered(),
         resources: vec![card::resource()],
-        aliases: Vec::new(),
+        resource_templates: Vec::new(),
+        aliases: aliases::DEPRECATED_ALIASES.to_vec(),
         instructions: instructions::instructions,
         capability_card: card::capability_card,
     }
@@ -88,10 +105,16 @@ mod tests {
                 "bernstein_cancel",
                 "bernstein_claim",
                 "bernstein_complete",
+                "bernstein_post_artifact",
                 "bernstein_post_message",
                 "bernstein_run",
                 "bernstein_run_status",
-                "bernstein_status"
+                "bernstein_scenario",
+                "bernstein_shutdown_orchestrator",
+                "bernstein_status",
+                "bernstein_task_capsule",
+                "bernstein_verify_lineage",
+                "load_skill"
             ]
         );
         assert_eq!(c.prompts.len(), 3);

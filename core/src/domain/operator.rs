@@ -75,6 +75,8 @@ pub fn cancel_task(
         trace_id: "operator",
         span_id: "operator",
         spec_revision: "operator",
+        host: &[],
+        meta: None,
     };
     let mut args = json!({"task_id": task_id});
     if let Some(r) = reason {

@@ -21,6 +21,9 @@ use crate::ledger::{
     AUDIT_STREAM, BACKLOG_STREAM, MAILBOX_STREAM_PREFIX, RUN_STREAM_PREFIX, Record,
 };
 
+use super::artifacts::{self, ArtifactIndex};
+use super::capsule::{self, CapsuleIndex};
+use super::claims::lease::{self, TaskLease, TaskReclaimed};
 use super::lifecycle::{self, TaskStatus};
 use super::mailbox::{MailboxEntry, MailboxHead};
 use super::records::{self, Complexity, Scope, TaskCreated, TaskStatusChanged};
@@ -60,6 +63,12 @@ pub struct TaskRow {
     pub attempts: u32,
     /// The result summary of its completion or approval.
     pub result_summary: Option<String>,
+    /// When the claimer's lease ends (wall-clock ms; `task.lease`), while it holds the task.
+    pub lease_expires_at: Option<u64>,
+    /// Length of that lease in ms (a renewal keeps it).
+    pub lease_ms: Option<u64>,
+    /// Claimers whose expired lease another claimer took over (`task.reclaimed`).
+    pub reclaimed_from: Vec<String>,
 }
 
 /// Per-role tallies for `bernstein_status`.
@@ -97,6 +106,12 @@ pub struct Projection {
     mailboxes: BTreeMap<String, MailboxHead>,
     /// Ids of plan roots.
     plans: BTreeSet<String>,
+    /// Artifact versions by key (the lineage spine).
+    artifacts: ArtifactIndex,
+    /// Mailbox entries by task and issued capsules (`bernstein_task_capsule`).
+    capsules: CapsuleIndex,
+    /// (lease end, created_seq) of every held task with a lease: expired leases, oldest first.
+    leases: BTreeSet<(u64, u64)>,
     /// Hash of the latest audit record.
     audit_head: Digest,
     txn: TxnCursor,
@@ -118,10 +133,17 @@ impl Projection {
         } else if let Some(run_id) = rec.stream.strip_prefix(RUN_STREAM_PREFIX) {
             self.fold_journal(run_id, rec)
         } else if rec.stream == AUDIT_STREAM {
-            self.fold_audit(rec);
-            true
+            self.fold_audit(rec)
         } else if let Some(task_id) = rec.stream.strip_prefix(MAILBOX_STREAM_PREFIX) {
             self.fold_mailbox(task_id, rec)
+        } else if rec.stream == artifacts::LINEAGE_STREAM {
+            rec.kind != artifacts::ARTIFACT_POSTED || {
+                let run = rec.body.get("task_id").and_then(Value::as_str);
+                let run = run
+                    .and_then(|t| self.tasks.get(t))
+                    .map(|t| t.run_id.as_str());
+                self.artifacts.fold_posted(rec, run)
+            }
         } else {
             true
         };
@@ -142,6 +164,10 @@ impl Projection {
             }
             records::TASK_STATUS => {
                 parse::<TaskStatusChanged>(&rec.body).is_some_and(|b| self.change_task(&b))
+            }
+            lease::TASK_LEASE => parse::<TaskLease>(&rec.body).is_some_and(|b| self.lease(&b)),
+            lease::TASK_RECLAIMED => {
+                parse::<TaskReclaimed>(&rec.body).is_some_and(|b| self.reclaimed(&b))
             }
             _ => true,
         }
@@ -183,6 +209,9 @@ impl Projection {
             claimer: None,
             attempts: 0,
             result_summary: None,
+            lease_expires_at: None,
+            lease_ms: None,
+            reclaimed_from: Vec::new(),
         };
         if row.plan {
             self.plans.insert(row.id.clone());
@@ -216,6 +245,12 @@ impl Projection {
             TaskStatus::Open => row.claimer = None,
             _ => {}
         }
+        if !matches!(b.to, TaskStatus::Claimed | TaskStatus::InProgress)
+            && let Some(end) = row.lease_expires_at.take()
+        {
+            row.lease_ms = None;
+            self.leases.remove(&(end, row.created_seq));
+        }
         if let Some(summary) = &b.summary {
             row.result_summary = Some(summary.clone());
         }
@@ -233,6 +268,44 @@ impl Projection {
             }
         }
         self.by_status.entry(b.to).or_default().insert(seq);
+        true
+    }
+
+    /// `task.lease`: the current claimer's lease starts or is renewed.
+    fn lease(&mut self, b: &TaskLease) -> bool {
+        let Some(row) = self.tasks.get_mut(&b.task_id) else {
+            return false;
+        };
+        if row.run_id != b.run_id
+            || row.claimer.as_deref() != Some(b.claimer_id.as_str())
+            || !matches!(row.status, TaskStatus::Claimed | TaskStatus::InProgress)
+        {
+            return false;
+        }
+        if let Some(end) = row.lease_expires_at {
+            self.leases.remove(&(end, row.created_seq));
+        }
+        row.lease_expires_at = Some(b.expires_at);
+        row.lease_ms = Some(b.lease_ms);
+        self.leases.insert((b.expires_at, row.created_seq));
+        true
+    }
+
+    /// `task.reclaimed`: the claimer whose lease expired loses the task (the status changes
+    /// that follow in the same transaction hand it to the new claimer).
+    fn reclaimed(&mut self, b: &TaskReclaimed) -> bool {
+        let Some(row) = self.tasks.get_mut(&b.task_id) else {
+            return false;
+        };
+        if row.run_id != b.run_id
+            || row.claimer.as_deref() != Some(b.previous_claimer_id.as_str())
+            || row.lease_expires_at != Some(b.expired_at)
+        {
+            return false;
+        }
+        if !row.reclaimed_from.contains(&b.previous_claimer_id) {
+            row.reclaimed_from.push(b.previous_claimer_id.clone());
+        }
         true
     }
 
@@ -263,17 +336,22 @@ impl Projection {
             records::RUN_CANCELLED => {
                 parse::<records::RunCancelled>(&rec.body).is_some_and(|b| run.cancel(&b))
             }
+            artifacts::RUN_ARTIFACT => self.artifacts.fold_ref(rec, true),
             _ => true,
         }
     }
 
-    fn fold_audit(&mut self, rec: &Record) {
+    fn fold_audit(&mut self, rec: &Record) -> bool {
+        let audit_head = self.audit_head;
         self.audit_head = rec.hash;
-        if rec.kind != records::STATELESS_CALL {
-            return;
+        match rec.kind.as_str() {
+            artifacts::ARTIFACT_MIRROR => return self.artifacts.fold_ref(rec, false),
+            capsule::CAPSULE_ISSUED => return self.capsules.fold_issued(rec, audit_head),
+            records::STATELESS_CALL => {}
+            _ => return true,
         }
         let Some(run_id) = rec.body.get("run_id").and_then(Value::as_str) else {
-            return;
+            return true;
         };
         let start = self.txn.start_seq;
         if let Some(run) = self.runs.get_mut(run_id)
@@ -281,6 +359,7 @@ impl Projection {
         {
             run.chain_head = rec.hash;
         }
+        true
     }
 
     fn fold_mailbox(&mut self, task_id: &str, rec: &Record) -> bool {
@@ -294,7 +373,21 @@ impl Projection {
             return false;
         }
         let head = self.mailboxes.entry(task_id.to_string()).or_default();
-        head.follow(&entry)
+        let fitted = head.follow(&entry);
+        if fitted {
+            self.capsules.fold_mailbox(entry);
+        }
+        fitted
+    }
+
+    /// Artifact versions by key (the lineage spine).
+    pub fn artifacts(&self) -> &ArtifactIndex {
+        &self.artifacts
+    }
+
+    /// Mailbox entries by task and the capsules this ledger issued.
+    pub fn capsules(&self) -> &CapsuleIndex {
+        &self.capsules
     }
 
     /// The task `id`.
@@ -362,6 +455,13 @@ impl Projection {
     pub fn open_in_claim_order(&self) -> impl Iterator<Item = &TaskRow> + '_ {
         self.open_queue
             .iter()
+            .filter_map(|(_, seq)| self.by_creation.get(seq).and_then(|id| self.tasks.get(id)))
+    }
+
+    /// Held tasks whose lease ended before `now`, the longest expired first.
+    pub fn expired_leases(&self, now: u64) -> impl Iterator<Item = &TaskRow> + '_ {
+        self.leases
+            .range(..(now, 0))
             .filter_map(|(_, seq)| self.by_creation.get(seq).and_then(|id| self.tasks.get(id)))
     }
 

@@ -1,7 +1,8 @@
 //! The domain's ledger record kinds: their streams, their bodies, and the drafts that carry
 //! them. docs/RECORDS.md documents every kind with an example body.
 //!
-//! - stream `backlog`: `task.created`, `task.status` — the task table.
+//! - stream `backlog`: `task.created`, `task.status` — the task table; `task.lease`,
+//!   `task.reclaimed` — claim leases ([`super::claims::lease`]).
 //! - stream `run:<run_id>` (the run journal): `run.created`, `run.task_added`,
 //!   `run.task_status`, `run.cancelled` — everything a run handle is projected from.
 //! - stream `mailbox:<task_id>`: `mailbox.message` (bodies in [`super::mailbox`]).
@@ -468,7 +469,13 @@ mod tests {
                 MAILBOX_MESSAGE,
                 MAILBOX_MIRROR,
                 OPERATOR_COMMAND,
-                super::super::task_view::PROGRESS_TICK
+                super::super::task_view::PROGRESS_TICK,
+                super::super::claims::lease::TASK_LEASE,
+                super::super::claims::lease::TASK_RECLAIMED,
+                super::super::artifacts::ARTIFACT_POSTED,
+                super::super::artifacts::RUN_ARTIFACT,
+                super::super::artifacts::ARTIFACT_MIRROR,
+                super::super::capsule::CAPSULE_ISSUED,
             ]
         );
         for (kind, text) in &examples {
@@ -485,6 +492,22 @@ mod tests {
                 OPERATOR_COMMAND => round_trips::<super::super::operator::OperatorCommand>(text),
                 super::super::task_view::PROGRESS_TICK => {
                     round_trips::<super::super::task_view::ProgressTick>(text)
+                }
+                super::super::claims::lease::TASK_LEASE => {
+                    round_trips::<super::super::claims::lease::TaskLease>(text)
+                }
+                super::super::claims::lease::TASK_RECLAIMED => {
+                    round_trips::<super::super::claims::lease::TaskReclaimed>(text)
+                }
+                super::super::artifacts::ARTIFACT_POSTED => {
+                    round_trips::<super::super::artifacts::ArtifactRecord>(text)
+                }
+                super::super::artifacts::RUN_ARTIFACT
+                | super::super::artifacts::ARTIFACT_MIRROR => {
+                    round_trips::<super::super::artifacts::ArtifactRef>(text)
+                }
+                super::super::capsule::CAPSULE_ISSUED => {
+                    round_trips::<super::super::capsule::CapsuleIssued>(text)
                 }
                 _ => {
                     let v: Value = serde_json::from_str(text).unwrap();

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::config::Config;
 use crate::ledger::{Draft, Record, Snapshot, seal};
+use crate::protocol::host::HostReply;
 use crate::protocol::registry::{ToolContext, ToolError, ToolOutput};
 use crate::time::Timestamp;
 
@@ -24,6 +25,8 @@ pub(crate) struct Bench {
     pub spec_revision: String,
     /// Every record committed so far, in ledger order.
     pub log: Vec<Record>,
+    /// The `_meta` the next calls carry (W3C trace context tests).
+    pub meta: Option<Value>,
     calls: u64,
 }
 
@@ -35,12 +38,19 @@ impl Bench {
             now: Timestamp(1_767_225_600_000),
             spec_revision: "2025-11-25".into(),
             log: Vec::new(),
+            meta: None,
             calls: 0,
         }
     }
 
     /// Calls `tool` like the engine: handler, then commit of its drafts plus an audit record.
     pub fn call(&mut self, tool: &str, args: Value) -> ToolOutput {
+        self.call_with_host(tool, args, &[])
+    }
+
+    /// [`Bench::call`] with the runtime's replies to the call's host requests so far; a call
+    /// that asks the host for more commits nothing.
+    pub fn call_with_host(&mut self, tool: &str, args: Value, host: &[HostReply]) -> ToolOutput {
         let spec = tools::registered()
             .into_iter()
             .find(|t| t.name == tool)
@@ -55,9 +65,14 @@ impl Bench {
                 trace_id: "0af7651916cd43dd8448eb211c80319c",
                 span_id: "b7ad6b7169203331",
                 spec_revision: &self.spec_revision,
+                host,
+                meta: self.meta.as_ref(),
             };
             (spec.call)(&ctx, args)
         };
+        if out.host.is_some() {
+            return out;
+        }
         if out.result.is_err() {
             assert!(out.drafts.is_empty(), "{tool} refused but drafted records");
         }
@@ -115,6 +130,14 @@ impl Bench {
     /// The payload of a call that must succeed.
     pub fn ok(&mut self, tool: &str, args: Value) -> Value {
         match self.call(tool, args.clone()).result {
+            Ok(v) => v,
+            Err(e) => panic!("{tool}({args}) refused: {e:?}"),
+        }
+    }
+
+    /// The payload of a call that must succeed with these host replies.
+    pub fn ok_with_host(&mut self, tool: &str, args: Value, host: &[HostReply]) -> Value {
+        match self.call_with_host(tool, args.clone(), host).result {
             Ok(v) => v,
             Err(e) => panic!("{tool}({args}) refused: {e:?}"),
         }
@@ -193,6 +216,27 @@ impl Bench {
         self.commit(drafts);
         id.to_string()
     }
+}
+
+/// The rows of the markdown table in the `//!` module docs of `src` that have `columns` cells
+/// and a back-quoted first cell, cells trimmed of spaces and back quotes.
+pub(crate) fn doc_table(src: &str, columns: usize) -> Vec<Vec<String>> {
+    src.lines()
+        .take_while(|l| l.starts_with("//!"))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l
+                .trim_start_matches("//!")
+                .split('|')
+                .map(str::trim)
+                .collect();
+            (cells.len() == columns + 2 && cells[1].starts_with('`')).then(|| {
+                cells[1..=columns]
+                    .iter()
+                    .map(|c| c.trim_matches('`').to_string())
+                    .collect()
+            })
+        })
+        .collect()
 }
 
 /// A legal path of statuses from `open` to `target`, for `Bench::force` (a `planned` root is

@@ -12,6 +12,12 @@
 //! | `bernstein_post_message` | standard |
 //! | `bernstein_complete`   | standard |
 //! | `bernstein_approve`    | standard |
+//! | `bernstein_post_artifact` | standard |
+//! | `bernstein_task_capsule` | standard |
+//! | `bernstein_verify_lineage` | all |
+//! | `bernstein_shutdown_orchestrator` | standard |
+//! | `load_skill` | standard |
+//! | `bernstein_scenario` | all |
 //!
 //! A test fails when this table, the list above and the registered tools disagree. This
 //! module must never hold tool behaviour.
@@ -28,6 +34,12 @@ pub const TOOL_TIERS: &[(&str, Tier)] = &[
     ("bernstein_post_message", Tier::Standard),
     ("bernstein_complete", Tier::Standard),
     ("bernstein_approve", Tier::Standard),
+    ("bernstein_post_artifact", Tier::Standard),
+    ("bernstein_task_capsule", Tier::Standard),
+    ("bernstein_verify_lineage", Tier::All),
+    ("bernstein_shutdown_orchestrator", Tier::Standard),
+    ("load_skill", Tier::Standard),
+    ("bernstein_scenario", Tier::All),
 ];
 
 /// The tier that introduces `tool`, if it is a Bernstein tool.
@@ -67,20 +79,11 @@ mod tests {
 
     #[test]
     fn module_docs_list_the_table() {
-        let src = include_str!("tiers.rs");
-        let docs: Vec<(String, String)> = src
-            .lines()
-            .take_while(|l| l.starts_with("//!"))
-            .filter_map(|l| {
-                let cells: Vec<&str> = l
-                    .trim_start_matches("//!")
-                    .split('|')
-                    .map(str::trim)
-                    .collect();
-                (cells.len() == 4 && cells[1].starts_with('`'))
-                    .then(|| (cells[1].trim_matches('`').to_string(), cells[2].to_string()))
-            })
-            .collect();
+        let docs: Vec<(String, String)> =
+            crate::domain::testkit::doc_table(include_str!("tiers.rs"), 2)
+                .into_iter()
+                .map(|r| (r[0].clone(), r[1].clone()))
+                .collect();
         let table: Vec<(String, String)> = TOOL_TIERS
             .iter()
             .map(|(n, t)| (n.to_string(), t.as_str().to_string()))
@@ -105,10 +108,14 @@ mod tests {
                 "bernstein_cancel",
                 "bernstein_claim",
                 "bernstein_complete",
+                "bernstein_post_artifact",
                 "bernstein_post_message",
                 "bernstein_run",
                 "bernstein_run_status",
-                "bernstein_status"
+                "bernstein_shutdown_orchestrator",
+                "bernstein_status",
+                "bernstein_task_capsule",
+                "load_skill"
             ]
         );
         for t in tools_in(Tier::Core) {

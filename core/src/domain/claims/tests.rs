@@ -46,7 +46,7 @@ fn selection_follows_priority_then_creation_order() {
         .map(|t| t.id.as_str())
         .collect();
     assert_eq!(order, [&urgent, &first, &second, &low]);
-    assert_eq!(select(&b.snapshot.domain, &filter()).unwrap().id, urgent);
+    assert_eq!(select(&b.snapshot.domain, &filter(), 0).unwrap().id, urgent);
 }
 
 #[test]
@@ -58,7 +58,7 @@ fn filters_select_on_role_project_capability_and_attempts() {
     ));
     let be = Bench::id_of(&b.ok("bernstein_run", json!({"goal": "be"})));
     let p = &b.snapshot.domain;
-    let pick = |f: ClaimFilter| select(p, &f).map(|t| t.id.clone());
+    let pick = |f: ClaimFilter| select(p, &f, 0).map(|t| t.id.clone());
     assert_eq!(
         pick(ClaimFilter {
             role: Some("qa".into()),
@@ -128,25 +128,25 @@ fn dependencies_gate_the_offer_and_completed_ids_only_narrow_it() {
     // Claim the dependency away so only the gated task is open.
     b.force(&dep, TaskStatus::Claimed);
     let p = &b.snapshot.domain;
-    assert!(select(p, &filter()).is_none(), "dependency not done");
+    assert!(select(p, &filter(), 0).is_none(), "dependency not done");
     let listed = ClaimFilter {
         completed_ids: Some([dep.clone()].into()),
         ..filter()
     };
     assert!(
-        select(p, &listed).is_none(),
+        select(p, &listed, 0).is_none(),
         "listing an unfinished dependency releases nothing"
     );
     b.force(&dep, TaskStatus::Done);
     let p = &b.snapshot.domain;
-    assert_eq!(select(p, &filter()).unwrap().id, gated);
-    assert_eq!(select(p, &listed).unwrap().id, gated);
+    assert_eq!(select(p, &filter(), 0).unwrap().id, gated);
+    assert_eq!(select(p, &listed, 0).unwrap().id, gated);
     let unlisted = ClaimFilter {
         completed_ids: Some(BTreeSet::new()),
         ..filter()
     };
     assert!(
-        select(p, &unlisted).is_none(),
+        select(p, &unlisted, 0).is_none(),
         "the claimer narrowed the offer"
     );
 }
@@ -159,8 +159,8 @@ fn receipts_are_deterministic_and_self_verifying() {
         id: "worker-1",
         card_fingerprint: None,
     };
-    let one = decide(&b.snapshot, claimer, &filter(), "2025-11-25", &signer()).receipt;
-    let two = decide(&b.snapshot, claimer, &filter(), "2025-11-25", &signer()).receipt;
+    let one = decide(&b.snapshot, claimer, &filter(), 0, "2025-11-25", &signer()).receipt;
+    let two = decide(&b.snapshot, claimer, &filter(), 0, "2025-11-25", &signer()).receipt;
     assert_eq!(
         serde_json::to_vec(&one).unwrap(),
         serde_json::to_vec(&two).unwrap()
@@ -178,7 +178,7 @@ fn receipts_are_deterministic_and_self_verifying() {
     check_receipt(&one).unwrap();
     // A later clock or an audit record that did not touch the backlog leaves the hash alone.
     b.ok("bernstein_status", json!({}));
-    let three = decide(&b.snapshot, claimer, &filter(), "2025-11-25", &signer()).receipt;
+    let three = decide(&b.snapshot, claimer, &filter(), 0, "2025-11-25", &signer()).receipt;
     assert_eq!(three.receipt_hash, one.receipt_hash);
     assert_ne!(three.chain_head, one.chain_head);
     assert_ne!(three.signature, one.signature);
@@ -188,7 +188,7 @@ fn receipts_are_deterministic_and_self_verifying() {
         card_fingerprint: Some("sha256:abc"),
     };
     assert_ne!(
-        decide(&b.snapshot, other, &filter(), "2025-11-25", &signer())
+        decide(&b.snapshot, other, &filter(), 0, "2025-11-25", &signer())
             .receipt
             .receipt_hash,
         one.receipt_hash
@@ -203,7 +203,7 @@ fn altering_any_receipt_field_fails_its_named_check() {
         id: "worker-1",
         card_fingerprint: Some("sha256:card"),
     };
-    let r = decide(&b.snapshot, claimer, &filter(), "2025-11-25", &signer()).receipt;
+    let r = decide(&b.snapshot, claimer, &filter(), 0, "2025-11-25", &signer()).receipt;
     let wire = serde_json::to_value(&r).unwrap();
     let fields = wire
         .as_object()
@@ -243,7 +243,7 @@ fn receipts_parse_bare_or_enveloped() {
         id: "w",
         card_fingerprint: None,
     };
-    let r = decide(&b.snapshot, claimer, &filter(), "2025-11-25", &signer()).receipt;
+    let r = decide(&b.snapshot, claimer, &filter(), 0, "2025-11-25", &signer()).receipt;
     let bare = serde_json::to_vec(&r).unwrap();
     assert_eq!(parse_receipt(&bare).unwrap(), r);
     let env = serde_json::to_vec(&json!({"result": r, "_meter": {"ok": true}})).unwrap();
@@ -297,6 +297,11 @@ fn documented_vectors_are_what_the_code_produces() {
         verify_doc_vector("signing-public-key"),
         signer().public_key_pem().trim_end()
     );
+    // The answer carries the granted task's descriptor beside the signed receipt; the vector
+    // documents the receipt.
+    let mut receipt = receipt;
+    let task = receipt.as_object_mut().unwrap().remove("task");
+    assert_eq!(task.unwrap()["goal"], "Add a health endpoint");
     assert_eq!(verify_doc_vector("claim-receipt"), canon(&receipt));
     let r: ClaimReceipt = serde_json::from_value(receipt).unwrap();
     let decision = json!({

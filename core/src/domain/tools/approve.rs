@@ -157,6 +157,9 @@ fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> 
         drafts,
         run_id: Some(task.run_id.clone()),
         content: None,
+        host: None,
+        progress: Vec::new(),
+        wait_ms: None,
     })
 }
 

@@ -99,6 +99,9 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
             result: Ok(serde_json::to_value(&answer).expect("a cancel answer always serializes")),
             drafts,
             content: None,
+            host: None,
+            progress: Vec::new(),
+            wait_ms: None,
         },
         Err(e) => ToolOutput::refused(e),
     }

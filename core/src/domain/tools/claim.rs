@@ -18,7 +18,9 @@ use crate::protocol::registry::{
     Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
-use super::super::claims::{self, ClaimEntry, ClaimFilter, ClaimReceipt, Claimer};
+use super::super::claims::{
+    self, ClaimEntry, ClaimFilter, ClaimReceipt, ClaimedTask, Claimer, lease,
+};
 use super::super::lifecycle::TaskStatus;
 use super::super::records::{self, ChangeNote, StatusChanges};
 use super::super::schema;
@@ -43,7 +45,9 @@ matches the filter (role, project, capability, max_attempts) and every task in i
 only one claimer can ever win a task. Answers a signed claim receipt {taskId, granted, claimerId, \
 claimerCardFingerprint, backlogHead, filterDigest, chainHead, specRevision, receiptHash, signature, \
 signerPublicKeyPem, pollToken}; when nothing matches, a signed refusal receipt with granted false and \
-taskId \"\". Keep the receipt: `bernstein backlog verify-claim` checks it offline. It reads and appends \
+taskId \"\". The claim holds for lease_seconds (default 300); each bernstein_post_message by the \
+claimer renews it, and a task whose lease expired is offered to the next claimer (recorded as a \
+reclaim). Keep the receipt: `bernstein backlog verify-claim` checks it offline. It reads and appends \
 to the project's .sdd ledger only. \
 Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
 
@@ -79,6 +83,12 @@ pub struct ClaimArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub claimer_card_fingerprint: Option<String>,
+    /// How long the claim holds without a message from the claimer, in seconds (1 to 86400,
+    /// default 300). Every bernstein_post_message by the claimer renews it; once it expires the
+    /// task is offered to the next claimer and this claimer's later calls are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 86400))]
+    pub lease_seconds: Option<u64>,
 }
 
 pub fn spec() -> ToolSpec {
@@ -170,9 +180,28 @@ fn check_text(field: &str, value: &str, max: usize) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// The lease length in ms of validated arguments.
+fn lease_ms_of(args: &ClaimArgs) -> Result<u64, ToolError> {
+    let secs = args.lease_seconds.unwrap_or(lease::DEFAULT_LEASE_SECONDS);
+    if !(lease::MIN_LEASE_SECONDS..=lease::MAX_LEASE_SECONDS).contains(&secs) {
+        return Err(ToolError::new(
+            "invalid_arguments",
+            format!(
+                "lease_seconds must be from {} to {}",
+                lease::MIN_LEASE_SECONDS,
+                lease::MAX_LEASE_SECONDS
+            ),
+            "Omit lease_seconds for the default of 300 seconds.",
+        )
+        .with("field", "lease_seconds"));
+    }
+    Ok(secs * 1000)
+}
+
 fn claim(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
     let args: ClaimArgs = parse_args(NAME, args)?;
     let filter = filter_of(&args)?;
+    let lease_ms = lease_ms_of(&args)?;
     let signer = ctx
         .config
         .signing_key
@@ -182,34 +211,66 @@ fn claim(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         id: &args.claimer_id,
         card_fingerprint: args.claimer_card_fingerprint.as_deref(),
     };
-    let decision = claims::decide(ctx.snapshot, claimer, &filter, ctx.spec_revision, signer);
+    let now = ctx.now.0;
+    let decision = claims::decide(
+        ctx.snapshot,
+        claimer,
+        &filter,
+        now,
+        ctx.spec_revision,
+        signer,
+    );
     let mut drafts = Vec::new();
     if let Some(task) = decision.task {
         let mut changes = StatusChanges::new(&ctx.snapshot.domain);
-        let reason = format!("claimed by {}", args.claimer_id);
-        let note = ChangeNote {
-            reason: Some(&reason),
-            actor: Some(&args.claimer_id),
-            summary: None,
+        let mut change = |to: TaskStatus, reason: &str| {
+            let note = ChangeNote {
+                reason: Some(reason),
+                actor: Some(&args.claimer_id),
+                summary: None,
+            };
+            changes
+                .change(&task.id, to, note, now)
+                .map(drop)
+                .map_err(|e| internal(NAME, &e.to_string()))
         };
-        changes
-            .change(&task.id, TaskStatus::Claimed, note, ctx.now.0)
-            .map_err(|e| internal(NAME, &e.to_string()))?;
+        if task.status != TaskStatus::Open {
+            // An expired lease: record the takeover, then back to the queue and on to this
+            // claimer in the same transaction.
+            drafts.push(lease::reclaim_draft(task, &args.claimer_id, now));
+            let previous = task.claimer.as_deref().unwrap_or("?");
+            let expired = task.lease_expires_at.unwrap_or_default();
+            change(
+                TaskStatus::Open,
+                &format!("lease of {previous} expired at {expired}"),
+            )?;
+        }
+        change(
+            TaskStatus::Claimed,
+            &format!("claimed by {}", args.claimer_id),
+        )?;
         let (backlog, journal) = changes.into_drafts();
         drafts.extend(backlog);
+        drafts.push(lease::lease_draft(task, &args.claimer_id, lease_ms, now));
         drafts.extend(journal);
     }
     let entry = ClaimEntry::of(&decision, &filter, ctx.now.0);
     drafts.push(records::draft(AUDIT_STREAM, records::CLAIM_RECEIPT, &entry));
-    let payload =
-        serde_json::to_value(&decision.receipt).expect("a claim receipt always serializes");
+    let mut receipt = decision.receipt.clone();
+    receipt.task = decision.task.map(|t| ClaimedTask::of(t, now, lease_ms));
+    let payload = serde_json::to_value(&receipt).expect("a claim receipt always serializes");
     Ok(ToolOutput {
         result: Ok(payload),
         drafts,
         run_id: decision.task.map(|t| t.run_id.clone()),
         content: None,
+        host: None,
+        progress: Vec::new(),
+        wait_ms: None,
     })
 }
 
+#[cfg(test)]
+mod lease_tests;
 #[cfg(test)]
 mod tests;

@@ -53,6 +53,11 @@ pub struct CompleteArgs {
     /// What was done: non-empty, at most 4096 characters.
     #[schemars(length(min = 1, max = 4096))]
     pub result_summary: String,
+    /// The completing worker's claimer_id: when given, the completion is refused unless that
+    /// claimer holds the task (one whose lease was reclaimed is refused as stale_claim).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub claimer_id: Option<String>,
 }
 
 /// Payload of `bernstein_complete`.
@@ -135,6 +140,9 @@ fn complete(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError>
     if !lifecycle::worker_completable().contains(&task.status) {
         return Err(not_completable(id, task.status));
     }
+    if let Some(claimer) = &args.claimer_id {
+        super::post_message::claimer::check_holds(task, claimer)?;
+    }
     let to = if task.requires_approval {
         TaskStatus::PendingApproval
     } else {
@@ -169,6 +177,9 @@ fn complete(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError>
         drafts,
         run_id: Some(task.run_id.clone()),
         content: None,
+        host: None,
+        progress: Vec::new(),
+        wait_ms: None,
     })
 }
 

@@ -8,6 +8,32 @@
 //! - [`post_message`]: `bernstein_post_message` — a signed, redacted mailbox entry.
 //! - [`complete`]: `bernstein_complete` — the worker's completion gate.
 //! - [`approve`]: `bernstein_approve` — an operator's sign-off gate.
+//! - [`post_artifact`]: `bernstein_post_artifact` — a versioned, content-hashed task artifact.
+//! - [`task_capsule`]: `bernstein_task_capsule` — a task's signed context capsule, or its check.
+//! - [`verify_lineage`]: `bernstein_verify_lineage` — walk and check an artifact key's lineage.
+//! - [`shutdown`]: `bernstein_shutdown_orchestrator` — write the project's shutdown signal.
+//! - [`load_skill`]: `load_skill` — the project's skills index, or one skill's files as text.
+//! - [`scenario`]: `bernstein_scenario` — list scenarios, run one as a run, report its handle.
+//!
+//! The full list, with each tool's tier and host effects (a test checks it against the tier
+//! table and the live registry; every effect is also stated in the tool's description):
+//!
+//! | tool | tier | reads files | writes files | spawns processes | network |
+//! |---|---|---|---|---|---|
+//! | `bernstein_run` | core | yes | yes | no | no |
+//! | `bernstein_run_status` | core | yes | no | no | no |
+//! | `bernstein_status` | core | yes | no | no | no |
+//! | `bernstein_approve` | standard | yes | yes | no | no |
+//! | `bernstein_cancel` | standard | yes | yes | no | no |
+//! | `bernstein_claim` | standard | yes | yes | no | no |
+//! | `bernstein_complete` | standard | yes | yes | no | no |
+//! | `bernstein_post_artifact` | standard | yes | yes | no | no |
+//! | `bernstein_post_message` | standard | yes | yes | no | no |
+//! | `bernstein_shutdown_orchestrator` | standard | yes | yes | no | no |
+//! | `bernstein_task_capsule` | standard | yes | yes | no | no |
+//! | `load_skill` | standard | yes | no | no | no |
+//! | `bernstein_scenario` | all | yes | yes | no | no |
+//! | `bernstein_verify_lineage` | all | yes | no | no | no |
 //!
 //! Handlers are pure: they read the snapshot in their [`ToolContext`] and return a payload
 //! plus the drafts to append, or a structured refusal with no drafts. Arguments were validated
@@ -19,10 +45,16 @@ pub mod approve;
 pub mod cancel;
 pub mod claim;
 pub mod complete;
+pub mod load_skill;
+pub mod post_artifact;
 pub mod post_message;
 pub mod run;
 pub mod run_status;
+pub mod scenario;
+pub mod shutdown;
 pub mod status;
+pub mod task_capsule;
+pub mod verify_lineage;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -44,6 +76,12 @@ pub fn registered() -> Vec<ToolSpec> {
         post_message::spec(),
         complete::spec(),
         approve::spec(),
+        post_artifact::spec(),
+        task_capsule::spec(),
+        verify_lineage::spec(),
+        shutdown::spec(),
+        load_skill::spec(),
+        scenario::spec(),
     ];
     tools.sort_by_key(|t| t.name);
     tools
@@ -96,6 +134,29 @@ pub(crate) fn unknown_task(error: &str, field: &str, id: &str) -> ToolError {
     )
     .with("field", field)
     .with(field, id)
+}
+
+/// The task `id` when it exists and is not finished (done, closed, failed, cancelled);
+/// otherwise the refusal `unknown_task` or `task_finished` (`takes` names what it refused, e.g.
+/// "messages").
+pub(crate) fn unfinished_task<'p>(
+    p: &'p super::projection::Projection,
+    id: &str,
+    takes: &str,
+) -> Result<&'p super::projection::TaskRow, ToolError> {
+    let task = p
+        .task(id)
+        .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
+    if task.status.is_terminal() {
+        return Err(ToolError::new(
+            "task_finished",
+            format!("task {id} is {} and takes no more {takes}", task.status),
+            "Post while the task is being worked on; start a new task for follow-up work.",
+        )
+        .with("task_id", id)
+        .with("current_status", task.status.as_str()));
+    }
+    Ok(task)
 }
 
 /// Checks a peer-supplied name (claimer, sender, completed id, fingerprint): 1 to `max` bytes
@@ -180,6 +241,45 @@ mod tests {
             assert_eq!(output["type"], "object", "{}", t.name);
             assert!(!t.title.is_empty());
         }
+    }
+
+    #[test]
+    fn module_docs_list_every_tool_with_its_tier_and_effects() {
+        let yn = |b: bool| if b { "yes" } else { "no" };
+        let mut docs = crate::domain::testkit::doc_table(include_str!("mod.rs"), 6);
+        docs.sort();
+        let mut live: Vec<Vec<String>> = registered()
+            .iter()
+            .map(|t| {
+                let e = t.effects;
+                [
+                    t.name,
+                    t.tier.as_str(),
+                    yn(e.reads_files),
+                    yn(e.writes_files),
+                    yn(e.spawns_processes),
+                    yn(e.network),
+                ]
+                .map(str::to_string)
+                .to_vec()
+            })
+            .collect();
+        live.sort();
+        assert_eq!(
+            docs, live,
+            "the module docs' tool table and the registry disagree"
+        );
+        let mut table: Vec<(String, String)> = tiers::TOOL_TIERS
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.as_str().to_string()))
+            .collect();
+        table.sort();
+        let documented: Vec<(String, String)> =
+            docs.iter().map(|r| (r[0].clone(), r[1].clone())).collect();
+        assert_eq!(
+            documented, table,
+            "the module docs and the tier table disagree"
+        );
     }
 
     #[test]

@@ -4,9 +4,14 @@
 //! previous one, and mirrored into the audit chain as `task.mailbox_message`, all in one
 //! transaction. The answer is the signed entry itself.
 //!
+//! A message from the task's claimer (`sender` = its claimer id) renews the claim's lease, and
+//! may carry a `status` (in_progress, failed, open) that moves the task by the lifecycle rules
+//! in the same transaction ([`claimer`]).
+//!
 //! Refused: unknown or malformed task ids, finished tasks (done, closed, failed, cancelled),
-//! bodies over 4096 bytes, a mailbox already holding the maximum of unconsumed messages, and
-//! any call while the server has no signing key. The handler never changes a task's status.
+//! bodies over 4096 bytes, a mailbox already holding the maximum of unconsumed messages, a
+//! sender whose claim was reclaimed (stale), a status from anyone but the claimer or along an
+//! edge the lifecycle forbids, and any call while the server has no signing key.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -24,7 +29,12 @@ use super::super::mailbox::{
 use super::super::records;
 use super::super::schema;
 use super::super::signing::no_signer;
-use super::{check_name, invalid_id, parse_args, tier, unknown_task};
+use super::{check_name, invalid_id, parse_args, tier, unfinished_task};
+
+pub mod claimer;
+
+pub use claimer::MessageStatus;
+use claimer::{check_not_stale, claimer_drafts};
 
 pub const NAME: &str = "bernstein_post_message";
 
@@ -49,7 +59,9 @@ tokens, passwords in URLs) are redacted before anything is stored, and the count
 message is appended to the task's HMAC-chained mailbox, Ed25519-signed and mirrored to the audit \
 chain; the answer is the signed entry {task_id, seq, kind, sender, body, body_hash, redactions, \
 prev_entry_hash, entry_hash, signature, signer_public_key_pem, ...}, which `bernstein mailbox verify` \
-checks offline. It never changes the task's status. It reads and appends to the project's .sdd ledger \
+checks offline. A message from the task's claimer (sender = its claimer_id) renews the claim's \
+lease; the claimer may also pass status in_progress (started), failed (the body is the reason) or \
+open (give the task back to the queue). It reads and appends to the project's .sdd ledger \
 only. \
 Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
 
@@ -72,6 +84,11 @@ pub struct PostMessageArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub sender_card_fingerprint: Option<String>,
+    /// For the task's current claimer only (sender = its claimer_id): move the task to
+    /// in_progress (started), failed (the body is the reason) or open (released back to the
+    /// queue), by the lifecycle rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<MessageStatus>,
 }
 
 pub fn spec() -> ToolSpec {
@@ -116,18 +133,7 @@ fn post(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         check_name("sender_card_fingerprint", f, 256)?;
     }
     let p = &ctx.snapshot.domain;
-    let task = p
-        .task(id)
-        .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
-    if task.status.is_terminal() {
-        return Err(ToolError::new(
-            "task_finished",
-            format!("task {id} is {} and takes no more messages", task.status),
-            "Post while the task is being worked on; start a new task for follow-up work.",
-        )
-        .with("task_id", id)
-        .with("current_status", task.status.as_str()));
-    }
+    let task = unfinished_task(p, id, "messages")?;
     let head = p.mailbox(id);
     if head.entries >= MAX_UNCONSUMED {
         return Err(ToolError::new(
@@ -143,13 +149,16 @@ fn post(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         .signing_key
         .as_ref()
         .ok_or_else(|| no_signer(NAME))?;
+    let sender = args.sender.as_deref().unwrap_or(DEFAULT_SENDER);
+    check_not_stale(task, sender)?;
     let redacted = dlp::redact(&args.body);
+    let claimer_records = claimer_drafts(p, task, sender, args.status, &redacted.text, ctx.now.0)?;
     let entry = seal_entry(
         &head,
         NewEntry {
             task_id: id,
             kind: args.kind,
-            sender: args.sender.as_deref().unwrap_or(DEFAULT_SENDER),
+            sender,
             sender_card_fingerprint: args
                 .sender_card_fingerprint
                 .as_deref()
@@ -161,19 +170,25 @@ fn post(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         },
         signer,
     );
-    let drafts = vec![
-        records::draft(mailbox_stream(id), records::MAILBOX_MESSAGE, &entry),
-        records::draft(
-            AUDIT_STREAM,
-            records::MAILBOX_MIRROR,
-            &MailboxMirror::of(&entry),
-        ),
-    ];
+    let mut drafts = claimer_records;
+    drafts.push(records::draft(
+        mailbox_stream(id),
+        records::MAILBOX_MESSAGE,
+        &entry,
+    ));
+    drafts.push(records::draft(
+        AUDIT_STREAM,
+        records::MAILBOX_MIRROR,
+        &MailboxMirror::of(&entry),
+    ));
     Ok(ToolOutput {
         result: Ok(serde_json::to_value(&entry).expect("a mailbox entry always serializes")),
         drafts,
         run_id: None,
         content: None,
+        host: None,
+        progress: Vec::new(),
+        wait_ms: None,
     })
 }
 

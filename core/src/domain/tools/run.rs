@@ -271,7 +271,7 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         capabilities: args.capabilities.clone().unwrap_or_default(),
     };
 
-    let drafts = match (&placement.parent_id, placement.parent_moves_to) {
+    let mut drafts = match (&placement.parent_id, placement.parent_moves_to) {
         (None, _) => records::new_run_drafts(&task),
         (Some(_), None) => {
             let (backlog, journal) = records::new_subtask_drafts(&task);
@@ -291,6 +291,7 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
             vec![backlog, pb, journal, pj]
         }
     };
+    super::super::trace::stamp_task_records(&mut drafts, ctx.meta);
 
     let answer = RunAnswer {
         task_id,
@@ -307,6 +308,9 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         drafts,
         run_id: Some(run_id),
         content: None,
+        host: None,
+        progress: Vec::new(),
+        wait_ms: None,
     })
 }
 

@@ -9,7 +9,7 @@ fn claim(b: &mut Bench, args: Value) -> ClaimReceipt {
     serde_json::from_value(b.ok(NAME, args)).unwrap()
 }
 
-fn verify(b: &Bench, r: &ClaimReceipt) -> Result<(), ClaimCheck> {
+pub(super) fn verify(b: &Bench, r: &ClaimReceipt) -> Result<(), ClaimCheck> {
     verify_claim_receipt(
         r.clone(),
         &b.ledger_bytes(),
@@ -71,13 +71,14 @@ fn a_claim_records_its_receipt_and_the_status_change_in_one_transaction() {
         kinds,
         [
             ("backlog", "task.status"),
+            ("backlog", "task.lease"),
             (run.as_str(), "run.task_status"),
             ("audit", "task.claim_receipt"),
         ]
     );
     assert_eq!(out.run_id.as_deref(), Some(t.as_str()));
     let r: ClaimReceipt = serde_json::from_value(out.result.unwrap()).unwrap();
-    let entry: ClaimEntry = serde_json::from_value(out.drafts[2].body.clone()).unwrap();
+    let entry: ClaimEntry = serde_json::from_value(out.drafts[3].body.clone()).unwrap();
     assert_eq!(entry.receipt_hash, r.receipt_hash);
     assert_eq!(entry.filter.role.as_deref(), Some("backend"));
     assert_eq!(entry.run_id.as_deref(), Some(t.as_str()));
@@ -108,6 +109,7 @@ fn only_one_claimer_wins_a_task() {
             card_fingerprint: None,
         },
         &ClaimFilter::default(),
+        0,
         "2025-11-25",
         b.config.signing_key.as_ref().unwrap(),
     );
@@ -187,7 +189,9 @@ fn the_same_ledger_replayed_gives_byte_identical_receipts() {
     }
     assert_eq!(x.ledger_bytes(), y.ledger_bytes());
     // Replaying the recorded ledger's prefix and deciding again reproduces each receipt.
-    let r0: ClaimReceipt = serde_json::from_value(rx[0].clone()).unwrap();
+    let mut r0: ClaimReceipt = serde_json::from_value(rx[0].clone()).unwrap();
+    // The task descriptor rides along the answer, outside the signed receipt.
+    assert!(r0.task.take().is_some());
     let mut snap = crate::ledger::Snapshot::genesis();
     for rec in &x.log {
         if rec.kind == "task.claim_receipt" {
@@ -205,6 +209,7 @@ fn the_same_ledger_replayed_gives_byte_identical_receipts() {
             card_fingerprint: Some("sha256:c1"),
         },
         &ClaimFilter::default(),
+        0,
         "2025-11-25",
         x.config.signing_key.as_ref().unwrap(),
     );
@@ -373,7 +378,7 @@ fn decisions_the_backlog_does_not_support_fail_reprojection() {
     let filter = ClaimFilter::default();
     // A refusal although a task is eligible.
     let snap = b.snapshot.clone();
-    let mut lie = claims::decide(&snap, claimer, &filter, "2025-11-25", &signer);
+    let mut lie = claims::decide(&snap, claimer, &filter, 0, "2025-11-25", &signer);
     lie.task = None;
     lie.receipt.task_id = String::new();
     lie.receipt.granted = false;
@@ -395,7 +400,7 @@ fn decisions_the_backlog_does_not_support_fail_reprojection() {
     // A receipt decided on an older backlog, recorded after the backlog moved.
     let mut b = Bench::new();
     let snap = b.snapshot.clone();
-    let old = claims::decide(&snap, claimer, &filter, "2025-11-25", &signer);
+    let old = claims::decide(&snap, claimer, &filter, 0, "2025-11-25", &signer);
     let task = records::TaskCreated {
         task_id: "T-00000000000000aa".into(),
         run_id: "T-00000000000000aa".into(),
@@ -428,7 +433,7 @@ fn decisions_the_backlog_does_not_support_fail_reprojection() {
     let mut b = Bench::new();
     b.start("x");
     let snap = b.snapshot.clone();
-    let grant = claims::decide(&snap, claimer, &filter, "2025-11-25", &signer);
+    let grant = claims::decide(&snap, claimer, &filter, 0, "2025-11-25", &signer);
     let entry = ClaimEntry::of(&grant, &filter, 0);
     b.commit(vec![records::draft(
         AUDIT_STREAM,

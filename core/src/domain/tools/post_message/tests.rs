@@ -161,3 +161,81 @@ fn a_mailbox_holds_a_bounded_number_of_unconsumed_messages() {
     assert_eq!(e.extra["limit"], MAX_UNCONSUMED);
     assert_eq!(b.snapshot.domain.mailbox(&t).entries, MAX_UNCONSUMED);
 }
+
+mod claimer_status {
+    use super::*;
+    use crate::domain::claims::ClaimReceipt;
+
+    fn claim(b: &mut Bench, who: &str) -> ClaimReceipt {
+        serde_json::from_value(b.ok("bernstein_claim", json!({"claimer_id": who}))).unwrap()
+    }
+
+    fn post_status(
+        b: &mut Bench,
+        task: &str,
+        who: &str,
+        status: &str,
+        body: &str,
+    ) -> Result<(), String> {
+        b.call(
+            NAME,
+            json!({"task_id": task, "body": body, "kind": "finding", "sender": who, "status": status}),
+        )
+        .result
+        .map(drop)
+        .map_err(|e| e.error)
+    }
+
+    #[test]
+    fn the_claimer_starts_fails_and_releases_along_the_lifecycle() {
+        let mut b = Bench::new();
+        let t = b.start("work");
+        // No claimer yet: a status is refused.
+        assert_eq!(
+            post_status(&mut b, &t, "w1", "in_progress", "go"),
+            Err("not_claimer".into())
+        );
+        claim(&mut b, "w1");
+        assert_eq!(
+            post_status(&mut b, &t, "w2", "in_progress", "go"),
+            Err("not_claimer".into())
+        );
+        post_status(&mut b, &t, "w1", "in_progress", "go").unwrap();
+        assert_eq!(b.status_of(&t), TaskStatus::InProgress);
+        // Already in progress: no change, still accepted.
+        post_status(&mut b, &t, "w1", "in_progress", "still").unwrap();
+        post_status(&mut b, &t, "w1", "open", "shutting down").unwrap();
+        assert_eq!(b.status_of(&t), TaskStatus::Open);
+        assert!(b.snapshot.domain.task(&t).unwrap().claimer.is_none());
+        // Released: claimable again, then failed with the (redacted) body as the reason.
+        claim(&mut b, "w2");
+        post_status(
+            &mut b,
+            &t,
+            "w2",
+            "failed",
+            "exit 3: token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        )
+        .unwrap();
+        assert_eq!(b.status_of(&t), TaskStatus::Failed);
+        let text = String::from_utf8(b.ledger_bytes()).unwrap();
+        assert!(!text.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"));
+        let run = b.snapshot.domain.run(&t).unwrap();
+        assert_eq!(run.status(), crate::domain::RunStatus::Failed);
+        // A finished task takes no more status.
+        assert_eq!(
+            post_status(&mut b, &t, "w2", "open", "x"),
+            Err("task_finished".into())
+        );
+    }
+
+    #[test]
+    fn a_failed_last_subtask_blocks_its_waiting_parent() {
+        let mut b = Bench::new();
+        let root = b.start("root");
+        let sub = b.subtask(&root, "sub");
+        claim(&mut b, "w1");
+        post_status(&mut b, &sub, "w1", "failed", "agent exited with status 1").unwrap();
+        assert_eq!(b.status_of(&root), TaskStatus::Blocked);
+    }
+}

@@ -1,0 +1,426 @@
+//! `load_skill` (tier standard): the project's skills as text. Without `name`: an index of the
+//! skills folder ([`SKILLS_DIR`]); with `name`: that skill's `SKILL.md`, the files of its
+//! `references/` and `scripts/` folders, and the content of the `reference` or `script` asked
+//! for. It returns file contents only and never runs anything.
+//!
+//! Host rounds (see `protocol::host`), each a pure function of the replies so far:
+//! - index: list the folder, then read the `SKILL.md` of the first [`MAX_INDEXED`] skill
+//!   folders (by name); further skills are listed by name only (`indexed: false`) and the
+//!   answer says `truncated: true`. At most 1 + 12 rounds, under `MAX_HOST_ROUNDS`.
+//! - one skill: read its `SKILL.md`, list `references/`, list `scripts/`, then read the
+//!   requested reference and script (at most 5 rounds).
+//!
+//! Names are screened by [`skills::check_name`] before any request is built; the runtime
+//! refuses whatever still resolves outside the project root. This handler must never build a
+//! host path from an unscreened name, and never write records.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::protocol::host::{DirEntry, EntryKind, HostFailure, HostReply, HostRequest};
+use crate::protocol::registry::{
+    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+use super::super::ids::quote_for_message;
+use super::super::schema;
+use super::super::skills::{
+    self, MAX_SKILL_FILE_BYTES, REFERENCES_DIR, SCRIPTS_DIR, SKILLS_DIR, SkillHeader,
+};
+use super::{internal, parse_args, tier};
+
+pub const NAME: &str = "load_skill";
+
+/// How many skills an index reads (`SKILL.md` each); the rest are listed by name only.
+pub const MAX_INDEXED: usize = 12;
+
+const EFFECTS: Effects = Effects {
+    reads_files: true,
+    writes_files: false,
+    spawns_processes: false,
+    network: false,
+};
+
+const DESCRIPTION: &str = "Discover the project's skills, or load one. Omit name for an index of \
+templates/skills/ (name, description, sha256 of SKILL.md, declared references and scripts). Pass name \
+for that skill's SKILL.md body and the files in its references/ and scripts/ folders; add reference or \
+script (a file name in those folders) to get that file's text too. Scripts are returned as text and never \
+run. Names are single path segments of letters, digits and ._-. It reads files under the project's \
+templates/skills folder only and changes nothing. \
+Host effects: reads files: yes; writes files: no; spawns processes: no; network requests: no.";
+
+/// Arguments of `load_skill`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSkillArgs {
+    /// The skill (its folder name under templates/skills). Omit for the index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128))]
+    pub name: Option<String>,
+    /// A file name in the skill's references/ folder (needs name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128))]
+    pub reference: Option<String>,
+    /// A file name in the skill's scripts/ folder, returned as text (needs name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 128))]
+    pub script: Option<String>,
+}
+
+/// One skill of the index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SkillSummary {
+    pub name: String,
+    /// Whether its SKILL.md was read for this index (false beyond the first 12, or when it
+    /// could not be read: see `problem`).
+    pub indexed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `sha256:` + hex SHA-256 of SKILL.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// References its front matter declares.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<String>,
+    /// Scripts its front matter declares.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scripts: Vec<String>,
+    /// Why SKILL.md could not be read (missing, too large, outside the project, not text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// A file returned with a skill.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SkillFile {
+    pub name: String,
+    pub content: String,
+}
+
+/// Payload of `load_skill`: `mode` says which fields are present.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SkillAnswer {
+    /// `index` (no name given) or `skill`.
+    pub mode: String,
+    /// The skills folder, relative to the project root.
+    pub folder: String,
+    /// Index: the skills, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<SkillSummary>>,
+    /// Index: whether some skills are listed by name only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+    /// Skill: its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// Skill: the text of SKILL.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// Skill: the files of its references/ folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub references: Option<Vec<String>>,
+    /// Skill: the files of its scripts/ folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scripts: Option<Vec<String>>,
+    /// The requested reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<SkillFile>,
+    /// The requested script (text only; never run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<SkillFile>,
+}
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME,
+        title: "Load a skill",
+        description: DESCRIPTION,
+        tier: tier(NAME),
+        input_schema: schema::input_schema::<LoadSkillArgs>,
+        output_schema: Some(schema::output_schema::<SkillAnswer>),
+        effects: EFFECTS,
+        task_support: TaskSupport::Forbidden,
+        call: handle,
+    }
+}
+
+/// Either the next host request or the finished answer.
+enum Step {
+    Ask(HostRequest),
+    Done(Box<SkillAnswer>),
+}
+
+pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    let step = parse_args::<LoadSkillArgs>(NAME, args).and_then(|args| match &args.name {
+        None => {
+            if args.reference.is_some() || args.script.is_some() {
+                return Err(ToolError::new(
+                    "invalid_arguments",
+                    "reference and script need name: the skill they belong to",
+                    "Call load_skill without arguments for the index, then pass name.",
+                )
+                .with("field", "name"));
+            }
+            index(ctx.host)
+        }
+        Some(name) => one_skill(ctx.host, name, &args),
+    });
+    match step {
+        Ok(Step::Ask(request)) => ToolOutput::ask(request),
+        Ok(Step::Done(answer)) => match serde_json::to_value(&*answer) {
+            Ok(v) => ToolOutput::ok(v),
+            Err(e) => ToolOutput::refused(internal(NAME, &e.to_string())),
+        },
+        Err(e) => ToolOutput::refused(e),
+    }
+}
+
+fn empty_answer(mode: &str) -> SkillAnswer {
+    SkillAnswer {
+        mode: mode.into(),
+        folder: SKILLS_DIR.into(),
+        skills: None,
+        truncated: None,
+        name: None,
+        description: None,
+        sha256: None,
+        body: None,
+        references: None,
+        scripts: None,
+        reference: None,
+        script: None,
+    }
+}
+
+fn read(path: String) -> HostRequest {
+    HostRequest::Read {
+        path,
+        max_bytes: MAX_SKILL_FILE_BYTES,
+    }
+}
+
+/// The index: list the folder, read the first skills' SKILL.md, answer.
+fn index(replies: &[HostReply]) -> Result<Step, ToolError> {
+    let Some(listing) = replies.first() else {
+        return Ok(Step::Ask(HostRequest::List {
+            path: SKILLS_DIR.into(),
+        }));
+    };
+    let candidates: Vec<String> = match listing {
+        HostReply::Listing { entries } => skill_folders(entries),
+        HostReply::Failed(HostFailure::NotFound) => Vec::new(),
+        other => return Err(host_refusal(SKILLS_DIR, other)),
+    };
+    let reads = &replies[1..];
+    let wanted = candidates.len().min(MAX_INDEXED);
+    if reads.len() < wanted {
+        return Ok(Step::Ask(read(skills::skill_file(
+            &candidates[reads.len()],
+        ))));
+    }
+    let skills = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, name)| summary(name, reads.get(i)))
+        .collect();
+    let mut answer = empty_answer("index");
+    answer.skills = Some(skills);
+    answer.truncated = Some(candidates.len() > MAX_INDEXED);
+    Ok(Step::Done(Box::new(answer)))
+}
+
+/// Folders (or links, which the runtime confines) whose names are usable skill names, sorted.
+fn skill_folders(entries: &[DirEntry]) -> Vec<String> {
+    let mut names: Vec<String> = entries
+        .iter()
+        .filter(|e| matches!(e.kind, EntryKind::Dir | EntryKind::Symlink))
+        .filter(|e| skills::check_name(&e.name).is_ok())
+        .map(|e| e.name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+fn summary(name: &str, reply: Option<&HostReply>) -> SkillSummary {
+    let mut s = SkillSummary {
+        name: name.to_string(),
+        indexed: false,
+        description: None,
+        sha256: None,
+        references: Vec::new(),
+        scripts: Vec::new(),
+        problem: None,
+    };
+    match reply {
+        None => {}
+        Some(HostReply::File { text }) => {
+            let h = skills::parse_header(text);
+            s.indexed = true;
+            s.description = Some(h.description);
+            s.sha256 = Some(h.sha256);
+            s.references = h.references;
+            s.scripts = h.scripts;
+        }
+        Some(other) => s.problem = Some(format!("SKILL.md: {}", failure_text(other))),
+    }
+    s
+}
+
+/// One skill: SKILL.md, the two folder listings, then the requested files.
+fn one_skill(replies: &[HostReply], name: &str, args: &LoadSkillArgs) -> Result<Step, ToolError> {
+    screen("name", name)?;
+    for (field, value) in [("reference", &args.reference), ("script", &args.script)] {
+        if let Some(v) = value {
+            screen(field, v)?;
+        }
+    }
+    let mut plan = vec![
+        read(skills::skill_file(name)),
+        HostRequest::List {
+            path: skills::skill_folder(name, REFERENCES_DIR),
+        },
+        HostRequest::List {
+            path: skills::skill_folder(name, SCRIPTS_DIR),
+        },
+    ];
+    if let Some(r) = &args.reference {
+        plan.push(read(format!(
+            "{}/{r}",
+            skills::skill_folder(name, REFERENCES_DIR)
+        )));
+    }
+    if let Some(s) = &args.script {
+        plan.push(read(format!(
+            "{}/{s}",
+            skills::skill_folder(name, SCRIPTS_DIR)
+        )));
+    }
+    // Refuse as soon as SKILL.md is known to be unreadable.
+    if let Some(first) = replies.first()
+        && !matches!(first, HostReply::File { .. })
+    {
+        return Err(match first {
+            HostReply::Failed(HostFailure::NotFound) => ToolError::new(
+                "unknown_skill",
+                format!("no skill {} in {SKILLS_DIR}", quote_for_message(name)),
+                "Call load_skill without arguments for the index of skills.",
+            )
+            .with("name", name),
+            other => host_refusal(&skills::skill_file(name), other),
+        });
+    }
+    if replies.len() < plan.len() {
+        return Ok(Step::Ask(plan[replies.len()].clone()));
+    }
+    let HostReply::File { text } = &replies[0] else {
+        unreachable!("checked above: the first reply is the SKILL.md text");
+    };
+    let header: SkillHeader = skills::parse_header(text);
+    let references = folder_files(&replies[1])?;
+    let scripts = folder_files(&replies[2])?;
+    let mut answer = empty_answer("skill");
+    answer.name = Some(name.to_string());
+    answer.description = Some(header.description);
+    answer.sha256 = Some(header.sha256);
+    answer.body = Some(text.clone());
+    let mut next = 3;
+    if let Some(r) = &args.reference {
+        answer.reference = Some(requested("reference", r, &references, &replies[next])?);
+        next += 1;
+    }
+    if let Some(s) = &args.script {
+        answer.script = Some(requested("script", s, &scripts, &replies[next])?);
+    }
+    answer.references = Some(references);
+    answer.scripts = Some(scripts);
+    Ok(Step::Done(Box::new(answer)))
+}
+
+fn screen(field: &str, value: &str) -> Result<(), ToolError> {
+    skills::check_name(value).map_err(|e| {
+        ToolError::new(
+            "invalid_name",
+            format!("{field} {} {e}", quote_for_message(value)),
+            "Pass a bare file or folder name such as backend or python-conventions.md, never a path.",
+        )
+        .with("field", field)
+    })
+}
+
+/// The regular files of a listed folder (a missing folder has none).
+fn folder_files(reply: &HostReply) -> Result<Vec<String>, ToolError> {
+    match reply {
+        HostReply::Listing { entries } => Ok(entries
+            .iter()
+            .filter(|e| matches!(e.kind, EntryKind::File | EntryKind::Symlink))
+            .map(|e| e.name.clone())
+            .collect()),
+        HostReply::Failed(HostFailure::NotFound) => Ok(Vec::new()),
+        other => Err(host_refusal("a skill folder", other)),
+    }
+}
+
+fn requested(
+    field: &str,
+    name: &str,
+    available: &[String],
+    reply: &HostReply,
+) -> Result<SkillFile, ToolError> {
+    match reply {
+        HostReply::File { text } => Ok(SkillFile {
+            name: name.to_string(),
+            content: text.clone(),
+        }),
+        HostReply::Failed(HostFailure::NotFound) => Err(ToolError::new(
+            format!("unknown_{field}"),
+            format!("the skill has no {field} {}", quote_for_message(name)),
+            format!("Pick one of the skill's {field}s listed in `available`."),
+        )
+        .with("field", field)
+        .with("available", available.to_vec())),
+        other => Err(host_refusal(name, other)),
+    }
+}
+
+fn failure_text(reply: &HostReply) -> String {
+    match reply {
+        HostReply::Failed(HostFailure::NotFound) => "not found".into(),
+        HostReply::Failed(HostFailure::TooLarge { size }) => {
+            format!("{size} bytes, over the {MAX_SKILL_FILE_BYTES}-byte limit")
+        }
+        HostReply::Failed(HostFailure::Escapes) => "resolves outside the project".into(),
+        HostReply::Failed(HostFailure::NotText) => "not UTF-8 text".into(),
+        other => format!("unreadable: {other:?}"),
+    }
+}
+
+/// A host failure as a structured refusal.
+fn host_refusal(what: &str, reply: &HostReply) -> ToolError {
+    let (code, hint) = match reply {
+        HostReply::Failed(HostFailure::Escapes) => (
+            "path_escapes",
+            "Skills must live inside the project; a symlink out of it is not followed.",
+        ),
+        HostReply::Failed(HostFailure::TooLarge { .. }) => (
+            "file_too_large",
+            "Skill files are returned up to 256 KiB; split the file.",
+        ),
+        HostReply::Failed(HostFailure::NotText) => ("not_text", "Skill files must be UTF-8 text."),
+        HostReply::Failed(HostFailure::Unsupported) => (
+            "host_unavailable",
+            "This server runtime does not serve project files.",
+        ),
+        _ => (
+            "io_error",
+            "Check the skills folder's permissions; nothing was changed.",
+        ),
+    };
+    ToolError::new(code, format!("{what}: {}", failure_text(reply)), hint)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,284 @@
+//! `bernstein_post_artifact` (tier standard): attach a report, table or link to a task as the
+//! next version of an artifact key. The content is DLP-redacted ([`crate::domain::dlp`]),
+//! content-hashed, chained onto the key's lineage and written to the lineage spine, the task's
+//! run journal and the audit chain in one transaction ([`crate::domain::artifacts`]). The host's
+//! W3C trace context, when valid, is recorded as the post's provenance.
+//!
+//! Re-posting the content the key's newest version already holds is idempotent: the answer is
+//! that version and nothing is recorded. Refused: malformed or unknown task ids, finished
+//! tasks, a key of another run, a content whose shape is not its kind's, and oversized bodies.
+//! The handler never changes a task's status.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::digest::Digest;
+use crate::ledger::AUDIT_STREAM;
+use crate::protocol::registry::{
+    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+use super::super::artifacts::{
+    self, ARTIFACT_MIRROR, ARTIFACT_POSTED, ArtifactContent, ArtifactKind, ArtifactRecord,
+    ArtifactRef, LINEAGE_STREAM, RUN_ARTIFACT,
+};
+use super::super::dlp;
+use super::super::ids::{check_task_id, run_stream};
+use super::super::lineage::check_key;
+use super::super::records;
+use super::super::schema;
+use super::super::trace::TraceRef;
+use super::{check_name, invalid_id, parse_args, tier, unfinished_task};
+
+pub const NAME: &str = "bernstein_post_artifact";
+
+/// Largest artifact body (canonical JSON of `{content, kind, title}`), in bytes.
+pub const MAX_ARTIFACT_BYTES: usize = 64 * 1024;
+/// Most table columns.
+pub const MAX_COLUMNS: usize = 64;
+/// Most table rows.
+pub const MAX_ROWS: usize = 1000;
+/// Longest link URL, in bytes.
+pub const MAX_URL_BYTES: usize = 2048;
+/// Longest title or link label, in bytes.
+pub const MAX_TITLE_BYTES: usize = 256;
+
+const EFFECTS: Effects = Effects {
+    reads_files: true,
+    writes_files: true,
+    spawns_processes: false,
+    network: false,
+};
+
+const DESCRIPTION: &str = "Attach an artifact to a task as the next version of a key: kind report \
+(content: markdown text), table (content: {columns, rows}) or link (content: {url, label}), body up \
+to 64 KiB. Secrets in the content are redacted before anything is stored. The artifact is \
+content-hashed, chained onto the key's lineage (each version names its parent), and recorded in the \
+lineage spine, the task's run journal and the audit chain; the host's W3C trace context \
+(traceparent, tracestate, baggage in _meta) is kept as its provenance. Re-posting the newest \
+version's content returns that version unchanged. Answers {artifact_id, key, version, content_hash, \
+parent_lineage_head, lineage_head, trace, ...}; bernstein_verify_lineage checks the chain. It never \
+changes the task's status. It reads and appends to the project's .sdd ledger only. \
+Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+
+/// Arguments of `bernstein_post_artifact`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PostArtifactArgs {
+    /// The task the artifact belongs to (an id bernstein_run or bernstein_claim returned).
+    pub task_id: String,
+    /// The artifact slot, a project-relative path-like name (letters, digits, `_.-/`);
+    /// re-posting a key adds a version.
+    #[schemars(length(min = 1, max = 256))]
+    pub key: String,
+    /// report | table | link: the shape `content` must have.
+    pub kind: ArtifactKind,
+    /// A short title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub title: Option<String>,
+    /// report: markdown text; table: {columns, rows}; link: {url, label}.
+    pub content: ArtifactContent,
+    /// The posting worker's identity (letters, digits and `_.:-`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 256))]
+    pub poster: Option<String>,
+}
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME,
+        title: "Post a task artifact",
+        description: DESCRIPTION,
+        tier: tier(NAME),
+        input_schema: schema::input_schema::<PostArtifactArgs>,
+        output_schema: Some(schema::output_schema::<ArtifactRecord>),
+        effects: EFFECTS,
+        task_support: TaskSupport::Forbidden,
+        call: handle,
+    }
+}
+
+pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    match post(ctx, args) {
+        Ok(out) => out,
+        Err(e) => ToolOutput::refused(e),
+    }
+}
+
+fn bad(field: &str, message: String, hint: &str) -> ToolError {
+    ToolError::new("invalid_arguments", message, hint).with("field", field)
+}
+
+/// Checks the content against its kind and the size bounds.
+fn check_content(args: &PostArtifactArgs) -> Result<(), ToolError> {
+    if args.content.kind() != args.kind {
+        return Err(bad(
+            "content",
+            format!(
+                "content has the shape of a {} but kind is {}",
+                args.content.kind().as_str(),
+                args.kind.as_str()
+            ),
+            "report takes a markdown string, table takes {columns, rows}, link takes {url, label}.",
+        ));
+    }
+    let hint = "Keep artifacts small; link to large outputs instead.";
+    match &args.content {
+        ArtifactContent::Text(t) if t.is_empty() => {
+            return Err(bad("content", "the report text is empty".into(), hint));
+        }
+        ArtifactContent::Table(t) => {
+            if t.columns.is_empty() || t.columns.len() > MAX_COLUMNS || t.rows.len() > MAX_ROWS {
+                return Err(bad(
+                    "content",
+                    format!("a table has 1 to {MAX_COLUMNS} columns and at most {MAX_ROWS} rows"),
+                    hint,
+                ));
+            }
+            if let Some(i) = t.rows.iter().position(|r| r.len() != t.columns.len()) {
+                return Err(bad(
+                    "content",
+                    format!(
+                        "row {i} has {} cells, the table {} columns",
+                        t.rows[i].len(),
+                        t.columns.len()
+                    ),
+                    "Give every row one cell per column.",
+                ));
+            }
+        }
+        ArtifactContent::Link(l) => {
+            let scheme_ok = l.url.starts_with("https://") || l.url.starts_with("http://");
+            if !scheme_ok
+                || l.url.len() > MAX_URL_BYTES
+                || l.url
+                    .bytes()
+                    .any(|b| b.is_ascii_whitespace() || b.is_ascii_control())
+                || l.label
+                    .as_ref()
+                    .is_some_and(|s| s.is_empty() || s.len() > MAX_TITLE_BYTES)
+            {
+                return Err(bad(
+                    "content",
+                    format!(
+                        "a link is an http(s) URL of at most {MAX_URL_BYTES} bytes without blanks, with an optional label of 1 to {MAX_TITLE_BYTES} bytes"
+                    ),
+                    "Pass {\"url\": \"https://...\", \"label\": \"...\"}.",
+                ));
+            }
+        }
+        ArtifactContent::Text(_) => {}
+    }
+    if args
+        .title
+        .as_ref()
+        .is_some_and(|t| t.is_empty() || t.len() > MAX_TITLE_BYTES)
+    {
+        return Err(bad(
+            "title",
+            format!("the title holds 1 to {MAX_TITLE_BYTES} bytes"),
+            hint,
+        ));
+    }
+    let size = artifacts::body_size(args.kind, args.title.as_deref(), &args.content);
+    if size > MAX_ARTIFACT_BYTES {
+        return Err(bad(
+            "content",
+            format!(
+                "the artifact body is {size} bytes of canonical JSON; the limit is {MAX_ARTIFACT_BYTES}"
+            ),
+            hint,
+        ));
+    }
+    Ok(())
+}
+
+fn post(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+    let mut args: PostArtifactArgs = parse_args(NAME, args)?;
+    let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
+    check_key(&args.key).map_err(|m| {
+        bad(
+            "key",
+            m,
+            "Use a name such as reports/summary.md (letters, digits, _.-/).",
+        )
+    })?;
+    if let Some(p) = &args.poster {
+        check_name("poster", p, 256)?;
+    }
+    check_content(&args)?;
+    let p = &ctx.snapshot.domain;
+    let task = unfinished_task(p, id, "artifacts")?;
+    let latest = p.artifacts().latest(&args.key);
+    if let Some(v) = latest
+        && v.record.run_id != task.run_id
+    {
+        return Err(ToolError::new(
+            "artifact_key_taken",
+            format!(
+                "key {} belongs to run {}, not to task {id}'s run",
+                args.key, v.record.run_id
+            ),
+            "Pick a key of your own run, e.g. prefixed with the run id.",
+        )
+        .with("key", args.key.as_str())
+        .with("run_id", v.record.run_id.as_str()));
+    }
+    let mut redactions = 0;
+    let mut kinds = std::collections::BTreeSet::new();
+    let title = args.title.as_ref().map(|t| dlp::redact(t));
+    for s in args.content.strings_mut().into_iter() {
+        let r = dlp::redact(s);
+        redactions += r.count;
+        kinds.extend(r.kinds);
+        *s = r.text;
+    }
+    if let Some(t) = &title {
+        redactions += t.count;
+        kinds.extend(t.kinds.iter().copied());
+    }
+    let title = title.map(|t| t.text);
+    let content_hash = artifacts::content_hash(args.kind, title.as_deref(), &args.content);
+    if let Some(v) = latest
+        && v.record.content_hash == content_hash
+    {
+        return Ok(ToolOutput {
+            run_id: Some(task.run_id.clone()),
+            ..ToolOutput::ok(artifacts::record_value(&v.record))
+        });
+    }
+    let record = artifacts::seal(ArtifactRecord {
+        artifact_id: String::new(),
+        key: args.key,
+        version: latest.map_or(1, |v| v.record.version + 1),
+        task_id: id.to_string(),
+        run_id: task.run_id.clone(),
+        kind: args.kind,
+        title,
+        content: args.content,
+        content_hash: String::new(),
+        redactions,
+        redacted_kinds: kinds.into_iter().map(str::to_string).collect(),
+        poster: args.poster,
+        trace: TraceRef::from_meta(ctx.meta),
+        parent_lineage_head: latest
+            .map_or(Digest::ZERO.to_string(), |v| v.record.lineage_head.clone()),
+        lineage_head: String::new(),
+        posted_at: ctx.now.0,
+    });
+    let reference = ArtifactRef::of(&record);
+    let drafts = vec![
+        records::draft(LINEAGE_STREAM, ARTIFACT_POSTED, &record),
+        records::draft(run_stream(&record.run_id), RUN_ARTIFACT, &reference),
+        records::draft(AUDIT_STREAM, ARTIFACT_MIRROR, &reference),
+    ];
+    Ok(ToolOutput {
+        drafts,
+        run_id: Some(record.run_id.clone()),
+        ..ToolOutput::ok(artifacts::record_value(&record))
+    })
+}
+
+#[cfg(test)]
+mod tests;

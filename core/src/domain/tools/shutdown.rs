@@ -1,0 +1,203 @@
+//! `bernstein_shutdown_orchestrator` (tier standard): ask every worker of a project to stop by
+//! writing the signal file `<workdir>/.sdd/runtime/signals/SHUTDOWN`, which workers poll.
+//!
+//! The handler screens `workdir` for shape with no filesystem call (at most
+//! [`MAX_PATH_BYTES`] bytes, no NUL, no `..` segment, not blank), then asks the runtime for
+//! [`HostRequest::SignalShutdown`]; the runtime resolves the directory and writes the file
+//! behind its containment barrier (`runtime-std/src/host/shutdown.rs`: the directory must
+//! already hold `.sdd`, and no `.sdd`, `runtime`, `signals` or `SHUTDOWN` entry may be a
+//! symlink leading outside it). On the second run the handler reads the runtime's answer: a
+//! written signal becomes the payload plus one [`SHUTDOWN_REQUESTED`] audit record; a refusal
+//! becomes a structured refusal with the barrier's reason code and appends nothing but the
+//! engine's audit record. This handler must never touch the filesystem itself.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::ledger::AUDIT_STREAM;
+use crate::protocol::host::{HostFailure, HostReply, HostRequest, MAX_PATH_BYTES};
+use crate::protocol::registry::{
+    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+use super::super::ids::quote_for_message;
+use super::super::records;
+use super::super::schema;
+use super::{internal, parse_args, tier};
+
+pub const NAME: &str = "bernstein_shutdown_orchestrator";
+
+/// Audit record kind of a written shutdown signal (docs/RECORDS.md, section 9).
+pub const SHUTDOWN_REQUESTED: &str = "orchestrator.shutdown_requested";
+
+/// The signal file, relative to the project directory.
+pub const SIGNAL_FILE: &str = ".sdd/runtime/signals/SHUTDOWN";
+
+/// The workdir used when the call names none: the server's own project directory.
+pub const DEFAULT_WORKDIR: &str = ".";
+
+const EFFECTS: Effects = Effects {
+    reads_files: true,
+    writes_files: true,
+    spawns_processes: false,
+    network: false,
+};
+
+const DESCRIPTION: &str = "Shut down the whole Bernstein orchestrator of a project (every run, every \
+worker), not one task: to stop one run and keep the orchestrator alive, use bernstein_cancel. The call \
+writes <workdir>/.sdd/runtime/signals/SHUTDOWN, which workers poll and then drain. workdir defaults to \
+the server's project directory; it must already be a Bernstein project (hold .sdd), and the call is \
+refused, creating nothing, when the path is malformed, holds a NUL byte or a .. segment, is longer than \
+4095 bytes, or when .sdd, runtime, signals or SHUTDOWN is a symlink leading outside the project. \
+Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+
+/// Arguments of `bernstein_shutdown_orchestrator`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShutdownArgs {
+    /// The project directory (absolute, or relative to the server's project directory).
+    /// Default: the server's project directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
+}
+
+/// Payload of `bernstein_shutdown_orchestrator`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ShutdownAnswer {
+    /// Always true: the signal file was written.
+    pub signalled: bool,
+    /// The resolved absolute path of the signal file.
+    pub path: String,
+    /// The workdir as the call gave it.
+    pub workdir: String,
+    /// The signal file relative to the project directory.
+    pub signal_file: String,
+    /// The call that wrote the signal (also in the file's body).
+    pub call_id: String,
+    /// When the signal was requested (ms since the Unix epoch).
+    pub requested_at: u64,
+}
+
+/// Body of the [`SHUTDOWN_REQUESTED`] audit record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShutdownRequested {
+    pub workdir: String,
+    pub path: String,
+    pub call_id: String,
+    pub at: u64,
+}
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME,
+        title: "Shut down the orchestrator",
+        description: DESCRIPTION,
+        tier: tier(NAME),
+        input_schema: schema::input_schema::<ShutdownArgs>,
+        output_schema: Some(schema::output_schema::<ShutdownAnswer>),
+        effects: EFFECTS,
+        task_support: TaskSupport::Forbidden,
+        call: handle,
+    }
+}
+
+pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    match plan(ctx, args) {
+        Ok(out) => out,
+        Err(e) => ToolOutput::refused(e),
+    }
+}
+
+/// The signal file's body: who asked and when (JSON, one line).
+pub fn signal_body(call_id: &str, at: u64) -> String {
+    json!({"call_id": call_id, "requested_at": at, "tool": NAME}).to_string()
+}
+
+fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+    let args: ShutdownArgs = parse_args(NAME, args)?;
+    let workdir = args.workdir.unwrap_or_else(|| DEFAULT_WORKDIR.to_string());
+    check_workdir(&workdir)?;
+    let Some(reply) = ctx.host.first() else {
+        return Ok(ToolOutput::ask(HostRequest::SignalShutdown {
+            workdir,
+            body: signal_body(ctx.call_id, ctx.now.0),
+        }));
+    };
+    let path = match reply {
+        HostReply::Signalled { path } => path.clone(),
+        HostReply::Failed(failure) => return Err(refusal(&workdir, failure)),
+        other => {
+            return Err(internal(
+                NAME,
+                &format!("the host answered the shutdown signal with {other:?}"),
+            ));
+        }
+    };
+    let answer = ShutdownAnswer {
+        signalled: true,
+        path: path.clone(),
+        workdir: workdir.clone(),
+        signal_file: SIGNAL_FILE.to_string(),
+        call_id: ctx.call_id.to_string(),
+        requested_at: ctx.now.0,
+    };
+    let record = ShutdownRequested {
+        workdir,
+        path,
+        call_id: ctx.call_id.to_string(),
+        at: ctx.now.0,
+    };
+    let mut out =
+        ToolOutput::ok(serde_json::to_value(&answer).expect("a shutdown answer always serializes"));
+    out.drafts = vec![records::draft(AUDIT_STREAM, SHUTDOWN_REQUESTED, &record)];
+    Ok(out)
+}
+
+/// Screens `workdir` for shape, with no filesystem call.
+pub fn check_workdir(workdir: &str) -> Result<(), ToolError> {
+    let bad = |why: &str| {
+        ToolError::new(
+            "invalid_workdir",
+            format!("workdir {why}"),
+            "Pass the project directory (the one holding .sdd) as a plain path, or omit workdir for the server's own project.",
+        )
+        .with("field", "workdir")
+    };
+    if workdir.trim().is_empty() {
+        return Err(bad("must not be blank"));
+    }
+    if workdir.len() > MAX_PATH_BYTES {
+        return Err(bad(&format!(
+            "is {} bytes long; at most {MAX_PATH_BYTES} are allowed",
+            workdir.len()
+        )));
+    }
+    if workdir.contains('\0') {
+        return Err(bad("contains a NUL byte"));
+    }
+    if workdir.split(['/', '\\']).any(|s| s == "..") {
+        return Err(bad(&format!(
+            "{} contains a `..` segment",
+            quote_for_message(workdir)
+        )));
+    }
+    Ok(())
+}
+
+/// The structured refusal for a host failure.
+fn refusal(workdir: &str, failure: &HostFailure) -> ToolError {
+    let hint = "Pass the directory of an existing Bernstein project (it holds .sdd) whose .sdd/runtime/signals \
+                path stays inside the project; nothing was written.";
+    let (code, message) = match failure {
+        HostFailure::Refused { reason, detail } => (reason.clone(), detail.clone()),
+        HostFailure::Unsupported => (
+            "host_unavailable".to_string(),
+            "this server runtime cannot write the shutdown signal".to_string(),
+        ),
+        other => ("io_error".to_string(), format!("{other:?}")),
+    };
+    ToolError::new(code, message, hint).with("workdir", workdir)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,129 @@
+//! `bernstein_task_capsule` (tier standard): the signed context capsule of a task
+//! ([`crate::domain::capsule`]) — the task, its mailbox entries, the artifact versions it
+//! posted and the chain heads it was cut at — and, with `verify: true` and a `capsule`, the
+//! check of a capsule against this ledger.
+//!
+//! Issuing writes one `task.capsule_issued` audit record (so a capsule can later be found on
+//! the ledger); verifying writes nothing. Refused: malformed or unknown task ids, `verify:
+//! true` without a capsule (or a capsule without `verify: true`), and issuing while the server
+//! has no signing key. A capsule that fails its checks is a report `{valid: false, problems}`,
+//! not a refusal.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ledger::AUDIT_STREAM;
+use crate::protocol::registry::{
+    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+use super::super::capsule::{self, CAPSULE_ISSUED};
+use super::super::ids::check_task_id;
+use super::super::records;
+use super::super::schema;
+use super::super::signing::no_signer;
+use super::{invalid_id, parse_args, tier, unknown_task};
+
+pub const NAME: &str = "bernstein_task_capsule";
+
+const EFFECTS: Effects = Effects {
+    reads_files: true,
+    writes_files: true,
+    spawns_processes: false,
+    network: false,
+};
+
+const DESCRIPTION: &str = "Get the signed context capsule of a task: the task, its mailbox entries, \
+the artifacts it posted, and the chain heads (audit, run journal, mailbox, lineage) it was cut at, \
+hashed and Ed25519-signed with the project's key; the capsule's issue is recorded on the audit chain. \
+With verify: true and capsule: <a capsule>, checks that capsule instead: its hash, its signature, \
+and that this ledger issued it at those heads; answers {valid, capsule_hash, task_id, problems}. It \
+reads and appends to the project's .sdd ledger only (verifying appends only the call's audit record). \
+Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+
+/// Arguments of `bernstein_task_capsule`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskCapsuleArgs {
+    /// The task whose capsule to cut (T- followed by 16 hex digits).
+    pub task_id: String,
+    /// Check `capsule` instead of cutting a new one.
+    #[serde(default)]
+    pub verify: bool,
+    /// A capsule this tool returned earlier (with `verify: true`); a saved `{result, _meter}`
+    /// envelope or `CallToolResult` holding it is accepted too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capsule: Option<serde_json::Map<String, Value>>,
+}
+
+/// What the tool answers: a capsule, or the verdict on one.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum CapsuleAnswer {
+    Capsule(Box<capsule::TaskCapsule>),
+    Verdict(capsule::CapsuleVerdict),
+}
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME,
+        title: "Get or verify a task capsule",
+        description: DESCRIPTION,
+        tier: tier(NAME),
+        input_schema: schema::input_schema::<TaskCapsuleArgs>,
+        output_schema: Some(schema::output_schema::<CapsuleAnswer>),
+        effects: EFFECTS,
+        task_support: TaskSupport::Forbidden,
+        call: handle,
+    }
+}
+
+pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    match answer(ctx, args) {
+        Ok(out) => out,
+        Err(e) => ToolOutput::refused(e),
+    }
+}
+
+fn answer(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+    let args: TaskCapsuleArgs = parse_args(NAME, args)?;
+    let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
+    let p = &ctx.snapshot.domain;
+    let task = p
+        .task(id)
+        .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
+    let signer = ctx.config.signing_key.as_ref();
+    match (args.verify, args.capsule) {
+        (true, Some(c)) => {
+            let c = Value::Object(c);
+            let c = capsule::extract_capsule(&c).unwrap_or(c);
+            let mut verdict = capsule::verify_on(p, &c, signer.map(|s| s.public_key_pem()));
+            if verdict.task_id.as_deref().is_some_and(|t| t != id) {
+                verdict.valid = false;
+                verdict
+                    .problems
+                    .push(format!("the capsule is of another task than {id}"));
+            }
+            let v = serde_json::to_value(&verdict).expect("a verdict always serializes");
+            Ok(ToolOutput::ok(v))
+        }
+        (verify, capsule) if verify != capsule.is_some() => Err(ToolError::new(
+            "invalid_arguments",
+            "verify: true and capsule go together: pass both to check a capsule, neither to get one",
+            "Call with {task_id} to get a capsule, or {task_id, verify: true, capsule} to check one.",
+        )
+        .with("field", if verify { "capsule" } else { "verify" })),
+        _ => {
+            let signer = signer.ok_or_else(|| no_signer(NAME))?;
+            let c = capsule::build(ctx.snapshot, task, ctx.spec_revision, signer);
+            let issued = capsule::issued_record(&c, ctx.now.0);
+            Ok(ToolOutput {
+                drafts: vec![records::draft(AUDIT_STREAM, CAPSULE_ISSUED, &issued)],
+                ..ToolOutput::ok(serde_json::to_value(&c).expect("a capsule always serializes"))
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,140 @@
+//! `bernstein_verify_lineage` (tier all): walk an artifact key's lineage (`key` or
+//! `key@version`) and check every link ([`crate::domain::lineage`]): content hashes, link
+//! hashes, parent pointers, and the journal and audit records of each version. The report
+//! names the trace context the newest checked version was posted under.
+//!
+//! With `check_file: true` the handler also asks the runtime for the file at the key's path
+//! (a host read, [`crate::protocol::host`]) and reports whether its SHA-256 is the newest
+//! version's report text. A malformed path is a refusal; an unknown key is an invalid report,
+//! not a refusal. This handler must never write records.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::digest::Digest;
+use crate::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HOST_READ_BYTES};
+use crate::protocol::registry::{
+    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+use super::super::artifacts::ArtifactContent;
+use super::super::lineage::{self, FileCheck, LineageReport};
+use super::super::schema;
+use super::{parse_args, tier};
+
+pub const NAME: &str = "bernstein_verify_lineage";
+
+const EFFECTS: Effects = Effects {
+    reads_files: true,
+    writes_files: false,
+    spawns_processes: false,
+    network: false,
+};
+
+const DESCRIPTION: &str = "Verify the lineage of an artifact posted with bernstein_post_artifact: \
+artefact_path is its key, or key@version to stop at that version. Walks every version from the \
+first and checks its content hash, its link hash, its parent pointer, and that its records are in \
+the run journal and on the audit chain. Answers {valid, key, versions: [{version, artifact_id, \
+content_hash, lineage_head, parent_lineage_head, trace, ...}], head, trace, problems}; trace is the \
+host's W3C trace context the newest checked version was posted under. With check_file: true it \
+also reads the file at the key's project-relative path and says whether its SHA-256 is the newest \
+report's text. It reads the project's .sdd ledger (and that one file) and changes nothing. \
+Host effects: reads files: yes; writes files: no; spawns processes: no; network requests: no.";
+
+/// Arguments of `bernstein_verify_lineage`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyLineageArgs {
+    /// The artifact key, or `key@version`.
+    #[schemars(length(min = 1, max = 300))]
+    pub artefact_path: String,
+    /// Also compare the file at the key's project-relative path with the newest version.
+    #[serde(default)]
+    pub check_file: bool,
+}
+
+pub fn spec() -> ToolSpec {
+    ToolSpec {
+        name: NAME,
+        title: "Verify an artifact's lineage",
+        description: DESCRIPTION,
+        tier: tier(NAME),
+        input_schema: schema::input_schema::<VerifyLineageArgs>,
+        output_schema: Some(schema::output_schema::<LineageReport>),
+        effects: EFFECTS,
+        task_support: TaskSupport::Forbidden,
+        call: handle,
+    }
+}
+
+pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    match verify(ctx, args) {
+        Ok(out) => out,
+        Err(e) => ToolOutput::refused(e),
+    }
+}
+
+fn verify(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
+    let args: VerifyLineageArgs = parse_args(NAME, args)?;
+    let (key, version) = lineage::parse_path(&args.artefact_path).map_err(|m| {
+        ToolError::new(
+            "invalid_arguments",
+            format!("artefact_path: {m}"),
+            "Pass a key bernstein_post_artifact accepted, optionally followed by @<version>.",
+        )
+        .with("field", "artefact_path")
+    })?;
+    let mut report = lineage::walk(ctx.snapshot.domain.artifacts(), key, version);
+    if args.check_file && !report.versions.is_empty() {
+        let Some(reply) = ctx.host.first() else {
+            return Ok(ToolOutput::ask(HostRequest::Read {
+                path: key.to_string(),
+                max_bytes: MAX_HOST_READ_BYTES,
+            }));
+        };
+        report.file = Some(compare_file(ctx, key, report.versions.len(), reply));
+    }
+    let run_id = report.versions.last().map(|v| v.run_id.clone());
+    Ok(ToolOutput {
+        run_id,
+        ..ToolOutput::ok(serde_json::to_value(&report).expect("a lineage report always serializes"))
+    })
+}
+
+/// Compares the host's answer for the key's file with the `n`-th (newest checked) version.
+fn compare_file(ctx: &ToolContext<'_>, key: &str, n: usize, reply: &HostReply) -> FileCheck {
+    let newest = ctx
+        .snapshot
+        .domain
+        .artifacts()
+        .versions(key)
+        .get(n - 1)
+        .map(|v| &v.record.content);
+    let mut check = FileCheck {
+        path: key.to_string(),
+        sha256: None,
+        matches_newest: false,
+        note: None,
+    };
+    match reply {
+        HostReply::File { text } => {
+            let file = Digest::of(text.as_bytes());
+            check.sha256 = Some(file.to_string());
+            match newest {
+                Some(ArtifactContent::Text(t)) => {
+                    check.matches_newest = Digest::of(t.as_bytes()) == file;
+                }
+                _ => check.note = Some("the newest version is not a report".into()),
+            }
+        }
+        HostReply::Failed(HostFailure::NotFound) => {
+            check.note = Some("no file at this path".into())
+        }
+        HostReply::Failed(f) => check.note = Some(format!("the file could not be read: {f:?}")),
+        other => check.note = Some(format!("unexpected host reply {other:?}")),
+    }
+    check
+}
+
+#[cfg(test)]
+mod tests;
