@@ -1,0 +1,179 @@
+//! `bernstein worker`: claim tasks and execute each with a command-line agent, over MCP
+//! (`--url`, streamable HTTP) or in process against the project's ledger (default).
+//!
+//! This module turns flags into a [`WorkerConfig`], picks the transport and wires SIGTERM and
+//! SIGINT to the worker's stop flag; the loop itself is `bernstein_worker`'s.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use bernstein_core::{Server, Tier};
+use bernstein_runtime_std::clock::SystemClock;
+use bernstein_runtime_std::driver::Backend;
+use bernstein_runtime_std::host::ProjectHost;
+use bernstein_worker::display::Display;
+use bernstein_worker::duration::parse_duration;
+use bernstein_worker::presets::{self, PRESETS};
+use bernstein_worker::task_run::TaskSettings;
+use bernstein_worker::{Client, HttpMcp, InProcess, Mcp, WorkerConfig, run_worker};
+use clap::Args;
+
+use crate::settings;
+
+#[derive(Debug, Args)]
+#[command(after_help = presets_help())]
+pub struct WorkerArgs {
+    /// The agent command line, run with `sh -c` in the project directory (task JSON on stdin;
+    /// BERNSTEIN_TASK_ID, BERNSTEIN_TASK_GOAL, BERNSTEIN_TASK_ROLE, BERNSTEIN_RUN_ID set).
+    #[arg(
+        long,
+        value_name = "CMD",
+        conflicts_with = "agent",
+        required_unless_present = "agent"
+    )]
+    exec: Option<String>,
+    /// A preset agent command (see below); BERNSTEIN_AGENT_<NAME> overrides its command line.
+    #[arg(long, value_name = "NAME", value_parser = ["claude", "codex", "gemini", "aider"])]
+    agent: Option<String>,
+    /// The server's streamable-HTTP endpoint; without it the worker drives the project's ledger
+    /// in process. BERNSTEIN_MCP_TOKEN is sent as a bearer token when set.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// Where agents run and where the SHUTDOWN signal is watched (default: --workdir).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// Only claim tasks of this role.
+    #[arg(long)]
+    role: Option<String>,
+    /// Tasks run at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    concurrency: u16,
+    /// Longest an agent may run (e.g. 30s, 5m, 1h).
+    #[arg(long, default_value = "30m", value_parser = parse_duration)]
+    task_timeout: Duration,
+    /// The claimer identity (default: <hostname>-<pid>).
+    #[arg(long, value_name = "ID")]
+    claimer_id: Option<String>,
+    /// After a shutdown request, how long running agents may finish before they are stopped.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    grace: Duration,
+    /// Claim lease: another worker may take a task over once this passes without a message.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    lease: Duration,
+    /// Pause between claims when nothing is eligible (doubling while idle, up to --max-poll).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    poll: Duration,
+    /// Longest pause between claims of an idle worker.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    max_poll: Duration,
+    /// How often buffered agent output is posted to the task's mailbox.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    flush: Duration,
+    /// Save each granted claim receipt here as <task_id>.<n>.json (for verify-claim).
+    #[arg(long, value_name = "DIR")]
+    receipts_dir: Option<PathBuf>,
+}
+
+fn presets_help() -> String {
+    let mut s = String::from("Agent presets (--agent NAME):\n");
+    for p in PRESETS {
+        s.push_str(&format!(
+            "  {:<7} {}\n          {}\n",
+            p.name, p.command, p.note
+        ));
+    }
+    s
+}
+
+/// The agent command line of the flags.
+fn command_of(args: &WorkerArgs) -> Result<String, String> {
+    if let Some(cmd) = &args.exec {
+        return Ok(cmd.clone());
+    }
+    let name = args
+        .agent
+        .as_deref()
+        .ok_or("pass --exec CMD or --agent NAME")?;
+    let preset = presets::preset(name).ok_or_else(|| format!("no agent preset {name}"))?;
+    Ok(std::env::var(presets::override_var(name)).unwrap_or_else(|_| preset.command.to_string()))
+}
+
+fn default_claimer_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "worker".to_string());
+    let host: String = host
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "_.:-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("{host}-{}", std::process::id())
+}
+
+fn transport(workdir: &Path, url: Option<&str>) -> Result<Box<dyn Mcp>, String> {
+    if let Some(url) = url {
+        let token = std::env::var("BERNSTEIN_MCP_TOKEN").ok();
+        return Ok(Box::new(HttpMcp::new(url, token)?));
+    }
+    let (store, key) = super::open_store(workdir)?;
+    let mut config = settings::config(key, Tier::Standard, vec!["stdio".to_string()])?;
+    config.signing_key = Some(super::load_signer(workdir)?);
+    let backend = Backend::new(
+        store,
+        Arc::new(SystemClock),
+        Arc::new(ProjectHost::new(workdir)),
+    );
+    Ok(Box::new(InProcess {
+        server: Arc::new(Server::new(config)),
+        backend,
+    }))
+}
+
+pub fn run(workdir: &Path, args: WorkerArgs) -> Result<ExitCode, String> {
+    let command = command_of(&args)?;
+    let project_dir = args
+        .project
+        .clone()
+        .unwrap_or_else(|| workdir.to_path_buf());
+    let project_dir = project_dir
+        .canonicalize()
+        .map_err(|e| format!("project directory {}: {e}", project_dir.display()))?;
+    let client = Arc::new(Client::new(transport(workdir, args.url.as_deref())?));
+    let config = WorkerConfig {
+        task: TaskSettings {
+            claimer_id: args.claimer_id.clone().unwrap_or_else(default_claimer_id),
+            command,
+            project_dir,
+            timeout: args.task_timeout,
+            lease: args.lease.max(Duration::from_secs(1)),
+            flush_interval: args.flush,
+            stop_patience: Duration::from_secs(3),
+        },
+        role: args.role.clone(),
+        concurrency: usize::from(args.concurrency),
+        grace: args.grace,
+        poll_interval: args.poll,
+        max_poll_interval: args.max_poll,
+        receipts_dir: args.receipts_dir.clone(),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| format!("cannot watch signal {sig}: {e}"))?;
+    }
+    let display = Arc::new(Display::new(std::io::stdout().is_terminal()));
+    run_worker(client, &config, stop, display);
+    Ok(ExitCode::SUCCESS)
+}
