@@ -109,3 +109,40 @@ pub fn allowed_origins() -> Result<Vec<String>, String> {
         .map(|l| bernstein_core::transport::http::HttpOptions::parse_origin_list(&l))
         .unwrap_or_default())
 }
+
+/// The ledger store's URL: the `--store` flag, then `BERNSTEIN_STORE_URL`; `None` means the
+/// embedded `.sdd/` file store of the workdir (the default). Only PostgreSQL URLs
+/// (`postgres://…`, `postgresql://…`) name another store.
+pub fn store_url(flag: Option<&str>) -> Result<Option<String>, String> {
+    let url = match flag {
+        Some(f) if !f.trim().is_empty() => Some(f.trim().to_string()),
+        _ => env_value("BERNSTEIN_STORE_URL")?,
+    };
+    match url {
+        Some(u) if !bernstein_store_postgres::is_postgres_url(&u) => Err(
+            "--store/BERNSTEIN_STORE_URL must be a postgres:// URL (without it the .sdd/ directory of --workdir is the store)".into(),
+        ),
+        other => Ok(other),
+    }
+}
+
+/// Options of the PostgreSQL store: `BERNSTEIN_STORE_POOL_MAX` connections at most (default
+/// 16), `BERNSTEIN_STORE_TIMEOUT_MS` for a checkout and a connect (default 10000 / 5000).
+pub fn pg_options() -> Result<bernstein_store_postgres::PgOptions, String> {
+    let mut options = bernstein_store_postgres::PgOptions::default();
+    if let Some(v) = env_value("BERNSTEIN_STORE_POOL_MAX")? {
+        options.pool.max_size =
+            v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                format!("BERNSTEIN_STORE_POOL_MAX={v:?} is not a positive number")
+            })?;
+    }
+    if let Some(v) = env_value("BERNSTEIN_STORE_TIMEOUT_MS")? {
+        let ms =
+            v.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                format!("BERNSTEIN_STORE_TIMEOUT_MS={v:?} is not a positive number")
+            })?;
+        options.pool.checkout_timeout = std::time::Duration::from_millis(ms);
+        options.pool.connect_timeout = std::time::Duration::from_millis(ms);
+    }
+    Ok(options)
+}

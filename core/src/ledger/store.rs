@@ -68,4 +68,25 @@ pub trait Store: Send + Sync {
     /// Appends `append.records` atomically iff the head is `append.expected`; durable on
     /// `Committed`.
     fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError>;
+    /// Blocks at most `timeout` until the head may have moved past `after` (a store that hears
+    /// of new heads, such as PostgreSQL's LISTEN/NOTIFY, returns as soon as it does). Returns
+    /// whether it waited; `false` (the default) tells the caller to pause by itself. Callers
+    /// always re-read the snapshot afterwards: this is a hint, never a source of truth.
+    fn wait_for_change(&self, after: &LedgerPosition, timeout: core::time::Duration) -> bool {
+        let _ = (after, timeout);
+        false
+    }
+    /// Like [`Store::snapshot`], but it may include records whose appends are not durable yet
+    /// (a writer of this process is still waiting for the fsync it shares with others). A
+    /// caller that answers from it without appending calls [`Store::settle`] first; one whose
+    /// append commits is covered, since its append extends what it read and is acknowledged
+    /// only once durable. The default is [`Store::snapshot`] (stores whose snapshots only ever
+    /// hold durable records).
+    fn snapshot_unsettled(&self) -> Result<Arc<Snapshot>, StoreError> {
+        self.snapshot()
+    }
+    /// Blocks until every record handed out so far by [`Store::snapshot_unsettled`] is durable.
+    fn settle(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }

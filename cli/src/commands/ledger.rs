@@ -1,0 +1,129 @@
+//! `bernstein ledger export|import`: moves a PostgreSQL ledger to and from the file store's
+//! format (`DIR/.sdd/ledger/ledger.jsonl`, byte for byte), so every offline verifier works on
+//! an exported ledger and a file-store project can move to PostgreSQL.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use bernstein_store_postgres::pool::Pool;
+use bernstein_store_postgres::{PoolOptions, schema, transfer};
+use clap::Subcommand;
+
+use crate::settings;
+
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    /// Write the database's ledger to OUT/.sdd/ledger/ledger.jsonl (verified as it is copied).
+    Export {
+        /// The database (else BERNSTEIN_STORE_URL).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// Directory to write into; its .sdd/ledger/ledger.jsonl must not exist yet.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Also copy the workdir's keys (audit HMAC key, signing seed) into OUT/.sdd/keys/, so
+        /// `bernstein audit verify --workdir OUT` checks the HMAC tags too and
+        /// `backlog verify-claim` pins the signer.
+        #[arg(long)]
+        with_keys: bool,
+    },
+    /// Copy FROM/.sdd/ledger/ledger.jsonl into the database (verified first; the database must
+    /// be empty or hold a prefix of that ledger).
+    Import {
+        /// The database (else BERNSTEIN_STORE_URL).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+        /// The project directory whose ledger is imported.
+        #[arg(long, value_name = "DIR")]
+        from: PathBuf,
+    },
+}
+
+fn pool(store: Option<&str>) -> Result<Pool, String> {
+    let url = settings::store_url(store)?
+        .ok_or("this command needs --store postgres://… (or BERNSTEIN_STORE_URL)")?;
+    let pool = Pool::new(&url, PoolOptions::default()).map_err(|e| e.to_string())?;
+    let mut lease = pool.get().map_err(|e| e.to_string())?;
+    schema::check(lease.client()).map_err(|e| e.to_string())?;
+    drop(lease);
+    Ok(pool)
+}
+
+/// The workdir's audit key, if it has one (never created here: a new key could not verify
+/// anything).
+fn audit_key(workdir: &Path) -> Result<Option<Vec<u8>>, String> {
+    bernstein_runtime_std::keys::load_audit_key(&workdir.join(".sdd"))
+        .map_err(|e| format!("audit key: {e}"))
+}
+
+pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
+    match command {
+        LedgerCommand::Export {
+            store,
+            out,
+            with_keys,
+        } => {
+            let pool = pool(store.as_deref())?;
+            let key = audit_key(workdir)?;
+            if key.is_none() {
+                bernstein_runtime_std::log_line!(
+                    "bernstein: no .sdd/keys/audit.key in {}: HMAC tags are not checked",
+                    workdir.display()
+                );
+            }
+            let done = transfer::export(&pool, key.as_deref(), &out)?;
+            if with_keys {
+                for name in ["audit.key", bernstein_runtime_std::keys::SIGNING_KEY_FILE] {
+                    copy_key(workdir, &out, name)?;
+                }
+            }
+            say!(
+                "exported {} records to {} ({})",
+                done.copied,
+                done.file.display(),
+                done.report.summary()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        LedgerCommand::Import { store, from } => {
+            let pool = pool(store.as_deref())?;
+            let key = audit_key(workdir)?.ok_or_else(|| {
+                format!(
+                    "no .sdd/keys/audit.key in {}: import needs the audit key the servers use (--workdir)",
+                    workdir.display()
+                )
+            })?;
+            let done = transfer::import(&pool, &key, &from)?;
+            say!(
+                "imported {} records from {} ({})",
+                done.copied,
+                done.file.display(),
+                done.report.summary()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Copies the key file `.sdd/keys/<name>` of `workdir` to `out` when it exists (mode 0600,
+/// never over another key).
+fn copy_key(workdir: &Path, out: &Path, name: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let from = workdir.join(".sdd/keys").join(name);
+    let to = out.join(".sdd/keys").join(name);
+    let bytes = match std::fs::read(&from) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("read {}: {e}", from.display())),
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&to)
+        .map_err(|e| format!("create {}: {e}", to.display()))?;
+    f.write_all(&bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| format!("write {}: {e}", to.display()))
+}

@@ -1,0 +1,36 @@
+//! `bernstein store migrate`: applies the PostgreSQL schema migrations this software knows.
+//! Servers never migrate on their own (except `bernstein mcp --migrate`) and refuse a schema
+//! they do not know.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+
+use crate::settings;
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Bring the database's schema up to this version (idempotent; safe to run concurrently).
+    Migrate {
+        /// The database (else BERNSTEIN_STORE_URL).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
+    },
+}
+
+pub fn run(command: StoreCommand) -> Result<ExitCode, String> {
+    match command {
+        StoreCommand::Migrate { store } => {
+            let url = settings::store_url(store.as_deref())?
+                .ok_or("store migrate needs --store postgres://… (or BERNSTEIN_STORE_URL)")?;
+            let applied = bernstein_store_postgres::migrate(&url)?;
+            let latest = bernstein_store_postgres::schema::latest();
+            if applied.is_empty() {
+                say!("schema is up to date (version {latest})");
+            } else {
+                say!("applied migrations {applied:?}; schema is at version {latest}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! [`PgStore`]: the core's [`Store`] over a PostgreSQL database shared by many instances.
+//!
+//! - compare-and-append is one database transaction that inserts the request's records at
+//!   `expected.seq + 1 ..`; when another writer got there first the primary key (or the hash
+//!   chain's foreign key) refuses it, nothing is written and the caller gets
+//!   [`AppendResult::Conflict`] with the fresh head. The records are checked against the
+//!   folded snapshot first, exactly like the file store, and `Committed` is returned only after
+//!   PostgreSQL acknowledged the COMMIT (durable: `synchronous_commit` is left on).
+//! - snapshots are folded incrementally per instance from the last seq seen: one indexed query
+//!   for the rows after it, so a request costs the same at any ledger size. Every snapshot asks
+//!   the database (a client that wrote through instance A and reads through B sees its write).
+//! - projection checkpoints in `bernstein_checkpoint` let a new instance skip the folded prefix.
+//! - the commit sends `NOTIFY bernstein_ledger` in the same transaction, which [`Listener`]
+//!   turns into wake-ups for blocking waits.
+//!
+//! It must never acknowledge an append before COMMIT returned, never merge, and never hand out
+//! a snapshot built from records it did not verify.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bernstein_core::ledger::verify::check_extends;
+use bernstein_core::ledger::{
+    Append, AppendResult, LedgerPosition, Record, Snapshot, Store, StoreError,
+};
+
+use crate::fold::{Row, fold_rows};
+use crate::listen::Listener;
+use crate::pool::{Lease, Pool, PoolOptions, describe, unavailable};
+use crate::{checkpoint, schema};
+
+/// The channel commits notify.
+pub const CHANNEL: &str = "bernstein_ledger";
+/// Rows read per query while folding.
+const BATCH: i64 = 5000;
+
+/// Tunables of a [`PgStore`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgOptions {
+    pub pool: PoolOptions,
+    /// Write a checkpoint once this many records (or a tenth of the ledger, if more) were
+    /// folded since the last one (0: never).
+    pub checkpoint_every: u64,
+    /// Run a LISTEN connection so blocking waits wake on commits.
+    pub listen: bool,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        PgOptions {
+            pool: PoolOptions::default(),
+            checkpoint_every: 5000,
+            listen: true,
+        }
+    }
+}
+
+/// The PostgreSQL ledger store.
+pub struct PgStore {
+    pool: Pool,
+    key: Vec<u8>,
+    options: PgOptions,
+    state: Mutex<State>,
+    /// Serializes this instance's appends: concurrent requests of one instance queue here
+    /// instead of racing each other into the database (where all but one would be refused
+    /// after waiting for the winner's commit). Instances still race each other, safely.
+    writer: Mutex<()>,
+    listener: Option<Listener>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    snapshot: Arc<Snapshot>,
+    since_checkpoint: u64,
+}
+
+/// The fold's read: the rows after a seq.
+const READ_ROWS: &str =
+    "SELECT seq, hash, line FROM bernstein_ledger WHERE seq > $1 ORDER BY seq LIMIT $2";
+
+/// The insert of compare-and-append: all records in one statement, and the notification.
+const INSERT: &str = "WITH ins AS (
+        INSERT INTO bernstein_ledger (seq, prev, hash, stream, line)
+        SELECT * FROM unnest($1::bigint[], $2::bytea[], $3::bytea[], $4::text[], $5::bytea[])
+        RETURNING seq
+    )
+    SELECT pg_notify('bernstein_ledger', max(seq)::text) FROM ins";
+
+impl PgStore {
+    /// Connects to `url`, refuses a schema this software does not serve (see
+    /// [`schema::check`]), and folds the ledger (from the checkpoint when there is a usable one).
+    pub fn open(url: &str, audit_key: Vec<u8>, options: PgOptions) -> Result<PgStore, StoreError> {
+        let pool = Pool::new(url, options.pool.clone())?;
+        let initial = {
+            let mut lease = pool.get()?;
+            schema::check(lease.client()).map_err(|e| StoreError::Unavailable(e.to_string()))?;
+            checkpoint::load(lease.client(), &audit_key)
+        };
+        let listener = if options.listen {
+            Some(Listener::start(pool.config().clone()))
+        } else {
+            None
+        };
+        let store = PgStore {
+            pool,
+            key: audit_key,
+            options,
+            state: Mutex::new(State {
+                snapshot: initial.unwrap_or_else(|| Arc::new(Snapshot::genesis())),
+                since_checkpoint: 0,
+            }),
+            writer: Mutex::new(()),
+            listener,
+        };
+        store.catch_up()?;
+        Ok(store)
+    }
+
+    /// The pool (for export, import and tools that query the database directly).
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The audit key records are verified with.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// Waits until a commit past `after` was announced or `timeout` passed; true when one was.
+    /// Without a listener (or while it is disconnected) it sleeps `timeout`: callers re-read
+    /// the snapshot either way, so a lost notification only delays them.
+    pub fn wait_for_commit(&self, after: &LedgerPosition, timeout: Duration) -> bool {
+        match &self.listener {
+            Some(l) => l.wait_past(after.seq, timeout),
+            None => {
+                std::thread::sleep(timeout);
+                false
+            }
+        }
+    }
+
+    /// Writes a checkpoint of the current projection now.
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        let snapshot = self.state().snapshot.clone();
+        let mut lease = self.pool.get()?;
+        checkpoint::write(lease.client(), &self.key, &snapshot)
+            .map_err(|e| StoreError::Unavailable(format!("PostgreSQL: {e}")))?;
+        self.state().since_checkpoint = 0;
+        Ok(())
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Folds the rows committed after the snapshot's position; returns the new snapshot.
+    /// The database is read without holding the state lock, so concurrent callers overlap.
+    fn catch_up(&self) -> Result<Arc<Snapshot>, StoreError> {
+        let mut lease = self.pool.get()?;
+        loop {
+            let from = self.state().snapshot.position.seq;
+            let rows = read_rows(&mut lease, from, BATCH)?;
+            let full = rows.len() as i64 == BATCH;
+            let mut state = self.state();
+            let folded = fold_rows(&mut state.snapshot, &rows, &self.key, !full)?;
+            state.since_checkpoint += folded;
+            if !full {
+                let snapshot = state.snapshot.clone();
+                // The cost of a checkpoint grows with the projection, so on a large ledger
+                // they are spaced out (every tenth of the ledger at most): constant cost per
+                // record, amortized.
+                let every = self
+                    .options
+                    .checkpoint_every
+                    .max(snapshot.position.seq / 10);
+                let due = self.options.checkpoint_every > 0 && state.since_checkpoint >= every;
+                if due {
+                    state.since_checkpoint = 0;
+                }
+                drop(state);
+                if due {
+                    // An optimisation only: the records are durable without it.
+                    if let Err(e) = checkpoint::write(lease.client(), &self.key, &snapshot) {
+                        bernstein_runtime_std::log_line!(
+                            "bernstein: cannot write the PostgreSQL checkpoint: {e}"
+                        );
+                    }
+                }
+                return Ok(snapshot);
+            }
+        }
+    }
+
+    /// The records' columns, after checking they extend `snapshot` as whole transactions and
+    /// read back as valid records under this store's key.
+    fn checked_columns(
+        &self,
+        snapshot: &Snapshot,
+        records: &[Record],
+    ) -> Result<Columns, StoreError> {
+        let refuse = |reason: String| {
+            StoreError::Unavailable(format!("refused a malformed append: {reason}"))
+        };
+        check_extends(snapshot, records)
+            .map_err(|(i, reason)| refuse(format!("record {}: {reason}", i + 1)))?;
+        let mut cols = Columns::default();
+        for rec in records {
+            let mut line = rec.to_line();
+            line.pop();
+            Record::parse_line(&line, Some(&self.key))
+                .map_err(|e| refuse(format!("record {} would not read back: {e}", rec.seq)))?;
+            cols.push(rec, line);
+        }
+        Ok(cols)
+    }
+}
+
+/// The columns of the rows one append inserts.
+#[derive(Debug, Default)]
+pub(crate) struct Columns {
+    pub seq: Vec<i64>,
+    pub prev: Vec<Vec<u8>>,
+    pub hash: Vec<Vec<u8>>,
+    pub stream: Vec<String>,
+    pub line: Vec<Vec<u8>>,
+}
+
+impl Columns {
+    /// Adds `rec`, whose stored line (without `\n`) is `line`.
+    pub fn push(&mut self, rec: &Record, line: Vec<u8>) {
+        self.seq.push(rec.seq as i64);
+        self.prev.push(rec.prev.0.to_vec());
+        self.hash.push(rec.hash.0.to_vec());
+        self.stream.push(rec.stream.clone());
+        self.line.push(line);
+    }
+
+    /// Inserts the rows (and notifies) on `client`, inside the caller's transaction.
+    pub fn insert(&self, client: &mut impl postgres::GenericClient) -> Result<(), postgres::Error> {
+        client.query_one(
+            INSERT,
+            &[&self.seq, &self.prev, &self.hash, &self.stream, &self.line],
+        )?;
+        Ok(())
+    }
+
+    /// Inserts the rows (and notifies) as one statement in its own implicit transaction: one
+    /// round trip, and the answer arrives only after the COMMIT (ReadyForQuery).
+    pub fn insert_committed(&self, lease: &mut Lease<'_>) -> Result<(), postgres::Error> {
+        let stmt = lease.prepared(INSERT)?;
+        lease.client().query_one(
+            &stmt,
+            &[&self.seq, &self.prev, &self.hash, &self.stream, &self.line],
+        )?;
+        Ok(())
+    }
+}
+
+/// Rows after `from`, at most `limit`, in order.
+pub(crate) fn read_rows(
+    lease: &mut Lease<'_>,
+    from: u64,
+    limit: i64,
+) -> Result<Vec<Row>, StoreError> {
+    let rows = lease
+        .prepared(READ_ROWS)
+        .and_then(|stmt| lease.client().query(&stmt, &[&(from as i64), &limit]))
+        .map_err(|e| {
+            lease.discard();
+            unavailable(e)
+        })?;
+    Ok(rows
+        .iter()
+        .map(|r| Row {
+            seq: r.get(0),
+            hash: r.get(1),
+            line: r.get(2),
+        })
+        .collect())
+}
+
+/// Whether the error is the database refusing a stale append (a seq already taken, or a
+/// `prev` that is no longer the hash before it).
+fn is_conflict(e: &postgres::Error) -> bool {
+    use postgres::error::SqlState;
+    e.code()
+        .is_some_and(|c| *c == SqlState::UNIQUE_VIOLATION || *c == SqlState::FOREIGN_KEY_VIOLATION)
+}
+
+impl Store for PgStore {
+    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+        self.catch_up()
+    }
+
+    fn wait_for_change(&self, after: &LedgerPosition, timeout: Duration) -> bool {
+        if self.listener.is_none() {
+            return false;
+        }
+        self.wait_for_commit(after, timeout);
+        true
+    }
+
+    fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
+        let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut snapshot = self.state().snapshot.clone();
+        if snapshot.position.seq > append.expected.seq {
+            // Another request of this instance (or a fold) moved past it: stale for sure.
+            return Ok(AppendResult::Conflict {
+                current: snapshot.position,
+            });
+        }
+        if snapshot.position != append.expected {
+            snapshot = self.catch_up()?;
+            if snapshot.position != append.expected {
+                return Ok(AppendResult::Conflict {
+                    current: snapshot.position,
+                });
+            }
+        }
+        if append.records.is_empty() {
+            return Ok(AppendResult::Committed(append.expected));
+        }
+        let cols = self.checked_columns(&snapshot, &append.records)?;
+        drop(snapshot);
+        let mut lease = self.pool.get()?;
+        let done = cols.insert_committed(&mut lease);
+        match done {
+            Ok(()) => {}
+            Err(e) if is_conflict(&e) => {
+                drop(lease);
+                let current = self.catch_up()?.position;
+                return Ok(AppendResult::Conflict { current });
+            }
+            Err(e) => {
+                // The outcome of a COMMIT whose answer was lost is unknown: nothing is
+                // acknowledged, and the next snapshot shows whether it landed.
+                lease.discard();
+                return Err(StoreError::Unavailable(format!(
+                    "PostgreSQL: the append was not acknowledged: {}",
+                    describe(&e)
+                )));
+            }
+        }
+        drop(lease);
+        // Durable now. Fold our own records (checked above) unless another thread moved on.
+        let mut state = self.state();
+        if state.snapshot.position == append.expected {
+            let snap = Arc::make_mut(&mut state.snapshot);
+            for rec in &append.records {
+                snap.apply(rec)
+                    .expect("check_extends accepted these records, so they extend the snapshot");
+            }
+            state.since_checkpoint += append.records.len() as u64;
+        }
+        Ok(AppendResult::Committed(append.new_position()))
+    }
+}

@@ -1,0 +1,300 @@
+//! The PostgreSQL store against a real throwaway cluster (see tests/support): schema checks,
+//! compare-and-append between instances, byte-identical records with the file store,
+//! checkpoints, export/import, LISTEN wake-ups, and an unreachable database.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bernstein_core::ledger::{Append, AppendResult, LedgerPosition, Store, StoreError};
+use bernstein_runtime_std::FileStore;
+use bernstein_store_postgres::schema::{self, SchemaError};
+use bernstein_store_postgres::{PgOptions, PgStore, PoolOptions, transfer};
+use postgres::{Client, NoTls};
+use support::*;
+
+#[test]
+fn schema_must_be_migrated_explicitly_and_known() {
+    let Some(url) = fresh_db("schema") else {
+        return;
+    };
+    let err = PgStore::open(&url, KEY.to_vec(), PgOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("bernstein store migrate"), "{err}");
+    assert_eq!(bernstein_store_postgres::migrate(&url).unwrap(), vec![1]);
+    assert_eq!(
+        bernstein_store_postgres::migrate(&url).unwrap(),
+        Vec::<i32>::new()
+    );
+    drop(open(&url));
+    let mut c = Client::connect(&url, NoTls).unwrap();
+    c.execute(
+        "INSERT INTO bernstein_schema_version (version, name) VALUES (99, 'future')",
+        &[],
+    )
+    .unwrap();
+    assert!(matches!(
+        schema::check(&mut c),
+        Err(SchemaError::Newer { found: 99, .. })
+    ));
+    let err = PgStore::open(&url, KEY.to_vec(), PgOptions::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("newer than this server knows"),
+        "{err}"
+    );
+    assert!(bernstein_store_postgres::migrate(&url).is_err());
+}
+
+#[test]
+fn records_are_byte_identical_to_the_file_store() {
+    let Some(url) = migrated_db("bytes") else {
+        return;
+    };
+    let pg = open(&url);
+    let dir = TempDir::new("bytes-file");
+    let file = FileStore::open(dir.path(), KEY.to_vec()).unwrap();
+    for n in 0..20 {
+        let (a, ra) = append_drafts(&pg, txn(n));
+        let (b, rb) = append_drafts(&file, txn(n));
+        assert!(matches!(a, AppendResult::Committed(_)));
+        assert_eq!(a, b);
+        assert_eq!(ra, rb);
+    }
+    assert_eq!(
+        snapshot_json(&pg.snapshot().unwrap()),
+        snapshot_json(&file.snapshot().unwrap())
+    );
+    let out = TempDir::new("bytes-export");
+    let done = transfer::export(pg.pool(), Some(KEY), out.path()).unwrap();
+    assert_eq!(done.copied, 40);
+    let exported = std::fs::read(out.path().join(".sdd/ledger/ledger.jsonl")).unwrap();
+    let original = std::fs::read(dir.path().join(".sdd/ledger/ledger.jsonl")).unwrap();
+    assert_eq!(exported, original);
+    // Export never overwrites.
+    assert!(transfer::export(pg.pool(), Some(KEY), out.path()).is_err());
+}
+
+#[test]
+fn a_stale_append_conflicts_and_is_never_merged() {
+    let Some(url) = migrated_db("conflict") else {
+        return;
+    };
+    let a = open(&url);
+    let b = open(&url);
+    let genesis = b.snapshot().unwrap().position;
+    let (first, _) = append_drafts(&a, txn(1));
+    let AppendResult::Committed(head) = first else {
+        panic!("{first:?}")
+    };
+    // b still holds the genesis snapshot: an append built on it is refused.
+    let stale = bernstein_core::ledger::seal(&genesis, |_| Default::default(), txn(2), KEY);
+    let got = b
+        .compare_and_append(&Append {
+            expected: genesis,
+            records: stale,
+        })
+        .unwrap();
+    assert_eq!(got, AppendResult::Conflict { current: head });
+    // Nothing of the stale append was written; b sees a's records.
+    assert_eq!(b.snapshot().unwrap().position, head);
+    assert_eq!(a.snapshot().unwrap().position.seq, 2);
+    // An empty append at the head commits nothing and succeeds.
+    let same = b
+        .compare_and_append(&Append {
+            expected: head,
+            records: vec![],
+        })
+        .unwrap();
+    assert_eq!(same, AppendResult::Committed(head));
+}
+
+#[test]
+fn racing_writers_on_three_instances_lose_nothing() {
+    let Some(url) = migrated_db("race") else {
+        return;
+    };
+    let stores: Vec<Arc<PgStore>> = (0..3).map(|_| Arc::new(open(&url))).collect();
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let store = stores[t % 3].clone();
+            std::thread::spawn(move || {
+                let mut attempts = 0;
+                for i in 0..25 {
+                    attempts += append_retrying(&*store, || txn((t * 100 + i) as u64));
+                }
+                attempts
+            })
+        })
+        .collect();
+    let attempts: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(attempts >= 150);
+    let heads: Vec<LedgerPosition> = stores
+        .iter()
+        .map(|s| s.snapshot().unwrap().position)
+        .collect();
+    assert_eq!(heads[0].seq, 300);
+    assert!(heads.iter().all(|h| *h == heads[0]));
+    let out = TempDir::new("race-export");
+    let done = transfer::export(stores[0].pool(), Some(KEY), out.path()).unwrap();
+    assert_eq!(done.report.records, 300);
+    assert_eq!(done.report.transactions, 150);
+}
+
+#[test]
+fn a_new_instance_starts_from_the_checkpoint() {
+    let Some(url) = migrated_db("checkpoint") else {
+        return;
+    };
+    let options = PgOptions {
+        checkpoint_every: 10,
+        ..PgOptions::default()
+    };
+    let a = PgStore::open(&url, KEY.to_vec(), options.clone()).unwrap();
+    for n in 0..12 {
+        append_retrying(&a, || txn(n));
+    }
+    a.checkpoint().unwrap();
+    let head = a.snapshot().unwrap().position;
+    // Alter record 1 behind the store's back: a fold from the start would refuse it, a start
+    // from the checkpoint (past it) does not read it.
+    let mut c = Client::connect(&url, NoTls).unwrap();
+    let altered = c.execute(
+        "UPDATE bernstein_ledger SET line = convert_to(replace(convert_from(line, 'UTF8'), '\"n\":0', '\"n\":9'), 'UTF8') WHERE seq = 1",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(altered, 1);
+    let b = PgStore::open(&url, KEY.to_vec(), options.clone()).unwrap();
+    assert_eq!(b.snapshot().unwrap().position, head);
+    // Without the checkpoint the altered record is found and named.
+    c.execute("DELETE FROM bernstein_checkpoint", &[]).unwrap();
+    let err = PgStore::open(&url, KEY.to_vec(), options).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { seq: 1, .. }), "{err}");
+}
+
+#[test]
+fn import_and_export_round_trip_through_the_file_format() {
+    let Some(url) = migrated_db("import") else {
+        return;
+    };
+    let src = TempDir::new("import-src");
+    {
+        let file = FileStore::open(src.path(), KEY.to_vec()).unwrap();
+        for n in 0..30 {
+            append_drafts(&file, txn(n));
+        }
+    }
+    let pg = open(&url);
+    let done = transfer::import(pg.pool(), KEY, src.path()).unwrap();
+    assert_eq!(done.copied, 60);
+    // Again: nothing left to copy.
+    assert_eq!(
+        transfer::import(pg.pool(), KEY, src.path()).unwrap().copied,
+        0
+    );
+    // A wrong key is refused before anything is written.
+    assert!(transfer::import(pg.pool(), b"wrong", src.path()).is_err());
+    assert_eq!(pg.snapshot().unwrap().position.seq, 60);
+    let out = TempDir::new("import-out");
+    transfer::export(pg.pool(), Some(KEY), out.path()).unwrap();
+    assert_eq!(
+        std::fs::read(out.path().join(".sdd/ledger/ledger.jsonl")).unwrap(),
+        std::fs::read(src.path().join(".sdd/ledger/ledger.jsonl")).unwrap()
+    );
+    // The file store opens the export and folds the same projection.
+    let reopened = FileStore::open(out.path(), KEY.to_vec()).unwrap();
+    assert_eq!(
+        snapshot_json(&reopened.snapshot().unwrap()),
+        snapshot_json(&pg.snapshot().unwrap())
+    );
+    // A different ledger is refused.
+    let other = TempDir::new("import-other");
+    {
+        let file = FileStore::open(other.path(), KEY.to_vec()).unwrap();
+        for n in 100..140 {
+            append_drafts(&file, txn(n));
+        }
+    }
+    let err = transfer::import(pg.pool(), KEY, other.path()).unwrap_err();
+    assert!(err.contains("different ledger"), "{err}");
+}
+
+#[test]
+fn waits_wake_on_another_instances_commit() {
+    let Some(url) = migrated_db("listen") else {
+        return;
+    };
+    let a = Arc::new(open(&url));
+    let b = open(&url);
+    let at = a.snapshot().unwrap().position;
+    // Let the listener connect.
+    std::thread::sleep(Duration::from_millis(300));
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        append_retrying(&b, || txn(1));
+    });
+    let started = Instant::now();
+    assert!(a.wait_for_commit(&at, Duration::from_secs(20)));
+    let waited = started.elapsed();
+    writer.join().unwrap();
+    assert!(waited < Duration::from_secs(5), "woke after {waited:?}");
+    assert_eq!(a.snapshot().unwrap().position.seq, 2);
+    // Nothing new: the wait times out.
+    let now = a.snapshot().unwrap().position;
+    assert!(!a.wait_for_commit(&now, Duration::from_millis(300)));
+}
+
+#[test]
+fn an_unreachable_database_is_a_clear_unavailable_error() {
+    // A port nothing listens on (the cluster's own port range starts above it).
+    let url = "postgres://postgres@127.0.0.1:1/none";
+    let started = Instant::now();
+    let options = PgOptions {
+        pool: PoolOptions {
+            connect_timeout: Duration::from_secs(2),
+            ..PoolOptions::default()
+        },
+        ..PgOptions::default()
+    };
+    let err = PgStore::open(url, KEY.to_vec(), options).unwrap_err();
+    assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
+    assert!(err.to_string().contains("PostgreSQL"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn the_pool_is_bounded_and_a_checkout_times_out() {
+    let Some(url) = migrated_db("pool") else {
+        return;
+    };
+    let pool = bernstein_store_postgres::pool::Pool::new(
+        &url,
+        PoolOptions {
+            max_size: 2,
+            checkout_timeout: Duration::from_millis(300),
+            ..PoolOptions::default()
+        },
+    )
+    .unwrap();
+    let a = pool.get().unwrap();
+    let mut b = pool.get().unwrap();
+    let started = Instant::now();
+    let err = pool.get().unwrap_err();
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(
+        err.to_string().contains("no free PostgreSQL connection"),
+        "{err}"
+    );
+    // A connection that saw an error is closed, not returned; its slot is free again.
+    b.discard();
+    drop(b);
+    let mut c = pool.get().unwrap();
+    assert_eq!(
+        c.client()
+            .query_one("SELECT 1", &[])
+            .unwrap()
+            .get::<_, i32>(0),
+        1
+    );
+    drop(a);
+}
