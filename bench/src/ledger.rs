@@ -31,7 +31,8 @@ impl MemLedger {
     pub fn new() -> MemLedger {
         let key = vec![42u8; 32];
         MemLedger {
-            server: Server::new(Config::new(key.clone())),
+            // A signing identity, so that `bernstein_claim` answers signed receipts.
+            server: Server::new(Config::new(key.clone()).with_signing_seed(&[9u8; 32])),
             snapshot: Snapshot::genesis(),
             lines: Vec::new(),
             key,

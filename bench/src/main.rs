@@ -1,11 +1,18 @@
-//! `cargo run --release -p bernstein-bench [-- --full]`: the figures of BENCHMARKS.md.
+//! `cargo build --release -p bernstein -p bernstein-bench && target/release/bernstein-bench
+//! [--full] [SECTION...]`: the figures of BENCHMARKS.md.
 //!
-//! Measures the pure core per call, run_status cost against ledger size, offline verification
-//! speed, durable writes through the file store, the stdio round trip and the time from process
-//! start to the `initialize` answer. It asserts nothing about speed: it reports.
+//! Sections (all by default): `core` (the pure core per call), `size` (run_status against
+//! ledger size; 1M records with `--full`), `verify` (offline verification speed), `durable`
+//! (durable writes through the file store at 1 and 16 writers), `stdio` (process start to
+//! `initialize`, stdio round trip), `http` (load on the real HTTP server, both runtimes, with
+//! resident memory) and `python` (the same load on the Python implementation, when installed).
+//! It asserts nothing about speed: it reports.
 
+mod durable;
+mod http_load;
 mod ledger;
 mod process;
+mod python;
 mod stats;
 
 use std::path::PathBuf;
@@ -18,23 +25,48 @@ use ledger::{MemLedger, call};
 use stats::{fmt, time_each};
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--full");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let full = args.iter().any(|a| a == "--full");
+    let only: Vec<&str> = args
+        .iter()
+        .filter(|a| !a.starts_with("--"))
+        .map(String::as_str)
+        .collect();
+    let wanted = |section: &str| only.is_empty() || only.contains(&section);
     println!(
         "# Bernstein benchmark ({} mode)\n",
         if full { "full" } else { "quick" }
     );
-    core_per_call();
-    run_status_vs_ledger_size(full);
-    verify_speed();
-    durable_writes();
-    match process::binary() {
-        Some(bin) => {
-            process::startup_to_initialize(&bin);
-            process::stdio_round_trip(&bin);
+    if wanted("core") {
+        core_per_call();
+    }
+    if wanted("size") {
+        run_status_vs_ledger_size(full);
+    }
+    if wanted("verify") {
+        verify_speed();
+    }
+    if wanted("durable") {
+        durable::durable_writes();
+    }
+    let bin = process::binary();
+    if let Some(bin) = &bin {
+        if wanted("stdio") {
+            process::startup_to_initialize(bin);
+            process::stdio_round_trip(bin);
         }
-        None => println!(
-            "\n(stdio figures skipped: build the server first with `cargo build --release -p bernstein`)"
-        ),
+        let period = std::time::Duration::from_secs(if full { 10 } else { 3 });
+        let mut rust = Vec::new();
+        if wanted("http") {
+            rust = http_load::bernstein_http(bin, period);
+        }
+        if wanted("python") {
+            python::compare(period, &rust);
+        }
+    } else {
+        println!(
+            "\n(process figures skipped: build the server first with `cargo build --release -p bernstein`)"
+        );
     }
 }
 
@@ -53,9 +85,34 @@ fn core_per_call() {
             "bernstein_run_status",
             call(3, "bernstein_run_status", json!({"run_id": run_id})),
         ),
+        (
+            "bernstein_claim (grant, signed receipt)",
+            call(5, "bernstein_claim", json!({"claimer_id": "bench-worker"})),
+        ),
+        (
+            "bernstein_claim (refusal, signed receipt)",
+            call(
+                6,
+                "bernstein_claim",
+                json!({"claimer_id": "bench-worker", "role": "no-such-role"}),
+            ),
+        ),
         ("tools/list", ledger::request(4, "tools/list", json!({}))),
     ];
     for (name, req) in &reqs {
+        let out = l
+            .handle(req)
+            .response
+            .expect("a request has a response")
+            .render(0);
+        let v: serde_json::Value = serde_json::from_slice(&out).expect("json");
+        if v.get("error").is_some() || v["result"]["isError"] == json!(true) {
+            println!(
+                "| {name} | refused: {} | | |",
+                String::from_utf8_lossy(&out)
+            );
+            continue;
+        }
         let s = time_each(200, 5_000, || {
             std::hint::black_box(l.handle(req));
         });
@@ -71,7 +128,7 @@ fn core_per_call() {
 
 fn run_status_vs_ledger_size(full: bool) {
     println!("## bernstein_run_status against ledger size\n");
-    println!("| records | build | p50 | p99 |\n|---|---|---|---|");
+    println!("| records | build | p50 | p99 | snapshot copy |\n|---|---|---|---|---|");
     let mut sizes = vec![1_000u64, 100_000];
     if full {
         sizes.push(1_000_000);
@@ -85,12 +142,19 @@ fn run_status_vs_ledger_size(full: bool) {
         let s = time_each(200, 5_000, || {
             std::hint::black_box(l.handle(&req));
         });
+        // What an append costs when another request still holds the snapshot it read: the
+        // store's copy-on-write of the projection (`Arc::make_mut`).
+        let copies = (200_000 / n).clamp(3, 200) as usize;
+        let copy = time_each(1, copies, || {
+            std::hint::black_box(l.snapshot.clone());
+        });
         println!(
-            "| {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |",
             l.snapshot.position.seq,
             fmt(build),
             fmt(s.p50),
-            fmt(s.p99)
+            fmt(s.p99),
+            fmt(copy.p50)
         );
     }
     println!();
@@ -112,38 +176,6 @@ fn verify_speed() {
         n as f64 / el.as_secs_f64(),
         report.calls.len()
     );
-}
-
-fn durable_writes() {
-    use bernstein_core::protocol::TransportFacts;
-    use bernstein_runtime_std::clock::SystemClock;
-    use bernstein_runtime_std::driver::serve_message;
-    use bernstein_runtime_std::store::FileStore;
-
-    println!("## Durable writes through the file store (fsync per request)\n");
-    let dir = scratch_dir("durable");
-    let key = vec![7u8; 32];
-    let store = FileStore::open(&dir, key.clone()).expect("open store");
-    let server = bernstein_core::Server::new(bernstein_core::Config::new(key));
-    let facts = TransportFacts::stdio(None);
-    let mut i = 0u64;
-    let s = time_each(20, 500, || {
-        i += 1;
-        let req = call(
-            i,
-            "bernstein_run",
-            json!({"goal": format!("durable goal {i}")}),
-        );
-        serve_message(&server, &store, &SystemClock, &req, &facts).expect("served");
-    });
-    println!(
-        "bernstein_run via serve_message: p50 {}, p99 {}, {:.0} writes/s\n",
-        fmt(s.p50),
-        fmt(s.p99),
-        s.rate()
-    );
-    drop(store);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A fresh directory under the system temp dir.

@@ -48,7 +48,7 @@ pub fn fmt(d: Duration) -> String {
     let ns = d.as_nanos();
     if ns < 10_000 {
         format!("{ns} ns")
-    } else if ns < 10_000_000 {
+    } else if ns < 1_000_000 {
         format!("{:.1} µs", ns as f64 / 1e3)
     } else {
         format!("{:.2} ms", ns as f64 / 1e6)

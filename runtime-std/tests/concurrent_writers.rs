@@ -11,33 +11,15 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use bernstein_core::ledger::Draft;
 use bernstein_core::ledger::verify::verify_ledger;
 use bernstein_runtime_std::FileStore;
 use bernstein_runtime_std::keys::load_or_create_audit_key;
 use bernstein_runtime_std::verify_cmd::audit_verify;
-use serde_json::json;
 
-use common::{TestDir, append_with_retry};
+use common::{TestDir, append_with_retry, writer_request};
 
 const WRITERS: u64 = 6;
 const APPENDS: u64 = 60;
-
-/// The two records one "request" of writer `w` appends: a journal note and its audit entry.
-fn request(w: u64, n: u64) -> Vec<Draft> {
-    vec![
-        Draft::new(
-            format!("run:W{w}"),
-            "test.note",
-            json!({"writer": w, "n": n}),
-        ),
-        Draft::new(
-            "audit",
-            "mcp.stateless_call",
-            json!({"tool": "t", "call_id": format!("{w}-{n}"), "ok": true}),
-        ),
-    ]
-}
 
 /// Child mode: append `APPENDS` requests (or forever with `BERNSTEIN_TEST_FOREVER`), printing
 /// `ack <n>` after each is durable.
@@ -57,7 +39,7 @@ fn child() {
     let mut conflicts = 0;
     let mut n = 0;
     while forever || n < APPENDS {
-        conflicts += append_with_retry(&store, &key, &request(w, n));
+        conflicts += append_with_retry(&store, &key, &writer_request("W", w, n));
         println!("ack {n}");
         n += 1;
     }

@@ -1,5 +1,6 @@
-//! The ledger file `.sdd/ledger/ledger.jsonl`: positional appends with `sync_data`, and the
-//! incremental fold of whatever was appended after the already-verified prefix.
+//! The ledger file `.sdd/ledger/ledger.jsonl`: positional appends (made durable by the store's
+//! group commit), and the incremental fold of whatever was appended after the already-verified
+//! prefix.
 //!
 //! Folding reads only the bytes after [`Folded::offset`], verifies each record (canonical
 //! form, hash, MAC, seq, ledger and stream chains, transaction framing, with the same rules as
@@ -136,18 +137,20 @@ impl LedgerFile {
         Ok(buf)
     }
 
-    /// Writes `bytes` at `offset` and makes them durable. On failure it tries to cut the file
-    /// back to `offset`, so that an unacknowledged append does not linger.
-    pub fn append_at(&self, offset: u64, bytes: &[u8]) -> io::Result<()> {
-        let written = self
-            .file
-            .write_all_at(bytes, offset)
-            .and_then(|()| self.file.sync_data());
-        if let Err(e) = written {
+    /// Writes `bytes` at `offset`, not yet durable (the store's group commit fsyncs them). On
+    /// failure it tries to cut the file back to `offset`, so that a half-written append does
+    /// not linger.
+    pub fn write_at(&self, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        if let Err(e) = self.file.write_all_at(bytes, offset) {
             let _ = self.truncate(offset);
             return Err(e);
         }
         Ok(())
+    }
+
+    /// A second descriptor of the file, for fsyncs made without the store's mutex.
+    pub fn sync_handle(&self) -> io::Result<File> {
+        self.file.try_clone()
     }
 
     /// Makes everything written so far durable.

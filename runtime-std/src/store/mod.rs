@@ -4,15 +4,24 @@
 //! of processes on one machine:
 //! - compare-and-append takes the exclusive file lock, first folds what other processes appended
 //!   (cutting a torn tail a crashed writer left), refuses a stale `expected` head, then writes
-//!   all records of the request with one positional write and `sync_data` before it answers;
+//!   all records of the request with one positional write and fsyncs before releasing the
+//!   locks; with [`StoreOptions::group_commit`] it releases them first and then waits until an
+//!   fsync has covered its bytes (concurrent writers of one process share fsyncs, see
+//!   [`group_commit`]);
 //! - snapshots take the shared lock only when the file grew, and fold just the new bytes, so a
 //!   request costs the same at any ledger size;
-//! - checkpoints of the folded projection let an open skip the folded prefix.
+//! - checkpoints of the folded projection let an open skip the folded prefix;
+//! - a snapshot is handed out only once the records it reflects are durable (a reader may fold
+//!   records a writer has written but not yet fsynced; it waits for, or performs, the fsync);
+//!   the driver's unsettled snapshot skips that wait and settles before answering without an
+//!   append.
 //!
-//! It must never acknowledge an append before it is durable, never cut a byte it verified, and
-//! never hand out a snapshot built from unverified records.
+//! It must never acknowledge an append before it is durable, never answer from records that
+//! are not, never cut a byte it verified, and never hand out a snapshot built from unverified
+//! records.
 
 pub mod checkpoint;
+pub mod group_commit;
 pub mod layout;
 pub mod ledger_file;
 pub mod lock;
@@ -20,12 +29,14 @@ pub mod lock;
 #[cfg(test)]
 pub(crate) mod test_dir;
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bernstein_core::ledger::verify::check_extends;
 use bernstein_core::ledger::{Append, AppendResult, Record, Snapshot, Store, StoreError};
 
+use self::group_commit::{GroupCommit, SyncStats};
 use self::layout::Layout;
 use self::ledger_file::{CatchUp, Folded, LedgerFile, TailPolicy};
 use self::lock::LedgerLock;
@@ -35,12 +46,21 @@ use self::lock::LedgerLock;
 pub struct StoreOptions {
     /// Write a checkpoint once this many records were folded since the last one.
     pub checkpoint_every: u64,
+    /// Group commit: an append waits for its fsync after releasing the locks, so concurrent
+    /// writers share fsyncs. Off (the default), it fsyncs under the locks, one append at a
+    /// time. Off by default: without the fsync in the critical section, an append nearly
+    /// always finds other requests still holding the projection they read, and then copies the
+    /// whole projection (`Arc::make_mut`), which with a large ledger costs far more than the
+    /// fsyncs it saves (see BENCHMARKS.md). Either way no answer leaves before what it
+    /// reflects is durable.
+    pub group_commit: bool,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             checkpoint_every: 5000,
+            group_commit: false,
         }
     }
 }
@@ -53,6 +73,8 @@ pub struct FileStore {
     options: StoreOptions,
     lock: LedgerLock,
     state: Mutex<State>,
+    /// The durable offset of the ledger file; taken after `state` is released, never while.
+    commit: GroupCommit<File>,
 }
 
 #[derive(Debug)]
@@ -85,11 +107,17 @@ impl FileStore {
             .map_err(|e| io_error(&layout.lock_file(), "open", &e))?;
         let ledger = LedgerFile::open(&layout.ledger_file())
             .map_err(|e| io_error(&layout.ledger_file(), "open", &e))?;
+        let commit = GroupCommit::new(
+            ledger
+                .sync_handle()
+                .map_err(|e| io_error(&layout.ledger_file(), "open", &e))?,
+        );
         let store = FileStore {
             layout,
             key: audit_key,
             options,
             lock,
+            commit,
             state: Mutex::new(State {
                 ledger,
                 folded: None,
@@ -121,6 +149,26 @@ impl FileStore {
             .map_err(|e| io_error(&self.layout.checkpoint_file(), "write", &e))?;
         state.since_checkpoint = 0;
         Ok(())
+    }
+
+    /// What group commit did so far in this process (waits that found their bytes not yet
+    /// durable, fsyncs performed for them).
+    pub fn sync_stats(&self) -> SyncStats {
+        self.commit.stats()
+    }
+
+    /// Blocks until the ledger is durable up to `end` (see [`group_commit`]).
+    fn durable(&self, end: u64) -> Result<(), StoreError> {
+        self.commit
+            .wait_durable(end)
+            .map_err(|e| self.sync_failed(&e))
+    }
+
+    fn sync_failed(&self, e: &str) -> StoreError {
+        StoreError::Io(format!(
+            "fsync {}: {e}; the server refuses further requests until it restarts",
+            self.layout.ledger_file().display()
+        ))
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -197,26 +245,63 @@ impl FileStore {
 
 impl Store for FileStore {
     fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+        let (snapshot, offset) = self.fold()?;
+        // What was folded may have been written by a writer still waiting for its fsync (or
+        // by another process): hand it out only once it is durable.
+        self.durable(offset)?;
+        Ok(snapshot)
+    }
+
+    fn snapshot_unsettled(&self) -> Result<Arc<Snapshot>, StoreError> {
+        self.commit.check().map_err(|e| self.sync_failed(&e))?;
+        Ok(self.fold()?.0)
+    }
+
+    fn settle(&self) -> Result<(), StoreError> {
+        self.commit.settle().map_err(|e| self.sync_failed(&e))
+    }
+
+    fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
+        self.commit.check().map_err(|e| self.sync_failed(&e))?;
+        let (result, end) = self.append_locked(append)?;
+        if let AppendResult::Committed(_) = result {
+            // With group commit, outside the locks: other writers append while this one waits
+            // for the fsync that covers its bytes, and share it. Without, already durable.
+            self.durable(end)?;
+        }
+        Ok(result)
+    }
+}
+
+impl FileStore {
+    /// The projection at the current head (folding what is new) and the file offset it
+    /// reflects, noted with group commit as bytes a later fsync must cover; not yet durable.
+    fn fold(&self) -> Result<(Arc<Snapshot>, u64), StoreError> {
         let mut state = self.state();
         let len = state
             .ledger
             .size()
             .map_err(|e| io_error(&self.layout.ledger_file(), "stat", &e))?;
-        if let Some(folded) = &state.folded
-            && folded.offset == len
-        {
-            return Ok(folded.snapshot.clone());
-        }
-        let _guard = self.lock.shared().map_err(|e| self.lock_error(&e))?;
-        self.catch_up(&mut state, TailPolicy::Ignore)?;
-        let folded = state
-            .folded
-            .as_ref()
-            .expect("catch_up leaves a folded state on success");
-        Ok(folded.snapshot.clone())
+        let (snapshot, offset) = match &state.folded {
+            Some(folded) if folded.offset == len => (folded.snapshot.clone(), folded.offset),
+            _ => {
+                let _guard = self.lock.shared().map_err(|e| self.lock_error(&e))?;
+                self.catch_up(&mut state, TailPolicy::Ignore)?;
+                let folded = state
+                    .folded
+                    .as_ref()
+                    .expect("catch_up leaves a folded state on success");
+                (folded.snapshot.clone(), folded.offset)
+            }
+        };
+        drop(state);
+        self.commit.wrote(offset);
+        Ok((snapshot, offset))
     }
 
-    fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
+    /// Compare-and-append under the locks, without waiting for durability: the result and the
+    /// offset the ledger must be durable up to before the result may be acknowledged.
+    fn append_locked(&self, append: &Append) -> Result<(AppendResult, u64), StoreError> {
         let mut state = self.state();
         let _guard = self.lock.exclusive().map_err(|e| self.lock_error(&e))?;
         if !state
@@ -237,17 +322,26 @@ impl Store for FileStore {
             .expect("catch_up leaves a folded state on success");
         let current = folded.snapshot.position;
         if current != append.expected {
-            return Ok(AppendResult::Conflict { current });
+            return Ok((AppendResult::Conflict { current }, folded.offset));
         }
         if append.records.is_empty() {
-            return Ok(AppendResult::Committed(current));
+            return Ok((AppendResult::Committed(current), folded.offset));
         }
         let (bytes, last_len) = self.checked_bytes(&folded.snapshot, &append.records)?;
         state
             .ledger
-            .append_at(folded.offset, &bytes)
+            .write_at(folded.offset, &bytes)
             .map_err(|e| io_error(&self.layout.ledger_file(), "append", &e))?;
-        // Durable now. Fold our own records (checked above) without re-reading them.
+        // Written (durable once group commit says so). Fold our own records (checked above)
+        // without re-reading them; a snapshot holding them waits for their fsync too.
+        let written_end = folded.offset + bytes.len() as u64;
+        self.commit.wrote(written_end);
+        if !self.options.group_commit {
+            // Durable before the locks are released, and before the projection is updated:
+            // while the fsync runs, the requests still reading the current projection let go
+            // of it, so updating it in place rarely has to copy it (`Arc::make_mut`).
+            self.durable(written_end)?;
+        }
         let snapshot = Arc::make_mut(&mut folded.snapshot);
         for rec in &append.records {
             snapshot
@@ -260,8 +354,9 @@ impl Store for FileStore {
         let position = snapshot.position;
         debug_assert_eq!(position, append.new_position());
         state.since_checkpoint += append.records.len() as u64;
+        let end = folded.offset;
         self.maybe_checkpoint(state);
-        Ok(AppendResult::Committed(position))
+        Ok((AppendResult::Committed(position), end))
     }
 }
 

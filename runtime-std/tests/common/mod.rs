@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bernstein_core::ledger::{Append, AppendResult, Draft, Store, seal};
+use std::sync::Arc;
+
+use bernstein_core::ledger::{Append, AppendResult, Draft, Snapshot, Store, seal};
 use bernstein_runtime_std::FileStore;
 
 /// A scratch directory, removed on drop.
@@ -36,9 +38,24 @@ impl Drop for TestDir {
 /// Seals `drafts` on a fresh snapshot and compare-and-appends them, retrying on conflict.
 /// Returns the number of conflicts met.
 pub fn append_with_retry(store: &FileStore, key: &[u8], drafts: &[Draft]) -> u64 {
+    append_on(store, key, drafts, |s| s.snapshot().unwrap())
+}
+
+/// [`append_with_retry`] the way the request driver does it: sealed on an unsettled snapshot
+/// (it may hold records still waiting for their fsync).
+pub fn append_unsettled_with_retry(store: &FileStore, key: &[u8], drafts: &[Draft]) -> u64 {
+    append_on(store, key, drafts, |s| s.snapshot_unsettled().unwrap())
+}
+
+fn append_on(
+    store: &FileStore,
+    key: &[u8],
+    drafts: &[Draft],
+    snapshot: impl Fn(&FileStore) -> Arc<Snapshot>,
+) -> u64 {
     let mut conflicts = 0;
     loop {
-        let snap = store.snapshot().unwrap();
+        let snap = snapshot(store);
         let records = seal(
             &snap.position,
             |s| snap.stream_head(s),
@@ -55,4 +72,21 @@ pub fn append_with_retry(store: &FileStore, key: &[u8], drafts: &[Draft]) -> u64
             AppendResult::Conflict { .. } => conflicts += 1,
         }
     }
+}
+
+/// The two records one "request" of writer `w` appends: a note on stream `run:<tag><w>` and
+/// its audit entry (call id `<w>-<n>`).
+pub fn writer_request(tag: &str, w: u64, n: u64) -> Vec<Draft> {
+    vec![
+        Draft::new(
+            format!("run:{tag}{w}"),
+            "test.note",
+            serde_json::json!({"writer": w, "n": n}),
+        ),
+        Draft::new(
+            "audit",
+            "mcp.stateless_call",
+            serde_json::json!({"tool": "t", "call_id": format!("{w}-{n}"), "ok": true}),
+        ),
+    ]
 }

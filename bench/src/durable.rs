@@ -1,0 +1,98 @@
+//! Durable writes through the real file store: `bernstein_run` served by the shared request
+//! driver (`serve_message`) from 1 and 16 threads on one `FileStore`, so that concurrent writers
+//! can share an fsync (group commit), with the store's group commit off (the default) and on.
+//! Every call returns only once its records are durable.
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use bernstein_core::protocol::TransportFacts;
+use bernstein_core::{Config, Server};
+use bernstein_runtime_std::clock::SystemClock;
+use bernstein_runtime_std::driver::{Env, serve_message};
+use bernstein_runtime_std::host::NoHost;
+use bernstein_runtime_std::store::{FileStore, StoreOptions};
+use serde_json::json;
+
+use crate::ledger::call;
+use crate::stats::{Summary, fmt};
+
+/// How long each writer count is measured.
+const PERIOD: Duration = Duration::from_secs(3);
+
+pub fn durable_writes() {
+    println!("## Durable writes through the file store (`serve_message`, `bernstein_run`)\n");
+    println!(
+        "| store | writers | writes/s | p50 | p99 | fsyncs per write |\n|---|---|---|---|---|---|"
+    );
+    for group_commit in [false, true] {
+        for writers in [1usize, 16] {
+            let (rate, s, per_write) = measure(writers, group_commit);
+            println!(
+                "| {} | {writers} | {rate:.0} | {} | {} | {per_write:.2} |",
+                if group_commit {
+                    "group commit"
+                } else {
+                    "fsync under the lock (default)"
+                },
+                fmt(s.p50),
+                fmt(s.p99)
+            );
+        }
+    }
+    println!();
+}
+
+/// Runs `writers` threads for [`PERIOD`]; writes per second, per-call latency and the
+/// group-commit fsyncs per write.
+fn measure(writers: usize, group_commit: bool) -> (f64, Summary, f64) {
+    let dir = crate::scratch_dir(&format!("durable-{writers}"));
+    let key = vec![7u8; 32];
+    let options = StoreOptions {
+        group_commit,
+        ..StoreOptions::default()
+    };
+    let store = Arc::new(FileStore::open_with(&dir, key.clone(), options).expect("open store"));
+    let server = Arc::new(Server::new(Config::new(key)));
+    let start = Arc::new(Barrier::new(writers + 1));
+    let threads: Vec<_> = (0..writers)
+        .map(|w| {
+            let (store, server, start) = (store.clone(), server.clone(), start.clone());
+            std::thread::spawn(move || {
+                let facts = TransportFacts::stdio(None);
+                let env = Env {
+                    store: &*store,
+                    clock: &SystemClock,
+                    host: &NoHost,
+                };
+                let mut samples = Vec::new();
+                start.wait();
+                let began = Instant::now();
+                let mut i = 0u64;
+                while began.elapsed() < PERIOD {
+                    i += 1;
+                    let req = call(
+                        i,
+                        "bernstein_run",
+                        json!({"goal": format!("w{w} goal {i}")}),
+                    );
+                    let t = Instant::now();
+                    serve_message(&server, &env, &req, &facts).expect("served");
+                    samples.push(t.elapsed());
+                }
+                samples
+            })
+        })
+        .collect();
+    start.wait();
+    let began = Instant::now();
+    let mut all = Vec::new();
+    for t in threads {
+        all.extend(t.join().expect("writer thread"));
+    }
+    let rate = all.len() as f64 / began.elapsed().as_secs_f64();
+    let per_write = store.sync_stats().syncs as f64 / all.len() as f64;
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+    (rate, Summary::of(all), per_write)
+}

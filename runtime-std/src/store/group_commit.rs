@@ -1,0 +1,265 @@
+//! Group commit: concurrent requests of one process share the fsyncs of the ledger file.
+//!
+//! The store uses this module in both of its modes: with `StoreOptions::group_commit` off (the
+//! default) a writer waits here while still holding the locks, so there is one append per
+//! fsync; on, it waits after releasing them, as described below. Readers wait here in both.
+//!
+//! A writer appends its bytes under the store's locks (so compare-and-append keeps its order),
+//! releases them, and then waits in [`GroupCommit::wait_durable`] until the file is durable up
+//! to the end of its bytes. Whoever finds no fsync in flight becomes the leader: it takes the
+//! highest offset written so far, fsyncs the file once for everybody, and wakes the others
+//! (followers); a follower whose bytes were written after that fsync began waits for the next
+//! one. Readers wait the same way for the offset of the snapshot they answer from
+//! (`Store::snapshot` waits before handing it out; the driver's unsettled snapshot waits in
+//! `Store::settle` before an answer that appended nothing), so no answer leaves before the
+//! records it reflects are durable, whichever thread or process wrote them (an fsync through
+//! any descriptor of the file flushes every byte written to it). A writer's snapshot does not
+//! wait: its own append extends what it read, and it waits for that.
+//!
+//! A failed fsync fails every waiter and poisons the store for the life of the process: after
+//! a failed fsync, Linux may drop the dirty pages and report success on the next one, so no
+//! later fsync can prove the earlier bytes durable. A restart re-reads what really is on disk.
+//!
+//! This module must never report an offset durable unless an fsync that began after the bytes
+//! before it were written has since succeeded.
+
+use std::io;
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+/// The fsync of the ledger file, as the leader performs it.
+pub trait Fsync: Send + Sync {
+    fn sync(&self) -> io::Result<()>;
+}
+
+impl Fsync for std::fs::File {
+    fn sync(&self) -> io::Result<()> {
+        self.sync_data()
+    }
+}
+
+/// Counters of what group commit did (for benchmarks and tests; no timing in them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyncStats {
+    /// Waits that found their offset not yet durable.
+    pub waits: u64,
+    /// Fsyncs performed by leaders.
+    pub syncs: u64,
+}
+
+/// The durable offset of one ledger file and the fsync leader election.
+#[derive(Debug)]
+pub struct GroupCommit<S> {
+    file: S,
+    state: Mutex<State>,
+    synced: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// The file holds verified bytes up to here (written by us or folded from the file).
+    written: u64,
+    /// Every byte before this offset is known durable.
+    durable: u64,
+    /// A leader is in fsync.
+    syncing: bool,
+    /// The error of a failed fsync: the store is poisoned.
+    failed: Option<String>,
+    stats: SyncStats,
+}
+
+impl<S: Fsync> GroupCommit<S> {
+    /// Group commit over `file`, nothing yet known durable.
+    pub fn new(file: S) -> GroupCommit<S> {
+        GroupCommit {
+            file,
+            state: Mutex::new(State::default()),
+            synced: Condvar::new(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Every update of the state is a single assignment; a panic cannot leave it torn.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `Err` with the failed fsync's error once the store is poisoned.
+    pub fn check(&self) -> Result<(), String> {
+        match &self.state().failed {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Notes that the file holds bytes up to `end` that a later fsync must cover.
+    pub fn wrote(&self, end: u64) {
+        let mut s = self.state();
+        s.written = s.written.max(end);
+    }
+
+    /// Blocks until every byte before `end` is durable (those bytes are in the file already),
+    /// performing the fsync itself when no other thread is. `Err` if an fsync failed.
+    pub fn wait_durable(&self, end: u64) -> Result<(), String> {
+        let mut s = self.state();
+        s.written = s.written.max(end);
+        if s.durable < end {
+            s.stats.waits += 1;
+        }
+        loop {
+            if let Some(e) = &s.failed {
+                return Err(e.clone());
+            }
+            if s.durable >= end {
+                return Ok(());
+            }
+            if s.syncing {
+                s = self.synced.wait(s).unwrap_or_else(|p| p.into_inner());
+                continue;
+            }
+            // Lead: everything written before this point is covered by the fsync below.
+            s.syncing = true;
+            let target = s.written;
+            drop(s);
+            let result = self.file.sync();
+            s = self.state();
+            s.syncing = false;
+            s.stats.syncs += 1;
+            match result {
+                Ok(()) => s.durable = s.durable.max(target),
+                Err(e) => s.failed = Some(e.to_string()),
+            }
+            self.synced.notify_all();
+        }
+    }
+
+    /// Blocks until every byte noted so far (by [`Self::wrote`] or a wait) is durable.
+    pub fn settle(&self) -> Result<(), String> {
+        let written = self.state().written;
+        self.wait_durable(written)
+    }
+
+    /// What group commit did so far.
+    pub fn stats(&self) -> SyncStats {
+        self.state().stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::mpsc::{Receiver, Sender, channel};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// An fsync that reports each call and then blocks until the test releases it with the
+    /// result to return: the test decides when every fsync ends.
+    struct Gate {
+        started: Mutex<Sender<()>>,
+        release: Mutex<Receiver<io::Result<()>>>,
+    }
+
+    impl Fsync for Gate {
+        fn sync(&self) -> io::Result<()> {
+            self.started.lock().unwrap().send(()).unwrap();
+            self.release.lock().unwrap().recv().unwrap()
+        }
+    }
+
+    struct Rig {
+        gc: Arc<GroupCommit<Gate>>,
+        started: Receiver<()>,
+        release: Sender<io::Result<()>>,
+    }
+
+    fn rig() -> Rig {
+        let (started_tx, started) = channel();
+        let (release, release_rx) = channel();
+        Rig {
+            gc: Arc::new(GroupCommit::new(Gate {
+                started: Mutex::new(started_tx),
+                release: Mutex::new(release_rx),
+            })),
+            started,
+            release,
+        }
+    }
+
+    impl Rig {
+        fn waiter(&self, end: u64) -> Receiver<Result<(), String>> {
+            let (tx, rx) = channel();
+            let gc = self.gc.clone();
+            std::thread::spawn(move || tx.send(gc.wait_durable(end)).unwrap());
+            rx
+        }
+
+        /// Waits until a waiter sits on the condition variable behind a leader (the count
+        /// of waits rises before anyone blocks; give the thread time to block).
+        fn until_waits(&self, n: u64) {
+            while self.gc.stats().waits < n {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    fn not_yet(rx: &Receiver<Result<(), String>>) {
+        assert!(
+            rx.recv_timeout(Duration::from_millis(50)).is_err(),
+            "a waiter returned before its bytes were durable"
+        );
+    }
+
+    #[test]
+    fn one_fsync_serves_every_waiter_written_before_it_began() {
+        let r = rig();
+        r.gc.wrote(100);
+        r.gc.wrote(300);
+        let a = r.waiter(100);
+        r.started.recv().unwrap();
+        let b = r.waiter(300);
+        let c = r.waiter(200);
+        r.until_waits(3);
+        not_yet(&a);
+        not_yet(&b);
+        r.release.send(Ok(())).unwrap();
+        for rx in [a, b, c] {
+            assert_eq!(rx.recv().unwrap(), Ok(()));
+        }
+        assert_eq!(r.gc.stats().syncs, 1);
+        // Already durable: no fsync, no wait.
+        assert_eq!(r.gc.wait_durable(300), Ok(()));
+        assert_eq!(r.gc.stats(), SyncStats { waits: 3, syncs: 1 });
+    }
+
+    #[test]
+    fn bytes_written_after_an_fsync_began_wait_for_the_next_one() {
+        let r = rig();
+        let a = r.waiter(100);
+        r.started.recv().unwrap();
+        // Written while the first fsync runs: it may not cover them.
+        let b = r.waiter(250);
+        r.until_waits(2);
+        r.release.send(Ok(())).unwrap();
+        assert_eq!(a.recv().unwrap(), Ok(()));
+        r.started.recv().unwrap();
+        not_yet(&b);
+        r.release.send(Ok(())).unwrap();
+        assert_eq!(b.recv().unwrap(), Ok(()));
+        assert_eq!(r.gc.stats().syncs, 2);
+    }
+
+    #[test]
+    fn a_failed_fsync_fails_its_waiters_and_poisons_the_store() {
+        let r = rig();
+        let a = r.waiter(100);
+        r.started.recv().unwrap();
+        let b = r.waiter(100);
+        r.until_waits(2);
+        r.release.send(Err(io::Error::other("EIO"))).unwrap();
+        assert_eq!(a.recv().unwrap(), Err("EIO".to_string()));
+        assert_eq!(b.recv().unwrap(), Err("EIO".to_string()));
+        // Nothing later is reported durable, not even with a fresh write.
+        assert_eq!(r.gc.check(), Err("EIO".to_string()));
+        assert_eq!(r.gc.wait_durable(50), Err("EIO".to_string()));
+        assert_eq!(r.gc.stats().syncs, 1);
+    }
+}
