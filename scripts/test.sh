@@ -190,7 +190,7 @@ run_e2e() {
   fi
   local ok=0
   # Raw-pipe and CLI tests need no SDK; they run once, in the handshake venv.
-  run_pytest "mcp1-handshake+common" "$CACHE/venv-mcp1" common handshake http || ok=1
+  run_pytest "mcp1-handshake+common" "$CACHE/venv-mcp1" common handshake http worker || ok=1
   run_pytest "mcp2-stateless" "$CACHE/venv-mcp2" stateless http/stateless || ok=1
   return $ok
 }
@@ -245,6 +245,34 @@ else
   fi
 fi
 run_conformance || true
+
+# ---- [postgres] the PostgreSQL ledger backend (issue 8) ----------------------------------
+# scripts/postgres.sh starts a throwaway cluster under .cache/pg/ on a free loopback port
+# (installing PostgreSQL from Debian's packages when initdb is missing); the cargo tests of
+# store-postgres start it themselves the same way. Here the e2e suite tests/e2e/postgres runs 3
+# `bernstein mcp --transport http --store postgres://...` instances on one database (SDK hosts
+# spread over them, racing claimers, a database restart mid-load), then the cluster is stopped.
+run_postgres() {
+  local url
+  banner "postgres e2e (scripts/postgres.sh, tests/e2e/postgres)"
+  if ! url=$("$ROOT/scripts/postgres.sh" start); then
+    note_step "postgres cluster" FAIL "scripts/postgres.sh start failed"
+    FAILED=$((FAILED + 1))
+    return 1
+  fi
+  local ok=0
+  if [ -x "$CACHE/venv-mcp1/bin/python" ] && [ -x "$BERNSTEIN_BIN" ]; then
+    BERNSTEIN_TEST_PG_URL="$url" run_pytest "postgres" "$CACHE/venv-mcp1" postgres || ok=1
+  else
+    note_step "pytest postgres" FAIL "no venv-mcp1 or no $BERNSTEIN_BIN"
+    FAILED=$((FAILED + 1))
+    ok=1
+  fi
+  "$ROOT/scripts/postgres.sh" stop || true
+  return $ok
+}
+run_postgres || true
+# ---- [postgres] end ------------------------------------------------------------------------
 
 # ---- [proof] fuzz smoke run (issue 7) ------------------------------------------------------
 # scripts/fuzz-smoke.sh builds every cargo-fuzz target in fuzz/ and fuzzes each one for

@@ -1,6 +1,8 @@
 //! `bernstein`: the command-line entry point. It parses flags and environment into a core
 //! `Config`, picks a runtime and hands over; it holds no protocol logic of its own.
 
+#[macro_use]
+mod output;
 mod commands;
 mod settings;
 
@@ -45,6 +47,11 @@ enum Command {
         #[command(subcommand)]
         command: commands::backlog::BacklogCommand,
     },
+    /// Task capsules: offline verification.
+    Capsule {
+        #[command(subcommand)]
+        command: commands::capsule::CapsuleCommand,
+    },
     /// Task mailboxes: offline verification.
     Mailbox {
         #[command(subcommand)]
@@ -60,6 +67,18 @@ enum Command {
         #[command(subcommand)]
         command: commands::task::TaskCommand,
     },
+    /// The shared PostgreSQL store: schema migrations.
+    Store {
+        #[command(subcommand)]
+        command: commands::store::StoreCommand,
+    },
+    /// Move a PostgreSQL ledger to and from the file store's format.
+    Ledger {
+        #[command(subcommand)]
+        command: commands::ledger::LedgerCommand,
+    },
+    /// Claim tasks and execute each with a command-line agent (over --url or in process).
+    Worker(Box<commands::worker::WorkerArgs>),
 }
 
 fn main() -> ExitCode {
@@ -74,9 +93,13 @@ fn main() -> ExitCode {
         Command::Status { json } => commands::status::run(&workdir, json),
         Command::Audit { command } => commands::audit::run(&workdir, command),
         Command::Backlog { command } => commands::backlog::run(&workdir, command),
+        Command::Capsule { command } => commands::capsule::run(&workdir, command),
         Command::Mailbox { command } => commands::mailbox::run(&workdir, command),
         Command::Plan { command } => commands::plan::run(&workdir, command),
         Command::Task { command } => commands::task::run(&workdir, command),
+        Command::Store { command } => commands::store::run(command),
+        Command::Ledger { command } => commands::ledger::run(&workdir, command),
+        Command::Worker(args) => commands::worker::run(&workdir, *args),
     };
     match result {
         Ok(code) => code,

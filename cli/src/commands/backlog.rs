@@ -73,7 +73,7 @@ fn verify_claim(sdd: &Path, receipt_path: &Path) -> Result<ExitCode, String> {
     };
     match result {
         Ok(report) => {
-            println!("{}", report.summary());
+            say!("{}", report.summary());
             Ok(ExitCode::SUCCESS)
         }
         Err(f) => Ok(failed(&f)),
@@ -81,7 +81,7 @@ fn verify_claim(sdd: &Path, receipt_path: &Path) -> Result<ExitCode, String> {
 }
 
 fn failed(f: &ClaimFailure) -> ExitCode {
-    println!("FAILED: {f}");
+    say!("FAILED: {f}");
     ExitCode::from(1)
 }
 

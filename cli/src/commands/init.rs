@@ -5,6 +5,6 @@ use std::process::ExitCode;
 
 pub fn run(workdir: &Path) -> Result<ExitCode, String> {
     let sdd = bernstein_runtime_std::init(workdir).map_err(|e| e.to_string())?;
-    println!("initialised {}", sdd.display());
+    say!("initialised {}", sdd.display());
     Ok(ExitCode::SUCCESS)
 }

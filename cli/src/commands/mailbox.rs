@@ -48,13 +48,13 @@ pub fn run(workdir: &Path, command: MailboxCommand) -> Result<ExitCode, String> 
     match result {
         Ok(report) => {
             for (task, n) in &report.entries {
-                println!("{task}  {n} entries");
+                say!("{task}  {n} entries");
             }
-            println!("{}", report.summary());
+            say!("{}", report.summary());
             Ok(ExitCode::SUCCESS)
         }
         Err(f) => {
-            println!("FAILED: {f}");
+            say!("FAILED: {f}");
             Ok(ExitCode::from(1))
         }
     }

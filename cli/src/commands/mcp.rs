@@ -7,6 +7,8 @@ use std::sync::Arc;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Server, Tier};
 use bernstein_runtime_std::clock::SystemClock;
+use bernstein_runtime_std::driver::Backend;
+use bernstein_runtime_std::host::ProjectHost;
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::settings;
@@ -35,6 +37,13 @@ pub struct McpArgs {
     /// bearer when a token is set, else none).
     #[arg(long, value_name = "MODE")]
     auth: Option<String>,
+    /// Ledger store: a postgres:// URL shared by several instances (else BERNSTEIN_STORE_URL,
+    /// else the .sdd/ directory of --workdir).
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+    /// Apply the PostgreSQL schema migrations before serving.
+    #[arg(long)]
+    migrate: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -73,22 +82,25 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
         return super::tools::run(tier, json_output);
     }
     let tier = settings::tier(args.mcp_tier)?;
-    let (store, key) = super::open_store(workdir)?;
+    let url = settings::store_url(args.store.as_deref())?;
+    let (store, key) = super::open_any_store(workdir, url.as_deref(), args.migrate)?;
     let transports = match args.transport {
         Transport::Stdio => vec!["stdio".to_string()],
         Transport::Http => vec!["streamable-http".to_string(), "sse".to_string()],
     };
     let mut config = settings::config(key, tier, transports)?;
     config.signing_key = Some(super::load_signer(workdir)?);
-    let clock = Arc::new(SystemClock);
+    let backend = Backend::new(
+        store,
+        Arc::new(SystemClock),
+        Arc::new(ProjectHost::new(workdir)),
+    );
     let served = match args.transport {
         Transport::Stdio => {
             let server = Arc::new(Server::new(config));
             match args.runtime {
-                Runtime::Std => {
-                    bernstein_runtime_std::stdio::serve_stdio(&server, &*store, &*clock)
-                }
-                Runtime::Smol => bernstein_runtime_smol::stdio::serve_stdio(server, store, clock),
+                Runtime::Std => bernstein_runtime_std::stdio::serve_stdio(&server, &backend.env()),
+                Runtime::Smol => bernstein_runtime_smol::stdio::serve_stdio(server, backend),
             }
         }
         Transport::Http => {
@@ -103,10 +115,8 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
             opts.limits.max_body_bytes = config.limits.max_message_bytes;
             let server = Arc::new(Server::new(config));
             match args.runtime {
-                Runtime::Std => bernstein_runtime_std::http::serve_http(server, store, clock, opts),
-                Runtime::Smol => {
-                    bernstein_runtime_smol::http::serve_http(server, store, clock, opts)
-                }
+                Runtime::Std => bernstein_runtime_std::http::serve_http(server, backend, opts),
+                Runtime::Smol => bernstein_runtime_smol::http::serve_http(server, backend, opts),
             }
         }
     };

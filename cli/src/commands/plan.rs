@@ -11,7 +11,6 @@ use std::process::ExitCode;
 
 use bernstein_core::domain::operator;
 use bernstein_core::domain::plans::{self, PlanDecision, PlanDocument};
-use bernstein_core::ledger::Store;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -73,7 +72,7 @@ pub fn run(workdir: &Path, command: PlanCommand) -> Result<ExitCode, String> {
 }
 
 fn list(workdir: &Path, as_json: bool) -> Result<ExitCode, String> {
-    let (store, _) = super::open_store(workdir)?;
+    let (store, _) = super::open_operator_store(workdir)?;
     let snap = store.snapshot().map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     for id in snap.domain.plans() {
@@ -89,10 +88,10 @@ fn list(workdir: &Path, as_json: bool) -> Result<ExitCode, String> {
     if as_json {
         print_json(&json!({ "plans": rows }))?;
     } else if rows.is_empty() {
-        println!("no plans: create one with bernstein_run {{\"goal\": ..., \"plan\": true}}");
+        say!("no plans: create one with bernstein_run {{\"goal\": ..., \"plan\": true}}");
     } else {
         for r in &rows {
-            println!(
+            say!(
                 "{}  {} tasks, {} planned  {}  {}",
                 r["plan_id"].as_str().unwrap_or("?"),
                 r["tasks"],
@@ -106,7 +105,7 @@ fn list(workdir: &Path, as_json: bool) -> Result<ExitCode, String> {
 }
 
 fn show(workdir: &Path, plan_id: &str, as_json: bool) -> Result<ExitCode, String> {
-    let (store, _) = super::open_store(workdir)?;
+    let (store, _) = super::open_operator_store(workdir)?;
     let snap = store.snapshot().map_err(|e| e.to_string())?;
     let doc = match plans::document(&snap.domain, plan_id) {
         Ok(d) => d,
@@ -126,20 +125,23 @@ fn show(workdir: &Path, plan_id: &str, as_json: bool) -> Result<ExitCode, String
 }
 
 fn print_plan(doc: &PlanDocument) {
-    println!(
+    say!(
         "plan {}  ({} tasks, {} planned)",
         doc.plan_id,
         doc.tasks.len(),
         doc.planned()
     );
-    println!("hash {}", doc.hash());
-    println!();
-    println!(
+    say!("hash {}", doc.hash());
+    say!();
+    say!(
         "{:<20} {:<22} {:<20} {:<10} TITLE",
-        "TASK", "STATUS", "PARENT", "ROLE"
+        "TASK",
+        "STATUS",
+        "PARENT",
+        "ROLE"
     );
     for t in &doc.tasks {
-        println!(
+        say!(
             "{:<20} {:<22} {:<20} {:<10} {}{}",
             t.task_id,
             t.status.as_str(),
@@ -153,8 +155,8 @@ fn print_plan(doc: &PlanDocument) {
             }
         );
     }
-    println!();
-    println!(
+    say!();
+    say!(
         "decide with: bernstein plan approve {id} --hash {h}   (or: bernstein plan reject {id} --hash {h})",
         id = doc.plan_id,
         h = doc.hash()
@@ -168,8 +170,8 @@ fn decide(
     decision: PlanDecision,
     reason: Option<String>,
 ) -> Result<ExitCode, String> {
-    let (store, key) = super::open_store(workdir)?;
-    let outcome = commit_operator(&store, &key, |snap, now| {
+    let (store, key) = super::open_operator_store(workdir)?;
+    let outcome = commit_operator(&*store, &key, |snap, now| {
         operator::decide_plan(snap, now, plan_id, hash, decision, reason.as_deref())
     })?;
     match outcome {

@@ -5,13 +5,12 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use bernstein_core::Config;
-use bernstein_core::ledger::Store;
 use bernstein_core::protocol::registry::ToolContext;
 use bernstein_runtime_std::driver::Clock;
 use serde_json::{Value, json};
 
 pub fn run(workdir: &Path, json_output: bool) -> Result<ExitCode, String> {
-    let (store, key) = super::open_store(workdir)?;
+    let (store, key) = super::open_operator_store(workdir)?;
     let snapshot = store.snapshot().map_err(|e| e.to_string())?;
     let config = Config::new(key);
     let catalog = bernstein_core::domain::catalog();
@@ -29,12 +28,14 @@ pub fn run(workdir: &Path, json_output: bool) -> Result<ExitCode, String> {
         trace_id: "cli",
         span_id: "cli",
         spec_revision: "cli",
+        host: &[],
+        meta: None,
     };
     let payload = (spec.call)(&cx, json!({"detail": true}))
         .result
         .map_err(|e| e.message)?;
     if json_output {
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&payload).map_err(|e| e.to_string())?
         );
@@ -48,18 +49,18 @@ fn print_table(payload: &Value) {
     let counts = &payload["counts"];
     if let Some(map) = counts.as_object() {
         let parts: Vec<String> = map.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-        println!("{}", parts.join("  "));
+        say!("{}", parts.join("  "));
     }
     let rows = payload["tasks"].as_array().cloned().unwrap_or_default();
     if rows.is_empty() {
-        println!("no tasks yet: start one with the bernstein_run tool");
+        say!("no tasks yet: start one with the bernstein_run tool");
         return;
     }
-    println!();
-    println!("{:<20} {:<22} {:<20} TITLE", "TASK", "STATUS", "RUN");
+    say!();
+    say!("{:<20} {:<22} {:<20} TITLE", "TASK", "STATUS", "RUN");
     for r in rows {
         let s = |k: &str| r[k].as_str().unwrap_or("-").to_string();
-        println!(
+        say!(
             "{:<20} {:<22} {:<20} {}",
             s("id"),
             s("status"),
@@ -68,6 +69,6 @@ fn print_table(payload: &Value) {
         );
     }
     if payload["truncated"].as_bool() == Some(true) {
-        println!("(more tasks not shown: use --json)");
+        say!("(more tasks not shown: use --json)");
     }
 }

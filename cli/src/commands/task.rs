@@ -13,7 +13,6 @@ use bernstein_core::ledger::{Append, AppendResult, Snapshot, Store, seal};
 use bernstein_core::time::Timestamp;
 use bernstein_runtime_std::clock::SystemClock;
 use bernstein_runtime_std::driver::{Clock, MAX_ATTEMPTS};
-use bernstein_runtime_std::store::FileStore;
 use clap::Subcommand;
 
 #[derive(Debug, Subcommand)]
@@ -30,9 +29,9 @@ pub enum TaskCommand {
 
 pub fn run(workdir: &Path, command: TaskCommand) -> Result<ExitCode, String> {
     let TaskCommand::Cancel { task_id, reason } = command;
-    let (store, key) = super::open_store(workdir)?;
+    let (store, key) = super::open_operator_store(workdir)?;
     let config = Config::new(key.clone());
-    let outcome = commit_operator(&store, &key, |snap, now| {
+    let outcome = commit_operator(&*store, &key, |snap, now| {
         operator::cancel_task(snap, &config, now, &task_id, reason.as_deref())
     })?;
     match outcome {
@@ -50,7 +49,7 @@ pub fn run(workdir: &Path, command: TaskCommand) -> Result<ExitCode, String> {
 }
 
 pub(crate) fn print_json(v: &serde_json::Value) -> Result<(), String> {
-    println!(
+    say!(
         "{}",
         serde_json::to_string_pretty(v).map_err(|e| e.to_string())?
     );
@@ -61,7 +60,7 @@ pub(crate) fn print_json(v: &serde_json::Value) -> Result<(), String> {
 /// from a fresh snapshot on conflict. `Ok(Err(refusal))` when the command refused (nothing
 /// written); `Err` on a store failure.
 pub(crate) fn commit_operator<E>(
-    store: &FileStore,
+    store: &dyn Store,
     key: &[u8],
     mut command: impl FnMut(&Snapshot, Timestamp) -> Result<OperatorOutcome, E>,
 ) -> Result<Result<OperatorOutcome, E>, String> {

@@ -38,16 +38,16 @@ pub fn run(tier: Option<Tier>, json_output: bool) -> Result<ExitCode, String> {
         } else {
             out.into()
         };
-        println!(
+        say!(
             "{}",
             serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
         );
         return Ok(ExitCode::SUCCESS);
     }
     for (t, tools) in listing {
-        println!("{} tier ({} tools)", t.as_str(), tools.len());
+        say!("{} tier ({} tools)", t.as_str(), tools.len());
         for s in tools {
-            println!("  {:<28} [{}] {}", s.name, s.tier.as_str(), s.title);
+            say!("  {:<28} [{}] {}", s.name, s.tier.as_str(), s.title);
         }
     }
     Ok(ExitCode::SUCCESS)
