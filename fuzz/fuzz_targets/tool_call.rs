@@ -7,7 +7,10 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use bernstein_core::protocol::Input;
+use bernstein_core::protocol::host::{
+    DirEntry, EntryKind, HostFailure, HostReply, HostRequest,
+};
+use bernstein_core::protocol::{Input, Phase};
 use bernstein_fuzz::{fixture, invariants};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};
@@ -150,6 +153,36 @@ fn envelope(call: &Call) -> Vec<u8> {
     serde_json::to_vec(&msg).expect("a Value serializes")
 }
 
+/// A plausible runtime answer to a host request, chosen by `pick`.
+fn fake_reply(request: &HostRequest, pick: u64) -> HostReply {
+    match (request, pick % 4) {
+        (_, 0) => HostReply::Failed(HostFailure::NotFound),
+        (HostRequest::List { .. }, _) => HostReply::Listing {
+            entries: vec![
+                DirEntry {
+                    name: "review".into(),
+                    kind: EntryKind::Dir,
+                    size: 0,
+                },
+                DirEntry {
+                    name: "deploy.json".into(),
+                    kind: EntryKind::File,
+                    size: 40,
+                },
+            ],
+        },
+        (HostRequest::Read { .. }, 1) => HostReply::File {
+            text: "---\nname: review\ndescription: a skill\n---\n# Review\nbody\n".into(),
+        },
+        (HostRequest::Read { .. }, _) => HostReply::File {
+            text: r#"{"id":"deploy","name":"Deploy","description":"d","tasks":[{"title":"t","description":"d"}]}"#.into(),
+        },
+        (HostRequest::SignalShutdown { .. }, _) => HostReply::Signalled {
+            path: "/p/.sdd/runtime/signals/SHUTDOWN".into(),
+        },
+    }
+}
+
 fuzz_target!(|session: Session| {
     let server = fixture::server();
     let key = server.config.audit_key.clone();
@@ -157,16 +190,36 @@ fuzz_target!(|session: Session| {
     let mut snapshot = fixture::snapshot().clone();
     for (i, call) in session.calls.iter().take(8).enumerate() {
         let bytes = envelope(call);
-        let outcome = invariants::handle_checked(
-            server,
-            &Input {
-                bytes: &bytes,
-                snapshot: &snapshot,
-                now: fixture::NOW,
-                transport: &facts,
-            },
-            i == 0,
-        );
+        let input = Input {
+            bytes: &bytes,
+            snapshot: &snapshot,
+            now: fixture::NOW,
+            transport: &facts,
+        };
+        // Play the runtime: answer host requests with made-up replies, and end a held answer
+        // by settling or cancelling it, until the call is answered.
+        let mut replies = Vec::new();
+        let mut phase = Phase::Live;
+        let mut rounds = 0;
+        let outcome = loop {
+            rounds += 1;
+            assert!(rounds < 40, "a call never got an answer");
+            let outcome =
+                invariants::handle_round_checked(server, &input, &replies, phase, i == 0);
+            if let Some(request) = &outcome.host {
+                replies.push(fake_reply(request, u64::from(call.id.unsigned_abs()) + rounds));
+                continue;
+            }
+            if outcome.response.is_none() && outcome.pending.is_some() {
+                phase = if call.id % 2 == 0 {
+                    Phase::Settle
+                } else {
+                    Phase::Cancelled
+                };
+                continue;
+            }
+            break outcome;
+        };
         assert!(outcome.response.is_some(), "every call gets a reply");
         if let Some(append) = &outcome.append {
             invariants::apply_checked(&mut snapshot, append, &key);

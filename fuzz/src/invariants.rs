@@ -10,7 +10,8 @@
 
 use bernstein_core::ledger::verify::check_extends;
 use bernstein_core::ledger::{Append, Record, Snapshot};
-use bernstein_core::protocol::{Input, Outcome, Server, TransportFacts};
+use bernstein_core::protocol::host::HostReply;
+use bernstein_core::protocol::{Input, Outcome, Phase, Server, TransportFacts};
 use serde_json::Value;
 
 /// Latency written into metered replies (any value: the core must not care).
@@ -88,11 +89,23 @@ fn depth(v: &Value) -> usize {
 
 /// Handles `input` (twice when `twice`: determinism), checks the reply, returns the outcome.
 pub fn handle_checked(server: &Server, input: &Input<'_>, twice: bool) -> Outcome {
-    let outcome = server.handle(input);
+    handle_round_checked(server, input, &[], Phase::Live, twice)
+}
+
+/// [`handle_checked`] for a later round of the same message: with the host's replies so far
+/// and in an explicit phase.
+pub fn handle_round_checked(
+    server: &Server,
+    input: &Input<'_>,
+    host: &[HostReply],
+    phase: Phase,
+    twice: bool,
+) -> Outcome {
+    let outcome = server.handle_round(input, host, phase);
     if twice {
         assert_eq!(
             outcome,
-            server.handle(input),
+            server.handle_round(input, host, phase),
             "handling must be deterministic"
         );
     }
@@ -101,6 +114,13 @@ pub fn handle_checked(server: &Server, input: &Input<'_>, twice: bool) -> Outcom
             let bytes = r.render(LATENCY_MS);
             assert_reply(&bytes);
         }
+        // Not answered yet: a tool asked the host for something, or holds its answer until
+        // the ledger moves (a long poll). Either way nothing may be recorded yet.
+        None if outcome.host.is_some() || outcome.pending.is_some() => assert!(
+            outcome.append.is_none(),
+            "an unanswered outcome must not append: {:?}",
+            String::from_utf8_lossy(input.bytes)
+        ),
         None => assert!(
             may_be_silent(input.bytes),
             "no reply to {:?}",
