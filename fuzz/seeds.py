@@ -50,7 +50,8 @@ def http_post(body: bytes, version: str | None, chunked: bool = False, extra: st
 def seeds() -> dict[str, list[bytes]]:
     out: dict[str, list[bytes]] = {name: [] for name in (
         "request_path", "tool_call", "http_request", "line_framer", "ledger_record",
-        "ledger_verify", "torn_tail", "canonical_json", "run_handle")}
+        "ledger_verify", "torn_tail", "canonical_json", "run_handle", "capsule", "handle_ledger",
+        "request_meta", "project_files")}
     for fx in fixtures():
         meta = json.loads((fx / "fixture.json").read_text())
         requests = lines(fx / "requests.jsonl")
@@ -95,7 +96,17 @@ def seeds() -> dict[str, list[bytes]]:
             if isinstance(sc, dict):
                 inner = sc.get("result", sc)
                 if isinstance(inner, dict) and ("receiptHash" in inner or "pollToken" in inner):
-                    out["run_handle"].append(json.dumps(inner, separators=(",", ":")).encode())
+                    handle = json.dumps(inner, separators=(",", ":")).encode()
+                    out["run_handle"].append(handle)
+                    # handle_ledger: structured fields first (zeros), then handle \0 ledger.
+                    out["handle_ledger"].append(bytes(16) + handle + b"\0" + ledger)
+                    out["handle_ledger"].append(bytes(16) + handle)
+        # capsule: structured fields first, then ledger bytes (its last field).
+        out["capsule"].append(bytes(16) + b"".join(line + b"\n" for line in ledger_lines[:6]))
+        for req in requests:
+            meta = _trace_meta(req)
+            if meta is not None:
+                out["request_meta"].append(bytes(24) + meta)
         del meta
     # A few HTTP shapes besides POST /mcp.
     for raw in (
@@ -112,7 +123,41 @@ def seeds() -> dict[str, list[bytes]]:
     out["http_request"].append(b"\x00" + http_post(
         b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}', "2026-07-28",
         extra="Mcp-Method: tools/list\r\nAuthorization: Bearer s3cret-token\r\nOrigin: http://localhost\r\n"))
+    project_file_seeds(out["project_files"])
+    out["request_meta"].extend(bytes(24) + json.dumps(m, separators=(",", ":")).encode() for m in (
+        {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+         "tracestate": "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE,vendor@sys=a b",
+         "baggage": "userId=alice, serverNode=DF%2028;p=1;flag"},
+        {"traceparent": "00-00000000000000000000000000000000-00f067aa0ba902b7-00"},
+        {"region": "eu-west-1", "count": 42, "dry": False, "nested": {"tenant": "t1"}},
+        {"type": "object", "properties": {"r": {"type": "string", "x-mcp-header": "R"}}},
+    ))
     return out
+
+
+def _trace_meta(request: bytes) -> bytes | None:
+    """The `_meta` of a recorded request, when it has one."""
+    try:
+        msg = json.loads(request)
+    except ValueError:
+        return None
+    meta = (msg.get("params") or {}).get("_meta") if isinstance(msg, dict) else None
+    return json.dumps(meta, separators=(",", ":")).encode() if isinstance(meta, dict) else None
+
+
+def project_file_seeds(out: list[bytes]) -> None:
+    """project_files: selector 0 + a scenario definition, 1 + a SKILL.md (the built-in
+    scenarios, and a few skill files in the shapes `skills::parse_header` reads)."""
+    for path in sorted((HERE.parent / "core" / "src" / "domain" / "scenarios").glob("*.json")):
+        out.append(b"\x00" + path.read_bytes())
+    for text in (
+        "---\nname: ci-fixer\ndescription: \"Fixes CI\"\nreferences:\n  - references/a.md\n"
+        "scripts:\n  - 'scripts/run.sh'\n---\n# CI fixer\n",
+        "# Backend conventions\n\nUse the ledger.\n",
+        "---\r\nname: x\r\ndescription:\r\n---\r\n\r\n## Heading\r\n",
+        "ci-fixer|Fixes CI: the flaky ones|references/a.md,references/b.md|# Body\n",
+    ):
+        out.append(b"\x01" + text.encode())
 
 
 def main() -> None:
