@@ -22,7 +22,6 @@ const FORBIDDEN: &[&str] = &[
     "ureq",
     "getrandom",
     "rand",
-    "rand_core",
     "libc",
     "rustix",
     "nix",
@@ -30,6 +29,12 @@ const FORBIDDEN: &[&str] = &[
     "fs2",
     "memmap2",
 ];
+
+/// Features that give an otherwise harmless crate an OS randomness source. `rand_core` itself is
+/// allowed: `imbl` (the projection's persistent maps) uses it with `rand_xoshiro`, a PRNG it
+/// seeds with a constant, so the core stays deterministic. Only these features (which pull
+/// `getrandom`, banned above as well) would connect it to the OS.
+const ENTROPY_FEATURES: &[(&str, &str)] = &[("rand_core", "os_rng"), ("rand_core", "getrandom")];
 
 #[test]
 fn dependency_tree_holds_no_io_runtime() {
@@ -44,7 +49,7 @@ fn dependency_tree_holds_no_io_runtime() {
             "--prefix",
             "none",
             "--format",
-            "{p}",
+            "{p} {f}",
         ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
@@ -67,6 +72,21 @@ fn dependency_tree_holds_no_io_runtime() {
     assert!(
         bad.is_empty(),
         "the core's dependency tree gained IO crates: {bad:?}"
+    );
+    let entropy: Vec<&str> = tree
+        .lines()
+        .filter(|l| {
+            let mut words = l.split_whitespace();
+            let name = words.next().unwrap_or("");
+            let features = words.nth(1).unwrap_or("");
+            features
+                .split(',')
+                .any(|f| ENTROPY_FEATURES.contains(&(name, f)))
+        })
+        .collect();
+    assert!(
+        entropy.is_empty(),
+        "the core's dependency tree enabled OS randomness: {entropy:?}"
     );
 }
 

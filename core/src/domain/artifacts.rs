@@ -20,7 +20,7 @@
 //! This module builds and folds values only; the tool decides whether a post is allowed, and
 //! [`super::lineage`] checks a chain.
 
-use std::collections::BTreeMap;
+use imbl::OrdMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -255,9 +255,9 @@ pub struct StoredVersion {
 /// projection (no serde defaults, like it).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArtifactIndex {
-    keys: BTreeMap<String, Vec<StoredVersion>>,
+    keys: OrdMap<String, Vec<StoredVersion>>,
     /// task id → (key, version) in posting order.
-    by_task: BTreeMap<String, Vec<(String, u64)>>,
+    by_task: OrdMap<String, Vec<(String, u64)>>,
 }
 
 impl ArtifactIndex {

@@ -16,6 +16,8 @@
 
 use std::collections::BTreeMap;
 
+use imbl::OrdMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -137,8 +139,8 @@ pub struct CapsuleIssued {
 /// Mailbox entries by task and the capsules issued, folded by the projection.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CapsuleIndex {
-    mailbox: BTreeMap<String, Vec<MailboxEntry>>,
-    issued: BTreeMap<String, CapsuleIssued>,
+    mailbox: OrdMap<String, Vec<MailboxEntry>>,
+    issued: OrdMap<String, CapsuleIssued>,
 }
 
 impl CapsuleIndex {

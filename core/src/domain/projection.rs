@@ -5,14 +5,22 @@
 //! (tasks by id, tasks by creation order, tasks by status, children by parent, runs by id,
 //! counts by status), never by scanning the ledger or all tasks.
 //!
+//! The indexes are persistent ordered collections (`imbl::OrdMap`/`OrdSet`): cloning the
+//! projection is O(1) and shares its structure, and a fold after a clone copies only the
+//! O(log n) nodes it touches. The store relies on this when it appends while requests still
+//! hold the previous snapshot (`Arc::make_mut`). They iterate and serialize in key order like
+//! the `BTreeMap`s they replaced, so checkpoints keep their bytes; hash maps are never used
+//! (their order would not be deterministic).
+//!
 //! A record of a known kind that does not fit the state (a duplicate id, a status change whose
 //! `from` is stale, an edge the lifecycle forbids) is ignored and counted: the ledger chain
 //! already vouches for the bytes, and every server folds the same bytes the same way. Unknown
 //! kinds are skipped silently so older servers can read newer ledgers. This module must never
 //! decide what a tool may do; it only records what happened.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
+use imbl::{OrdMap, OrdSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -93,25 +101,25 @@ struct TxnCursor {
 /// (the store then folds the ledger from the start), instead of loading as a wrong state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Projection {
-    tasks: BTreeMap<String, TaskRow>,
+    tasks: OrdMap<String, TaskRow>,
     /// created_seq → task id.
-    by_creation: BTreeMap<u64, String>,
+    by_creation: OrdMap<u64, String>,
     /// status → created_seq of the tasks in it.
-    by_status: BTreeMap<TaskStatus, BTreeSet<u64>>,
-    roles: BTreeMap<String, RoleTally>,
-    runs: BTreeMap<String, RunView>,
+    by_status: OrdMap<TaskStatus, OrdSet<u64>>,
+    roles: OrdMap<String, RoleTally>,
+    runs: OrdMap<String, RunView>,
     /// (priority, created_seq) of every open task: the claim queue, best first.
-    open_queue: BTreeSet<(u8, u64)>,
+    open_queue: OrdSet<(u8, u64)>,
     /// Mailbox heads by task id.
-    mailboxes: BTreeMap<String, MailboxHead>,
+    mailboxes: OrdMap<String, MailboxHead>,
     /// Ids of plan roots.
-    plans: BTreeSet<String>,
+    plans: OrdSet<String>,
     /// Artifact versions by key (the lineage spine).
     artifacts: ArtifactIndex,
     /// Mailbox entries by task and issued capsules (`bernstein_task_capsule`).
     capsules: CapsuleIndex,
     /// (lease end, created_seq) of every held task with a lease: expired leases, oldest first.
-    leases: BTreeSet<(u64, u64)>,
+    leases: OrdSet<(u64, u64)>,
     /// Hash of the latest audit record.
     audit_head: Digest,
     txn: TxnCursor,
@@ -404,11 +412,11 @@ impl Projection {
     pub fn runs_after<'a>(&'a self, after: Option<&str>) -> impl Iterator<Item = &'a RunView> + 'a {
         use std::ops::Bound;
         let lower = match after {
-            Some(a) => Bound::Excluded(a.to_string()),
+            Some(a) => Bound::Excluded(a),
             None => Bound::Unbounded,
         };
         self.runs
-            .range::<String, _>((lower, Bound::Unbounded))
+            .range::<_, str>((lower, Bound::Unbounded))
             .map(|(_, v)| v)
     }
 
@@ -475,8 +483,8 @@ impl Projection {
         self.plans.iter().map(String::as_str)
     }
 
-    /// Per-role tallies, by role name.
-    pub fn roles(&self) -> &BTreeMap<String, RoleTally> {
+    /// Per-role tallies, by role name (iterates in role-name order).
+    pub fn roles(&self) -> &OrdMap<String, RoleTally> {
         &self.roles
     }
 
@@ -514,6 +522,9 @@ impl Projection {
 fn parse<T: serde::de::DeserializeOwned>(body: &Value) -> Option<T> {
     T::deserialize(body).ok()
 }
+
+#[cfg(test)]
+mod sharing_tests;
 
 #[cfg(test)]
 mod tests {

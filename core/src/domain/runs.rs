@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
@@ -85,8 +86,9 @@ pub struct RunView {
     pub root_task_id: String,
     pub title: String,
     pub created_at: u64,
-    /// Every member task with its status as the journal last recorded it.
-    pub members: BTreeMap<String, TaskStatus>,
+    /// Every member task with its status as the journal last recorded it (a persistent map, so
+    /// copying a run view with many members is O(1); iterates in task-id order).
+    pub members: OrdMap<String, TaskStatus>,
     /// Member counts by status (maintained incrementally).
     pub member_counts: BTreeMap<TaskStatus, u64>,
     /// Set by `run.cancelled`.
@@ -106,7 +108,7 @@ impl RunView {
             root_task_id: body.root_task_id,
             title: body.title,
             created_at: body.created_at,
-            members: BTreeMap::new(),
+            members: OrdMap::new(),
             member_counts: BTreeMap::new(),
             cancelled: false,
             last_journal_seq: seq,

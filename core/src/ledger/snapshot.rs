@@ -2,9 +2,12 @@
 //!
 //! A snapshot is a pure fold of the records up to `position`; a store may cache and checkpoint
 //! it, but it is a memo of the stored bytes, never session state.
+//!
+//! Cloning a snapshot is O(1): its maps are persistent (`imbl`), so a store that appends while
+//! requests still read the previous snapshot copies only the paths the new records touch. Its
+//! maps are ordered, never hashed, so it serializes the same way on every run.
 
-use std::collections::HashMap;
-
+use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
@@ -31,8 +34,8 @@ impl LedgerPosition {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     pub position: LedgerPosition,
-    /// Hash of the last record of each stream.
-    pub stream_heads: HashMap<String, Digest>,
+    /// Hash of the last record of each stream (serialized in stream-name order).
+    pub stream_heads: OrdMap<String, Digest>,
     /// Bernstein's domain state (tasks, runs, mailboxes).
     pub domain: Projection,
 }
