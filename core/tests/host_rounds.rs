@@ -8,7 +8,7 @@ use bernstein_core::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HO
 use bernstein_core::protocol::registry::{
     Catalog, Effects, TaskSupport, ToolContext, ToolOutput, ToolSpec,
 };
-use bernstein_core::protocol::{Input, Outcome, Server, TransportFacts};
+use bernstein_core::protocol::{Input, Outcome, Phase, Server, TransportFacts};
 use bernstein_core::time::Timestamp;
 use serde_json::{Value, json};
 
@@ -64,7 +64,7 @@ fn server() -> Server {
 fn serve(server: &Server, body: &str, host: &[HostReply]) -> Outcome {
     let snapshot = Snapshot::genesis();
     let facts = TransportFacts::stdio(Some("2025-11-25".into()));
-    server.handle_with_host(
+    server.handle_round(
         &Input {
             bytes: body.as_bytes(),
             snapshot: &snapshot,
@@ -72,6 +72,7 @@ fn serve(server: &Server, body: &str, host: &[HostReply]) -> Outcome {
             transport: &facts,
         },
         host,
+        Phase::Live,
     )
 }
 

@@ -187,18 +187,7 @@ pub fn call_tool(server: &Server, input: &CallInput<'_>) -> CallReply {
             );
         }
     }
-    let ctx = ToolContext {
-        snapshot: input.snapshot,
-        config: &server.config,
-        now: input.now,
-        call_id: &input.ids.call_id,
-        trace_id: &input.ids.trace_id,
-        span_id: &input.ids.span_id,
-        spec_revision: input.revision.as_str(),
-        host: input.host.unwrap_or_default(),
-        meta: input.params.and_then(|p| p.get("_meta")),
-    };
-    let output = (tool.call)(&ctx, raw_args.clone());
+    let output = run_handler(server, input, tool, raw_args);
     finish(server, input, &audit, tool, alias, output)
 }
 
@@ -247,6 +236,17 @@ pub(crate) fn call_registered(
         input,
         server,
     };
+    let output = run_handler(server, input, tool, args);
+    finish(server, input, &audit, tool, None, output)
+}
+
+/// Runs `tool`'s handler on `args` with the context of this call.
+fn run_handler(
+    server: &Server,
+    input: &CallInput<'_>,
+    tool: &ToolSpec,
+    args: &Value,
+) -> ToolOutput {
     let ctx = ToolContext {
         snapshot: input.snapshot,
         config: &server.config,
@@ -258,8 +258,7 @@ pub(crate) fn call_registered(
         host: input.host.unwrap_or_default(),
         meta: input.params.and_then(|p| p.get("_meta")),
     };
-    let output = (tool.call)(&ctx, args.clone());
-    finish(server, input, &audit, tool, None, output)
+    (tool.call)(&ctx, args.clone())
 }
 
 /// Shapes the result of a handler that ran and seals its records.

@@ -358,17 +358,17 @@ fn route(
     }
     let finish =
         |r: Result<Value, RpcError>| Routed::of(r.map(|v| decorate(server, revision, method, v)));
+    let call = CallInput {
+        params,
+        revision,
+        ids,
+        snapshot,
+        now: input.now,
+        host,
+        phase,
+    };
     match method {
         "tools/call" => {
-            let call = CallInput {
-                params,
-                revision,
-                ids,
-                snapshot,
-                now: input.now,
-                host,
-                phase,
-            };
             let mut reply = match tasks::augmentation(revision, params) {
                 Some(mode) => tasks::call_as_task(server, &call, mode),
                 None => call_tool(server, &call),
@@ -400,15 +400,8 @@ fn route(
             }
         }
         m if tasks::serves(m, revision) => {
-            let call = CallInput {
-                params,
-                revision,
-                ids,
-                snapshot,
-                now: input.now,
-                host: None,
-                phase,
-            };
+            // Tasks methods never ask the host.
+            let call = CallInput { host: None, ..call };
             let reply = tasks::serve(server, m, &call);
             Routed {
                 meter: reply.meter,

@@ -6,7 +6,7 @@
 //! out in [`Outcome::host`](super::Outcome) with nothing appended and no response; the runtime
 //! performs it (confined to the project root, see `runtime-std/src/host/`) and handles the same
 //! message again with every reply so far, in order, through
-//! [`Server::handle_with_host`](super::Server::handle_with_host). A handler therefore sees its
+//! [`Server::handle_round`](super::Server::handle_round). A handler therefore sees its
 //! earlier answers in [`ToolContext::host`](super::registry::ToolContext) and either asks for
 //! the next thing or answers. Replaying the message with the same replies gives the same answer.
 //!

@@ -139,7 +139,7 @@ pub struct Outcome {
     pub pending: Option<Wait>,
     /// Set when a tool needs the host first (see [`host`]): `response` is `None` and nothing
     /// is to be appended; the runtime performs the request and calls
-    /// [`Server::handle_with_host`] again with every reply so far.
+    /// [`Server::handle_round`] again with every reply so far.
     pub host: Option<host::HostRequest>,
 }
 
@@ -263,13 +263,9 @@ impl Server {
         dispatch::handle(self, input, &[], Phase::Live)
     }
 
-    /// [`Server::handle`] for a message whose tool asked the host for things: `host` holds the
-    /// runtime's replies to those requests, in the order they were asked.
-    pub fn handle_with_host(&self, input: &Input<'_>, host: &[host::HostReply]) -> Outcome {
-        dispatch::handle(self, input, host, Phase::Live)
-    }
-
-    /// [`Server::handle_with_host`] in an explicit [`Phase`].
+    /// [`Server::handle`] for a later round of the same message: `host` holds the runtime's
+    /// replies to the host requests the tool made so far (in order), and `phase` says whether
+    /// the answer may still wait, must settle, or was cancelled.
     pub fn handle_round(
         &self,
         input: &Input<'_>,
