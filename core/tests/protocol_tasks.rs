@@ -452,3 +452,33 @@ fn progress_ticks_advance_strictly_and_are_suppressed_across_instances() {
     assert!(poll(&mut c.session, &run, json!(4)).is_empty());
     assert!(poll(&mut c.session, "T-0123456789abcdef", json!(5)).is_empty());
 }
+
+#[test]
+fn a_request_id_matches_the_cancellation_that_names_it() {
+    use bernstein_core::protocol::tasks::{cancelled_request, request_id};
+    for (request, cancel) in [
+        (
+            r#"{"jsonrpc":"2.0","id":"a\u0041","method":"tasks/result"}"#,
+            r#""aA""#,
+        ),
+        (
+            r#" { "method":"tools/call", "id" : 7 , "params":{"id":9}}"#,
+            "7",
+        ),
+    ] {
+        let note = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{cancel}}}}}"#
+        );
+        assert!(request_id(request.as_bytes()).is_some(), "{request}");
+        assert_eq!(
+            request_id(request.as_bytes()),
+            cancelled_request(note.as_bytes())
+        );
+    }
+    assert_eq!(
+        request_id(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
+        None
+    );
+    assert_eq!(request_id(br#"{"jsonrpc":"2.0","method":"ping"}"#), None);
+    assert_eq!(request_id(b"not json"), None);
+}

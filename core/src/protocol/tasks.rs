@@ -33,6 +33,7 @@ use super::call::{CallInput, CallReply, call_registered, call_tool, refuse_call}
 use super::era::{META_CLIENT_CAPABILITIES, Revision};
 use super::jsonrpc::{METHOD_NOT_FOUND, RpcError, kind_of, shorten};
 use super::lifecycle::decorate;
+use super::prescan::prescan;
 use super::registry::{TaskSupport, ToolLookup};
 use super::{MeterSlot, Phase, Server, Wait};
 use crate::domain::ids::check_task_id;
@@ -184,12 +185,20 @@ pub fn cancelled_request(bytes: &[u8]) -> Option<String> {
     id_text(v.get("params")?.get("requestId")?)
 }
 
-/// The JSON text of the id of request `bytes` (matches [`cancelled_request`]).
+/// The JSON text of the id of message `bytes`, a single JSON object (matches
+/// [`cancelled_request`]). HTTP runtimes ask this of every request, so the id is found by the
+/// linear prescan and only its own text is parsed, never the whole message.
 pub fn request_id(bytes: &[u8]) -> Option<String> {
-    let v: Value = serde_json::from_slice(bytes).ok()?;
-    v.get("method")?;
-    id_text(v.get("id")?)
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    let raw = prescan(bytes, ID_SCAN_DEPTH).id_text(bytes, 0)?;
+    id_text(&serde_json::from_str(raw).ok()?)
 }
+
+/// How deep [`request_id`] follows nesting: well past any limit a server is configured with
+/// (a message nested deeper is refused before it could wait, so it needs no id).
+const ID_SCAN_DEPTH: usize = 512;
 
 fn id_text(id: &Value) -> Option<String> {
     matches!(id, Value::String(_) | Value::Number(_)).then(|| id.to_string())
