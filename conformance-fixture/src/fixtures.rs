@@ -307,7 +307,7 @@ fn resources() -> Vec<ResourceSpec> {
             title: "Static text",
             description: "A static text resource for testing",
             mime_type: "text/plain",
-            read: |_| {
+            read: |_, _| {
                 vec![
                     json!({"uri": "test://static-text", "mimeType": "text/plain",
                             "text": "This is the content of the static text resource."}),
@@ -320,7 +320,7 @@ fn resources() -> Vec<ResourceSpec> {
             title: "Static binary",
             description: "A static binary resource (image) for testing",
             mime_type: "image/png",
-            read: |_| {
+            read: |_, _| {
                 vec![
                     json!({"uri": "test://static-binary", "mimeType": "image/png", "blob": PNG_1X1}),
                 ]
@@ -332,7 +332,7 @@ fn resources() -> Vec<ResourceSpec> {
             title: "Watched resource",
             description: "A resource for subscription tests (this stateless server never pushes updates)",
             mime_type: "text/plain",
-            read: |_| {
+            read: |_, _| {
                 vec![
                     json!({"uri": "test://watched-resource", "mimeType": "text/plain",
                             "text": "Watched resource content."}),

@@ -27,6 +27,7 @@ pub mod host;
 pub mod http;
 pub mod keys;
 pub mod store;
+pub mod upgrade_cmd;
 pub mod verify_cmd;
 
 pub use store::{FileStore, StoreOptions, init};

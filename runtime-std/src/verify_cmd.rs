@@ -12,6 +12,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use bernstein_core::domain::witness::Witness;
 use bernstein_core::ledger::verify::{LedgerVerifier, VerifyFailure, VerifyReport};
 
 use crate::keys::{KeyError, load_audit_key};
@@ -30,6 +31,18 @@ pub enum AuditError {
     Io { path: PathBuf, source: io::Error },
     #[error("audit key: {0}")]
     Key(#[from] KeyError),
+    /// A witness the ledger no longer extends (or that does not verify on its own).
+    #[error("{0}")]
+    Witness(String),
+}
+
+/// What `audit verify` checks beyond the ledger itself.
+#[derive(Debug, Default)]
+pub struct AuditOptions {
+    /// List every recorded call in the report (memory grows with the ledger).
+    pub calls: bool,
+    /// Saved objects the ledger must still extend.
+    pub witnesses: Vec<Witness>,
 }
 
 /// Where the `.sdd` directory is, given either it or the project directory holding it.
@@ -42,22 +55,32 @@ pub fn resolve_sdd(dir: &Path) -> PathBuf {
 }
 
 /// Verifies the ledger of the `.sdd` directory `dir` (a project directory holding `.sdd/` is
-/// accepted too).
+/// accepted too), listing its calls.
 pub fn audit_verify(dir: &Path) -> Result<VerifyReport, AuditError> {
+    audit_verify_with(
+        dir,
+        AuditOptions {
+            calls: true,
+            ..AuditOptions::default()
+        },
+    )
+}
+
+/// [`audit_verify`] with options: witnesses the ledger must extend, and whether to list calls.
+pub fn audit_verify_with(dir: &Path, options: AuditOptions) -> Result<VerifyReport, AuditError> {
     let layout = Layout::at(&resolve_sdd(dir));
     let key = load_audit_key(&layout.sdd)?;
     // Read the anchor before the ledger: the ledger only grows, so a checkpoint written after
-    // this point cannot point past what is read below.
-    let anchor = match checkpoint::anchor(&layout, key.as_deref()) {
-        Ok(a) => a,
-        Err(reason) => {
-            crate::log_line!(
-                "bernstein: not using {} as an anchor: {reason}",
-                layout.checkpoint_file().display()
-            );
-            None
-        }
-    };
+    // this point cannot point past what is read below. A checkpoint that does not
+    // authenticate is a failure, as it is for the server.
+    let anchor = checkpoint::anchor(&layout, key.as_deref()).map_err(|reason| {
+        AuditError::Failure(VerifyFailure {
+            file: layout.checkpoint_file().display().to_string(),
+            line: 1,
+            seq: 0,
+            reason: format!("the checkpoint cannot be trusted: {reason}"),
+        })
+    })?;
     let path = layout.ledger_file();
     let io_err = |source| AuditError::Io {
         path: path.clone(),
@@ -66,19 +89,26 @@ pub fn audit_verify(dir: &Path) -> Result<VerifyReport, AuditError> {
     let file = File::open(&path).map_err(io_err)?;
     let len = stable_len(&layout, &file).map_err(io_err)?;
     let name = path.display().to_string();
-    let mut verifier = LedgerVerifier::new(&name, key.as_deref()).with_anchor(anchor);
+    let mut verifier = LedgerVerifier::new(&name, key.as_deref())
+        .with_anchor(anchor)
+        .collect_calls(options.calls)
+        .watch(options.witnesses.iter().flat_map(Witness::hashes));
     let mut reader = BufReader::with_capacity(1 << 20, file.take(len));
     let mut line = Vec::new();
-    loop {
+    let report = loop {
         line.clear();
         if reader.read_until(b'\n', &mut line).map_err(io_err)? == 0 {
-            return Ok(verifier.finish(&[])?);
+            break verifier.finish(&[])?;
         }
         match line.strip_suffix(b"\n") {
             Some(body) => verifier.push_line(body)?,
-            None => return Ok(verifier.finish(&line)?),
+            None => break verifier.finish(&line)?,
         }
+    };
+    for w in &options.witnesses {
+        w.check(&report).map_err(AuditError::Witness)?;
     }
+    Ok(report)
 }
 
 /// The ledger's length, read while no writer is mid-append (under the shared lock, if the

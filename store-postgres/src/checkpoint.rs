@@ -2,9 +2,10 @@
 //! HMAC-tagged under the audit key, one row per software version, so a new instance folds only
 //! the records after it.
 //!
-//! A checkpoint is a memo, never a source of truth: [`load`] uses it only if it was written by
+//! A checkpoint is a memo, never a source of truth: [`load`] returns it only if it was written by
 //! this software, its tag verifies, and the ledger's record at its seq has the head it claims;
-//! otherwise it is ignored (and said so on stderr). [`write`] never replaces a checkpoint with
+//! a checkpoint that fails any of that is an error (the store refuses to open), and the store
+//! verifies the ledger up to it before using it. [`write`] never replaces a checkpoint with
 //! an older one.
 
 use std::sync::Arc;
@@ -41,20 +42,10 @@ pub fn write(client: &mut Client, key: &[u8], snapshot: &Snapshot) -> Result<(),
     Ok(())
 }
 
-/// The checkpoint to start from, if there is a usable one.
-pub fn load(client: &mut Client, key: &[u8]) -> Option<Arc<Snapshot>> {
-    match try_load(client, key) {
-        Ok(found) => found,
-        Err(reason) => {
-            bernstein_runtime_std::log_line!(
-                "bernstein: ignoring the PostgreSQL checkpoint: {reason}; folding the ledger from the start"
-            );
-            None
-        }
-    }
-}
-
-fn try_load(client: &mut Client, key: &[u8]) -> Result<Option<Arc<Snapshot>>, String> {
+/// This software's checkpoint, authenticated under `key` and standing on a ledger record with
+/// its head: `Ok(None)` when there is none, `Err` naming why the one there cannot be trusted
+/// (the store then refuses to open; the caller still verifies the ledger up to it).
+pub fn load(client: &mut Client, key: &[u8]) -> Result<Option<Arc<Snapshot>>, String> {
     let row = client
         .query_opt(
             "SELECT c.seq, c.head, c.body, c.mac, l.hash
@@ -78,10 +69,18 @@ fn try_load(client: &mut Client, key: &[u8]) -> Result<Option<Arc<Snapshot>>, St
     if snapshot.position.seq as i64 != seq || snapshot.position.head.0.as_slice() != head {
         return Err("its columns disagree with its body".into());
     }
-    if ledger_hash.as_deref() != Some(head.as_slice()) {
-        return Err(format!(
-            "the ledger's record {seq} is not the head the checkpoint claims"
-        ));
+    match ledger_hash {
+        None => {
+            return Err(format!(
+                "truncated: the authenticated checkpoint records seq {seq} as durable, but the ledger has no record {seq}: acknowledged records were removed"
+            ));
+        }
+        Some(h) if h != head => {
+            return Err(format!(
+                "the ledger's record {seq} is not the head the checkpoint claims: the ledger was rewritten"
+            ));
+        }
+        Some(_) => {}
     }
     Ok(Some(Arc::new(snapshot)))
 }

@@ -8,8 +8,9 @@
 
 use std::sync::Arc;
 
+use bernstein_core::ledger::line::RecordKey;
 use bernstein_core::ledger::verify::check_extends;
-use bernstein_core::ledger::{Record, Snapshot, StoreError};
+use bernstein_core::ledger::{LedgerPosition, Record, RecordError, Snapshot, StoreError};
 
 /// Name used for the ledger table in corruption reports (in place of a file name).
 pub const TABLE_NAME: &str = "postgres:bernstein_ledger";
@@ -32,26 +33,46 @@ pub fn corrupt(seq: u64, reason: impl Into<String>) -> StoreError {
 }
 
 /// Parses and checks one row.
-pub fn parse_row(row: &Row, key: &[u8]) -> Result<Record, StoreError> {
+pub fn parse_row(row: &Row, key: &RecordKey) -> Result<Record, StoreError> {
     let seq = u64::try_from(row.seq).map_err(|_| corrupt(0, "negative seq"))?;
-    let rec = Record::parse_line(&row.line, Some(key))
-        .map_err(|e| corrupt(seq, format!("bad record: {e}")))?;
-    if rec.seq != seq {
+    let rec = match Record::from_line(&row.line, Some(key)) {
+        Ok(rec) => rec,
+        Err(RecordError::BadMac) if seq == 1 => {
+            return Err(StoreError::KeyMismatch {
+                file: TABLE_NAME.to_string(),
+            });
+        }
+        Err(e) => return Err(corrupt(seq, format!("bad record: {e}"))),
+    };
+    check_columns(
+        row,
+        LedgerPosition {
+            seq: rec.seq,
+            head: rec.hash,
+        },
+    )?;
+    Ok(rec)
+}
+
+/// The row's `seq` and `hash` columns agree with its record (at `record`).
+pub fn check_columns(row: &Row, record: LedgerPosition) -> Result<(), StoreError> {
+    let seq = u64::try_from(row.seq).map_err(|_| corrupt(0, "negative seq"))?;
+    if record.seq != seq {
         return Err(corrupt(
             seq,
             format!(
                 "the row's seq column says {seq}, its record says {}",
-                rec.seq
+                record.seq
             ),
         ));
     }
-    if rec.hash.0.as_slice() != row.hash.as_slice() {
+    if record.head.0.as_slice() != row.hash.as_slice() {
         return Err(corrupt(
             seq,
             "the row's hash column differs from its record's hash",
         ));
     }
-    Ok(rec)
+    Ok(())
 }
 
 /// Folds the rows (ordered by seq, starting anywhere at or before `snapshot`'s next seq) into
@@ -66,9 +87,10 @@ pub fn fold_rows(
     complete: bool,
 ) -> Result<u64, StoreError> {
     let from = snapshot.position.seq;
+    let key = RecordKey::new(key);
     let mut records = Vec::with_capacity(rows.len());
     for row in rows.iter().filter(|r| r.seq > from as i64) {
-        records.push(parse_row(row, key)?);
+        records.push(parse_row(row, &key)?);
     }
     let whole = records
         .iter()

@@ -31,6 +31,27 @@ pub fn is_postgres_url(s: &str) -> bool {
     lower.starts_with("postgres://") || lower.starts_with("postgresql://")
 }
 
+/// Whether the ledger at `url` holds any record (false while its schema is not there yet).
+pub fn has_records(url: &str) -> Result<bool, String> {
+    let pool = pool::Pool::new(url, PoolOptions::default()).map_err(|e| e.to_string())?;
+    let mut lease = pool.get().map_err(|e| e.to_string())?;
+    let row = lease
+        .client()
+        .query_one(
+            "SELECT to_regclass('bernstein_ledger') IS NOT NULL",
+            &[],
+        )
+        .map_err(|e| pool::describe(&e))?;
+    if !row.get::<_, bool>(0) {
+        return Ok(false);
+    }
+    let row = lease
+        .client()
+        .query_one("SELECT EXISTS (SELECT 1 FROM bernstein_ledger)", &[])
+        .map_err(|e| pool::describe(&e))?;
+    Ok(row.get(0))
+}
+
 /// Applies the missing schema migrations at `url`; returns the versions applied.
 pub fn migrate(url: &str) -> Result<Vec<i32>, String> {
     let pool = pool::Pool::new(url, PoolOptions::default()).map_err(|e| e.to_string())?;

@@ -24,7 +24,7 @@ use bernstein_core::ledger::{
     Append, AppendResult, LedgerPosition, Record, Snapshot, Store, StoreError,
 };
 
-use crate::fold::{Row, fold_rows};
+use crate::fold::{self, Row, fold_rows};
 use crate::listen::Listener;
 use crate::pool::{Lease, Pool, PoolOptions, describe, unavailable};
 use crate::{checkpoint, schema};
@@ -102,7 +102,14 @@ impl PgStore {
         let initial = {
             let mut lease = pool.get()?;
             schema::check(lease.client()).map_err(|e| StoreError::Unavailable(e.to_string()))?;
-            checkpoint::load(lease.client(), &audit_key)
+            let cp = checkpoint::load(lease.client(), &audit_key).map_err(|reason| {
+                fold::corrupt(0, format!("the checkpoint cannot be trusted: {reason}"))
+            })?;
+            if let Some(cp) = &cp {
+                // Every record up to the checkpoint verifies and ends exactly at it.
+                verify_prefix(&mut lease, &audit_key, cp)?;
+            }
+            cp
         };
         let listener = if options.listen {
             Some(Listener::start(pool.config().clone()))
@@ -262,6 +269,50 @@ impl Columns {
         )?;
         Ok(())
     }
+}
+
+/// Verifies the rows up to `cp`'s seq with the offline verifier's rules and checks they end at
+/// its position and stream heads.
+fn verify_prefix(
+    lease: &mut Lease<'_>,
+    key: &[u8],
+    cp: &Snapshot,
+) -> Result<(), StoreError> {
+    use bernstein_core::ledger::verify::{KEY_MISMATCH, LedgerVerifier, prefix_matches};
+    let mut verifier = LedgerVerifier::new(fold::TABLE_NAME, Some(key)).collect_calls(false);
+    let fail = |f: bernstein_core::ledger::verify::VerifyFailure| {
+        if f.reason == KEY_MISMATCH {
+            return StoreError::KeyMismatch { file: f.file };
+        }
+        fold::corrupt(f.seq, f.reason)
+    };
+    let mut from = 0;
+    while from < cp.position.seq {
+        let limit = BATCH.min((cp.position.seq - from) as i64);
+        let rows = read_rows(lease, from, limit)?;
+        if rows.is_empty() {
+            break;
+        }
+        for row in &rows {
+            if row.seq != from as i64 + 1 {
+                return Err(fold::corrupt(from + 1, format!("row {} is missing", from + 1)));
+            }
+            verifier.push_line(&row.line).map_err(fail)?;
+            fold::check_columns(row, verifier.head())?;
+            from += 1;
+        }
+    }
+    let report = verifier.finish(&[]).map_err(fail)?;
+    if !prefix_matches(&report, cp) {
+        return Err(fold::corrupt(
+            cp.position.seq,
+            format!(
+                "the checkpoint records seq {} head {}, but the ledger up to it ends at seq {} head {}: the ledger before the checkpoint was rewritten",
+                cp.position.seq, cp.position.head, report.head.seq, report.head.head
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Rows after `from`, at most `limit`, in order.

@@ -13,6 +13,18 @@ use crate::settings;
 
 #[derive(Debug, Subcommand)]
 pub enum LedgerCommand {
+    /// Re-seal a ledger written in format 1 (only audit and mailbox records tagged) as format 2
+    /// (every record tagged) in place. Record hashes do not change, so every handle, receipt
+    /// and capsule issued before still verifies. Refuses a ledger that does not verify first.
+    Upgrade {
+        /// The `.sdd` directory (default: <workdir>/.sdd).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Also seal untagged records that no tagged record of their transaction covers (a
+        /// keyless forger could have added them): only for a ledger you know was not altered.
+        #[arg(long)]
+        trust_unsealed: bool,
+    },
     /// Write the database's ledger to OUT/.sdd/ledger/ledger.jsonl (verified as it is copied).
     Export {
         /// The database (else BERNSTEIN_STORE_URL).
@@ -58,6 +70,36 @@ fn audit_key(workdir: &Path) -> Result<Option<Vec<u8>>, String> {
 
 pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
     match command {
+        LedgerCommand::Upgrade {
+            dir,
+            trust_unsealed,
+        } => {
+            use bernstein_runtime_std::upgrade_cmd::{UpgradeOutcome, upgrade_ledger};
+            let dir = dir.unwrap_or_else(|| workdir.join(".sdd"));
+            match upgrade_ledger(&dir, trust_unsealed) {
+                Ok(UpgradeOutcome::AlreadyCurrent) => {
+                    say!("the ledger is already format 2 and verifies; nothing changed");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Ok(UpgradeOutcome::Upgraded(up)) => {
+                    say!(
+                        "upgraded to format 2: {} records sealed{} ({})",
+                        up.sealed,
+                        if up.trusted.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", {} of them trusted uncovered", up.trusted.len())
+                        },
+                        up.report.summary()
+                    );
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    say!("FAILED: {e}");
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
         LedgerCommand::Export {
             store,
             out,

@@ -20,10 +20,37 @@ use std::sync::Arc;
 
 use bernstein_runtime_std::store::FileStore;
 
+/// The workdir's audit key. A missing key is created only while the ledger is empty: a new
+/// key could never verify records written under another, so none is made (or left behind)
+/// for a ledger that has records.
+fn audit_key_for(
+    workdir: &Path,
+    ledger_has_records: impl FnOnce() -> Result<bool, String>,
+) -> Result<Vec<u8>, String> {
+    let sdd = workdir.join(".sdd");
+    let key_err = |e| format!("audit key: {e}");
+    if let Some(key) = bernstein_runtime_std::keys::load_audit_key(&sdd).map_err(key_err)? {
+        return Ok(key);
+    }
+    if ledger_has_records()? {
+        return Err(format!(
+            "{} has no audit key, but the ledger already has records: this instance cannot authenticate them; copy .sdd/keys from an instance that wrote it (a new key is not created)",
+            sdd.display()
+        ));
+    }
+    bernstein_runtime_std::keys::load_or_create_audit_key(&sdd).map_err(key_err)
+}
+
 /// Opens the project's store (creating `.sdd/` on first use) and its audit key.
 pub fn open_store(workdir: &Path) -> Result<(Arc<FileStore>, Vec<u8>), String> {
-    let key = bernstein_runtime_std::keys::load_or_create_audit_key(&workdir.join(".sdd"))
-        .map_err(|e| format!("audit key: {e}"))?;
+    let key = audit_key_for(workdir, || {
+        let ledger = workdir.join(".sdd/ledger/ledger.jsonl");
+        match std::fs::metadata(&ledger) {
+            Ok(m) => Ok(m.len() > 0),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(format!("{}: {e}", ledger.display())),
+        }
+    })?;
     let store = FileStore::open(workdir, key.clone()).map_err(|e| e.to_string())?;
     Ok((Arc::new(store), key))
 }
@@ -51,14 +78,13 @@ pub fn open_any_store(
         let (store, key) = open_store(workdir)?;
         return Ok((store, key));
     };
-    let key = bernstein_runtime_std::keys::load_or_create_audit_key(&workdir.join(".sdd"))
-        .map_err(|e| format!("audit key: {e}"))?;
     if migrate {
         let applied = bernstein_store_postgres::migrate(url)?;
         if !applied.is_empty() {
             bernstein_runtime_std::log_line!("bernstein: applied schema migrations {applied:?}");
         }
     }
+    let key = audit_key_for(workdir, || bernstein_store_postgres::has_records(url))?;
     let store =
         bernstein_store_postgres::PgStore::open(url, key.clone(), crate::settings::pg_options()?)
             .map_err(|e| e.to_string())?;

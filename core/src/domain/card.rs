@@ -92,7 +92,7 @@ pub fn resource() -> ResourceSpec {
         description: "How this server runs right now: transports, auth modes, tool tiers, cost meter, \
                       spec revisions and prompts (JSON).",
         mime_type: "application/json",
-        read: read_card,
+        read: |config, _| read_card(config),
     }
 }
 
@@ -151,7 +151,7 @@ mod tests {
     #[test]
     fn resource_contents_are_json_text() {
         let r = resource();
-        let contents = (r.read)(&Config::new(vec![]));
+        let contents = (r.read)(&Config::new(vec![]), &crate::ledger::Snapshot::genesis());
         assert_eq!(contents.len(), 1);
         assert_eq!(contents[0]["uri"], CAPABILITY_URI);
         assert_eq!(contents[0]["mimeType"], "application/json");

@@ -115,10 +115,10 @@ impl ClaimVerification {
 
 /// Incremental claim verifier: built from the receipt, then fed the ledger's lines in order.
 #[derive(Debug)]
-pub struct ClaimVerifier<'k> {
+pub struct ClaimVerifier {
     receipt: ClaimReceipt,
     chain_head: Digest,
-    ledger: LedgerVerifier<'k>,
+    ledger: LedgerVerifier,
     line: u64,
     /// The projection before the current transaction (dropped once the entry was found).
     snapshot: Option<Snapshot>,
@@ -127,16 +127,16 @@ pub struct ClaimVerifier<'k> {
     found: Option<(u64, u64)>,
 }
 
-impl<'k> ClaimVerifier<'k> {
+impl ClaimVerifier {
     /// Checks the receipt on its own (and against `expected_signer`, the project's public key
     /// PEM, when given) and prepares to read the ledger `file`; HMAC tags are checked iff
     /// `key` is given.
     pub fn new(
         receipt: ClaimReceipt,
         file: &str,
-        key: Option<&'k [u8]>,
+        key: Option<&[u8]>,
         expected_signer: Option<&str>,
-    ) -> Result<ClaimVerifier<'k>, ClaimFailure> {
+    ) -> Result<ClaimVerifier, ClaimFailure> {
         claims::check_receipt(&receipt).map_err(|f| match f {
             ReceiptFault::Shape(d) => failure(ClaimCheck::ReceiptShape, d),
             ReceiptFault::Hash => failure(

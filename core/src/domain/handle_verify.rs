@@ -100,9 +100,9 @@ impl HandleReport {
 
 /// Incremental verifier: feed it the ledger's lines in order.
 #[derive(Debug)]
-pub struct HandleVerifier<'k> {
+pub struct HandleVerifier {
     handle: RunHandle,
-    ledger: LedgerVerifier<'k>,
+    ledger: LedgerVerifier,
     snapshot: Snapshot,
     stream: String,
     journal_seen: bool,
@@ -112,9 +112,9 @@ pub struct HandleVerifier<'k> {
     near_miss: Option<RunHandle>,
 }
 
-impl<'k> HandleVerifier<'k> {
+impl HandleVerifier {
     /// Checks the handle on its own, then prepares the ledger walk (HMAC tags iff `key`).
-    pub fn new(handle: &Value, file: &str, key: Option<&'k [u8]>) -> Result<Self, HandleFailure> {
+    pub fn new(handle: &Value, file: &str, key: Option<&[u8]>) -> Result<Self, HandleFailure> {
         verify_run_handle(handle).map_err(|d| fail(HandleCheck::Handle, d))?;
         let handle =
             RunHandle::deserialize(handle).map_err(|e| fail(HandleCheck::Handle, e.to_string()))?;

@@ -295,8 +295,8 @@ struct AwaitingMirror {
 
 /// Incremental mailbox verifier: feed it the ledger's lines in order.
 #[derive(Debug)]
-pub struct MailboxVerifier<'k> {
-    ledger: LedgerVerifier<'k>,
+pub struct MailboxVerifier {
+    ledger: LedgerVerifier,
     file: String,
     task: Option<String>,
     expected_signer: Option<String>,
@@ -306,15 +306,15 @@ pub struct MailboxVerifier<'k> {
     entries: BTreeMap<String, u64>,
 }
 
-impl<'k> MailboxVerifier<'k> {
+impl MailboxVerifier {
     /// A verifier of the mailboxes in `file` (of one task when `task` is given). HMAC tags are
     /// checked iff `key` is given; with `expected_signer`, every entry must carry that key.
     pub fn new(
         file: &str,
-        key: Option<&'k [u8]>,
+        key: Option<&[u8]>,
         task: Option<&str>,
         expected_signer: Option<&str>,
-    ) -> MailboxVerifier<'k> {
+    ) -> MailboxVerifier {
         MailboxVerifier {
             ledger: LedgerVerifier::new(file, key),
             file: file.to_string(),

@@ -58,12 +58,14 @@ pub mod records;
 pub mod runs;
 pub mod scenarios;
 pub mod schema;
+pub mod signed_head;
 pub mod signing;
 pub mod skills;
 pub mod task_view;
 pub mod tiers;
 pub mod tools;
 pub mod trace;
+pub mod witness;
 
 pub use handle::{RunHandle, verify_run_handle};
 pub use lifecycle::TaskStatus;
@@ -76,7 +78,7 @@ pub fn catalog() -> Catalog {
     Catalog {
         tools: tools::registered(),
         prompts: prompts::registered(),
-        resources: vec![card::resource()],
+        resources: vec![card::resource(), signed_head::resource()],
         resource_templates: Vec::new(),
         aliases: aliases::DEPRECATED_ALIASES.to_vec(),
         instructions: instructions::instructions,

@@ -1,22 +1,25 @@
 //! The ledger: the append-only, hash-chained record every response is derived from.
 //!
 //! - [`record`]: the record format, sealing drafts into chained records, parsing lines.
+//! - [`line`]: reading a stored line at hashing speed (the verifier's and the stores' path).
 //! - [`snapshot`]: the projection of a ledger prefix that the core reads.
 //! - [`store`]: the interface a storage backend implements (file store, later PostgreSQL).
 //! - [`verify`]: offline verification of a ledger's bytes, naming the first bad record.
 //!
 //! Byte formats are specified in docs/FORMATS.md.
 
+pub mod line;
 pub mod record;
 pub mod snapshot;
 pub mod store;
+pub mod upgrade;
 pub mod verify;
 
 pub use record::{Draft, Record, RecordError, seal};
 pub use snapshot::{LedgerPosition, Snapshot};
 pub use store::{Append, AppendResult, Store, StoreError};
 
-/// Stream of the HMAC-keyed audit chain.
+/// Stream of the audit chain (one entry per tool call, receipts, mailbox mirrors).
 pub const AUDIT_STREAM: &str = "audit";
 /// Stream of the task backlog (task creation and status changes).
 pub const BACKLOG_STREAM: &str = "backlog";
@@ -24,8 +27,3 @@ pub const BACKLOG_STREAM: &str = "backlog";
 pub const RUN_STREAM_PREFIX: &str = "run:";
 /// Prefix of a task mailbox's stream; the rest is the task id.
 pub const MAILBOX_STREAM_PREFIX: &str = "mailbox:";
-
-/// Whether records of `stream` carry an HMAC tag.
-pub fn stream_is_keyed(stream: &str) -> bool {
-    stream == AUDIT_STREAM || stream.starts_with(MAILBOX_STREAM_PREFIX)
-}

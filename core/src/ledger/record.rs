@@ -8,8 +8,8 @@ use serde_json::Value;
 use crate::canonical::to_canonical_bytes;
 use crate::digest::{Digest, hmac_tag, verify_hmac_tag};
 
+use super::line::{RecordKey, RecordLine, SealError};
 use super::snapshot::LedgerPosition;
-use super::stream_is_keyed;
 
 /// A record as the core proposes it, before it is placed in the chain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,7 +46,8 @@ pub struct Record {
     pub body: Value,
     /// SHA-256 of the canonical record without `hash` and `mac`.
     pub hash: Digest,
-    /// HMAC-SHA256 of the same pre-image, on keyed streams (audit, mailboxes).
+    /// HMAC-SHA256 of the same pre-image under the audit key. Every record of a format-2 ledger
+    /// carries one; `None` only when reading a format-1 ledger (`bernstein ledger upgrade`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
 }
@@ -61,12 +62,22 @@ pub enum RecordError {
     NotCanonical,
     #[error("hash mismatch: record content was altered")]
     HashMismatch,
-    #[error("HMAC tag missing on a keyed stream")]
+    #[error(
+        "HMAC tag missing: every record must carry one (a record added without the audit key, or a ledger written in format 1: `bernstein ledger upgrade` re-seals a format-1 ledger that verifies)"
+    )]
     MissingMac,
     #[error("HMAC tag does not verify")]
     BadMac,
-    #[error("unexpected HMAC tag on an unkeyed stream")]
-    UnexpectedMac,
+}
+
+impl From<SealError> for RecordError {
+    fn from(e: SealError) -> RecordError {
+        match e {
+            SealError::HashMismatch => RecordError::HashMismatch,
+            SealError::MissingMac => RecordError::MissingMac,
+            SealError::BadMac => RecordError::BadMac,
+        }
+    }
 }
 
 impl Record {
@@ -88,8 +99,45 @@ impl Record {
         bytes
     }
 
-    /// Parses one line (without its `\n`) and checks it is canonical and its hash is right.
-    /// The MAC is checked only when `key` is given.
+    /// Reads one line (without its `\n`): canonical, its hash right, its MAC present and, with
+    /// `key`, right. The fast path of [`Record::parse_line`], with the same verdicts.
+    pub fn from_line(line: &[u8], key: Option<&RecordKey>) -> Result<Record, RecordError> {
+        let Some(raw) = RecordLine::scan(line) else {
+            return Err(Self::scan_refusal(line));
+        };
+        raw.check(key)?;
+        Self::from_checked(&raw)
+    }
+
+    /// The record of a line that [`RecordLine::check`] accepted.
+    pub fn from_checked(raw: &RecordLine<'_>) -> Result<Record, RecordError> {
+        let body: Value = serde_json::from_slice(raw.body)
+            .map_err(|e| RecordError::Malformed(e.to_string()))?;
+        Ok(Record {
+            seq: raw.seq,
+            prev: raw.prev,
+            txn: raw.txn,
+            stream: raw.stream.clone().into_owned(),
+            sprev: raw.sprev,
+            kind: raw.kind.clone().into_owned(),
+            body,
+            hash: raw.hash,
+            mac: raw.mac.map(|t| format!("hmac-sha256:{}", hex::encode(t))),
+        })
+    }
+
+    /// Why a line the scan refused is not a record, in the reference parse's words.
+    pub fn scan_refusal(line: &[u8]) -> RecordError {
+        match Record::parse_line(line, None) {
+            Err(e) => e,
+            // The scan and the reference agree (property-tested); should they ever not, refuse.
+            Ok(_) => RecordError::NotCanonical,
+        }
+    }
+
+    /// The reference parse of one line (without its `\n`): serde, then re-serialization must
+    /// give the line back, the hash must be right, a MAC present and, with `key`, right.
+    /// [`Record::from_line`] is the same check without building intermediate values.
     pub fn parse_line(line: &[u8], key: Option<&[u8]>) -> Result<Record, RecordError> {
         let rec: Record =
             serde_json::from_slice(line).map_err(|e| RecordError::Malformed(e.to_string()))?;
@@ -106,17 +154,22 @@ impl Record {
         if Digest::of(&pre) != rec.hash {
             return Err(RecordError::HashMismatch);
         }
-        match (&rec.mac, stream_is_keyed(&rec.stream)) {
-            (None, true) => return Err(RecordError::MissingMac),
-            (Some(_), false) => return Err(RecordError::UnexpectedMac),
-            (Some(tag), true) => {
+        match &rec.mac {
+            None => return Err(RecordError::MissingMac),
+            Some(tag) => {
+                // Only the exact lowercase rendering is valid, with or without the key.
+                let well_formed = tag
+                    .strip_prefix("hmac-sha256:")
+                    .is_some_and(|h| h.len() == 64 && h.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')));
+                if !well_formed {
+                    return Err(RecordError::BadMac);
+                }
                 if let Some(k) = key
                     && !verify_hmac_tag(k, &pre, tag)
                 {
                     return Err(RecordError::BadMac);
                 }
             }
-            (None, false) => {}
         }
         Ok(rec)
     }
@@ -156,9 +209,7 @@ pub fn seal(
         // The core never puts floats in a record body; `preimage` panics if it did.
         let pre = rec.preimage();
         rec.hash = Digest::of(&pre);
-        if stream_is_keyed(&rec.stream) {
-            rec.mac = Some(hmac_tag(key, &pre));
-        }
+        rec.mac = Some(hmac_tag(key, &pre));
         out.push(rec);
     }
     out
@@ -192,12 +243,13 @@ mod tests {
         assert_eq!(recs[0].seq, 1);
         assert_eq!(recs[1].prev, recs[0].hash);
         assert_eq!(recs[1].txn, [2, 2]);
-        assert!(recs[0].mac.is_none());
-        assert!(recs[1].mac.is_some());
+        assert!(recs.iter().all(|r| r.mac.is_some()));
         for r in &recs {
             let line = r.to_line();
             let parsed = Record::parse_line(&line[..line.len() - 1], Some(b"key")).unwrap();
             assert_eq!(&parsed, r);
+            let fast = Record::from_line(&line[..line.len() - 1], Some(&RecordKey::new(b"key")));
+            assert_eq!(fast.as_ref(), Ok(r));
         }
     }
 

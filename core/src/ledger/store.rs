@@ -50,13 +50,21 @@ pub enum AppendResult {
 pub enum StoreError {
     #[error("ledger IO failed: {0}")]
     Io(String),
-    #[error("ledger is corrupt at {file}:{line} (seq {seq}): {reason}")]
+    #[error(
+        "ledger is corrupt at {file}:{line} (seq {seq}): {reason}; nothing is served from it: run `bernstein audit verify` for the full report (and `--witness FILE` with saved run handles, receipts or signed heads to see whether records were cut)"
+    )]
     Corrupt {
         file: String,
         line: u64,
         seq: u64,
         reason: String,
     },
+    /// The first record's MAC does not verify: the key is not the one the ledger was written
+    /// with (nothing was changed).
+    #[error(
+        "this instance's audit key does not match the ledger's ({file}: the first record's HMAC tag does not verify under it); copy .sdd/keys from an instance that wrote it"
+    )]
+    KeyMismatch { file: String },
     #[error("ledger store unavailable: {0}")]
     Unavailable(String),
 }

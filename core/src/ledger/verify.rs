@@ -14,15 +14,17 @@
 //! Pure: it sees bytes, never files. It must never trust a record it has not checked, and
 //! never panic on any input.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
 use crate::digest::Digest;
 
-use super::record::Record;
+use super::AUDIT_STREAM;
+use super::line::{RecordKey, RecordLine, SealError};
+use super::record::{Record, RecordError};
 use super::snapshot::{LedgerPosition, Snapshot};
-use super::{AUDIT_STREAM, stream_is_keyed};
 
 /// Kind of the audit entry every `tools/call` appends.
 pub const CALL_KIND: &str = "mcp.stateless_call";
@@ -65,14 +67,25 @@ pub struct VerifyReport {
     pub head: LedgerPosition,
     /// Whether HMAC tags were checked (the key was available).
     pub macs_checked: bool,
-    /// Records on keyed streams (audit, mailboxes): those that carry an HMAC tag.
+    /// Records carrying an HMAC tag: all of them (format 2).
     pub keyed_records: u64,
     /// An externally recorded position (a store checkpoint) the ledger was found to contain.
     pub anchor: Option<LedgerPosition>,
     pub streams: BTreeMap<String, StreamSummary>,
     pub kinds: BTreeMap<String, u64>,
-    /// The `mcp.stateless_call` audit entries, in order.
+    /// How many `mcp.stateless_call` audit entries the ledger holds.
+    pub call_count: u64,
+    /// Those entries, in order (when collected, see [`LedgerVerifier::collect_calls`]).
     pub calls: Vec<CallEntry>,
+    /// Where the ledger holds the watched hashes it was asked about ([`LedgerVerifier::watch`]).
+    pub found: BTreeMap<Digest, Found>,
+}
+
+/// Where a watched record stands.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Found {
+    pub seq: u64,
+    pub stream: String,
 }
 
 impl VerifyReport {
@@ -87,7 +100,7 @@ impl VerifyReport {
             "OK: {} records in {} transactions, {} calls; head seq {} {}; {}",
             self.records,
             self.transactions,
-            self.calls.len(),
+            self.call_count,
             self.head.seq,
             self.head.head,
             macs
@@ -143,23 +156,30 @@ impl TxnFraming {
 
 /// Why `rec` cannot follow ledger position `at` with its stream ending at `stream_head`.
 pub fn chain_error(at: &LedgerPosition, stream_head: Digest, rec: &Record) -> Option<String> {
-    if rec.seq != at.seq + 1 {
+    chain_error_of(at, stream_head, rec.seq, rec.prev, rec.sprev, &rec.stream)
+}
+
+/// [`chain_error`] over a record's chain fields.
+pub fn chain_error_of(
+    at: &LedgerPosition,
+    stream_head: Digest,
+    seq: u64,
+    prev: Digest,
+    sprev: Digest,
+    stream: &str,
+) -> Option<String> {
+    if seq != at.seq + 1 {
+        return Some(format!("sequence: expected seq {}, found {seq}", at.seq + 1));
+    }
+    if prev != at.head {
         return Some(format!(
-            "sequence: expected seq {}, found {}",
-            at.seq + 1,
-            rec.seq
+            "ledger chain: prev is {prev}, but the previous record's hash is {}",
+            at.head
         ));
     }
-    if rec.prev != at.head {
+    if sprev != stream_head {
         return Some(format!(
-            "ledger chain: prev is {}, but the previous record's hash is {}",
-            rec.prev, at.head
-        ));
-    }
-    if rec.sprev != stream_head {
-        return Some(format!(
-            "stream chain: sprev is {}, but stream {:?} ends at {}",
-            rec.sprev, rec.stream, stream_head
+            "stream chain: sprev is {sprev}, but stream {stream:?} ends at {stream_head}"
         ));
     }
     None
@@ -195,27 +215,37 @@ pub fn check_extends(snapshot: &Snapshot, records: &[Record]) -> Result<(), (usi
     Ok(())
 }
 
-/// Incremental verifier: feed it the lines of a ledger in order.
+/// Incremental verifier: feed it the lines of a ledger in order. It keeps one entry per stream
+/// (its head and count) and per kind, never the records: memory does not grow with the ledger
+/// (the call list aside, which [`LedgerVerifier::collect_calls`] turns off).
 #[derive(Debug)]
-pub struct LedgerVerifier<'k> {
-    key: Option<&'k [u8]>,
+pub struct LedgerVerifier {
+    key: Option<RecordKey>,
     /// Lines consumed so far.
     line: u64,
-    heads: HashMap<String, Digest>,
+    /// Stream → (records, head).
+    streams: HashMap<String, (u64, Digest)>,
+    kinds: HashMap<String, u64>,
     framing: TxnFraming,
     anchor: Option<LedgerPosition>,
+    collect_calls: bool,
+    /// Witnessed record hashes → where the ledger holds them (seq, stream), once seen.
+    watched: HashMap<Digest, Option<(u64, String)>>,
     report: VerifyReport,
 }
 
-impl<'k> LedgerVerifier<'k> {
+impl LedgerVerifier {
     /// A verifier for `file` (the name used in failures); MACs are checked iff `key` is given.
-    pub fn new(file: &str, key: Option<&'k [u8]>) -> LedgerVerifier<'k> {
+    pub fn new(file: &str, key: Option<&[u8]>) -> LedgerVerifier {
         LedgerVerifier {
-            key,
+            key: key.map(RecordKey::new),
             line: 0,
-            heads: HashMap::new(),
+            streams: HashMap::new(),
+            kinds: HashMap::new(),
             framing: TxnFraming::default(),
             anchor: None,
+            collect_calls: true,
+            watched: HashMap::new(),
             report: VerifyReport {
                 file: file.to_string(),
                 records: 0,
@@ -226,7 +256,9 @@ impl<'k> LedgerVerifier<'k> {
                 anchor: None,
                 streams: BTreeMap::new(),
                 kinds: BTreeMap::new(),
+                call_count: 0,
                 calls: Vec::new(),
+                found: BTreeMap::new(),
             },
         }
     }
@@ -234,9 +266,29 @@ impl<'k> LedgerVerifier<'k> {
     /// Also require the ledger to contain `anchor` (a position a store recorded as durable):
     /// the record at `anchor.seq` must exist and have hash `anchor.head`. This catches the one
     /// thing chains alone cannot: whole transactions cut off the end.
-    pub fn with_anchor(mut self, anchor: Option<LedgerPosition>) -> LedgerVerifier<'k> {
+    pub fn with_anchor(mut self, anchor: Option<LedgerPosition>) -> LedgerVerifier {
         self.anchor = anchor.filter(|a| a.seq > 0);
         self
+    }
+
+    /// Whether to list every `mcp.stateless_call` in the report (default: yes). Counting them
+    /// costs nothing; listing them costs memory in proportion to the ledger.
+    pub fn collect_calls(mut self, on: bool) -> LedgerVerifier {
+        self.collect_calls = on;
+        self
+    }
+
+    /// Also note where the ledger holds records with these hashes (the report's `found`): what
+    /// a witness (a saved handle, receipt or signed head) needs to be checked against.
+    pub fn watch(mut self, hashes: impl IntoIterator<Item = Digest>) -> LedgerVerifier {
+        self.watched
+            .extend(hashes.into_iter().filter(|h| *h != Digest::ZERO).map(|h| (h, None)));
+        self
+    }
+
+    /// The position after the last record pushed.
+    pub fn head(&self) -> LedgerPosition {
+        self.report.head
     }
 
     fn fail(&self, line: u64, reason: impl Into<String>) -> VerifyFailure {
@@ -250,26 +302,54 @@ impl<'k> LedgerVerifier<'k> {
 
     /// Checks the next line, given without its terminating `\n`.
     pub fn push_line(&mut self, line: &[u8]) -> Result<(), VerifyFailure> {
-        self.push_record(line).map(drop)
+        let raw = self.check_line(line)?;
+        self.count(&raw);
+        Ok(())
     }
 
     /// [`LedgerVerifier::push_line`], handing back the checked record (for verifiers layered
     /// on this one, such as the claim-receipt and mailbox verifiers of the domain).
     pub fn push_record(&mut self, line: &[u8]) -> Result<Record, VerifyFailure> {
+        let raw = self.check_line(line)?;
+        let rec = Record::from_checked(&raw)
+            .map_err(|e| self.fail(self.line + 1, format!("bad record: {e}")))?;
+        self.count(&raw);
+        Ok(rec)
+    }
+
+    /// Every check of one line; nothing is counted yet.
+    fn check_line<'l>(&self, line: &'l [u8]) -> Result<RecordLine<'l>, VerifyFailure> {
         let n = self.line + 1;
-        let rec = Record::parse_line(line, self.key)
-            .map_err(|e| self.fail(n, format!("bad record: {e}")))?;
-        let sh = self.heads.get(&rec.stream).copied().unwrap_or(Digest::ZERO);
-        if let Some(reason) = chain_error(&self.report.head, sh, &rec) {
+        let raw = RecordLine::scan(line)
+            .ok_or_else(|| self.fail(n, format!("bad record: {}", Record::scan_refusal(line))))?;
+        if let Err(e) = raw.check(self.key.as_ref()) {
+            let reason = match e {
+                // No record before this one verified under the key: most likely not the key
+                // the ledger was written with, rather than a forgery of this very record.
+                SealError::BadMac if self.report.records == 0 => KEY_MISMATCH.to_string(),
+                e => format!("bad record: {}", RecordError::from(e)),
+            };
             return Err(self.fail(n, reason));
         }
-        let completes = self
-            .framing
-            .check(rec.txn)
-            .map_err(|reason| self.fail(n, reason))?;
+        let sh = self
+            .streams
+            .get(raw.stream.as_ref())
+            .map_or(Digest::ZERO, |s| s.1);
+        if let Some(reason) = chain_error_of(
+            &self.report.head,
+            sh,
+            raw.seq,
+            raw.prev,
+            raw.sprev,
+            &raw.stream,
+        ) {
+            return Err(self.fail(n, reason));
+        }
+        let mut framing = self.framing;
+        framing.check(raw.txn).map_err(|reason| self.fail(n, reason))?;
         if let Some(a) = self.anchor
-            && a.seq == rec.seq
-            && a.head != rec.hash
+            && a.seq == raw.seq
+            && a.head != raw.hash
         {
             return Err(self.fail(
                 n,
@@ -279,52 +359,51 @@ impl<'k> LedgerVerifier<'k> {
                 ),
             ));
         }
-        self.line = n;
-        self.record(&rec, completes);
-        Ok(rec)
+        Ok(raw)
     }
 
-    fn record(&mut self, rec: &Record, completes: bool) {
+    fn count(&mut self, raw: &RecordLine<'_>) {
+        self.line += 1;
+        let completes = self
+            .framing
+            .check(raw.txn)
+            .expect("check_line checked the framing");
         let r = &mut self.report;
         r.records += 1;
         r.transactions += u64::from(completes);
         r.head = LedgerPosition {
-            seq: rec.seq,
-            head: rec.hash,
+            seq: raw.seq,
+            head: raw.hash,
         };
-        if stream_is_keyed(&rec.stream) {
-            r.keyed_records += 1;
+        r.keyed_records += 1;
+        match self.streams.get_mut(raw.stream.as_ref()) {
+            Some(s) => *s = (s.0 + 1, raw.hash),
+            None => {
+                self.streams.insert(raw.stream.to_string(), (1, raw.hash));
+            }
         }
-        let s = r
-            .streams
-            .entry(rec.stream.clone())
-            .or_insert(StreamSummary {
-                records: 0,
-                head: Digest::ZERO,
-            });
-        s.records += 1;
-        s.head = rec.hash;
-        *r.kinds.entry(rec.kind.clone()).or_insert(0) += 1;
-        if rec.stream == AUDIT_STREAM && rec.kind == CALL_KIND {
-            let text = |k: &str| {
-                rec.body
-                    .get(k)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("?")
-                    .to_string()
-            };
-            r.calls.push(CallEntry {
-                seq: rec.seq,
-                tool: text("tool"),
-                call_id: text("call_id"),
-                ok: rec
-                    .body
-                    .get("ok")
-                    .and_then(|v| v.as_bool())
-                    .unwrap_or(false),
-            });
+        match self.kinds.get_mut(raw.kind.as_ref()) {
+            Some(n) => *n += 1,
+            None => {
+                self.kinds.insert(raw.kind.to_string(), 1);
+            }
         }
-        self.heads.insert(rec.stream.clone(), rec.hash);
+        if let Some(slot) = self.watched.get_mut(&raw.hash) {
+            *slot = Some((raw.seq, raw.stream.to_string()));
+        }
+        if raw.stream == AUDIT_STREAM && raw.kind == CALL_KIND {
+            r.call_count += 1;
+            if self.collect_calls {
+                let body: CallBody<'_> = serde_json::from_slice(raw.body).unwrap_or_default();
+                let text = |s: Option<Cow<'_, str>>| s.map_or_else(|| "?".to_string(), Cow::into_owned);
+                r.calls.push(CallEntry {
+                    seq: raw.seq,
+                    tool: text(body.tool),
+                    call_id: text(body.call_id),
+                    ok: body.ok.unwrap_or(false),
+                });
+            }
+        }
     }
 
     /// Ends verification. `unterminated` is whatever followed the last `\n` (empty for a
@@ -359,8 +438,44 @@ impl<'k> LedgerVerifier<'k> {
             ));
         }
         self.report.anchor = self.anchor;
+        self.report.streams = self
+            .streams
+            .into_iter()
+            .map(|(name, (records, head))| (name, StreamSummary { records, head }))
+            .collect();
+        self.report.kinds = self.kinds.into_iter().collect();
+        self.report.found = self
+            .watched
+            .into_iter()
+            .filter_map(|(h, at)| at.map(|(seq, stream)| (h, Found { seq, stream })))
+            .collect();
         Ok(self.report)
     }
+}
+
+/// Whether a verified ledger prefix ends exactly at `snapshot`'s position and stream heads
+/// (what a store checks before it trusts a checkpoint's projection).
+pub fn prefix_matches(report: &VerifyReport, snapshot: &Snapshot) -> bool {
+    report.head == snapshot.position
+        && report.streams.len() == snapshot.stream_heads.len()
+        && report
+            .streams
+            .iter()
+            .all(|(s, sum)| snapshot.stream_heads.get(s) == Some(&sum.head))
+}
+
+/// Why record 1 fails its MAC: a key mismatch, named as such.
+pub const KEY_MISMATCH: &str = "HMAC tag does not verify under this audit key, and no record before it does: this instance's audit key does not match the ledger's (copy .sdd/keys from an instance that wrote it), or the first record was forged";
+
+/// The fields of an `mcp.stateless_call` body the report lists.
+#[derive(Debug, Default, serde::Deserialize)]
+struct CallBody<'a> {
+    #[serde(borrow, default)]
+    tool: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    ok: Option<bool>,
 }
 
 /// Verifies a whole ledger held in memory. See [`LedgerVerifier`] for the checks.

@@ -414,7 +414,7 @@ fn route(
         "prompts/list" => finish(list_prompts(server, revision, params)),
         "prompts/get" => finish(get_prompt(server, params)),
         "resources/list" => finish(list_resources(server, revision, params)),
-        "resources/read" => finish(read_resource(server, revision, params)),
+        "resources/read" => finish(read_resource(server, revision, params, snapshot)),
         "resources/templates/list" => finish(list_resource_templates(server, revision, params)),
         "completion/complete" if server.catalog.has_completions() => {
             finish(complete(server, params))

@@ -231,6 +231,7 @@ pub fn read_resource(
     server: &Server,
     revision: Revision,
     params: Option<&Value>,
+    snapshot: &crate::ledger::Snapshot,
 ) -> Result<Value, RpcError> {
     let uri = match params.and_then(|p| p.get("uri")) {
         Some(Value::String(u)) => u,
@@ -265,7 +266,7 @@ pub fn read_resource(
         )
         .with_data(json!({ "uri": uri })));
     };
-    Ok(json!({ "contents": (resource.read)(&server.config) }))
+    Ok(json!({ "contents": (resource.read)(&server.config, snapshot) }))
 }
 
 #[cfg(test)]

@@ -225,7 +225,8 @@ pub struct ResourceSpec {
     pub description: &'static str,
     pub mime_type: &'static str,
     /// Reads the resource's contents (`TextResourceContents` / `BlobResourceContents` objects).
-    pub read: fn(&Config) -> Vec<Value>,
+    /// Reads the resource's contents at the snapshot the request was answered from.
+    pub read: fn(&Config, &crate::ledger::Snapshot) -> Vec<Value>,
 }
 
 /// A family of resources named by an RFC 6570 level-1 URI template (`test://items/{id}`):

@@ -257,7 +257,7 @@ pub fn fixture_catalog() -> Catalog {
             title: "Fixture card",
             description: "The fixture's capability card.",
             mime_type: "application/json",
-            read: read_card,
+            read: |config, _| read_card(config),
         }],
         resource_templates: Vec::new(),
         aliases: vec![("old_echo", "echo"), ("old_journal", "journal")],

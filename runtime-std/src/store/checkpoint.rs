@@ -3,11 +3,11 @@
 //!
 //! File form (one line): `{"checkpoint":<body>,"mac":"hmac-sha256:<hex>"}` where `<body>` is
 //! the JSON of [`Body`] and the tag is HMAC-SHA256 of exactly those body bytes under the audit
-//! key. It is written atomically (temp file, fsync, rename, directory fsync). On load it is
-//! used only if its tag verifies, it was written by this software and format, and the record
-//! ending at its offset is the one its snapshot claims as head; otherwise it is ignored and the
-//! ledger is folded from the start. A checkpoint is a memo, never a source of truth: nothing
-//! here may make the store trust bytes it has not verified or checkpointed itself.
+//! key. It is written atomically (temp file, fsync, rename, directory fsync). On open its tag
+//! must verify (else the store refuses to open: [`read`]), and the store checks that the
+//! ledger verified from its first byte reaches exactly the position and stream heads it
+//! records; its projection is reused only when this software and format wrote it. It never
+//! lets the store trust bytes it has not verified: it only saves re-folding them.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
@@ -17,14 +17,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bernstein_core::digest::{hmac_tag, verify_hmac_tag};
-use bernstein_core::ledger::{LedgerPosition, Record, Snapshot};
+use bernstein_core::ledger::{LedgerPosition, Snapshot};
 use serde::{Deserialize, Serialize};
 
 use super::layout::{Layout, sync_dir};
 use super::ledger_file::{Folded, LedgerFile};
 
-/// Version of the checkpoint body's layout.
-pub const FORMAT: u32 = 1;
+/// Version of the checkpoint body's layout (2: the ledger format in which every record is
+/// sealed).
+pub const FORMAT: u32 = 2;
 /// The software that wrote a checkpoint; another version's projection may differ, so its
 /// checkpoints are ignored.
 pub const SOFTWARE: &str = concat!("bernstein-runtime-std ", env!("CARGO_PKG_VERSION"));
@@ -32,8 +33,6 @@ pub const SOFTWARE: &str = concat!("bernstein-runtime-std ", env!("CARGO_PKG_VER
 const PREFIX: &[u8] = b"{\"checkpoint\":";
 const MAC_FIELD: &[u8] = b",\"mac\":\"";
 const SUFFIX: &[u8] = b"\"}\n";
-/// Longest record line a checkpoint may point at.
-const MAX_LINE: u64 = 64 << 20;
 
 /// What a checkpoint records.
 #[derive(Debug, Serialize)]
@@ -47,6 +46,7 @@ struct BodyRef<'a> {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Body {
     format: u32,
     software: String,
@@ -125,76 +125,51 @@ fn read_body(path: &Path, key: Option<&[u8]>) -> Result<Option<Body>, String> {
     if let Some(key) = key
         && !verify_hmac_tag(key, body, tag)
     {
-        return Err("its HMAC tag does not verify".into());
+        return Err("its HMAC tag does not verify under this audit key".into());
     }
-    let body: Body = serde_json::from_slice(body).map_err(|e| format!("unreadable body: {e}"))?;
-    if body.format != FORMAT || body.software != SOFTWARE {
-        return Err(format!(
-            "written by {} (format {}), this is {SOFTWARE} (format {FORMAT})",
-            body.software, body.format
-        ));
-    }
-    Ok(Some(body))
+    serde_json::from_slice(body)
+        .map(Some)
+        .map_err(|e| format!("unreadable body: {e}"))
 }
 
-/// The checkpoint to resume from, if there is a usable one. An unusable checkpoint is reported
-/// on stderr and ignored.
-pub fn load(layout: &Layout, key: &[u8], ledger: &LedgerFile) -> Option<Folded> {
-    let path = layout.checkpoint_file();
-    let checked = read_body(&path, Some(key)).and_then(|body| match body {
-        None => Ok(None),
-        Some(body) => matches_ledger(&body, key, ledger).map(|()| Some(body)),
-    });
-    match checked {
-        Ok(body) => body.map(|b| Folded {
+/// An authenticated checkpoint.
+#[derive(Debug)]
+pub struct Checkpoint {
+    /// What it records; its projection is usable only when [`Checkpoint::reusable`].
+    pub folded: Folded,
+    /// Written by this software and format, so its projection is what this software's fold
+    /// would give (another version's checkpoint still pins the position).
+    pub reusable: bool,
+}
+
+/// The checkpoint, authenticated under `key`: `Ok(None)` when there is none, `Err` naming why
+/// one that is there cannot be trusted (never silently ignored: the server refuses to open).
+pub fn read(layout: &Layout, key: &[u8]) -> Result<Option<Checkpoint>, String> {
+    let Some(b) = read_body(&layout.checkpoint_file(), Some(key))? else {
+        return Ok(None);
+    };
+    let reusable = b.format == FORMAT && b.software == SOFTWARE;
+    if !reusable {
+        crate::log_line!(
+            "bernstein: checkpoint {} was written by {} (format {}), this is {SOFTWARE} (format {FORMAT}): folding the ledger from the start",
+            layout.checkpoint_file().display(),
+            b.software,
+            b.format
+        );
+    }
+    Ok(Some(Checkpoint {
+        folded: Folded {
             snapshot: Arc::new(b.snapshot),
             offset: b.offset,
             last_line_start: b.last_line_start,
             lines: b.lines,
-        }),
-        Err(reason) => {
-            crate::log_line!(
-                "bernstein: ignoring checkpoint {}: {reason}; folding the ledger from the start",
-                path.display()
-            );
-            None
-        }
-    }
+        },
+        reusable,
+    }))
 }
 
 /// The position a checkpoint records as durable, for the offline verifier (which checks the
 /// ledger against it). The tag is checked when the key is known.
 pub fn anchor(layout: &Layout, key: Option<&[u8]>) -> Result<Option<LedgerPosition>, String> {
     Ok(read_body(&layout.checkpoint_file(), key)?.map(|b| b.snapshot.position))
-}
-
-/// Whether the record ending at the checkpoint's offset is the head its snapshot claims.
-fn matches_ledger(body: &Body, key: &[u8], ledger: &LedgerFile) -> Result<(), String> {
-    let pos = body.snapshot.position;
-    let len = ledger.size().map_err(|e| e.to_string())?;
-    let span = body
-        .offset
-        .checked_sub(body.last_line_start)
-        .filter(|&s| s > 0 && s <= MAX_LINE);
-    let (Some(span), true) = (span, body.offset <= len && body.lines > 0) else {
-        return Err(format!(
-            "its offset {} does not fit the {len}-byte ledger",
-            body.offset
-        ));
-    };
-    let line = ledger
-        .read_at(body.last_line_start, span as usize)
-        .map_err(|e| e.to_string())?;
-    let rec = line
-        .strip_suffix(b"\n")
-        .filter(|l| !l.contains(&b'\n'))
-        .and_then(|l| Record::parse_line(l, Some(key)).ok())
-        .ok_or("no valid record ends at its offset")?;
-    if rec.seq != pos.seq || rec.hash != pos.head {
-        return Err(format!(
-            "the ledger's record {} is not the head {} it claims",
-            rec.seq, pos.head
-        ));
-    }
-    Ok(())
 }

@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bernstein_core::digest::Digest;
+use bernstein_core::ledger::line::{RecordKey, RecordLine, SealError};
 use bernstein_core::ledger::verify::{TxnFraming, chain_error};
-use bernstein_core::ledger::{LedgerPosition, Record, Snapshot, StoreError};
+use bernstein_core::ledger::{LedgerPosition, Record, RecordError, Snapshot, StoreError};
 
 use super::layout::sync_dir;
 
@@ -148,6 +149,20 @@ impl LedgerFile {
         Ok(())
     }
 
+    /// A second descriptor of the file, for reading it from the start without moving the
+    /// store's own.
+    pub fn reader(&self) -> io::Result<File> {
+        File::open(&self.path).and_then(|f| {
+            // The same file as the one the store holds, not one put in its place.
+            let (a, b) = (f.metadata()?, self.file.metadata()?);
+            if a.dev() == b.dev() && a.ino() == b.ino() {
+                Ok(f)
+            } else {
+                Err(io::Error::other("the ledger file was replaced while being opened"))
+            }
+        })
+    }
+
     /// A second descriptor of the file, for fsyncs made without the store's mutex.
     pub fn sync_handle(&self) -> io::Result<File> {
         self.file.try_clone()
@@ -170,7 +185,7 @@ impl LedgerFile {
     pub fn catch_up(
         &self,
         folded: &mut Folded,
-        key: &[u8],
+        key: &RecordKey,
         policy: TailPolicy,
     ) -> Result<CatchUp, StoreError> {
         let len = self.size().map_err(|e| self.io_error("stat", &e))?;
@@ -232,6 +247,9 @@ impl LedgerFile {
     }
 
     fn corrupt(&self, c: Corruption) -> StoreError {
+        if c.key_mismatch {
+            return StoreError::KeyMismatch { file: self.name() };
+        }
         StoreError::Corrupt {
             file: self.name(),
             line: c.line,
@@ -245,19 +263,39 @@ impl LedgerFile {
     }
 }
 
+/// Reads and checks one line (without its `\n`) under `key`.
+pub fn read_line(line: &[u8], key: &RecordKey) -> Result<Record, RecordError> {
+    let raw = RecordLine::scan(line).ok_or_else(|| Record::scan_refusal(line))?;
+    raw.check(Some(key)).map_err(|e: SealError| RecordError::from(e))?;
+    Record::from_checked(&raw)
+}
+
 /// A bad entry before the tail.
 #[derive(Debug)]
 struct Corruption {
     line: u64,
     seq: u64,
     reason: String,
+    /// The first record does not verify under the key: a key mismatch, not damage.
+    key_mismatch: bool,
+}
+
+impl Corruption {
+    fn key_mismatch() -> Corruption {
+        Corruption {
+            line: 1,
+            seq: 1,
+            reason: String::new(),
+            key_mismatch: true,
+        }
+    }
 }
 
 /// The state of one catch-up: the records of the transaction being read, checked against the
 /// folded prefix plus themselves, applied when the transaction is complete.
 struct Scan<'a> {
     folded: &'a mut Folded,
-    key: &'a [u8],
+    key: &'a RecordKey,
     /// Byte offset of the next line.
     pos: u64,
     /// (line start offset, record) of the open transaction.
@@ -270,7 +308,7 @@ struct Scan<'a> {
 }
 
 impl<'a> Scan<'a> {
-    fn new(folded: &'a mut Folded, key: &'a [u8]) -> Scan<'a> {
+    fn new(folded: &'a mut Folded, key: &'a RecordKey) -> Scan<'a> {
         let pos = folded.offset;
         Scan {
             folded,
@@ -302,6 +340,7 @@ impl<'a> Scan<'a> {
             line: line_no,
             seq: at.seq + 1,
             reason,
+            key_mismatch: false,
         };
         let Some(body) = buf.strip_suffix(b"\n") else {
             return Ok(Some(format!(
@@ -309,8 +348,15 @@ impl<'a> Scan<'a> {
                 buf.len()
             )));
         };
-        let rec = match Record::parse_line(body, Some(self.key)) {
+        let rec = match read_line(body, self.key) {
             Ok(rec) => rec,
+            // A crash mid-append leaves a prefix of what was written: an unterminated line, or
+            // bytes that are no record at all. A line whose hash is right but whose MAC is
+            // missing or wrong is no accident of a crash: it was made without the key.
+            Err(RecordError::BadMac) if line_no == 1 => return Err(Corruption::key_mismatch()),
+            Err(e @ (RecordError::MissingMac | RecordError::BadMac)) => {
+                return Err(fail(format!("bad record: {e}")));
+            }
             Err(e) if is_last => {
                 return Ok(Some(format!("the last line is not a valid record: {e}")));
             }

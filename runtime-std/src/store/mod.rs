@@ -25,6 +25,7 @@ pub mod group_commit;
 pub mod layout;
 pub mod ledger_file;
 pub mod lock;
+pub mod open_check;
 
 #[cfg(test)]
 pub(crate) mod test_dir;
@@ -33,6 +34,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use bernstein_core::ledger::line::RecordKey;
 use bernstein_core::ledger::verify::check_extends;
 use bernstein_core::ledger::{Append, AppendResult, Record, Snapshot, Store, StoreError};
 
@@ -71,6 +73,8 @@ impl Default for StoreOptions {
 pub struct FileStore {
     layout: Layout,
     key: Vec<u8>,
+    /// The same key, prepared for checking many records.
+    record_key: RecordKey,
     options: StoreOptions,
     lock: LedgerLock,
     state: Mutex<State>,
@@ -115,6 +119,7 @@ impl FileStore {
         );
         let store = FileStore {
             layout,
+            record_key: RecordKey::new(&audit_key),
             key: audit_key,
             options,
             lock,
@@ -191,15 +196,39 @@ impl FileStore {
         let mut folded = match state.folded.take() {
             Some(f) => f,
             None => {
-                let loaded = checkpoint::load(&self.layout, &self.key, &state.ledger);
                 state.since_checkpoint = 0;
-                loaded.unwrap_or_else(Folded::genesis)
+                self.resume_point(&state.ledger)?
             }
         };
-        let done = state.ledger.catch_up(&mut folded, &self.key, policy)?;
+        let done = state.ledger.catch_up(&mut folded, &self.record_key, policy)?;
         state.since_checkpoint += done.records;
         state.folded = Some(folded);
         Ok(done)
+    }
+
+    /// Where folding starts when nothing is folded: the checkpoint, once the ledger up to it
+    /// verified and reached exactly its position (else the store refuses to open), or the
+    /// start. Either way every byte of the ledger is verified before anything is served.
+    fn resume_point(&self, ledger: &LedgerFile) -> Result<Folded, StoreError> {
+        let path = self.layout.checkpoint_file();
+        let name = path.display().to_string();
+        let cp = checkpoint::read(&self.layout, &self.key).map_err(|reason| {
+            StoreError::Corrupt {
+                file: name.clone(),
+                line: 1,
+                seq: 0,
+                reason: format!("the checkpoint cannot be trusted: {reason}"),
+            }
+        })?;
+        let Some(cp) = cp else {
+            return Ok(Folded::genesis());
+        };
+        open_check::verify_to_checkpoint(ledger, &self.key, &cp.folded, &name)?;
+        Ok(if cp.reusable {
+            cp.folded
+        } else {
+            Folded::genesis()
+        })
     }
 
     /// Writes a checkpoint when enough records were folded since the last one. A failure is
@@ -235,7 +264,7 @@ impl FileStore {
         let mut last_len = 0;
         for rec in records {
             let line = rec.to_line();
-            Record::parse_line(&line[..line.len() - 1], Some(&self.key))
+            ledger_file::read_line(&line[..line.len() - 1], &self.record_key)
                 .map_err(|e| refuse(format!("record {} would not read back: {e}", rec.seq)))?;
             bytes.extend_from_slice(&line);
             last_len = line.len() as u64;

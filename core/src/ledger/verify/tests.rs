@@ -70,7 +70,7 @@ fn clean_ledger_reports_calls_in_order() {
     let report = verify_ledger(&bytes, "ledger.jsonl", Some(KEY)).unwrap();
     assert_eq!(report.records, 5);
     assert_eq!(report.transactions, 3);
-    assert_eq!(report.keyed_records, 3);
+    assert_eq!(report.keyed_records, 5);
     assert!(report.macs_checked);
     assert_eq!(
         report.head,
@@ -339,4 +339,47 @@ proptest! {
         // Cutting at the transaction boundary leaves a clean ledger.
         prop_assert!(verify_ledger(&bytes[..start_off], "l", Some(KEY)).is_ok());
     }
+}
+
+/// Attack 1 of the security review: a hand-made transaction with its SHA-256 recomputed and no
+/// key, on any stream, at the start, in the middle or at the tail, is refused at its line.
+#[test]
+fn a_keyless_record_is_refused_wherever_it_stands() {
+    let recs = sample();
+    for stream in ["backlog", "run:R-1", "audit", "mailbox:T-1"] {
+        for at in 0..=recs.len() {
+            // Re-seal everything from `at` on, with the forged record inserted there, the way
+            // an attacker without the key would: hashes right, MACs made up or absent.
+            let mut drafts: Vec<Draft> = recs
+                .iter()
+                .map(|r| Draft::new(r.stream.clone(), r.kind.clone(), r.body.clone()))
+                .collect();
+            drafts.insert(
+                at,
+                Draft::new(stream, "task.status", json!({"id": "T-1", "to": "cancelled", "actor": "mallory"})),
+            );
+            let mut forged = build(drafts.into_iter().map(|d| vec![d]).collect());
+            let keep = forged[..at].to_vec();
+            for (i, r) in forged.iter_mut().enumerate().skip(at) {
+                r.mac = if i % 2 == 0 { None } else { Some(crate::digest::hmac_tag(b"guess", &r.preimage())) };
+            }
+            forged[..at].clone_from_slice(&keep);
+            let err = verify_ledger(&join(&lines(&forged)), "l", Some(KEY)).unwrap_err();
+            assert_eq!(err.line as usize, at + 1, "{stream} at {at}: {err}");
+            assert!(err.reason.contains("HMAC"), "{err}");
+            // Without the key a missing tag is still refused; a made-up one cannot be told.
+            if at % 2 == 0 {
+                let err = verify_ledger(&join(&lines(&forged)), "l", None).unwrap_err();
+                assert_eq!(err.line as usize, at + 1, "{stream} at {at}: {err}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_foreign_key_is_named_as_a_key_mismatch() {
+    let bytes = join(&lines(&sample()));
+    let err = verify_ledger(&bytes, "l", Some(b"another instance's key")).unwrap_err();
+    assert_eq!((err.line, err.seq), (1, 1));
+    assert_eq!(err.reason, KEY_MISMATCH);
 }

@@ -52,7 +52,7 @@ fn catalog(with_completers: bool) -> Catalog {
             title: "Static",
             description: "A static resource.",
             mime_type: "text/plain",
-            read: |_| Vec::new(),
+            read: |_, _| Vec::new(),
         }],
         resource_templates: vec![ResourceTemplateSpec {
             uri_template: "test://items/{id}/{part}",
