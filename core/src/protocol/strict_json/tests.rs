@@ -1,0 +1,92 @@
+use super::*;
+
+fn dup(text: &str) -> String {
+    let e = parse(text).expect_err(text).to_string();
+    assert_eq!(e, parse_slice(text.as_bytes()).unwrap_err().to_string());
+    e
+}
+
+#[test]
+fn duplicate_keys_at_any_depth_are_errors_naming_the_key() {
+    let e = dup(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bernstein_status","name":"bernstein_run"}}"#,
+    );
+    assert!(e.starts_with(r#"duplicate key "name" in an object"#), "{e}");
+    let e = dup(r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#);
+    assert!(e.starts_with(r#"duplicate key "id" in an object"#), "{e}");
+    let e = dup(r#"{"params":{"_meta":{"progressToken":1,"progressToken":2}}}"#);
+    assert!(e.contains(r#""progressToken""#), "{e}");
+    let e = dup(r#"{"a":[1,{"b":{"c":[{"d":1,"d":1}]}}]}"#);
+    assert!(e.contains(r#""d""#), "{e}");
+    let e = dup(r#"[{"x":1},{"y":1,"y":2}]"#);
+    assert!(e.contains(r#""y""#), "{e}");
+}
+
+#[test]
+fn keys_are_compared_after_escapes_are_decoded() {
+    let e = dup(r#"{"a":1,"\u0061":2}"#);
+    assert!(e.starts_with(r#"duplicate key "a" in an object"#), "{e}");
+    let e = dup(r#"{"na\u006de":1,"name":2}"#);
+    assert!(e.contains(r#""name""#), "{e}");
+    let e = dup(r#"{"\/":1,"/":2}"#);
+    assert!(e.contains(r#""/""#), "{e}");
+    // Distinct keys that differ only by case or by an escape that is not equal are fine.
+    assert!(parse(r#"{"a":1,"A":2,"\u00e9":3,"é\u0000":4}"#).is_ok());
+}
+
+#[test]
+fn a_quoted_key_in_the_error_is_escaped_and_short() {
+    let long = "k\n".repeat(200);
+    let text = format!(r#"{{"{0}":1,"{0}":2}}"#, long.replace('\n', "\\n"));
+    let e = dup(&text);
+    assert!(!e.contains('\n'), "{e}");
+    assert!(e.len() < 200, "{e}");
+}
+
+#[test]
+fn without_duplicates_the_value_is_serde_jsons() {
+    for text in [
+        r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping","params":{}}"#,
+        r#"{"a":-9223372036854775808,"b":1.5e300,"c":-0.0,"d":[true,false,null],"e":"\ud83d\ude00"}"#,
+        r#"  [1, "two", {"three": {"four": []}}]  "#,
+        r#""just a string""#,
+        "12",
+        r#"{"same":{"k":1},"other":{"k":1}}"#,
+    ] {
+        let want: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(parse(text).unwrap(), want, "{text}");
+        assert_eq!(parse_slice(text.as_bytes()).unwrap(), want, "{text}");
+    }
+}
+
+#[test]
+fn syntax_errors_and_trailing_bytes_are_still_errors() {
+    for text in ["", "{", r#"{"a":1} x"#, r#"{"a":1,}"#, "[1,]", "nul"] {
+        assert!(parse(text).is_err(), "{text:?}");
+    }
+}
+
+/// Timing of the strict parse against serde_json's on a typical `tools/call` message:
+/// `cargo test -p bernstein-core --release strict_json -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn timing_against_serde_json() {
+    let text = r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"bernstein_post_artifact","arguments":{"task_id":"t-0123456789","key":"docs/report.md","kind":"report","title":"Nightly","content":"Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do eiusmod tempor incididunt ut labore et dolore magna aliqua.","tags":["a","b","c"]},"_meta":{"progressToken":"p-1","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}"#;
+    let n = 200_000;
+    let time = |f: &dyn Fn() -> Value| {
+        let start = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(f());
+        }
+        start.elapsed().as_nanos() as f64 / f64::from(n)
+    };
+    for _ in 0..2 {
+        let plain = time(&|| serde_json::from_str::<Value>(std::hint::black_box(text)).unwrap());
+        let strict = time(&|| parse(std::hint::black_box(text)).unwrap());
+        println!(
+            "{} bytes: serde_json {plain:.0} ns, strict {strict:.0} ns ({:+.1}%)",
+            text.len(),
+            (strict / plain - 1.0) * 100.0
+        );
+    }
+}
