@@ -18,6 +18,7 @@ fn read_notes(ctx: &ToolContext<'_>, _: Value) -> ToolOutput {
         None => ToolOutput::ask(HostRequest::Read {
             path: "notes.txt".into(),
             max_bytes: 100,
+            within: None,
         }),
         Some(HostReply::File { text }) => {
             let mut out = ToolOutput::ok(json!({ "text": text }));
@@ -32,7 +33,10 @@ fn read_notes(ctx: &ToolContext<'_>, _: Value) -> ToolOutput {
 
 /// Never satisfied.
 fn insatiable(_: &ToolContext<'_>, _: Value) -> ToolOutput {
-    ToolOutput::ask(HostRequest::List { path: "x".into() })
+    ToolOutput::ask(HostRequest::List {
+        path: "x".into(),
+        within: None,
+    })
 }
 
 fn spec(name: &'static str, call: fn(&ToolContext<'_>, Value) -> ToolOutput) -> ToolSpec {
@@ -95,7 +99,8 @@ fn a_tool_asks_the_host_then_answers_from_the_reply() {
         first.host,
         Some(HostRequest::Read {
             path: "notes.txt".into(),
-            max_bytes: 100
+            max_bytes: 100,
+            within: None,
         })
     );
     assert!(

@@ -7,12 +7,14 @@
 //! Creation is atomic and never widens permissions after the fact: the key is written to a
 //! temp file created with mode 0600 (`create_new`), synced, then hard-linked into place, which
 //! fails if another process got there first (its key is then used). A key file that group or
-//! others may access, that is not a regular file, or that is unreadable is refused with an
-//! error that says how to fix it. The key's bytes are never printed or put in an error.
+//! others may access, that is not a regular file, that another uid owns, or that is
+//! unreadable is refused with an error that says how to fix it; so is a `.sdd/keys` that is
+//! not a directory of mode 0700 owned by this process's effective uid (a symlink included).
+//! The directory is created 0700. The key's bytes are never printed or put in an error.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -40,6 +42,16 @@ pub enum KeyError {
     TooOpen { path: PathBuf, mode: u32 },
     #[error("{} is not a regular file", path.display())]
     NotAFile { path: PathBuf },
+    #[error("{} is accessible by group or others (mode {mode:03o}); run `chmod 700 {}`", path.display(), path.display())]
+    DirTooOpen { path: PathBuf, mode: u32 },
+    #[error("{} is not a directory (a symlink is not accepted); remove it and let the server create it", path.display())]
+    NotADir { path: PathBuf },
+    #[error("{} is owned by uid {owner}, not by this server's uid {euid}; run `chown {euid} {}` (or start the server as its owner)", path.display(), path.display())]
+    WrongOwner {
+        path: PathBuf,
+        owner: u32,
+        euid: u32,
+    },
     #[error("{} does not hold a key of 64 lowercase hex digits", path.display())]
     Malformed { path: PathBuf },
     #[error("no random bytes for a new key: {0}")]
@@ -91,6 +103,7 @@ fn load_or_create_secret(sdd: &Path, path: &Path, len: usize) -> Result<Vec<u8>,
     }
     let dir = Layout::at(sdd).keys_dir();
     create_private_dir_all(&dir).map_err(io_err(&dir))?;
+    check_keys_dir(&dir)?;
     let mut key = vec![0u8; len];
     getrandom::fill(&mut key).map_err(|e| KeyError::Random(e.to_string()))?;
     let mut text = hex::encode(&key);
@@ -135,8 +148,43 @@ fn load_or_create_secret(sdd: &Path, path: &Path, len: usize) -> Result<Vec<u8>,
     }
 }
 
+/// Refuses a keys directory that is not a real directory of mode 0700 (no group or other bit)
+/// owned by this process's effective uid: anyone else who can list, enter or write it could
+/// read or replace a key.
+fn check_keys_dir(dir: &Path) -> Result<(), KeyError> {
+    let path = dir.to_path_buf();
+    let meta = std::fs::symlink_metadata(&path).map_err(io_err(dir))?;
+    if !meta.file_type().is_dir() {
+        return Err(KeyError::NotADir { path });
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(KeyError::DirTooOpen { path, mode });
+    }
+    check_owner(&path, &meta)
+}
+
+/// Refuses a key file or directory another uid owns.
+fn check_owner(path: &Path, meta: &std::fs::Metadata) -> Result<(), KeyError> {
+    let euid = rustix::process::geteuid().as_raw();
+    if meta.uid() != euid {
+        return Err(KeyError::WrongOwner {
+            path: path.to_path_buf(),
+            owner: meta.uid(),
+            euid,
+        });
+    }
+    Ok(())
+}
+
 /// Loads a `len`-byte secret stored as hex if the file exists; refuses an unsafe file.
 fn load_secret(path: &Path, len: usize) -> Result<Option<Vec<u8>>, KeyError> {
+    if let Some(dir) = path.parent() {
+        match std::fs::symlink_metadata(dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            _ => check_keys_dir(dir)?,
+        }
+    }
     let path = path.to_path_buf();
     let meta = match std::fs::symlink_metadata(&path) {
         Ok(m) => m,
@@ -150,6 +198,7 @@ fn load_secret(path: &Path, len: usize) -> Result<Option<Vec<u8>>, KeyError> {
     if mode & 0o077 != 0 {
         return Err(KeyError::TooOpen { path, mode });
     }
+    check_owner(&path, &meta)?;
     let text = std::fs::read(&path).map_err(io_err(&path))?;
     let digits = text.strip_suffix(b"\n").unwrap_or(&text);
     if digits.len() != 2 * len
@@ -220,6 +269,11 @@ mod tests {
         let sdd = tmp.path().join(".sdd");
         let path = Layout::at(&sdd).audit_key_file();
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::set_permissions(
+            path.parent().unwrap(),
+            std::fs::Permissions::from_mode(0o700),
+        )
+        .unwrap();
         let mut f = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -283,5 +337,110 @@ mod tests {
             load_signing_key(&sdd),
             Err(KeyError::Malformed { .. })
         ));
+    }
+}
+
+#[cfg(test)]
+mod dir_tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::store::test_dir::TestDir;
+
+    #[test]
+    fn a_keys_dir_open_to_group_or_others_is_refused_with_the_chmod_fix() {
+        for mode in [0o777, 0o750, 0o740, 0o701, 0o710, 0o1700 | 0o007] {
+            let tmp = TestDir::new("keys-dir-open");
+            let sdd = tmp.path().join(".sdd");
+            load_or_create_audit_key(&sdd).unwrap();
+            let dir = sdd.join("keys");
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+            for err in [
+                load_or_create_audit_key(&sdd).unwrap_err(),
+                load_audit_key(&sdd).unwrap_err(),
+                load_or_create_signing_key(&sdd).unwrap_err(),
+            ] {
+                let msg = err.to_string();
+                assert!(
+                    matches!(err, KeyError::DirTooOpen { .. }),
+                    "{mode:o}: {msg}"
+                );
+                assert!(
+                    msg.contains(&format!("chmod 700 {}", dir.display())),
+                    "{msg}"
+                );
+            }
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+            assert!(load_audit_key(&sdd).unwrap().is_some());
+        }
+    }
+
+    #[test]
+    fn an_empty_open_keys_dir_is_refused_before_a_key_is_written_into_it() {
+        let tmp = TestDir::new("keys-dir-empty");
+        let sdd = tmp.path().join(".sdd");
+        let dir = sdd.join("keys");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(matches!(
+            load_or_create_signing_key(&sdd),
+            Err(KeyError::DirTooOpen { mode: 0o777, .. })
+        ));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_symlinked_keys_dir_is_refused() {
+        let tmp = TestDir::new("keys-dir-link");
+        let real = tmp.path().join("elsewhere");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let sdd = tmp.path().join(".sdd");
+        std::fs::create_dir(&sdd).unwrap();
+        std::os::unix::fs::symlink(&real, sdd.join("keys")).unwrap();
+        assert!(matches!(
+            load_or_create_audit_key(&sdd),
+            Err(KeyError::NotADir { .. })
+        ));
+    }
+
+    #[test]
+    fn a_key_or_dir_owned_by_another_uid_is_refused_with_the_chown_fix() {
+        let euid = rustix::process::geteuid().as_raw();
+        let tmp = TestDir::new("keys-owner");
+        let sdd = tmp.path().join(".sdd");
+        load_or_create_audit_key(&sdd).unwrap();
+        let meta = std::fs::metadata(sdd.join("keys")).unwrap();
+        let err = check_owner(&sdd.join("keys"), &meta).map(|()| "ok");
+        assert_eq!(err.unwrap(), "ok");
+        // Ownership cannot be changed without privilege; the check itself is exercised on a
+        // file we know another uid owns when one exists (root owns `/`).
+        let root_meta = std::fs::metadata("/").unwrap();
+        if root_meta.uid() != euid {
+            let err = check_owner(Path::new("/"), &root_meta).unwrap_err();
+            assert!(
+                err.to_string().contains(&format!("chown {euid} /")),
+                "{err}"
+            );
+        } else {
+            // Running as root: chown the key to nobody and see it refused.
+            let key = Layout::at(&sdd).audit_key_file();
+            std::process::Command::new("chown")
+                .args(["65534", &key.display().to_string()])
+                .status()
+                .unwrap();
+            let err = load_audit_key(&sdd).unwrap_err();
+            assert!(
+                matches!(err, KeyError::WrongOwner { owner: 65534, .. }),
+                "{err}"
+            );
+            assert!(err.to_string().contains(&format!("chown {euid} ")), "{err}");
+            std::process::Command::new("chown")
+                .args(["65534", &sdd.join("keys").display().to_string()])
+                .status()
+                .unwrap();
+            let err = load_audit_key(&sdd).unwrap_err();
+            assert!(matches!(err, KeyError::WrongOwner { .. }), "{err}");
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! 2025-03-26 only), the choice of era and the routing of each method.
 //!
 //! Order of checks for one message: size (`-32600`), UTF-8 (`-32700`), nesting depth
-//! (`-32600`), JSON syntax (`-32700`), JSON-RPC shape (`-32600`; notifications and client
+//! (`-32600`), JSON syntax and duplicate keys (`-32700`, [`super::strict_json`]), JSON-RPC shape (`-32600`; notifications and client
 //! responses never get a reply), era and envelope (`-32602`, `-32022`, `-32020`), method
 //! (`-32601`), params (`-32602`). A batch in any revision but 2025-03-26 gets one `-32600`.
 //!
@@ -78,7 +78,7 @@ pub fn handle(server: &Server, input: &Input<'_>, host: &[HostReply], phase: Pha
             RequestIds::of_bytes(bytes).span_id,
         ));
     }
-    let value: Value = match serde_json::from_str(text) {
+    let value: Value = match super::strict_json::parse(text) {
         Ok(v) => v,
         Err(e) => {
             let err = RpcError::parse_error(format!("invalid JSON: {e}"));

@@ -12,8 +12,9 @@
 //!
 //! Paths in requests are relative to the project root (the directory holding `.sdd`), use `/`
 //! as separator and never contain `..`, a NUL or a leading `/`: [`check_relative`] screens them
-//! before they leave the core, and the runtime refuses anything that still resolves outside the
-//! root. This module must never perform IO.
+//! before they leave the core. The runtime resolves every symlink of the path and refuses it
+//! when it lands outside the root (or the request's `within` folder), [`HostFailure::Escapes`],
+//! or anywhere inside `.sdd`, [`HostFailure::Private`]. This module must never perform IO.
 
 use serde::{Deserialize, Serialize};
 
@@ -28,9 +29,21 @@ pub const MAX_HOST_READ_BYTES: u64 = 1 << 20;
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum HostRequest {
     /// The entries of a directory under the project root, sorted by name.
-    List { path: String },
-    /// A file under the project root, at most `max_bytes` long.
-    Read { path: String, max_bytes: u64 },
+    List {
+        path: String,
+        /// When set, a project-relative folder the resolved path must stay inside (a symlink
+        /// out of it is refused, and a listed link's `target` says only what stays inside).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        within: Option<String>,
+    },
+    /// A regular file under the project root, at most `max_bytes` long.
+    Read {
+        path: String,
+        max_bytes: u64,
+        /// As for `List`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        within: Option<String>,
+    },
     /// Write `<workdir>/.sdd/runtime/signals/SHUTDOWN` behind the containment barrier.
     /// `workdir` is the caller's value, already screened for shape; the runtime resolves it.
     SignalShutdown { workdir: String, body: String },
@@ -52,6 +65,11 @@ pub struct DirEntry {
     pub name: String,
     pub kind: EntryKind,
     pub size: u64,
+    /// For a symlink: what it resolves to (`file` or `dir`) when that is a regular file or a
+    /// directory inside the request's folder (`within`, else the project) and outside `.sdd`;
+    /// absent when it dangles, leaves that folder, enters `.sdd` or is anything else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<EntryKind>,
 }
 
 /// Why a host request was not carried out.
@@ -62,8 +80,12 @@ pub enum HostFailure {
     NotFound,
     /// The file is longer than the request allowed.
     TooLarge { size: u64 },
-    /// The path resolves outside the root, through a symlink or otherwise.
+    /// The path resolves outside the root (or the request's `within` folder), through a
+    /// symlink or otherwise.
     Escapes,
+    /// The path resolves into the project's `.sdd` directory (ledger, keys), which no tool
+    /// reads, hashes or lists.
+    Private,
     /// The file is not UTF-8 text.
     NotText,
     /// The shutdown barrier refused (`reason` is a stable code, `detail` says what it saw).
@@ -160,9 +182,11 @@ mod tests {
         let r = HostRequest::Read {
             path: "a".into(),
             max_bytes: 3,
+            within: None,
         };
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["op"], "read");
+        assert!(v.get("within").is_none());
         assert_eq!(serde_json::from_value::<HostRequest>(v).unwrap(), r);
         let f = HostReply::Failed(HostFailure::TooLarge { size: 9 });
         let v = serde_json::to_value(&f).unwrap();

@@ -6,7 +6,8 @@
 //! then commits `Outcome::append`, measures latency and writes [`Response::render`].
 //!
 //! - [`jsonrpc`]: JSON-RPC 2.0 classification, ids, error objects.
-//! - [`prescan`]: depth limit and raw ids, before parsing.
+//! - [`prescan`]: depth limit and raw ids, before parsing; [`strict_json`]: the one parse of
+//!   incoming bytes (a duplicate key is a parse error).
 //! - [`era`]: protocol revisions and the per-request choice of era.
 //! - [`dispatch`]: size limits, batches, method routing.
 //! - [`lifecycle`]: `initialize`, `ping`, `server/discover`, stateless result decoration.
@@ -37,6 +38,7 @@ pub mod progress;
 pub mod registry;
 pub mod render;
 pub mod resource_templates;
+pub mod strict_json;
 pub mod tasks;
 pub mod validate;
 

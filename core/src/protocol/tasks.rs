@@ -178,7 +178,7 @@ pub fn cancelled_request(bytes: &[u8]) -> Option<String> {
     if !bytes.windows(METHOD.len()).any(|w| w == METHOD) {
         return None;
     }
-    let v: Value = serde_json::from_slice(bytes).ok()?;
+    let v: Value = super::strict_json::parse_slice(bytes).ok()?;
     if v.get("method")?.as_str()? != "notifications/cancelled" {
         return None;
     }

@@ -2,9 +2,9 @@
 //! reads under the project root, and the shutdown signal behind its containment barrier.
 //!
 //! [`ProjectHost`] is the one implementation: every path is taken relative to the project
-//! root (the directory holding `.sdd`), resolved, and refused when it lands outside that root,
-//! through a symlink or otherwise. Nothing here follows a symlink out of the root, and nothing
-//! here holds protocol or domain logic.
+//! root (the directory holding `.sdd`), resolved, and refused when it lands outside that root
+//! or inside `.sdd`, through a symlink or otherwise (`files`). Nothing here follows a symlink
+//! out of the root or into `.sdd`, and nothing here holds protocol or domain logic.
 
 mod files;
 mod shutdown;
@@ -42,8 +42,12 @@ impl ProjectHost {
 impl HostIo for ProjectHost {
     fn perform(&self, request: &HostRequest) -> HostReply {
         match request {
-            HostRequest::List { path } => files::list(&self.root, path),
-            HostRequest::Read { path, max_bytes } => files::read(&self.root, path, *max_bytes),
+            HostRequest::List { path, within } => files::list(&self.root, path, within.as_deref()),
+            HostRequest::Read {
+                path,
+                max_bytes,
+                within,
+            } => files::read(&self.root, path, *max_bytes, within.as_deref()),
             HostRequest::SignalShutdown { workdir, body } => {
                 match signal_shutdown(&self.root, workdir, body) {
                     Ok(path) => HostReply::Signalled {

@@ -1,7 +1,7 @@
 """`load_skill` and `bernstein_scenario` through the real binary, on every runtime: the skills
-index and one skill's files, names that could escape refused, a symlink out of the project not
-followed; scenarios listed from the built-ins and the project's folder, run as one run polled
-by `bernstein_run_status`. Structured results are checked against the advertised outputSchema.
+index and one skill's files, names that could escape refused, a symlink out of the project
+skipped in the index and refused by name; scenarios listed from the built-ins and the project's
+folder, run as one run polled by `bernstein_run_status`. Structured results are checked against the advertised outputSchema.
 """
 
 from __future__ import annotations
@@ -66,12 +66,10 @@ def test_skills_index_and_one_skill(launcher, workdir, skills):
         out = schemas(srv)
         index = structured(srv, out, "load_skill", {})
         by_name = {s["name"]: s for s in index["skills"]}
-        assert set(by_name) == {"backend", "leak", "qa"}
+        assert set(by_name) == {"backend", "qa"}, "a symlink out of the project is skipped"
         assert by_name["backend"]["description"] == "Server code and APIs."
         assert by_name["backend"]["references"] == ["conventions.md"]
         assert by_name["qa"]["description"] == "QA checklist"
-        assert by_name["leak"]["indexed"] is False, "a symlink out of the project is not read"
-        assert "outside" in by_name["leak"]["problem"]
         one = structured(srv, out, "load_skill", {"name": "backend", "reference": "conventions.md", "script": "lint.sh"})
         assert one["body"] == BACKEND
         assert one["reference"]["content"] == "Use types."

@@ -10,8 +10,10 @@
 //! - one skill: read its `SKILL.md`, list `references/`, list `scripts/`, then read the
 //!   requested reference and script (at most 5 rounds).
 //!
-//! Names are screened by [`skills::check_name`] before any request is built; the runtime
-//! refuses whatever still resolves outside the project root. This handler must never build a
+//! Names are screened by [`skills::check_name`] before any request is built. Every request is
+//! confined to the skills folder (`within`): the runtime refuses whatever resolves outside it
+//! or into `.sdd`, and a listed symlink counts only when it resolves to a file or folder
+//! inside it, so the index skips links that leave it and a call by name is refused. This handler must never build a
 //! host path from an unscreened name, and never write records.
 
 use serde::{Deserialize, Serialize};
@@ -200,15 +202,22 @@ fn read(path: String) -> HostRequest {
     HostRequest::Read {
         path,
         max_bytes: MAX_SKILL_FILE_BYTES,
+        within: Some(SKILLS_DIR.into()),
+    }
+}
+
+/// A listing confined to the skills folder.
+fn list(path: String) -> HostRequest {
+    HostRequest::List {
+        path,
+        within: Some(SKILLS_DIR.into()),
     }
 }
 
 /// The index: list the folder, read the first skills' SKILL.md, answer.
 fn index(replies: &[HostReply]) -> Result<Step, ToolError> {
     let Some(listing) = replies.first() else {
-        return Ok(Step::Ask(HostRequest::List {
-            path: SKILLS_DIR.into(),
-        }));
+        return Ok(Step::Ask(list(SKILLS_DIR.into())));
     };
     let candidates: Vec<String> = match listing {
         HostReply::Listing { entries } => skill_folders(entries),
@@ -233,11 +242,18 @@ fn index(replies: &[HostReply]) -> Result<Step, ToolError> {
     Ok(Step::Done(Box::new(answer)))
 }
 
-/// Folders (or links, which the runtime confines) whose names are usable skill names, sorted.
+/// Whether a listed entry is (or links, inside the skills folder and outside `.sdd`, to) a
+/// `kind`: a link anywhere else, or to anything else, is left out.
+fn is(entry: &DirEntry, kind: EntryKind) -> bool {
+    entry.kind == kind || (entry.kind == EntryKind::Symlink && entry.target == Some(kind))
+}
+
+/// Folders (or links to folders inside the skills folder) whose names are usable skill
+/// names, sorted.
 fn skill_folders(entries: &[DirEntry]) -> Vec<String> {
     let mut names: Vec<String> = entries
         .iter()
-        .filter(|e| matches!(e.kind, EntryKind::Dir | EntryKind::Symlink))
+        .filter(|e| is(e, EntryKind::Dir))
         .filter(|e| skills::check_name(&e.name).is_ok())
         .map(|e| e.name.clone())
         .collect();
@@ -280,12 +296,8 @@ fn one_skill(replies: &[HostReply], name: &str, args: &LoadSkillArgs) -> Result<
     }
     let mut plan = vec![
         read(skills::skill_file(name)),
-        HostRequest::List {
-            path: skills::skill_folder(name, REFERENCES_DIR),
-        },
-        HostRequest::List {
-            path: skills::skill_folder(name, SCRIPTS_DIR),
-        },
+        list(skills::skill_folder(name, REFERENCES_DIR)),
+        list(skills::skill_folder(name, SCRIPTS_DIR)),
     ];
     if let Some(r) = &args.reference {
         plan.push(read(format!(
@@ -356,7 +368,7 @@ fn folder_files(reply: &HostReply) -> Result<Vec<String>, ToolError> {
     match reply {
         HostReply::Listing { entries } => Ok(entries
             .iter()
-            .filter(|e| matches!(e.kind, EntryKind::File | EntryKind::Symlink))
+            .filter(|e| is(e, EntryKind::File))
             .map(|e| e.name.clone())
             .collect()),
         HostReply::Failed(HostFailure::NotFound) => Ok(Vec::new()),
@@ -392,7 +404,10 @@ fn failure_text(reply: &HostReply) -> String {
         HostReply::Failed(HostFailure::TooLarge { size }) => {
             format!("{size} bytes, over the {MAX_SKILL_FILE_BYTES}-byte limit")
         }
-        HostReply::Failed(HostFailure::Escapes) => "resolves outside the project".into(),
+        HostReply::Failed(HostFailure::Escapes) => format!("resolves outside {SKILLS_DIR}"),
+        HostReply::Failed(HostFailure::Private) => {
+            "resolves into the project's .sdd directory".into()
+        }
         HostReply::Failed(HostFailure::NotText) => "not UTF-8 text".into(),
         other => format!("unreadable: {other:?}"),
     }
@@ -403,7 +418,11 @@ fn host_refusal(what: &str, reply: &HostReply) -> ToolError {
     let (code, hint) = match reply {
         HostReply::Failed(HostFailure::Escapes) => (
             "path_escapes",
-            "Skills must live inside the project; a symlink out of it is not followed.",
+            "Skills must live inside templates/skills; a symlink out of it is not followed.",
+        ),
+        HostReply::Failed(HostFailure::Private) => (
+            "private_path",
+            "No tool reads the project's .sdd directory (ledger, keys); remove the link.",
         ),
         HostReply::Failed(HostFailure::TooLarge { .. }) => (
             "file_too_large",

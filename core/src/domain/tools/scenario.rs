@@ -209,6 +209,7 @@ fn read(path: String) -> HostRequest {
     HostRequest::Read {
         path,
         max_bytes: scenarios::MAX_FILE_BYTES,
+        within: None,
     }
 }
 
@@ -225,6 +226,7 @@ fn list(replies: &[HostReply]) -> Result<ToolOutput, ToolError> {
     let Some(listing) = replies.first() else {
         return Ok(ToolOutput::ask(HostRequest::List {
             path: scenarios::PROJECT_DIR.into(),
+            within: None,
         }));
     };
     let files: Vec<String> = match listing {

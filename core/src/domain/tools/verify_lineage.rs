@@ -5,8 +5,11 @@
 //!
 //! With `check_file: true` the handler also asks the runtime for the file at the key's path
 //! (a host read, [`crate::protocol::host`]) and reports whether its SHA-256 is the newest
-//! version's report text. A malformed path is a refusal; an unknown key is an invalid report,
-//! not a refusal. This handler must never write records.
+//! version's report text. It does so only for a key an artifact record names and whose path
+//! has no hidden (`.`) segment; the runtime further refuses a path that resolves outside the
+//! project or into `.sdd`. Each of those is a refusal. A malformed path is a refusal; an
+//! unknown key without `check_file` is an invalid report, not a refusal. This handler must
+//! never write records.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -38,7 +41,7 @@ the run journal and on the audit chain. Answers {valid, key, versions: [{version
 content_hash, lineage_head, parent_lineage_head, trace, ...}], head, trace, problems}; trace is the \
 host's W3C trace context the newest checked version was posted under. With check_file: true it \
 also reads the file at the key's project-relative path and says whether its SHA-256 is the newest \
-report's text. It reads the project's .sdd ledger (and that one file) and changes nothing. \
+report's text; it refuses a key no artifact names, a hidden path (.sdd, .env) and a symlink out of the project. It reads the project's .sdd ledger (and that one file) and changes nothing. \
 Host effects: reads files: yes; writes files: no; spawns processes: no; network requests: no.";
 
 /// Arguments of `bernstein_verify_lineage`.
@@ -85,13 +88,16 @@ fn verify(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         .with("field", "artefact_path")
     })?;
     let mut report = lineage::walk(ctx.snapshot.domain.artifacts(), key, version);
-    if args.check_file && !report.versions.is_empty() {
+    if args.check_file {
+        screen_file(key, report.versions.is_empty())?;
         let Some(reply) = ctx.host.first() else {
             return Ok(ToolOutput::ask(HostRequest::Read {
                 path: key.to_string(),
                 max_bytes: MAX_HOST_READ_BYTES,
+                within: None,
             }));
         };
+        refuse_unsafe_file(key, reply)?;
         report.file = Some(compare_file(ctx, key, report.versions.len(), reply));
     }
     let run_id = report.versions.last().map(|v| v.run_id.clone());
@@ -99,6 +105,54 @@ fn verify(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         run_id,
         ..ToolOutput::ok(serde_json::to_value(&report).expect("a lineage report always serializes"))
     })
+}
+
+/// Refuses `check_file` on a key no artifact record names, or on a hidden path (a segment
+/// starting with `.`: `.sdd` holds the ledger and keys, `.env` and `.git` secrets), so the
+/// hash never turns into an oracle for files the ledger does not vouch for.
+fn screen_file(key: &str, unrecorded: bool) -> Result<(), ToolError> {
+    let refusal = |code: &str, why: String| {
+        ToolError::new(
+            code,
+            why,
+            "check_file compares only the file of an artifact posted with bernstein_post_artifact, at a visible project path.",
+        )
+        .with("field", "check_file")
+        .with("path", key)
+    };
+    if key.split('/').any(|s| s.starts_with('.')) {
+        return Err(refusal(
+            "private_path",
+            format!(
+                "check_file does not read hidden paths such as {key:?} (.sdd, .env, .git hold keys and secrets)"
+            ),
+        ));
+    }
+    if unrecorded {
+        return Err(refusal(
+            "file_not_recorded",
+            format!("no artifact record names {key:?}, so its file is not hashed"),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses when the key's path resolved (through a symlink) outside the project or into `.sdd`.
+fn refuse_unsafe_file(key: &str, reply: &HostReply) -> Result<(), ToolError> {
+    let (code, why) = match reply {
+        HostReply::Failed(HostFailure::Escapes) => ("path_escapes", "resolves outside the project"),
+        HostReply::Failed(HostFailure::Private) => {
+            ("private_path", "resolves into the project's .sdd directory")
+        }
+        _ => return Ok(()),
+    };
+    Err(ToolError::new(
+        code,
+        format!("the file at {key:?} {why}; it is not hashed"),
+        "Replace the symlink at the artifact's path with the file itself.",
+    )
+    .with("field", "check_file")
+    .with("path", key))
 }
 
 /// Compares the host's answer for the key's file with the `n`-th (newest checked) version.

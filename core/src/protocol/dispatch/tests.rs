@@ -194,3 +194,45 @@ fn http_transport_facts_are_honoured() {
         "complete"
     );
 }
+
+#[test]
+fn a_duplicate_key_anywhere_is_a_parse_error_that_changes_nothing() {
+    let s = server();
+    for (input, key) in [
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope","name":"journal"}}"#,
+            "name",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"journal"}}"#,
+            "id",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"journal","_meta":{"progressToken":1,"progressToken":2}}}"#,
+            "progressToken",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"journal","arguments":{"a":{"b":1,"\u0062":2}}}}"#,
+            "b",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"tools/call","method":"ping","params":{"name":"journal"}}"#,
+            "method",
+        ),
+        (
+            r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"journal","name":"journal"}}]"#,
+            "name",
+        ),
+    ] {
+        let out = serve(&s, input.as_bytes(), Some("2025-03-26"));
+        assert!(out.append.is_none(), "{input}");
+        let body: Value = serde_json::from_slice(&out.response.expect(input).render(0)).unwrap();
+        assert_eq!(body["error"]["code"], -32700, "{input}");
+        assert_eq!(body["id"], Value::Null, "{input}");
+        let msg = body["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.contains(&format!("duplicate key \"{key}\" in an object")),
+            "{msg}"
+        );
+    }
+}

@@ -319,8 +319,8 @@ fn checked_body(request: &Request, now: Timestamp, span: &str) -> Result<BodyFac
             e.valid_up_to()
         ))
     })?;
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| parse_error(format!("Parse error: {e}")))?;
+    let value: Value = crate::protocol::strict_json::parse(text)
+        .map_err(|e| parse_error(format!("Parse error: {e}")))?;
     Ok(BodyFacts::of(&value))
 }
 

@@ -24,7 +24,9 @@ impl Tree {
 
     fn perform(&self, r: &HostRequest) -> HostReply {
         match r {
-            HostRequest::Read { path, max_bytes } => {
+            HostRequest::Read {
+                path, max_bytes, ..
+            } => {
                 assert!(check_relative(path).is_ok(), "unscreened path {path:?}");
                 match self.0.get(path) {
                     Some(t) if t.len() as u64 > *max_bytes => {
@@ -36,7 +38,7 @@ impl Tree {
                     None => HostReply::Failed(HostFailure::NotFound),
                 }
             }
-            HostRequest::List { path } => {
+            HostRequest::List { path, .. } => {
                 assert!(check_relative(path).is_ok(), "unscreened path {path:?}");
                 let prefix = format!("{path}/");
                 let mut entries: BTreeMap<String, DirEntry> = BTreeMap::new();
@@ -54,6 +56,7 @@ impl Tree {
                             name: name.to_string(),
                             kind,
                             size,
+                            target: None,
                         },
                     );
                 }
@@ -257,4 +260,87 @@ fn host_failures_become_structured_refusals() {
     let e = Tree::new(&[("templates/skills/big/SKILL.md", big.as_str())])
         .refused(json!({"name": "big"}));
     assert_eq!(e.error, "file_too_large");
+}
+
+fn entry(name: &str, kind: EntryKind, target: Option<EntryKind>) -> DirEntry {
+    DirEntry {
+        name: name.into(),
+        kind,
+        size: 0,
+        target,
+    }
+}
+
+#[test]
+fn links_that_leave_the_skills_folder_are_skipped_in_the_index() {
+    let mut b = Bench::new();
+    let listing = HostReply::Listing {
+        entries: vec![
+            entry("inside", EntryKind::Symlink, Some(EntryKind::Dir)),
+            entry("keys", EntryKind::Symlink, None),
+            entry("keyfile", EntryKind::Symlink, Some(EntryKind::File)),
+            entry("real", EntryKind::Dir, None),
+        ],
+    };
+    let first = b.call_with_host(NAME, json!({}), std::slice::from_ref(&listing));
+    assert_eq!(
+        first.host,
+        Some(read("templates/skills/inside/SKILL.md".into()))
+    );
+    let skill = HostReply::File {
+        text: "# S\n".into(),
+    };
+    let done = b.call_with_host(NAME, json!({}), &[listing, skill.clone(), skill]);
+    let answer: SkillAnswer = serde_json::from_value(done.result.unwrap()).unwrap();
+    let names: Vec<&str> = answer
+        .skills
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(names, ["inside", "real"]);
+    // Every request is confined to the skills folder.
+    assert!(
+        matches!(first.host, Some(HostRequest::Read { within: Some(ref w), .. }) if w == SKILLS_DIR)
+    );
+}
+
+#[test]
+fn a_link_into_sdd_is_refused_by_name_and_left_out_of_a_folder() {
+    let mut b = Bench::new();
+    let e = b
+        .call_with_host(
+            NAME,
+            json!({"name": "keys"}),
+            &[HostReply::Failed(HostFailure::Private)],
+        )
+        .result
+        .unwrap_err();
+    assert_eq!(e.error, "private_path");
+    assert!(e.message.contains(".sdd"), "{}", e.message);
+    let refs = HostReply::Listing {
+        entries: vec![
+            entry("ok.md", EntryKind::File, None),
+            entry("key.md", EntryKind::Symlink, None),
+            entry("dir.md", EntryKind::Symlink, Some(EntryKind::Dir)),
+        ],
+    };
+    let none = HostReply::Failed(HostFailure::NotFound);
+    let replies = [
+        HostReply::File {
+            text: "# S\n".into(),
+        },
+        refs,
+        none.clone(),
+        HostReply::Failed(HostFailure::Private),
+    ];
+    let e = b
+        .call_with_host(NAME, json!({"name": "s", "reference": "key.md"}), &replies)
+        .result
+        .unwrap_err();
+    assert_eq!(e.error, "private_path");
+    let done = b.call_with_host(NAME, json!({"name": "s"}), &replies[..3]);
+    let answer: SkillAnswer = serde_json::from_value(done.result.unwrap()).unwrap();
+    assert_eq!(answer.references.unwrap(), ["ok.md"]);
 }

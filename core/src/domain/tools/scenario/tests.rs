@@ -18,6 +18,7 @@ fn listing(names: &[&str]) -> HostReply {
                 name: n.to_string(),
                 kind: EntryKind::File,
                 size: 1,
+                target: None,
             })
             .collect(),
     }
@@ -32,7 +33,8 @@ fn list_merges_builtins_and_project_files() {
     assert_eq!(
         out.host,
         Some(HostRequest::List {
-            path: scenarios::PROJECT_DIR.into()
+            path: scenarios::PROJECT_DIR.into(),
+            within: None,
         })
     );
     let dir = listing(&["notes.md", "nightly.json", "docs-sync.json", "bad.json"]);

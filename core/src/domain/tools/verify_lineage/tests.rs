@@ -139,7 +139,8 @@ fn check_file_asks_the_host_and_compares_the_newest_report() {
         first.host,
         Some(HostRequest::Read {
             path: "out/notes.md".into(),
-            max_bytes: MAX_HOST_READ_BYTES
+            max_bytes: MAX_HOST_READ_BYTES,
+            within: None,
         })
     );
     let same = call_with_host(
@@ -172,4 +173,46 @@ fn check_file_asks_the_host_and_compares_the_newest_report() {
     // Without check_file the host is never asked.
     let plain = call_with_host(&b, json!({"artefact_path": "out/notes.md"}), &[]);
     assert!(plain.host.is_none() && plain.result.is_ok());
+}
+
+#[test]
+fn check_file_refuses_unrecorded_hidden_and_escaping_paths() {
+    let mut b = Bench::new();
+    let t = b.start("work");
+    post(&mut b, &t, "out/notes.md", "hello\n");
+    post(&mut b, &t, ".env", "SECRET=1\n");
+    post(&mut b, &t, "out/.sdd/x", "x");
+    let refused = |b: &Bench, path: &str, replies: &[HostReply]| {
+        let out = call_with_host(
+            b,
+            json!({"artefact_path": path, "check_file": true}),
+            replies,
+        );
+        assert!(out.host.is_none(), "{path}: asked the host");
+        out.result.unwrap_err()
+    };
+    // Never recorded: refused before any read, whatever the path.
+    for path in ["README.md", "out/other.md"] {
+        let e = refused(&b, path, &[]);
+        assert_eq!(e.error, "file_not_recorded", "{path}");
+        assert!(e.message.contains(path), "{}", e.message);
+    }
+    // Hidden segments, recorded or not: .sdd (ledger, keys), .env, .git.
+    for path in [
+        ".sdd/keys/audit.key",
+        ".sdd/keys/signing.ed25519",
+        ".env",
+        "out/.sdd/x",
+        ".git/config",
+    ] {
+        assert_eq!(refused(&b, path, &[]).error, "private_path", "{path}");
+    }
+    // The runtime saw a symlink out of the project or into .sdd.
+    for (failure, code) in [
+        (HostFailure::Escapes, "path_escapes"),
+        (HostFailure::Private, "private_path"),
+    ] {
+        let e = refused(&b, "out/notes.md", &[HostReply::Failed(failure)]);
+        assert_eq!(e.error, code);
+    }
 }

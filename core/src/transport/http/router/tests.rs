@@ -520,3 +520,26 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_duplicate_key_is_a_400_parse_error_on_both_post_endpoints() {
+    let p = local();
+    let dup = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bernstein_status","name":"bernstein_run"}}"#;
+    let escaped =
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"a":1,"\u0061":2}}}"#;
+    for (target, body, key) in [
+        ("/mcp", &dup[..], "name"),
+        ("/mcp", &escaped[..], "a"),
+        ("/messages?stream=abc_1", &dup[..], "name"),
+    ] {
+        let r = response(p.route(req("POST", target, &[JSON], body), true, now()));
+        assert_eq!(r.status.code(), 400, "{target}");
+        let v = body_json(&r);
+        assert_eq!(v["error"]["code"], -32700, "{target}");
+        let msg = v["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.contains(&format!("duplicate key \"{key}\" in an object")),
+            "{msg}"
+        );
+    }
+}
