@@ -25,6 +25,7 @@ fn policy(auth: AuthMode, issuer: bool, public: bool) -> HttpPolicy {
     let opts = HttpOptions {
         host: host.into(),
         port: 8053,
+        allowed_hosts: vec!["mcp.example.com".into()],
         ..HttpOptions::default()
     };
     HttpPolicy::new(
@@ -520,3 +521,5 @@ proptest::proptest! {
         }
     }
 }
+
+mod host;
