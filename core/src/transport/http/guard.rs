@@ -20,7 +20,7 @@ pub enum BindRefused {
     PublicWithoutToken { host: String },
     #[error("the bearer token is empty")]
     EmptyToken,
-    #[error("BERNSTEIN_MCP_ALLOWED_HOSTS: {0}")]
+    #[error("allowed hosts (--allowed-hosts, BERNSTEIN_MCP_ALLOWED_HOSTS): {0}")]
     BadAllowedHost(String),
     #[error("the bound address {0:?} is not an ip:port")]
     BadBindAddress(String),

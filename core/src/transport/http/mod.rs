@@ -27,6 +27,7 @@ pub mod request;
 pub mod response;
 pub mod router;
 pub mod sse;
+pub mod stream_clock;
 
 pub use exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, ServedParts};
 pub use guard::{BindRefused, is_loopback_host};
@@ -37,3 +38,4 @@ pub use param_headers::ParamHeaders;
 pub use request::{Frame, FrameError, ParserLimits, Request, RequestParser};
 pub use response::{CONTINUE, HttpResponse, SPAN_HEADER, Status};
 pub use router::{Decision, HttpPolicy};
+pub use stream_clock::{StreamClock, StreamTick};
