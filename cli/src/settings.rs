@@ -110,6 +110,45 @@ pub fn allowed_origins() -> Result<Vec<String>, String> {
         .unwrap_or_default())
 }
 
+/// Extra `Host` values the HTTP server answers (`host` for any port, `host:port`): the
+/// `--allowed-hosts` flag, else `BERNSTEIN_MCP_ALLOWED_HOSTS` (both comma-separated). Entries are
+/// validated when the server binds.
+pub fn allowed_hosts(flag: Option<&str>) -> Result<Vec<String>, String> {
+    let list = match flag {
+        Some(f) => Some(f.to_string()),
+        None => env_value("BERNSTEIN_MCP_ALLOWED_HOSTS")?,
+    };
+    Ok(list
+        .map(|l| bernstein_core::transport::http::HttpOptions::parse_origin_list(&l))
+        .unwrap_or_default())
+}
+
+/// The legacy SSE stream settings: `BERNSTEIN_MCP_SSE_KEEPALIVE_SECS` (default 15),
+/// `BERNSTEIN_MCP_SSE_IDLE_SECS` (default 300) and `BERNSTEIN_MCP_SSE_MAX_STREAMS` (default
+/// 128), each a positive whole number.
+pub fn sse_limits(limits: &mut bernstein_core::transport::http::HttpLimits) -> Result<(), String> {
+    let positive = |name: &str| -> Result<Option<u64>, String> {
+        env_value(name)?
+            .map(|v| {
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0 && *n <= 86_400 * 365)
+                    .ok_or_else(|| format!("{name}={v:?} is not a positive whole number"))
+            })
+            .transpose()
+    };
+    if let Some(n) = positive("BERNSTEIN_MCP_SSE_KEEPALIVE_SECS")? {
+        limits.sse_keepalive = std::time::Duration::from_secs(n);
+    }
+    if let Some(n) = positive("BERNSTEIN_MCP_SSE_IDLE_SECS")? {
+        limits.sse_idle = std::time::Duration::from_secs(n);
+    }
+    if let Some(n) = positive("BERNSTEIN_MCP_SSE_MAX_STREAMS")? {
+        limits.max_legacy_streams = usize::try_from(n).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 /// The ledger store's URL: the `--store` flag, then `BERNSTEIN_STORE_URL`; `None` means the
 /// embedded `.sdd/` file store of the workdir (the default). Only PostgreSQL URLs
 /// (`postgres://…`, `postgresql://…`) name another store.

@@ -1,7 +1,8 @@
 //! The HTTP transports on smol: streamable HTTP (`POST /mcp`) and the legacy HTTP+SSE transport
 //! (`GET /sse`, `POST /messages?stream=…`) on one port, one async task per connection.
 //!
-//! Tasks only move bytes and keep time (keep-alive, read timeouts, the connection cap);
+//! Tasks only move bytes and keep time (keep-alive, read timeouts, the connection cap; the
+//! legacy streams' keep-alive and idle timers are the core's, fired by one timer task);
 //! framing, routing and every HTTP decision are the core's, and serving an MCP body (ledger IO,
 //! fsync) runs on a fixed pool of threads ([`pool`], sized by `limits.workers`) through
 //! runtime-std's shared [`HttpService`](bernstein_runtime_std::http::HttpService), never on the
@@ -98,6 +99,7 @@ pub fn bind(
         .name("bernstein-smol-http".into())
         .spawn(move || {
             let ex = Arc::new(Executor::new());
+            ex.spawn(stream_timers(svc.clone())).detach();
             let accepting = accept_loop(ex.clone(), listener, svc, pool.clone(), stopped);
             let result = smol::block_on(ex.run(accepting));
             pool.close();
@@ -111,9 +113,21 @@ pub fn bind(
     })
 }
 
+/// Fires the legacy streams' timers (keep-alives, idle closes) when the core says they are
+/// due; it ends with the executor.
+async fn stream_timers(svc: Arc<HttpService>) {
+    loop {
+        Timer::after(svc.tick_streams(Duration::from_millis(50))).await;
+    }
+}
+
 /// Binds, announces the endpoint on stderr and serves until the process ends.
 pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
     let handle = bind(server, backend, options)?;
+    bernstein_runtime_std::log_line!(
+        "bernstein: answering HTTP requests whose Host is one of: {} (add names with BERNSTEIN_MCP_ALLOWED_HOSTS)",
+        handle.service.policy.allowed_hosts()
+    );
     bernstein_runtime_std::log_line!(
         "bernstein: serving MCP over HTTP at http://{}/mcp (legacy SSE at /sse; runtime smol)",
         handle.local_addr()
@@ -294,7 +308,7 @@ async fn connection(
 
 fn note_refusal(peer: &SocketAddr, response: &HttpResponse) {
     let code = response.status.code();
-    if matches!(code, 401 | 403 | 413 | 431 | 503) {
+    if matches!(code, 401 | 403 | 413 | 421 | 431 | 503) {
         log(peer, format_args!("{code} {}", response.status.reason()));
     }
 }
@@ -346,11 +360,25 @@ impl EventSink for ChannelSink {
     fn is_open(&self) -> bool {
         !self.0.is_closed()
     }
+
+    /// Called on the executor (the timer task): never waits. A full channel means the stream
+    /// has events queued anyway, so the comment is not needed.
+    fn keep_alive(&self) -> io::Result<()> {
+        match self.0.try_send(sse::KEEPALIVE.to_vec()) {
+            Err(smol::channel::TrySendError::Closed(_)) => Err(io::ErrorKind::BrokenPipe.into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The stream task writes what is queued, then ends and closes the socket.
+    fn close(&self, farewell: &[u8]) {
+        let _ = self.0.try_send(farewell.to_vec());
+        self.0.close();
+    }
 }
 
 enum StreamEvent {
     Send(Vec<u8>),
-    KeepAlive,
     Ignore,
     Closed,
 }
@@ -365,7 +393,7 @@ async fn legacy_stream(
 ) {
     let limits = svc.options.limits.clone();
     let (tx, rx) = smol::channel::bounded::<Vec<u8>>(64);
-    let token = match svc.legacy.register(Arc::new(ChannelSink(tx))) {
+    let token = match svc.legacy.register(Arc::new(ChannelSink(tx)), svc.clock()) {
         Ok(Some(token)) => token,
         Ok(None) => {
             log(
@@ -411,23 +439,16 @@ async fn legacy_stream(
                         .await
                         .map_or(StreamEvent::Closed, StreamEvent::Send)
                 },
-                future::or(
-                    async {
-                        match stream.read(&mut probe).await {
-                            Ok(0) | Err(_) => StreamEvent::Closed,
-                            Ok(_) => StreamEvent::Ignore,
-                        }
-                    },
-                    async {
-                        Timer::after(limits.sse_keepalive).await;
-                        StreamEvent::KeepAlive
-                    },
-                ),
+                async {
+                    match stream.read(&mut probe).await {
+                        Ok(0) | Err(_) => StreamEvent::Closed,
+                        Ok(_) => StreamEvent::Ignore,
+                    }
+                },
             )
             .await;
             let bytes: &[u8] = match &next {
                 StreamEvent::Send(events) => events,
-                StreamEvent::KeepAlive => sse::KEEPALIVE,
                 StreamEvent::Ignore => continue,
                 StreamEvent::Closed => break,
             };

@@ -33,6 +33,11 @@ pub struct McpArgs {
     /// Port to bind with `--transport http`.
     #[arg(long, default_value_t = 8053)]
     port: u16,
+    /// Extra `Host` values to answer with `--transport http`, comma-separated: `host` (any port)
+    /// or `host:port` (else BERNSTEIN_MCP_ALLOWED_HOSTS). The bind address, and on a loopback
+    /// or wildcard bind localhost/127.0.0.1/[::1] on the bound port, are always allowed.
+    #[arg(long, value_name = "HOSTS")]
+    allowed_hosts: Option<String>,
     /// HTTP auth mode: `none` (loopback only) or `bearer` (else BERNSTEIN_MCP_AUTH_MODE; default:
     /// bearer when a token is set, else none).
     #[arg(long, value_name = "MODE")]
@@ -112,6 +117,8 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
                 ..HttpOptions::default()
             };
             opts.allowed_origins = settings::allowed_origins()?;
+            opts.allowed_hosts = settings::allowed_hosts(args.allowed_hosts.as_deref())?;
+            settings::sse_limits(&mut opts.limits)?;
             opts.limits.max_body_bytes = config.limits.max_message_bytes;
             let server = Arc::new(Server::new(config));
             match args.runtime {

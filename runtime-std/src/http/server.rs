@@ -1,5 +1,5 @@
 //! The blocking HTTP/1.1 server: one acceptor thread, a fixed pool of worker threads, one
-//! poller thread for idle connections and one keep-alive thread for legacy SSE streams.
+//! poller thread for idle connections and one timer thread for legacy SSE streams.
 //!
 //! A worker owns a connection only while it is busy: it serves every request that arrives
 //! promptly (keep-alive and pipelining included) and, once the peer has been silent for a
@@ -23,7 +23,7 @@ use bernstein_core::protocol::Server;
 use bernstein_core::transport::http::exchange::LegacyOpen;
 use bernstein_core::transport::http::response::{over_capacity, request_timeout};
 use bernstein_core::transport::http::{
-    CONTINUE, Frame, HttpLimits, HttpOptions, HttpResponse, RequestParser, Status, sse,
+    CONTINUE, Frame, HttpLimits, HttpOptions, HttpResponse, RequestParser, Status,
 };
 
 use super::service::{Action, EventSink, HttpService};
@@ -171,6 +171,10 @@ pub fn bind(
 pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
     let workers = options.limits.workers;
     let handle = bind(server, backend, options)?;
+    crate::log_line!(
+        "bernstein: answering HTTP requests whose Host is one of: {} (add names with BERNSTEIN_MCP_ALLOWED_HOSTS)",
+        handle.shared.service.policy.allowed_hosts()
+    );
     crate::log_line!(
         "bernstein: serving MCP over HTTP at http://{}/mcp (legacy SSE at /sse; runtime std, {workers} workers)",
         handle.local_addr()
@@ -381,7 +385,7 @@ fn finish(mut conn: Conn) -> Next {
 
 fn note_refusal(peer: &SocketAddr, response: &HttpResponse) {
     let code = response.status.code();
-    if matches!(code, 401 | 403 | 413 | 431 | 503) {
+    if matches!(code, 401 | 403 | 413 | 421 | 431 | 503) {
         log(peer, format_args!("{code} {}", response.status.reason()));
     }
 }
@@ -470,6 +474,13 @@ impl EventSink for TcpSink {
         };
         s.set_nonblocking(false).is_ok() && open
     }
+
+    fn close(&self, farewell: &[u8]) {
+        let mut s = self.stream.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = s.write_all(farewell);
+        // Closes the socket now, even while a message being served still holds this sink.
+        let _ = s.shutdown(Shutdown::Both);
+    }
 }
 
 fn open_legacy(shared: &Shared, conn: Conn, open: &LegacyOpen) {
@@ -484,7 +495,11 @@ fn open_legacy(shared: &Shared, conn: Conn, open: &LegacyOpen) {
         stream: Mutex::new(stream),
         _slot,
     });
-    match shared.service.legacy.register(sink.clone()) {
+    match shared
+        .service
+        .legacy
+        .register(sink.clone(), shared.service.clock())
+    {
         Ok(Some(token)) => {
             let mut first = open.head();
             first.extend(open.endpoint_event(&token));
@@ -519,15 +534,9 @@ fn open_legacy(shared: &Shared, conn: Conn, open: &LegacyOpen) {
     }
 }
 
-/// Writes keep-alive comments to open legacy streams and forgets the closed ones.
+/// Fires the legacy streams' timers (keep-alives, idle closes) when the core says they are due.
 fn keepalive(shared: &Shared) {
-    let tick = Duration::from_millis(50);
-    let mut last = Instant::now();
     while !shared.stop.load(Ordering::SeqCst) {
-        thread::sleep(tick);
-        if last.elapsed() >= shared.limits.sse_keepalive {
-            shared.service.legacy.broadcast(sse::KEEPALIVE);
-            last = Instant::now();
-        }
+        thread::sleep(shared.service.tick_streams(Duration::from_millis(50)));
     }
 }

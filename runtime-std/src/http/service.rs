@@ -1,8 +1,10 @@
 //! The glue between a framed HTTP request and the request driver, shared by both runtimes:
 //! route with the core's [`HttpPolicy`], serve MCP bodies with [`serve_message`], and turn the
 //! result into the response the core's exchange functions describe. Also the registry of open
-//! legacy SSE streams (an opaque token → the live stream and the revision it negotiated):
-//! connection plumbing, never session state — a token whose connection is gone is forgotten.
+//! legacy SSE streams (an opaque token → the live stream, the revision it negotiated and the
+//! core's [`StreamClock`] of its keep-alive and idle timers): connection plumbing, never session
+//! state — a token whose connection is gone, or that stayed idle too long, is forgotten. Both
+//! runtimes fire its timers through [`LegacyStreams::tick`], so the timer rules exist once.
 //!
 //! Every call here may block (the ledger does file IO and fsync); the smol runtime runs them on
 //! its blocking pool. No HTTP or protocol rule lives here: those are the core's.
@@ -10,6 +12,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use bernstein_core::protocol::Server;
 use bernstein_core::transport::http::exchange::{
@@ -17,7 +20,8 @@ use bernstein_core::transport::http::exchange::{
 };
 use bernstein_core::transport::http::response::route_span_id;
 use bernstein_core::transport::http::{
-    Decision, HttpOptions, HttpPolicy, HttpResponse, ParamHeaders, Request, Status,
+    Decision, HttpLimits, HttpOptions, HttpPolicy, HttpResponse, ParamHeaders, Request, Status,
+    StreamClock, StreamTick, sse,
 };
 
 use super::inflight::Inflight;
@@ -40,17 +44,27 @@ pub trait EventSink: Send + Sync {
     fn send(&self, events: &[u8]) -> io::Result<()>;
     /// Whether the peer still holds the stream open (best effort).
     fn is_open(&self) -> bool;
+    /// Writes a keep-alive comment without blocking the caller for long; an `Err` means the
+    /// stream is gone.
+    fn keep_alive(&self) -> io::Result<()> {
+        self.send(sse::KEEPALIVE)
+    }
+    /// Writes `farewell` (best effort) and closes the stream.
+    fn close(&self, farewell: &[u8]);
 }
 
 struct StreamEntry {
     sink: Arc<dyn EventSink>,
     /// The revision `initialize` negotiated on this stream (a transport fact, like stdio's).
     version: Option<String>,
+    clock: StreamClock,
 }
 
 /// Open legacy SSE streams by token.
 pub struct LegacyStreams {
     max: usize,
+    keepalive: Duration,
+    idle: Duration,
     streams: Mutex<HashMap<String, StreamEntry>>,
 }
 
@@ -64,9 +78,13 @@ impl std::fmt::Debug for LegacyStreams {
 }
 
 impl LegacyStreams {
-    pub fn new(max: usize) -> LegacyStreams {
+    /// A registry of at most `limits.max_legacy_streams` streams, with the limits' keep-alive
+    /// interval and idle timeout.
+    pub fn new(limits: &HttpLimits) -> LegacyStreams {
         LegacyStreams {
-            max,
+            max: limits.max_legacy_streams,
+            keepalive: limits.sse_keepalive,
+            idle: limits.sse_idle,
             streams: Mutex::new(HashMap::new()),
         }
     }
@@ -77,8 +95,9 @@ impl LegacyStreams {
         self.streams.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Registers a stream under a fresh unguessable token; `None` when at capacity.
-    pub fn register(&self, sink: Arc<dyn EventSink>) -> io::Result<Option<String>> {
+    /// Registers a stream opened at `now` (monotonic, see [`HttpService::clock`]) under a fresh
+    /// unguessable token; `None` when at capacity.
+    pub fn register(&self, sink: Arc<dyn EventSink>, now: Duration) -> io::Result<Option<String>> {
         let token = new_token()?;
         let mut map = self.lock();
         if map.len() >= self.max {
@@ -89,6 +108,7 @@ impl LegacyStreams {
             StreamEntry {
                 sink,
                 version: None,
+                clock: StreamClock::new(now, self.keepalive, self.idle),
             },
         );
         Ok(Some(token))
@@ -118,17 +138,54 @@ impl LegacyStreams {
         }
     }
 
-    /// Writes `events` to every stream (keep-alive comments) and forgets the ones that fail.
-    pub fn broadcast(&self, events: &[u8]) {
-        let sinks: Vec<(String, Arc<dyn EventSink>)> = self
-            .lock()
-            .iter()
-            .map(|(t, e)| (t.clone(), e.sink.clone()))
-            .collect();
-        for (token, sink) in sinks {
-            if !sink.is_open() || sink.send(events).is_err() {
-                self.remove(&token);
+    /// Fires the streams' due timers at `now`: writes keep-alives (forgetting the streams whose
+    /// peer is gone) and closes the idle ones. Returns when the next timer is due.
+    pub fn tick(&self, now: Duration) -> Option<Duration> {
+        let mut due = Vec::new();
+        let mut next: Option<Duration> = None;
+        {
+            let mut map = self.lock();
+            for (token, entry) in map.iter_mut() {
+                if let Some(tick) = entry.clock.handle_timeout(now) {
+                    due.push((token.clone(), entry.sink.clone(), tick));
+                }
+                let at = entry.clock.poll_timeout();
+                next = Some(next.map_or(at, |n| n.min(at)));
             }
+            for (token, _, tick) in &due {
+                if *tick == StreamTick::Close {
+                    map.remove(token);
+                }
+            }
+        }
+        for (token, sink, tick) in due {
+            match tick {
+                StreamTick::KeepAlive => {
+                    if !sink.is_open() || sink.keep_alive().is_err() {
+                        self.remove(&token);
+                    }
+                }
+                StreamTick::Close => {
+                    crate::log_line!(
+                        "bernstein http: closed a legacy SSE stream: no message for {:?}",
+                        self.idle
+                    );
+                    sink.close(sse::IDLE_CLOSE);
+                }
+            }
+        }
+        next
+    }
+
+    fn message_started(&self, token: &str, now: Duration) {
+        if let Some(e) = self.lock().get_mut(token) {
+            e.clock.message_started(now);
+        }
+    }
+
+    fn message_finished(&self, token: &str, now: Duration) {
+        if let Some(e) = self.lock().get_mut(token) {
+            e.clock.message_finished(now);
         }
     }
 
@@ -154,6 +211,8 @@ pub struct HttpService {
     pub legacy: LegacyStreams,
     /// Requests in flight, for `notifications/cancelled` from another connection.
     pub inflight: Inflight,
+    /// Origin of the monotonic time the stream timers run on.
+    started: Instant,
 }
 
 impl std::fmt::Debug for HttpService {
@@ -172,7 +231,7 @@ impl HttpService {
         policy: HttpPolicy,
         options: HttpOptions,
     ) -> HttpService {
-        let legacy = LegacyStreams::new(options.limits.max_legacy_streams);
+        let legacy = LegacyStreams::new(&options.limits);
         // The tools' `Mcp-Param-*` bindings (SEP-2243), read once from their input schemas.
         let policy = policy.with_param_headers(ParamHeaders::of(&server));
         HttpService {
@@ -182,7 +241,24 @@ impl HttpService {
             options,
             legacy,
             inflight: Inflight::default(),
+            started: Instant::now(),
         }
+    }
+
+    /// Monotonic time since the service started: the `now` of the stream timers.
+    pub fn clock(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Fires the legacy streams' due timers; returns how long the runtime may sleep before the
+    /// next call (at most `max`, so streams opened meanwhile are not overlooked).
+    pub fn tick_streams(&self, max: Duration) -> Duration {
+        let now = self.clock();
+        let next = self
+            .legacy
+            .tick(now)
+            .map_or(max, |at| at.saturating_sub(now));
+        next.clamp(Duration::from_millis(1), max)
     }
 
     /// Routes a request (pure and cheap: safe on an async executor).
@@ -233,7 +309,9 @@ impl HttpService {
         if facts.protocol_version.is_none() {
             facts.protocol_version = version;
         }
+        self.legacy.message_started(&m.token, self.clock());
         let served = self.serve(&m.body, &facts, &|| !sink.is_open());
+        self.legacy.message_finished(&m.token, self.clock());
         if let Some(v) = &served.negotiated_version {
             self.legacy.set_version(&m.token, v.clone());
         }
@@ -289,48 +367,87 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
 
+    #[derive(Default)]
     struct Probe {
-        open: AtomicBool,
+        gone: AtomicBool,
+        closed: AtomicBool,
         got: Mutex<Vec<u8>>,
     }
 
     impl EventSink for Probe {
         fn send(&self, events: &[u8]) -> io::Result<()> {
-            if !self.open.load(Ordering::SeqCst) {
+            if self.gone.load(Ordering::SeqCst) {
                 return Err(io::ErrorKind::BrokenPipe.into());
             }
             self.got.lock().unwrap().extend_from_slice(events);
             Ok(())
         }
         fn is_open(&self) -> bool {
-            self.open.load(Ordering::SeqCst)
+            !self.gone.load(Ordering::SeqCst)
+        }
+        fn close(&self, farewell: &[u8]) {
+            let _ = self.send(farewell);
+            self.closed.store(true, Ordering::SeqCst);
         }
     }
 
+    fn limits(max: usize) -> HttpLimits {
+        HttpLimits {
+            max_legacy_streams: max,
+            sse_keepalive: Duration::from_secs(15),
+            sse_idle: Duration::from_secs(60),
+            ..HttpLimits::default()
+        }
+    }
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
     #[test]
-    fn registry_caps_tokens_and_forgets_dead_streams() {
-        let streams = LegacyStreams::new(2);
-        let live = Arc::new(Probe {
-            open: AtomicBool::new(true),
-            got: Mutex::new(Vec::new()),
-        });
-        let dead = Arc::new(Probe {
-            open: AtomicBool::new(true),
-            got: Mutex::new(Vec::new()),
-        });
-        let a = streams.register(live.clone()).unwrap().unwrap();
-        let b = streams.register(dead.clone()).unwrap().unwrap();
+    fn registry_caps_tokens_and_forgets_dead_streams_at_the_next_keepalive() {
+        let streams = LegacyStreams::new(&limits(2));
+        let live = Arc::new(Probe::default());
+        let dead = Arc::new(Probe::default());
+        let a = streams.register(live.clone(), secs(0)).unwrap().unwrap();
+        let b = streams.register(dead.clone(), secs(0)).unwrap().unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 32);
-        assert_eq!(streams.register(live.clone()).unwrap(), None, "at capacity");
-        dead.open.store(false, Ordering::SeqCst);
-        streams.broadcast(b": ping\n\n");
+        assert_eq!(
+            streams.register(live.clone(), secs(0)).unwrap(),
+            None,
+            "at capacity"
+        );
+        dead.gone.store(true, Ordering::SeqCst);
+        assert_eq!(streams.tick(secs(1)), Some(secs(15)), "nothing due yet");
+        assert_eq!(streams.len(), 2);
+        assert_eq!(streams.tick(secs(15)), Some(secs(30)));
         assert_eq!(streams.len(), 1);
         assert!(streams.get(&b).is_none());
-        assert_eq!(live.got.lock().unwrap().as_slice(), b": ping\n\n");
+        assert_eq!(live.got.lock().unwrap().as_slice(), sse::KEEPALIVE);
         streams.set_version(&a, "2024-11-05".into());
         assert_eq!(streams.get(&a).unwrap().1.as_deref(), Some("2024-11-05"));
         streams.clear();
         assert!(streams.is_empty());
+        assert_eq!(streams.tick(secs(99)), None);
+    }
+
+    #[test]
+    fn idle_streams_are_closed_and_free_their_place() {
+        let streams = LegacyStreams::new(&limits(1));
+        let idle = Arc::new(Probe::default());
+        let token = streams.register(idle.clone(), secs(0)).unwrap().unwrap();
+        streams.message_started(&token, secs(10));
+        assert!(streams.tick(secs(100)).is_some());
+        assert!(!idle.closed.load(Ordering::SeqCst), "busy streams stay");
+        streams.message_finished(&token, secs(100));
+        streams.tick(secs(159));
+        assert!(!idle.closed.load(Ordering::SeqCst));
+        streams.tick(secs(160));
+        assert!(idle.closed.load(Ordering::SeqCst));
+        assert!(idle.got.lock().unwrap().ends_with(sse::IDLE_CLOSE));
+        assert!(streams.is_empty());
+        let next = Arc::new(Probe::default());
+        assert!(streams.register(next, secs(160)).unwrap().is_some());
     }
 }

@@ -96,6 +96,11 @@ impl Conn {
         self.stream.write_all(bytes).expect("write");
     }
 
+    /// The authority this connection reached (`ip:port`): the `Host` a client sends.
+    pub fn host(&self) -> String {
+        self.stream.peer_addr().expect("connected").to_string()
+    }
+
     /// Writes a request with `Host` and `Content-Length` filled in.
     pub fn send_request(
         &mut self,
@@ -104,7 +109,8 @@ impl Conn {
         headers: &[(&str, &str)],
         body: &[u8],
     ) {
-        self.send(&request_bytes(method, path, headers, body));
+        let host = self.host();
+        self.send(&request_bytes(&host, method, path, headers, body));
     }
 
     pub fn request(
@@ -265,16 +271,47 @@ impl Conn {
         }
     }
 
+    /// Reads until the unconsumed bytes contain `needle` (true) or `within` passes or the peer
+    /// closes (false). Consumes through the needle.
+    pub fn read_until(&mut self, needle: &[u8], within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(i) = find(&self.buf, needle) {
+                self.buf.drain(..i + needle.len());
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            self.stream.set_read_timeout(Some(left)).unwrap();
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return false,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+    }
+
     /// Bytes received but not consumed (e.g. a response before a close).
     pub fn pending_text(&self) -> String {
         String::from_utf8_lossy(&self.buf).into_owned()
     }
 }
 
-pub fn request_bytes(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+/// A request's bytes; `host` is the `Host` sent unless `headers` name one.
+pub fn request_bytes(
+    host: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Vec<u8> {
     let mut out = format!("{method} {path} HTTP/1.1\r\n").into_bytes();
     if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        out.extend_from_slice(b"Host: 127.0.0.1\r\n");
+        out.extend_from_slice(format!("Host: {host}\r\n").as_bytes());
     }
     for (n, v) in headers {
         out.extend_from_slice(format!("{n}: {v}\r\n").as_bytes());

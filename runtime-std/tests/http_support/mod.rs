@@ -131,6 +131,8 @@ macro_rules! http_scenarios {
             legacy_session_header_after_the_cutoff,
             stateless_era_headers,
             get_and_unknown_paths,
+            foreign_hosts_are_refused_on_every_route,
+            idle_legacy_streams_close_and_free_the_cap,
         );
     };
     (@tests $launch:expr; $($name:ident),* $(,)?) => {

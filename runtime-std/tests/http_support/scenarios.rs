@@ -140,25 +140,30 @@ pub fn pipelined_requests_are_answered_in_order(launch: Launcher) {
     let f = start(launch, test_config(), test_options());
     let mut c = Conn::open(f.addr());
     let ct = [("Content-Type", "application/json")];
+    let host = c.host();
     let mut bytes = request_bytes(
+        &host,
         "POST",
         "/mcp",
         &ct,
         rpc(1, "ping", json!({})).to_string().as_bytes(),
     );
     bytes.extend(request_bytes(
+        &host,
         "POST",
         "/mcp",
         &ct,
         rpc(2, "tools/list", json!({})).to_string().as_bytes(),
     ));
     bytes.extend(request_bytes(
+        &host,
         "POST",
         "/mcp",
         &ct,
         br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
     ));
     bytes.extend(request_bytes(
+        &host,
         "POST",
         "/mcp",
         &ct,
@@ -259,13 +264,14 @@ pub fn expect_continue_and_chunked_bodies(launch: Launcher) {
     let f = start(launch, test_config(), test_options());
     let mut c = Conn::open(f.addr());
     let body = rpc(1, "ping", json!({})).to_string();
-    c.send(format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes());
+    let host = c.host();
+    c.send(format!("POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes());
     assert_eq!(c.read_response().status, 100);
     c.send(body.as_bytes());
     assert_ok_result(&c.read_response(), 1);
     let body = rpc(2, "ping", json!({})).to_string();
     let (a, b) = body.split_at(7);
-    c.send(format!("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n", a.len()).as_bytes());
+    c.send(format!("POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n", a.len()).as_bytes());
     c.send(format!("{:x}\r\n{b}\r\n0\r\n\r\n", b.len()).as_bytes());
     assert_ok_result(&c.read_response(), 2);
 }
@@ -440,7 +446,9 @@ pub fn bearer_auth_over_the_wire(launch: Launcher) {
         issuer: "https://idp.example".into(),
         scopes: vec!["bernstein.read".into()],
     });
-    let f = start(launch, config, test_options());
+    let mut options = test_options();
+    options.allowed_hosts = vec!["mcp.test".into()];
+    let f = start(launch, config, options);
     let mut c = Conn::open(f.addr());
     let host = ("Host", "mcp.test:8053");
     for auth in [None, Some("Bearer wrong"), Some("Basic tok-123")] {
@@ -598,4 +606,156 @@ pub fn get_and_unknown_paths(launch: Launcher) {
             .status,
         404
     );
+}
+
+pub fn foreign_hosts_are_refused_on_every_route(launch: Launcher) {
+    let mut config = test_config();
+    config.oauth = Some(OAuthConfig {
+        issuer: "https://idp.example".into(),
+        scopes: vec!["bernstein.read".into()],
+    });
+    let mut options = test_options();
+    options.allowed_hosts = vec!["mcp.allowed.example".into()];
+    let f = start(launch, config, options);
+    let port = f.addr().port();
+    let ct = ("Content-Type", "application/json");
+    let body = rpc(1, "ping", json!({})).to_string();
+    let routes = [
+        ("POST", "/mcp"),
+        ("GET", "/sse"),
+        ("POST", "/messages?stream=00112233445566778899aabbccddeeff"),
+        ("GET", "/.well-known/oauth-protected-resource"),
+        ("GET", "/.well-known/oauth-protected-resource/mcp"),
+        ("GET", "/elsewhere"),
+    ];
+    let foreign = format!("rebind.attacker.example:{port}");
+    for (method, path) in routes {
+        for host in [
+            foreign.as_str(),
+            "localhost:1",
+            "mcp.allowed.example.evil:80",
+        ] {
+            let mut c = Conn::open(f.addr());
+            let r = c.request(method, path, &[("Host", host), ct], body.as_bytes());
+            assert_eq!(r.status, 421, "{method} {path} {host}: {}", r.text());
+            assert_eq!(r.json()["error"]["code"], -32600);
+            assert!(!r.text().contains("attacker"), "{}", r.text());
+            assert!(c.closed_within(Duration::from_secs(3)));
+        }
+        // HTTP/1.1 without Host, and with two.
+        let mut c = Conn::open(f.addr());
+        c.send(format!("{method} {path} HTTP/1.1\r\nContent-Length: 0\r\n\r\n").as_bytes());
+        let r = c.read_response();
+        assert_eq!(r.status, 400, "{method} {path}");
+        assert!(r.text().contains("Host"), "{}", r.text());
+        let mut c = Conn::open(f.addr());
+        let h = c.host();
+        c.send(format!("{method} {path} HTTP/1.1\r\nHost: {h}\r\nHost: {h}\r\n\r\n").as_bytes());
+        assert_eq!(c.read_response().status, 400, "{method} {path}");
+    }
+    // Allowed names work, and URLs name them (never a foreign host).
+    let mut c = Conn::open(f.addr());
+    for (host, want) in [
+        (
+            "MCP.allowed.example:9443".to_string(),
+            "http://mcp.allowed.example:9443/mcp".to_string(),
+        ),
+        (
+            format!("localhost:{port}"),
+            format!("http://localhost:{port}/mcp"),
+        ),
+    ] {
+        let r = c.request(
+            "GET",
+            "/.well-known/oauth-protected-resource/mcp",
+            &[("Host", &host)],
+            b"",
+        );
+        assert_eq!(r.status, 200, "{host}");
+        assert_eq!(r.json()["resource"], want);
+        assert_ok_result(
+            &c.post_mcp(&rpc(2, "ping", json!({})), &[("Host", &host)]),
+            2,
+        );
+    }
+    // HTTP/1.0 without Host is taken as aimed at the bind address.
+    let mut c = Conn::open(f.addr());
+    c.send(b"GET /.well-known/oauth-protected-resource HTTP/1.0\r\n\r\n");
+    let r = c.read_response();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["resource"], format!("http://{}", f.addr()));
+}
+
+pub fn idle_legacy_streams_close_and_free_the_cap(launch: Launcher) {
+    let mut options = test_options();
+    options.limits.sse_keepalive = Duration::from_millis(200);
+    options.limits.sse_idle = Duration::from_millis(1500);
+    options.limits.max_legacy_streams = 2;
+    let f = start(launch, test_config(), options);
+    let open = || {
+        let mut c = Conn::open(f.addr());
+        c.send_request("GET", "/sse", &[("Accept", "text/event-stream")], b"");
+        let head = c.read_stream_head();
+        (c, head.status)
+    };
+    let (mut idle, status) = open();
+    assert_eq!(status, 200);
+    idle.read_event();
+    let (mut busy, status) = open();
+    assert_eq!(status, 200);
+    let endpoint = busy.read_event().data;
+    assert_eq!(open().1, 503, "the cap is full");
+    assert!(
+        idle.read_until(b": keep-alive\n\n", Duration::from_secs(2)),
+        "an idle stream gets keep-alives: {}",
+        idle.pending_text()
+    );
+    // Messages keep the busy stream open past the idle timeout of the other.
+    let mut post = Conn::open(f.addr());
+    let t0 = Instant::now();
+    let mut id = 0;
+    while t0.elapsed() < Duration::from_millis(2500) {
+        id += 1;
+        let r = post.request(
+            "POST",
+            &endpoint,
+            &[("Content-Type", "application/json")],
+            rpc(id, "ping", json!({})).to_string().as_bytes(),
+        );
+        assert_eq!(r.status, 202, "stream {id} still open");
+        let msg: Value = serde_json::from_str(&busy.read_event().data).unwrap();
+        assert_eq!(msg["id"], id);
+        thread::sleep(Duration::from_millis(300));
+    }
+    assert!(
+        idle.closed_within(Duration::from_secs(3)),
+        "the idle stream is closed"
+    );
+    assert!(
+        idle.pending_text().contains(": idle timeout"),
+        "{}",
+        idle.pending_text()
+    );
+    let (mut fresh, status) = open();
+    assert_eq!(status, 200, "a new stream takes the freed place");
+    fresh.read_event();
+    drop(fresh);
+    assert!(busy.closed_within(Duration::from_secs(4)), "idle at last");
+    // A stream whose peer left is released at the next keep-alive, well before it would idle.
+    let (mut gone, status) = open();
+    assert_eq!(status, 200);
+    gone.read_event();
+    drop(gone);
+    let deadline = Instant::now() + Duration::from_millis(1000);
+    let mut reopened = false;
+    while !reopened && Instant::now() < deadline {
+        let (mut a, sa) = open();
+        let (_b, sb) = open();
+        reopened = sa == 200 && sb == 200;
+        if sa == 200 {
+            a.read_event();
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    assert!(reopened, "both places free again");
 }

@@ -1,6 +1,6 @@
 //! Who may talk to the HTTP endpoint: the startup bind rule, per-request authentication
 //! (anonymous only on loopback, static bearer compared in constant time), `Origin` checks
-//! against DNS rebinding and `Host` sanitising before a host reaches any URL.
+//! against DNS rebinding and `Host` sanitising (the allow list itself is [`super::host`]).
 //!
 //! Decisions only: this module never sees a socket, and never logs or echoes a token.
 
@@ -20,6 +20,10 @@ pub enum BindRefused {
     PublicWithoutToken { host: String },
     #[error("the bearer token is empty")]
     EmptyToken,
+    #[error("allowed hosts (--allowed-hosts, BERNSTEIN_MCP_ALLOWED_HOSTS): {0}")]
+    BadAllowedHost(String),
+    #[error("the bound address {0:?} is not an ip:port")]
+    BadBindAddress(String),
 }
 
 /// Whether a host name or address (as given to `--host`) is a loopback interface.

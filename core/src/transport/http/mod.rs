@@ -10,8 +10,8 @@
 //! 3. acts on the [`Decision`]: writes a response, or serves an MCP body through the request
 //!    driver and writes [`McpExchange::reply`], or opens / feeds a legacy SSE stream.
 //!
-//! Everything protocol-related — limits, routing, header rules, authentication, `Origin`
-//! checks, OAuth discovery metadata, SSE framing, JSON-RPC error → HTTP status — is decided
+//! Everything protocol-related — limits, routing, header rules, authentication, `Host`
+//! pinning, `Origin` checks, OAuth discovery metadata, SSE framing, JSON-RPC error → HTTP status — is decided
 //! here, so the two runtimes cannot drift apart. Nothing in this module touches a socket, a
 //! clock or the environment, and nothing here remembers anything between requests: the
 //! server is stateless, and `Mcp-Session-Id` is never stored or echoed.
@@ -19,6 +19,7 @@
 pub mod exchange;
 pub mod guard;
 pub mod headers;
+pub mod host;
 pub mod oauth;
 pub mod options;
 pub mod param_headers;
@@ -26,12 +27,15 @@ pub mod request;
 pub mod response;
 pub mod router;
 pub mod sse;
+pub mod stream_clock;
 
 pub use exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, ServedParts};
 pub use guard::{BindRefused, is_loopback_host};
 pub use headers::Era;
+pub use host::{HostPolicy, HostRefusal};
 pub use options::{HttpLimits, HttpOptions};
 pub use param_headers::ParamHeaders;
 pub use request::{Frame, FrameError, ParserLimits, Request, RequestParser};
 pub use response::{CONTINUE, HttpResponse, SPAN_HEADER, Status};
 pub use router::{Decision, HttpPolicy};
+pub use stream_clock::{StreamClock, StreamTick};

@@ -2,14 +2,14 @@
 //! server. The MCP endpoint `/mcp` is the protected resource; its metadata lives at
 //! `/.well-known/oauth-protected-resource/mcp` (and, for clients that look at the root, at
 //! `/.well-known/oauth-protected-resource`, describing the origin itself). Every URL is built
-//! from the sanitised `Host` and an `X-Forwarded-Proto` of exactly `http` or `https`.
+//! from the request's authority as the host policy accepted it (an allowed `Host`, never a
+//! foreign one: see [`super::host`]) and an `X-Forwarded-Proto` of exactly `http` or `https`.
 //!
 //! The server is never an authorization server: it never serves
 //! `/.well-known/oauth-authorization-server` and never issues tokens.
 
 use serde_json::{Value, json};
 
-use super::guard::sanitize_host;
 use super::request::Request;
 use crate::config::OAuthConfig;
 
@@ -18,20 +18,16 @@ pub const METADATA_ROOT: &str = "/.well-known/oauth-protected-resource";
 /// Metadata path of the `/mcp` resource (RFC 9728 §3.1: well-known segment before the path).
 pub const METADATA_MCP: &str = "/.well-known/oauth-protected-resource/mcp";
 
-/// `scheme://host[:port]` of the request, or `None` when its `Host` is not a safe authority.
-/// `fallback_authority` (the bind address) stands in when the request has no `Host`.
-pub fn request_base(request: &Request, fallback_authority: &str) -> Option<String> {
-    let host = match request.header("host") {
-        Some(raw) => sanitize_host(std::str::from_utf8(raw).ok()?)?,
-        None => sanitize_host(fallback_authority)?,
-    };
+/// `scheme://authority` of the request, where `authority` is what [`super::HostPolicy::check`]
+/// returned for it.
+pub fn request_base(request: &Request, authority: &str) -> String {
     let proto = request
         .header_str("x-forwarded-proto")
         .and_then(|v| v.split(',').next())
         .map(|v| v.trim().to_ascii_lowercase())
         .filter(|v| v == "http" || v == "https")
         .unwrap_or_else(|| "http".to_string());
-    Some(format!("{proto}://{host}"))
+    format!("{proto}://{authority}")
 }
 
 /// The metadata document served at `path` (one of [`METADATA_ROOT`], [`METADATA_MCP`]).
@@ -76,26 +72,20 @@ mod tests {
     }
 
     #[test]
-    fn base_uses_sanitised_host_and_known_protos_only() {
+    fn base_uses_the_checked_authority_and_known_protos_only() {
+        let evil = ("host", "evil.example");
         assert_eq!(
-            request_base(&req(&[("host", "mcp.example.com")]), "x").as_deref(),
-            Some("http://mcp.example.com")
+            request_base(&req(&[evil]), "mcp.example.com"),
+            "http://mcp.example.com",
+            "the Host header itself is never read here"
         );
-        let fwd = req(&[
-            ("host", "mcp.example.com:8443"),
-            ("x-forwarded-proto", "HTTPS, http"),
-        ]);
+        let fwd = req(&[("x-forwarded-proto", "HTTPS, http")]);
         assert_eq!(
-            request_base(&fwd, "x").as_deref(),
-            Some("https://mcp.example.com:8443")
+            request_base(&fwd, "mcp.example.com:8443"),
+            "https://mcp.example.com:8443"
         );
-        let forged = req(&[("host", "h"), ("x-forwarded-proto", "javascript")]);
-        assert_eq!(request_base(&forged, "x").as_deref(), Some("http://h"));
-        assert_eq!(request_base(&req(&[("host", "evil.com/\"><x")]), "x"), None);
-        assert_eq!(
-            request_base(&req(&[]), "127.0.0.1:8053").as_deref(),
-            Some("http://127.0.0.1:8053")
-        );
+        let forged = req(&[("x-forwarded-proto", "javascript")]);
+        assert_eq!(request_base(&forged, "h"), "http://h");
     }
 
     #[test]

@@ -16,6 +16,10 @@ pub struct HttpOptions {
     /// Origins allowed besides the loopback ones and the bind host, e.g.
     /// `https://app.example.com` (`BERNSTEIN_MCP_ALLOWED_ORIGINS`, comma-separated).
     pub allowed_origins: Vec<String>,
+    /// `Host` values answered besides the bind address and, on a loopback or wildcard bind,
+    /// the loopback names: `host` (any port) or `host:port` (`BERNSTEIN_MCP_ALLOWED_HOSTS`,
+    /// comma-separated). See [`super::host`].
+    pub allowed_hosts: Vec<String>,
     pub limits: HttpLimits,
 }
 
@@ -25,13 +29,14 @@ impl Default for HttpOptions {
             host: "127.0.0.1".into(),
             port: 8053,
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             limits: HttpLimits::default(),
         }
     }
 }
 
 impl HttpOptions {
-    /// Splits a comma-separated origin list, dropping empty entries.
+    /// Splits a comma-separated origin or host list, dropping empty entries.
     pub fn parse_origin_list(list: &str) -> Vec<String> {
         list.split(',')
             .map(str::trim)
@@ -71,6 +76,9 @@ pub struct HttpLimits {
     pub max_legacy_streams: usize,
     /// Interval of keep-alive comments on open legacy SSE streams.
     pub sse_keepalive: Duration,
+    /// A legacy SSE stream with no message POSTed for it this long is closed, so idle clients
+    /// cannot hold the stream cap.
+    pub sse_idle: Duration,
 }
 
 impl Default for HttpLimits {
@@ -84,6 +92,7 @@ impl Default for HttpLimits {
             workers: 16,
             max_legacy_streams: 128,
             sse_keepalive: Duration::from_secs(15),
+            sse_idle: Duration::from_secs(300),
         }
     }
 }

@@ -32,6 +32,7 @@ impl Status {
     pub const PAYLOAD_TOO_LARGE: Status = Status(413);
     pub const UNSUPPORTED_MEDIA_TYPE: Status = Status(415);
     pub const EXPECTATION_FAILED: Status = Status(417);
+    pub const MISDIRECTED_REQUEST: Status = Status(421);
     pub const REQUEST_HEADER_FIELDS_TOO_LARGE: Status = Status(431);
     pub const INTERNAL_SERVER_ERROR: Status = Status(500);
     pub const NOT_IMPLEMENTED: Status = Status(501);
@@ -57,6 +58,7 @@ impl Status {
             413 => "Content Too Large",
             415 => "Unsupported Media Type",
             417 => "Expectation Failed",
+            421 => "Misdirected Request",
             431 => "Request Header Fields Too Large",
             500 => "Internal Server Error",
             501 => "Not Implemented",

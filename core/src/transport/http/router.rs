@@ -8,16 +8,23 @@
 //! (2025-03-26 … 2025-11-25 let a server without a standalone stream answer 405; 2026-07-28
 //! removed the GET stream and says 405). `DELETE` is `405` for a 2026-07-28 request (no
 //! sessions exist there); for older clients it is acknowledged as a no-op (`200`) until
-//! 2027-07-28 and refused with `405` naming that date from then on. A request without `Host`
-//! is accepted (URLs then use the bind address); a repeated or malformed `Host` is `400`.
+//! 2027-07-28 and refused with `405` naming that date from then on.
+//!
+//! `Host` comes first, on every path: HTTP/1.1 without `Host`, a repeated or a malformed one is
+//! `400` (RFC 9112 §3.2); a well-formed `Host` this server does not answer for
+//! ([`HostPolicy`]) is `421 Misdirected Request` (RFC 9110 §7.4, §15.5.20: the request names
+//! an origin this server is not authoritative for — the DNS-rebinding case; 403 would claim a
+//! credentials problem). An HTTP/1.0 request without `Host` is taken as aimed at the bind
+//! address. URLs the server builds use the accepted authority only.
 //!
 //! Pure: the runtime supplies the facts it observed (peer loopback?) and `now`.
 
 use serde_json::{Value, json};
 
 use super::exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, valid_token};
-use super::guard::{BindRefused, OriginPolicy, authorize, check_bind, sanitize_host};
+use super::guard::{BindRefused, OriginPolicy, authorize, check_bind};
 use super::headers::{self, BodyFacts, Era};
+use super::host::{HostPolicy, HostRefusal};
 use super::oauth;
 use super::options::HttpOptions;
 use super::param_headers::ParamHeaders;
@@ -47,15 +54,15 @@ pub struct HttpPolicy {
     auth: AuthMode,
     oauth: Option<OAuthConfig>,
     origins: OriginPolicy,
-    bind_authority: String,
+    hosts: HostPolicy,
     bind_loopback: bool,
     /// The tools' `Mcp-Param-*` bindings (empty unless [`HttpPolicy::with_param_headers`]).
     params: ParamHeaders,
 }
 
 impl HttpPolicy {
-    /// The policy of a server bound at `bind_authority` (`host:port` actually bound).
-    /// Refuses a non-loopback bind without a bearer token.
+    /// The policy of a server bound at `bind_authority` (the `ip:port` actually bound).
+    /// Refuses a non-loopback bind without a bearer token, and a bad allowed-host entry.
     pub fn new(
         config: &Config,
         options: &HttpOptions,
@@ -63,11 +70,16 @@ impl HttpPolicy {
         bind_loopback: bool,
     ) -> Result<HttpPolicy, BindRefused> {
         check_bind(&options.host, bind_loopback, &config.auth)?;
+        let local = bind_authority
+            .parse()
+            .map_err(|_| BindRefused::BadBindAddress(bind_authority.to_string()))?;
+        let hosts = HostPolicy::new(&options.host, local, &options.allowed_hosts)
+            .map_err(BindRefused::BadAllowedHost)?;
         Ok(HttpPolicy {
             auth: config.auth.clone(),
             oauth: config.oauth.clone(),
             origins: OriginPolicy::new(&options.host, &options.allowed_origins),
-            bind_authority: bind_authority.to_string(),
+            hosts,
             bind_loopback,
             params: ParamHeaders::default(),
         })
@@ -80,30 +92,27 @@ impl HttpPolicy {
         self
     }
 
+    /// The `Host` values this server answers, for the startup log.
+    pub fn allowed_hosts(&self) -> String {
+        self.hosts.describe()
+    }
+
     /// Decides what to do with `request`, which arrived from a loopback peer or not, at `now`.
     pub fn route(&self, request: Request, peer_loopback: bool, now: Timestamp) -> Decision {
         let keep = request.keep_alive();
         let span = route_span_id(&request.method, request.path());
         let respond = |r: HttpResponse| Decision::Respond(if keep { r } else { r.closing() });
 
-        let host_ok = match request.header("host") {
-            None => true,
-            Some(raw) => {
-                request.header_count("host") == 1
-                    && std::str::from_utf8(raw)
-                        .ok()
-                        .and_then(sanitize_host)
-                        .is_some()
-            }
+        let hosts: Vec<&[u8]> = request
+            .headers
+            .iter()
+            .filter(|h| h.name == "host")
+            .map(|h| h.value.as_slice())
+            .collect();
+        let authority = match self.hosts.check(&hosts, request.version) {
+            Ok(a) => a,
+            Err(refusal) => return respond(host_refusal(refusal, &span)),
         };
-        if !host_ok {
-            return respond(HttpResponse::problem(
-                Status::BAD_REQUEST,
-                &span,
-                "bad_host",
-                "invalid or repeated Host header",
-            ));
-        }
         if let Some(origin) = request.header("origin") {
             let allowed = std::str::from_utf8(origin).is_ok_and(|o| self.origins.allows(o));
             if !allowed {
@@ -119,7 +128,7 @@ impl HttpPolicy {
             }
         }
         if request.path().starts_with("/.well-known/") {
-            return respond(self.well_known(&request, &span));
+            return respond(self.well_known(&request, &authority, &span));
         }
         if !authorize(
             &self.auth,
@@ -127,7 +136,7 @@ impl HttpPolicy {
             peer_loopback,
             request.header("authorization"),
         ) {
-            return respond(self.unauthorized(&request, &span));
+            return respond(self.unauthorized(&request, &authority, &span));
         }
         match (request.path(), request.method.as_str()) {
             ("/mcp" | "/mcp/", "POST") => match self.mcp_post(request, peer_loopback, now, &span) {
@@ -154,7 +163,7 @@ impl HttpPolicy {
         }
     }
 
-    fn well_known(&self, request: &Request, span: &str) -> HttpResponse {
+    fn well_known(&self, request: &Request, authority: &str, span: &str) -> HttpResponse {
         let path = request.path();
         let (Some(o), oauth::METADATA_ROOT | oauth::METADATA_MCP) = (&self.oauth, path) else {
             return HttpResponse::problem(Status::NOT_FOUND, span, "not_found", "not found");
@@ -162,26 +171,22 @@ impl HttpPolicy {
         if request.method != "GET" {
             return method_not_allowed(span, "GET");
         }
-        match oauth::request_base(request, &self.bind_authority) {
-            Some(base) => HttpResponse::json(Status::OK, span, &oauth::metadata(o, &base, path)),
-            None => {
-                HttpResponse::problem(Status::BAD_REQUEST, span, "bad_host", "invalid Host header")
-            }
-        }
+        let base = oauth::request_base(request, authority);
+        HttpResponse::json(Status::OK, span, &oauth::metadata(o, &base, path))
     }
 
-    fn unauthorized(&self, request: &Request, span: &str) -> HttpResponse {
+    fn unauthorized(&self, request: &Request, authority: &str, span: &str) -> HttpResponse {
         let r = HttpResponse::json(
             Status::UNAUTHORIZED,
             span,
             &json!({ "error": "unauthorized" }),
         );
-        match (
-            &self.oauth,
-            oauth::request_base(request, &self.bind_authority),
-        ) {
-            (Some(_), Some(base)) => r.with_header("WWW-Authenticate", oauth::challenge(&base)),
-            _ => r,
+        match &self.oauth {
+            Some(_) => r.with_header(
+                "WWW-Authenticate",
+                oauth::challenge(&oauth::request_base(request, authority)),
+            ),
+            None => r,
         }
     }
 
@@ -261,6 +266,30 @@ fn legacy_post(
         },
         keep_alive,
     })
+}
+
+/// The answer to a request whose `Host` was refused.
+fn host_refusal(refusal: HostRefusal, span: &str) -> HttpResponse {
+    let (status, msg) = match refusal {
+        HostRefusal::Missing => (
+            Status::BAD_REQUEST,
+            "Bad Request: HTTP/1.1 requires a Host header",
+        ),
+        HostRefusal::Repeated => (
+            Status::BAD_REQUEST,
+            "Bad Request: more than one Host header",
+        ),
+        HostRefusal::Malformed => (
+            Status::BAD_REQUEST,
+            "Bad Request: the Host header is not a host[:port]",
+        ),
+        HostRefusal::Foreign => (
+            Status::MISDIRECTED_REQUEST,
+            "Misdirected Request: this server does not answer for that Host (set \
+             BERNSTEIN_MCP_ALLOWED_HOSTS to add a name it is reached by)",
+        ),
+    };
+    HttpResponse::rpc_error(status, span, None, headers::INVALID_REQUEST, msg, None).closing()
 }
 
 /// The `400` answer to a request whose MCP headers were refused.

@@ -11,6 +11,10 @@ use super::response::{HttpResponse, SPAN_HEADER, Status};
 /// keep it open and a closed peer is noticed.
 pub const KEEPALIVE: &[u8] = b": keep-alive\n\n";
 
+/// The comment a legacy stream gets before it is closed for idleness (see
+/// [`super::stream_clock`]): no message was POSTed for it within the idle timeout.
+pub const IDLE_CLOSE: &[u8] = b": idle timeout, closing\n\n";
+
 /// Appends one event to `out`.
 pub fn push_event(out: &mut Vec<u8>, id: &str, event: &str, data: &[u8]) {
     out.extend_from_slice(b"id: ");

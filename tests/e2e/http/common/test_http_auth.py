@@ -77,7 +77,8 @@ def test_bearer_mode_without_token_is_refused(launcher):
 
 
 def test_oauth_discovery_with_issuer(http_server):
-    env = {"BERNSTEIN_MCP_TOKEN": TOKEN, "BERNSTEIN_MCP_OAUTH_ISSUER": ISSUER}
+    env = {"BERNSTEIN_MCP_TOKEN": TOKEN, "BERNSTEIN_MCP_OAUTH_ISSUER": ISSUER,
+           "BERNSTEIN_MCP_ALLOWED_HOSTS": "mcp.example.com"}
     srv = http_server("oauth", env=env, record=False)
     base = srv.direct_base
     authority = base.split("://", 1)[1]
@@ -92,7 +93,8 @@ def test_oauth_discovery_with_issuer(http_server):
     refused = rpc(base, "tools/list")
     assert_refused(refused, challenge=True)
     assert refused.headers["www-authenticate"] == f'Bearer resource_metadata="http://{authority}{METADATA}/mcp"'
-    # Behind a TLS proxy: the challenge and the metadata follow Host and X-Forwarded-Proto.
+    # Behind a TLS proxy: the challenge and the metadata follow an allowed Host and
+    # X-Forwarded-Proto.
     fwd = {"Host": "mcp.example.com:8443", "X-Forwarded-Proto": "https"}
     refused = rpc(base, "tools/list", extra=fwd)
     assert refused.headers["www-authenticate"] == (

@@ -224,6 +224,10 @@ fn the_router_refuses_a_mismatch_before_the_engine_in_the_stateless_era_only() {
     let post = |headers: &[(&str, &str)], body: String| {
         let mut r = req(headers);
         r.headers.push(Header {
+            name: "host".into(),
+            value: b"127.0.0.1:8053".to_vec(),
+        });
+        r.headers.push(Header {
             name: "content-type".into(),
             value: b"application/json".to_vec(),
         });

@@ -25,6 +25,7 @@ fn policy(auth: AuthMode, issuer: bool, public: bool) -> HttpPolicy {
     let opts = HttpOptions {
         host: host.into(),
         port: 8053,
+        allowed_hosts: vec!["mcp.example.com".into()],
         ..HttpOptions::default()
     };
     HttpPolicy::new(
@@ -543,3 +544,5 @@ fn a_duplicate_key_is_a_400_parse_error_on_both_post_endpoints() {
         );
     }
 }
+
+mod host;
