@@ -155,8 +155,10 @@ fn a_new_instance_starts_from_the_checkpoint() {
     }
     a.checkpoint().unwrap();
     let head = a.snapshot().unwrap().position;
-    // Alter record 1 behind the store's back: a fold from the start would refuse it, a start
-    // from the checkpoint (past it) does not read it.
+    let b = PgStore::open(&url, KEY.to_vec(), options.clone()).unwrap();
+    assert_eq!(b.snapshot().unwrap().position, head);
+    // Alter record 1 behind the store's back: the open verifies the prefix before the
+    // checkpoint too, so it is refused at record 1 with or without the checkpoint.
     let mut c = Client::connect(&url, NoTls).unwrap();
     let altered = c.execute(
         "UPDATE bernstein_ledger SET line = convert_to(replace(convert_from(line, 'UTF8'), '\"n\":0', '\"n\":9'), 'UTF8') WHERE seq = 1",
@@ -164,9 +166,8 @@ fn a_new_instance_starts_from_the_checkpoint() {
     )
     .unwrap();
     assert_eq!(altered, 1);
-    let b = PgStore::open(&url, KEY.to_vec(), options.clone()).unwrap();
-    assert_eq!(b.snapshot().unwrap().position, head);
-    // Without the checkpoint the altered record is found and named.
+    let err = PgStore::open(&url, KEY.to_vec(), options.clone()).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { seq: 1, .. }), "{err}");
     c.execute("DELETE FROM bernstein_checkpoint", &[]).unwrap();
     let err = PgStore::open(&url, KEY.to_vec(), options).unwrap_err();
     assert!(matches!(err, StoreError::Corrupt { seq: 1, .. }), "{err}");

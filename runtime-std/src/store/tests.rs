@@ -288,7 +288,7 @@ fn a_garbage_last_line_is_cut_but_a_bad_middle_line_is_corruption() {
 }
 
 #[test]
-fn records_under_another_key_are_corruption() {
+fn records_under_another_key_are_a_key_mismatch() {
     let tmp = TestDir::new("store-key");
     {
         let store = open(tmp.path());
@@ -296,7 +296,8 @@ fn records_under_another_key_are_corruption() {
     }
     let _ = std::fs::remove_file(Layout::in_project(tmp.path()).checkpoint_file());
     let err = FileStore::open(tmp.path(), vec![1; 32]).unwrap_err();
-    assert!(matches!(err, StoreError::Corrupt { line: 1, .. }), "{err}");
+    assert!(matches!(err, StoreError::KeyMismatch { .. }), "{err}");
+    assert!(err.to_string().contains("copy .sdd/keys"), "{err}");
 }
 
 #[test]
@@ -346,8 +347,8 @@ fn checkpoints_are_written_every_n_records_and_used_on_open() {
         5
     );
 
-    // Proof that open does not re-read the checkpointed prefix: damage record 1 in place
-    // (same length); open still succeeds from the checkpoint.
+    // Open verifies the checkpointed prefix too: a same-length edit of record 1 (before the
+    // checkpoint) is refused at its line, not served from the checkpoint.
     let full = ledger_bytes(tmp.path());
     let ledger = OpenOptions::new()
         .write(true)
@@ -355,31 +356,28 @@ fn checkpoints_are_written_every_n_records_and_used_on_open() {
         .unwrap();
     let at = full.windows(4).position(|w| w == b"\"c1\"").unwrap();
     ledger.write_all_at(b"\"c9\"", at as u64).unwrap();
-    let store = FileStore::open_with(tmp.path(), KEY.to_vec(), options.clone()).unwrap();
-    assert_eq!(store.snapshot().unwrap().position.seq, 5);
-    drop(store);
+    let err = FileStore::open_with(tmp.path(), KEY.to_vec(), options.clone()).unwrap_err();
+    assert!(
+        matches!(err, StoreError::Corrupt { line: 1, seq: 1, .. }),
+        "{err}"
+    );
+    ledger.write_all_at(&full[at..at + 4], at as u64).unwrap();
+    drop(FileStore::open_with(tmp.path(), KEY.to_vec(), options.clone()).unwrap());
 
-    // A checkpoint whose tag does not verify is ignored: the full fold finds the damage.
+    // A checkpoint whose tag does not verify is never ignored: the store refuses to open.
     let mut text = std::fs::read(layout.checkpoint_file()).unwrap();
     let i = text.len() - 5;
     text[i] = if text[i] == b'0' { b'1' } else { b'0' };
     std::fs::write(layout.checkpoint_file(), &text).unwrap();
     let err = FileStore::open_with(tmp.path(), KEY.to_vec(), options).unwrap_err();
     assert!(
-        matches!(
-            err,
-            StoreError::Corrupt {
-                line: 1,
-                seq: 1,
-                ..
-            }
-        ),
+        err.to_string().contains("the checkpoint cannot be trusted"),
         "{err}"
     );
 }
 
 #[test]
-fn a_checkpoint_for_another_ledger_is_ignored() {
+fn a_checkpoint_that_does_not_fit_the_ledger_is_refused() {
     let tmp = TestDir::new("store-ckpt-other");
     let layout = Layout::in_project(tmp.path());
     {
@@ -388,8 +386,15 @@ fn a_checkpoint_for_another_ledger_is_ignored() {
         store.checkpoint().unwrap();
     }
     let saved = std::fs::read(layout.checkpoint_file()).unwrap();
-    // Replace the ledger by a longer, different one; then put the old checkpoint back.
+    let bytes = ledger_bytes(tmp.path());
+    // The ledger cut back by whole transactions: refused, both positions named.
+    let cut = bytes.len() - bytes.rsplit(|b| *b == b'\n').nth(1).unwrap().len() - 1;
+    std::fs::write(layout.ledger_file(), &bytes[..cut]).unwrap();
+    let err = FileStore::open(tmp.path(), KEY.to_vec()).unwrap_err().to_string();
+    assert!(err.contains("ends at seq 8") && err.contains("records seq 9"), "{err}");
+    // Replaced by a longer, different ledger (under the same key), old checkpoint put back.
     std::fs::remove_file(layout.ledger_file()).unwrap();
+    std::fs::remove_file(layout.checkpoint_file()).unwrap();
     {
         let store = open(tmp.path());
         for i in 0..12 {
@@ -397,8 +402,8 @@ fn a_checkpoint_for_another_ledger_is_ignored() {
         }
     }
     std::fs::write(layout.checkpoint_file(), &saved).unwrap();
-    let store = open(tmp.path());
-    assert_eq!(store.snapshot().unwrap().position.seq, 12);
+    let err = FileStore::open(tmp.path(), KEY.to_vec()).unwrap_err().to_string();
+    assert!(err.contains("rewritten"), "{err}");
 }
 
 #[test]
