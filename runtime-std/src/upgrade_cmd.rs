@@ -21,7 +21,7 @@ use crate::verify_cmd::resolve_sdd;
 pub enum UpgradeOutcome {
     /// The ledger already was format 2 (it verifies as such); nothing changed.
     AlreadyCurrent,
-    Upgraded(Upgraded),
+    Upgraded(Box<Upgraded>),
 }
 
 /// Upgrades the ledger of `dir` (`.sdd` or the project directory).
@@ -70,5 +70,5 @@ pub fn upgrade_ledger(dir: &Path, trust_unsealed: bool) -> Result<UpgradeOutcome
         let _ = std::fs::remove_file(&tmp);
         return Err(format!("writing the upgraded ledger: {e}"));
     }
-    Ok(UpgradeOutcome::Upgraded(up))
+    Ok(UpgradeOutcome::Upgraded(Box::new(up)))
 }

@@ -37,10 +37,7 @@ pub fn has_records(url: &str) -> Result<bool, String> {
     let mut lease = pool.get().map_err(|e| e.to_string())?;
     let row = lease
         .client()
-        .query_one(
-            "SELECT to_regclass('bernstein_ledger') IS NOT NULL",
-            &[],
-        )
+        .query_one("SELECT to_regclass('bernstein_ledger') IS NOT NULL", &[])
         .map_err(|e| pool::describe(&e))?;
     if !row.get::<_, bool>(0) {
         return Ok(false);

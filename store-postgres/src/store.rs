@@ -273,11 +273,7 @@ impl Columns {
 
 /// Verifies the rows up to `cp`'s seq with the offline verifier's rules and checks they end at
 /// its position and stream heads.
-fn verify_prefix(
-    lease: &mut Lease<'_>,
-    key: &[u8],
-    cp: &Snapshot,
-) -> Result<(), StoreError> {
+fn verify_prefix(lease: &mut Lease<'_>, key: &[u8], cp: &Snapshot) -> Result<(), StoreError> {
     use bernstein_core::ledger::verify::{KEY_MISMATCH, LedgerVerifier, prefix_matches};
     let mut verifier = LedgerVerifier::new(fold::TABLE_NAME, Some(key)).collect_calls(false);
     let fail = |f: bernstein_core::ledger::verify::VerifyFailure| {
@@ -295,7 +291,10 @@ fn verify_prefix(
         }
         for row in &rows {
             if row.seq != from as i64 + 1 {
-                return Err(fold::corrupt(from + 1, format!("row {} is missing", from + 1)));
+                return Err(fold::corrupt(
+                    from + 1,
+                    format!("row {} is missing", from + 1),
+                ));
             }
             verifier.push_line(&row.line).map_err(fail)?;
             fold::check_columns(row, verifier.head())?;

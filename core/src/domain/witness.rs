@@ -56,7 +56,11 @@ impl Witness {
     /// Recognises `value` (the object itself, or anything holding it: a tools/call result, a
     /// JSON-RPC response, a JSON text block) and checks it on its own. With `signer`, a signed
     /// head must carry that public key.
-    pub fn from_value(source: &str, value: &Value, signer: Option<&str>) -> Result<Witness, String> {
+    pub fn from_value(
+        source: &str,
+        value: &Value,
+        signer: Option<&str>,
+    ) -> Result<Witness, String> {
         let found = find(value, 0).ok_or_else(|| {
             format!("{source}: no signed head, run handle, claim receipt or capsule in it")
         })?;
@@ -110,7 +114,11 @@ impl Witness {
                 let mut out = Vec::new();
                 for (field, name) in [("audit", "heads.audit"), ("journal", "heads.journal")] {
                     let d = heads.get(field).and_then(Value::as_str).unwrap_or_default();
-                    let on = if field == "audit" { audit() } else { OnStream::Any };
+                    let on = if field == "audit" {
+                        audit()
+                    } else {
+                        OnStream::Any
+                    };
                     out.push(bind(name, d, on, None)?);
                 }
                 ("capsule", out)
@@ -133,7 +141,10 @@ impl Witness {
                 continue;
             }
             let problem = match report.found.get(&b.hash) {
-                None => Some(format!("no record of the ledger has its {} {}", b.field, b.hash)),
+                None => Some(format!(
+                    "no record of the ledger has its {} {}",
+                    b.field, b.hash
+                )),
                 Some(f) if b.seq.is_some_and(|s| s != f.seq) => Some(format!(
                     "its {} {} stands at seq {}, not {}",
                     b.field,
@@ -141,9 +152,9 @@ impl Witness {
                     f.seq,
                     b.seq.unwrap_or_default()
                 )),
-                Some(f) if matches!(&b.stream, OnStream::Exactly(s) if *s != f.stream) => {
-                    Some(format!("its {} {} is on stream {:?}", b.field, b.hash, f.stream))
-                }
+                Some(f) if matches!(&b.stream, OnStream::Exactly(s) if *s != f.stream) => Some(
+                    format!("its {} {} is on stream {:?}", b.field, b.hash, f.stream),
+                ),
                 Some(f) => {
                     agreed = agreed.max(f.seq);
                     None
@@ -172,8 +183,8 @@ fn bind(
     stream: OnStream,
     seq: Option<u64>,
 ) -> Result<Binding, String> {
-    let hash = Digest::parse(digest)
-        .ok_or_else(|| format!("{field} is not sha256:<64 lowercase hex>"))?;
+    let hash =
+        Digest::parse(digest).ok_or_else(|| format!("{field} is not sha256:<64 lowercase hex>"))?;
     Ok(Binding {
         field,
         hash,
@@ -219,7 +230,11 @@ fn find(v: &Value, depth: usize) -> Option<Found<'_>> {
 
 /// Like [`Witness::from_value`], also looking inside JSON text blocks (which [`find`] cannot
 /// return by reference): the text is parsed and searched as a value of its own.
-pub fn witness_from_json(source: &str, value: &Value, signer: Option<&str>) -> Result<Witness, String> {
+pub fn witness_from_json(
+    source: &str,
+    value: &Value,
+    signer: Option<&str>,
+) -> Result<Witness, String> {
     match Witness::from_value(source, value, signer) {
         Ok(w) => Ok(w),
         Err(e) => {
@@ -240,7 +255,10 @@ fn json_texts(v: &Value, depth: usize) -> Vec<String> {
         _ if depth > 16 => Vec::new(),
         Value::String(s) if s.trim_start().starts_with('{') => vec![s.clone()],
         Value::Object(m) => m.values().flat_map(|x| json_texts(x, depth + 1)).collect(),
-        Value::Array(items) => items.iter().flat_map(|x| json_texts(x, depth + 1)).collect(),
+        Value::Array(items) => items
+            .iter()
+            .flat_map(|x| json_texts(x, depth + 1))
+            .collect(),
         _ => Vec::new(),
     }
 }

@@ -294,7 +294,9 @@ impl<'a> Cursor<'a> {
             Some(Cow::Owned(s))
         } else {
             // The whole line was checked to be UTF-8, and quotes are ASCII.
-            std::str::from_utf8(&self.b[start..end]).ok().map(Cow::Borrowed)
+            std::str::from_utf8(&self.b[start..end])
+                .ok()
+                .map(Cow::Borrowed)
         }
     }
 

@@ -111,8 +111,8 @@ impl Record {
 
     /// The record of a line that [`RecordLine::check`] accepted.
     pub fn from_checked(raw: &RecordLine<'_>) -> Result<Record, RecordError> {
-        let body: Value = serde_json::from_slice(raw.body)
-            .map_err(|e| RecordError::Malformed(e.to_string()))?;
+        let body: Value =
+            serde_json::from_slice(raw.body).map_err(|e| RecordError::Malformed(e.to_string()))?;
         Ok(Record {
             seq: raw.seq,
             prev: raw.prev,
@@ -158,9 +158,9 @@ impl Record {
             None => return Err(RecordError::MissingMac),
             Some(tag) => {
                 // Only the exact lowercase rendering is valid, with or without the key.
-                let well_formed = tag
-                    .strip_prefix("hmac-sha256:")
-                    .is_some_and(|h| h.len() == 64 && h.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')));
+                let well_formed = tag.strip_prefix("hmac-sha256:").is_some_and(|h| {
+                    h.len() == 64 && h.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+                });
                 if !well_formed {
                     return Err(RecordError::BadMac);
                 }

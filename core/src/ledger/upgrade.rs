@@ -69,7 +69,10 @@ pub fn upgrade(
                     return Err(fail(
                         line_no,
                         r.seq,
-                        format!("bad record: HMAC tag missing on stream {:?}, which carried one in format 1 too", r.stream),
+                        format!(
+                            "bad record: HMAC tag missing on stream {:?}, which carried one in format 1 too",
+                            r.stream
+                        ),
                     ));
                 }
                 r
@@ -79,7 +82,13 @@ pub fn upgrade(
         let pre = rec.preimage();
         match &rec.mac {
             Some(tag) if verify_hmac_tag(key, &pre, tag) => uncovered.clear(),
-            Some(_) => return Err(fail(line_no, rec.seq, "bad record: HMAC tag does not verify".into())),
+            Some(_) => {
+                return Err(fail(
+                    line_no,
+                    rec.seq,
+                    "bad record: HMAC tag does not verify".into(),
+                ));
+            }
             None => {
                 uncovered.push((line_no, rec.seq));
                 rec.mac = Some(hmac_tag(key, &pre));
@@ -136,10 +145,18 @@ mod tests {
                 .iter()
                 .map(|s| Draft::new(*s, "note", json!({"s": s})))
                 .collect();
-            let recs = seal(&at, |s| heads.get(s).copied().unwrap_or_default(), drafts, KEY);
+            let recs = seal(
+                &at,
+                |s| heads.get(s).copied().unwrap_or_default(),
+                drafts,
+                KEY,
+            );
             for mut r in recs {
                 heads.insert(r.stream.clone(), r.hash);
-                at = LedgerPosition { seq: r.seq, head: r.hash };
+                at = LedgerPosition {
+                    seq: r.seq,
+                    head: r.hash,
+                };
                 if !keyed_in_format_1(&r.stream) {
                     r.mac = None;
                 }
@@ -152,7 +169,10 @@ mod tests {
     #[test]
     fn reseals_covered_records_and_keeps_every_hash() {
         let v1 = format_1(&[&["backlog", "run:R", "audit"], &["audit"]]);
-        assert!(verify_ledger(&v1, "l", Some(KEY)).is_err(), "format 1 is refused");
+        assert!(
+            verify_ledger(&v1, "l", Some(KEY)).is_err(),
+            "format 1 is refused"
+        );
         let up = upgrade(&v1, "l", KEY, false).unwrap();
         assert_eq!(up.sealed, 2);
         let report = verify_ledger(&up.bytes, "l", Some(KEY)).unwrap();

@@ -98,12 +98,7 @@ impl VerifyReport {
         };
         format!(
             "OK: {} records in {} transactions, {} calls; head seq {} {}; {}",
-            self.records,
-            self.transactions,
-            self.call_count,
-            self.head.seq,
-            self.head.head,
-            macs
+            self.records, self.transactions, self.call_count, self.head.seq, self.head.head, macs
         )
     }
 }
@@ -169,7 +164,10 @@ pub fn chain_error_of(
     stream: &str,
 ) -> Option<String> {
     if seq != at.seq + 1 {
-        return Some(format!("sequence: expected seq {}, found {seq}", at.seq + 1));
+        return Some(format!(
+            "sequence: expected seq {}, found {seq}",
+            at.seq + 1
+        ));
     }
     if prev != at.head {
         return Some(format!(
@@ -281,8 +279,12 @@ impl LedgerVerifier {
     /// Also note where the ledger holds records with these hashes (the report's `found`): what
     /// a witness (a saved handle, receipt or signed head) needs to be checked against.
     pub fn watch(mut self, hashes: impl IntoIterator<Item = Digest>) -> LedgerVerifier {
-        self.watched
-            .extend(hashes.into_iter().filter(|h| *h != Digest::ZERO).map(|h| (h, None)));
+        self.watched.extend(
+            hashes
+                .into_iter()
+                .filter(|h| *h != Digest::ZERO)
+                .map(|h| (h, None)),
+        );
         self
     }
 
@@ -346,7 +348,9 @@ impl LedgerVerifier {
             return Err(self.fail(n, reason));
         }
         let mut framing = self.framing;
-        framing.check(raw.txn).map_err(|reason| self.fail(n, reason))?;
+        framing
+            .check(raw.txn)
+            .map_err(|reason| self.fail(n, reason))?;
         if let Some(a) = self.anchor
             && a.seq == raw.seq
             && a.head != raw.hash
@@ -395,7 +399,8 @@ impl LedgerVerifier {
             r.call_count += 1;
             if self.collect_calls {
                 let body: CallBody<'_> = serde_json::from_slice(raw.body).unwrap_or_default();
-                let text = |s: Option<Cow<'_, str>>| s.map_or_else(|| "?".to_string(), Cow::into_owned);
+                let text =
+                    |s: Option<Cow<'_, str>>| s.map_or_else(|| "?".to_string(), Cow::into_owned);
                 r.calls.push(CallEntry {
                     seq: raw.seq,
                     tool: text(body.tool),

@@ -158,7 +158,9 @@ impl LedgerFile {
             if a.dev() == b.dev() && a.ino() == b.ino() {
                 Ok(f)
             } else {
-                Err(io::Error::other("the ledger file was replaced while being opened"))
+                Err(io::Error::other(
+                    "the ledger file was replaced while being opened",
+                ))
             }
         })
     }
@@ -266,7 +268,8 @@ impl LedgerFile {
 /// Reads and checks one line (without its `\n`) under `key`.
 pub fn read_line(line: &[u8], key: &RecordKey) -> Result<Record, RecordError> {
     let raw = RecordLine::scan(line).ok_or_else(|| Record::scan_refusal(line))?;
-    raw.check(Some(key)).map_err(|e: SealError| RecordError::from(e))?;
+    raw.check(Some(key))
+        .map_err(|e: SealError| RecordError::from(e))?;
     Record::from_checked(&raw)
 }
 

@@ -200,7 +200,9 @@ impl FileStore {
                 self.resume_point(&state.ledger)?
             }
         };
-        let done = state.ledger.catch_up(&mut folded, &self.record_key, policy)?;
+        let done = state
+            .ledger
+            .catch_up(&mut folded, &self.record_key, policy)?;
         state.since_checkpoint += done.records;
         state.folded = Some(folded);
         Ok(done)
@@ -212,14 +214,13 @@ impl FileStore {
     fn resume_point(&self, ledger: &LedgerFile) -> Result<Folded, StoreError> {
         let path = self.layout.checkpoint_file();
         let name = path.display().to_string();
-        let cp = checkpoint::read(&self.layout, &self.key).map_err(|reason| {
-            StoreError::Corrupt {
+        let cp =
+            checkpoint::read(&self.layout, &self.key).map_err(|reason| StoreError::Corrupt {
                 file: name.clone(),
                 line: 1,
                 seq: 0,
                 reason: format!("the checkpoint cannot be trusted: {reason}"),
-            }
-        })?;
+            })?;
         let Some(cp) = cp else {
             return Ok(Folded::genesis());
         };

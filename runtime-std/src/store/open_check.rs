@@ -41,7 +41,11 @@ pub fn verify_to_checkpoint(
     };
     let report = loop {
         line.clear();
-        if reader.read_until(b'\n', &mut line).map_err(|e| io("read", e))? == 0 {
+        if reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| io("read", e))?
+            == 0
+        {
             break verifier.finish(&[]);
         }
         match line.strip_suffix(b"\n") {

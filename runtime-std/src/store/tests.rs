@@ -358,7 +358,14 @@ fn checkpoints_are_written_every_n_records_and_used_on_open() {
     ledger.write_all_at(b"\"c9\"", at as u64).unwrap();
     let err = FileStore::open_with(tmp.path(), KEY.to_vec(), options.clone()).unwrap_err();
     assert!(
-        matches!(err, StoreError::Corrupt { line: 1, seq: 1, .. }),
+        matches!(
+            err,
+            StoreError::Corrupt {
+                line: 1,
+                seq: 1,
+                ..
+            }
+        ),
         "{err}"
     );
     ledger.write_all_at(&full[at..at + 4], at as u64).unwrap();
@@ -390,8 +397,13 @@ fn a_checkpoint_that_does_not_fit_the_ledger_is_refused() {
     // The ledger cut back by whole transactions: refused, both positions named.
     let cut = bytes.len() - bytes.rsplit(|b| *b == b'\n').nth(1).unwrap().len() - 1;
     std::fs::write(layout.ledger_file(), &bytes[..cut]).unwrap();
-    let err = FileStore::open(tmp.path(), KEY.to_vec()).unwrap_err().to_string();
-    assert!(err.contains("ends at seq 8") && err.contains("records seq 9"), "{err}");
+    let err = FileStore::open(tmp.path(), KEY.to_vec())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("ends at seq 8") && err.contains("records seq 9"),
+        "{err}"
+    );
     // Replaced by a longer, different ledger (under the same key), old checkpoint put back.
     std::fs::remove_file(layout.ledger_file()).unwrap();
     std::fs::remove_file(layout.checkpoint_file()).unwrap();
@@ -402,7 +414,9 @@ fn a_checkpoint_that_does_not_fit_the_ledger_is_refused() {
         }
     }
     std::fs::write(layout.checkpoint_file(), &saved).unwrap();
-    let err = FileStore::open(tmp.path(), KEY.to_vec()).unwrap_err().to_string();
+    let err = FileStore::open(tmp.path(), KEY.to_vec())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("rewritten"), "{err}");
 }
 

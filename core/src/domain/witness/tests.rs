@@ -51,7 +51,10 @@ fn a_signed_head_proves_truncation_and_rewriting() {
 
     // Cut back to seq 5: the head at seq 8 is gone.
     let err = verify(&records[..5], &w).unwrap_err();
-    assert!(err.starts_with("ledger rewritten or truncated after seq"), "{err}");
+    assert!(
+        err.starts_with("ledger rewritten or truncated after seq"),
+        "{err}"
+    );
     assert!(err.contains("witnessed by head.json"), "{err}");
 
     // Cut back to seq 5 and re-extended past seq 8 with other records.
@@ -75,6 +78,10 @@ fn a_forged_or_foreign_witness_is_refused_on_its_own() {
     let other = Signer::from_seed(&[4; 32]);
     assert!(witness_from_json("h", &head, Some(other.public_key_pem())).is_err());
     head["seq"] = json!(1);
-    assert!(witness_from_json("h", &head, None).unwrap_err().contains("signature"));
+    assert!(
+        witness_from_json("h", &head, None)
+            .unwrap_err()
+            .contains("signature")
+    );
     assert!(witness_from_json("h", &json!({"x": 1}), None).is_err());
 }

@@ -356,12 +356,20 @@ fn a_keyless_record_is_refused_wherever_it_stands() {
                 .collect();
             drafts.insert(
                 at,
-                Draft::new(stream, "task.status", json!({"id": "T-1", "to": "cancelled", "actor": "mallory"})),
+                Draft::new(
+                    stream,
+                    "task.status",
+                    json!({"id": "T-1", "to": "cancelled", "actor": "mallory"}),
+                ),
             );
             let mut forged = build(drafts.into_iter().map(|d| vec![d]).collect());
             let keep = forged[..at].to_vec();
             for (i, r) in forged.iter_mut().enumerate().skip(at) {
-                r.mac = if i % 2 == 0 { None } else { Some(crate::digest::hmac_tag(b"guess", &r.preimage())) };
+                r.mac = if i % 2 == 0 {
+                    None
+                } else {
+                    Some(crate::digest::hmac_tag(b"guess", &r.preimage()))
+                };
             }
             forged[..at].clone_from_slice(&keep);
             let err = verify_ledger(&join(&lines(&forged)), "l", Some(KEY)).unwrap_err();
