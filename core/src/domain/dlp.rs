@@ -105,4 +105,4 @@ impl Redactions {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

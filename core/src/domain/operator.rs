@@ -165,12 +165,16 @@ pub fn decide_plan(
         outcome.changes.len() as u64,
         now.0,
     );
-    let answer = json!({
+    let mut answer = json!({
         "plan_id": outcome.plan_id,
         "decision": decision.as_str(),
         "hash": outcome.hash,
         "changes": outcome.changes,
     });
+    if !entry.redactions.is_empty() {
+        answer["redactions"] = json!(entry.redactions);
+        answer["redacted_kinds"] = json!(entry.redacted_kinds);
+    }
     Ok(OperatorOutcome {
         answer,
         drafts: with_audit(outcome.drafts, &entry),

@@ -136,13 +136,15 @@ fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> 
     if !lifecycle::approvable().contains(&task.status) {
         return Err(not_awaiting_approval(id, task.status));
     }
+    // The records redact the note themselves (and count it there); this redacts it for the
+    // answer.
     let mut redactions = Redactions::default();
-    let note = redactions.optional("note", note);
+    let redacted_note = redactions.optional("note", note);
     let mut changes = StatusChanges::new(p);
     let change = ChangeNote {
         reason: Some("approved"),
         actor: None,
-        summary: note.as_deref(),
+        summary: note,
     };
     changes
         .change(id, TaskStatus::Done, change, ctx.now.0)
@@ -156,7 +158,7 @@ fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> 
         status: TaskStatus::Done,
         previous_status: task.status,
         run_id: task.run_id.clone(),
-        result_summary: note.or_else(|| task.result_summary.clone()),
+        result_summary: redacted_note.or_else(|| task.result_summary.clone()),
         resumed_parents,
         redactions: redactions.counts(),
         redacted_kinds: redactions.kinds(),

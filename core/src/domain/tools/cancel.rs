@@ -161,8 +161,11 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>)
         .with("cancellable_statuses", lifecycle::names(&lifecycle::cancellable())));
     }
 
+    // The records redact the reason themselves (and count it there); this counts it for the
+    // answer.
     let mut redactions = Redactions::default();
-    let reason = redactions.optional("reason", args.reason.as_deref());
+    redactions.optional("reason", args.reason.as_deref());
+    let reason = args.reason.as_deref();
     answer.redactions = redactions.counts();
     answer.redacted_kinds = redactions.kinds();
     let mut backlog = Vec::new();
@@ -182,7 +185,7 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>)
             continue;
         }
         let reason = if row.id == id {
-            reason.as_deref()
+            reason
         } else {
             Some(descendant_reason.as_str())
         };
@@ -204,7 +207,7 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>)
             &RunCancelled::new(
                 &task.run_id,
                 &task.id,
-                reason.as_deref(),
+                reason,
                 answer.cancelled_descendants + 1,
                 ctx.now.0,
             ),

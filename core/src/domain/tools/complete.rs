@@ -155,13 +155,15 @@ fn complete(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError>
     } else {
         TaskStatus::Done
     };
+    // The records redact the summary themselves (and count it there); this counts it for
+    // the answer.
     let mut redactions = Redactions::default();
-    let summary = redactions.field("result_summary", summary);
+    redactions.field("result_summary", summary);
     let mut changes = StatusChanges::new(p);
     let note = ChangeNote {
         reason: Some("completed by worker"),
         actor: task.claimer.as_deref(),
-        summary: Some(&summary),
+        summary: Some(summary),
     };
     changes
         .change(id, to, note, ctx.now.0)
