@@ -22,7 +22,10 @@ pub fn redaction_speed() {
     let shapes = [
         ("prose", "The quick brown fox jumps over the lazy dog. "),
         ("`eyJ-` repeated (JWT header starts)", "eyJ-"),
-        ("`eyJaaaaaaaaaa.bb.` repeated (two-segment JWTs)", "eyJaaaaaaaaaa.bb."),
+        (
+            "`eyJaaaaaaaaaa.bb.` repeated (two-segment JWTs)",
+            "eyJaaaaaaaaaa.bb.",
+        ),
         ("one 1 MiB base64url run after `eyJ`", "a"),
         ("`sk-a` repeated", "sk-a"),
         ("`Bearer \\n` repeated", "Bearer \n"),
@@ -31,7 +34,10 @@ pub fn redaction_speed() {
         ("`a://` repeated", "a://"),
         ("`AKIA` repeated", "AKIA"),
         ("`token=\"` repeated (unterminated quotes)", "token=\""),
-        ("secrets: `password=EXAMPLE-1 ` repeated", "password=EXAMPLE-1 "),
+        (
+            "secrets: `password=EXAMPLE-1 ` repeated",
+            "password=EXAMPLE-1 ",
+        ),
     ];
     for (name, unit) in shapes {
         let text = if unit == "a" {

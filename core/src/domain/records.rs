@@ -247,11 +247,7 @@ impl TaskCreated {
 }
 
 /// Adds the counts and kinds of `r` to a record's `redactions` and `redacted_kinds`.
-pub fn add_redactions(
-    counts: &mut BTreeMap<String, u64>,
-    kinds: &mut Vec<String>,
-    r: &Redactions,
-) {
+pub fn add_redactions(counts: &mut BTreeMap<String, u64>, kinds: &mut Vec<String>, r: &Redactions) {
     for (field, n) in r.counts() {
         *counts.entry(field).or_default() += n;
     }

@@ -176,7 +176,9 @@ fn aws_access_key(b: &[u8], i: usize) -> Option<Match> {
     {
         return None;
     }
-    let n = run_len_max(b, i + 4, 17, |c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    let n = run_len_max(b, i + 4, 17, |c| {
+        c.is_ascii_uppercase() || c.is_ascii_digit()
+    });
     let end = i + 4 + n;
     let bounded = b.get(end).is_none_or(|c| !c.is_ascii_alphanumeric());
     (n == 16 && bounded).then(|| whole(i, end, "aws_access_key"))
@@ -390,7 +392,9 @@ fn assignment(b: &[u8], i: usize) -> Option<Match> {
                 !c.is_ascii_whitespace() && !matches!(c, b'"' | b'\'' | b'`' | b'&')
             });
             let value = &b[k..k + len];
-            let plain = value.iter().all(|c| !c.is_ascii_digit() && !c.is_ascii_punctuation());
+            let plain = value
+                .iter()
+                .all(|c| !c.is_ascii_digit() && !c.is_ascii_punctuation());
             if sep == b':' && plain {
                 return None;
             }

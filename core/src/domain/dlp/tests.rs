@@ -66,7 +66,10 @@ fn every_documented_example_is_redacted_as_documented() {
         assert_eq!(out.count, 1, "{input:?}");
         assert_eq!(out.kinds, [kind.as_str()], "{input:?}");
         let secret = secret_of(input, want);
-        assert!(secret.len() >= 8 && secret.contains("EXAMPLE"), "{secret:?}");
+        assert!(
+            secret.len() >= 8 && secret.contains("EXAMPLE"),
+            "{secret:?}"
+        );
         // Redacting again changes nothing.
         assert_eq!(redact(&out.text).count, 0, "{want:?}");
     }
@@ -116,7 +119,10 @@ fn counts_and_kinds_add_up() {
     let mut r = Redactions::default();
     assert_eq!(r.field("goal", "plain"), "plain");
     assert!(r.is_empty());
-    r.field("goal", "password=EXAMPLE-1 and sk_live_EXAMPLEexample0123456789");
+    r.field(
+        "goal",
+        "password=EXAMPLE-1 and sk_live_EXAMPLEexample0123456789",
+    );
     r.optional("note", Some("token=abc123"));
     assert_eq!(
         r.counts(),
@@ -170,7 +176,13 @@ fn never_panics_on_edges() {
 /// timing is reported by `bernstein-bench dlp`; here only correctness on them).
 #[test]
 fn adversarial_shapes_are_handled() {
-    for unit in ["eyJ-", "eyJaaaaaaaaaa.bb.", "sk-a", "Bearer \n", "password:a "] {
+    for unit in [
+        "eyJ-",
+        "eyJaaaaaaaaaa.bb.",
+        "sk-a",
+        "Bearer \n",
+        "password:a ",
+    ] {
         let s = unit.repeat(10_000);
         let _ = redact(&s);
     }

@@ -143,7 +143,14 @@ const FIELDS: &[Field] = &[
         name: "bernstein_post_artifact table cell",
         answer_key: None,
         records: &[],
-        write: |b, text| artifact(b, "table", json!({"columns": ["c"], "rows": [[text]]}), None),
+        write: |b, text| {
+            artifact(
+                b,
+                "table",
+                json!({"columns": ["c"], "rows": [[text]]}),
+                None,
+            )
+        },
     },
     Field {
         name: "bernstein_post_artifact link label",
@@ -238,7 +245,10 @@ fn counted(body: &Value, field: &str, kind: &str) -> bool {
         Value::Object(m) => m.get(field).and_then(Value::as_u64).unwrap_or(0),
         other => other.as_u64().unwrap_or(0),
     };
-    n >= 1 && body["redacted_kinds"].as_array().is_some_and(|k| k.contains(&json!(kind)))
+    n >= 1
+        && body["redacted_kinds"]
+            .as_array()
+            .is_some_and(|k| k.contains(&json!(kind)))
 }
 
 #[test]
@@ -280,7 +290,10 @@ fn every_documented_secret_is_redacted_in_every_field() {
                             .is_some_and(|s| s.contains(&placeholder))
                     })
                     .collect();
-                assert!(!bodies.is_empty(), "{what}: no {record} with a redacted {body_field}");
+                assert!(
+                    !bodies.is_empty(),
+                    "{what}: no {record} with a redacted {body_field}"
+                );
                 for body in bodies {
                     assert!(counted(body, body_field, kind), "{what}: {record} {body}");
                 }
@@ -300,9 +313,18 @@ fn text_without_secrets_is_recorded_as_given_and_answers_say_nothing() {
     }) {
         let mut b = Bench::new();
         let answer = (field.write)(&mut b, &harmless);
-        assert!(answer.get("redacted_kinds").is_none(), "{}: {answer}", field.name);
+        assert!(
+            answer.get("redacted_kinds").is_none(),
+            "{}: {answer}",
+            field.name
+        );
         for r in &b.log {
-            assert!(r.body.get("redacted_kinds").is_none(), "{}: {:?}", field.name, r.body);
+            assert!(
+                r.body.get("redacted_kinds").is_none(),
+                "{}: {:?}",
+                field.name,
+                r.body
+            );
         }
         let ledger = String::from_utf8(b.ledger_bytes()).unwrap();
         assert!(!ledger.contains("[REDACTED:"), "{}", field.name);

@@ -25,10 +25,10 @@ use crate::protocol::registry::{
     Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
+use super::super::dlp::{self, Redactions};
 use super::super::handle::RunHandle;
 use super::super::ids::{derive_task_id, quote_for_message};
 use super::super::lifecycle::{self, TaskStatus};
-use super::super::dlp::{self, Redactions};
 use super::super::records::{self, TaskCreated};
 use super::super::scenarios::{self, Scenario, Source};
 use super::super::schema;
