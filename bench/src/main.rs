@@ -2,12 +2,14 @@
 //! [--full] [SECTION...]`: the figures of BENCHMARKS.md.
 //!
 //! Sections (all by default): `core` (the pure core per call), `size` (run_status against
-//! ledger size; 1M records with `--full`), `verify` (offline verification speed), `durable`
-//! (durable writes through the file store at 1 and 16 writers), `stdio` (process start to
+//! ledger size; 1M records with `--full`), `verify` (offline verification speed), `dlp`
+//! (secret redaction on 1 MiB adversarial texts), `durable` (durable writes through the file
+//! store at 1 and 16 writers), `stdio` (process start to
 //! `initialize`, stdio round trip), `http` (load on the real HTTP server, both runtimes, with
 //! resident memory) and `python` (the same load on the Python implementation, when installed).
 //! It asserts nothing about speed: it reports.
 
+mod dlp;
 mod durable;
 mod http_load;
 mod ledger;
@@ -44,6 +46,9 @@ fn main() {
     }
     if wanted("verify") {
         verify_speed(full);
+    }
+    if wanted("dlp") {
+        dlp::redaction_speed();
     }
     if wanted("durable") {
         durable::durable_writes();

@@ -23,6 +23,7 @@ pub mod display;
 pub mod duration;
 pub mod http_client;
 pub mod presets;
+pub mod redact_lines;
 pub mod runner;
 pub mod task_run;
 pub mod transport;

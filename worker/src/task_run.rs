@@ -22,9 +22,11 @@ use std::time::{Duration, Instant};
 
 use bernstein_core::domain::claims::ClaimedTask;
 use bernstein_core::domain::dlp;
+
+use crate::redact_lines::LineRedactor;
 use serde_json::{Value, json};
 
-use crate::agent::{Agent, AgentSpec, Line};
+use crate::agent::{Agent, AgentSpec};
 use crate::display::Display;
 use crate::duration::format_duration;
 use crate::transport::{Client, ToolReply};
@@ -220,8 +222,8 @@ struct Transcript {
 }
 
 impl Transcript {
-    fn push(&mut self, line: &Line) {
-        if let Some(r) = line.text.trim_start().strip_prefix(RESULT_PREFIX) {
+    fn push(&mut self, text: &str) {
+        if let Some(r) = text.trim_start().strip_prefix(RESULT_PREFIX) {
             let r = r.trim();
             if !r.is_empty() {
                 self.result = Some(r.to_string());
@@ -230,7 +232,7 @@ impl Transcript {
         if self.tail.len() == TAIL_LINES {
             self.tail.pop_front();
         }
-        self.tail.push_back(line.text.clone());
+        self.tail.push_back(text.to_string());
     }
 
     /// The last `RESULT:` line, else the tail of the output.
@@ -365,6 +367,7 @@ fn supervise(
 ) -> Ended {
     let mut pipes_open = true;
     let mut exited: Option<(ExitStatus, Instant)> = None;
+    let mut redactor = LineRedactor::default();
     loop {
         if ctl.killed() {
             return Ended::Killed;
@@ -375,9 +378,13 @@ fn supervise(
         if pipes_open {
             match agent.lines.recv_timeout(Duration::from_millis(100)) {
                 Ok(line) => {
-                    transcript.push(&line);
-                    poster.display.task_output(poster.task_id, &line.text);
-                    if let Err(LostClaim(why)) = poster.push_line(&line.text) {
+                    // Redacted before it is batched, cut, shown or kept for the summary.
+                    let Some(text) = redactor.line(&line.text) else {
+                        continue;
+                    };
+                    transcript.push(&text);
+                    poster.display.task_output(poster.task_id, &text);
+                    if let Err(LostClaim(why)) = poster.push_line(&text) {
                         return Ended::Lost(why);
                     }
                 }
@@ -532,27 +539,19 @@ fn last_chars(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::Pipe;
-
-    fn line(t: &str) -> Line {
-        Line {
-            pipe: Pipe::Stdout,
-            text: t.to_string(),
-        }
-    }
 
     #[test]
     fn the_summary_is_the_last_result_line_else_the_tail() {
         let mut t = Transcript::default();
         assert_eq!(t.summary(), "the agent exited 0 without output");
         for i in 0..30 {
-            t.push(&line(&format!("line {i}")));
+            t.push(&format!("line {i}"));
         }
         let s = t.summary();
         assert!(s.starts_with("line 10\n") && s.ends_with("line 29"), "{s}");
-        t.push(&line("RESULT: first"));
-        t.push(&line("  RESULT:   second  "));
-        t.push(&line("after"));
+        t.push("RESULT: first");
+        t.push("  RESULT:   second  ");
+        t.push("after");
         assert_eq!(t.summary(), "second");
         assert_eq!(t.last_line(), Some("after"));
     }
@@ -560,9 +559,7 @@ mod tests {
     #[test]
     fn summaries_are_redacted_and_bounded() {
         let mut t = Transcript::default();
-        t.push(&line(
-            "RESULT: pushed with token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-        ));
+        t.push("RESULT: pushed with token ghp_abcdefghijklmnopqrstuvwxyz0123456789");
         let s = t.summary();
         assert!(
             !s.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),

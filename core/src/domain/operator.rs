@@ -8,6 +8,8 @@
 //! `task cancel` runs the very handler of `bernstein_cancel` (same gate, same refusals). This
 //! module never reads files or clocks; `now` arrives as a value.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -16,6 +18,7 @@ use crate::ledger::{AUDIT_STREAM, Draft, Snapshot};
 use crate::protocol::registry::{ToolContext, ToolError};
 use crate::time::Timestamp;
 
+use super::dlp::Redactions;
 use super::plans::{self, PlanDecision, PlanError};
 use super::records;
 use super::tools::cancel;
@@ -38,6 +41,38 @@ pub struct OperatorCommand {
     /// How many task statuses the command changed.
     pub changed: u64,
     pub at: u64,
+    /// Spans DLP replaced in `reason` (absent when none; docs/RECORDS.md §7).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub redactions: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_kinds: Vec<String>,
+}
+
+impl OperatorCommand {
+    /// An `operator.command` body with its reason redacted.
+    fn new(
+        command: String,
+        target: &str,
+        run_id: Option<String>,
+        plan_hash: Option<String>,
+        reason: Option<&str>,
+        changed: u64,
+        at: u64,
+    ) -> OperatorCommand {
+        let mut r = Redactions::default();
+        let reason = r.optional("reason", reason);
+        OperatorCommand {
+            command,
+            target: target.to_string(),
+            run_id,
+            plan_hash,
+            reason,
+            changed,
+            at,
+            redactions: r.counts(),
+            redacted_kinds: r.kinds(),
+        }
+    }
 }
 
 /// What an operator command produced: an answer to show and the drafts to commit (empty when
@@ -89,15 +124,15 @@ pub fn cancel_task(
         .iter()
         .filter(|d| d.kind == records::TASK_STATUS)
         .count() as u64;
-    let entry = OperatorCommand {
-        command: "task cancel".into(),
-        target: task_id.to_string(),
-        run_id: out.run_id.clone(),
-        plan_hash: None,
-        reason: reason.map(str::to_string),
+    let entry = OperatorCommand::new(
+        "task cancel".into(),
+        task_id,
+        out.run_id.clone(),
+        None,
+        reason,
         changed,
-        at: now.0,
-    };
+        now.0,
+    );
     Ok(OperatorOutcome {
         answer,
         drafts: with_audit(out.drafts, &entry),
@@ -121,21 +156,25 @@ pub fn decide_plan(
         reason,
         now.0,
     )?;
-    let entry = OperatorCommand {
-        command: format!("plan {}", decision.as_str()),
-        target: plan_id.to_string(),
-        run_id: Some(outcome.run_id.clone()),
-        plan_hash: Some(outcome.hash.clone()),
-        reason: reason.map(str::to_string),
-        changed: outcome.changes.len() as u64,
-        at: now.0,
-    };
-    let answer = json!({
+    let entry = OperatorCommand::new(
+        format!("plan {}", decision.as_str()),
+        plan_id,
+        Some(outcome.run_id.clone()),
+        Some(outcome.hash.clone()),
+        reason,
+        outcome.changes.len() as u64,
+        now.0,
+    );
+    let mut answer = json!({
         "plan_id": outcome.plan_id,
         "decision": decision.as_str(),
         "hash": outcome.hash,
         "changes": outcome.changes,
     });
+    if !entry.redactions.is_empty() {
+        answer["redactions"] = json!(entry.redactions);
+        answer["redacted_kinds"] = json!(entry.redacted_kinds);
+    }
     Ok(OperatorOutcome {
         answer,
         drafts: with_audit(outcome.drafts, &entry),

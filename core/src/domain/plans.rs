@@ -270,13 +270,7 @@ pub fn decide(
                 drafts_after.push(records::draft(
                     run_stream(plan_id),
                     records::RUN_CANCELLED,
-                    &RunCancelled {
-                        run_id: plan_id.to_string(),
-                        task_id: plan_id.to_string(),
-                        reason: Some(why.clone()),
-                        cancelled_tasks: planned.len() as u64,
-                        at,
-                    },
+                    &RunCancelled::new(plan_id, plan_id, Some(&why), planned.len() as u64, at),
                 ));
             }
         }

@@ -65,6 +65,11 @@ pub struct TaskRow {
     pub plan: bool,
     pub project: Option<String>,
     pub capabilities: Vec<String>,
+    /// What DLP replaced in the title and goal (`task.created`'s `redactions`).
+    #[serde(default)]
+    pub redactions: std::collections::BTreeMap<String, u64>,
+    #[serde(default)]
+    pub redacted_kinds: Vec<String>,
     /// The claimer holding the task: set by a claim, cleared when it returns to the queue.
     pub claimer: Option<String>,
     /// How many times the task was claimed.
@@ -214,6 +219,8 @@ impl Projection {
             plan: b.plan,
             project: b.project,
             capabilities: b.capabilities,
+            redactions: b.redactions,
+            redacted_kinds: b.redacted_kinds,
             claimer: None,
             attempts: 0,
             result_summary: None,
@@ -552,6 +559,8 @@ mod tests {
             plan: false,
             project: None,
             capabilities: Vec::new(),
+            redactions: Default::default(),
+            redacted_kinds: Vec::new(),
         }
     }
 
@@ -653,6 +662,8 @@ mod tests {
             actor: None,
             summary: None,
             at: 1,
+            redactions: Default::default(),
+            redacted_kinds: Vec::new(),
         };
         let illegal = TaskStatusChanged {
             from: TaskStatus::Open,
@@ -668,6 +679,8 @@ mod tests {
             actor: None,
             summary: None,
             at: 1,
+            redactions: Default::default(),
+            redacted_kinds: Vec::new(),
         };
         let drafts = vec![
             records::draft("backlog", records::TASK_CREATED, &task("T-a", "T-a", None)),

@@ -23,6 +23,7 @@ use serde_json::Value;
 
 use crate::ledger::{BACKLOG_STREAM, Draft};
 
+use super::dlp::Redactions;
 use super::ids::run_stream;
 use super::lifecycle::{self, IllegalTransition, TaskStatus};
 use super::projection::Projection;
@@ -112,6 +113,12 @@ pub struct TaskCreated {
     /// Capabilities a claimer must offer (a claim filter selects on one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capabilities: Vec<String>,
+    /// Spans DLP replaced, per field of this record (absent when none; docs/RECORDS.md §7).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub redactions: BTreeMap<String, u64>,
+    /// The kinds replaced, sorted (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_kinds: Vec<String>,
 }
 
 /// `task.status` (stream `backlog`).
@@ -131,6 +138,12 @@ pub struct TaskStatusChanged {
     pub summary: Option<String>,
     /// Wall-clock ms of the changing call.
     pub at: u64,
+    /// Spans DLP replaced, per field of this record (absent when none; docs/RECORDS.md §7).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub redactions: BTreeMap<String, u64>,
+    /// The kinds replaced, sorted (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_kinds: Vec<String>,
 }
 
 /// `run.created` (stream `run:<run_id>`).
@@ -140,6 +153,12 @@ pub struct RunCreated {
     pub root_task_id: String,
     pub title: String,
     pub created_at: u64,
+    /// Spans DLP replaced, per field of this record (absent when none; docs/RECORDS.md §7).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub redactions: BTreeMap<String, u64>,
+    /// The kinds replaced, sorted (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_kinds: Vec<String>,
 }
 
 /// `run.task_added` (stream `run:<run_id>`).
@@ -166,10 +185,16 @@ pub struct RunTaskStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
     pub at: u64,
+    /// Spans DLP replaced, per field of this record (absent when none; docs/RECORDS.md §7).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub redactions: BTreeMap<String, u64>,
+    /// The kinds replaced, sorted (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_kinds: Vec<String>,
 }
 
 /// `run.cancelled` (stream `run:<run_id>`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunCancelled {
     pub run_id: String,
     /// The root task whose cancellation cancelled the run.
@@ -179,6 +204,56 @@ pub struct RunCancelled {
     /// How many tasks of the run this transaction cancelled.
     pub cancelled_tasks: u64,
     pub at: u64,
+    /// Spans DLP replaced, per field of this record (absent when none; docs/RECORDS.md §7).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub redactions: BTreeMap<String, u64>,
+    /// The kinds replaced, sorted (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_kinds: Vec<String>,
+}
+
+impl RunCancelled {
+    /// A `run.cancelled` body with its reason redacted.
+    pub fn new(
+        run_id: &str,
+        task_id: &str,
+        reason: Option<&str>,
+        cancelled_tasks: u64,
+        at: u64,
+    ) -> RunCancelled {
+        let mut r = Redactions::default();
+        let reason = r.optional("reason", reason);
+        RunCancelled {
+            run_id: run_id.to_string(),
+            task_id: task_id.to_string(),
+            reason,
+            cancelled_tasks,
+            at,
+            redactions: r.counts(),
+            redacted_kinds: r.kinds(),
+        }
+    }
+}
+
+impl TaskCreated {
+    /// Redacts the title and goal in place, adding what was replaced to `redactions`.
+    /// Idempotent: redacted text has nothing left to replace.
+    pub fn redact(&mut self) {
+        let mut r = Redactions::default();
+        self.title = r.field("title", &self.title);
+        self.goal = r.field("goal", &self.goal);
+        add_redactions(&mut self.redactions, &mut self.redacted_kinds, &r);
+    }
+}
+
+/// Adds the counts and kinds of `r` to a record's `redactions` and `redacted_kinds`.
+pub fn add_redactions(counts: &mut BTreeMap<String, u64>, kinds: &mut Vec<String>, r: &Redactions) {
+    for (field, n) in r.counts() {
+        *counts.entry(field).or_default() += n;
+    }
+    kinds.extend(r.kinds());
+    kinds.sort();
+    kinds.dedup();
 }
 
 /// A draft on `stream` with `body` serialized.
@@ -190,29 +265,41 @@ pub fn draft(stream: impl Into<String>, kind: &str, body: &impl Serialize) -> Dr
 }
 
 /// Drafts creating a root task and its run.
+/// The title and goal are redacted here once more (see [`TaskCreated::redact`]).
 pub fn new_run_drafts(task: &TaskCreated) -> Vec<Draft> {
+    let mut task = task.clone();
+    task.redact();
     let run = run_stream(&task.run_id);
+    let mut r = Redactions::default();
+    let title = r.field("title", &task.title);
+    let title_count = task.redactions.get("title").copied();
+    let mut created = RunCreated {
+        run_id: task.run_id.clone(),
+        root_task_id: task.task_id.clone(),
+        title,
+        created_at: task.created_at,
+        redactions: BTreeMap::new(),
+        redacted_kinds: Vec::new(),
+    };
+    if let Some(n) = title_count {
+        created.redactions.insert("title".into(), n);
+        created.redacted_kinds = task.redacted_kinds.clone();
+    }
     vec![
-        draft(BACKLOG_STREAM, TASK_CREATED, task),
-        draft(
-            run.clone(),
-            RUN_CREATED,
-            &RunCreated {
-                run_id: task.run_id.clone(),
-                root_task_id: task.task_id.clone(),
-                title: task.title.clone(),
-                created_at: task.created_at,
-            },
-        ),
-        draft(run, RUN_TASK_ADDED, &added(task)),
+        draft(BACKLOG_STREAM, TASK_CREATED, &task),
+        draft(run.clone(), RUN_CREATED, &created),
+        draft(run, RUN_TASK_ADDED, &added(&task)),
     ]
 }
 
-/// Drafts adding a subtask to its run (the parent's status change is separate).
+/// Drafts adding a subtask to its run (the parent's status change is separate); the title and
+/// goal are redacted here once more.
 pub fn new_subtask_drafts(task: &TaskCreated) -> (Draft, Draft) {
+    let mut task = task.clone();
+    task.redact();
     (
-        draft(BACKLOG_STREAM, TASK_CREATED, task),
-        draft(run_stream(&task.run_id), RUN_TASK_ADDED, &added(task)),
+        draft(BACKLOG_STREAM, TASK_CREATED, &task),
+        draft(run_stream(&task.run_id), RUN_TASK_ADDED, &added(&task)),
     )
 }
 
@@ -264,6 +351,7 @@ pub struct StatusChanges<'p> {
     current: BTreeMap<String, TaskStatus>,
     backlog: Vec<Draft>,
     journal: Vec<Draft>,
+    redactions: Redactions,
 }
 
 impl<'p> StatusChanges<'p> {
@@ -273,7 +361,13 @@ impl<'p> StatusChanges<'p> {
             current: BTreeMap::new(),
             backlog: Vec::new(),
             journal: Vec::new(),
+            redactions: Redactions::default(),
         }
+    }
+
+    /// What DLP replaced in the reasons and summaries drafted so far.
+    pub fn redactions(&self) -> &Redactions {
+        &self.redactions
     }
 
     /// The projection the changes start from.
@@ -303,16 +397,20 @@ impl<'p> StatusChanges<'p> {
             .ok_or_else(|| StatusChangeError::UnknownTask(task_id.to_string()))?;
         let from = self.status(task_id).unwrap_or(task.status);
         lifecycle::transition(from, to)?;
+        let mut r = Redactions::default();
         let backlog = TaskStatusChanged {
             task_id: task.id.clone(),
             run_id: task.run_id.clone(),
             from,
             to,
-            reason: note.reason.map(str::to_string),
+            reason: r.optional("reason", note.reason),
             actor: note.actor.map(str::to_string),
-            summary: note.summary.map(str::to_string),
+            summary: r.optional("summary", note.summary),
             at,
+            redactions: r.counts(),
+            redacted_kinds: r.kinds(),
         };
+        self.redactions.merge(&r);
         let journal = RunTaskStatus {
             run_id: backlog.run_id.clone(),
             task_id: backlog.task_id.clone(),
@@ -322,6 +420,8 @@ impl<'p> StatusChanges<'p> {
             actor: backlog.actor.clone(),
             summary: backlog.summary.clone(),
             at,
+            redactions: backlog.redactions.clone(),
+            redacted_kinds: backlog.redacted_kinds.clone(),
         };
         self.backlog
             .push(draft(BACKLOG_STREAM, TASK_STATUS, &backlog));
@@ -386,6 +486,8 @@ mod tests {
             plan: false,
             project: None,
             capabilities: Vec::new(),
+            redactions: BTreeMap::new(),
+            redacted_kinds: Vec::new(),
         }
     }
 

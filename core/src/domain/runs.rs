@@ -212,6 +212,8 @@ mod tests {
                 root_task_id: "T-a".into(),
                 title: "t".into(),
                 created_at: 1,
+                redactions: Default::default(),
+                redacted_kinds: Vec::new(),
             },
             1,
             Digest::ZERO,
@@ -235,6 +237,8 @@ mod tests {
             actor: None,
             summary: None,
             at: 2,
+            redactions: Default::default(),
+            redacted_kinds: Vec::new(),
         })
     }
 
@@ -299,6 +303,7 @@ mod tests {
             reason: None,
             cancelled_tasks: 1,
             at: 3,
+            ..Default::default()
         }));
         assert_eq!(v, before);
     }
@@ -312,6 +317,7 @@ mod tests {
             reason: None,
             cancelled_tasks: 1,
             at: 3,
+            ..Default::default()
         }));
         assert_eq!(v.status(), RunStatus::Cancelled);
     }

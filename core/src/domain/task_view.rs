@@ -189,6 +189,8 @@ pub fn run_answer(p: &Projection, id: &str) -> Option<Value> {
         poll_after_ms: POLL_AFTER_MS,
         parent_task_id: row.parent_id.clone(),
         plan_id: None,
+        redactions: row.redactions.clone(),
+        redacted_kinds: row.redacted_kinds.clone(),
     };
     Some(serde_json::to_value(answer).expect("a run answer always serializes"))
 }

@@ -206,6 +206,8 @@ impl Bench {
             plan: false,
             project: None,
             capabilities: Vec::new(),
+            redactions: Default::default(),
+            redacted_kinds: Vec::new(),
         };
         let mut drafts = records::new_run_drafts(&task);
         drafts.push(Draft::new(

@@ -22,6 +22,8 @@ fn the_hash_covers_the_content_but_not_the_signature_fields() {
         plan: false,
         project: None,
         capabilities: Vec::new(),
+        redactions: Default::default(),
+        redacted_kinds: Vec::new(),
     });
     for r in crate::ledger::seal(&snap.position, |_| Digest::ZERO, drafts, b"k") {
         snap.apply(&r).unwrap();

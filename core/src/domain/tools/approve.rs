@@ -14,6 +14,7 @@ use crate::protocol::registry::{
 };
 
 use super::super::completion::{ResumedParent, resume_parents};
+use super::super::dlp::Redactions;
 use super::super::ids::check_task_id;
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::records::{ChangeNote, StatusChanges};
@@ -64,6 +65,12 @@ pub struct ApproveAnswer {
     pub result_summary: Option<String>,
     /// Parents that this approval resumed, nearest first.
     pub resumed_parents: Vec<ResumedParent>,
+    /// Secrets DLP replaced before recording, per argument (absent when none; docs/RECORDS.md §7).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub redactions: std::collections::BTreeMap<String, u64>,
+    /// The kinds replaced, sorted (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_kinds: Vec<String>,
 }
 
 pub fn spec() -> ToolSpec {
@@ -129,6 +136,10 @@ fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> 
     if !lifecycle::approvable().contains(&task.status) {
         return Err(not_awaiting_approval(id, task.status));
     }
+    // The records redact the note themselves (and count it there); this redacts it for the
+    // answer.
+    let mut redactions = Redactions::default();
+    let redacted_note = redactions.optional("note", note);
     let mut changes = StatusChanges::new(p);
     let change = ChangeNote {
         reason: Some("approved"),
@@ -147,10 +158,10 @@ fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> 
         status: TaskStatus::Done,
         previous_status: task.status,
         run_id: task.run_id.clone(),
-        result_summary: note
-            .map(str::to_string)
-            .or_else(|| task.result_summary.clone()),
+        result_summary: redacted_note.or_else(|| task.result_summary.clone()),
         resumed_parents,
+        redactions: redactions.counts(),
+        redacted_kinds: redactions.kinds(),
     };
     Ok(ToolOutput {
         result: Ok(serde_json::to_value(&answer).expect("an approval answer always serializes")),

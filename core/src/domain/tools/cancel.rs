@@ -14,6 +14,7 @@ use crate::protocol::registry::{
     Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
+use super::super::dlp::Redactions;
 use super::super::ids::{check_task_id, run_stream};
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::records::{self, RunCancelled};
@@ -76,6 +77,12 @@ pub struct CancelAnswer {
     pub not_cancelled: Vec<NotCancelled>,
     /// How many such descendants there are in all.
     pub not_cancelled_count: u64,
+    /// Secrets DLP replaced before recording, per argument (absent when none; docs/RECORDS.md §7).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub redactions: std::collections::BTreeMap<String, u64>,
+    /// The kinds replaced, sorted (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_kinds: Vec<String>,
 }
 
 pub fn spec() -> ToolSpec {
@@ -136,6 +143,8 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>)
         run_cancelled: false,
         not_cancelled: Vec::new(),
         not_cancelled_count: 0,
+        redactions: Default::default(),
+        redacted_kinds: Vec::new(),
     };
     if answer.already_terminal {
         return Ok((answer, Vec::new()));
@@ -152,6 +161,13 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>)
         .with("cancellable_statuses", lifecycle::names(&lifecycle::cancellable())));
     }
 
+    // The records redact the reason themselves (and count it there); this counts it for the
+    // answer.
+    let mut redactions = Redactions::default();
+    redactions.optional("reason", args.reason.as_deref());
+    let reason = args.reason.as_deref();
+    answer.redactions = redactions.counts();
+    answer.redacted_kinds = redactions.kinds();
     let mut backlog = Vec::new();
     let mut journal = Vec::new();
     let descendant_reason = format!("cancelled with ancestor {id}");
@@ -169,7 +185,7 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>)
             continue;
         }
         let reason = if row.id == id {
-            args.reason.as_deref()
+            reason
         } else {
             Some(descendant_reason.as_str())
         };
@@ -188,13 +204,13 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>)
         journal.push(records::draft(
             run_stream(&task.run_id),
             records::RUN_CANCELLED,
-            &RunCancelled {
-                run_id: task.run_id.clone(),
-                task_id: task.id.clone(),
-                reason: args.reason.clone(),
-                cancelled_tasks: answer.cancelled_descendants + 1,
-                at: ctx.now.0,
-            },
+            &RunCancelled::new(
+                &task.run_id,
+                &task.id,
+                reason,
+                answer.cancelled_descendants + 1,
+                ctx.now.0,
+            ),
         ));
     }
     backlog.extend(journal);

@@ -18,6 +18,7 @@ use crate::protocol::registry::{
 };
 
 use super::super::completion::{ResumedParent, resume_parents};
+use super::super::dlp::Redactions;
 use super::super::ids::check_task_id;
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::records::{ChangeNote, StatusChanges};
@@ -71,6 +72,12 @@ pub struct CompleteAnswer {
     pub run_id: String,
     /// Parents that this completion resumed, nearest first.
     pub resumed_parents: Vec<ResumedParent>,
+    /// Secrets DLP replaced before recording, per argument (absent when none; docs/RECORDS.md §7).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub redactions: std::collections::BTreeMap<String, u64>,
+    /// The kinds replaced, sorted (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_kinds: Vec<String>,
 }
 
 pub fn spec() -> ToolSpec {
@@ -148,6 +155,10 @@ fn complete(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError>
     } else {
         TaskStatus::Done
     };
+    // The records redact the summary themselves (and count it there); this counts it for
+    // the answer.
+    let mut redactions = Redactions::default();
+    redactions.field("result_summary", summary);
     let mut changes = StatusChanges::new(p);
     let note = ChangeNote {
         reason: Some("completed by worker"),
@@ -171,6 +182,8 @@ fn complete(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError>
         requires_approval: task.requires_approval,
         run_id: task.run_id.clone(),
         resumed_parents,
+        redactions: redactions.counts(),
+        redacted_kinds: redactions.kinds(),
     };
     Ok(ToolOutput {
         result: Ok(serde_json::to_value(&answer).expect("a completion answer always serializes")),

@@ -204,6 +204,9 @@ pub fn effects_sentence(e: &Effects) -> String {
 }
 
 #[cfg(test)]
+mod redaction_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -19,6 +19,7 @@ use crate::protocol::registry::{
 };
 
 use super::super::deps::check_dependencies;
+use super::super::dlp::Redactions;
 use super::super::ids::{check_task_id, derive_task_id};
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::records::{self, Complexity, Scope, TaskCreated};
@@ -123,6 +124,12 @@ pub struct RunAnswer {
     /// The plan the task belongs to while it waits for an operator's decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_id: Option<String>,
+    /// Secrets DLP replaced before recording, per argument (absent when none; docs/RECORDS.md §7).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub redactions: std::collections::BTreeMap<String, u64>,
+    /// The kinds replaced, sorted (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_kinds: Vec<String>,
 }
 
 pub fn spec() -> ToolSpec {
@@ -246,6 +253,10 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
     }
 
     let run_id = placement.run_id.clone().unwrap_or_else(|| task_id.clone());
+    // The title comes from the redacted goal, so a secret the 80-character cut would split
+    // cannot leave half of itself behind.
+    let mut redactions = Redactions::default();
+    let goal = redactions.field("goal", &args.goal);
     let role = args
         .role
         .map(|r| r.trim().to_string())
@@ -255,8 +266,8 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         task_id: task_id.clone(),
         run_id: run_id.clone(),
         parent_id: placement.parent_id.clone(),
-        title: title_of(&args.goal),
-        goal: args.goal,
+        title: title_of(&goal),
+        goal,
         role,
         priority: args.priority.unwrap_or(DEFAULT_PRIORITY),
         scope: args.scope.unwrap_or_default(),
@@ -269,6 +280,8 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         plan: plan_root,
         project: args.project.clone(),
         capabilities: args.capabilities.clone().unwrap_or_default(),
+        redactions: redactions.counts(),
+        redacted_kinds: redactions.kinds(),
     };
 
     let mut drafts = match (&placement.parent_id, placement.parent_moves_to) {
@@ -301,6 +314,8 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         poll_after_ms: POLL_AFTER_MS,
         parent_task_id: placement.parent_id,
         plan_id: (task.status == TaskStatus::Planned).then(|| run_id.clone()),
+        redactions: redactions.counts(),
+        redacted_kinds: redactions.kinds(),
     };
     let payload = serde_json::to_value(&answer).expect("a run answer always serializes");
     Ok(ToolOutput {

@@ -25,6 +25,7 @@ use crate::protocol::registry::{
     Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
+use super::super::dlp::{self, Redactions};
 use super::super::handle::RunHandle;
 use super::super::ids::{derive_task_id, quote_for_message};
 use super::super::lifecycle::{self, TaskStatus};
@@ -133,6 +134,12 @@ pub struct ScenarioRun {
     pub poll_after_ms: u64,
     /// The subtasks, in scenario order.
     pub tasks: Vec<CreatedTask>,
+    /// Secrets DLP replaced before recording, per argument (absent when none; docs/RECORDS.md §7).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub redactions: std::collections::BTreeMap<String, u64>,
+    /// The kinds replaced, sorted (absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted_kinds: Vec<String>,
 }
 
 /// Payload of `bernstein_scenario`: `action` says which fields are present.
@@ -374,6 +381,8 @@ fn draft_run(
         let bytes = to_canonical_bytes(&parts).expect("strings and integers have a canonical form");
         derive_task_id(head, &bytes)
     };
+    let mut redactions = Redactions::default();
+    redactions.field("context", context);
     let definition = serde_json::to_value(s).expect("a scenario always serializes");
     let root_id = id_of(json!({"scenario": definition, "context": context}));
     let with_context = |text: &str| {
@@ -388,7 +397,9 @@ fn draft_run(
         s.id, s.name, s.description
     ));
     let mut root = task(&root_id, &root_id, None, &root_goal, ctx.now.0);
-    root.title = title_of(&format!("Scenario: {}", s.name));
+    // Titles come from redacted text, so a cut cannot split a secret.
+    root.title = title_of(&dlp::redact(&format!("Scenario: {}", s.name)).text);
+    root.redact();
     root.role = ROOT_ROLE.into();
     root.status = TaskStatus::WaitingForSubtasks;
     let mut drafts = records::new_run_drafts(&root);
@@ -401,7 +412,8 @@ fn draft_run(
             with_context(&format!("{}\n\n{}", t.title, t.description))
         };
         let mut sub = task(&id, &root_id, Some(&root_id), &goal, ctx.now.0);
-        sub.title = title_of(&t.title);
+        sub.title = title_of(&dlp::redact(&t.title).text);
+        sub.redact();
         sub.role = t.role.clone().unwrap_or_else(|| DEFAULT_ROLE.into());
         sub.priority = t.priority.unwrap_or(DEFAULT_PRIORITY);
         sub.scope = t.scope;
@@ -440,6 +452,8 @@ fn draft_run(
         status: root.status,
         poll_after_ms: POLL_AFTER_MS,
         tasks,
+        redactions: redactions.counts(),
+        redacted_kinds: redactions.kinds(),
     };
     Ok((run, drafts))
 }
@@ -464,6 +478,8 @@ fn task(id: &str, run_id: &str, parent: Option<&str>, goal: &str, at: u64) -> Ta
         plan: false,
         project: None,
         capabilities: Vec::new(),
+        redactions: Default::default(),
+        redacted_kinds: Vec::new(),
     }
 }
 

@@ -419,6 +419,8 @@ fn decisions_the_backlog_does_not_support_fail_reprojection() {
         plan: false,
         project: None,
         capabilities: Vec::new(),
+        redactions: Default::default(),
+        redacted_kinds: Vec::new(),
     };
     b.commit(records::new_run_drafts(&task));
     let entry = ClaimEntry::of(&old, &filter, 0);
