@@ -166,13 +166,20 @@ fn run_status_vs_ledger_size(full: bool) {
 
 fn verify_speed(full: bool) {
     println!("## Offline verification (`audit verify` core, with HMAC)\n");
-    println!("| records | MiB | streaming scan (records/s) | reference parse (records/s) | ratio |\n|---|---|---|---|---|");
+    println!(
+        "| records | MiB | streaming scan (records/s) | reference parse (records/s) | ratio |\n|---|---|---|---|---|"
+    );
     let mut l = MemLedger::new();
-    for n in if full { vec![100_000, 1_000_000] } else { vec![100_000] } {
+    for n in if full {
+        vec![100_000, 1_000_000]
+    } else {
+        vec![100_000]
+    } {
         l.grow_to(n);
         let t = Instant::now();
-        let mut v = bernstein_core::ledger::verify::LedgerVerifier::new("ledger.jsonl", Some(&l.key))
-            .collect_calls(false);
+        let mut v =
+            bernstein_core::ledger::verify::LedgerVerifier::new("ledger.jsonl", Some(&l.key))
+                .collect_calls(false);
         for line in l.lines.split(|b| *b == b'\n').filter(|x| !x.is_empty()) {
             v.push_line(line).expect("a fresh ledger verifies");
         }
