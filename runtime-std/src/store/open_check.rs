@@ -39,34 +39,46 @@ pub fn verify_to_checkpoint(
             reason: f.reason,
         }
     };
-    let report = loop {
+    loop {
         line.clear();
         if reader
             .read_until(b'\n', &mut line)
             .map_err(|e| io("read", e))?
             == 0
         {
-            break verifier.finish(&[]);
+            break;
         }
         match line.strip_suffix(b"\n") {
             Some(body) => verifier.push_line(body).map_err(corrupt)?,
-            None if end < cp.offset => break verifier.finish(&[]),
-            None => break verifier.finish(&line),
+            // Cut short of the checkpoint: reported below as what it is.
+            None if end < cp.offset => break,
+            None => {
+                return Err(StoreError::Corrupt {
+                    file: checkpoint_name.to_string(),
+                    line: 1,
+                    seq: cp.snapshot.position.seq,
+                    reason: format!(
+                        "the checkpoint records seq {} ending at byte {}, which is not a record boundary of this ledger: the ledger before the checkpoint was rewritten",
+                        cp.snapshot.position.seq, cp.offset
+                    ),
+                });
+            }
         }
     }
-    .map_err(corrupt)?;
     let want = cp.snapshot.position;
-    if end < cp.offset || report.head.seq < want.seq {
+    let reached = verifier.head();
+    if end < cp.offset || reached.seq < want.seq {
         return Err(StoreError::Corrupt {
             file: name,
-            line: report.records + 1,
-            seq: report.head.seq + 1,
+            line: reached.seq + 1,
+            seq: reached.seq + 1,
             reason: format!(
                 "truncated: the ledger ends at seq {} ({} bytes), but its authenticated checkpoint {checkpoint_name} records seq {} ({} bytes) as durable: acknowledged records were removed",
-                report.head.seq, len, want.seq, cp.offset
+                reached.seq, len, want.seq, cp.offset
             ),
         });
     }
+    let report = verifier.finish(&[]).map_err(corrupt)?;
     if !prefix_matches(&report, &cp.snapshot) {
         return Err(StoreError::Corrupt {
             file: checkpoint_name.to_string(),
