@@ -18,6 +18,9 @@ pub fn call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
     )
 }
 
+/// The Ed25519 seed the in-memory server signs with.
+pub const SIGNING_SEED: [u8; 32] = [9u8; 32];
+
 pub struct MemLedger {
     pub server: Server,
     pub snapshot: Snapshot,
@@ -32,7 +35,7 @@ impl MemLedger {
         let key = vec![42u8; 32];
         MemLedger {
             // A signing identity, so that `bernstein_claim` answers signed receipts.
-            server: Server::new(Config::new(key.clone()).with_signing_seed(&[9u8; 32])),
+            server: Server::new(Config::new(key.clone()).with_signing_seed(&SIGNING_SEED)),
             snapshot: Snapshot::genesis(),
             lines: Vec::new(),
             key,

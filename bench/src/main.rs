@@ -7,12 +7,14 @@
 //! store at 1 and 16 writers), `stdio` (process start to
 //! `initialize`, stdio round trip), `http` (load on the real HTTP server, both runtimes, with
 //! resident memory) and `python` (the same load on the Python implementation, when installed).
-//! It asserts nothing about speed: it reports.
+//! It asserts nothing about speed: it reports. `bernstein-bench write-ledger DIR N` writes a
+//! project holding an N-record ledger, for timing start-up and `audit verify` from outside.
 
 mod dlp;
 mod durable;
 mod http_load;
 mod ledger;
+mod ledger_file;
 mod process;
 mod python;
 mod stats;
@@ -27,6 +29,14 @@ use stats::{fmt, time_each};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("write-ledger") {
+        let (Some(dir), Some(n)) = (args.get(1), args.get(2).and_then(|n| n.parse().ok())) else {
+            eprintln!("usage: bernstein-bench write-ledger DIR RECORDS");
+            std::process::exit(2);
+        };
+        ledger_file::write_ledger(std::path::Path::new(dir), n);
+        return;
+    }
     let full = args.iter().any(|a| a == "--full");
     let only: Vec<&str> = args
         .iter()

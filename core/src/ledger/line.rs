@@ -173,6 +173,23 @@ impl<'a> RecordLine<'a> {
     }
 }
 
+/// Value of a lowercase hex digit; any other byte maps to 0x10 (rejected: the canonical form
+/// has only `0-9a-f`).
+const NIBBLE: [u8; 256] = {
+    let mut t = [0x10u8; 256];
+    let mut c = 0;
+    while c < 10 {
+        t[b'0' as usize + c] = c as u8;
+        c += 1;
+    }
+    let mut c = 0;
+    while c < 6 {
+        t[b'a' as usize + c] = 10 + c as u8;
+        c += 1;
+    }
+    t
+};
+
 /// A position in a line being scanned.
 struct Cursor<'a> {
     b: &'a [u8],
@@ -200,11 +217,16 @@ impl<'a> Cursor<'a> {
     /// 64 lowercase hex digits.
     fn hex32(&mut self) -> Option<[u8; 32]> {
         let hex = self.b.get(self.i..self.i + 64)?;
-        if hex.iter().any(|c| c.is_ascii_uppercase()) {
+        let mut out = [0u8; 32];
+        let mut bad = 0u8;
+        for (o, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+            let (hi, lo) = (NIBBLE[usize::from(pair[0])], NIBBLE[usize::from(pair[1])]);
+            bad |= (hi | lo) & 0x10;
+            *o = (hi << 4) | (lo & 0x0f);
+        }
+        if bad != 0 {
             return None;
         }
-        let mut out = [0u8; 32];
-        hex::decode_to_slice(hex, &mut out).ok()?;
         self.i += 64;
         Some(out)
     }
