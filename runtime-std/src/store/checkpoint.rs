@@ -132,6 +132,23 @@ fn read_body(path: &Path, key: Option<&[u8]>) -> Result<Option<Body>, String> {
         .map_err(|e| format!("unreadable body: {e}"))
 }
 
+/// The offset the checkpoint file claims, read from its first bytes without authenticating
+/// it: only a hint, so that the ledger before it can be verified while the (large) checkpoint
+/// is read and authenticated; the caller compares it with the authenticated offset.
+pub fn peek_offset(layout: &Layout) -> Option<u64> {
+    let mut head = [0u8; 512];
+    let n = std::fs::File::open(layout.checkpoint_file())
+        .and_then(|mut f| io::Read::read(&mut f, &mut head))
+        .ok()?;
+    let text = head[..n].strip_prefix(PREFIX)?;
+    let at = text.windows(10).position(|w| w == b"\"offset\":")? + 9;
+    let digits = text[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&text[at..at + digits])
+        .ok()?
+        .parse()
+        .ok()
+}
+
 /// An authenticated checkpoint.
 #[derive(Debug)]
 pub struct Checkpoint {

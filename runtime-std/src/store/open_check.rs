@@ -6,39 +6,44 @@
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
-use bernstein_core::ledger::StoreError;
-use bernstein_core::ledger::verify::{KEY_MISMATCH, LedgerVerifier, VerifyFailure, prefix_matches};
+use bernstein_core::ledger::verify::{
+    KEY_MISMATCH, LedgerVerifier, VerifyFailure, VerifyReport, prefix_matches,
+};
+use bernstein_core::ledger::{LedgerPosition, StoreError};
 
 use super::ledger_file::{Folded, LedgerFile};
 
-/// Verifies `ledger` from its start up to the checkpoint `cp` and checks that it ends there
-/// at the checkpoint's position and stream heads.
-pub fn verify_to_checkpoint(
-    ledger: &LedgerFile,
-    key: &[u8],
-    cp: &Folded,
-    checkpoint_name: &str,
-) -> Result<(), StoreError> {
+/// What verifying the ledger's first `end` bytes found, to be checked against the checkpoint
+/// that names `end` ([`check_prefix`]).
+pub struct Prefix {
+    end: u64,
+    len: u64,
+    /// The last line before `end` had no newline: `end` is not a record boundary.
+    unterminated: bool,
+    reached: Reached,
+}
+
+/// The verifier's verdict on a prefix: finished, or stopped short (cut) at a position.
+enum Reached {
+    Finished(Box<VerifyReport>),
+    Short(LedgerPosition),
+}
+
+/// Verifies `ledger` from its first byte up to `end` (a checkpoint's offset) with the rules
+/// of `bernstein audit verify`. A bad line is an error here; whether the prefix ends where
+/// the checkpoint says is [`check_prefix`]'s question. Needs only the offset, so it can run
+/// while the checkpoint itself is still being read.
+pub fn verify_prefix(ledger: &LedgerFile, key: &[u8], end: u64) -> Result<Prefix, StoreError> {
     let name = ledger.name();
     let io = |what: &str, e: std::io::Error| StoreError::Io(format!("{what} {name}: {e}"));
     let len = ledger.size().map_err(|e| io("stat", e))?;
-    let end = cp.offset.min(len);
+    let stop = end.min(len);
     let mut file = ledger.reader().map_err(|e| io("open", e))?;
     file.seek(SeekFrom::Start(0)).map_err(|e| io("seek", e))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file.take(end));
+    let mut reader = BufReader::with_capacity(1 << 20, file.take(stop));
     let mut verifier = LedgerVerifier::new(&name, Some(key)).collect_calls(false);
     let mut line = Vec::new();
-    let corrupt = |f: VerifyFailure| {
-        if f.reason == KEY_MISMATCH {
-            return StoreError::KeyMismatch { file: f.file };
-        }
-        StoreError::Corrupt {
-            file: f.file,
-            line: f.line,
-            seq: f.seq,
-            reason: f.reason,
-        }
-    };
+    let mut unterminated = false;
     loop {
         line.clear();
         if reader
@@ -50,35 +55,77 @@ pub fn verify_to_checkpoint(
         }
         match line.strip_suffix(b"\n") {
             Some(body) => verifier.push_line(body).map_err(corrupt)?,
-            // Cut short of the checkpoint: reported below as what it is.
-            None if end < cp.offset => break,
             None => {
-                return Err(StoreError::Corrupt {
-                    file: checkpoint_name.to_string(),
-                    line: 1,
-                    seq: cp.snapshot.position.seq,
-                    reason: format!(
-                        "the checkpoint records seq {} ending at byte {}, which is not a record boundary of this ledger: the ledger before the checkpoint was rewritten",
-                        cp.snapshot.position.seq, cp.offset
-                    ),
-                });
+                unterminated = true;
+                break;
             }
         }
     }
+    let short = stop < end || unterminated;
+    Ok(Prefix {
+        end,
+        len,
+        unterminated,
+        reached: if short {
+            Reached::Short(verifier.head())
+        } else {
+            Reached::Finished(Box::new(verifier.finish(&[]).map_err(corrupt)?))
+        },
+    })
+}
+
+fn corrupt(f: VerifyFailure) -> StoreError {
+    if f.reason == KEY_MISMATCH {
+        return StoreError::KeyMismatch { file: f.file };
+    }
+    StoreError::Corrupt {
+        file: f.file,
+        line: f.line,
+        seq: f.seq,
+        reason: f.reason,
+    }
+}
+
+/// Checks a verified prefix against the (authenticated) checkpoint `cp`: the ledger must reach
+/// exactly its offset, position and stream heads.
+pub fn check_prefix(
+    prefix: Prefix,
+    ledger_name: &str,
+    cp: &Folded,
+    checkpoint_name: &str,
+) -> Result<(), StoreError> {
     let want = cp.snapshot.position;
-    let reached = verifier.head();
-    if end < cp.offset || reached.seq < want.seq {
+    debug_assert_eq!(
+        prefix.end, cp.offset,
+        "the prefix verified is the checkpoint's"
+    );
+    let cut = prefix.len < cp.offset;
+    if prefix.unterminated && !cut {
         return Err(StoreError::Corrupt {
-            file: name,
-            line: reached.seq + 1,
-            seq: reached.seq + 1,
+            file: checkpoint_name.to_string(),
+            line: 1,
+            seq: want.seq,
             reason: format!(
-                "truncated: the ledger ends at seq {} ({} bytes), but its authenticated checkpoint {checkpoint_name} records seq {} ({} bytes) as durable: acknowledged records were removed",
-                reached.seq, len, want.seq, cp.offset
+                "the checkpoint records seq {} ending at byte {}, which is not a record boundary of this ledger: the ledger before the checkpoint was rewritten",
+                want.seq, cp.offset
             ),
         });
     }
-    let report = verifier.finish(&[]).map_err(corrupt)?;
+    let report = match prefix.reached {
+        Reached::Finished(r) if !cut && r.head.seq >= want.seq => r,
+        Reached::Finished(r) => {
+            return Err(truncated(
+                r.head,
+                prefix.len,
+                ledger_name,
+                cp,
+                checkpoint_name,
+            ));
+        }
+        Reached::Short(at) => {
+            return Err(truncated(at, prefix.len, ledger_name, cp, checkpoint_name));
+        }
+    };
     if !prefix_matches(&report, &cp.snapshot) {
         return Err(StoreError::Corrupt {
             file: checkpoint_name.to_string(),
@@ -91,4 +138,23 @@ pub fn verify_to_checkpoint(
         });
     }
     Ok(())
+}
+
+fn truncated(
+    reached: LedgerPosition,
+    len: u64,
+    ledger_name: &str,
+    cp: &Folded,
+    checkpoint_name: &str,
+) -> StoreError {
+    let want = cp.snapshot.position;
+    StoreError::Corrupt {
+        file: ledger_name.to_string(),
+        line: reached.seq + 1,
+        seq: reached.seq + 1,
+        reason: format!(
+            "truncated: the ledger ends at seq {} ({} bytes), but its authenticated checkpoint {checkpoint_name} records seq {} ({} bytes) as durable: acknowledged records were removed",
+            reached.seq, len, want.seq, cp.offset
+        ),
+    }
 }
