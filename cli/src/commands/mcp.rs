@@ -78,6 +78,13 @@ enum Runtime {
     Smol,
 }
 
+impl McpArgs {
+    /// Whether this is `bernstein mcp tools` (which reads no project).
+    pub fn is_tools(&self) -> bool {
+        matches!(self.command, Some(McpCommand::Tools { .. }))
+    }
+}
+
 pub fn parse_tier(s: &str) -> Result<Tier, String> {
     s.parse()
 }
