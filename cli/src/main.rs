@@ -117,10 +117,10 @@ fn main() -> ExitCode {
         Ok(dir) => dir,
         Err(e) => return fail(&format!("cannot determine the working directory: {e}")),
     };
-    if cli.command.needs_workdir() {
-        if let Err(message) = commands::check_workdir(&workdir) {
-            return fail(&message);
-        }
+    if cli.command.needs_workdir()
+        && let Err(message) = commands::check_workdir(&workdir)
+    {
+        return fail(&message);
     }
     let result = match cli.command {
         Command::Mcp(args) => commands::mcp::run(&workdir, args),
