@@ -1,5 +1,6 @@
-//! `bernstein audit verify`: offline check of the ledger's hash chains and HMAC tags. Exit 0
-//! on a clean ledger, 1 naming the first bad entry (file, line, seq).
+//! `bernstein audit verify`: offline check of the ledger's hash chains and HMAC tags, of the
+//! `.sdd/` file or (`--store`) of a PostgreSQL ledger. Exit 0 on a clean ledger, 1 naming the
+//! first bad entry (file, line, seq), 2 when the ledger cannot be read.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
