@@ -47,6 +47,16 @@ JOBS="${BERNSTEIN_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 echo "==> seed corpora from tests/fixtures"
 python3 "$FUZZ/seeds.py" "$FUZZ/corpus"
 
+# fuzz/Cargo.lock is committed and must be current: resolve it with --locked first (cargo fuzz
+# build has no such flag), so a stale lock is an error naming the fix, never a silent rewrite
+# that leaves the tree dirty.
+echo "==> fuzz/Cargo.lock is current (cargo metadata --locked)"
+if ! (cd "$FUZZ" && cargo metadata --locked --format-version 1 >/dev/null); then
+  echo "fuzz-smoke: fuzz/Cargo.lock is stale: run (cd fuzz && cargo update --workspace) and commit it" >&2
+  echo "fuzz smoke: ${#TARGETS[@]} targets, ${#TARGETS[@]} failed; fuzz/Cargo.lock is stale"
+  exit 1
+fi
+
 echo "==> cargo fuzz build (${#TARGETS[@]} targets)"
 (cd "$FUZZ" && "${CARGO_FUZZ[@]}" build)
 BUILT=$(date +%s)

@@ -29,13 +29,23 @@ struct Cli {
 enum Command {
     /// Serve MCP (stdio by default).
     Mcp(commands::mcp::McpArgs),
-    /// Create the `.sdd/` store explicitly (it is otherwise created on first use).
-    Init,
+    /// Create a project: DIR (else --workdir, else the current directory) and its `.sdd/`
+    /// store with the audit and signing keys. The one command that creates a directory; the
+    /// others refuse a workdir that does not exist (`mcp` creates `.sdd/` on first use).
+    Init {
+        /// The project directory (created if missing).
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Show the task table of the project.
     Status {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Read the PostgreSQL ledger at this URL (else BERNSTEIN_STORE_URL, else the .sdd/
+        /// of --workdir, which holds the instances' keys either way).
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
     },
     /// Offline verification of the tamper-evident record.
     Audit {
@@ -59,11 +69,19 @@ enum Command {
     },
     /// Plans: list, show, approve or reject as a whole.
     Plan {
+        /// Work on the PostgreSQL ledger at this URL (else BERNSTEIN_STORE_URL, else the
+        /// .sdd/ of --workdir, which holds the instances' keys either way).
+        #[arg(long, global = true, value_name = "URL")]
+        store: Option<String>,
         #[command(subcommand)]
         command: commands::plan::PlanCommand,
     },
     /// Operator actions on tasks.
     Task {
+        /// Work on the PostgreSQL ledger at this URL (else BERNSTEIN_STORE_URL, else the
+        /// .sdd/ of --workdir, which holds the instances' keys either way).
+        #[arg(long, global = true, value_name = "URL")]
+        store: Option<String>,
         #[command(subcommand)]
         command: commands::task::TaskCommand,
     },
@@ -81,22 +99,43 @@ enum Command {
     Worker(Box<commands::worker::WorkerArgs>),
 }
 
+impl Command {
+    /// Whether the command works in an existing workdir (all but `init`, which creates it,
+    /// and those that never read it).
+    fn needs_workdir(&self) -> bool {
+        match self {
+            Command::Init { .. } | Command::Store { .. } => false,
+            Command::Mcp(args) => !args.is_tools(),
+            _ => true,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let workdir = match cli.workdir.map_or_else(std::env::current_dir, Ok) {
         Ok(dir) => dir,
         Err(e) => return fail(&format!("cannot determine the working directory: {e}")),
     };
+    if cli.command.needs_workdir()
+        && let Err(message) = commands::check_workdir(&workdir)
+    {
+        return fail(&message);
+    }
     let result = match cli.command {
         Command::Mcp(args) => commands::mcp::run(&workdir, args),
-        Command::Init => commands::init::run(&workdir),
-        Command::Status { json } => commands::status::run(&workdir, json),
+        Command::Init { dir } => commands::init::run(dir.as_deref().unwrap_or(&workdir)),
+        Command::Status { json, store } => commands::status::run(&workdir, json, store.as_deref()),
         Command::Audit { command } => commands::audit::run(&workdir, command),
         Command::Backlog { command } => commands::backlog::run(&workdir, command),
         Command::Capsule { command } => commands::capsule::run(&workdir, command),
         Command::Mailbox { command } => commands::mailbox::run(&workdir, command),
-        Command::Plan { command } => commands::plan::run(&workdir, command),
-        Command::Task { command } => commands::task::run(&workdir, command),
+        Command::Plan { store, command } => {
+            commands::plan::run(&workdir, store.as_deref(), command)
+        }
+        Command::Task { store, command } => {
+            commands::task::run(&workdir, store.as_deref(), command)
+        }
         Command::Store { command } => commands::store::run(command),
         Command::Ledger { command } => commands::ledger::run(&workdir, command),
         Command::Worker(args) => commands::worker::run(&workdir, *args),

@@ -17,6 +17,8 @@ Stdlib only. Knobs: BERNSTEIN_BIN (else $CARGO_TARGET_DIR/debug/bernstein, else
 target/debug/bernstein), BERNSTEIN_CONFORMANCE_FIXTURE_BIN (same rule), CONFORMANCE_RUNTIMES
 (default std,smol), CONFORMANCE_REVISIONS (default 2025-11-25,2026-07-28). The last line is
 "conformance: N passed, N failed, N skipped" (scenario runs; expected failures count as passed).
+Each scenario run is listed as `ok`, `xfail` (its failures are all listed in
+expected-failures.txt) or `FAIL` (a failure that is not).
 """
 
 from __future__ import annotations
@@ -189,6 +191,9 @@ class ScenarioResult:
     failing_checks: set[str] = field(default_factory=set)
     messages: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # Set by judge(): "ok", "xfail" (every failing check is listed in expected-failures.txt)
+    # or "FAIL" (some failing check is not).
+    verdict: str = ""
 
     @property
     def kind(self) -> str:
@@ -282,6 +287,7 @@ def judge(results: list[ScenarioResult], expected: list[Expected]) -> tuple[list
             if r.failing_checks:
                 for e in whole:
                     e.matched_failure = True
+            r.verdict = "xfail" if r.failing_checks else "ok"
             passed += 1
             continue
         bad = []
@@ -291,6 +297,7 @@ def judge(results: list[ScenarioResult], expected: list[Expected]) -> tuple[list
             else:
                 bad.append(f"{where}: check {check}: {r.messages.get(check, '')}")
         unexpected.extend(bad)
+        r.verdict = "FAIL" if bad else ("xfail" if r.failing_checks else "ok")
         if bad:
             failed += 1
         else:
@@ -351,8 +358,11 @@ def main() -> int:
 
     unexpected, stale, passed, failed = judge(results, expected)
     for r in results:
-        mark = "FAIL" if r.failing_checks else "ok"
-        log(f"  {mark:4} {r.target:11} {r.revision} {r.scenario}" + (f"  ({len(r.failing_checks)} failing checks)" if r.failing_checks else ""))
+        detail = ""
+        if r.failing_checks:
+            noun = "unexpected" if r.verdict == "FAIL" else "expected"
+            detail = f"  ({len(r.failing_checks)} failing checks, {noun})"
+        log(f"  {r.verdict:5} {r.target:11} {r.revision} {r.scenario}{detail}")
         for w in r.warnings:
             log(f"         warning: {w}")
     gaps = [e for e in expected if e.category == "gap" and e.matched_failure]

@@ -10,6 +10,7 @@
 //! - [`http_client`]: the blocking streamable-HTTP transport (JSON or SSE answers).
 //! - [`agent`]: one agent process in its own process group: stdin, output lines, kill.
 //! - [`presets`]: the documented command templates of common agent CLIs.
+//! - [`path_lookup`]: whether a preset's agent CLI is on `PATH`.
 //! - [`task_run`]: one claimed task from start to complete/fail/release.
 //! - [`runner`]: the claim loop, concurrency, shutdown and drain.
 //! - [`display`]: a live line per running task on a TTY, plain log lines otherwise.
@@ -22,6 +23,7 @@ pub mod agent;
 pub mod display;
 pub mod duration;
 pub mod http_client;
+pub mod path_lookup;
 pub mod presets;
 pub mod redact_lines;
 pub mod runner;

@@ -39,6 +39,16 @@ pub const PRESETS: &[Preset] = &[
     },
 ];
 
+impl Preset {
+    /// The program the command line runs (its first word), which must be on `PATH`.
+    pub fn program(&self) -> &'static str {
+        self.command
+            .split_whitespace()
+            .next()
+            .unwrap_or(self.command)
+    }
+}
+
 /// The preset `name`, if there is one.
 pub fn preset(name: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.name == name)
@@ -60,6 +70,8 @@ mod tests {
             assert_eq!(preset(p.name), Some(p));
         }
         assert!(preset("nope").is_none());
+        assert_eq!(preset("claude").map(Preset::program), Some("claude"));
+        assert_eq!(preset("aider").map(Preset::program), Some("aider"));
         // The README's table documents the same command lines.
         let readme = include_str!("../../README.md");
         for p in PRESETS {

@@ -1,5 +1,6 @@
-//! `bernstein audit verify`: offline check of the ledger's hash chains and HMAC tags. Exit 0
-//! on a clean ledger, 1 naming the first bad entry (file, line, seq).
+//! `bernstein audit verify`: offline check of the ledger's hash chains and HMAC tags, of the
+//! `.sdd/` file or (`--store`) of a PostgreSQL ledger. Exit 0 on a clean ledger, 1 naming the
+//! first bad entry (file, line, seq), 2 when the ledger cannot be read.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -34,6 +35,10 @@ pub enum AuditCommand {
         /// it. Repeatable. Fails with "ledger rewritten or truncated after seq N".
         #[arg(long, value_name = "FILE")]
         witness: Vec<PathBuf>,
+        /// Verify the PostgreSQL ledger at this URL (else BERNSTEIN_STORE_URL, else the
+        /// directory's ledger file); the keys still come from the `.sdd` directory.
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
     },
     /// Verify a run handle (bernstein_run_status's answer, or a saved tools/call result
     /// holding it) offline: its receiptHash, and that its chainHead anchors its journalHead in
@@ -59,9 +64,11 @@ pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
             dir,
             verbose,
             witness,
+            store,
         } => {
             let dir = dir.unwrap_or_else(|| workdir.join(".sdd"));
             let sdd = bernstein_runtime_std::verify_cmd::resolve_sdd(&dir);
+            let url = crate::settings::store_url(store.as_deref())?;
             let signer = project_signer_pem(&sdd)?;
             let mut witnesses = Vec::new();
             for file in &witness {
@@ -82,7 +89,11 @@ pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
                 calls: verbose,
                 witnesses,
             };
-            match bernstein_runtime_std::verify_cmd::audit_verify_with(&dir, options) {
+            let verified = match &url {
+                Some(url) => verify_database(&sdd, url, options),
+                None => bernstein_runtime_std::verify_cmd::audit_verify_with(&dir, options),
+            };
+            match verified {
                 Err(AuditError::Io { path, source }) => {
                     Err(format!("{}: {source}", path.display()))
                 }
@@ -119,4 +130,37 @@ pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
             }
         }
     }
+}
+
+/// The file verifier's checks on the PostgreSQL ledger's rows (one consistent snapshot), with
+/// the HMAC key of `sdd` when present. The database keeps no checkpoint file, so the
+/// truncation anchor is the witnesses given.
+fn verify_database(
+    sdd: &Path,
+    url: &str,
+    options: bernstein_runtime_std::verify_cmd::AuditOptions,
+) -> Result<bernstein_core::ledger::verify::VerifyReport, AuditError> {
+    let key = bernstein_runtime_std::keys::load_audit_key(sdd)?;
+    let io = |e: String| AuditError::Io {
+        path: PathBuf::from(bernstein_store_postgres::fold::TABLE_NAME),
+        source: std::io::Error::other(e),
+    };
+    let lines = super::lines::LedgerLines::open(sdd, Some(url)).map_err(io)?;
+    let mut verifier =
+        bernstein_core::ledger::verify::LedgerVerifier::new(lines.name(), key.as_deref())
+            .collect_calls(options.calls)
+            .watch(
+                options
+                    .witnesses
+                    .iter()
+                    .flat_map(bernstein_core::domain::witness::Witness::hashes),
+            );
+    lines
+        .for_each_line(|line| verifier.push_line(line))
+        .map_err(io)??;
+    let report = verifier.finish(&[])?;
+    for w in &options.witnesses {
+        w.check(&report).map_err(AuditError::Witness)?;
+    }
+    Ok(report)
 }

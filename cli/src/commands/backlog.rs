@@ -31,19 +31,28 @@ pub enum BacklogCommand {
         /// The `.sdd` directory (default: <workdir>/.sdd).
         #[arg(long, value_name = "DIR", alias = "audit-dir")]
         dir: Option<PathBuf>,
+        /// Read the PostgreSQL ledger at this URL (else BERNSTEIN_STORE_URL, else the
+        /// directory's ledger file); the keys still come from the `.sdd` directory.
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
     },
 }
 
 pub fn run(workdir: &Path, command: BacklogCommand) -> Result<ExitCode, String> {
     match command {
-        BacklogCommand::VerifyClaim { receipt, dir } => {
+        BacklogCommand::VerifyClaim {
+            receipt,
+            dir,
+            store,
+        } => {
             let sdd = resolve_sdd(&dir.unwrap_or_else(|| workdir.join(".sdd")));
-            verify_claim(&sdd, &receipt)
+            let url = crate::settings::store_url(store.as_deref())?;
+            verify_claim(&sdd, &receipt, url.as_deref())
         }
     }
 }
 
-fn verify_claim(sdd: &Path, receipt_path: &Path) -> Result<ExitCode, String> {
+fn verify_claim(sdd: &Path, receipt_path: &Path, url: Option<&str>) -> Result<ExitCode, String> {
     let bytes =
         std::fs::read(receipt_path).map_err(|e| format!("{}: {e}", receipt_path.display()))?;
     let keys = ProjectKeys::load(sdd)?;
@@ -56,10 +65,10 @@ fn verify_claim(sdd: &Path, receipt_path: &Path) -> Result<ExitCode, String> {
             }));
         }
     };
-    let ledger = StableLedger::open(sdd)?;
+    let ledger = super::lines::LedgerLines::open(sdd, url)?;
     let mut verifier = match ClaimVerifier::new(
         receipt,
-        &ledger.name,
+        ledger.name(),
         keys.audit.as_deref(),
         keys.public_pem.as_deref(),
     ) {

@@ -1,10 +1,26 @@
-//! `bernstein init`: create `.sdd/` (ledger, keys, runtime folders) explicitly.
+//! `bernstein init [DIR]`: create a project explicitly: the directory if it is missing, and its
+//! `.sdd/` (ledger, runtime folders, the audit key and the signing key). It is the one command
+//! that creates a directory; run again it changes nothing and says the project was there.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(workdir: &Path) -> Result<ExitCode, String> {
-    let sdd = bernstein_runtime_std::init(workdir).map_err(|e| e.to_string())?;
-    say!("initialised {}", sdd.display());
+pub fn run(dir: &Path) -> Result<ExitCode, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    let sdd = dir.join(".sdd");
+    let existed = sdd.is_dir();
+    drop(super::open_store(dir)?);
+    super::load_signer(dir)?;
+    if existed {
+        say!(
+            "{} already existed: kept its ledger and keys (missing parts were added)",
+            sdd.display()
+        );
+    } else {
+        say!(
+            "initialised {} (ledger, audit key, signing key)",
+            sdd.display()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

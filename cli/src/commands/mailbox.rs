@@ -11,7 +11,8 @@ use bernstein_core::domain::mailbox::MailboxVerifier;
 use bernstein_runtime_std::verify_cmd::resolve_sdd;
 use clap::Subcommand;
 
-use super::backlog::{ProjectKeys, StableLedger};
+use super::backlog::ProjectKeys;
+use super::lines::LedgerLines;
 
 #[derive(Debug, Subcommand)]
 pub enum MailboxCommand {
@@ -23,19 +24,24 @@ pub enum MailboxCommand {
         /// The `.sdd` directory (default: <workdir>/.sdd).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Read the PostgreSQL ledger at this URL (else BERNSTEIN_STORE_URL, else the
+        /// directory's ledger file); the keys still come from the `.sdd` directory.
+        #[arg(long, value_name = "URL")]
+        store: Option<String>,
     },
 }
 
 pub fn run(workdir: &Path, command: MailboxCommand) -> Result<ExitCode, String> {
-    let MailboxCommand::Verify { task, dir } = command;
+    let MailboxCommand::Verify { task, dir, store } = command;
     if let Some(t) = &task {
         check_task_id(t).map_err(|e| format!("--task {t:?}: {e}"))?;
     }
     let sdd = resolve_sdd(&dir.unwrap_or_else(|| workdir.join(".sdd")));
+    let url = crate::settings::store_url(store.as_deref())?;
     let keys = ProjectKeys::load(&sdd)?;
-    let ledger = StableLedger::open(&sdd)?;
+    let ledger = LedgerLines::open(&sdd, url.as_deref())?;
     let mut verifier = MailboxVerifier::new(
-        &ledger.name,
+        ledger.name(),
         keys.audit.as_deref(),
         task.as_deref(),
         keys.public_pem.as_deref(),

@@ -1,5 +1,6 @@
 //! `bernstein mcp`: serve MCP over stdio on the chosen runtime; `bernstein mcp tools`.
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ pub struct McpArgs {
     #[arg(long, value_enum, default_value_t = Runtime::Std)]
     runtime: Runtime,
     /// Tool tier to advertise (else BERNSTEIN_MCP_TOOL_TIER, else standard).
-    #[arg(long = "mcp-tier", value_name = "TIER", value_parser = parse_tier)]
+    #[arg(long = "mcp-tier", value_name = "TIER", value_parser = tier_parser())]
     mcp_tier: Option<Tier>,
     /// Interface to bind with `--transport http` (a non-loopback one needs a bearer token).
     #[arg(long, default_value = "127.0.0.1")]
@@ -56,7 +57,7 @@ enum McpCommand {
     /// Print the tools each tier advertises.
     Tools {
         /// Only this tier.
-        #[arg(long, value_parser = parse_tier)]
+        #[arg(long, value_parser = tier_parser())]
         tier: Option<Tier>,
         /// Print JSON.
         #[arg(long)]
@@ -78,8 +79,18 @@ enum Runtime {
     Smol,
 }
 
-pub fn parse_tier(s: &str) -> Result<Tier, String> {
-    s.parse()
+impl McpArgs {
+    /// Whether this is `bernstein mcp tools` (which reads no project).
+    pub fn is_tools(&self) -> bool {
+        matches!(self.command, Some(McpCommand::Tools { .. }))
+    }
+}
+
+/// Parses a tier name; the help and the error list the names (`core`, `standard`, `all`).
+pub fn tier_parser() -> impl clap::builder::TypedValueParser<Value = Tier> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Tier::ALL.map(Tier::as_str))
+        .try_map(|s| s.parse::<Tier>())
 }
 
 pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
@@ -102,6 +113,13 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
     );
     let served = match args.transport {
         Transport::Stdio => {
+            if std::io::stderr().is_terminal() {
+                // Someone started it by hand: say that the silence is a server waiting.
+                bernstein_runtime_std::log_line!(
+                    "bernstein: serving MCP on stdin/stdout for {} (a host sends JSON-RPC lines); stop with Ctrl-D (end of input) or Ctrl-C",
+                    workdir.display()
+                );
+            }
             let server = Arc::new(Server::new(config));
             match args.runtime {
                 Runtime::Std => bernstein_runtime_std::stdio::serve_stdio(&server, &backend.env()),
@@ -111,6 +129,7 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
         Transport::Http => {
             config.auth = settings::auth_mode(args.auth.as_deref())?;
             config.oauth = settings::oauth()?;
+            let bind = format!("{}:{}", args.host, args.port);
             let mut opts = HttpOptions {
                 host: args.host,
                 port: args.port,
@@ -121,10 +140,20 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
             settings::sse_limits(&mut opts.limits)?;
             opts.limits.max_body_bytes = config.limits.max_message_bytes;
             let server = Arc::new(Server::new(config));
-            match args.runtime {
+            let served = match args.runtime {
                 Runtime::Std => bernstein_runtime_std::http::serve_http(server, backend, opts),
                 Runtime::Smol => bernstein_runtime_smol::http::serve_http(server, backend, opts),
-            }
+            };
+            served.map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AddrInUse {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!("cannot listen on {bind}: address already in use (another server on that port?); pick another with --port N, or --port 0 for any free one"),
+                    )
+                } else {
+                    e
+                }
+            })
         }
     };
     served.map_err(|e| e.to_string())?;

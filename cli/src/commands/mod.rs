@@ -6,6 +6,7 @@ pub mod capsule;
 pub mod handles;
 pub mod init;
 pub mod ledger;
+pub mod lines;
 pub mod mailbox;
 pub mod mcp;
 pub mod plan;
@@ -55,13 +56,65 @@ pub fn open_store(workdir: &Path) -> Result<(Arc<FileStore>, Vec<u8>), String> {
     Ok((Arc::new(store), key))
 }
 
-/// The store an operator command (status, plan, task) works on: the database that
-/// `BERNSTEIN_STORE_URL` names, else the project's `.sdd/` store.
+/// Refuses a workdir that does not exist (or is not a directory): a mistyped path must not
+/// become a new, empty project. `bernstein init DIR` is the command that creates one.
+pub fn check_workdir(workdir: &Path) -> Result<(), String> {
+    match std::fs::metadata(workdir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(format!("--workdir {}: not a directory", workdir.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "--workdir {}: no such directory (nothing was created); create a project there with `bernstein init {}`",
+            workdir.display(),
+            workdir.display()
+        )),
+        Err(e) => Err(format!("--workdir {}: {e}", workdir.display())),
+    }
+}
+
+/// The store an operator command (status, plan, task) works on: the database that `--store`
+/// (else `BERNSTEIN_STORE_URL`) names, else the project's `.sdd/` store. It never creates
+/// anything: a workdir without `.sdd/`, or without the audit key, is refused.
 pub fn open_operator_store(
     workdir: &Path,
+    store_flag: Option<&str>,
 ) -> Result<(Arc<dyn bernstein_core::ledger::Store>, Vec<u8>), String> {
-    let url = crate::settings::store_url(None)?;
-    open_any_store(workdir, url.as_deref(), false)
+    let url = crate::settings::store_url(store_flag)?;
+    let sdd = workdir.join(".sdd");
+    if url.is_none() && !sdd.is_dir() {
+        return Err(format!(
+            "{} is not a Bernstein project (no .sdd/): pass the --workdir of one, `--store URL` for a PostgreSQL ledger, or create it with `bernstein init {}`",
+            workdir.display(),
+            workdir.display()
+        ));
+    }
+    let key = bernstein_runtime_std::keys::load_audit_key(&sdd)
+        .map_err(|e| format!("audit key: {e}"))?
+        .ok_or_else(|| match url {
+            Some(_) => format!(
+                "no audit key in {}/keys: pass the --workdir of an instance serving this database (the instances share its keys)",
+                sdd.display()
+            ),
+            None => format!(
+                "no audit key in {}/keys: the ledger cannot be authenticated (copy .sdd/keys from the instance that wrote it)",
+                sdd.display()
+            ),
+        })?;
+    let Some(url) = url else {
+        let ledger = sdd.join("ledger/ledger.jsonl");
+        if !ledger.is_file() {
+            return Err(format!(
+                "{} has no ledger: in a PostgreSQL instance's workdir pass --store URL (or set BERNSTEIN_STORE_URL)",
+                sdd.display()
+            ));
+        }
+        let store = FileStore::open(workdir, key.clone()).map_err(|e| e.to_string())?;
+        return Ok((Arc::new(store), key));
+    };
+    let mut options = crate::settings::pg_options()?;
+    options.listen = false;
+    let store = bernstein_store_postgres::PgStore::open(&url, key.clone(), options)
+        .map_err(|e| e.to_string())?;
+    Ok((Arc::new(store), key))
 }
 
 /// Opens the store `url` names (see `settings::store_url`), else the project's `.sdd/` store,

@@ -8,9 +8,11 @@
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use bernstein_core::domain::operator;
 use bernstein_core::domain::plans::{self, PlanDecision, PlanDocument};
+use bernstein_core::ledger::Store;
 use clap::Subcommand;
 use serde_json::json;
 
@@ -34,6 +36,7 @@ pub enum PlanCommand {
     },
     /// Approve a plan: every planned task becomes open.
     Approve {
+        /// The plan id (its root task's id, as `plan list` shows it).
         plan_id: String,
         /// The hash `plan show` printed (refused with exit 3 if the plan changed since).
         #[arg(long, value_name = "HASH")]
@@ -44,6 +47,7 @@ pub enum PlanCommand {
     },
     /// Reject a plan: every task still planned is cancelled.
     Reject {
+        /// The plan id (its root task's id, as `plan list` shows it).
         plan_id: String,
         /// The hash `plan show` printed (refused with exit 3 if the plan changed since).
         #[arg(long, value_name = "HASH")]
@@ -54,25 +58,29 @@ pub enum PlanCommand {
     },
 }
 
-pub fn run(workdir: &Path, command: PlanCommand) -> Result<ExitCode, String> {
+pub fn run(workdir: &Path, store: Option<&str>, command: PlanCommand) -> Result<ExitCode, String> {
+    let open = &|| super::open_operator_store(workdir, store);
     match command {
-        PlanCommand::List { json } => list(workdir, json),
-        PlanCommand::Show { plan_id, json } => show(workdir, &plan_id, json),
+        PlanCommand::List { json } => list(open, json),
+        PlanCommand::Show { plan_id, json } => show(open, &plan_id, json),
         PlanCommand::Approve {
             plan_id,
             hash,
             reason,
-        } => decide(workdir, &plan_id, &hash, PlanDecision::Approve, reason),
+        } => decide(open, &plan_id, &hash, PlanDecision::Approve, reason),
         PlanCommand::Reject {
             plan_id,
             hash,
             reason,
-        } => decide(workdir, &plan_id, &hash, PlanDecision::Reject, reason),
+        } => decide(open, &plan_id, &hash, PlanDecision::Reject, reason),
     }
 }
 
-fn list(workdir: &Path, as_json: bool) -> Result<ExitCode, String> {
-    let (store, _) = super::open_operator_store(workdir)?;
+/// Opens the store an operator command works on (see `open_operator_store`).
+type OpenStore<'a> = &'a dyn Fn() -> Result<(Arc<dyn Store>, Vec<u8>), String>;
+
+fn list(open: OpenStore<'_>, as_json: bool) -> Result<ExitCode, String> {
+    let (store, _) = open()?;
     let snap = store.snapshot().map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     for id in snap.domain.plans() {
@@ -104,8 +112,8 @@ fn list(workdir: &Path, as_json: bool) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn show(workdir: &Path, plan_id: &str, as_json: bool) -> Result<ExitCode, String> {
-    let (store, _) = super::open_operator_store(workdir)?;
+fn show(open: OpenStore<'_>, plan_id: &str, as_json: bool) -> Result<ExitCode, String> {
+    let (store, _) = open()?;
     let snap = store.snapshot().map_err(|e| e.to_string())?;
     let doc = match plans::document(&snap.domain, plan_id) {
         Ok(d) => d,
@@ -164,13 +172,13 @@ fn print_plan(doc: &PlanDocument) {
 }
 
 fn decide(
-    workdir: &Path,
+    open: OpenStore<'_>,
     plan_id: &str,
     hash: &str,
     decision: PlanDecision,
     reason: Option<String>,
 ) -> Result<ExitCode, String> {
-    let (store, key) = super::open_operator_store(workdir)?;
+    let (store, key) = open()?;
     let outcome = commit_operator(&*store, &key, |snap, now| {
         operator::decide_plan(snap, now, plan_id, hash, decision, reason.as_deref())
     })?;

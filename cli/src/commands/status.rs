@@ -9,8 +9,8 @@ use bernstein_core::protocol::registry::ToolContext;
 use bernstein_runtime_std::driver::Clock;
 use serde_json::{Value, json};
 
-pub fn run(workdir: &Path, json_output: bool) -> Result<ExitCode, String> {
-    let (store, key) = super::open_operator_store(workdir)?;
+pub fn run(workdir: &Path, json_output: bool, store: Option<&str>) -> Result<ExitCode, String> {
+    let (store, key) = super::open_operator_store(workdir, store)?;
     let snapshot = store.snapshot().map_err(|e| e.to_string())?;
     let config = Config::new(key);
     let catalog = bernstein_core::domain::catalog();

@@ -27,9 +27,9 @@ pub enum TaskCommand {
     },
 }
 
-pub fn run(workdir: &Path, command: TaskCommand) -> Result<ExitCode, String> {
+pub fn run(workdir: &Path, store: Option<&str>, command: TaskCommand) -> Result<ExitCode, String> {
     let TaskCommand::Cancel { task_id, reason } = command;
-    let (store, key) = super::open_operator_store(workdir)?;
+    let (store, key) = super::open_operator_store(workdir, store)?;
     let config = Config::new(key.clone());
     let outcome = commit_operator(&*store, &key, |snap, now| {
         operator::cancel_task(snap, &config, now, &task_id, reason.as_deref())
@@ -40,8 +40,7 @@ pub fn run(workdir: &Path, command: TaskCommand) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            bernstein_runtime_std::log_line!("bernstein: refused ({}): {}", e.error, e.message);
-            bernstein_runtime_std::log_line!("hint: {}", e.hint);
+            // Once, on stdout like the success answer (exit 1 says it was refused).
             print_json(&e.to_value())?;
             Ok(ExitCode::from(1))
         }

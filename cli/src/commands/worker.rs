@@ -17,6 +17,7 @@ use bernstein_runtime_std::driver::Backend;
 use bernstein_runtime_std::host::ProjectHost;
 use bernstein_worker::display::Display;
 use bernstein_worker::duration::parse_duration;
+use bernstein_worker::path_lookup::find_on_path;
 use bernstein_worker::presets::{self, PRESETS};
 use bernstein_worker::task_run::TaskSettings;
 use bernstein_worker::{Client, HttpMcp, InProcess, Mcp, WorkerConfig, run_worker};
@@ -26,15 +27,11 @@ use crate::settings;
 
 #[derive(Debug, Args)]
 #[command(after_help = presets_help())]
+#[command(group(clap::ArgGroup::new("agent_command").required(true).args(["exec", "agent"])))]
 pub struct WorkerArgs {
     /// The agent command line, run with `sh -c` in the project directory (task JSON on stdin;
     /// BERNSTEIN_TASK_ID, BERNSTEIN_TASK_GOAL, BERNSTEIN_TASK_ROLE, BERNSTEIN_RUN_ID set).
-    #[arg(
-        long,
-        value_name = "CMD",
-        conflicts_with = "agent",
-        required_unless_present = "agent"
-    )]
+    #[arg(long, value_name = "CMD", conflicts_with = "agent")]
     exec: Option<String>,
     /// A preset agent command (see below); BERNSTEIN_AGENT_<NAME> overrides its command line.
     #[arg(long, value_name = "NAME", value_parser = ["claude", "codex", "gemini", "aider"])]
@@ -99,7 +96,19 @@ fn command_of(args: &WorkerArgs) -> Result<String, String> {
         .as_deref()
         .ok_or("pass --exec CMD or --agent NAME")?;
     let preset = presets::preset(name).ok_or_else(|| format!("no agent preset {name}"))?;
-    Ok(std::env::var(presets::override_var(name)).unwrap_or_else(|_| preset.command.to_string()))
+    if let Ok(command) = std::env::var(presets::override_var(name)) {
+        return Ok(command);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if find_on_path(preset.program(), &path).is_none() {
+        return Err(format!(
+            "--agent {name}: `{program}` is not on PATH ({path}); install it, or set {var} or pass --exec CMD (nothing was claimed)",
+            program = preset.program(),
+            path = path.to_string_lossy(),
+            var = presets::override_var(name),
+        ));
+    }
+    Ok(preset.command.to_string())
 }
 
 fn default_claimer_id() -> String {

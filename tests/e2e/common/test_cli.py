@@ -91,9 +91,10 @@ def test_init_creates_the_store_and_is_idempotent(workdir):
 
 
 def test_status_reports_tasks(launcher, workdir):
+    # Before the first server there is no project: refused, and nothing is created.
     proc = run_cli(["status", "--workdir", str(workdir), "--json"])
-    assert proc.returncode == 0, proc.stderr
-    json.loads(proc.stdout)
+    assert proc.returncode == 2 and "bernstein init" in proc.stderr, proc.stdout + proc.stderr
+    assert not (workdir / ".sdd").exists()
     with RawServer.start(launcher, "status-run") as srv:
         srv.initialize()
         task = outcome(srv.call_tool("bernstein_run", {"goal": "shown by bernstein status"})["result"]).payload
