@@ -297,3 +297,29 @@ fn limits_refuse_control_characters_and_long_strings() {
     let e = check_limits(&json!({"k\u{1b}": 1}), &limits, "arguments").unwrap_err();
     assert!(e.path.ends_with("(the property name)"), "{e}");
 }
+
+#[test]
+fn an_explicit_null_for_an_optional_property_is_the_property_left_out() {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}},
+        "required": ["a"],
+        "additionalProperties": false
+    });
+    let ok = serde_json::json!({"a": "x", "b": null});
+    assert!(validate(&schema, &ok, "arguments").unwrap().is_empty());
+    let required_null = serde_json::json!({"a": null});
+    assert_eq!(
+        validate(&schema, &required_null, "arguments")
+            .unwrap()
+            .len(),
+        1
+    );
+    let undeclared_null = serde_json::json!({"a": "x", "c": null});
+    assert_eq!(
+        validate(&schema, &undeclared_null, "arguments")
+            .unwrap()
+            .len(),
+        1
+    );
+}
