@@ -224,7 +224,7 @@ pub fn portability_problems(schema: &Value) -> Vec<String> {
                             Some("null in enum".into())
                         }
                         ("const" | "default", Value::Null) => Some(format!("{k}: null")),
-                        ("$ref" | "$dynamicRef" | "nullable", _) => Some(format!("{k}")),
+                        ("$ref" | "$dynamicRef" | "nullable", _) => Some(k.to_string()),
                         _ => None,
                     };
                     if let Some(p) = problem {

@@ -18,6 +18,8 @@ use crate::protocol::registry::{
     Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
+#[cfg(test)]
+use super::super::claims::ClaimReceipt;
 use super::super::claims::{self, ClaimEntry, ClaimFilter, ClaimedTask, Claimer, lease};
 use super::super::lifecycle::TaskStatus;
 use super::super::records::{self, ChangeNote, StatusChanges};

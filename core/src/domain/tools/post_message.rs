@@ -23,6 +23,8 @@ use crate::protocol::registry::{
 
 use super::super::dlp;
 use super::super::ids::check_task_id;
+#[cfg(test)]
+use super::super::mailbox::MailboxEntry;
 use super::super::mailbox::{MailboxMirror, MessageKind, NewEntry, mailbox_stream, seal_entry};
 use super::super::records;
 use super::super::schema;

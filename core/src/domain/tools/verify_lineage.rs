@@ -21,6 +21,8 @@ use crate::protocol::registry::{
 };
 
 use super::super::artifacts::ArtifactContent;
+#[cfg(test)]
+use super::super::lineage::LineageReport;
 use super::super::lineage::{self, FileCheck};
 use super::super::schema;
 use super::{parse_args, tier};
