@@ -109,7 +109,11 @@ impl Client {
             "CallToolResult",
         );
         assert_eq!(r["result"]["isError"], false, "{r}");
-        r["result"]["structuredContent"].clone()
+        // The text block: only the polled tools carry structuredContent.
+        let text = r["result"]["content"][0]["text"]
+            .as_str()
+            .expect("a text block");
+        serde_json::from_str(text).expect("the text block is JSON")
     }
 
     /// Claims the next open task and completes it (the pull-worker verbs).
@@ -151,7 +155,12 @@ fn handshake_capabilities_and_task_support_are_advertised() {
             .unwrap()
             .iter()
             .find(|t| t["name"] == name)
-            .map(|t| t["execution"]["taskSupport"].clone())
+            // An absent `execution` is the default, "forbidden".
+            .map(|t| {
+                t.pointer("/execution/taskSupport")
+                    .cloned()
+                    .unwrap_or(json!("forbidden"))
+            })
             .unwrap()
     };
     assert_eq!(support("bernstein_run"), "optional");

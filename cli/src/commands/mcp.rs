@@ -54,7 +54,8 @@ pub struct McpArgs {
 
 #[derive(Debug, Subcommand)]
 enum McpCommand {
-    /// Print the tools each tier advertises.
+    /// Print the tools each tier advertises, with each tier's tools/list size in bytes and
+    /// estimated tokens (bytes / 4, rounded up).
     Tools {
         /// Only this tier.
         #[arg(long, value_parser = tier_parser())]

@@ -1,4 +1,5 @@
-//! `bernstein mcp tools`: what each tier advertises, from the same catalogue the server uses.
+//! `bernstein mcp tools`: what each tier advertises, from the same catalogue the server uses,
+//! with each tier's `tools/list` size in bytes and estimated tokens ([`SIZE_NOTE`]).
 
 use std::process::ExitCode;
 
@@ -18,12 +19,16 @@ pub fn run(tier: Option<Tier>, json_output: bool) -> Result<ExitCode, String> {
         tools.sort_by_key(|s| s.name);
         listing.push((*t, tools));
     }
+    let sizes: Vec<usize> = listing.iter().map(|(t, _)| listing_bytes(*t)).collect();
     if json_output {
         let out: Vec<_> = listing
             .iter()
-            .map(|(t, tools)| {
+            .zip(&sizes)
+            .map(|((t, tools), bytes)| {
                 json!({
                     "tier": t.as_str(),
+                    "bytes": bytes,
+                    "estimated_tokens": estimated_tokens(*bytes),
                     "tools": tools.iter().map(|s| json!({
                         "name": s.name,
                         "tier": s.tier.as_str(),
@@ -44,11 +49,39 @@ pub fn run(tier: Option<Tier>, json_output: bool) -> Result<ExitCode, String> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    for (t, tools) in listing {
-        say!("{} tier ({} tools)", t.as_str(), tools.len());
+    let name_width = listing
+        .iter()
+        .flat_map(|(_, tools)| tools.iter().map(|s| s.name.len()))
+        .max()
+        .unwrap_or(0);
+    for ((t, tools), bytes) in listing.into_iter().zip(sizes) {
+        say!(
+            "{} tier ({} tools, {bytes} bytes, ~{} tokens)",
+            t.as_str(),
+            tools.len(),
+            estimated_tokens(bytes)
+        );
         for s in tools {
-            say!("  {:<28} [{}] {}", s.name, s.tier.as_str(), s.title);
+            let tier = format!("[{}]", s.tier.as_str());
+            say!("  {:<name_width$}  {tier:<10} {}", s.name, s.title);
         }
     }
+    say!("{SIZE_NOTE}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// How the sizes are measured, printed under the table (and in `--help`).
+pub const SIZE_NOTE: &str = "Sizes: bytes of the tier's tools/list `tools` array as the server \
+sends it (compact JSON, revision 2025-11-25, cost meter on); tokens estimated as bytes / 4, rounded up.";
+
+/// The estimate rule: one token per four bytes, rounded up.
+fn estimated_tokens(bytes: usize) -> usize {
+    bytes.div_ceil(4)
+}
+
+/// The advertised listing size of `tier`, from the same server the `mcp` command runs.
+fn listing_bytes(tier: Tier) -> usize {
+    let mut config = bernstein_core::config::Config::new(Vec::new());
+    config.tier = tier;
+    bernstein_core::protocol::listing::listing_bytes(&bernstein_core::protocol::Server::new(config))
 }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use super::Server;
 use super::era::Revision;
 use super::jsonrpc::{RpcError, brief, kind_of, shorten};
-use super::registry::{PromptSpec, ToolSpec};
+use super::registry::{PromptSpec, TaskSupport, ToolSpec};
 use super::validate::check_limits;
 
 /// Refuses a `cursor` param: every list fits in one page, so no cursor is ever valid.
@@ -45,6 +45,15 @@ pub fn list_tools(
     Ok(json!({ "tools": tools }))
 }
 
+/// The context cost of `server`'s tier: the bytes of its `tools/list` `tools` array as compact
+/// JSON, under 2025-11-25 (the revision with the most fields per tool).
+pub fn listing_bytes(server: &Server) -> usize {
+    let tools = list_tools(server, Revision::V2025_11_25, None)
+        .map(|r| r["tools"].clone())
+        .unwrap_or_default();
+    serde_json::to_vec(&tools).map_or(0, |v| v.len())
+}
+
 /// One `Tool` object as `revision` defines it.
 pub fn tool_value(server: &Server, tool: &ToolSpec, revision: Revision) -> Value {
     let mut obj = Map::new();
@@ -59,16 +68,21 @@ pub fn tool_value(server: &Server, tool: &ToolSpec, revision: Revision) -> Value
     }
     if revision.has_tool_annotations() {
         let e = tool.effects;
-        obj.insert(
-            "annotations".into(),
-            json!({
-                "title": tool.title,
-                // A tool that starts processes or uses the network reaches beyond this server.
-                "openWorldHint": e.network || e.spawns_processes,
-            }),
+        let mut notes = Map::new();
+        if !revision.has_titles_and_structured_output() {
+            // The one place a revision without `Tool.title` carries the title.
+            notes.insert("title".into(), Value::String(tool.title.into()));
+        }
+        // A tool that starts processes or uses the network reaches beyond this server (the
+        // hint defaults to true, so it is always stated).
+        notes.insert(
+            "openWorldHint".into(),
+            Value::Bool(e.network || e.spawns_processes),
         );
+        obj.insert("annotations".into(), Value::Object(notes));
     }
-    if revision.has_tool_execution() {
+    // `taskSupport` defaults to "forbidden": stated only for a tool that accepts tasks.
+    if revision.has_tool_execution() && tool.task_support != TaskSupport::Forbidden {
         obj.insert(
             "execution".into(),
             json!({ "taskSupport": tool.task_support.as_str() }),
@@ -268,6 +282,9 @@ pub fn read_resource(
     };
     Ok(json!({ "contents": (resource.read)(&server.config, snapshot) }))
 }
+
+#[cfg(test)]
+mod budget_tests;
 
 #[cfg(test)]
 mod tests {

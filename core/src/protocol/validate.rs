@@ -11,6 +11,12 @@
 //! ignored. `integer` means a JSON integer literal: `1.0` is refused, because the handlers'
 //! serde types would refuse it too.
 //!
+//! An explicit `null` for a declared, optional property (one not in `required`) counts as the
+//! property left out, whatever its schema: advertised schemas never say "or null"
+//! (`domain::schema`), yet clients that fill every field send `null` for "not given", and the
+//! handlers read both the same way (`Option` fields, and `domain::tools::parse_args` drops
+//! top-level nulls before deserializing).
+//!
 //! A violation is the peer's fault and becomes a message naming the argument path and the rule
 //! (`arguments.goal: must be at least 1 character`). A schema the validator cannot follow
 //! (dangling `$ref`, a `$ref` cycle, runaway composition) is the server's fault
@@ -296,11 +302,13 @@ impl<'s> Validator<'s> {
         out: &mut Vec<Violation>,
     ) -> Result<(), SchemaFault> {
         let props = obj.get("properties").and_then(Value::as_object);
-        if let Some(Value::Array(required)) = obj.get("required") {
-            for name in required.iter().filter_map(Value::as_str) {
-                if !map.contains_key(name) {
-                    out.push(Violation::new(&child_path(path, name), "is required"));
-                }
+        let required: Vec<&str> = match obj.get("required") {
+            Some(Value::Array(r)) => r.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        for name in &required {
+            if !map.contains_key(*name) {
+                out.push(Violation::new(&child_path(path, name), "is required"));
             }
         }
         if let Some(min) = obj.get("minProperties").and_then(Value::as_u64)
@@ -327,7 +335,12 @@ impl<'s> Validator<'s> {
         }
         for (k, v) in map {
             let child = child_path(path, k);
-            if let Some(s) = props.and_then(|p| p.get(k)) {
+            let declared = props.and_then(|p| p.get(k));
+            if v.is_null() && declared.is_some() && !required.contains(&k.as_str()) {
+                // An explicit null for an optional property is the property left out.
+                continue;
+            }
+            if let Some(s) = declared {
                 self.check(s, v, &child, 0, out)?;
                 continue;
             }

@@ -113,3 +113,33 @@ def test_version_and_help():
     assert help_text.returncode == 0
     for sub in ("mcp", "init", "status", "audit"):
         assert sub in help_text.stdout
+
+
+BUDGET = {"core": 5_000, "standard": 12_000, "all": 14_000}
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_mcp_tools_sizes_are_the_servers_listing_and_fit_the_budget(launcher, tier):
+    """The bytes `mcp tools` reports are the compact `tools` array the server sends (2025-11-25),
+    within the tier's budget; tokens are bytes / 4 rounded up (a size, not a time)."""
+    proc = run_cli(["mcp", "tools", "--tier", tier, "--json-output"])
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    with RawServer.start(launcher, f"size-{tier}", tier=tier) as srv:
+        srv.initialize("2025-11-25")
+        tools = srv.request("tools/list")["result"]["tools"]
+    sent = len(json.dumps(tools, separators=(",", ":"), ensure_ascii=False).encode())
+    assert out["bytes"] == sent, (out["bytes"], sent)
+    assert out["estimated_tokens"] == -(-sent // 4)
+    assert sent <= BUDGET[tier], f"{tier}: {sent} bytes, budget {BUDGET[tier]}"
+
+
+def test_mcp_tools_text_shows_sizes_and_aligns():
+    proc = run_cli(["mcp", "tools"])
+    assert proc.returncode == 0, proc.stderr
+    assert "bytes / 4" in proc.stdout
+    headers = [l for l in proc.stdout.splitlines() if l.endswith("tokens)")]
+    assert len(headers) == 3 and all(" bytes, ~" in h for h in headers), headers
+    rows = [l for l in proc.stdout.splitlines() if l.startswith("  ")]
+    assert {l.index("[") for l in rows} == {rows[0].index("[")}, "tier column aligned"
+    assert any("bernstein_shutdown_orchestrator" in l for l in rows)

@@ -33,20 +33,16 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Sign off a task whose work is finished and awaits approval \
-(pending_approval): it moves to done, the note is recorded as its result summary, and a parent \
-waiting for it may complete. Any other status is refused with task_not_awaiting_approval and nothing \
-changes; planned tasks are decided as a whole plan with `bernstein plan approve`. It reads and \
-appends to the project's .sdd ledger only. \
-Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Approve a pending_approval task: it moves to done, the note its \
+summary. Plans: `bernstein plan approve`. Effects: reads files, writes files, no processes, no \
+network.";
 
 /// Arguments of `bernstein_approve`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveArgs {
-    /// The task awaiting approval.
     pub task_id: String,
-    /// The operator's note, recorded as the result summary.
+    /// Recorded as the result summary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 4096))]
     pub note: Option<String>,
@@ -80,7 +76,7 @@ pub fn spec() -> ToolSpec {
         description: DESCRIPTION,
         tier: tier(NAME),
         input_schema: schema::input_schema::<ApproveArgs>,
-        output_schema: Some(schema::output_schema::<ApproveAnswer>),
+        output_schema: None,
         effects: EFFECTS,
         task_support: TaskSupport::Forbidden,
         call: handle,

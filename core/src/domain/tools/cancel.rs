@@ -33,19 +33,16 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Cancel one task and its whole subtask tree in one step. Cancellable \
-statuses: planned, open, claimed, in_progress, blocked, waiting_for_subtasks. An already finished \
-task (done, closed, failed, cancelled) is reported with its status, not treated as an error. \
-Cancelling a run's root task cancels the run. It reads and appends to the project's .sdd ledger only. \
-Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Cancel a task and its subtask tree (a run's root: the run); a finished \
+task is reported as is. Effects: reads files, writes files, no processes, no network.";
 
 /// Arguments of `bernstein_cancel`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelArgs {
-    /// The task to cancel (a task_id or run_id bernstein_run returned).
+    /// A task_id or run_id.
     pub task_id: String,
-    /// Why, recorded in the ledger.
+    /// Why (recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub reason: Option<String>,
@@ -92,7 +89,7 @@ pub fn spec() -> ToolSpec {
         description: DESCRIPTION,
         tier: tier(NAME),
         input_schema: schema::input_schema::<CancelArgs>,
-        output_schema: Some(schema::output_schema::<CancelAnswer>),
+        output_schema: None,
         effects: EFFECTS,
         task_support: TaskSupport::Forbidden,
         call: handle,

@@ -18,9 +18,9 @@ use crate::protocol::registry::{
     Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
-use super::super::claims::{
-    self, ClaimEntry, ClaimFilter, ClaimReceipt, ClaimedTask, Claimer, lease,
-};
+#[cfg(test)]
+use super::super::claims::ClaimReceipt;
+use super::super::claims::{self, ClaimEntry, ClaimFilter, ClaimedTask, Claimer, lease};
 use super::super::lifecycle::TaskStatus;
 use super::super::records::{self, ChangeNote, StatusChanges};
 use super::super::schema;
@@ -39,53 +39,40 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Claim the next eligible task for a worker (pull-worker loop: claim, then \
-bernstein_post_message for progress, then bernstein_complete). A task is offered only when it is open, \
-matches the filter (role, project, capability, max_attempts) and every task in its depends_on is done; \
-only one claimer can ever win a task. Answers a signed claim receipt {taskId, granted, claimerId, \
-claimerCardFingerprint, backlogHead, filterDigest, chainHead, specRevision, receiptHash, signature, \
-signerPublicKeyPem, pollToken}; when nothing matches, a signed refusal receipt with granted false and \
-taskId \"\". The claim holds for lease_seconds (default 300); each bernstein_post_message by the \
-claimer renews it, and a task whose lease expired is offered to the next claimer (recorded as a \
-reclaim). Keep the receipt: `bernstein backlog verify-claim` checks it offline. It reads and appends \
-to the project's .sdd ledger only. \
-Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Claim the next open task matching the filters whose depends_on are \
+done, for lease_seconds. Answers a signed receipt {taskId, granted, ...} (taskId \"\" when none); \
+`bernstein backlog verify-claim` checks it. Effects: reads files, writes files, no processes, no \
+network.";
 
 /// Arguments of `bernstein_claim`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimArgs {
-    /// The claiming worker's identity (letters, digits and `_.:-`).
+    /// The worker's identity.
     #[schemars(length(min = 1, max = 256))]
     pub claimer_id: String,
-    /// Only tasks of this role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 64))]
     pub role: Option<String>,
-    /// Only tasks of this project namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub project: Option<String>,
-    /// Only tasks requiring this capability.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub capability: Option<String>,
-    /// Task ids whose results this worker holds; when given, a task is offered only if each of
-    /// its dependencies is listed here (and done in the ledger).
+    /// Done tasks this worker holds: a task is offered only if all its dependencies are here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4096))]
     pub completed_ids: Option<Vec<String>>,
-    /// Skip tasks already claimed this many times or more.
+    /// Skip tasks claimed this often.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 100000))]
     pub max_attempts: Option<u32>,
-    /// `sha256:` fingerprint of the claimer's agent card, bound into the receipt.
+    /// `sha256:` agent card fingerprint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub claimer_card_fingerprint: Option<String>,
-    /// How long the claim holds without a message from the claimer, in seconds (1 to 86400,
-    /// default 300). Every bernstein_post_message by the claimer renews it; once it expires the
-    /// task is offered to the next claimer and this claimer's later calls are refused.
+    /// Renewed by each message of the claimer (default 300).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 86400))]
     pub lease_seconds: Option<u64>,
@@ -98,7 +85,7 @@ pub fn spec() -> ToolSpec {
         description: DESCRIPTION,
         tier: tier(NAME),
         input_schema: schema::input_schema::<ClaimArgs>,
-        output_schema: Some(schema::output_schema::<ClaimReceipt>),
+        output_schema: None,
         effects: EFFECTS,
         task_support: TaskSupport::Forbidden,
         call: handle,

@@ -37,25 +37,17 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Report a task finished with a result summary (the worker's completion \
-verb). Accepted only while the task is open, claimed or in_progress; any other status (for example \
-waiting_for_subtasks, orphaned, pending_approval) is refused with task_not_completable and nothing \
-changes. A task that requires approval moves to pending_approval for bernstein_approve, any other to \
-done; a parent waiting for its subtasks completes when its last subtask does. It reads and appends to \
-the project's .sdd ledger only. \
-Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Finish an open, claimed or in_progress task: done, or pending_approval \
+if it needs approval. Effects: reads files, writes files, no processes, no network.";
 
 /// Arguments of `bernstein_complete`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompleteArgs {
-    /// The task to complete.
     pub task_id: String,
-    /// What was done: non-empty, at most 4096 characters.
     #[schemars(length(min = 1, max = 4096))]
     pub result_summary: String,
-    /// The completing worker's claimer_id: when given, the completion is refused unless that
-    /// claimer holds the task (one whose lease was reclaimed is refused as stale_claim).
+    /// When given, refused unless this claimer holds the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub claimer_id: Option<String>,
@@ -87,7 +79,7 @@ pub fn spec() -> ToolSpec {
         description: DESCRIPTION,
         tier: tier(NAME),
         input_schema: schema::input_schema::<CompleteArgs>,
-        output_schema: Some(schema::output_schema::<CompleteAnswer>),
+        output_schema: None,
         effects: EFFECTS,
         task_support: TaskSupport::Forbidden,
         call: handle,

@@ -43,27 +43,22 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Discover the project's skills, or load one. Omit name for an index of \
-templates/skills/ (name, description, sha256 of SKILL.md, declared references and scripts). Pass name \
-for that skill's SKILL.md body and the files in its references/ and scripts/ folders; add reference or \
-script (a file name in those folders) to get that file's text too. Scripts are returned as text and never \
-run. Names are single path segments of letters, digits and ._-. It reads files under the project's \
-templates/skills folder only and changes nothing. \
-Host effects: reads files: yes; writes files: no; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "The index of templates/skills/, or one skill's files as text (never \
+run). Effects: reads files, no file writes, no processes, no network.";
 
 /// Arguments of `load_skill`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSkillArgs {
-    /// The skill (its folder name under templates/skills). Omit for the index.
+    /// The skill's folder name; omit for the index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
     pub name: Option<String>,
-    /// A file name in the skill's references/ folder (needs name).
+    /// A file in its references/.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
     pub reference: Option<String>,
-    /// A file name in the skill's scripts/ folder, returned as text (needs name).
+    /// A file in its scripts/.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
     pub script: Option<String>,
@@ -143,7 +138,7 @@ pub fn spec() -> ToolSpec {
         description: DESCRIPTION,
         tier: tier(NAME),
         input_schema: schema::input_schema::<LoadSkillArgs>,
-        output_schema: Some(schema::output_schema::<SkillAnswer>),
+        output_schema: None,
         effects: EFFECTS,
         task_support: TaskSupport::Forbidden,
         call: handle,

@@ -50,36 +50,23 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Attach an artifact to a task as the next version of a key: kind report \
-(content: markdown text), table (content: {columns, rows}) or link (content: {url, label}), body up \
-to 64 KiB. Secrets in the content are redacted before anything is stored. The artifact is \
-content-hashed, chained onto the key's lineage (each version names its parent), and recorded in the \
-lineage spine, the task's run journal and the audit chain; the host's W3C trace context \
-(traceparent, tracestate, baggage in _meta) is kept as its provenance. Re-posting the newest \
-version's content returns that version unchanged. Answers {artifact_id, key, version, content_hash, \
-parent_lineage_head, lineage_head, trace, ...}; bernstein_verify_lineage checks the chain. It never \
-changes the task's status. It reads and appends to the project's .sdd ledger only. \
-Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Add a version of a task artifact key (report, table or link; 64 KiB; \
+secrets redacted; hash-chained). Effects: reads files, writes files, no processes, no network.";
 
 /// Arguments of `bernstein_post_artifact`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PostArtifactArgs {
-    /// The task the artifact belongs to (an id bernstein_run or bernstein_claim returned).
     pub task_id: String,
-    /// The artifact slot, a project-relative path-like name (letters, digits, `_.-/`);
-    /// re-posting a key adds a version.
+    /// Path-like; re-posting adds a version.
     #[schemars(length(min = 1, max = 256))]
     pub key: String,
-    /// report | table | link: the shape `content` must have.
     pub kind: ArtifactKind,
-    /// A short title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub title: Option<String>,
-    /// report: markdown text; table: {columns, rows}; link: {url, label}.
+    /// By kind.
     pub content: ArtifactContent,
-    /// The posting worker's identity (letters, digits and `_.:-`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub poster: Option<String>,
@@ -92,7 +79,7 @@ pub fn spec() -> ToolSpec {
         description: DESCRIPTION,
         tier: tier(NAME),
         input_schema: schema::input_schema::<PostArtifactArgs>,
-        output_schema: Some(schema::output_schema::<ArtifactRecord>),
+        output_schema: None,
         effects: EFFECTS,
         task_support: TaskSupport::Forbidden,
         call: handle,

@@ -23,9 +23,9 @@ use crate::protocol::registry::{
 
 use super::super::dlp;
 use super::super::ids::check_task_id;
-use super::super::mailbox::{
-    MailboxEntry, MailboxMirror, MessageKind, NewEntry, mailbox_stream, seal_entry,
-};
+#[cfg(test)]
+use super::super::mailbox::MailboxEntry;
+use super::super::mailbox::{MailboxMirror, MessageKind, NewEntry, mailbox_stream, seal_entry};
 use super::super::records;
 use super::super::schema;
 use super::super::signing::no_signer;
@@ -53,40 +53,28 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Post a progress message to a task's mailbox: kind finding, artefact_ref or \
-question, body up to 4096 bytes. Secrets in the body (private keys, cloud and VCS tokens, bearer \
-tokens, passwords in URLs) are redacted before anything is stored, and the count is recorded. The \
-message is appended to the task's HMAC-chained mailbox, Ed25519-signed and mirrored to the audit \
-chain; the answer is the signed entry {task_id, seq, kind, sender, body, body_hash, redactions, \
-prev_entry_hash, entry_hash, signature, signer_public_key_pem, ...}, which `bernstein mailbox verify` \
-checks offline. A message from the task's claimer (sender = its claimer_id) renews the claim's \
-lease; the claimer may also pass status in_progress (started), failed (the body is the reason) or \
-open (give the task back to the queue). It reads and appends to the project's .sdd ledger \
-only. \
-Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Post to a task's signed mailbox (secrets redacted). From the claimer it \
+renews the lease; status moves the task. Effects: reads files, writes files, no processes, no \
+network.";
 
 /// Arguments of `bernstein_post_message`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PostMessageArgs {
-    /// The task the message is about (an id bernstein_run or bernstein_claim returned).
     pub task_id: String,
-    /// The message, at most 4096 bytes of UTF-8. Secrets are redacted before it is stored.
+    /// At most 4096 bytes.
     #[schemars(length(min = 1, max = 4096))]
     pub body: String,
-    /// finding | artefact_ref | question.
     pub kind: MessageKind,
-    /// The posting worker's identity (letters, digits and `_.:-`); default anonymous.
+    /// Default anonymous.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub sender: Option<String>,
-    /// `sha256:` fingerprint of the sender's agent card.
+    /// `sha256:` agent card fingerprint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub sender_card_fingerprint: Option<String>,
-    /// For the task's current claimer only (sender = its claimer_id): move the task to
-    /// in_progress (started), failed (the body is the reason) or open (released back to the
-    /// queue), by the lifecycle rules.
+    /// Claimer only: started, failed (body = reason) or open (released).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<MessageStatus>,
 }
@@ -98,7 +86,7 @@ pub fn spec() -> ToolSpec {
         description: DESCRIPTION,
         tier: tier(NAME),
         input_schema: schema::input_schema::<PostMessageArgs>,
-        output_schema: Some(schema::output_schema::<MailboxEntry>),
+        output_schema: None,
         effects: EFFECTS,
         task_support: TaskSupport::Forbidden,
         call: handle,

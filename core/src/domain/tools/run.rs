@@ -46,62 +46,51 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Start a run for a goal. The call records the task and returns at once with \
-{task_id, title, status, run_id, poll_after_ms}; it does not wait for the work, which takes minutes to \
-hours. The task_id of a new run is also its run id. Do not call it again while waiting: that starts a \
-second run. Follow the run with bernstein_run_status after poll_after_ms. Pass parent_task_id to add a \
-subtask to an existing task's run instead (an active parent then waits for its subtasks), depends_on to \
-hold the task until other tasks are done, requires_approval to need an operator's sign-off, and plan: \
-true to start a plan that an operator approves as a whole. It reads and appends to the project's .sdd \
-ledger only. \
-Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Start a run for a goal; returns at once with task_id (the run id) and \
+poll_after_ms. Runs take minutes to hours: poll bernstein_run_status, never call again to wait. \
+Effects: reads files, writes files, no processes, no network.";
 
 /// Arguments of `bernstein_run`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunArgs {
-    /// What the run should accomplish. Its first line becomes the task title.
+    /// First line: the title.
     #[schemars(length(min = 1, max = 8192))]
     pub goal: String,
-    /// Specialist role to assign (backend, frontend, qa, security, ...). Default: backend, or
-    /// the parent's role for a subtask.
+    /// Default backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 64))]
     pub role: Option<String>,
-    /// 1 = critical, 2 = normal (default), 3 = nice to have.
+    /// 1 critical, 2 normal (default), 3 low.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 3))]
     pub priority: Option<u8>,
-    /// How much the task covers (default medium).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(description = "Default medium.")]
     pub scope: Option<Scope>,
-    /// How hard the task is expected to be (default medium).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(description = "Default medium.")]
     pub complexity: Option<Complexity>,
-    /// Rough estimate in minutes, 1 to 10080 (a week); default 30.
+    /// Default 30.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 10080))]
     pub estimated_minutes: Option<u32>,
-    /// Create the task as a subtask of this task (an id bernstein_run returned).
+    /// Add a subtask to this task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_task_id: Option<String>,
-    /// Tasks that must be done before this one is offered to a worker (ids bernstein_run
-    /// returned; at most 64). A dependency that would close a cycle is refused.
+    /// Tasks that must be done first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
     pub depends_on: Option<Vec<String>>,
-    /// Completing the task then needs an operator's bernstein_approve (default false).
+    /// Completion needs bernstein_approve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requires_approval: Option<bool>,
-    /// Start the new run as a plan: its root and every subtask added under it stay planned
-    /// until an operator approves the plan (`bernstein plan approve`). New runs only.
+    /// Stays planned until approved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<bool>,
-    /// Project namespace; workers can claim by project.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
     pub project: Option<String>,
-    /// Capabilities a worker must offer to be given the task (at most 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 16))]
     pub capabilities: Option<Vec<String>>,
@@ -113,6 +102,8 @@ pub struct RunAnswer {
     /// The new task. For a new run this is also the run id.
     pub task_id: String,
     pub title: String,
+    /// A task status name (the enum is advertised once, in bernstein_status's input schema).
+    #[schemars(with = "String")]
     pub status: TaskStatus,
     /// The run to poll with bernstein_run_status.
     pub run_id: String,

@@ -26,30 +26,20 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Poll a run started with bernstein_run. Pass run_id = the task_id or run_id \
-that call returned (any task id of the run works). Answers the run handle {taskId, runId, status, \
-journalHead, chainHead, specRevision, receiptHash, pollToken}; status is working, input_required, \
-completed, failed or cancelled, projected from the run journal. Poll tens of seconds apart and stop \
-at completed, failed or cancelled. Polls of an unchanged run return identical handles. With wait_ms the call is a long poll: it \
-answers when the run ends (or, with since = the journalHead last seen, when it moves) or when \
-wait_ms passes, whichever is first. It reads the \
-project's .sdd ledger and changes nothing. \
-Host effects: reads files: yes; writes files: no; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Poll a run's signed handle tens of seconds apart; stop at completed, \
+failed or cancelled. Effects: reads files, no file writes, no processes, no network.";
 
 /// Arguments of `bernstein_run_status`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunStatusArgs {
-    /// The run id, or the id of any task of the run (T- followed by 16 hex digits).
+    /// Or any task id of the run.
     pub run_id: String,
-    /// Long poll: hold the answer up to this many milliseconds until the run ends or, with
-    /// `since`, until its journal moves. Cancellable (notifications/cancelled, or closing the
-    /// response stream): a cancelled poll answers {cancelled: true, partial: [handle]}.
+    /// Long poll: wait this long for the end (or a move past `since`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 120000))]
     pub wait_ms: Option<u32>,
-    /// With `wait_ms`: the journalHead of the handle last seen; the poll answers as soon as
-    /// the run's journal has moved past it.
+    /// The journalHead last seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
     pub since: Option<String>,

@@ -52,13 +52,8 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Reusable scenarios (sets of tasks) through one action selector. \
-action=list returns the built-in scenarios and the project's templates/scenarios/<id>.json files. \
-action=run with scenario_id creates the scenario's tasks as one new run (a root task waiting for one \
-subtask per scenario task) and returns {task_id, run_id, poll_after_ms, tasks}; follow it with \
-bernstein_run_status. action=status with run_id returns that run's handle. It reads the project's \
-scenario files and appends to the project's .sdd ledger only (run). \
-Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Scenarios (task sets): list, run (one new run; poll \
+bernstein_run_status) or status. Effects: reads files, writes files, no processes, no network.";
 
 /// What `bernstein_scenario` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -73,20 +68,18 @@ pub enum Action {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioArgs {
-    /// list, run or status. Default: run when scenario_id is given, status when run_id is
-    /// given, list otherwise (so the deprecated bernstein_scenarios {} lists, and
-    /// bernstein_scenario_status {run_id} reports).
+    /// Default: run with scenario_id, status with run_id, else list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<Action>,
-    /// The scenario to run (an id from action=list). Required for run.
+    /// For run: an id from list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
     pub scenario_id: Option<String>,
-    /// Free text appended to every task's goal (run only), e.g. what triggered the run.
+    /// For run: text appended to every goal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 4000))]
     pub context: Option<String>,
-    /// The run to report (a run_id or task_id). Required for status.
+    /// For status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
 }
@@ -170,7 +163,7 @@ pub fn spec() -> ToolSpec {
         description: DESCRIPTION,
         tier: tier(NAME),
         input_schema: schema::input_schema::<ScenarioArgs>,
-        output_schema: Some(schema::output_schema::<ScenarioAnswer>),
+        output_schema: None,
         effects: EFFECTS,
         task_support: TaskSupport::Forbidden,
         call: handle,

@@ -43,20 +43,15 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Shut down the whole Bernstein orchestrator of a project (every run, every \
-worker), not one task: to stop one run and keep the orchestrator alive, use bernstein_cancel. The call \
-writes <workdir>/.sdd/runtime/signals/SHUTDOWN, which workers poll and then drain. workdir defaults to \
-the server's project directory; it must already be a Bernstein project (hold .sdd), and the call is \
-refused, creating nothing, when the path is malformed, holds a NUL byte or a .. segment, is longer than \
-4095 bytes, or when .sdd, runtime, signals or SHUTDOWN is a symlink leading outside the project. \
-Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Stop a project's whole orchestrator (all runs, workers) via \
+.sdd/runtime/signals/SHUTDOWN; for one run use bernstein_cancel. Effects: reads files, writes \
+files, no processes, no network.";
 
 /// Arguments of `bernstein_shutdown_orchestrator`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShutdownArgs {
-    /// The project directory (absolute, or relative to the server's project directory).
-    /// Default: the server's project directory.
+    /// The project directory (default: the server's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workdir: Option<String>,
 }
@@ -94,7 +89,7 @@ pub fn spec() -> ToolSpec {
         description: DESCRIPTION,
         tier: tier(NAME),
         input_schema: schema::input_schema::<ShutdownArgs>,
-        output_schema: Some(schema::output_schema::<ShutdownAnswer>),
+        output_schema: None,
         effects: EFFECTS,
         task_support: TaskSupport::Forbidden,
         call: handle,

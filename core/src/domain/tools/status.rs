@@ -27,25 +27,26 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Liveness, task counts by status and cost by role in one read. Pass status \
-to list the tasks in that status; pass detail=true to list tasks (newest first, at most 200, with a \
-truncated flag). It reads the project's .sdd ledger and changes nothing. \
-Host effects: reads files: yes; writes files: no; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Task counts by status, cost by role; status or detail=true lists tasks \
+(newest 200). Effects: reads files, no file writes, no processes, no network.";
 
 /// Arguments of `bernstein_status`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusArgs {
-    /// List the tasks in this status.
+    /// List tasks in this status.
     #[serde(default)]
     pub status: Option<TaskStatus>,
-    /// List tasks (all of them, or those in `status`).
+    /// List tasks.
     #[serde(default)]
     pub detail: Option<bool>,
 }
 
-/// Task counts: the total and one count per status.
+/// Task counts: the total and one count per status. Advertised as a map of counts (the keys
+/// are the statuses, listed once in the input schema's `status` enum) rather than thirteen
+/// repeated properties.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(with = "std::collections::BTreeMap<String, u64>")]
 pub struct Counts {
     pub total: u64,
     pub planned: u64,
@@ -106,6 +107,8 @@ pub struct Cost {
 pub struct TaskListing {
     pub id: String,
     pub title: String,
+    /// (A status name: the enum is advertised once, in the input schema.)
+    #[schemars(with = "String")]
     pub status: TaskStatus,
     pub role: String,
     pub run_id: String,
@@ -123,6 +126,7 @@ pub struct StatusAnswer {
     pub cost: Cost,
     /// The status the rows were filtered by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub status_filter: Option<TaskStatus>,
     /// Task rows, newest first (with `status` or `detail=true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

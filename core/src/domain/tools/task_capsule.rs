@@ -33,25 +33,18 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Get the signed context capsule of a task: the task, its mailbox entries, \
-the artifacts it posted, and the chain heads (audit, run journal, mailbox, lineage) it was cut at, \
-hashed and Ed25519-signed with the project's key; the capsule's issue is recorded on the audit chain. \
-With verify: true and capsule: <a capsule>, checks that capsule instead: its hash, its signature, \
-and that this ledger issued it at those heads; answers {valid, capsule_hash, task_id, problems}. It \
-reads and appends to the project's .sdd ledger only (verifying appends only the call's audit record). \
-Host effects: reads files: yes; writes files: yes; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Cut a task's signed context capsule, or check one (verify). Effects: \
+reads files, writes files, no processes, no network.";
 
 /// Arguments of `bernstein_task_capsule`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskCapsuleArgs {
-    /// The task whose capsule to cut (T- followed by 16 hex digits).
     pub task_id: String,
-    /// Check `capsule` instead of cutting a new one.
+    /// Check `capsule` instead.
     #[serde(default)]
     pub verify: bool,
-    /// A capsule this tool returned earlier (with `verify: true`); a saved `{result, _meter}`
-    /// envelope or `CallToolResult` holding it is accepted too.
+    /// A capsule this tool returned (or a result holding one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capsule: Option<serde_json::Map<String, Value>>,
 }
@@ -71,7 +64,7 @@ pub fn spec() -> ToolSpec {
         description: DESCRIPTION,
         tier: tier(NAME),
         input_schema: schema::input_schema::<TaskCapsuleArgs>,
-        output_schema: Some(schema::output_schema::<CapsuleAnswer>),
+        output_schema: None,
         effects: EFFECTS,
         task_support: TaskSupport::Forbidden,
         call: handle,

@@ -21,7 +21,9 @@ use crate::protocol::registry::{
 };
 
 use super::super::artifacts::ArtifactContent;
-use super::super::lineage::{self, FileCheck, LineageReport};
+#[cfg(test)]
+use super::super::lineage::LineageReport;
+use super::super::lineage::{self, FileCheck};
 use super::super::schema;
 use super::{parse_args, tier};
 
@@ -34,24 +36,17 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Verify the lineage of an artifact posted with bernstein_post_artifact: \
-artefact_path is its key, or key@version to stop at that version. Walks every version from the \
-first and checks its content hash, its link hash, its parent pointer, and that its records are in \
-the run journal and on the audit chain. Answers {valid, key, versions: [{version, artifact_id, \
-content_hash, lineage_head, parent_lineage_head, trace, ...}], head, trace, problems}; trace is the \
-host's W3C trace context the newest checked version was posted under. With check_file: true it \
-also reads the file at the key's project-relative path and says whether its SHA-256 is the newest \
-report's text; it refuses a key no artifact names, a hidden path (.sdd, .env) and a symlink out of the project. It reads the project's .sdd ledger (and that one file) and changes nothing. \
-Host effects: reads files: yes; writes files: no; spawns processes: no; network requests: no.";
+const DESCRIPTION: &str = "Check an artifact key's version chain; check_file also hashes the file \
+at that path. Effects: reads files, no file writes, no processes, no network.";
 
 /// Arguments of `bernstein_verify_lineage`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VerifyLineageArgs {
-    /// The artifact key, or `key@version`.
+    /// Key or `key@version`.
     #[schemars(length(min = 1, max = 300))]
     pub artefact_path: String,
-    /// Also compare the file at the key's project-relative path with the newest version.
+    /// Also compare the file at that path.
     #[serde(default)]
     pub check_file: bool,
 }
@@ -63,7 +58,7 @@ pub fn spec() -> ToolSpec {
         description: DESCRIPTION,
         tier: tier(NAME),
         input_schema: schema::input_schema::<VerifyLineageArgs>,
-        output_schema: Some(schema::output_schema::<LineageReport>),
+        output_schema: None,
         effects: EFFECTS,
         task_support: TaskSupport::Forbidden,
         call: handle,

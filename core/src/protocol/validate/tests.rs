@@ -145,7 +145,7 @@ fn keyword_coverage() {
             "u": {"type": "array", "uniqueItems": true, "minItems": 1},
             "t": {"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "string"}},
             "one": {"oneOf": [{"type": "integer"}, {"type": "number"}]},
-            "not": {"not": {"type": "null"}},
+            "not": {"not": {"type": "boolean"}},
             "all": {"allOf": [{"type": "string"}, {"maxLength": 1}]},
             "m": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "boolean"}},
             "strange key": true,
@@ -194,7 +194,8 @@ fn keyword_coverage() {
     );
     assert_eq!(check(json!({"one": 1.5})), Vec::<String>::new());
     assert_eq!(
-        check(json!({"not": null})),
+        // (A null would be the optional property left out, so a boolean stands for the form.)
+        check(json!({"not": true})),
         vec!["arguments.not: must not match the excluded form"]
     );
     assert_eq!(
@@ -296,4 +297,30 @@ fn limits_refuse_control_characters_and_long_strings() {
     );
     let e = check_limits(&json!({"k\u{1b}": 1}), &limits, "arguments").unwrap_err();
     assert!(e.path.ends_with("(the property name)"), "{e}");
+}
+
+#[test]
+fn an_explicit_null_for_an_optional_property_is_the_property_left_out() {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}},
+        "required": ["a"],
+        "additionalProperties": false
+    });
+    let ok = serde_json::json!({"a": "x", "b": null});
+    assert!(validate(&schema, &ok, "arguments").unwrap().is_empty());
+    let required_null = serde_json::json!({"a": null});
+    assert_eq!(
+        validate(&schema, &required_null, "arguments")
+            .unwrap()
+            .len(),
+        1
+    );
+    let undeclared_null = serde_json::json!({"a": "x", "c": null});
+    assert_eq!(
+        validate(&schema, &undeclared_null, "arguments")
+            .unwrap()
+            .len(),
+        1
+    );
 }

@@ -1,0 +1,76 @@
+//! The context budget and the portability of every advertised schema, measured on the real
+//! catalogue's `tools/list` (compact JSON bytes of the `tools` array, as the server emits it).
+
+use super::list_tools;
+use crate::config::{Config, Tier};
+use crate::domain::schema::portability_problems;
+use crate::protocol::Server;
+use crate::protocol::era::Revision;
+
+/// The most bytes each tier's `tools` array may take (issue 13: half the Python server's).
+pub const BUDGET: [(Tier, usize); 3] = [
+    (Tier::Core, 5_000),
+    (Tier::Standard, 12_000),
+    (Tier::All, 14_000),
+];
+
+const REVISIONS: [Revision; 3] = [
+    Revision::V2025_06_18,
+    Revision::V2025_11_25,
+    Revision::V2026_07_28,
+];
+
+fn listing(tier: Tier, meter: bool, revision: Revision) -> serde_json::Value {
+    let mut config = Config::new(vec![]);
+    config.tier = tier;
+    config.cost_meter = meter;
+    let server = Server::new(config);
+    list_tools(&server, revision, None).expect("listed")["tools"].clone()
+}
+
+#[test]
+fn every_tier_fits_its_byte_budget() {
+    for (tier, max) in BUDGET {
+        for revision in REVISIONS {
+            let tools = listing(tier, true, revision);
+            let bytes = serde_json::to_vec(&tools).unwrap().len();
+            assert!(
+                bytes <= max,
+                "{tier:?} {revision:?}: tools/list is {bytes} bytes, budget {max}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_advertised_schema_is_portable() {
+    for meter in [true, false] {
+        for revision in REVISIONS {
+            for tool in listing(Tier::All, meter, revision).as_array().unwrap() {
+                for key in ["inputSchema", "outputSchema"] {
+                    if let Some(schema) = tool.get(key) {
+                        let problems = portability_problems(schema);
+                        assert!(problems.is_empty(), "{} {key}: {problems:?}", tool["name"]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn only_the_polled_tools_advertise_an_output_schema() {
+    let tools = listing(Tier::All, true, Revision::V2025_11_25);
+    let mut with: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t.get("outputSchema").is_some())
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    with.sort_unstable();
+    assert_eq!(
+        with,
+        ["bernstein_run", "bernstein_run_status", "bernstein_status"]
+    );
+}
