@@ -107,7 +107,10 @@ fn a_long_poll_waits_then_settles_or_is_cancelled() {
     let cancelled = e.serve(&poll, Phase::Cancelled);
     let result = &cancelled.response.as_ref().unwrap().message["result"];
     assert_eq!(result["cancelled"], true);
-    assert!(result.get("isError").is_none(), "a cancelled call has no isError: {result}");
+    assert!(
+        result.get("isError").is_none(),
+        "a cancelled call has no isError: {result}"
+    );
     assert!(result.get("structuredContent").is_none());
     assert_eq!(result["partial"][0], text(&settled));
     assert_eq!(text(&cancelled)["partial"], result["partial"]);
@@ -162,7 +165,10 @@ fn a_cancelled_tasks_result_answers_the_task_as_it_stood() {
     assert!(cancelled.pending.is_none());
     let result = &cancelled.response.unwrap().message["result"];
     assert_eq!(result["cancelled"], true);
-    assert!(result.get("isError").is_none(), "a cancelled call has no isError: {result}");
+    assert!(
+        result.get("isError").is_none(),
+        "a cancelled call has no isError: {result}"
+    );
     assert_eq!(result["partial"][0]["taskId"], task_id);
     assert_eq!(result["partial"][0]["status"], "working");
 }
