@@ -18,8 +18,12 @@ struct Engine {
 
 impl Engine {
     fn new() -> Engine {
+        Engine::metered(false)
+    }
+
+    fn metered(cost_meter: bool) -> Engine {
         let mut config = Config::new(b"k".to_vec());
-        config.cost_meter = false;
+        config.cost_meter = cost_meter;
         Engine {
             server: Server::new(config),
             snapshot: Snapshot::genesis(),
@@ -103,7 +107,10 @@ fn a_long_poll_waits_then_settles_or_is_cancelled() {
     let cancelled = e.serve(&poll, Phase::Cancelled);
     let result = &cancelled.response.as_ref().unwrap().message["result"];
     assert_eq!(result["cancelled"], true);
-    assert_eq!(result["isError"], false);
+    assert!(
+        result.get("isError").is_none(),
+        "a cancelled call has no isError: {result}"
+    );
     assert!(result.get("structuredContent").is_none());
     assert_eq!(result["partial"][0], text(&settled));
     assert_eq!(text(&cancelled)["partial"], result["partial"]);
@@ -158,7 +165,33 @@ fn a_cancelled_tasks_result_answers_the_task_as_it_stood() {
     assert!(cancelled.pending.is_none());
     let result = &cancelled.response.unwrap().message["result"];
     assert_eq!(result["cancelled"], true);
-    assert_eq!(result["isError"], false);
+    assert!(
+        result.get("isError").is_none(),
+        "a cancelled call has no isError: {result}"
+    );
     assert_eq!(result["partial"][0]["taskId"], task_id);
     assert_eq!(result["partial"][0]["status"], "working");
+}
+
+#[test]
+fn a_cancelled_metered_poll_answers_the_documented_shape() {
+    let mut e = Engine::metered(true);
+    let run = e.call("bernstein_run", json!({"goal": "g"}))["result"]["run_id"].clone();
+    let poll = tool(
+        "bernstein_run_status",
+        json!({"run_id": run, "wait_ms": 5000}),
+    );
+    let cancelled = e.serve(&poll, Phase::Cancelled);
+    let result = &cancelled.response.as_ref().unwrap().message["result"];
+    let keys: Vec<&String> = result.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["cancelled", "content", "partial"], "{result}");
+    assert_eq!(result["partial"][0]["runId"], run);
+    let env = text(&cancelled);
+    assert_eq!(env["result"]["cancelled"], true);
+    assert_eq!(env["result"]["partial"], result["partial"]);
+    let meter = &env["_meter"];
+    assert_eq!(meter["tool"], "bernstein_run_status");
+    assert_eq!(meter["ok"], false);
+    assert_eq!(meter["cost_usd"], 0);
+    assert!(meter["call_id"].is_string() && meter["ts"].is_string());
 }

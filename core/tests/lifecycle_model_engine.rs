@@ -170,7 +170,9 @@ fn step(e: &mut Engine, m: &mut Model, op: &Op) {
                 "bernstein_complete",
                 json!({"task_id": ids[t], "result_summary": "done"}),
             );
-            if is(m.tasks[t].status, COMPLETABLE) {
+            if m.tasks[t].status == "open" && !m.deps_done(t) {
+                refused(&a, "dependencies_not_done", &what);
+            } else if is(m.tasks[t].status, COMPLETABLE) {
                 let to = if m.tasks[t].approval {
                     "pending_approval"
                 } else {

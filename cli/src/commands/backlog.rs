@@ -1,6 +1,7 @@
 //! `bernstein backlog verify-claim`: offline verification of a claim receipt against the
 //! project's ledger, with no server and no network. Exit 0 when it verifies, 1 naming the
-//! failed check, 2 on a usage or IO error.
+//! failed check, 2 on a usage or IO error. The project is named by `--dir`, `--audit-dir` or
+//! `--backlog` ([`paths`]).
 //!
 //! The checks are the core's (`domain::claim_verify`); this module only reads files: the
 //! receipt, the ledger (up to a length read under the store's shared lock, so a concurrent
@@ -18,8 +19,9 @@ use bernstein_core::domain::signing::Signer;
 use bernstein_runtime_std::keys::{load_audit_key, load_signing_key};
 use bernstein_runtime_std::store::layout::Layout;
 use bernstein_runtime_std::store::lock::LedgerLock;
-use bernstein_runtime_std::verify_cmd::resolve_sdd;
 use clap::Subcommand;
+
+mod paths;
 
 #[derive(Debug, Subcommand)]
 pub enum BacklogCommand {
@@ -28,13 +30,21 @@ pub enum BacklogCommand {
         /// The receipt JSON file (the receipt object, or a `{result, _meter}` envelope).
         #[arg(long, value_name = "FILE")]
         receipt: PathBuf,
-        /// The `.sdd` directory (default: <workdir>/.sdd).
-        #[arg(long, value_name = "DIR", alias = "audit-dir")]
+        /// The `.sdd` directory, or the project holding it (default: <workdir>/.sdd).
+        #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
         /// Read the PostgreSQL ledger at this URL (else BERNSTEIN_STORE_URL, else the
         /// directory's ledger file); the keys still come from the `.sdd` directory.
         #[arg(long, value_name = "URL")]
         store: Option<String>,
+        /// The project's `.sdd/audit` path: names the `.sdd` directory it is in (the audit
+        /// chain is part of that ledger).
+        #[arg(long, value_name = "DIR")]
+        audit_dir: Option<PathBuf>,
+        /// The project's `.sdd/runtime/task-backlog.json` path: names the `.sdd` directory it
+        /// is in (the backlog is part of that ledger).
+        #[arg(long, value_name = "FILE")]
+        backlog: Option<PathBuf>,
     },
 }
 
@@ -44,8 +54,15 @@ pub fn run(workdir: &Path, command: BacklogCommand) -> Result<ExitCode, String> 
             receipt,
             dir,
             store,
+            audit_dir,
+            backlog,
         } => {
-            let sdd = resolve_sdd(&dir.unwrap_or_else(|| workdir.join(".sdd")));
+            let flags = paths::SddFlags {
+                dir,
+                audit_dir,
+                backlog,
+            };
+            let sdd = paths::sdd_of(workdir, flags)?;
             let url = crate::settings::store_url(store.as_deref())?;
             verify_claim(&sdd, &receipt, url.as_deref())
         }

@@ -395,6 +395,7 @@ mod tests {
         let trace = TraceRef {
             trace_id: "4bf92f3577b34da6a3ce929d0e0e4736".into(),
             parent_span: "00f067aa0ba902b7".into(),
+            traceparent: None,
             tracestate: None,
             baggage: None,
         };

@@ -1,6 +1,8 @@
 //! The capability card: how this server is running, built from the live [`Config`] on every
-//! read — transports, auth modes, the active tool tier and every tier's tools, the cost-meter
-//! state, the spec revisions served, the prompt catalogue, the server's name and version.
+//! read — transports, auth modes (`auth.modes`: what the transport accepts, `none` or
+//! `bearer`; OAuth discovery under `auth.oauth`), the active tool tier and every tier's tools,
+//! the cost-meter state, the spec revisions served, the prompt catalogue
+//! (`prompts.catalogue`), the server's name and version.
 //! Served as the resource `bernstein://capability` and as `capabilityCard` in `initialize`.
 //!
 //! The card describes; it must never reveal a secret (no bearer token, no key) and never read
@@ -33,17 +35,17 @@ pub const METER_ENV_VAR: &str = "BERNSTEIN_MCP_COST_METER";
 
 /// The card for `config`.
 pub fn capability_card(config: &Config) -> Value {
-    let mut auth_modes = vec![match config.auth {
+    // `modes`: only what the transport accepts. OAuth is discovery only (protected-resource
+    // metadata naming the issuer), never a mode of its own.
+    let mode = match config.auth {
         AuthMode::None => "none",
         AuthMode::Bearer { .. } => "bearer",
-    }];
-    let mut auth = json!({});
-    if let Some(o) = &config.oauth {
-        auth_modes.push("oauth");
-        auth["oauth"] = json!({"issuer": o.issuer, "scopes": o.scopes});
-    }
-    auth["modes"] = json!(auth_modes);
-    auth["anonymousScope"] = json!("loopback-only");
+    };
+    let oauth = match &config.oauth {
+        Some(o) => json!({"discovery": true, "issuer": o.issuer, "scopes": o.scopes}),
+        None => json!({"discovery": false}),
+    };
+    let auth = json!({"modes": [mode], "anonymousScope": "loopback-only", "oauth": oauth});
 
     let mut tier_map = serde_json::Map::new();
     for t in Tier::ALL {
@@ -66,7 +68,7 @@ pub fn capability_card(config: &Config) -> Value {
             "tiers": tier_map,
             "tierEnvVar": TIER_ENV_VAR,
         },
-        "prompts": prompt_list,
+        "prompts": {"catalogue": prompt_list},
         "resources": [CAPABILITY_URI],
         "costMeter": {
             "enabled": config.cost_meter,
@@ -115,10 +117,17 @@ mod tests {
             json!(tiers::tools_in(Tier::Core))
         );
         assert_eq!(card["auth"]["modes"], json!(["none"]));
+        assert_eq!(card["auth"]["oauth"], json!({"discovery": false}));
         assert_eq!(card["costMeter"]["enabled"], true);
         assert_eq!(card["transports"], json!(["stdio"]));
         assert_eq!(card["specRevisions"][4], "2026-07-28");
-        assert_eq!(card["prompts"].as_array().unwrap().len(), 3);
+        let catalogue = card["prompts"]["catalogue"].as_array().unwrap();
+        assert_eq!(catalogue.len(), prompts::registered().len());
+        assert!(
+            catalogue
+                .iter()
+                .all(|p| p["name"].is_string() && p["description"].is_string())
+        );
 
         c.tier = Tier::Core;
         c.cost_meter = false;
@@ -133,10 +142,10 @@ mod tests {
         let card = capability_card(&c);
         assert_eq!(card["tools"]["activeTier"], "core");
         assert_eq!(card["costMeter"]["enabled"], false);
-        assert_eq!(card["auth"]["modes"], json!(["bearer", "oauth"]));
+        assert_eq!(card["auth"]["modes"], json!(["bearer"]));
         assert_eq!(
             card["auth"]["oauth"],
-            json!({"issuer": "https://idp.example", "scopes": ["mcp"]})
+            json!({"discovery": true, "issuer": "https://idp.example", "scopes": ["mcp"]})
         );
         assert_eq!(card["transports"][1], "streamable-http");
         let text = read_card(&c)[0]["text"].as_str().unwrap().to_string();

@@ -13,9 +13,11 @@
 //! - `backlogHead` = the backlog stream head the decision was taken at;
 //! - `chainHead` = the audit stream head the decision was taken at; the call's
 //!   `task.claim_receipt` entry is the audit record right after it (its `sprev`);
+//! - `specRevision` = [`SPEC_REVISION`] (the pinned tasks-extension revision) in every era;
+//!   receipts that older servers issued with the call's revision still verify;
 //! - `receiptHash` = digest of the canonical `{backlogHead, claimerCardFingerprint, claimerId,
 //!   filterDigest, granted, specRevision, taskId}`: the same backlog, claimer and filter give
-//!   the same hash;
+//!   the same hash, whatever era the claim was served under;
 //! - `signature` = Ed25519 over the canonical `{chainHead, receiptHash, type}`;
 //! - `pollToken` = base64url of the canonical `{chainHead, receiptHash, taskId, v: 1}`.
 //!
@@ -36,6 +38,8 @@ use crate::canonical::to_canonical_bytes;
 use crate::digest::Digest;
 use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM, Snapshot};
 
+pub use super::handle::SPEC_REVISION;
+use super::handle::known_spec_revision;
 use super::ids::check_task_id;
 use super::lifecycle::TaskStatus;
 use super::projection::{Projection, TaskRow};
@@ -137,7 +141,7 @@ pub struct ClaimReceipt {
     pub filter_digest: String,
     /// Audit chain head the decision was taken at; the claim's `task.claim_receipt` entry follows it.
     pub chain_head: String,
-    /// The protocol revision the claim was served under.
+    /// The pinned tasks-extension revision (`2026-07-28`), the same in every era.
     pub spec_revision: String,
     /// SHA-256 over the decision fields (`sha256:<hex>`).
     pub receipt_hash: String,
@@ -243,13 +247,13 @@ pub struct ClaimDecision<'p> {
 }
 
 /// Decides a claim against `snapshot` at wall-clock `now` (ms; it decides only whether a lease
-/// has expired, and never enters the receipt) and signs its receipt. Pure and deterministic.
+/// has expired, and never enters the receipt) and signs its receipt. Pure and deterministic,
+/// and the same whatever era the call was served under.
 pub fn decide<'s>(
     snapshot: &'s Snapshot,
     claimer: Claimer<'_>,
     filter: &ClaimFilter,
     now: u64,
-    spec_revision: &str,
     signer: &Signer,
 ) -> ClaimDecision<'s> {
     let task = select(&snapshot.domain, filter, now);
@@ -261,7 +265,7 @@ pub fn decide<'s>(
         backlog_head: snapshot.stream_head(BACKLOG_STREAM).to_string(),
         filter_digest: filter.digest().to_string(),
         chain_head: snapshot.stream_head(AUDIT_STREAM).to_string(),
-        spec_revision: spec_revision.to_string(),
+        spec_revision: SPEC_REVISION.to_string(),
         receipt_hash: String::new(),
         signature: String::new(),
         signer_public_key_pem: signer.public_key_pem().to_string(),
@@ -384,6 +388,12 @@ pub fn check_receipt(r: &ClaimReceipt) -> Result<(), ReceiptFault> {
     }
     if r.claimer_id.is_empty() {
         return Err(ReceiptFault::Shape("claimerId is empty".into()));
+    }
+    if !known_spec_revision(&r.spec_revision) {
+        return Err(ReceiptFault::Shape(format!(
+            "specRevision {:?} is no protocol revision this server speaks (receipts carry {SPEC_REVISION})",
+            r.spec_revision
+        )));
     }
     if receipt_hash(r) != r.receipt_hash {
         return Err(ReceiptFault::Hash);

@@ -1,5 +1,6 @@
 //! Task dependencies (`depends_on` of `bernstein_run`): shape, existence and cycle checks for
-//! a new task's dependency list.
+//! a new task's dependency list, and the dependency gate that a claim and a completion from
+//! `open` (which re-claims the task) both pass ([`unmet_dependencies`]).
 //!
 //! "X waits for Y" when X depends on Y (X is not offered until Y is done) or Y is a subtask of
 //! X (X resumes only when its subtasks end). A new task N under parent P adds the edges
@@ -13,8 +14,10 @@ use std::collections::BTreeSet;
 
 use crate::protocol::registry::ToolError;
 
+use super::claims::dependency_done;
 use super::ids::check_task_id;
-use super::projection::Projection;
+use super::lifecycle::TaskStatus;
+use super::projection::{Projection, TaskRow};
 use super::tools::invalid_id;
 
 /// Most dependencies one task may name.
@@ -74,6 +77,45 @@ pub fn check_dependencies(
         }
     }
     Ok(out)
+}
+
+/// The dependencies of `row` that are not finished successfully (`done` or `closed`), in
+/// `depends_on` order, with their status (`None` for a task the ledger does not hold).
+pub fn unmet_dependencies(p: &Projection, row: &TaskRow) -> Vec<(String, Option<TaskStatus>)> {
+    row.depends_on
+        .iter()
+        .filter(|d| !dependency_done(p, d))
+        .map(|d| (d.clone(), p.task(d).map(|t| t.status)))
+        .collect()
+}
+
+/// The refusal of an action on `row` (`verb`: what was attempted) while some of its
+/// dependencies are not done: `dependencies_not_done`, naming each unmet one and its status.
+pub fn dependencies_not_done(p: &Projection, row: &TaskRow, verb: &str) -> Option<ToolError> {
+    let unmet = unmet_dependencies(p, row);
+    if unmet.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = unmet.iter().map(|(d, _)| d.as_str()).collect();
+    let listed: Vec<serde_json::Value> = unmet
+        .iter()
+        .map(|(d, s)| serde_json::json!({"task_id": d, "status": s.map(|s| s.as_str())}))
+        .collect();
+    Some(
+        ToolError::new(
+            "dependencies_not_done",
+            format!(
+                "task {} cannot be {verb}: it depends on {} not done yet",
+                row.id,
+                names.join(", ")
+            ),
+            "Finish the dependencies first (bernstein_run_status shows them); a task is offered \
+             and completable from open only when everything it depends on is done.",
+        )
+        .with("task_id", row.id.as_str())
+        .with("current_status", row.status.as_str())
+        .with("unmet_dependencies", listed),
+    )
 }
 
 /// Whether `from` waits for `target` (or is it), following dependencies and subtasks.

@@ -7,6 +7,10 @@
 //!   `bernstein_run`): polling by any member task id yields the same handle.
 //! - `status` follows the rule in [`super::runs`]; `journalHead` is the hash of the run
 //!   journal's latest record; `chainHead` the chain anchor (the audit record committed with it).
+//! - `specRevision` is [`SPEC_REVISION`], the pinned tasks-extension revision, whatever era the
+//!   call was served under, so hosts of every era get the same bytes. A handle issued with
+//!   another revision the server speaks (servers before the pin wrote the call's revision)
+//!   still verifies; an unknown revision does not.
 //! - `receiptHash` = `sha256:` + SHA-256 of the canonical JSON object
 //!   `{chainHead, journalHead, runId, specRevision, status, taskId}`.
 //! - `pollToken` = base64url (no padding) of the canonical JSON `{"runId": <runId>, "v": 1}`.
@@ -29,6 +33,16 @@ use super::runs::RunStatus;
 /// Version of the poll token's content.
 pub const POLL_TOKEN_VERSION: u64 = 1;
 
+/// The `specRevision` of every run handle and claim receipt: the revision of the pinned
+/// `io.modelcontextprotocol/tasks` extension, the same in every era.
+pub const SPEC_REVISION: &str = "2026-07-28";
+
+/// Whether `revision` may stand in a handle or receipt: one the server speaks (older servers
+/// wrote the call's revision there, and those receipts stay valid).
+pub fn known_spec_revision(revision: &str) -> bool {
+    super::card::SPEC_REVISIONS.contains(&revision)
+}
+
 /// A verifiable run handle.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -43,7 +57,7 @@ pub struct RunHandle {
     pub journal_head: String,
     /// Hash of the audit record committed with that journal record (`sha256:<hex>`).
     pub chain_head: String,
-    /// The protocol revision the handle was served under.
+    /// The pinned tasks-extension revision (`2026-07-28`), the same in every era.
     pub spec_revision: String,
     /// SHA-256 over the fields above (`sha256:<hex>`).
     pub receipt_hash: String,
@@ -52,7 +66,13 @@ pub struct RunHandle {
 }
 
 /// The handle of run `run_id` in `snapshot`, or `None` when there is no such run.
-pub fn run_handle(snapshot: &Snapshot, run_id: &str, spec_revision: &str) -> Option<RunHandle> {
+pub fn run_handle(snapshot: &Snapshot, run_id: &str) -> Option<RunHandle> {
+    run_handle_at(snapshot, run_id, SPEC_REVISION)
+}
+
+/// [`run_handle`] as a server that wrote `spec_revision` would have issued it (the verifier
+/// re-derives old handles this way).
+pub fn run_handle_at(snapshot: &Snapshot, run_id: &str, spec_revision: &str) -> Option<RunHandle> {
     let run = snapshot.domain.run(run_id)?;
     let journal_head = snapshot.stream_head(&run_stream(run_id)).to_string();
     let chain_head = run.chain_head.to_string();
@@ -122,6 +142,12 @@ pub fn verify_run_handle(handle: &Value) -> Result<(), String> {
             return Err(format!("{name}: expected sha256:<64 lowercase hex>"));
         }
     }
+    if !known_spec_revision(&h.spec_revision) {
+        return Err(format!(
+            "specRevision: {:?} is no protocol revision this server speaks (handles carry {SPEC_REVISION})",
+            h.spec_revision
+        ));
+    }
     let expected = receipt_hash(
         &h.task_id,
         &h.run_id,
@@ -167,6 +193,26 @@ mod tests {
     }
 
     #[test]
+    fn the_pinned_revision_is_the_stateless_one_and_old_revisions_still_verify() {
+        assert_eq!(
+            SPEC_REVISION,
+            crate::protocol::era::Revision::MODERN.as_str()
+        );
+        let d = Digest::of(b"j").to_string();
+        let id = "T-0123456789abcdef";
+        for rev in ["2024-11-05", "2025-06-18", SPEC_REVISION, "9999-12-31"] {
+            let h = json!({
+                "taskId": id, "runId": id, "status": "working", "journalHead": d, "chainHead": d,
+                "specRevision": rev,
+                "receiptHash": receipt_hash(id, id, RunStatus::Working, &d, &d, rev),
+                "pollToken": poll_token(id),
+            });
+            // A consistent hash over an unknown revision is still refused.
+            assert_eq!(verify_run_handle(&h).is_ok(), rev != "9999-12-31", "{rev}");
+        }
+    }
+
+    #[test]
     fn poll_token_is_base64url_of_canonical_run_identity() {
         let t = poll_token("T-0123456789abcdef");
         let raw = URL_SAFE_NO_PAD.decode(&t).unwrap();
@@ -182,6 +228,7 @@ mod tests {
             ("journalHead", json!(Digest::of(b"x").to_string())),
             ("chainHead", json!(Digest::of(b"x").to_string())),
             ("specRevision", json!("2025-06-18")),
+            ("specRevision", json!("2099-01-01")),
             ("runId", json!("T-fedcba9876543210")),
             ("taskId", json!("T-fedcba9876543210")),
             ("receiptHash", json!(Digest::of(b"x").to_string())),
@@ -214,16 +261,16 @@ mod tests {
             RunStatus::Working,
             &z,
             &z,
-            "2025-11-25",
+            SPEC_REVISION,
         );
         let pre = format!(
             "{{\"chainHead\":\"{z}\",\"journalHead\":\"{z}\",\"runId\":\"T-0123456789abcdef\",\
-             \"specRevision\":\"2025-11-25\",\"status\":\"working\",\"taskId\":\"T-0123456789abcdef\"}}"
+             \"specRevision\":\"2026-07-28\",\"status\":\"working\",\"taskId\":\"T-0123456789abcdef\"}}"
         );
         assert_eq!(h, Digest::of(pre.as_bytes()).to_string());
         assert_eq!(
             h,
-            "sha256:7e449890dbcdbfbeaa2b96532f0c71b4ad322ee4b3421a60c75c1fef2ca77781"
+            "sha256:b8c1ab855c98c9a9c9e51db2bb2443079134521a0bf8da43cd13b9a6ff65f01d"
         );
         let token = poll_token("T-0123456789abcdef");
         assert_eq!(token, "eyJydW5JZCI6IlQtMDEyMzQ1Njc4OWFiY2RlZiIsInYiOjF9");

@@ -16,7 +16,7 @@ use crate::digest::Digest;
 use crate::ledger::verify::{LedgerVerifier, VerifyReport};
 use crate::ledger::{AUDIT_STREAM, Snapshot};
 
-use super::handle::{RunHandle, run_handle, verify_run_handle};
+use super::handle::{RunHandle, run_handle_at, verify_run_handle};
 use super::ids::run_stream;
 
 /// The checks of `bernstein audit verify-handle`, in the order they run.
@@ -149,7 +149,7 @@ impl HandleVerifier {
         if self.matched_seq.is_none()
             && self.snapshot.at_txn_boundary()
             && self.snapshot.stream_head(&self.stream).to_string() == self.handle.journal_head
-            && let Some(now) = run_handle(
+            && let Some(now) = run_handle_at(
                 &self.snapshot,
                 &self.handle.run_id,
                 &self.handle.spec_revision,
@@ -175,7 +175,8 @@ impl HandleVerifier {
         let (Some(matched_seq), None) = (self.matched_seq, unmatched.clone()) else {
             return Err(unmatched.unwrap_or_else(|| fail(HandleCheck::Anchor, "no match")));
         };
-        let current = run_handle(&self.snapshot, &h.run_id, &h.spec_revision).as_ref() == Some(h);
+        let current =
+            run_handle_at(&self.snapshot, &h.run_id, &h.spec_revision).as_ref() == Some(h);
         Ok(HandleReport {
             handle: self.handle,
             matched_seq,

@@ -5,7 +5,8 @@
 //! `content_hash` is the hash of its content; its `lineage_head` is the hash of its link
 //! fields and its `artifact_id` derives from that; its `parent_lineage_head` is version
 //! `i - 1`'s `lineage_head` (the zero digest for version 1); and its `run.artifact` journal
-//! record and `task.artifact` audit record were both folded with the same fields. Hash
+//! record and `task.artifact` audit record were both folded with the same fields. Each entry's
+//! `step_id` is the post's whole W3C `traceparent`, when it carried one. Hash
 //! definitions: [`super::artifacts`]. This module reads the projection only; it never writes.
 
 use serde::{Deserialize, Serialize};
@@ -31,6 +32,10 @@ pub struct LineageVersion {
     /// The host's trace context of the post, when it sent one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceRef>,
+    /// The post's W3C `traceparent`, whole: the host's step that produced this version
+    /// (absent when the post carried none, or was recorded before traceparents were kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<String>,
     pub posted_at: u64,
     /// Hash of the `artifact.posted` ledger record.
     pub record_hash: String,
@@ -177,6 +182,7 @@ pub fn walk(index: &ArtifactIndex, key: &str, upto: Option<u64>) -> LineageRepor
             parent_lineage_head: r.parent_lineage_head.clone(),
             lineage_head: r.lineage_head.clone(),
             trace: r.trace.clone(),
+            step_id: r.trace.as_ref().and_then(|t| t.traceparent.clone()),
             posted_at: r.posted_at,
             record_hash: v.record_hash.to_string(),
             journal_record: v.journal_record.map(|d| d.to_string()),

@@ -3,7 +3,8 @@
 //!
 //! - `traceparent`: W3C Trace Context level 1, `00-<32 hex>-<16 hex>-<2 hex>`, lowercase, neither
 //!   id all zeros (the same check that lets it supply the call's trace id,
-//!   [`crate::protocol::ids::traceparent_trace_id`]).
+//!   [`crate::protocol::ids::traceparent_trace_id`]). A valid one is kept whole; it is the
+//!   `step_id` of the lineage entries of what the call posts ([`super::lineage`]).
 //! - `tracestate`: at most [`MAX_TRACESTATE_MEMBERS`] comma-separated `key=value` members (blank
 //!   members allowed and dropped), keys unique, at most [`MAX_TRACESTATE_BYTES`] bytes; a key is
 //!   `lcalpha *(lcalpha / digit / _-*/)` up to 256 characters, or `tenant@system` (tenant up to
@@ -44,6 +45,10 @@ pub struct TraceRef {
     pub trace_id: String,
     /// The host's span id (16 lowercase hex digits) that issued the call.
     pub parent_span: String,
+    /// The validated `traceparent`, kept whole (version, trace id, parent id, flags). Absent
+    /// in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
     /// The validated `tracestate`, as sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tracestate: Option<String>,
@@ -65,6 +70,7 @@ impl TraceRef {
         Some(TraceRef {
             trace_id: trace_id.to_string(),
             parent_span: parent_span.to_string(),
+            traceparent: Some(traceparent.to_string()),
             tracestate: field("tracestate")
                 .filter(|s| valid_tracestate(s))
                 .map(str::to_string),
@@ -211,6 +217,7 @@ mod tests {
         let t = TraceRef::from_meta(Some(&meta)).unwrap();
         assert_eq!(t.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(t.parent_span, "00f067aa0ba902b7");
+        assert_eq!(t.traceparent.as_deref(), Some(TP), "kept whole");
         assert_eq!(t.tracestate.as_deref(), meta["tracestate"].as_str());
         assert_eq!(t.baggage.as_deref(), meta["baggage"].as_str());
         let v = serde_json::to_value(&t).unwrap();
@@ -237,6 +244,7 @@ mod tests {
                 "4bf92f3577b34da6a3ce929d0e0e4736"
             );
             assert_eq!(r.body["trace"]["parent_span"], "00f067aa0ba902b7");
+            assert_eq!(r.body["trace"]["traceparent"], TP);
             assert_eq!(r.body["trace"]["baggage"], "k=v");
         }
         assert_eq!(
@@ -255,6 +263,14 @@ mod tests {
         for bad in [
             json!({"traceparent": "00-00000000000000000000000000000000-00f067aa0ba902b7-01"}),
             json!({"traceparent": "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"}),
+            json!({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"}),
+            json!({"traceparent": "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}),
+            json!({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01"}),
+            json!({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1"}),
+            json!({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-ff"}),
+            json!({"traceparent": "00_4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7_01"}),
+            json!({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902bz-01"}),
+            json!({"traceparent": ""}),
             json!({"traceparent": 7, "tracestate": "a=b"}),
             json!({"tracestate": "a=b", "baggage": "k=v"}),
             json!("not an object"),

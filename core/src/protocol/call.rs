@@ -402,7 +402,10 @@ fn finish(
     {
         result.insert("structuredContent".into(), text_value);
     }
-    result.insert("isError".into(), Value::Bool(is_error));
+    // A cancelled call is no error and no result: `cancelled` and `partial` say what it is.
+    if !cancelled {
+        result.insert("isError".into(), Value::Bool(is_error));
+    }
     let records = audit.seal(drafts, ok, error_code.as_deref(), run_id.as_deref());
     CallReply {
         task_id,

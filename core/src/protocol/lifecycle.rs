@@ -17,7 +17,8 @@ pub const LIST_TTL_MS: u64 = 300_000;
 /// Freshness hint of `resources/read`: the capability card reflects live configuration.
 pub const READ_TTL_MS: u64 = 60_000;
 
-/// `initialize`: negotiates a handshake revision and describes the server.
+/// `initialize`: negotiates a handshake revision (the newest when `protocolVersion` is
+/// absent) and describes the server.
 pub fn initialize(server: &Server, params: Option<&Value>) -> Result<(Value, Revision), RpcError> {
     let requested = match params.and_then(|p| p.get("protocolVersion")) {
         Some(Value::String(v)) => v.as_str(),
@@ -27,11 +28,8 @@ pub fn initialize(server: &Server, params: Option<&Value>) -> Result<(Value, Rev
                 kind_of(other)
             )));
         }
-        None => {
-            return Err(RpcError::invalid_params(
-                "params.protocolVersion is required: the protocol revision the client speaks, e.g. \"2025-11-25\"",
-            ));
-        }
+        // A client that names no revision gets the newest handshake revision.
+        None => Revision::LATEST_HANDSHAKE.as_str(),
     };
     let revision = Revision::negotiate(requested);
     let mut result = Map::new();
@@ -165,7 +163,12 @@ mod tests {
         assert_eq!(r["capabilities"]["resources"]["subscribe"], false);
         let (r, _) = initialize(&s, Some(&json!({"protocolVersion": "2099-01-01"}))).unwrap();
         assert_eq!(r["protocolVersion"], "2025-11-25");
-        assert_eq!(initialize(&s, None).unwrap_err().code, -32602);
+        for absent in [None, Some(json!({})), Some(json!({"capabilities": {}}))] {
+            let (r, rev) = initialize(&s, absent.as_ref()).unwrap();
+            assert_eq!(rev, Revision::LATEST_HANDSHAKE);
+            assert_eq!(r["protocolVersion"], "2025-11-25");
+            assert_eq!(r["capabilityCard"]["tier"], "standard");
+        }
         assert_eq!(
             initialize(&s, Some(&json!({"protocolVersion": 5})))
                 .unwrap_err()

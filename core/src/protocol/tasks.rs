@@ -395,7 +395,6 @@ fn cancelled_result(
         "content": [{"type": "text", "text": text.to_string()}],
         "cancelled": true,
         "partial": partial,
-        "isError": false,
     });
     (result, meter)
 }

@@ -176,11 +176,17 @@ impl Model {
         open.sort_by_key(|&i| (self.tasks[i].priority, i));
         open.into_iter().find(|&i| {
             let t = &self.tasks[i];
-            (!qa_only || t.role == "qa")
-                && t.deps
-                    .iter()
-                    .all(|&d| matches!(self.tasks[d].status, "done" | "closed"))
+            (!qa_only || t.role == "qa") && self.deps_done(i)
         })
+    }
+
+    /// Whether every dependency of `i` is done or closed (the claim's gate, which a
+    /// completion from open passes too).
+    pub fn deps_done(&self, i: usize) -> bool {
+        self.tasks[i]
+            .deps
+            .iter()
+            .all(|&d| matches!(self.tasks[d].status, "done" | "closed"))
     }
 
     /// `task` just reached done: resume the waiting parents above it (RECORDS.md §3).

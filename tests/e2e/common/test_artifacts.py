@@ -96,6 +96,7 @@ async def test_artifact_versions_lineage_and_trace_provenance(launcher, workdir,
         assert v1["trace"] == {
             "trace_id": TRACE_ID,
             "parent_span": "00f067aa0ba902b7",
+            "traceparent": TRACEPARENT,
             "tracestate": "rojo=00f067aa0ba902b7",
             "baggage": "tenant=acme",
         }
@@ -113,6 +114,8 @@ async def test_artifact_versions_lineage_and_trace_provenance(launcher, workdir,
         assert [v["version"] for v in report["versions"]] == [1, 2]
         assert report["head"] == v2["lineage_head"]
         assert report["trace"]["trace_id"] == OTHER_TRACE
+        # Each lineage entry carries its post's traceparent, whole, as step_id.
+        assert [v["step_id"] for v in report["versions"]] == [TRACEPARENT, other["traceparent"]]
         first = await ok(client, "bernstein_verify_lineage", {"artefact_path": f"{key}@1"})
         assert first["valid"] and first["head"] == v1["lineage_head"]
         assert first["trace"]["trace_id"] == TRACE_ID, "the host's trace id is read back from the provenance"

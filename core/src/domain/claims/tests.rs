@@ -159,8 +159,8 @@ fn receipts_are_deterministic_and_self_verifying() {
         id: "worker-1",
         card_fingerprint: None,
     };
-    let one = decide(&b.snapshot, claimer, &filter(), 0, "2025-11-25", &signer()).receipt;
-    let two = decide(&b.snapshot, claimer, &filter(), 0, "2025-11-25", &signer()).receipt;
+    let one = decide(&b.snapshot, claimer, &filter(), 0, &signer()).receipt;
+    let two = decide(&b.snapshot, claimer, &filter(), 0, &signer()).receipt;
     assert_eq!(
         serde_json::to_vec(&one).unwrap(),
         serde_json::to_vec(&two).unwrap()
@@ -178,7 +178,7 @@ fn receipts_are_deterministic_and_self_verifying() {
     check_receipt(&one).unwrap();
     // A later clock or an audit record that did not touch the backlog leaves the hash alone.
     b.ok("bernstein_status", json!({}));
-    let three = decide(&b.snapshot, claimer, &filter(), 0, "2025-11-25", &signer()).receipt;
+    let three = decide(&b.snapshot, claimer, &filter(), 0, &signer()).receipt;
     assert_eq!(three.receipt_hash, one.receipt_hash);
     assert_ne!(three.chain_head, one.chain_head);
     assert_ne!(three.signature, one.signature);
@@ -188,7 +188,7 @@ fn receipts_are_deterministic_and_self_verifying() {
         card_fingerprint: Some("sha256:abc"),
     };
     assert_ne!(
-        decide(&b.snapshot, other, &filter(), 0, "2025-11-25", &signer())
+        decide(&b.snapshot, other, &filter(), 0, &signer())
             .receipt
             .receipt_hash,
         one.receipt_hash
@@ -203,7 +203,7 @@ fn altering_any_receipt_field_fails_its_named_check() {
         id: "worker-1",
         card_fingerprint: Some("sha256:card"),
     };
-    let r = decide(&b.snapshot, claimer, &filter(), 0, "2025-11-25", &signer()).receipt;
+    let r = decide(&b.snapshot, claimer, &filter(), 0, &signer()).receipt;
     let wire = serde_json::to_value(&r).unwrap();
     let fields = wire
         .as_object()
@@ -243,7 +243,7 @@ fn receipts_parse_bare_or_enveloped() {
         id: "w",
         card_fingerprint: None,
     };
-    let r = decide(&b.snapshot, claimer, &filter(), 0, "2025-11-25", &signer()).receipt;
+    let r = decide(&b.snapshot, claimer, &filter(), 0, &signer()).receipt;
     let bare = serde_json::to_vec(&r).unwrap();
     assert_eq!(parse_receipt(&bare).unwrap(), r);
     let env = serde_json::to_vec(&json!({"result": r, "_meter": {"ok": true}})).unwrap();

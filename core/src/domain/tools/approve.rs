@@ -90,16 +90,27 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
     }
 }
 
-/// The refusal for a task that is not awaiting approval.
+/// The refusal for a task that is not awaiting approval. It names both the approvable and the
+/// worker-completable statuses (sorted), and for a task a worker still holds says how the work
+/// ends instead: finished, blocked or abandoned.
 pub fn not_awaiting_approval(task_id: &str, status: TaskStatus) -> ToolError {
+    let completable = lifecycle::worker_completable();
     let hint = match status {
         TaskStatus::Planned => {
             "Planned tasks are decided as a whole plan: review it with `bernstein plan show PLAN_ID` \
              and decide with `bernstein plan approve PLAN_ID --hash H` (or reject)."
+                .to_string()
         }
-        s if s.is_terminal() => "The task is already finished; there is nothing to approve.",
-        _ => "Only tasks in pending_approval can be approved; a worker completes the task first.",
+        s if s.is_terminal() => "The task is already finished; there is nothing to approve.".into(),
+        s if completable.contains(&s) => format!(
+            "Only tasks in pending_approval can be approved. Finish this one with \
+             bernstein_complete, report a blocker with bernstein_post_message, or abandon it with \
+             `bernstein task cancel {task_id}`."
+        ),
+        _ => "Only tasks in pending_approval can be approved; a worker completes the task first.".into(),
     };
+    let mut completable_names = lifecycle::names(&completable);
+    completable_names.sort_unstable();
     ToolError::new(
         "task_not_awaiting_approval",
         format!("task {task_id} is {status}, not awaiting approval"),
@@ -111,6 +122,7 @@ pub fn not_awaiting_approval(task_id: &str, status: TaskStatus) -> ToolError {
         "approvable_statuses",
         lifecycle::names(&lifecycle::approvable()),
     )
+    .with("completable_statuses", completable_names)
 }
 
 fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {

@@ -199,14 +199,7 @@ fn claim(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         card_fingerprint: args.claimer_card_fingerprint.as_deref(),
     };
     let now = ctx.now.0;
-    let decision = claims::decide(
-        ctx.snapshot,
-        claimer,
-        &filter,
-        now,
-        ctx.spec_revision,
-        signer,
-    );
+    let decision = claims::decide(ctx.snapshot, claimer, &filter, now, signer);
     let mut drafts = Vec::new();
     if let Some(task) = decision.task {
         let mut changes = StatusChanges::new(&ctx.snapshot.domain);
@@ -259,5 +252,7 @@ fn claim(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
 
 #[cfg(test)]
 mod lease_tests;
+#[cfg(test)]
+mod revision_tests;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,8 @@
 //! `bernstein_complete` (tier standard): the worker's completion gate. Accepted only from the
 //! worker-completable statuses (open, claimed, in_progress, derived from the lifecycle table);
-//! every other status is refused with `task_not_completable` and no drafts. A task that requires
+//! every other status is refused with `task_not_completable` and no drafts. Completing an `open`
+//! task claims it on the way, so it passes the claim's dependency gate: while a task it depends
+//! on is not done it is refused with `dependencies_not_done` ([`crate::domain::deps`]). A task that requires
 //! approval moves to `pending_approval`, any other to `done` — and a `done` task resumes the
 //! parents waiting on it ([`crate::domain::completion`]).
 //!
@@ -138,6 +140,12 @@ fn complete(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError>
         .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
     if !lifecycle::worker_completable().contains(&task.status) {
         return Err(not_completable(id, task.status));
+    }
+    // Completing an open task claims it on the way: it passes the claim's dependency gate.
+    if task.status == TaskStatus::Open
+        && let Some(e) = super::super::deps::dependencies_not_done(p, task, "completed")
+    {
+        return Err(e);
     }
     if let Some(claimer) = &args.claimer_id {
         super::post_message::claimer::check_holds(task, claimer)?;

@@ -96,7 +96,7 @@ fn resolve(ctx: &ToolContext<'_>, args: &RunStatusArgs) -> Result<(String, RunHa
         )
         .with("run_id", id));
     };
-    let h = run_handle(ctx.snapshot, &run_id, ctx.spec_revision).ok_or_else(|| {
+    let h = run_handle(ctx.snapshot, &run_id).ok_or_else(|| {
         ToolError::new(
             "unknown_run",
             format!("task {id} belongs to run {run_id}, whose journal is missing"),
@@ -130,7 +130,7 @@ mod tests {
         verify_run_handle(&x).unwrap();
         assert_eq!(x["status"], "working");
         assert_eq!(x["taskId"], run.as_str());
-        assert_eq!(x["specRevision"], "2025-11-25");
+        assert_eq!(x["specRevision"], "2026-07-28");
         assert_eq!(
             x["journalHead"],
             b.snapshot.stream_head(&format!("run:{run}")).to_string()
@@ -180,14 +180,30 @@ mod tests {
     }
 
     #[test]
-    fn the_handle_follows_the_spec_revision() {
+    fn the_handle_is_the_same_in_every_era() {
         let mut b = Bench::new();
         let run = b.start("x");
-        let a = b.ok(NAME, json!({"run_id": run}));
-        b.spec_revision = "2026-07-28".into();
-        let c = b.ok(NAME, json!({"run_id": run}));
-        assert_eq!(c["specRevision"], "2026-07-28");
-        assert_ne!(a["receiptHash"], c["receiptHash"]);
-        verify_run_handle(&c).unwrap();
+        let mut seen = Vec::new();
+        for rev in [
+            "2024-11-05",
+            "2025-06-18",
+            "2025-11-25",
+            "2026-07-28",
+            "operator",
+        ] {
+            b.spec_revision = rev.into();
+            let h = b.ok(NAME, json!({"run_id": run}));
+            assert_eq!(
+                h["specRevision"],
+                crate::domain::handle::SPEC_REVISION,
+                "{rev}"
+            );
+            verify_run_handle(&h).unwrap();
+            seen.push(serde_json::to_vec(&h).unwrap());
+        }
+        assert!(
+            seen.windows(2).all(|w| w[0] == w[1]),
+            "handle bytes differ by era"
+        );
     }
 }

@@ -94,11 +94,12 @@ fn error_code_matrix() {
         (r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[]}"#.into(), None, Some(-32602)),
         (r#"{"jsonrpc":"2.0","id":1,"method":"server/discover"}"#.into(), None, Some(-32602)),
         (r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}}"#.into(), None, Some(-32602)),
-        (r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#.into(), None, Some(-32602)),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}"#.into(), None, Some(-32602)),
         // -32022.
         (r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1.0"}}}"#.into(), None, Some(-32022)),
         // Successes.
         (r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.into(), None, None),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#.into(), None, None),
         (format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{{META}}}}}"#), None, None),
     ];
     for (input, version, expected) in cases {

@@ -22,6 +22,20 @@ fn refusal_matrix_over_every_status() {
                 assert_eq!(e.extra["task_id"], id.as_str());
                 assert_eq!(e.extra["current_status"], status.as_str());
                 assert_eq!(e.extra["approvable_statuses"], json!(["pending_approval"]));
+                assert_eq!(
+                    e.extra["completable_statuses"],
+                    json!(["claimed", "in_progress", "open"])
+                );
+                if lifecycle::worker_completable().contains(&status) {
+                    assert_eq!(
+                        e.hint,
+                        format!(
+                            "Only tasks in pending_approval can be approved. Finish this one with \
+                             bernstein_complete, report a blocker with bernstein_post_message, or \
+                             abandon it with `bernstein task cancel {id}`."
+                        )
+                    );
+                }
                 assert!(out.drafts.is_empty());
                 assert_eq!(b.status_of(&id), status);
                 if status == TaskStatus::Planned {

@@ -110,7 +110,6 @@ fn only_one_claimer_wins_a_task() {
         },
         &ClaimFilter::default(),
         0,
-        "2025-11-25",
         b.config.signing_key.as_ref().unwrap(),
     );
     assert_eq!(stale.receipt.task_id, t);
@@ -210,7 +209,6 @@ fn the_same_ledger_replayed_gives_byte_identical_receipts() {
         },
         &ClaimFilter::default(),
         0,
-        "2025-11-25",
         x.config.signing_key.as_ref().unwrap(),
     );
     assert_eq!(again.receipt, r0);
@@ -378,7 +376,7 @@ fn decisions_the_backlog_does_not_support_fail_reprojection() {
     let filter = ClaimFilter::default();
     // A refusal although a task is eligible.
     let snap = b.snapshot.clone();
-    let mut lie = claims::decide(&snap, claimer, &filter, 0, "2025-11-25", &signer);
+    let mut lie = claims::decide(&snap, claimer, &filter, 0, &signer);
     lie.task = None;
     lie.receipt.task_id = String::new();
     lie.receipt.granted = false;
@@ -400,7 +398,7 @@ fn decisions_the_backlog_does_not_support_fail_reprojection() {
     // A receipt decided on an older backlog, recorded after the backlog moved.
     let mut b = Bench::new();
     let snap = b.snapshot.clone();
-    let old = claims::decide(&snap, claimer, &filter, 0, "2025-11-25", &signer);
+    let old = claims::decide(&snap, claimer, &filter, 0, &signer);
     let task = records::TaskCreated {
         task_id: "T-00000000000000aa".into(),
         run_id: "T-00000000000000aa".into(),
@@ -435,7 +433,7 @@ fn decisions_the_backlog_does_not_support_fail_reprojection() {
     let mut b = Bench::new();
     b.start("x");
     let snap = b.snapshot.clone();
-    let grant = claims::decide(&snap, claimer, &filter, 0, "2025-11-25", &signer);
+    let grant = claims::decide(&snap, claimer, &filter, 0, &signer);
     let entry = ClaimEntry::of(&grant, &filter, 0);
     b.commit(vec![records::draft(
         AUDIT_STREAM,

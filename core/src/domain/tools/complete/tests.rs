@@ -160,3 +160,44 @@ fn bad_arguments_are_refused() {
         "unknown_task"
     );
 }
+
+#[test]
+fn completing_an_open_task_passes_the_claims_dependency_gate() {
+    let mut b = Bench::new();
+    let root = b.start("root");
+    let a = b.subtask(&root, "a");
+    let c = b.subtask(&root, "c");
+    let gated = Bench::id_of(&b.ok(
+        "bernstein_run",
+        json!({"goal": "after a and c", "parent_task_id": root, "depends_on": [a, c]}),
+    ));
+    b.ok(NAME, json!({"task_id": c, "result_summary": "c done"}));
+    let seq = b.snapshot.position.seq;
+    let out = b.call(
+        NAME,
+        json!({"task_id": gated, "result_summary": "too early"}),
+    );
+    let e = out.result.unwrap_err();
+    assert_eq!(e.error, "dependencies_not_done");
+    assert_eq!(e.extra["task_id"], gated.as_str());
+    assert_eq!(e.extra["current_status"], "open");
+    assert_eq!(
+        e.extra["unmet_dependencies"],
+        json!([{"task_id": a, "status": "open"}])
+    );
+    assert!(
+        e.message.contains(&a) && !e.message.contains(&c),
+        "{}",
+        e.message
+    );
+    assert!(out.drafts.is_empty());
+    assert_eq!(b.status_of(&gated), TaskStatus::Open);
+    assert_eq!(b.snapshot.position.seq, seq + 1, "only the audit record");
+    // Once the dependency is done, the completion goes through.
+    b.ok(NAME, json!({"task_id": a, "result_summary": "a done"}));
+    let v = b.ok(NAME, json!({"task_id": gated, "result_summary": "now"}));
+    assert_eq!(
+        (v["previous_status"].as_str(), v["status"].as_str()),
+        (Some("open"), Some("done"))
+    );
+}

@@ -45,7 +45,12 @@ fn a_posted_chain_verifies_with_every_version_and_its_provenance() {
         r.trace.as_ref().unwrap().trace_id,
         "4bf92f3577b34da6a3ce929d0e0e4736"
     );
-    assert!(r.versions[0].trace.is_none());
+    assert!(r.versions[0].trace.is_none() && r.versions[0].step_id.is_none());
+    assert_eq!(
+        r.versions[1].step_id.as_deref(),
+        Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        "the traceparent, whole, is the lineage entry's step_id"
+    );
     assert!(
         r.versions
             .iter()
