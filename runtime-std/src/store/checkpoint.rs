@@ -141,7 +141,8 @@ pub fn peek_offset(layout: &Layout) -> Option<u64> {
         .and_then(|mut f| io::Read::read(&mut f, &mut head))
         .ok()?;
     let text = head[..n].strip_prefix(PREFIX)?;
-    let at = text.windows(10).position(|w| w == b"\"offset\":")? + 9;
+    const KEY: &[u8] = b"\"offset\":";
+    let at = text.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
     let digits = text[at..].iter().take_while(|b| b.is_ascii_digit()).count();
     std::str::from_utf8(&text[at..at + digits])
         .ok()?

@@ -346,6 +346,12 @@ fn checkpoints_are_written_every_n_records_and_used_on_open() {
         checkpoint::anchor(&layout, Some(KEY)).unwrap().unwrap().seq,
         5
     );
+    // The unauthenticated hint the open check starts verifying with is the offset the
+    // checkpoint records (the whole ledger here).
+    assert_eq!(
+        checkpoint::peek_offset(&layout),
+        Some(ledger_bytes(tmp.path()).len() as u64)
+    );
 
     // Open verifies the checkpointed prefix too: a same-length edit of record 1 (before the
     // checkpoint) is refused at its line, not served from the checkpoint.
@@ -370,6 +376,25 @@ fn checkpoints_are_written_every_n_records_and_used_on_open() {
     );
     ledger.write_all_at(&full[at..at + 4], at as u64).unwrap();
     drop(FileStore::open_with(tmp.path(), KEY.to_vec(), options.clone()).unwrap());
+
+    // A hint that disagrees with the authenticated offset is not used: a checkpoint whose
+    // offset was edited (its tag then fails) is refused, whatever the early check found.
+    let good = std::fs::read(layout.checkpoint_file()).unwrap();
+    let edited =
+        String::from_utf8(good.clone())
+            .unwrap()
+            .replacen("\"offset\":", "\"offset\":1", 1);
+    std::fs::write(layout.checkpoint_file(), edited).unwrap();
+    assert_ne!(
+        checkpoint::peek_offset(&layout),
+        Some(ledger_bytes(tmp.path()).len() as u64)
+    );
+    let err = FileStore::open_with(tmp.path(), KEY.to_vec(), options.clone()).unwrap_err();
+    assert!(
+        err.to_string().contains("the checkpoint cannot be trusted"),
+        "{err}"
+    );
+    std::fs::write(layout.checkpoint_file(), &good).unwrap();
 
     // A checkpoint whose tag does not verify is never ignored: the store refuses to open.
     let mut text = std::fs::read(layout.checkpoint_file()).unwrap();
