@@ -369,9 +369,10 @@ fn route(
     };
     match method {
         "tools/call" => {
-            let mut reply = match tasks::augmentation(revision, params) {
-                Some(mode) => tasks::call_as_task(server, &call, mode),
-                None => call_tool(server, &call),
+            let mut reply = if tasks::augmented(revision, params) {
+                tasks::call_as_task(server, &call)
+            } else {
+                call_tool(server, &call)
             };
             if reply.host.is_some() {
                 return Routed {
