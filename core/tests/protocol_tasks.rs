@@ -331,9 +331,15 @@ fn a_plain_call_answers_the_run_json_and_tasks_get_reads_the_run_by_its_id() {
         let r = &plain["result"];
         assert_eq!(r["resultType"], "complete", "{plain}");
         assert_eq!(r["isError"], false);
-        assert!(r.get("taskId").is_none() && r.get("status").is_none(), "{plain}");
+        assert!(
+            r.get("taskId").is_none() && r.get("status").is_none(),
+            "{plain}"
+        );
         let run = &r["structuredContent"]["result"];
-        assert!(run["task_id"].is_string() && run["run_id"].is_string(), "{plain}");
+        assert!(
+            run["task_id"].is_string() && run["run_id"].is_string(),
+            "{plain}"
+        );
         assert!(run["poll_after_ms"].is_u64(), "{plain}");
     }
     let started = c.modern(

@@ -204,7 +204,11 @@ impl HttpPolicy {
             span,
             &json!({ "error": error, "error_description": description }),
         );
-        let invalid = if sent { ", error=\"invalid_token\"" } else { "" };
+        let invalid = if sent {
+            ", error=\"invalid_token\""
+        } else {
+            ""
+        };
         match (&self.oauth, &self.auth) {
             (Some(_), _) => r.with_header(
                 "WWW-Authenticate",
@@ -284,15 +288,17 @@ fn legacy_post(
         ));
     };
     let facts = checked_body(&request, now, span)?;
-    let check = headers::check_headers(&request, &facts)
-        .map_err(|rej| header_refusal(span, &facts, rej))?;
+    // The stateless era's header rules do not apply here: a 2026-07-28 request reaches the
+    // engine, which answers it on the stream with the handshake-only -32022 (era module).
+    let protocol_version =
+        headers::version_header(&request).map_err(|rej| header_refusal(span, &facts, rej))?;
     let keep_alive = request.keep_alive();
     Ok(LegacyMessage {
         token,
         body: request.body,
         facts: TransportFacts {
             kind: TransportKind::LegacySse,
-            protocol_version: check.protocol_version,
+            protocol_version,
             loopback,
         },
         keep_alive,

@@ -148,7 +148,11 @@ fn auth_matrix_over_binds_and_tokens() {
                 let body = body_json(&r);
                 assert_eq!(
                     body["error"],
-                    if wrong { "invalid_token" } else { "unauthorized" }
+                    if wrong {
+                        "invalid_token"
+                    } else {
+                        "unauthorized"
+                    }
                 );
                 let description = body["error_description"].as_str().unwrap();
                 assert!(
