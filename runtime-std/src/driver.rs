@@ -11,7 +11,9 @@
 //! backoff and handles the same message again once the head moves, until the answer is final,
 //! the deadline passes (the [`WaitPolicy`]'s, or the request's own if shorter) or the caller's
 //! `stop` hook ends the wait; then it serves the message once more to settle it (the answer as
-//! it stands) or, when the client cancelled, to answer `{cancelled: true, partial}`.
+//! it stands) or, when the client cancelled, to answer `{cancelled: true, partial}`. The
+//! notifications of every round (a waiting long poll's progress ticks) leave as soon as that
+//! round's records are durable ([`serve_message_streaming`]), not with the final answer.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
