@@ -321,32 +321,47 @@ fn tasks_list_pages_deterministically() {
 }
 
 #[test]
-fn the_extension_gives_tasks_only_to_clients_that_declare_it() {
+fn a_plain_call_answers_the_run_json_and_tasks_get_reads_the_run_by_its_id() {
     let mut c = Client::new(true);
     let discover = c.modern("server/discover", json!({}), false, "core:DiscoverResult");
     assert_eq!(
         discover["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
         json!({})
     );
-    let plain = c.modern(
-        "tools/call",
-        json!({"name": "bernstein_run", "arguments": {"goal": "p"}}),
-        false,
-        "core:CallToolResult",
-    );
-    assert_eq!(plain["result"]["resultType"], "complete");
-    let created = c.modern(
+    // The response shape follows the call: with or without the extension declared, a plain
+    // bernstein_run answers the immediate run JSON and never a task the host would wait on.
+    for declared in [false, true] {
+        let plain = c.modern(
+            "tools/call",
+            json!({"name": "bernstein_run", "arguments": {"goal": format!("p{declared}")}}),
+            declared,
+            "core:CallToolResult",
+        );
+        let r = &plain["result"];
+        assert_eq!(r["resultType"], "complete", "{plain}");
+        assert_eq!(r["isError"], false);
+        assert!(
+            r.get("taskId").is_none() && r.get("status").is_none(),
+            "{plain}"
+        );
+        let run = &r["structuredContent"]["result"];
+        assert!(
+            run["task_id"].is_string() && run["run_id"].is_string(),
+            "{plain}"
+        );
+        assert!(run["poll_after_ms"].is_u64(), "{plain}");
+    }
+    let started = c.modern(
         "tools/call",
         json!({"name": "bernstein_run", "arguments": {"goal": "t"}}),
         true,
-        "CreateTaskResult",
+        "core:CallToolResult",
     );
-    let r = &created["result"];
-    assert_eq!(r["resultType"], "task");
-    assert_eq!(r["ttlMs"], 86_400_000);
-    assert_eq!(r["status"], "working");
-    let id = r["taskId"].as_str().unwrap().to_string();
-    // A forbidden tool answers as usual even when the extension is declared.
+    let id = started["result"]["structuredContent"]["result"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A poll answers as usual when the extension is declared.
     let status = c.modern(
         "tools/call",
         json!({"name": "bernstein_run_status", "arguments": {"run_id": id}}),
@@ -356,6 +371,7 @@ fn the_extension_gives_tasks_only_to_clients_that_declare_it() {
     assert_eq!(status["result"]["isError"], false);
     let working = c.modern("tasks/get", json!({"taskId": id}), true, "GetTaskResult");
     assert_eq!(working["result"]["status"], "working");
+    assert_eq!(working["result"]["ttlMs"], 86_400_000);
     let ack = c.modern(
         "tasks/update",
         json!({"taskId": id, "inputResponses": {}}),
@@ -363,7 +379,8 @@ fn the_extension_gives_tasks_only_to_clients_that_declare_it() {
         "UpdateTaskResult",
     );
     assert_eq!(ack["result"]["resultType"], "complete");
-    // Complete both runs' tasks through the worker verbs (the plain run is claimed first).
+    // Complete the three runs' tasks through the worker verbs (claimed in creation order).
+    c.work_one();
     c.work_one();
     c.work_one();
     let done = c.modern("tasks/get", json!({"taskId": id}), true, "GetTaskResult");
@@ -379,9 +396,12 @@ fn the_extension_gives_tasks_only_to_clients_that_declare_it() {
         "tools/call",
         json!({"name": "bernstein_run", "arguments": {"goal": "c"}}),
         true,
-        "CreateTaskResult",
+        "core:CallToolResult",
     );
-    let other = other["result"]["taskId"].as_str().unwrap().to_string();
+    let other = other["result"]["structuredContent"]["result"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let ack = c.modern(
         "tasks/cancel",
         json!({"taskId": other}),

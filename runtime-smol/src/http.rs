@@ -231,10 +231,31 @@ async fn connection(
                             // blocking call notice that the peer left.
                             let probe = stream.get_ref().try_clone().ok();
                             let gone = move || probe.as_ref().is_some_and(peer_closed_nonblocking);
-                            pool.run(move || s.act(other, &gone)).await
+                            // What the blocking call streams (an SSE answer as it is produced)
+                            // comes back over a channel and is written here meanwhile.
+                            let (tx, rx) = smol::channel::bounded::<Vec<u8>>(16);
+                            let work = pool.run(move || {
+                                let early = |bytes: &[u8]| {
+                                    tx.send_blocking(bytes.to_vec())
+                                        .map_err(|_| io::ErrorKind::BrokenPipe.into())
+                                };
+                                s.act(other, &gone, &early)
+                            });
+                            let drain = async {
+                                while let Ok(bytes) = rx.recv().await {
+                                    if write_timed(&mut stream, &bytes, limits.read_timeout)
+                                        .await
+                                        .is_err()
+                                    {
+                                        rx.close();
+                                    }
+                                }
+                            };
+                            future::zip(work, drain).await.0
                         }
                     };
                     match action {
+                        Action::Streamed => return finish(stream).await,
                         Action::Write(response) => {
                             note_refusal(&peer, &response);
                             if write_timed(&mut stream, &response.to_bytes(), limits.read_timeout)

@@ -64,14 +64,17 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
                 }
                 Some(
                     c.serve_line_now(&srv, &be.env(), line)
-                        .map_err(|bytes| (bytes, c.facts.clone())),
+                        .map_err(|d| (d, c.facts.clone())),
                 )
             })
             .await;
             match out {
                 None => break,
                 Some(Ok(lines)) => write_lines(&output, &lines).await?,
-                Some(Err((bytes, facts))) => {
+                Some(Err((deferred, facts))) => {
+                    // The ticks already due go out before the wait starts.
+                    write_lines(&output, &deferred.lines).await?;
+                    let bytes = deferred.bytes;
                     let (srv, be, eof, output, cs) = (
                         server.clone(),
                         backend.clone(),
@@ -88,7 +91,16 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
                     }
                     waiting.push(smol::spawn(async move {
                         let flag = cancelled.clone();
+                        let out = output.clone();
                         let lines = smol::unblock(move || {
+                            // Called on this blocking thread: each tick is written as it happens.
+                            let notify = |n: &[u8]| {
+                                if let Err(e) = smol::block_on(write_lines(&out, &[n.to_vec()])) {
+                                    bernstein_runtime_std::log_line!(
+                                        "bernstein: could not write a progress notification: {e}"
+                                    );
+                                }
+                            };
                             let stop = || {
                                 if flag.load(Ordering::SeqCst) {
                                     Some(Stop::Cancel)
@@ -96,7 +108,7 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
                                     eof.load(Ordering::SeqCst).then_some(Stop::Settle)
                                 }
                             };
-                            serve_deferred(&srv, &be.env(), &bytes, &facts, &stop)
+                            serve_deferred(&srv, &be.env(), &bytes, &facts, &stop, &notify)
                         })
                         .await;
                         if let Some(id) = &id {

@@ -11,7 +11,9 @@
 //! backoff and handles the same message again once the head moves, until the answer is final,
 //! the deadline passes (the [`WaitPolicy`]'s, or the request's own if shorter) or the caller's
 //! `stop` hook ends the wait; then it serves the message once more to settle it (the answer as
-//! it stands) or, when the client cancelled, to answer `{cancelled: true, partial}`.
+//! it stands) or, when the client cancelled, to answer `{cancelled: true, partial}`. The
+//! notifications of every round (a waiting long poll's progress ticks) leave as soon as that
+//! round's records are durable ([`serve_message_streaming`]), not with the final answer.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -122,12 +124,8 @@ impl std::fmt::Debug for Backend {
     }
 }
 
-/// [`serve_message`] with an explicit wait policy and a cancellation hook: `stop` is asked
-/// before and between two looks at the store and ends the wait of a pending answer when it
-/// says why (a transport that learns its client went away, or a `notifications/cancelled`,
-/// plugs in here). A wait that ends without the answer becoming final serves the message once
-/// more in [`Phase::Settle`] or [`Phase::Cancelled`], so the answer sent and the records
-/// committed are the core's, never a transport's invention.
+/// [`serve_message_streaming`] collecting the notifications into [`Served::notifications`]
+/// (in order, before the response), for callers that write everything at the end.
 pub fn serve_message_with(
     server: &Server,
     env: &Env<'_>,
@@ -136,10 +134,40 @@ pub fn serve_message_with(
     wait: &WaitPolicy,
     stop: &dyn Fn() -> Option<Stop>,
 ) -> Result<Served, StoreError> {
+    let notes = std::cell::RefCell::new(Vec::new());
+    let mut served = serve_message_streaming(server, env, bytes, facts, wait, stop, &|n| {
+        notes.borrow_mut().push(n.to_vec());
+    })?;
+    served.notifications = notes.into_inner();
+    Ok(served)
+}
+
+/// [`serve_message`] with an explicit wait policy, a cancellation hook and a sink for
+/// notifications: `notify` gets each notification as soon as the records of the round that
+/// produced it are durable — a long poll's progress ticks while it still waits — and
+/// [`Served::notifications`] stays empty. `stop` is asked
+/// before and between two looks at the store and ends the wait of a pending answer when it
+/// says why (a transport that learns its client went away, or a `notifications/cancelled`,
+/// plugs in here). A wait that ends without the answer becoming final serves the message once
+/// more in [`Phase::Settle`] or [`Phase::Cancelled`], so the answer sent and the records
+/// committed are the core's, never a transport's invention.
+pub fn serve_message_streaming(
+    server: &Server,
+    env: &Env<'_>,
+    bytes: &[u8],
+    facts: &TransportFacts,
+    wait: &WaitPolicy,
+    stop: &dyn Fn() -> Option<Stop>,
+    notify: &dyn Fn(&[u8]),
+) -> Result<Served, StoreError> {
     let started = Instant::now();
     let mut phase = Phase::Live;
     let outcome = loop {
-        let outcome = handle_and_commit(server, env, bytes, facts, phase)?;
+        let mut outcome = handle_and_commit(server, env, bytes, facts, phase)?;
+        // The round's records are durable: its notifications may leave.
+        for n in std::mem::take(&mut outcome.notifications) {
+            notify(&n);
+        }
         let Some(pending) = outcome.pending.as_ref().filter(|_| phase == Phase::Live) else {
             break outcome;
         };

@@ -4,7 +4,9 @@
 //!
 //! A message whose answer must wait for the ledger (`tasks/result` of a running task, a long
 //! poll of `bernstein_run_status`) is served on a background thread so that later lines keep
-//! flowing; at end of input such waits end and send the answer they have, and a
+//! flowing; the notifications it produces meanwhile (a long poll's progress ticks: the current
+//! one at once, then one each time the ledger moves) are written as they happen, the answer
+//! last. At end of input such waits end and send the answer they have, and a
 //! `notifications/cancelled` naming one ends it with the core's cancelled answer
 //! (`{cancelled: true, partial}`).
 
@@ -17,7 +19,17 @@ use bernstein_core::protocol::tasks::{cancelled_request, request_id};
 use bernstein_core::protocol::{Server, TransportFacts};
 use bernstein_core::transport::{Line, LineFramer};
 
-use crate::driver::{DEFAULT_WAIT, Env, Stop, serve_message, serve_message_with};
+use crate::driver::{
+    DEFAULT_WAIT, Env, Stop, serve_message, serve_message_streaming, serve_message_with,
+};
+
+/// A message whose answer waits: the lines to write now (progress ticks already due), and the
+/// message to serve with [`serve_deferred`].
+#[derive(Debug)]
+pub struct Deferred {
+    pub lines: Vec<Vec<u8>>,
+    pub bytes: Vec<u8>,
+}
 
 /// Per-connection state of a stdio peer: the framer and the negotiated revision.
 #[derive(Debug)]
@@ -53,13 +65,13 @@ impl StdioConnection {
     }
 
     /// Like [`StdioConnection::serve_line`], but never waits: a message whose answer is still
-    /// pending comes back as `Err(bytes)`, to be served with [`serve_deferred`].
+    /// pending comes back as [`Deferred`], to be served with [`serve_deferred`].
     pub fn serve_line_now(
         &mut self,
         server: &Server,
         env: &Env<'_>,
         line: Line,
-    ) -> Result<Vec<Vec<u8>>, Vec<u8>> {
+    ) -> Result<Vec<Vec<u8>>, Deferred> {
         let bytes = match line {
             Line::Message(b) if !b.iter().all(u8::is_ascii_whitespace) => b,
             other => return Ok(self.serve_line(server, env, other)),
@@ -68,7 +80,10 @@ impl StdioConnection {
             Some(Stop::Defer)
         });
         match served {
-            Ok(s) if s.pending => Err(bytes),
+            Ok(s) if s.pending => Err(Deferred {
+                lines: s.notifications,
+                bytes,
+            }),
             other => Ok(self.lines(server, &bytes, other)),
         }
     }
@@ -96,20 +111,18 @@ impl StdioConnection {
     }
 }
 
-/// Serves a message whose answer waits for the ledger, until it is final or `stop` says so.
+/// Serves a message whose answer waits for the ledger, until it is final or `stop` says so;
+/// `notify` gets each notification as it happens, the answer is returned.
 pub fn serve_deferred(
     server: &Server,
     env: &Env<'_>,
     bytes: &[u8],
     facts: &TransportFacts,
     stop: &dyn Fn() -> Option<Stop>,
+    notify: &dyn Fn(&[u8]),
 ) -> Vec<Vec<u8>> {
-    match serve_message_with(server, env, bytes, facts, &DEFAULT_WAIT, stop) {
-        Ok(served) => {
-            let mut out = served.notifications;
-            out.extend(served.response);
-            out
-        }
+    match serve_message_streaming(server, env, bytes, facts, &DEFAULT_WAIT, stop, notify) {
+        Ok(served) => served.response.into_iter().collect(),
         Err(e) => {
             crate::log_line!("bernstein: ledger error: {e}");
             vec![server.storage_failure_reply(bytes, &e.to_string())]
@@ -152,7 +165,12 @@ pub fn serve_stdio(server: &Server, env: &Env<'_>) -> io::Result<()> {
                         eof.load(Ordering::SeqCst).then_some(Stop::Settle)
                     }
                 };
-                let out = serve_deferred(server, env, &bytes, &facts, &stop);
+                let notify = |n: &[u8]| {
+                    if let Err(e) = write_lines(stdout, &[n.to_vec()]) {
+                        crate::log_line!("bernstein: could not write a progress notification: {e}");
+                    }
+                };
+                let out = serve_deferred(server, env, &bytes, &facts, &stop, &notify);
                 if let Some(id) = &id {
                     waiting
                         .lock()
@@ -198,7 +216,10 @@ fn read_loop(
             }
             match conn.serve_line_now(server, env, line) {
                 Ok(out) => write_lines(stdout, &out)?,
-                Err(bytes) => deferred(bytes, conn.facts.clone()),
+                Err(d) => {
+                    write_lines(stdout, &d.lines)?;
+                    deferred(d.bytes, conn.facts.clone());
+                }
             }
         }
         if n == 0 {

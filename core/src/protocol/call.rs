@@ -302,7 +302,13 @@ fn finish(
         (None, _) => result,
     };
     let cancelled = match (wait_ms, input.phase) {
-        (Some(ms), Phase::Live) if result.is_ok() => return CallReply::pending(ms),
+        (Some(ms), Phase::Live) if result.is_ok() => {
+            // The run it waits on: a long poll ticks while it waits.
+            return CallReply {
+                run_id,
+                ..CallReply::pending(ms)
+            };
+        }
         (Some(_), Phase::Cancelled) => result.is_ok(),
         _ => false,
     };

@@ -119,6 +119,18 @@ pub fn handle(server: &Server, input: &Input<'_>, host: &[HostReply], phase: Pha
     }
 }
 
+/// The span id the answer to the single request `bytes` will carry, for a runtime that names
+/// it (in the headers of a streamed answer) before the answer exists; `None` for anything else.
+pub fn request_span_id(bytes: &[u8]) -> Option<String> {
+    let value: Value = super::strict_json::parse(std::str::from_utf8(bytes).ok()?).ok()?;
+    match classify(&value, None) {
+        Incoming::Request { method, params, .. } => {
+            Some(RequestIds::of_request(method, params).span_id)
+        }
+        _ => None,
+    }
+}
+
 fn reply(response: Response) -> Outcome {
     Outcome {
         response: Some(response),
@@ -272,10 +284,13 @@ fn serve_one(
     let ids = RequestIds::of_request(method, params);
     let routed = route(server, input, snapshot, method, params, &ids, round);
     if routed.host.is_some() || routed.withheld {
-        // Not answered yet: the runtime performs the host request, or waits, and asks again.
+        // Not answered yet: the runtime performs the host request, or waits, and asks again
+        // (a waiting long poll may still send a progress tick now).
         return Served {
             host: routed.host,
             pending: routed.pending,
+            notifications: routed.notifications,
+            records: routed.records,
             ..none
         };
     }
@@ -369,9 +384,10 @@ fn route(
     };
     match method {
         "tools/call" => {
-            let mut reply = match tasks::augmentation(revision, params) {
-                Some(mode) => tasks::call_as_task(server, &call, mode),
-                None => call_tool(server, &call),
+            let mut reply = if tasks::augmented(revision, params) {
+                tasks::call_as_task(server, &call)
+            } else {
+                call_tool(server, &call)
             };
             if reply.host.is_some() {
                 return Routed {
@@ -380,12 +396,18 @@ fn route(
                 };
             }
             if let Some(max_wait_ms) = reply.wait_ms {
+                // Nothing to answer yet, but the run's current tick goes out now (once).
+                let (notifications, records) =
+                    progress::waiting_tick(&server.config.audit_key, &call, &reply)
+                        .map_or_else(Default::default, |(n, r)| (vec![n], r));
                 return Routed {
                     pending: Some(Wait {
                         after: snapshot.position,
                         max_wait_ms: Some(max_wait_ms),
                     }),
                     withheld: true,
+                    notifications,
+                    records,
                     ..Routed::of(Ok(Value::Null))
                 };
             }

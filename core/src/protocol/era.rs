@@ -18,6 +18,12 @@
 //! 3. Otherwise the request is in the handshake era, at the transport's revision when that is a
 //!    handshake revision, else at 2025-11-25.
 //!
+//! The legacy HTTP+SSE transport (`/sse`) carries the handshake era only: a stateless-era
+//! request over it (`server/discover`, a 2026-07-28 `_meta` revision or header) is answered on
+//! its stream with `-32022` whose `supported` lists the handshake revisions alone, which every
+//! auto-negotiating client (TypeScript and Python SDK 2.x) takes as "fall back to
+//! `initialize`"; 2026-07-28 is served at `/mcp`.
+//!
 //! This module only decides; it builds no results and must never keep state between requests.
 
 use serde_json::{Value, json};
@@ -149,6 +155,21 @@ pub fn select(
     transport: &TransportFacts,
 ) -> Result<Revision, RpcError> {
     let meta = params.and_then(|p| p.get("_meta"));
+    if transport.kind == TransportKind::LegacySse {
+        let asked = meta
+            .and_then(|m| m.get(META_PROTOCOL_VERSION))
+            .and_then(Value::as_str)
+            .or(transport.protocol_version.as_deref());
+        if method == "server/discover"
+            || asked
+                .and_then(Revision::parse)
+                .is_some_and(Revision::is_modern)
+        {
+            return Err(handshake_only(
+                asked.unwrap_or(Revision::V2026_07_28.as_str()),
+            ));
+        }
+    }
     if let Some(requested) = meta.and_then(|m| m.get(META_PROTOCOL_VERSION)) {
         let Some(requested) = requested.as_str() else {
             return Err(RpcError::invalid_params(format!(
@@ -198,6 +219,26 @@ pub fn unsupported_version(requested: &str) -> RpcError {
     .with_data(json!({"supported": Revision::supported_strings(), "requested": requested}))
 }
 
+/// `-32022` of a stateless-era request over the legacy SSE transport: `supported` names the
+/// handshake revisions, the ones this transport carries.
+fn handshake_only(requested: &str) -> RpcError {
+    let supported: Vec<&str> = Revision::SUPPORTED
+        .iter()
+        .filter(|r| !r.is_modern())
+        .map(|r| r.as_str())
+        .collect();
+    RpcError::new(
+        -32022,
+        format!(
+            "Unsupported protocol version {:?} on the legacy HTTP+SSE transport: it carries {} \
+             (negotiate with initialize); 2026-07-28 is served over streamable HTTP at /mcp",
+            super::jsonrpc::shorten(requested, 64),
+            supported.join(", ")
+        ),
+    )
+    .with_data(json!({"supported": supported, "requested": requested}))
+}
+
 fn check_modern_envelope(
     meta: Option<&Value>,
     transport: &TransportFacts,
@@ -242,6 +283,45 @@ mod tests {
 
     fn stdio(v: Option<&str>) -> TransportFacts {
         TransportFacts::stdio(v.map(str::to_string))
+    }
+
+    #[test]
+    fn the_legacy_sse_transport_answers_the_stateless_era_with_handshake_revisions_only() {
+        let sse = |v: Option<&str>| TransportFacts {
+            kind: TransportKind::LegacySse,
+            protocol_version: v.map(str::to_string),
+            loopback: true,
+        };
+        let probe = json!({"_meta": {
+            META_PROTOCOL_VERSION: "2026-07-28",
+            META_CLIENT_CAPABILITIES: {}
+        }});
+        for (method, params, facts) in [
+            ("server/discover", Some(&probe), sse(None)),
+            ("server/discover", None, sse(None)),
+            ("tools/list", Some(&probe), sse(None)),
+            ("tools/list", None, sse(Some("2026-07-28"))),
+        ] {
+            let e = select(method, params, &facts).unwrap_err();
+            assert_eq!(e.code, -32022, "{method}");
+            let data = e.data.unwrap();
+            assert_eq!(data["requested"], "2026-07-28");
+            let supported = data["supported"].as_array().unwrap();
+            assert!(!supported.is_empty() && !supported.contains(&json!("2026-07-28")));
+        }
+        // The handshake era is served as before; the same probe on stdio is served statelessly.
+        assert_eq!(
+            select("tools/list", None, &sse(None)),
+            Ok(Revision::V2025_11_25)
+        );
+        assert_eq!(
+            select("tools/list", None, &sse(Some("2025-03-26"))),
+            Ok(Revision::V2025_03_26)
+        );
+        assert_eq!(
+            select("server/discover", Some(&probe), &stdio(None)),
+            Ok(Revision::V2026_07_28)
+        );
     }
 
     #[test]

@@ -3,9 +3,12 @@
 //! rendered by [`tool_steps`]) and the ticks of `bernstein_run_status` ([`tick`]).
 //!
 //! Ticks of `bernstein_run_status`:
-//! One tick at most, sent before the result: `progress` = tasks of the run that reached a
-//! terminal status, `total` = tasks of the run, `message` rendered from the fold
-//! ([`crate::domain::task_view::progress_of`]). A tick that does not strictly advance every
+//! `progress` = tasks of the run that reached a terminal status, `total` = tasks of the run,
+//! `message` rendered from the fold ([`crate::domain::task_view::progress_of`]). A plain poll
+//! sends one tick at most, before the result. A long poll (`wait_ms`) sends the current tick
+//! when it starts waiting and one each time the ledger moves while it waits ([`waiting_tick`]:
+//! the pending round then appends the tick record alone and sends its notification at once),
+//! then the result (with a last tick if the final round advanced). A tick that does not strictly advance every
 //! tick already sent for the run is suppressed; a sent tick is recorded in the call's own
 //! transaction (`run.progress_tick`), so suppression holds across server instances and, since
 //! a conflicting append re-runs the request, across racing ones. No token, no tick; anything
@@ -18,7 +21,7 @@ use serde_json::{Value, json};
 use super::call::{AUDIT_KIND, CallInput, CallReply};
 use super::registry::Progress;
 use crate::domain::task_view::{progress_of, tick_advances, tick_draft};
-use crate::ledger::{AUDIT_STREAM, Draft, seal};
+use crate::ledger::{AUDIT_STREAM, Draft, Record, seal};
 
 /// The tool whose calls tick.
 pub const TICKING_TOOL: &str = crate::domain::tools::run_status::NAME;
@@ -66,25 +69,51 @@ fn note(token: &Value, step: &Progress) -> Option<Vec<u8>> {
     serde_json::to_vec(&note).ok()
 }
 
+/// The tick of a `bernstein_run_status` long poll that is waiting (`reply` is pending): the
+/// serialized notification and the records that send it once (the tick record alone: the
+/// call's audit record is written with its result), or `None` when no tick is due.
+pub fn waiting_tick(
+    audit_key: &[u8],
+    input: &CallInput<'_>,
+    reply: &CallReply,
+) -> Option<(Vec<u8>, Vec<Record>)> {
+    let token = progress_token(input.params)?;
+    let run_id = reply
+        .run_id
+        .as_deref()
+        .filter(|_| reply.wait_ms.is_some())?;
+    let progress = due(input, run_id)?;
+    let snapshot = input.snapshot;
+    let records = seal(
+        &snapshot.position,
+        |s| snapshot.stream_head(s),
+        vec![tick_draft(run_id, &progress)],
+        audit_key,
+    );
+    Some((tick_note(token, &progress)?, records))
+}
+
+/// The run's progress when the call is a ticking one and its tick advances every tick sent.
+fn due(input: &CallInput<'_>, run_id: &str) -> Option<crate::domain::task_view::Progress> {
+    if input.params?.get("name")?.as_str()? != TICKING_TOOL {
+        return None;
+    }
+    let snapshot = input.snapshot;
+    let progress = progress_of(snapshot.domain.run(run_id)?);
+    tick_advances(snapshot, run_id, &progress).then_some(progress)
+}
+
 /// Adds the tick of a successful `bernstein_run_status` call to `reply` (its record joins the
 /// call's transaction) and returns the serialized notification, or `None` when no tick is due.
 pub fn tick(audit_key: &[u8], input: &CallInput<'_>, reply: &mut CallReply) -> Option<Vec<u8>> {
     let token = progress_token(input.params)?;
-    let name = input.params?.get("name")?.as_str()?;
-    if name != TICKING_TOOL {
-        return None;
-    }
     let ok = reply
         .result
         .as_ref()
         .is_ok_and(|v| v.get("isError") == Some(&Value::Bool(false)));
     let run_id = reply.run_id.as_deref().filter(|_| ok)?;
+    let progress = due(input, run_id)?;
     let snapshot = input.snapshot;
-    let run = snapshot.domain.run(run_id)?;
-    let progress = progress_of(run);
-    if !tick_advances(snapshot, run_id, &progress) {
-        return None;
-    }
     // The call's records are its audit entry only (the handler never writes), so resealing
     // them with the tick changes no journal anchor.
     if reply
@@ -106,6 +135,10 @@ pub fn tick(audit_key: &[u8], input: &CallInput<'_>, reply: &mut CallReply) -> O
         drafts,
         audit_key,
     );
+    tick_note(token, &progress)
+}
+
+fn tick_note(token: &Value, progress: &crate::domain::task_view::Progress) -> Option<Vec<u8>> {
     let note = json!({
         "jsonrpc": "2.0",
         "method": "notifications/progress",

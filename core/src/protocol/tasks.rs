@@ -5,11 +5,13 @@
 //!   `-32601`); `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` drive it. Other
 //!   handshake revisions declare no task capability and ignore `task` (the spec's rule for
 //!   receivers without the capability).
-//! - Revision 2026-07-28 (extension `io.modelcontextprotocol/tasks`): when the request's client
-//!   capabilities declare the extension, a task-capable tool answers the flat
-//!   `CreateTaskResult` (`resultType: "task"`); `tasks/get` answers the detailed task (its
-//!   result when completed, its error when failed), `tasks/update` and `tasks/cancel`
-//!   acknowledge. `tasks/result` and `tasks/list` are not methods of the extension.
+//! - Revision 2026-07-28 (extension `io.modelcontextprotocol/tasks`): the response shape follows
+//!   the call, not the declared capability: a plain `tools/call` always answers the tool's own
+//!   result (for `bernstein_run` the immediate run JSON, never a `resultType: "task"`), so no
+//!   host is held for the length of a run. A host with the extension reads the run through
+//!   `tasks/get` with the run (task) id: the detailed task (its result when completed, its
+//!   error when failed); `tasks/update` and `tasks/cancel` acknowledge. `tasks/result` and
+//!   `tasks/list` are not methods of the extension.
 //!
 //! A tool's refusal of a task-augmented 2025-11-25 call creates no task and is a `-32602`
 //! carrying the structured refusal as `data`; a forbidden tool's is `-32601`. Both still append
@@ -30,7 +32,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
 
 use super::call::{CallInput, CallReply, call_registered, call_tool, refuse_call};
-use super::era::{META_CLIENT_CAPABILITIES, Revision};
+use super::era::Revision;
 use super::jsonrpc::{METHOD_NOT_FOUND, RpcError, kind_of, shorten};
 use super::lifecycle::decorate;
 use super::prescan::prescan;
@@ -57,34 +59,14 @@ pub const TASK_NOT_READY: i64 = -32000;
 /// The cancel gate `tasks/cancel` goes through.
 const CANCEL_TOOL: &str = crate::domain::tools::cancel::NAME;
 
-/// How a `tools/call` asks for a task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Augmentation {
-    /// 2025-11-25: `params.task` is present.
-    Handshake,
-    /// 2026-07-28: the client capabilities declare the tasks extension.
-    Extension,
-}
-
-/// Whether (and how) this `tools/call` asks for a task.
-pub fn augmentation(revision: Revision, params: Option<&Value>) -> Option<Augmentation> {
-    let params = params?;
-    if revision.has_tool_execution() {
-        return params
-            .get("task")
+/// Whether this `tools/call` asks for a task: only a 2025-11-25 call whose `params.task` is an
+/// object does. A 2026-07-28 client that declares the tasks extension still gets the plain
+/// result of a plain call (the shape follows the call).
+pub fn augmented(revision: Revision, params: Option<&Value>) -> bool {
+    revision.has_tool_execution()
+        && params
+            .and_then(|p| p.get("task"))
             .is_some_and(Value::is_object)
-            .then_some(Augmentation::Handshake);
-    }
-    if revision.is_modern() {
-        let declared = params
-            .get("_meta")
-            .and_then(|m| m.get(META_CLIENT_CAPABILITIES))
-            .and_then(|c| c.get("extensions"))
-            .and_then(|e| e.get(TASKS_EXTENSION))
-            .is_some();
-        return declared.then_some(Augmentation::Extension);
-    }
-    None
 }
 
 /// The `tasks` capability of `initialize` (2025-11-25 only).
@@ -92,8 +74,8 @@ pub fn handshake_capability() -> Value {
     json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
 }
 
-/// Serves a task-augmented `tools/call`.
-pub fn call_as_task(server: &Server, input: &CallInput<'_>, mode: Augmentation) -> CallReply {
+/// Serves a task-augmented (2025-11-25) `tools/call`.
+pub fn call_as_task(server: &Server, input: &CallInput<'_>) -> CallReply {
     let name = input
         .params
         .and_then(|p| p.get("name"))
@@ -102,13 +84,10 @@ pub fn call_as_task(server: &Server, input: &CallInput<'_>, mode: Augmentation) 
         ToolLookup::Tool(t) | ToolLookup::Alias { tool: t, .. } => Some(t.task_support),
         _ => None,
     });
-    match (support, mode) {
+    match support {
         // Unknown names and out-of-tier tools get the usual answer.
-        (None, _) => return call_tool(server, input),
-        (Some(TaskSupport::Forbidden), Augmentation::Extension) => {
-            return call_tool(server, input);
-        }
-        (Some(TaskSupport::Forbidden), Augmentation::Handshake) => {
+        None => return call_tool(server, input),
+        Some(TaskSupport::Forbidden) => {
             let name = shorten(name.unwrap_or_default(), 100);
             let error = RpcError::new(
                 METHOD_NOT_FOUND,
@@ -130,7 +109,7 @@ pub fn call_as_task(server: &Server, input: &CallInput<'_>, mode: Augmentation) 
         Ok(v) => v.get("isError") == Some(&Value::Bool(true)),
         Err(_) => true,
     };
-    if refused && mode == Augmentation::Handshake {
+    if refused {
         // No task was created. A 2025-11-25 client awaits a CreateTaskResult, so the tool's
         // refusal travels as a JSON-RPC error carrying the structured refusal.
         return CallReply {
@@ -139,31 +118,21 @@ pub fn call_as_task(server: &Server, input: &CallInput<'_>, mode: Augmentation) 
             ..reply
         };
     }
-    let Some(task_id) = reply.task_id.clone().filter(|_| !refused) else {
-        // The extension lets a call answer a plain result instead of a task.
+    let Some(task_id) = reply.task_id.clone() else {
         return reply;
     };
     let after = applied(input.snapshot, &reply.records);
     let Some(view) = task_view(&after.domain, &task_id) else {
         return reply;
     };
-    let result = match mode {
-        Augmentation::Handshake => {
-            let mut meta = Map::new();
-            meta.insert(
-                META_IMMEDIATE_RESPONSE.into(),
-                Value::String(format!(
-                    "Started task {task_id}; it runs for minutes to hours. Its status arrives through tasks/get."
-                )),
-            );
-            json!({"task": handshake_task(&view), "_meta": meta})
-        }
-        Augmentation::Extension => {
-            let mut v = decorate(server, input.revision, "tools/call", modern_task(&view));
-            v["resultType"] = Value::String("task".into());
-            v
-        }
-    };
+    let mut meta = Map::new();
+    meta.insert(
+        META_IMMEDIATE_RESPONSE.into(),
+        Value::String(format!(
+            "Started task {task_id}; it runs for minutes to hours. Its status arrives through tasks/get."
+        )),
+    );
+    let result = json!({"task": handshake_task(&view), "_meta": meta});
     CallReply {
         result: Ok(result),
         meter: None,

@@ -280,7 +280,15 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
                     conn.served += 1;
                     let stream = &conn.stream;
                     let gone = || super::inflight::peer_closed(stream);
-                    match shared.service.handle(request, conn.peer_loopback, &gone) {
+                    let early = |bytes: &[u8]| {
+                        let mut w = stream;
+                        w.write_all(bytes).and_then(|()| w.flush())
+                    };
+                    match shared
+                        .service
+                        .handle(request, conn.peer_loopback, &gone, &early)
+                    {
+                        Action::Streamed => return finish(conn),
                         Action::Write(response) => {
                             note_refusal(&conn.peer, &response);
                             if conn.stream.write_all(&response.to_bytes()).is_err()

@@ -9,16 +9,19 @@
 //! Every call here may block (the ledger does file IO and fsync); the smol runtime runs them on
 //! its blocking pool. No HTTP or protocol rule lives here: those are the core's.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bernstein_core::protocol::Server;
+use bernstein_core::protocol::dispatch::request_span_id;
 use bernstein_core::transport::http::exchange::{
-    LegacyMessage, LegacyOpen, McpExchange, ServedParts,
+    LegacyMessage, LegacyOpen, McpExchange, ServedParts, StreamedReply, body_span_id,
 };
 use bernstein_core::transport::http::response::route_span_id;
+use bernstein_core::transport::http::sse::EventIds;
 use bernstein_core::transport::http::{
     Decision, HttpLimits, HttpOptions, HttpPolicy, HttpResponse, ParamHeaders, Request, Status,
     StreamClock, StreamTick, sse,
@@ -26,7 +29,7 @@ use bernstein_core::transport::http::{
 
 use super::inflight::Inflight;
 use crate::driver::Backend;
-use crate::driver::{DEFAULT_WAIT, Served, Stop, serve_message_with};
+use crate::driver::{DEFAULT_WAIT, Served, Stop, serve_message_streaming};
 use bernstein_core::protocol::tasks::{cancelled_request, request_id};
 
 /// What the connection must do next.
@@ -36,7 +39,14 @@ pub enum Action {
     Write(HttpResponse),
     /// Turn this connection into a legacy SSE stream.
     OpenLegacy(LegacyOpen),
+    /// The response was streamed as it was produced (an SSE answer whose body ends with the
+    /// connection): close the connection.
+    Streamed,
 }
+
+/// Where the bytes of a response streamed while it is served go (the connection's socket);
+/// an `Err` means the peer is gone.
+pub type Early<'a> = &'a dyn Fn(&[u8]) -> io::Result<()>;
 
 /// Where the events of one legacy SSE stream go.
 pub trait EventSink: Send + Sync {
@@ -58,6 +68,8 @@ struct StreamEntry {
     /// The revision `initialize` negotiated on this stream (a transport fact, like stdio's).
     version: Option<String>,
     clock: StreamClock,
+    /// The ids of the stream's events (unique within it and across streams).
+    ids: EventIds,
 }
 
 /// Open legacy SSE streams by token.
@@ -109,6 +121,7 @@ impl LegacyStreams {
                 sink,
                 version: None,
                 clock: StreamClock::new(now, self.keepalive, self.idle),
+                ids: EventIds::legacy(&token),
             },
         );
         Ok(Some(token))
@@ -130,6 +143,14 @@ impl LegacyStreams {
         self.lock()
             .get(token)
             .map(|e| (e.sink.clone(), e.version.clone()))
+    }
+
+    /// The events of `served` for message `m`, numbered in the stream of `m`'s token; `None`
+    /// when that stream is gone.
+    fn events(&self, m: &LegacyMessage, served: ServedParts<'_>) -> Option<Vec<u8>> {
+        let mut map = self.lock();
+        let entry = map.get_mut(&m.token)?;
+        Some(m.events(&mut entry.ids, served))
     }
 
     fn set_version(&self, token: &str, version: String) {
@@ -268,16 +289,23 @@ impl HttpService {
     }
 
     /// Routes and serves a request (may block on the ledger). `gone` tells whether the peer
-    /// closed its connection meanwhile (which cancels a waiting request).
-    pub fn handle(&self, request: Request, peer_loopback: bool, gone: &dyn Fn() -> bool) -> Action {
-        self.act(self.route(request, peer_loopback), gone)
+    /// closed its connection meanwhile (which cancels a waiting request); `early` writes the
+    /// bytes of a response streamed while it is served.
+    pub fn handle(
+        &self,
+        request: Request,
+        peer_loopback: bool,
+        gone: &dyn Fn() -> bool,
+        early: Early<'_>,
+    ) -> Action {
+        self.act(self.route(request, peer_loopback), gone, early)
     }
 
     /// Carries out a routing decision (may block on the ledger).
-    pub fn act(&self, decision: Decision, gone: &dyn Fn() -> bool) -> Action {
+    pub fn act(&self, decision: Decision, gone: &dyn Fn() -> bool, early: Early<'_>) -> Action {
         match decision {
             Decision::Respond(r) => Action::Write(r),
-            Decision::Mcp(x) => Action::Write(self.serve_mcp(&x, gone)),
+            Decision::Mcp(x) => self.serve_mcp(&x, gone, early),
             Decision::OpenLegacyStream(open) => Action::OpenLegacy(open),
             Decision::LegacyMessage(m) => Action::Write(self.serve_legacy(&m)),
             other => {
@@ -293,13 +321,47 @@ impl HttpService {
         }
     }
 
-    /// `POST /mcp`: serve the body, then the core shapes the HTTP response.
-    pub fn serve_mcp(&self, x: &McpExchange, gone: &dyn Fn() -> bool) -> HttpResponse {
-        let served = self.serve(&x.body, &x.facts, gone);
-        x.reply(parts(&served))
+    /// `POST /mcp`: serve the body. A client that accepts SSE gets its answer streamed: the
+    /// head and each notification as soon as it is due (a long poll's progress ticks while it
+    /// still waits), the reply last ([`Action::Streamed`]); otherwise the core shapes the
+    /// whole HTTP response at the end.
+    pub fn serve_mcp(&self, x: &McpExchange, gone: &dyn Fn() -> bool, early: Early<'_>) -> Action {
+        let stream: RefCell<Option<StreamedReply>> = RefCell::new(None);
+        let broken = Cell::new(false);
+        let notify = |n: &[u8]| {
+            let mut open = stream.borrow_mut();
+            if open.is_none() {
+                let span = request_span_id(&x.body).unwrap_or_else(|| body_span_id(&x.body));
+                // A client that takes JSON only cannot receive notifications.
+                let Some(s) = StreamedReply::open(x, &span) else {
+                    return;
+                };
+                broken.set(early(&s.head()).is_err());
+                *open = Some(s);
+            }
+            if let Some(s) = open.as_mut() {
+                let event = s.event(n);
+                if !broken.get() && early(&event).is_err() {
+                    broken.set(true);
+                }
+            }
+        };
+        let served = self.serve(&x.body, &x.facts, &|| gone() || broken.get(), &notify);
+        match stream.into_inner() {
+            None => Action::Write(x.reply(parts(&served))),
+            Some(mut s) => {
+                if let Some(reply) = &served.response
+                    && !broken.get()
+                {
+                    let _ = early(&s.event(reply));
+                }
+                Action::Streamed
+            }
+        }
     }
 
-    /// `POST /messages?stream=…`: serve the body and put the reply on the stream.
+    /// `POST /messages?stream=…`: serve the body and put its notifications (as they happen)
+    /// and its reply on the stream.
     pub fn serve_legacy(&self, m: &LegacyMessage) -> HttpResponse {
         let Some((sink, version)) = self.legacy.get(&m.token).filter(|(s, _)| s.is_open()) else {
             self.legacy.remove(&m.token);
@@ -309,14 +371,39 @@ impl HttpService {
         if facts.protocol_version.is_none() {
             facts.protocol_version = version;
         }
+        let span = m.span(request_span_id(&m.body).as_deref());
+        let broken = Cell::new(false);
+        let put = |served: ServedParts<'_>| {
+            let sent = self
+                .legacy
+                .events(m, served)
+                .is_some_and(|events| events.is_empty() || sink.send(&events).is_ok());
+            if !sent {
+                broken.set(true);
+            }
+        };
+        let notify = |n: &[u8]| {
+            put(ServedParts {
+                notifications: &[n.to_vec()],
+                response: None,
+                span_id: Some(&span),
+            });
+        };
         self.legacy.message_started(&m.token, self.clock());
-        let served = self.serve(&m.body, &facts, &|| !sink.is_open());
+        let served = self.serve(
+            &m.body,
+            &facts,
+            &|| broken.get() || !sink.is_open(),
+            &notify,
+        );
         self.legacy.message_finished(&m.token, self.clock());
         if let Some(v) = &served.negotiated_version {
             self.legacy.set_version(&m.token, v.clone());
         }
-        let events = m.events(parts(&served));
-        if !events.is_empty() && sink.send(&events).is_err() {
+        if !broken.get() {
+            put(parts(&served));
+        }
+        if broken.get() {
             self.legacy.remove(&m.token);
             return m.stream_gone();
         }
@@ -331,6 +418,7 @@ impl HttpService {
         body: &[u8],
         facts: &bernstein_core::protocol::TransportFacts,
         gone: &dyn Fn() -> bool,
+        notify: &dyn Fn(&[u8]),
     ) -> Served {
         if let Some(id) = cancelled_request(body) {
             self.inflight.cancel(&id);
@@ -341,7 +429,15 @@ impl HttpService {
             cancelled.then_some(Stop::Cancel)
         };
         let env = self.backend.env();
-        match serve_message_with(&self.server, &env, body, facts, &DEFAULT_WAIT, &stop) {
+        match serve_message_streaming(
+            &self.server,
+            &env,
+            body,
+            facts,
+            &DEFAULT_WAIT,
+            &stop,
+            notify,
+        ) {
             Ok(served) => served,
             Err(e) => {
                 crate::log_line!("bernstein http: ledger error: {e}");
@@ -363,91 +459,4 @@ fn parts(served: &Served) -> ServedParts<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    #[derive(Default)]
-    struct Probe {
-        gone: AtomicBool,
-        closed: AtomicBool,
-        got: Mutex<Vec<u8>>,
-    }
-
-    impl EventSink for Probe {
-        fn send(&self, events: &[u8]) -> io::Result<()> {
-            if self.gone.load(Ordering::SeqCst) {
-                return Err(io::ErrorKind::BrokenPipe.into());
-            }
-            self.got.lock().unwrap().extend_from_slice(events);
-            Ok(())
-        }
-        fn is_open(&self) -> bool {
-            !self.gone.load(Ordering::SeqCst)
-        }
-        fn close(&self, farewell: &[u8]) {
-            let _ = self.send(farewell);
-            self.closed.store(true, Ordering::SeqCst);
-        }
-    }
-
-    fn limits(max: usize) -> HttpLimits {
-        HttpLimits {
-            max_legacy_streams: max,
-            sse_keepalive: Duration::from_secs(15),
-            sse_idle: Duration::from_secs(60),
-            ..HttpLimits::default()
-        }
-    }
-
-    fn secs(n: u64) -> Duration {
-        Duration::from_secs(n)
-    }
-
-    #[test]
-    fn registry_caps_tokens_and_forgets_dead_streams_at_the_next_keepalive() {
-        let streams = LegacyStreams::new(&limits(2));
-        let live = Arc::new(Probe::default());
-        let dead = Arc::new(Probe::default());
-        let a = streams.register(live.clone(), secs(0)).unwrap().unwrap();
-        let b = streams.register(dead.clone(), secs(0)).unwrap().unwrap();
-        assert_ne!(a, b);
-        assert_eq!(a.len(), 32);
-        assert_eq!(
-            streams.register(live.clone(), secs(0)).unwrap(),
-            None,
-            "at capacity"
-        );
-        dead.gone.store(true, Ordering::SeqCst);
-        assert_eq!(streams.tick(secs(1)), Some(secs(15)), "nothing due yet");
-        assert_eq!(streams.len(), 2);
-        assert_eq!(streams.tick(secs(15)), Some(secs(30)));
-        assert_eq!(streams.len(), 1);
-        assert!(streams.get(&b).is_none());
-        assert_eq!(live.got.lock().unwrap().as_slice(), sse::KEEPALIVE);
-        streams.set_version(&a, "2024-11-05".into());
-        assert_eq!(streams.get(&a).unwrap().1.as_deref(), Some("2024-11-05"));
-        streams.clear();
-        assert!(streams.is_empty());
-        assert_eq!(streams.tick(secs(99)), None);
-    }
-
-    #[test]
-    fn idle_streams_are_closed_and_free_their_place() {
-        let streams = LegacyStreams::new(&limits(1));
-        let idle = Arc::new(Probe::default());
-        let token = streams.register(idle.clone(), secs(0)).unwrap().unwrap();
-        streams.message_started(&token, secs(10));
-        assert!(streams.tick(secs(100)).is_some());
-        assert!(!idle.closed.load(Ordering::SeqCst), "busy streams stay");
-        streams.message_finished(&token, secs(100));
-        streams.tick(secs(159));
-        assert!(!idle.closed.load(Ordering::SeqCst));
-        streams.tick(secs(160));
-        assert!(idle.closed.load(Ordering::SeqCst));
-        assert!(idle.got.lock().unwrap().ends_with(sse::IDLE_CLOSE));
-        assert!(streams.is_empty());
-        let next = Arc::new(Probe::default());
-        assert!(streams.register(next, secs(160)).unwrap().is_some());
-    }
-}
+mod tests;

@@ -109,7 +109,11 @@ pub fn json_or_sse_by_accept(launch: Launcher) {
     let events = r.sse_events();
     assert_eq!(events.len(), 1, "{}", r.text());
     assert_eq!(events[0].event.as_deref(), Some("message"));
-    assert_eq!(events[0].id.as_deref(), Some(span(&r)));
+    assert_eq!(
+        events[0].id.as_deref(),
+        Some(format!("{}-1", span(&r)).as_str()),
+        "event id: the span id, then the event's number"
+    );
     let msg: Value = serde_json::from_str(&events[0].data).unwrap();
     assert_eq!(msg["id"], 5);
     for accept in [
@@ -383,11 +387,13 @@ pub fn legacy_sse_round_trip(launch: Launcher) {
     let post_span = span(&r).to_string();
     let ev = stream.read_event();
     assert_eq!(ev.event.as_deref(), Some("message"));
+    let id = ev.id.as_deref().unwrap();
     assert_eq!(
-        ev.id.as_deref(),
+        id.split('-').next(),
         Some(post_span.as_str()),
-        "event id is the span id"
+        "the event id starts with the span id"
     );
+    assert_ne!(Some(id), endpoint.id.as_deref());
     let msg: Value = serde_json::from_str(&ev.data).unwrap();
     assert_eq!(msg["id"], 1);
     assert_eq!(msg["result"]["protocolVersion"], "2024-11-05");
@@ -456,13 +462,23 @@ pub fn bearer_auth_over_the_wire(launch: Launcher) {
         headers.extend(auth.map(|a| ("Authorization", a)));
         let r = c.post_mcp(&rpc(1, "ping", json!({})), &headers);
         assert_eq!(r.status, 401, "{auth:?}");
-        assert_eq!(r.body, br#"{"error":"unauthorized"}"#);
+        let wrong = auth == Some("Bearer wrong");
+        let body: Value = serde_json::from_slice(&r.body).unwrap();
         assert_eq!(
-            r.header("www-authenticate"),
-            Some(
-                "Bearer resource_metadata=\"http://mcp.test:8053/.well-known/oauth-protected-resource/mcp\""
-            )
+            body["error"],
+            if wrong {
+                "invalid_token"
+            } else {
+                "unauthorized"
+            }
         );
+        let challenge = "Bearer resource_metadata=\"http://mcp.test:8053/.well-known/oauth-protected-resource/mcp\"";
+        let expected = if wrong {
+            format!("{challenge}, error=\"invalid_token\"")
+        } else {
+            challenge.to_string()
+        };
+        assert_eq!(r.header("www-authenticate"), Some(expected.as_str()));
     }
     assert_ok_result(
         &c.post_mcp(

@@ -69,3 +69,52 @@ def test_a_cancelled_long_poll_answers_its_partial_handle(launcher):
         result = srv.wait_for(waiting)["result"]
         assert result["cancelled"] is True and "isError" not in result, result
         assert result["partial"][0]["runId"] == run_id
+
+
+def test_a_long_poll_sends_its_current_tick_at_once_then_one_per_move(launcher):
+    """The start tick arrives while the poll still waits (before its result), the next one
+    when the ledger moves, then the result."""
+    with RawServer.start(launcher, "poll-ticks", tier="standard") as srv:
+        srv.initialize("2025-11-25")
+
+        def payload(resp: dict) -> dict:
+            text = json.loads(resp["result"]["content"][0]["text"])
+            return text.get("result", text)
+
+        root = payload(srv.call_tool("bernstein_run", {"goal": "root"}))["task_id"]
+        for goal in ("child a", "child b"):
+            payload(srv.call_tool("bernstein_run", {"goal": goal, "parent_task_id": root}))
+        waiting = srv.send_request(
+            "tools/call",
+            {"name": "bernstein_run_status", "arguments": {"run_id": root, "wait_ms": 60000},
+             "_meta": {"progressToken": "p"}},
+        )
+
+        def next_tick() -> tuple[int, int]:
+            msg = srv.recv()
+            assert msg.get("method") == "notifications/progress", msg
+            assert msg["params"]["progressToken"] == "p"
+            return msg["params"]["progress"], msg["params"]["total"]
+
+        def work_one() -> None:
+            claimed = payload(srv.call_tool("bernstein_claim", {"claimer_id": "w"}))
+            payload(srv.call_tool("bernstein_complete", {"task_id": claimed["taskId"], "result_summary": "ok"}))
+
+        assert next_tick() == (0, 3)
+        work_one()
+        # The worker's answers come first or after the tick: wait for the tick itself.
+        while True:
+            msg = srv.recv()
+            if msg.get("method") == "notifications/progress":
+                assert (msg["params"]["progress"], msg["params"]["total"]) == (1, 3), msg
+                break
+            srv.stash.append(msg)
+        assert not [m for m in srv.stash if m.get("id") == waiting], "no result while the run works"
+        work_one()
+        answer = srv.wait_for(waiting)
+        assert answer["result"]["isError"] is False
+        ticks = [m for m in srv.received if m.get("method") == "notifications/progress"]
+        assert [t["params"]["progress"] for t in ticks] == [0, 1, 3], ticks
+        assert srv.received.index(ticks[-1]) < srv.received.index(answer)
+        code, _ = srv.close()
+        assert code == 0

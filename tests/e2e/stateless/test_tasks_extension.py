@@ -1,10 +1,11 @@
 """The tasks extension (`io.modelcontextprotocol/tasks`) of the 2026-07-28 stateless era through
-the official SDK `mcp>=2`: a client that declares the extension gets the flat
-`CreateTaskResult` (`resultType: "task"`) from `bernstein_run` and finishes it by polling
-tasks/get while a second server process on the same ledger moves the run along with the
-pull-worker verbs; tasks/update and tasks/cancel acknowledge; a client that does not declare
-the extension never gets a task. Every message is validated at teardown (the task results
-against `ext-tasks/schema.json`).
+the official SDK `mcp>=2`. The response shape follows the call, not the declared capability: a
+client that declares the extension still gets the immediate run JSON from a plain
+`bernstein_run` (never a `resultType: "task"` it would have to poll for the length of the run)
+and reads the run through tasks/get with the run id while a second server process on the same
+ledger moves the run along with the pull-worker verbs; tasks/update and tasks/cancel
+acknowledge. Every message is validated at teardown (the task results against
+`ext-tasks/schema.json`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import anyio
 import pytest
 from mcp import Client
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
@@ -49,67 +49,56 @@ async def tasks_request(session, method: str, params: dict) -> dict:
 
 
 class TasksExtension(ClientExtension):
-    """Finishes a claimed task by polling tasks/get until it is terminal."""
+    """Declares the extension and records every task result the server would hand it."""
 
     identifier = EXTENSION
 
     def __init__(self) -> None:
         self.created: list[CreatedTask] = []
-        self.started = anyio.Event()
 
     def claims(self):
         return [ResultClaim(result_type="task", model=CreatedTask, resolve=self.resolve)]
 
     async def resolve(self, task: CreatedTask, ctx: ClaimContext) -> CallToolResult:
         self.created.append(task)
-        self.started.set()
-        while True:
-            got = await tasks_request(ctx.session, "tasks/get", {"taskId": task.task_id})
-            if got["status"] == "completed":
-                return CallToolResult.model_validate(got["result"])
-            if got["status"] in ("failed", "cancelled"):
-                raise AssertionError(f"task ended {got['status']}: {got}")
-            # Poll politely (the server suggests pollIntervalMs; the worker runs meanwhile).
-            await anyio.sleep(0.05)
+        raise AssertionError(f"a plain tools/call answered a task: {task}")
 
 
-async def test_a_declaring_client_gets_a_task_and_finishes_it(launcher, workdir: Path):
+async def test_a_declaring_client_gets_the_run_json_and_reads_the_run_through_tasks_get(
+    launcher, workdir: Path
+):
     ext = TasksExtension()
     params = launcher.stdio_params("host")
     with launcher.sdk_errlog("host") as errlog:
         host = Client(stdio_client(params, errlog=errlog), mode="auto", cache=None, extensions=[ext])
         async with host, connect(launcher, "worker") as worker:
-            results: list[CallToolResult] = []
-
-            async def run_as_task():
-                results.append(await host.call_tool("bernstein_run", {"goal": "Ship it as a task"}))
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(run_as_task)
-                await ext.started.wait()
-                claimed = await scenarios.ok(worker, "bernstein_claim", {"claimer_id": "worker-1"})
-                assert claimed["granted"] is True and claimed["taskId"] == ext.created[0].task_id
-                await scenarios.ok(
-                    worker, "bernstein_complete", {"task_id": claimed["taskId"], "result_summary": "done"}
-                )
-            created = ext.created[0]
-            assert created.ttl_ms == TTL_MS and created.status == "working"
-            final = outcome(results[0])
-            assert not final.is_error
-            assert final.payload["task_id"] == created.task_id and final.payload["status"] == "done"
-
-            # tasks/update acknowledges; cancelling a finished task is refused; another task
-            # cancels and its status follows.
+            run = outcome(await host.call_tool("bernstein_run", {"goal": "Ship it as a task"}))
+            assert not run.is_error and ext.created == []
+            run_id = run.payload["run_id"]
+            assert run.payload["task_id"] and run.payload["poll_after_ms"] > 0
             session = host.session
-            ack = await tasks_request(session, "tasks/update", {"taskId": created.task_id, "inputResponses": {}})
+            got = await tasks_request(session, "tasks/get", {"taskId": run_id})
+            assert got["status"] == "working" and got["ttlMs"] == TTL_MS
+            claimed = await scenarios.ok(worker, "bernstein_claim", {"claimer_id": "worker-1"})
+            assert claimed["granted"] is True and claimed["taskId"] == run.payload["task_id"]
+            await scenarios.ok(worker, "bernstein_complete", {"task_id": claimed["taskId"], "result_summary": "done"})
+            got = await tasks_request(session, "tasks/get", {"taskId": run_id})
+            assert got["status"] == "completed", got
+            final = outcome(CallToolResult.model_validate(got["result"]))
+            assert not final.is_error
+            assert final.payload["task_id"] == run.payload["task_id"] and final.payload["status"] == "done"
+
+            # tasks/update acknowledges; cancelling a finished task is refused.
+            ack = await tasks_request(session, "tasks/update", {"taskId": run_id, "inputResponses": {}})
             assert ack.get("resultType", "complete") == "complete"
             error = scenarios.protocol_error_type()
             with pytest.raises(error) as e:
-                await tasks_request(session, "tasks/cancel", {"taskId": created.task_id})
+                await tasks_request(session, "tasks/cancel", {"taskId": run_id})
             assert e.value.error.code == -32602
             # The polling fallback sees the same run from a client without the extension.
-            handle = await scenarios.ok(worker, "bernstein_run_status", {"run_id": created.task_id})
+            handle = await scenarios.ok(worker, "bernstein_run_status", {"run_id": run_id})
             assert handle["status"] == "completed"
+            assert ext.created == []
 
 
 async def test_a_client_without_the_extension_never_gets_a_task(launcher, workdir: Path):

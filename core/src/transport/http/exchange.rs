@@ -164,7 +164,12 @@ impl McpExchange {
                 if stream {
                     sse::stream_response(
                         span,
-                        sse::message_events(span, served.notifications, Some(reply)),
+                        sse::message_events(
+                            &mut sse::EventIds::response(),
+                            span,
+                            served.notifications,
+                            Some(reply),
+                        ),
                     )
                 } else {
                     let status =
@@ -186,6 +191,39 @@ impl McpExchange {
     }
 }
 
+/// A `POST /mcp` answer streamed while it is served: the runtime writes [`Self::head`] when the
+/// first notification is due (a long poll's progress ticks), then each [`Self::event`] as it
+/// happens, the reply last, and closes the connection (the body ends with it: no
+/// `Content-Length`). Once the head is out the status is `200` whatever the reply.
+#[derive(Clone, Debug)]
+pub struct StreamedReply {
+    span_id: String,
+    ids: sse::EventIds,
+}
+
+impl StreamedReply {
+    /// The stream of the answer whose span is `span_id`, when the exchange can stream (the
+    /// client accepts `text/event-stream`).
+    pub fn open(exchange: &McpExchange, span_id: &str) -> Option<StreamedReply> {
+        exchange.accept.sse.then(|| StreamedReply {
+            span_id: span_id.to_string(),
+            ids: sse::EventIds::response(),
+        })
+    }
+
+    pub fn head(&self) -> Vec<u8> {
+        sse::open_stream_head(&self.span_id)
+    }
+
+    /// The next event, carrying `message` (a notification, or the reply).
+    pub fn event(&mut self, message: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let id = self.ids.next(&self.span_id);
+        sse::push_event(&mut out, &id, "message", message);
+        out
+    }
+}
+
 /// `GET /sse`: the runtime picks an unguessable token, writes [`LegacyOpen::head`] and
 /// [`LegacyOpen::endpoint_event`], and keeps the connection as the stream for that token.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -198,8 +236,10 @@ impl LegacyOpen {
         sse::open_stream_head(&self.span_id)
     }
 
+    /// The `endpoint` event, event 0 of the stream (later ones come from
+    /// [`sse::EventIds::legacy`] of the same token).
     pub fn endpoint_event(&self, token: &str) -> Vec<u8> {
-        sse::endpoint_event(&self.span_id, &legacy_endpoint(token))
+        sse::endpoint_event(&self.span_id, token, &legacy_endpoint(token))
     }
 }
 
@@ -228,12 +268,16 @@ pub struct LegacyMessage {
 }
 
 impl LegacyMessage {
-    /// The SSE events to write to the stream (notifications, then the reply).
-    pub fn events(&self, served: ServedParts<'_>) -> Vec<u8> {
-        let span = served
-            .span_id
-            .map_or_else(|| body_span_id(&self.body), String::from);
-        sse::message_events(&span, served.notifications, served.response)
+    /// The SSE events to write to the stream (notifications, then the reply), with ids from
+    /// the stream's `ids`.
+    pub fn events(&self, ids: &mut sse::EventIds, served: ServedParts<'_>) -> Vec<u8> {
+        let span = self.span(served.span_id);
+        sse::message_events(ids, &span, served.notifications, served.response)
+    }
+
+    /// The span of this message's events: the engine's, else one derived from the body.
+    pub fn span(&self, span_id: Option<&str>) -> String {
+        span_id.map_or_else(|| body_span_id(&self.body), String::from)
     }
 
     /// `202` once the events are on the stream.
@@ -342,10 +386,13 @@ mod tests {
         assert_eq!(r.header("content-type"), Some("text/event-stream"));
         let text = String::from_utf8(r.body).unwrap();
         assert!(
-            text.starts_with("id: sp\nevent: message\ndata: {\"method\""),
+            text.starts_with("id: sp-1\nevent: message\ndata: {\"method\""),
             "{text}"
         );
-        assert_eq!(text.matches("id: sp\n").count(), 2);
+        assert!(
+            text.contains("id: sp-2\nevent: message\ndata: {\"jsonrpc"),
+            "{text}"
+        );
         let r = exchange(Era::Handshake, "application/json").reply(with_notes);
         assert_eq!(r.header("content-type"), Some("application/json"));
         let r = exchange(Era::Handshake, "text/event-stream").reply(plain);
@@ -426,13 +473,30 @@ mod tests {
             },
             keep_alive: true,
         };
-        let ev = msg.events(ServedParts {
+        let mut ids = sse::EventIds::legacy("t");
+        let served = ServedParts {
             notifications: &[],
             response: Some(b"{\"id\":1}"),
             span_id: Some("x"),
-        });
-        assert_eq!(ev, b"id: x\nevent: message\ndata: {\"id\":1}\n\n");
+        };
+        let first = String::from_utf8(msg.events(&mut ids, served)).unwrap();
+        let second = String::from_utf8(msg.events(&mut ids, served)).unwrap();
+        assert!(
+            first.starts_with("id: x-")
+                && first.ends_with("-1\nevent: message\ndata: {\"id\":1}\n\n")
+        );
+        assert_ne!(first, second, "one stream never repeats an id");
         assert_eq!(msg.accepted(Some("x")).status, Status::ACCEPTED);
         assert_eq!(msg.stream_gone().status, Status::NOT_FOUND);
+    }
+
+    #[test]
+    fn a_streamed_reply_numbers_its_events() {
+        assert!(StreamedReply::open(&exchange(Era::Handshake, "application/json"), "sp").is_none());
+        let mut s = StreamedReply::open(&exchange(Era::Handshake, BOTH), "sp").unwrap();
+        let head = String::from_utf8(s.head()).unwrap();
+        assert!(head.contains("X-Bernstein-Span-Id: sp\r\n") && !head.contains("Content-Length"));
+        assert_eq!(s.event(b"{}"), b"id: sp-1\nevent: message\ndata: {}\n\n");
+        assert_eq!(s.event(b"{}"), b"id: sp-2\nevent: message\ndata: {}\n\n");
     }
 }

@@ -71,7 +71,7 @@ pub fn authorize(
 }
 
 /// The credential of an `Authorization: Bearer <token>` header (scheme case-insensitive).
-fn bearer_credential(value: &[u8]) -> Option<&[u8]> {
+pub fn bearer_credential(value: &[u8]) -> Option<&[u8]> {
     let value = value.trim_ascii();
     let (scheme, rest) = value.split_at_checked(6)?;
     if !scheme.eq_ignore_ascii_case(b"bearer")

@@ -148,8 +148,9 @@ pub fn session_removed_message() -> String {
     )
 }
 
-/// Applies the version and mirroring rules to a request whose body is `body`.
-pub fn check_headers(request: &Request, body: &BodyFacts) -> Result<HeaderCheck, HeaderRejection> {
+/// The `MCP-Protocol-Version` header, when present: a supported revision, else `-32022`. The
+/// one header rule of the legacy SSE transport (its mirroring rules belong to streamable HTTP).
+pub fn version_header(request: &Request) -> Result<Option<String>, HeaderRejection> {
     let header_version = match request.header("mcp-protocol-version") {
         None => None,
         Some(raw) => Some(header_text(raw, "MCP-Protocol-Version")?.to_string()),
@@ -164,6 +165,12 @@ pub fn check_headers(request: &Request, body: &BodyFacts) -> Result<HeaderCheck,
             data: e.data,
         });
     }
+    Ok(header_version)
+}
+
+/// Applies the version and mirroring rules to a request whose body is `body`.
+pub fn check_headers(request: &Request, body: &BodyFacts) -> Result<HeaderCheck, HeaderRejection> {
+    let header_version = version_header(request)?;
     let is_stateless = |v: Option<&str>| v.is_some_and(|v| era_of(v) == Era::Stateless);
     let stateless =
         is_stateless(header_version.as_deref()) || is_stateless(body.meta_version.as_deref());

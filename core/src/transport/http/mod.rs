@@ -29,7 +29,7 @@ pub mod router;
 pub mod sse;
 pub mod stream_clock;
 
-pub use exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, ServedParts};
+pub use exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, ServedParts, StreamedReply};
 pub use guard::{BindRefused, is_loopback_host};
 pub use headers::Era;
 pub use host::{HostPolicy, HostRefusal};

@@ -22,7 +22,7 @@
 use serde_json::{Value, json};
 
 use super::exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, valid_token};
-use super::guard::{BindRefused, OriginPolicy, authorize, check_bind};
+use super::guard::{BindRefused, OriginPolicy, authorize, bearer_credential, check_bind};
 use super::headers::{self, BodyFacts, Era};
 use super::host::{HostPolicy, HostRefusal};
 use super::oauth;
@@ -175,18 +175,53 @@ impl HttpPolicy {
         HttpResponse::json(Status::OK, span, &oauth::metadata(o, &base, path))
     }
 
+    /// The 401 of a request [`authorize`] refused. With a token configured it carries an RFC
+    /// 6750 `Bearer` challenge (`error="invalid_token"` when a bearer token was sent and did
+    /// not match; no error attribute when none was sent) and a body naming the fix; with an
+    /// issuer configured the challenge points at the protected-resource metadata instead of
+    /// naming a realm.
     fn unauthorized(&self, request: &Request, authority: &str, span: &str) -> HttpResponse {
+        let sent = request
+            .header("authorization")
+            .and_then(bearer_credential)
+            .is_some();
+        let (error, description) = match (&self.auth, sent) {
+            (AuthMode::None, _) => (
+                "unauthorized",
+                "this server is anonymous on loopback only; reach it from the machine it runs                  on, or restart it with BERNSTEIN_MCP_TOKEN set and send that token in an                  Authorization: Bearer header",
+            ),
+            (AuthMode::Bearer { .. }, false) => (
+                "unauthorized",
+                "this server requires a bearer token: send the value of BERNSTEIN_MCP_TOKEN                  (as the server was started with it) in an Authorization: Bearer header",
+            ),
+            (AuthMode::Bearer { .. }, true) => (
+                "invalid_token",
+                "the bearer token does not match: send the value of BERNSTEIN_MCP_TOKEN (as the                  server was started with it) in an Authorization: Bearer header",
+            ),
+        };
         let r = HttpResponse::json(
             Status::UNAUTHORIZED,
             span,
-            &json!({ "error": "unauthorized" }),
+            &json!({ "error": error, "error_description": description }),
         );
-        match &self.oauth {
-            Some(_) => r.with_header(
+        let invalid = if sent {
+            ", error=\"invalid_token\""
+        } else {
+            ""
+        };
+        match (&self.oauth, &self.auth) {
+            (Some(_), _) => r.with_header(
                 "WWW-Authenticate",
-                oauth::challenge(&oauth::request_base(request, authority)),
+                format!(
+                    "{}{invalid}",
+                    oauth::challenge(&oauth::request_base(request, authority))
+                ),
             ),
-            None => r,
+            (None, AuthMode::Bearer { .. }) => r.with_header(
+                "WWW-Authenticate",
+                format!("Bearer realm=\"bernstein\"{invalid}"),
+            ),
+            (None, AuthMode::None) => r,
         }
     }
 
@@ -253,15 +288,17 @@ fn legacy_post(
         ));
     };
     let facts = checked_body(&request, now, span)?;
-    let check = headers::check_headers(&request, &facts)
-        .map_err(|rej| header_refusal(span, &facts, rej))?;
+    // The stateless era's header rules do not apply here: a 2026-07-28 request reaches the
+    // engine, which answers it on the stream with the handshake-only -32022 (era module).
+    let protocol_version =
+        headers::version_header(&request).map_err(|rej| header_refusal(span, &facts, rej))?;
     let keep_alive = request.keep_alive();
     Ok(LegacyMessage {
         token,
         body: request.body,
         facts: TransportFacts {
             kind: TransportKind::LegacySse,
-            protocol_version: check.protocol_version,
+            protocol_version,
             loopback,
         },
         keep_alive,

@@ -1,9 +1,18 @@
 //! Server-Sent Events framing. Every MCP message travels as one event
-//! `id: <span id>` / `event: message` / `data: <json>`; the legacy stream opens with an
+//! `id: <event id>` / `event: message` / `data: <json>`; the legacy stream opens with an
 //! `endpoint` event naming the POST URL. Data with line breaks is split over several `data:`
 //! lines so that no byte of a message can end an event early.
 //!
+//! Event ids ([`EventIds`]) are unique within their stream and name the span they belong to:
+//! `<span>-<n>` on the SSE response of a `POST /mcp` (`n` counts that response's events from
+//! 1: progress notifications, then the result), `<span>-<stream>-<n>` on a legacy `/sse`
+//! stream (`<stream>`: 8 hex digits derived from the stream's token, so two streams never share
+//! an id; `n` counts the stream's events, 0 being the `endpoint` event). The span id is always
+//! the part before the first `-`. No stream is replayed, so `Last-Event-ID` is not read.
+//!
 //! This module must never write to a socket: it only returns bytes.
+
+use crate::digest::Digest;
 
 use super::response::{HttpResponse, SPAN_HEADER, Status};
 
@@ -31,18 +40,69 @@ pub fn push_event(out: &mut Vec<u8>, id: &str, event: &str, data: &[u8]) {
     out.push(b'\n');
 }
 
-/// The events of one exchange: the notifications, then the response, all with `span_id`.
+/// The ids of one stream's events (module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventIds {
+    stream: Option<String>,
+    next: u64,
+}
+
+impl EventIds {
+    /// The ids of a `POST /mcp` SSE response: `<span>-1`, `<span>-2`, ...
+    pub fn response() -> EventIds {
+        EventIds {
+            stream: None,
+            next: 1,
+        }
+    }
+
+    /// The ids of the legacy stream with `token`, after its `endpoint` event (number 0).
+    pub fn legacy(token: &str) -> EventIds {
+        EventIds {
+            stream: Some(stream_tag(token)),
+            next: 1,
+        }
+    }
+
+    /// The id of the stream's next event, which belongs to `span_id`.
+    pub fn next(&mut self, span_id: &str) -> String {
+        let n = self.next;
+        self.next += 1;
+        event_id(span_id, self.stream.as_deref(), n)
+    }
+}
+
+/// 8 hex digits naming a legacy stream (a digest: the token itself stays out of the ids).
+fn stream_tag(token: &str) -> String {
+    Digest::of_parts(&[b"sse-stream", token.as_bytes()]).hex()[..8].to_string()
+}
+
+fn event_id(span_id: &str, stream: Option<&str>, n: u64) -> String {
+    match stream {
+        Some(tag) => format!("{span_id}-{tag}-{n}"),
+        None => format!("{span_id}-{n}"),
+    }
+}
+
+/// The span id an event id names (the part before the first `-`).
+pub fn span_of_event_id(id: &str) -> &str {
+    id.split('-').next().unwrap_or(id)
+}
+
+/// The events of one exchange: the notifications, then the response, all of `span_id`, with
+/// ids drawn from `ids`.
 pub fn message_events(
+    ids: &mut EventIds,
     span_id: &str,
     notifications: &[Vec<u8>],
     response: Option<&[u8]>,
 ) -> Vec<u8> {
     let mut out = Vec::new();
     for n in notifications {
-        push_event(&mut out, span_id, "message", n);
+        push_event(&mut out, &ids.next(span_id), "message", n);
     }
     if let Some(r) = response {
-        push_event(&mut out, span_id, "message", r);
+        push_event(&mut out, &ids.next(span_id), "message", r);
     }
     out
 }
@@ -67,10 +127,12 @@ pub fn open_stream_head(span_id: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// The first event of a legacy stream: where to POST messages for it.
-pub fn endpoint_event(span_id: &str, endpoint: &str) -> Vec<u8> {
+/// The first event of the legacy stream with `token` (event number 0): where to POST
+/// messages for it.
+pub fn endpoint_event(span_id: &str, token: &str, endpoint: &str) -> Vec<u8> {
     let mut out = Vec::new();
-    push_event(&mut out, span_id, "endpoint", endpoint.as_bytes());
+    let id = event_id(span_id, Some(&stream_tag(token)), 0);
+    push_event(&mut out, &id, "endpoint", endpoint.as_bytes());
     out
 }
 
@@ -83,12 +145,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn events_carry_span_id_event_and_data() {
-        let out = message_events("s1", &[b"{\"n\":1}".to_vec()], Some(b"{\"r\":2}"));
+    fn events_carry_unique_ids_of_their_span() {
+        let out = message_events(
+            &mut EventIds::response(),
+            "s1",
+            &[b"{\"n\":1}".to_vec()],
+            Some(b"{\"r\":2}"),
+        );
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "id: s1\nevent: message\ndata: {\"n\":1}\n\nid: s1\nevent: message\ndata: {\"r\":2}\n\n"
+            "id: s1-1\nevent: message\ndata: {\"n\":1}\n\nid: s1-2\nevent: message\ndata: {\"r\":2}\n\n"
         );
+        let mut a = EventIds::legacy("tok-a");
+        let mut b = EventIds::legacy("tok-b");
+        let (a1, a2, b1) = (a.next("sp"), a.next("sp"), b.next("sp"));
+        assert_ne!(a1, a2);
+        assert_ne!(a1, b1, "two streams never share an id");
+        for id in [&a1, &a2, &b1] {
+            assert_eq!(span_of_event_id(id), "sp");
+        }
+        assert!(a2.ends_with("-2") && a1.len() == "sp-".len() + 8 + 2);
     }
 
     #[test]
@@ -109,16 +185,25 @@ mod tests {
         assert!(head.contains("X-Bernstein-Span-Id: sp\r\n"));
         assert!(!head.contains("Content-Length"));
         assert!(head.ends_with("\r\n\r\n"));
-        let ev = String::from_utf8(endpoint_event("sp", "/messages?stream=abc")).unwrap();
+        let ev = String::from_utf8(endpoint_event("sp", "abc", "/messages?stream=abc")).unwrap();
+        let tag = stream_tag("abc");
         assert_eq!(
             ev,
-            "id: sp\nevent: endpoint\ndata: /messages?stream=abc\n\n"
+            format!("id: sp-{tag}-0\nevent: endpoint\ndata: /messages?stream=abc\n\n")
+        );
+        assert_ne!(
+            endpoint_event("sp", "abc", "/m"),
+            endpoint_event("sp", "abd", "/m"),
+            "two streams' endpoint events differ in id"
         );
     }
 
     #[test]
     fn stream_response_is_a_complete_sse_body() {
-        let r = stream_response("sp", message_events("sp", &[], Some(b"{}")));
+        let r = stream_response(
+            "sp",
+            message_events(&mut EventIds::response(), "sp", &[], Some(b"{}")),
+        );
         assert_eq!(r.header("content-type"), Some("text/event-stream"));
         assert_eq!(r.status.code(), 200);
         assert!(

@@ -14,14 +14,23 @@ from harness.http_server import start_and_expect_failure
 
 TOKEN = "e2e-token-5f1c0d"
 ISSUER = "https://issuer.example"
-UNAUTHORIZED = b'{"error":"unauthorized"}'
+REALM = 'Bearer realm="bernstein"'
 METADATA = "/.well-known/oauth-protected-resource"
 
 
-def assert_refused(reply, challenge: bool) -> None:
+def assert_refused(reply, challenge: str | None, wrong: bool = False) -> None:
+    """A 401 whose RFC 6750 challenge is `challenge` (plus `error="invalid_token"` when a wrong
+    bearer token was sent) and whose body names the fix."""
     assert reply.status == 401, (reply.status, reply.body)
-    assert reply.body == UNAUTHORIZED, reply.body
-    assert ("www-authenticate" in reply.headers) == challenge, reply.headers
+    body = reply.json()
+    assert body["error"] == ("invalid_token" if wrong else "unauthorized"), body
+    assert "Authorization: Bearer" in body["error_description"], body
+    if challenge is None:
+        assert "www-authenticate" not in reply.headers, reply.headers
+    else:
+        assert "BERNSTEIN_MCP_TOKEN" in body["error_description"], body
+        expected = challenge + (', error="invalid_token"' if wrong else "")
+        assert reply.headers.get("www-authenticate") == expected, reply.headers
     assert reply.headers.get("x-bernstein-span-id"), reply.headers
 
 
@@ -35,17 +44,18 @@ def assert_served(reply) -> None:
 def test_token_matrix(http_server, bind):
     srv = http_server(f"bearer-{bind}", host=bind, env={"BERNSTEIN_MCP_TOKEN": TOKEN}, record=False)
     base = srv.direct_base  # a public bind is reached via 127.0.0.1
-    assert_refused(rpc(base, "tools/list"), challenge=False)
-    assert_refused(rpc(base, "tools/list", token="wrong-" + TOKEN), challenge=False)
-    assert_refused(rpc(base, "tools/list", token=TOKEN[:-1]), challenge=False)
-    assert_refused(rpc(base, "tools/list", extra={"Authorization": f"Basic {TOKEN}"}), challenge=False)
+    assert_refused(rpc(base, "tools/list"), REALM)
+    assert_refused(rpc(base, "tools/list", token="wrong-" + TOKEN), REALM, wrong=True)
+    assert_refused(rpc(base, "tools/list", token=TOKEN[:-1]), REALM, wrong=True)
+    # Another scheme is no bearer token at all (RFC 6750 §3.1: no error attribute).
+    assert_refused(rpc(base, "tools/list", extra={"Authorization": f"Basic {TOKEN}"}), REALM)
     assert_served(rpc(base, "tools/list", token=TOKEN))
     assert_served(call_tool(base, "bernstein_status", token=TOKEN))
 
 
 def test_alternative_token_variable(http_server):
     srv = http_server("auth-token-var", env={"BERNSTEIN_MCP_AUTH_TOKEN": TOKEN}, record=False)
-    assert_refused(rpc(srv.direct_base, "tools/list"), challenge=False)
+    assert_refused(rpc(srv.direct_base, "tools/list"), REALM)
     assert_served(rpc(srv.direct_base, "tools/list", token=TOKEN))
 
 
@@ -90,9 +100,9 @@ def test_oauth_discovery_with_issuer(http_server):
         assert doc["authorization_servers"][0] == ISSUER, doc
         assert doc["resource"] == resource, doc
         assert doc["scopes_supported"] == ["bernstein.read", "bernstein.write"], doc
-    refused = rpc(base, "tools/list")
-    assert_refused(refused, challenge=True)
-    assert refused.headers["www-authenticate"] == f'Bearer resource_metadata="http://{authority}{METADATA}/mcp"'
+    challenge = f'Bearer resource_metadata="http://{authority}{METADATA}/mcp"'
+    assert_refused(rpc(base, "tools/list"), challenge)
+    assert_refused(rpc(base, "tools/list", token="wrong-" + TOKEN), challenge, wrong=True)
     # Behind a TLS proxy: the challenge and the metadata follow an allowed Host and
     # X-Forwarded-Proto.
     fwd = {"Host": "mcp.example.com:8443", "X-Forwarded-Proto": "https"}
@@ -114,11 +124,12 @@ def test_oauth_scopes_from_environment(http_server):
     assert set(doc["scopes_supported"]) == {"mcp.read", "mcp.write"}, doc
 
 
-def test_no_issuer_no_discovery_no_challenge(http_server):
+def test_no_issuer_no_discovery_but_a_realm_challenge(http_server):
     srv = http_server("no-oauth", env={"BERNSTEIN_MCP_TOKEN": TOKEN}, record=False)
     for path in (METADATA, METADATA + "/mcp", "/.well-known/oauth-authorization-server"):
         assert request(srv.direct_base, "GET", path).status == 404, path
-    assert_refused(rpc(srv.direct_base, "tools/list"), challenge=False)
+    assert_refused(rpc(srv.direct_base, "tools/list"), REALM)
+    assert_refused(request(srv.direct_base, "GET", "/sse"), REALM)
 
 
 @pytest.mark.parametrize(

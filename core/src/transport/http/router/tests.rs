@@ -124,9 +124,10 @@ fn auth_matrix_over_binds_and_tokens() {
                 continue; // a loopback bind only sees loopback peers
             }
             let p = policy(bearer(), false, public);
-            let cases: [(Option<&str>, bool); 3] = [
+            let cases: [(Option<&str>, bool); 4] = [
                 (None, false),
                 (Some("Bearer wrong"), false),
+                (Some("Basic d3Jvbmc="), false),
                 (Some(&format!("Bearer {TOKEN}")), true),
             ];
             for (auth, ok) in cases {
@@ -137,16 +138,37 @@ fn auth_matrix_over_binds_and_tokens() {
                 let d = p.route(post(&hs, LIST), peer_loopback, now());
                 if ok {
                     assert!(is_mcp(&d), "public={public} auth={auth:?}");
-                } else {
-                    let r = response(d);
-                    assert_eq!(r.status.code(), 401, "public={public} auth={auth:?}");
-                    assert_eq!(r.body, br#"{"error":"unauthorized"}"#);
-                    assert_eq!(
-                        r.header("www-authenticate"),
-                        None,
-                        "no challenge without an issuer"
-                    );
+                    continue;
                 }
+                let r = response(d);
+                assert_eq!(r.status.code(), 401, "public={public} auth={auth:?}");
+                // RFC 6750: a wrong bearer token is invalid_token; no token (or another
+                // scheme) gets the bare challenge.
+                let wrong = auth.is_some_and(|a| a.starts_with("Bearer"));
+                let body = body_json(&r);
+                assert_eq!(
+                    body["error"],
+                    if wrong {
+                        "invalid_token"
+                    } else {
+                        "unauthorized"
+                    }
+                );
+                let description = body["error_description"].as_str().unwrap();
+                assert!(
+                    description.contains("BERNSTEIN_MCP_TOKEN")
+                        && description.contains("Authorization: Bearer"),
+                    "{description}"
+                );
+                assert_eq!(
+                    r.header("www-authenticate"),
+                    Some(if wrong {
+                        "Bearer realm=\"bernstein\", error=\"invalid_token\""
+                    } else {
+                        "Bearer realm=\"bernstein\""
+                    }),
+                    "public={public} auth={auth:?}"
+                );
             }
         }
     }
@@ -194,6 +216,25 @@ fn discovery_when_an_issuer_is_set() {
             "Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\""
         )
     );
+    let wrong = response(p.route(
+        post(
+            &[
+                host,
+                ("X-Forwarded-Proto", "https"),
+                ("Authorization", "Bearer nope"),
+            ],
+            LIST,
+        ),
+        false,
+        now(),
+    ));
+    assert_eq!(
+        wrong.header("www-authenticate"),
+        Some(
+            "Bearer resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\", error=\"invalid_token\""
+        )
+    );
+    assert_eq!(body_json(&wrong)["error"], "invalid_token");
     assert_eq!(
         status(p.route(
             req("GET", "/.well-known/oauth-authorization-server", &[], b""),
