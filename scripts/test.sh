@@ -246,6 +246,22 @@ else
 fi
 run_conformance || true
 
+# ---- [node] real Node clients (issue 13) ---------------------------------------------------
+# tests/e2e/node: the TypeScript SDK 1.x and 2.x and the Inspector CLI 0.21 and 2.12 (exact
+# versions in tests/e2e/node/package-lock.json, installed into .cache/e2e-node by the suite
+# itself through tests/e2e/harness/node.py, with Node 22 in .cache/node22) over stdio,
+# streamable HTTP and legacy SSE, in the legacy, modern and auto eras.
+run_node_clients() {
+  if [ ! -x "$CACHE/venv-mcp1/bin/python" ] || [ ! -x "$BERNSTEIN_BIN" ]; then
+    note_step "pytest node-clients" FAIL "no venv-mcp1 or no $BERNSTEIN_BIN"
+    FAILED=$((FAILED + 1))
+    return 1
+  fi
+  run_pytest "node-clients" "$CACHE/venv-mcp1" node
+}
+run_node_clients || true
+# ---- [node] end ----------------------------------------------------------------------------
+
 # ---- [postgres] the PostgreSQL ledger backend (issue 8) ----------------------------------
 # scripts/postgres.sh starts a throwaway cluster under .cache/pg/ on a free loopback port
 # (installing PostgreSQL from Debian's packages when initdb is missing); the cargo tests of

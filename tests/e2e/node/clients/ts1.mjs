@@ -1,0 +1,40 @@
+// TypeScript SDK 1.x (@modelcontextprotocol/sdk, pinned in ../package.json): connects over
+// $TARGET ({transport: stdio|http|sse, command, args, env, cwd | url}), runs $SCENARIO
+// (scenarios.mjs) and prints one JSON line. Handshake era only (1.x has no version negotiation).
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { main, target } from './scenarios.mjs';
+
+const TIMEOUT = { timeout: 30000 };
+
+function transportFor(t) {
+  if (t.transport === 'stdio') {
+    return new StdioClientTransport({ command: t.command, args: t.args, env: t.env, cwd: t.cwd, stderr: 'inherit' });
+  }
+  if (t.transport === 'http') return new StreamableHTTPClientTransport(new URL(t.url));
+  if (t.transport === 'sse') return new SSEClientTransport(new URL(t.url));
+  throw new Error(`unknown transport ${t.transport}`);
+}
+
+await main(async (errors) => {
+  const t = target();
+  const client = new Client({ name: 'bernstein-e2e-ts1', version: '1.0.0' });
+  client.onerror = (e) => errors.push(String(e?.message ?? e));
+  const transport = transportFor(t);
+  let version = null;
+  const setVersion = transport.setProtocolVersion?.bind(transport);
+  transport.setProtocolVersion = (v) => {
+    version = v;
+    setVersion?.(v);
+  };
+  await client.connect(transport, TIMEOUT);
+  return {
+    client,
+    call: (name, args, opts = {}) => client.callTool({ name, arguments: args }, CallToolResultSchema, { ...TIMEOUT, ...opts }),
+    info: () => ({ sdk: '1.x', protocolVersion: version, server: client.getServerVersion() }),
+    close: () => client.close(),
+  };
+});
