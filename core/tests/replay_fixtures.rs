@@ -34,7 +34,13 @@ fn recorded_payloads(fx: &Fixture) -> Vec<Value> {
             one => vec![one],
         };
         for part in parts {
-            let Some(sc) = part.pointer("/result/structuredContent") else {
+            // Only the polled tools carry structuredContent; the others answer the same JSON
+            // in their text block.
+            let text = part
+                .pointer("/result/content/0/text")
+                .and_then(Value::as_str)
+                .and_then(|t| serde_json::from_str::<Value>(t).ok());
+            let Some(sc) = part.pointer("/result/structuredContent").cloned().or(text) else {
                 continue;
             };
             let payload = match sc.get("_meter") {

@@ -132,7 +132,7 @@ fn both_runtimes_answer_identical_handles_over_stdio_and_http() {
                 .unwrap_or_else(|e| panic!("{}: poll of {task} refused: {e}", fx.name));
             verify_run_handle(&handle).unwrap_or_else(|e| panic!("{}: {e}", fx.name));
             let run = handle["runId"].as_str().unwrap();
-            let expected = run_handle(&fold, run, REVISION).expect("the run is in the fold");
+            let expected = run_handle(&fold, run).expect("the run is in the fold");
             assert_eq!(
                 handle,
                 serde_json::to_value(&expected).unwrap(),
