@@ -39,6 +39,38 @@ fn pg(e: postgres::Error) -> String {
     format!("PostgreSQL: {}", describe(&e))
 }
 
+/// Feeds every ledger line of the database (in `seq` order) to `f`, from one consistent
+/// read-only snapshot: only whole committed transactions, never a half-written one. Stops at
+/// the first error `f` returns (the inner `Err`); the outer `Err` is the database's.
+pub fn for_each_line<E>(
+    pool: &Pool,
+    mut f: impl FnMut(&[u8]) -> Result<(), E>,
+) -> Result<Result<(), E>, String> {
+    let mut lease = pool.get().map_err(|e| e.to_string())?;
+    let mut tx = lease
+        .client()
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .map_err(pg)?;
+    let mut rows = tx
+        .query_raw(
+            "SELECT line FROM bernstein_ledger ORDER BY seq",
+            std::iter::empty::<i32>(),
+        )
+        .map_err(pg)?;
+    while let Some(row) = rows.next().map_err(pg)? {
+        let row: Row = row;
+        if let Err(e) = f(row.get(0)) {
+            return Ok(Err(e));
+        }
+    }
+    drop(rows);
+    tx.commit().map_err(pg)?;
+    Ok(Ok(()))
+}
+
 /// Writes the database's ledger to `<dir>/.sdd/ledger/ledger.jsonl`, which must not exist or
 /// be empty. Records are verified under `key` (MACs unchecked without it) as they are copied.
 pub fn export(pool: &Pool, key: Option<&[u8]>, dir: &Path) -> Result<Transferred, String> {
@@ -85,25 +117,8 @@ fn write_export(
         .map_err(|e| format!("create {}: {e}", tmp.display()))?;
     let mut out = BufWriter::with_capacity(1 << 20, out);
     let mut verifier = LedgerVerifier::new(TABLE_NAME, key);
-    let mut lease = pool.get().map_err(|e| e.to_string())?;
-    // One consistent read of the whole table: only whole committed transactions.
-    let mut tx = lease
-        .client()
-        .build_transaction()
-        .isolation_level(IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .map_err(pg)?;
-    let mut rows = tx
-        .query_raw(
-            "SELECT line FROM bernstein_ledger ORDER BY seq",
-            std::iter::empty::<i32>(),
-        )
-        .map_err(pg)?;
     let mut copied = 0u64;
-    while let Some(row) = rows.next().map_err(pg)? {
-        let row: Row = row;
-        let line: &[u8] = row.get(0);
+    let fed = for_each_line(pool, |line| -> Result<(), String> {
         verifier
             .push_line(line)
             .map_err(|f| format!("the database's ledger does not verify: {f}"))?;
@@ -111,9 +126,9 @@ fn write_export(
             .and_then(|()| out.write_all(b"\n"))
             .map_err(|e| format!("write {}: {e}", tmp.display()))?;
         copied += 1;
-    }
-    drop(rows);
-    tx.commit().map_err(pg)?;
+        Ok(())
+    })?;
+    fed?;
     let report = verifier
         .finish(b"")
         .map_err(|f| format!("the database's ledger does not verify: {f}"))?;

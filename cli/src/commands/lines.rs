@@ -5,10 +5,8 @@
 
 use std::path::Path;
 
-use bernstein_store_postgres::pool::{Pool, describe};
-use bernstein_store_postgres::{PoolOptions, schema};
-use postgres::IsolationLevel;
-use postgres::fallible_iterator::FallibleIterator;
+use bernstein_store_postgres::pool::Pool;
+use bernstein_store_postgres::{PoolOptions, schema, transfer};
 
 use super::backlog::StableLedger;
 
@@ -43,35 +41,16 @@ impl LedgerLines {
     /// empty for the database), or the first error `f` returned.
     pub fn for_each_line<E>(
         self,
-        mut f: impl FnMut(&[u8]) -> Result<(), E>,
+        f: impl FnMut(&[u8]) -> Result<(), E>,
     ) -> Result<Result<Vec<u8>, E>, String> {
         let url = match self {
             LedgerLines::File(file) => return file.for_each_line(f),
             LedgerLines::Postgres { url, .. } => url,
         };
-        let pg = |e: postgres::Error| format!("PostgreSQL: {}", describe(&e));
         let pool = Pool::new(&url, PoolOptions::default()).map_err(|e| e.to_string())?;
         let mut lease = pool.get().map_err(|e| e.to_string())?;
         schema::check(lease.client()).map_err(|e| e.to_string())?;
-        let mut tx = lease
-            .client()
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(pg)?;
-        let mut rows = tx
-            .query_raw(
-                "SELECT line FROM bernstein_ledger ORDER BY seq",
-                std::iter::empty::<i32>(),
-            )
-            .map_err(pg)?;
-        while let Some(row) = rows.next().map_err(pg)? {
-            let line: &[u8] = row.get(0);
-            if let Err(e) = f(line) {
-                return Ok(Err(e));
-            }
-        }
-        Ok(Ok(Vec::new()))
+        drop(lease);
+        Ok(transfer::for_each_line(&pool, f)?.map(|()| Vec::new()))
     }
 }

@@ -19,6 +19,7 @@ import json
 import socket
 
 from harness.http_raw import call_tool, rpc_body, split, status_of
+from harness.payloads import ok_payload
 
 TOKEN = "tick-token"
 
@@ -98,8 +99,7 @@ def open_sse(srv) -> tuple[Events, dict]:
 
 
 def payload(reply) -> dict:
-    sc = reply.rpc_response()["result"]["structuredContent"]
-    return sc["result"] if "_meter" in sc else sc
+    return ok_payload(reply.rpc_response()["result"])
 
 
 def tool(srv, name: str, args: dict) -> dict:
