@@ -188,15 +188,15 @@ impl HttpPolicy {
         let (error, description) = match (&self.auth, sent) {
             (AuthMode::None, _) => (
                 "unauthorized",
-                "this server is anonymous on loopback only; reach it from the machine it runs                  on, or restart it with BERNSTEIN_MCP_TOKEN set and send that token in an                  Authorization: Bearer header",
+                "this server is anonymous on loopback only; reach it from the machine it runs on, or restart it with BERNSTEIN_MCP_TOKEN set and send that token in an Authorization: Bearer header",
             ),
             (AuthMode::Bearer { .. }, false) => (
                 "unauthorized",
-                "this server requires a bearer token: send the value of BERNSTEIN_MCP_TOKEN                  (as the server was started with it) in an Authorization: Bearer header",
+                "this server requires a bearer token: send the value of BERNSTEIN_MCP_TOKEN (as the server was started with it) in an Authorization: Bearer header",
             ),
             (AuthMode::Bearer { .. }, true) => (
                 "invalid_token",
-                "the bearer token does not match: send the value of BERNSTEIN_MCP_TOKEN (as the                  server was started with it) in an Authorization: Bearer header",
+                "the bearer token does not match: send the value of BERNSTEIN_MCP_TOKEN (as the server was started with it) in an Authorization: Bearer header",
             ),
         };
         let r = HttpResponse::json(

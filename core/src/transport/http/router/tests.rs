@@ -157,7 +157,8 @@ fn auth_matrix_over_binds_and_tokens() {
                 let description = body["error_description"].as_str().unwrap();
                 assert!(
                     description.contains("BERNSTEIN_MCP_TOKEN")
-                        && description.contains("Authorization: Bearer"),
+                        && description.contains("Authorization: Bearer")
+                        && !description.contains("  "),
                     "{description}"
                 );
                 assert_eq!(
