@@ -298,6 +298,14 @@ pub fn names(statuses: &[TaskStatus]) -> Vec<&'static str> {
     statuses.iter().map(|s| s.as_str()).collect()
 }
 
+/// [`names`] in alphabetical order: how refusals list the statuses a call would accept, so
+/// every refusal names them the same way.
+pub fn sorted_names(statuses: &[TaskStatus]) -> Vec<&'static str> {
+    let mut names = names(statuses);
+    names.sort_unstable();
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -100,7 +100,7 @@ async def test_claim_progress_complete_approve_and_verify(launcher, workdir: Pat
         )
         assert early["error"] == "task_not_completable", early
         assert early["current_status"] == "waiting_for_subtasks", early
-        assert early["completable_statuses"] == ["open", "claimed", "in_progress"], early
+        assert early["completable_statuses"] == ["claimed", "in_progress", "open"], early
 
         done = await scenarios.ok(
             session, "bernstein_complete", {"task_id": first["task_id"], "result_summary": "Handler written"}

@@ -109,8 +109,6 @@ pub fn not_awaiting_approval(task_id: &str, status: TaskStatus) -> ToolError {
         ),
         _ => "Only tasks in pending_approval can be approved; a worker completes the task first.".into(),
     };
-    let mut completable_names = lifecycle::names(&completable);
-    completable_names.sort_unstable();
     ToolError::new(
         "task_not_awaiting_approval",
         format!("task {task_id} is {status}, not awaiting approval"),
@@ -122,7 +120,10 @@ pub fn not_awaiting_approval(task_id: &str, status: TaskStatus) -> ToolError {
         "approvable_statuses",
         lifecycle::names(&lifecycle::approvable()),
     )
-    .with("completable_statuses", completable_names)
+    .with(
+        "completable_statuses",
+        lifecycle::sorted_names(&completable),
+    )
 }
 
 fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {

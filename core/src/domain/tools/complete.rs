@@ -116,7 +116,7 @@ pub fn not_completable(task_id: &str, status: TaskStatus) -> ToolError {
     .with("current_status", status.as_str())
     .with(
         "completable_statuses",
-        lifecycle::names(&lifecycle::worker_completable()),
+        lifecycle::sorted_names(&lifecycle::worker_completable()),
     )
 }
 

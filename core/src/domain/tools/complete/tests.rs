@@ -50,7 +50,7 @@ fn refusal_matrix_over_every_status() {
                 assert_eq!(e.extra["current_status"], status.as_str());
                 assert_eq!(
                     e.extra["completable_statuses"],
-                    json!(["open", "claimed", "in_progress"])
+                    json!(["claimed", "in_progress", "open"])
                 );
                 assert!(!e.message.is_empty() && !e.hint.is_empty());
                 assert!(out.drafts.is_empty());
