@@ -3,7 +3,7 @@
 //! folds them into.
 //!
 //! Each post of key `k` is version `n + 1` of `k` and is written as three records in one
-//! transaction (docs/RECORDS.md §9):
+//! transaction (docs/RECORDS.md §10):
 //! - `artifact.posted` on stream `lineage` (the lineage spine): the whole [`ArtifactRecord`];
 //! - `run.artifact` on the run journal and `task.artifact` on the audit chain: its
 //!   [`ArtifactRef`].
