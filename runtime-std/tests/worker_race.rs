@@ -78,7 +78,7 @@ fn a_completion_decided_before_a_split_is_never_applied() {
             assert_eq!(e["current_status"], "waiting_for_subtasks");
             assert_eq!(
                 e["completable_statuses"],
-                json!(["open", "claimed", "in_progress"])
+                json!(["claimed", "in_progress", "open"])
             );
         }
         Answer::Ok(v) => panic!("a completion was applied to a waiting parent: {v}"),
