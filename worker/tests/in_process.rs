@@ -21,8 +21,20 @@ use bernstein_worker::{Client, InProcess, RunSummary, ToolReply, WorkerConfig, r
 use serde_json::{Value, json};
 
 struct Project {
-    dir: PathBuf,
     client: Arc<Client>,
+    dir: PathBuf,
+    /// Declared last, so dropped last: the store (inside `client`) writes its final checkpoint
+    /// before the directory goes.
+    _cleanup: RemoveOnDrop,
+}
+
+/// Removes a directory when dropped.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 impl Project {
@@ -45,7 +57,11 @@ impl Project {
             server: Arc::new(Server::new(config)),
             backend,
         })));
-        Project { dir, client }
+        Project {
+            client,
+            _cleanup: RemoveOnDrop(dir.clone()),
+            dir,
+        }
     }
 
     fn call(&self, tool: &str, args: Value) -> Value {
@@ -114,12 +130,6 @@ impl Project {
 
     fn path(&self, name: &str) -> PathBuf {
         self.dir.join(name)
-    }
-}
-
-impl Drop for Project {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
