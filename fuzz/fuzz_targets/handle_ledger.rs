@@ -56,7 +56,7 @@ fn held() -> &'static [(State, usize)] {
                 .map(|r| r.run_id.clone())
                 .collect();
             for id in runs {
-                let h = run_handle(&snap, &id, "").expect("a listed run");
+                let h = run_handle(&snap, &id).expect("a listed run");
                 if !list.iter().any(|(s, _)| *s == state(&h)) {
                     list.push((state(&h), offset));
                 }

@@ -13,6 +13,7 @@ use bernstein_core::domain::claim_verify::verify_claim_receipt;
 use bernstein_core::domain::claims;
 use bernstein_core::domain::handle::{poll_token, receipt_hash, run_handle};
 use bernstein_core::domain::{RunStatus, verify_run_handle};
+use bernstein_core::protocol::era::Revision;
 use bernstein_fuzz::fixture;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
@@ -96,14 +97,37 @@ fuzz_target!(|b: Built| {
     let run = format!("T-{:016x}", b.run);
     let status = STATUSES[usize::from(b.status) % STATUSES.len()];
     let (journal, chain) = (digest(&b.journal), digest(&b.chain));
+    // A handle names a revision the server speaks; any other is refused even when its
+    // receipt hash is consistent.
+    let known = Revision::parse(&b.revision);
+    if known.is_none() {
+        let odd = json!({
+            "taskId": task,
+            "runId": run,
+            "status": status,
+            "journalHead": journal,
+            "chainHead": chain,
+            "specRevision": b.revision,
+            "receiptHash": receipt_hash(&task, &run, status, &journal, &chain, &b.revision),
+            "pollToken": poll_token(&run),
+        });
+        assert!(
+            verify_run_handle(&odd).is_err(),
+            "a handle naming revision {:?} verified",
+            b.revision
+        );
+    }
+    let revision = known
+        .unwrap_or(Revision::SUPPORTED[b.revision.len() % Revision::SUPPORTED.len()])
+        .as_str();
     let handle = json!({
         "taskId": task,
         "runId": run,
         "status": status,
         "journalHead": journal,
         "chainHead": chain,
-        "specRevision": b.revision,
-        "receiptHash": receipt_hash(&task, &run, status, &journal, &chain, &b.revision),
+        "specRevision": revision,
+        "receiptHash": receipt_hash(&task, &run, status, &journal, &chain, revision),
         "pollToken": poll_token(&run),
     });
     verify_run_handle(&handle).unwrap_or_else(|e| panic!("a consistent handle failed: {e}"));
@@ -146,7 +170,7 @@ fuzz_target!(|b: Built| {
     // The fixture's runs.
     let snapshot = fixture::snapshot();
     for id in fixture::task_ids().iter().take(2) {
-        if let Some(h) = run_handle(snapshot, id, "2025-11-25") {
+        if let Some(h) = run_handle(snapshot, id) {
             verify_run_handle(&serde_json::to_value(&h).expect("handles serialize"))
                 .expect("fixture handle");
         }
