@@ -77,20 +77,38 @@ pub fn hmac_tag(key: &[u8], message: &[u8]) -> String {
 
 /// Constant-time check of a rendered HMAC tag.
 pub fn verify_hmac_tag(key: &[u8], message: &[u8], tag: &str) -> bool {
-    let Some(hex_part) = tag.strip_prefix("hmac-sha256:") else {
-        return false;
-    };
-    // Only the exact rendering `hmac_tag` produces verifies: hex decoding alone would also
-    // accept upper-case digits, and the tag is not covered by the record hash.
-    if hex_part.len() != 64 || hex_part.bytes().any(|b| b.is_ascii_uppercase()) {
-        return false;
-    }
-    let Ok(bytes) = hex::decode(hex_part) else {
-        return false;
-    };
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts keys of any length");
+    let mut mac = HmacCheck::new(key);
     mac.update(message);
-    mac.verify_slice(&bytes).is_ok()
+    mac.verify(tag)
+}
+
+/// [`verify_hmac_tag`] over a message fed in pieces (a large file read in chunks).
+pub struct HmacCheck(Hmac<Sha256>);
+
+impl HmacCheck {
+    pub fn new(key: &[u8]) -> HmacCheck {
+        HmacCheck(Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts keys of any length"))
+    }
+
+    pub fn update(&mut self, piece: &[u8]) {
+        self.0.update(piece);
+    }
+
+    /// Whether `tag` is exactly the rendering [`hmac_tag`] gives the whole message.
+    pub fn verify(self, tag: &str) -> bool {
+        let Some(hex_part) = tag.strip_prefix("hmac-sha256:") else {
+            return false;
+        };
+        // Only the exact rendering `hmac_tag` produces verifies: hex decoding alone would also
+        // accept upper-case digits, and the tag is not covered by the record hash.
+        if hex_part.len() != 64 || hex_part.bytes().any(|b| b.is_ascii_uppercase()) {
+            return false;
+        }
+        let Ok(bytes) = hex::decode(hex_part) else {
+            return false;
+        };
+        self.0.verify_slice(&bytes).is_ok()
+    }
 }
 
 #[cfg(test)]

@@ -9,14 +9,14 @@
 //! records; its projection is reused only when this software and format wrote it. It never
 //! lets the store trust bytes it has not verified: it only saves re-folding them.
 
-use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bernstein_core::digest::{hmac_tag, verify_hmac_tag};
+use bernstein_core::digest::{HmacCheck, hmac_tag, verify_hmac_tag};
 use bernstein_core::ledger::{LedgerPosition, Snapshot};
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +33,8 @@ pub const SOFTWARE: &str = concat!("bernstein-runtime-std ", env!("CARGO_PKG_VER
 const PREFIX: &[u8] = b"{\"checkpoint\":";
 const MAC_FIELD: &[u8] = b",\"mac\":\"";
 const SUFFIX: &[u8] = b"\"}\n";
+/// `hmac-sha256:` and 64 hex digits.
+const TAG_LEN: usize = "hmac-sha256:".len() + 64;
 
 /// What a checkpoint records.
 #[derive(Debug, Serialize)]
@@ -107,9 +109,7 @@ pub fn write(layout: &Layout, key: &[u8], folded: &Folded, ledger: &LedgerFile) 
 /// Splits a checkpoint file into its body and tag.
 fn split(content: &[u8]) -> Option<(&[u8], &str)> {
     let inner = content.strip_prefix(PREFIX)?.strip_suffix(SUFFIX)?;
-    let at = inner
-        .len()
-        .checked_sub(MAC_FIELD.len() + "hmac-sha256:".len() + 64)?;
+    let at = inner.len().checked_sub(MAC_FIELD.len() + TAG_LEN)?;
     let (body, rest) = inner.split_at(at);
     let tag = std::str::from_utf8(rest.strip_prefix(MAC_FIELD)?).ok()?;
     Some((body, tag))
@@ -187,7 +187,64 @@ pub fn read(layout: &Layout, key: &[u8]) -> Result<Option<Checkpoint>, String> {
 }
 
 /// The position a checkpoint records as durable, for the offline verifier (which checks the
-/// ledger against it). The tag is checked when the key is known.
+/// ledger against it). The tag is checked when the key is known. Streams the file (the
+/// checkpoint of a large ledger is large): memory stays small whatever its size, and only the
+/// position is decoded.
 pub fn anchor(layout: &Layout, key: Option<&[u8]>) -> Result<Option<LedgerPosition>, String> {
-    Ok(read_body(&layout.checkpoint_file(), key)?.map(|b| b.snapshot.position))
+    let path = layout.checkpoint_file();
+    let mut file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("unreadable: {e}")),
+    };
+    let unreadable = |e: io::Error| format!("unreadable: {e}");
+    let len = file.metadata().map_err(unreadable)?.len();
+    let tail_len = (MAC_FIELD.len() + TAG_LEN + SUFFIX.len()) as u64;
+    let body_len = len
+        .checked_sub(PREFIX.len() as u64 + tail_len)
+        .ok_or("not in checkpoint form")?;
+    let mut head = [0u8; PREFIX.len()];
+    file.read_exact(&mut head).map_err(unreadable)?;
+    let mut tail = vec![0u8; tail_len as usize];
+    file.seek(SeekFrom::Start(PREFIX.len() as u64 + body_len))
+        .and_then(|_| file.read_exact(&mut tail))
+        .map_err(unreadable)?;
+    let tag = tail
+        .strip_prefix(MAC_FIELD)
+        .and_then(|t| t.strip_suffix(SUFFIX))
+        .and_then(|t| std::str::from_utf8(t).ok())
+        .filter(|_| head == PREFIX)
+        .ok_or("not in checkpoint form")?;
+    fn body(file: &mut File, len: u64) -> io::Result<BufReader<io::Take<&mut File>>> {
+        file.seek(SeekFrom::Start(PREFIX.len() as u64))?;
+        Ok(BufReader::with_capacity(1 << 20, file.take(len)))
+    }
+    if let Some(key) = key {
+        let mut check = HmacCheck::new(key);
+        let mut reader = body(&mut file, body_len).map_err(unreadable)?;
+        loop {
+            let chunk = reader.fill_buf().map_err(unreadable)?;
+            if chunk.is_empty() {
+                break;
+            }
+            check.update(chunk);
+            let n = chunk.len();
+            reader.consume(n);
+        }
+        if !check.verify(tag) {
+            return Err("its HMAC tag does not verify under this audit key".into());
+        }
+    }
+    #[derive(Deserialize)]
+    struct Anchor {
+        snapshot: AnchorSnapshot,
+    }
+    #[derive(Deserialize)]
+    struct AnchorSnapshot {
+        position: LedgerPosition,
+    }
+    let reader = body(&mut file, body_len).map_err(unreadable)?;
+    serde_json::from_reader::<_, Anchor>(reader)
+        .map(|a| Some(a.snapshot.position))
+        .map_err(|e| format!("unreadable body: {e}"))
 }

@@ -406,6 +406,21 @@ fn checkpoints_are_written_every_n_records_and_used_on_open() {
         err.to_string().contains("the checkpoint cannot be trusted"),
         "{err}"
     );
+    // The offline verifier's streamed read of it agrees: the tag does not verify, and
+    // without the key (no tag check) the position still reads.
+    let err = checkpoint::anchor(&layout, Some(KEY)).unwrap_err();
+    assert!(err.contains("HMAC tag does not verify"), "{err}");
+    assert_eq!(checkpoint::anchor(&layout, None).unwrap().unwrap().seq, 5);
+    // A body byte changed (the tag intact) fails the tag too; a cut file is no checkpoint.
+    text[i] = if text[i] == b'0' { b'1' } else { b'0' };
+    let at = text.windows(6).position(|w| w == b"\"seq\":").unwrap() + 6;
+    text[at] = if text[at] == b'5' { b'6' } else { b'5' };
+    std::fs::write(layout.checkpoint_file(), &text).unwrap();
+    let err = checkpoint::anchor(&layout, Some(KEY)).unwrap_err();
+    assert!(err.contains("HMAC tag does not verify"), "{err}");
+    std::fs::write(layout.checkpoint_file(), &text[..text.len() - 3]).unwrap();
+    let err = checkpoint::anchor(&layout, Some(KEY)).unwrap_err();
+    assert!(err.contains("not in checkpoint form"), "{err}");
 }
 
 #[test]
