@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness import launch
+from harness.http_server import HttpServer
 from harness.ledger import assert_verifies
 from harness.transcript import check_recording, recordings_in
 
@@ -113,3 +114,19 @@ def pytest_runtest_makereport(item, call):
             text = err.read_text(encoding="utf-8", errors="replace")
             if text.strip():
                 report.sections.append((f"server stderr {err.name}", text[-3000:]))
+
+
+@pytest.fixture
+def http_server(launcher):
+    """A factory: `http_server(label, **kw)` -> a running, ready `HttpServer` (recorded; stopped
+    at teardown)."""
+    started: list[HttpServer] = []
+
+    def start(label: str = "http", **kw) -> HttpServer:
+        srv = HttpServer(launcher, label, **kw)
+        started.append(srv)
+        return srv
+
+    yield start
+    for srv in started:
+        srv.stop()

@@ -15,7 +15,6 @@ from importlib.metadata import PackageNotFoundError, version
 
 import pytest
 
-from harness.http_server import HttpServer
 
 
 def _mcp_major() -> int | None:
@@ -32,17 +31,3 @@ if _MAJOR != 1:
 if _MAJOR is None or _MAJOR < 2:
     collect_ignore.append("stateless")
 
-
-@pytest.fixture
-def http_server(launcher):
-    """A factory: `http_server(label, **kw)` -> a running, ready `HttpServer`."""
-    started: list[HttpServer] = []
-
-    def start(label: str = "http", **kw) -> HttpServer:
-        srv = HttpServer(launcher, label, **kw)
-        started.append(srv)
-        return srv
-
-    yield start
-    for srv in started:
-        srv.stop()

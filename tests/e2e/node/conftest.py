@@ -26,7 +26,6 @@ from pathlib import Path
 import pytest
 
 from harness import node
-from harness.http_server import HttpServer
 from harness.launch import REPO_ROOT, base_env
 
 HERE = Path(__file__).resolve().parent
@@ -124,20 +123,6 @@ def stdio_script(launcher, stdio_target):
 
     return make
 
-
-@pytest.fixture
-def http_server(launcher):
-    """A factory: `http_server(label, **kw)` -> a running, ready `HttpServer` (recorded)."""
-    started: list[HttpServer] = []
-
-    def start(label: str = "http", **kw) -> HttpServer:
-        srv = HttpServer(launcher, label, **kw)
-        started.append(srv)
-        return srv
-
-    yield start
-    for srv in started:
-        srv.stop()
 
 
 @pytest.fixture
