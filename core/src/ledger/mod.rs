@@ -17,7 +17,7 @@ pub mod verify;
 
 pub use record::{Draft, Record, RecordError, seal};
 pub use snapshot::{LedgerPosition, Snapshot};
-pub use store::{Append, AppendResult, Store, StoreError};
+pub use store::{Append, AppendResult, Store, StoreError, StoreFacts};
 
 /// Stream of the audit chain (one entry per tool call, receipts, mailbox mirrors).
 pub const AUDIT_STREAM: &str = "audit";

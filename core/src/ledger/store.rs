@@ -97,4 +97,30 @@ pub trait Store: Send + Sync {
     fn settle(&self) -> Result<(), StoreError> {
         Ok(())
     }
+    /// What the operator's views show of the store itself (everything optional).
+    fn facts(&self) -> StoreFacts {
+        StoreFacts::default()
+    }
+    /// Feeds every ledger line (without its newline), oldest first, to `each` until it returns
+    /// `false`: what the dashboard's checks of a pasted handle or receipt replay. The default
+    /// refuses (a store that cannot be read line by line).
+    fn scan_lines(&self, each: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), StoreError> {
+        let _ = each;
+        Err(StoreError::Unavailable(
+            "this store cannot be read line by line".into(),
+        ))
+    }
+}
+
+/// Facts about a store for the operator's views; `None` where a store does not know.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreFacts {
+    /// `"file"` or `"postgres"`.
+    pub kind: &'static str,
+    /// Bytes of ledger the store has folded.
+    pub ledger_bytes: Option<u64>,
+    /// Wall-clock ms when the newest checkpoint was written or loaded by this process.
+    pub checkpoint_at_ms: Option<u64>,
+    /// Records the newest checkpoint covers.
+    pub checkpoint_records: Option<u64>,
 }

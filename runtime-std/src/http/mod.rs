@@ -13,6 +13,8 @@
 //! - [`inflight`]: requests in flight by id (cancellation) and the closed-peer probe.
 
 pub mod inflight;
+mod metrics_route;
+mod operator;
 pub mod server;
 pub mod service;
 

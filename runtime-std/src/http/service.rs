@@ -308,6 +308,7 @@ impl HttpService {
             Decision::Mcp(x) => self.serve_mcp(&x, gone, early),
             Decision::OpenLegacyStream(open) => Action::OpenLegacy(open),
             Decision::LegacyMessage(m) => Action::Write(self.serve_legacy(&m)),
+            Decision::Operator(req) => self.serve_operator(req),
             other => {
                 crate::log_line!("bernstein http: unhandled routing decision {other:?}");
                 let span = route_span_id("500", "unhandled");

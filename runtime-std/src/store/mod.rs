@@ -26,6 +26,7 @@ pub mod layout;
 pub mod ledger_file;
 pub mod lock;
 pub mod open_check;
+mod scan;
 
 #[cfg(test)]
 pub(crate) mod test_dir;
@@ -36,7 +37,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bernstein_core::ledger::line::RecordKey;
 use bernstein_core::ledger::verify::check_extends;
-use bernstein_core::ledger::{Append, AppendResult, Record, Snapshot, Store, StoreError};
+use bernstein_core::ledger::{
+    Append, AppendResult, Record, Snapshot, Store, StoreError, StoreFacts,
+};
 
 use self::group_commit::{GroupCommit, SyncStats};
 use self::layout::Layout;
@@ -290,6 +293,21 @@ impl FileStore {
 }
 
 impl Store for FileStore {
+    fn facts(&self) -> StoreFacts {
+        StoreFacts {
+            kind: "file",
+            ledger_bytes: self.state().folded.as_ref().map(|f| f.offset),
+            ..StoreFacts::default()
+        }
+    }
+
+    fn scan_lines(&self, each: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), StoreError> {
+        // Up to what a snapshot would show, so a check never reads records not yet durable.
+        let (_, end) = self.fold()?;
+        self.durable(end)?;
+        scan::lines(&self.layout.ledger_file(), end, each)
+    }
+
     fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
         let (snapshot, offset) = self.fold()?;
         // What was folded may have been written by a writer still waiting for its fsync (or

@@ -21,6 +21,7 @@ pub mod guard;
 pub mod headers;
 pub mod host;
 pub mod oauth;
+pub mod operator;
 pub mod options;
 pub mod param_headers;
 pub mod request;
@@ -33,6 +34,7 @@ pub use exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, ServedParts, 
 pub use guard::{BindRefused, is_loopback_host};
 pub use headers::Era;
 pub use host::{HostPolicy, HostRefusal};
+pub use operator::{OperatorRequest, OperatorRoute};
 pub use options::{HttpLimits, HttpOptions};
 pub use param_headers::ParamHeaders;
 pub use request::{Frame, FrameError, ParserLimits, Request, RequestParser};

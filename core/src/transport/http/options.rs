@@ -21,6 +21,9 @@ pub struct HttpOptions {
     /// comma-separated). See [`super::host`].
     pub allowed_hosts: Vec<String>,
     pub limits: HttpLimits,
+    /// Serve MCP (`/mcp`, `/sse`, `/messages`); off for the read-only `bernstein dashboard`,
+    /// which serves only the operator's routes ([`super::operator`]).
+    pub mcp: bool,
 }
 
 impl Default for HttpOptions {
@@ -31,6 +34,7 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
             limits: HttpLimits::default(),
+            mcp: true,
         }
     }
 }

@@ -26,6 +26,7 @@ use super::guard::{BindRefused, OriginPolicy, authorize, bearer_credential, chec
 use super::headers::{self, BodyFacts, Era};
 use super::host::{HostPolicy, HostRefusal};
 use super::oauth;
+use super::operator::{self, OperatorRequest, Parsed};
 use super::options::HttpOptions;
 use super::param_headers::ParamHeaders;
 use super::request::Request;
@@ -46,6 +47,8 @@ pub enum Decision {
     OpenLegacyStream(LegacyOpen),
     /// Deliver a message to a legacy SSE stream.
     LegacyMessage(LegacyMessage),
+    /// Serve an operator route (dashboard API, metrics, probes; [`operator`]).
+    Operator(OperatorRequest),
 }
 
 /// The HTTP policy of one listening server, fixed at startup.
@@ -56,6 +59,8 @@ pub struct HttpPolicy {
     origins: OriginPolicy,
     hosts: HostPolicy,
     bind_loopback: bool,
+    /// Whether the MCP routes are served (see [`HttpOptions::mcp`]).
+    mcp: bool,
     /// The tools' `Mcp-Param-*` bindings (empty unless [`HttpPolicy::with_param_headers`]).
     params: ParamHeaders,
 }
@@ -81,6 +86,7 @@ impl HttpPolicy {
             origins: OriginPolicy::new(&options.host, &options.allowed_origins),
             hosts,
             bind_loopback,
+            mcp: options.mcp,
             params: ParamHeaders::default(),
         })
     }
@@ -98,7 +104,7 @@ impl HttpPolicy {
     }
 
     /// Decides what to do with `request`, which arrived from a loopback peer or not, at `now`.
-    pub fn route(&self, request: Request, peer_loopback: bool, now: Timestamp) -> Decision {
+    pub fn route(&self, mut request: Request, peer_loopback: bool, now: Timestamp) -> Decision {
         let keep = request.keep_alive();
         let span = route_span_id(&request.method, request.path());
         let respond = |r: HttpResponse| Decision::Respond(if keep { r } else { r.closing() });
@@ -114,7 +120,10 @@ impl HttpPolicy {
             Err(refusal) => return respond(host_refusal(refusal, &span)),
         };
         if let Some(origin) = request.header("origin") {
-            let allowed = std::str::from_utf8(origin).is_ok_and(|o| self.origins.allows(o));
+            // A page of this very origin (the `Host` was pinned above) may call its server:
+            // that is the dashboard's own `fetch`.
+            let allowed = std::str::from_utf8(origin)
+                .is_ok_and(|o| self.origins.allows(o) || same_origin(o, &authority));
             if !allowed {
                 let msg = "Forbidden: Origin is not allowed (set BERNSTEIN_MCP_ALLOWED_ORIGINS to trust it)";
                 return respond(HttpResponse::rpc_error(
@@ -130,6 +139,10 @@ impl HttpPolicy {
         if request.path().starts_with("/.well-known/") {
             return respond(self.well_known(&request, &authority, &span));
         }
+        let op = operator::parse(&mut request);
+        if let Parsed::Asset(a) = op {
+            return respond(operator::asset(a, &span));
+        }
         if !authorize(
             &self.auth,
             self.bind_loopback,
@@ -137,6 +150,37 @@ impl HttpPolicy {
             request.header("authorization"),
         ) {
             return respond(self.unauthorized(&request, &authority, &span));
+        }
+        match op {
+            Parsed::None | Parsed::Asset(_) => {}
+            Parsed::Route(route) => {
+                return Decision::Operator(OperatorRequest {
+                    route,
+                    span_id: span,
+                    keep_alive: keep,
+                });
+            }
+            Parsed::Method(allow) => return respond(method_not_allowed(&span, allow)),
+            Parsed::Bad(msg) => {
+                return respond(HttpResponse::problem(
+                    Status::BAD_REQUEST,
+                    &span,
+                    "bad_request",
+                    &msg,
+                ));
+            }
+        }
+        let mcp_path = matches!(
+            request.path(),
+            "/mcp" | "/mcp/" | "/sse" | "/messages" | "/messages/"
+        );
+        if mcp_path && !self.mcp {
+            return respond(HttpResponse::problem(
+                Status::NOT_FOUND,
+                &span,
+                "not_found",
+                "this is the read-only dashboard (bernstein dashboard): MCP is served by bernstein mcp --transport http",
+            ));
         }
         match (request.path(), request.method.as_str()) {
             ("/mcp" | "/mcp/", "POST") => match self.mcp_post(request, peer_loopback, now, &span) {
@@ -158,7 +202,7 @@ impl HttpPolicy {
                 Status::NOT_FOUND,
                 &span,
                 "not_found",
-                "no such endpoint; MCP is served at /mcp",
+                "no such endpoint; MCP is served at /mcp, the dashboard at /",
             )),
         }
     }
@@ -302,6 +346,17 @@ fn legacy_post(
             loopback,
         },
         keep_alive,
+    })
+}
+
+/// Whether `origin` is `http(s)://` + the accepted `Host` authority.
+fn same_origin(origin: &str, authority: &str) -> bool {
+    let origin = origin.trim().trim_end_matches('/');
+    ["http://", "https://"].iter().any(|scheme| {
+        origin
+            .get(..scheme.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+            && origin[scheme.len()..].eq_ignore_ascii_case(authority)
     })
 }
 
