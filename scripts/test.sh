@@ -3,7 +3,8 @@
 # official Python MCP SDK (mcp<2, handshake era; mcp>=2, 2026-07-28 stateless era) on both
 # runtimes (std and smol). Installs what it needs into .cache/ at the repository root and
 # reuses it on the next run. Needs: a Rust toolchain, python3.11 (pip, venv), the MCP
-# schemas in ../shared/mcp-schema. Exits non-zero on any failure; the last line is a summary.
+# schemas in ../shared/mcp-schema, and for the dashboard tests Debian's chromium (installed with
+# apt-get when missing and root). Exits non-zero on any failure; the last line is a summary.
 #
 # Environment knobs (all optional):
 #   PYTHON                  interpreter for the venvs (default: python3.11, else python3)
@@ -30,6 +31,7 @@ HANDSHAKE_REQUIREMENTS=(
   "pytest>=8,<9"
   "pytest-timeout>=2.1,<3"
   "jsonschema>=4.18,<5"
+  "playwright>=1.40,<2"
 )
 STATELESS_REQUIREMENTS=(
   "mcp>=2,<3"
@@ -261,6 +263,41 @@ run_node_clients() {
 }
 run_node_clients || true
 # ---- [node] end ----------------------------------------------------------------------------
+
+# ---- [dashboard] the operator dashboard in a real browser ----------------------------------
+# tests/e2e/dashboard drives the page served on the HTTP port (core/src/transport/http/dashboard)
+# in headless Chromium through Playwright (in venv-mcp1), on both runtimes. The browser is
+# Debian's chromium package, installed with apt-get when missing and we are root; Playwright
+# never downloads one (harness/browser.py launches /usr/bin/chromium, or $BERNSTEIN_E2E_CHROMIUM).
+ensure_chromium() {
+  local bin="${BERNSTEIN_E2E_CHROMIUM:-/usr/bin/chromium}"
+  if [ -x "$bin" ]; then return 0; fi
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "test.sh: $bin is missing and we are not root: apt-get install chromium" >&2
+    return 1
+  fi
+  echo "test.sh: installing Chromium from Debian's packages" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || return 1
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2 || return 1
+  [ -x "$bin" ]
+}
+
+run_dashboard() {
+  if [ ! -x "$CACHE/venv-mcp1/bin/python" ] || [ ! -x "$BERNSTEIN_BIN" ]; then
+    note_step "pytest dashboard" FAIL "no venv-mcp1 or no $BERNSTEIN_BIN"
+    FAILED=$((FAILED + 1))
+    return 1
+  fi
+  banner "chromium for the dashboard tests"
+  if ! ensure_chromium; then
+    note_step "pytest dashboard" FAIL "no chromium (apt-get install chromium)"
+    FAILED=$((FAILED + 1))
+    return 1
+  fi
+  run_pytest "dashboard" "$CACHE/venv-mcp1" dashboard
+}
+run_dashboard || true
+# ---- [dashboard] end -----------------------------------------------------------------------
 
 # ---- [postgres] the PostgreSQL ledger backend (issue 8) ----------------------------------
 # scripts/postgres.sh starts a throwaway cluster under .cache/pg/ on a free loopback port
