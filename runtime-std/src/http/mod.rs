@@ -12,6 +12,7 @@
 //! - [`service`]: [`service::HttpService`], shared with runtime-smol.
 //! - [`inflight`]: requests in flight by id (cancellation) and the closed-peer probe.
 
+mod feeds;
 pub mod inflight;
 mod metrics_route;
 mod operator;
