@@ -126,14 +126,7 @@ async fn stream_timers(svc: Arc<HttpService>) {
 /// Binds, announces the endpoint on stderr and serves until the process ends.
 pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
     let handle = bind(server, backend, options)?;
-    bernstein_runtime_std::log_line!(
-        "bernstein: answering HTTP requests whose Host is one of: {} (add names with BERNSTEIN_MCP_ALLOWED_HOSTS)",
-        handle.service.policy.allowed_hosts()
-    );
-    bernstein_runtime_std::log_line!(
-        "bernstein: serving MCP over HTTP at http://{}/mcp (legacy SSE at /sse; runtime smol)",
-        handle.local_addr()
-    );
+    bernstein_runtime_std::http::announce(&handle.service, handle.local_addr(), "runtime smol");
     handle.wait()
 }
 

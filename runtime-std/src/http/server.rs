@@ -173,13 +173,10 @@ pub fn bind(
 pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
     let workers = options.limits.workers;
     let handle = bind(server, backend, options)?;
-    crate::log_line!(
-        "bernstein: answering HTTP requests whose Host is one of: {} (add names with BERNSTEIN_MCP_ALLOWED_HOSTS)",
-        handle.shared.service.policy.allowed_hosts()
-    );
-    crate::log_line!(
-        "bernstein: serving MCP over HTTP at http://{}/mcp (legacy SSE at /sse; runtime std, {workers} workers)",
-        handle.local_addr()
+    super::announce(
+        &handle.shared.service,
+        handle.local_addr(),
+        &format!("runtime std, {workers} workers"),
     );
     handle.wait()
 }

@@ -21,6 +21,7 @@
 //! records.
 
 pub mod checkpoint;
+mod failed;
 pub mod group_commit;
 pub mod layout;
 pub mod ledger_file;
@@ -41,6 +42,7 @@ use bernstein_core::ledger::{
     Append, AppendResult, Record, Snapshot, Store, StoreError, StoreFacts,
 };
 
+pub use self::failed::FailedStore;
 use self::group_commit::{GroupCommit, SyncStats};
 use self::layout::Layout;
 use self::ledger_file::{CatchUp, Folded, LedgerFile, TailPolicy};
