@@ -30,6 +30,7 @@ HANDSHAKE_REQUIREMENTS=(
   "pytest>=8,<9"
   "pytest-timeout>=2.1,<3"
   "jsonschema>=4.18,<5"
+  "prometheus_client>=0.20,<1"
 )
 STATELESS_REQUIREMENTS=(
   "mcp>=2,<3"

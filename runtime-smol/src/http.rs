@@ -27,8 +27,7 @@ use bernstein_core::transport::http::{
 use bernstein_runtime_std::driver::Backend;
 use bernstein_runtime_std::http::inflight::peer_closed_nonblocking;
 use bernstein_runtime_std::http::{
-    Action, ConnectionCounter, ConnectionSlot, EventSink, HttpService, is_loopback, log,
-    open_listener,
+    Action, ConnectionSlot, EventSink, HttpService, is_loopback, log, open_listener,
 };
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
@@ -137,7 +136,7 @@ async fn accept_loop(
     pool: Arc<BlockingPool>,
     stopped: Receiver<()>,
 ) -> io::Result<()> {
-    let counter = ConnectionCounter::new(svc.options.limits.max_connections);
+    let counter = svc.connection_counter();
     loop {
         let accepted = future::or(async { Some(listener.accept().await) }, async {
             let _ = stopped.recv().await;

@@ -102,10 +102,12 @@ pub struct ConnectionCounter {
 
 impl ConnectionCounter {
     pub fn new(max: usize) -> ConnectionCounter {
-        ConnectionCounter {
-            open: Arc::new(AtomicUsize::new(0)),
-            max,
-        }
+        ConnectionCounter::sharing(max, Arc::new(AtomicUsize::new(0)))
+    }
+
+    /// A counter whose count of open connections is `open` (a metrics gauge).
+    pub fn sharing(max: usize, open: Arc<AtomicUsize>) -> ConnectionCounter {
+        ConnectionCounter { open, max }
     }
 
     /// A slot for one more connection, or `None` at the cap.

@@ -157,7 +157,7 @@ pub fn bind(
             .spawn(move || keepalive(&s))?,
     );
     let s = shared.clone();
-    let counter = ConnectionCounter::new(limits.max_connections);
+    let counter = shared.service.connection_counter();
     let acceptor = thread::Builder::new()
         .name("bernstein-http-accept".into())
         .spawn(move || accept(&s, &listener, &counter, &job_tx))?;
