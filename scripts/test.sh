@@ -31,6 +31,7 @@ HANDSHAKE_REQUIREMENTS=(
   "pytest>=8,<9"
   "pytest-timeout>=2.1,<3"
   "jsonschema>=4.18,<5"
+  "prometheus_client>=0.20,<1"
   "playwright>=1.40,<2"
 )
 STATELESS_REQUIREMENTS=(

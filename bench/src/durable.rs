@@ -64,6 +64,7 @@ fn measure(writers: usize, group_commit: bool) -> (f64, Summary, f64) {
                     store: &*store,
                     clock: &SystemClock,
                     host: &NoHost,
+                    metrics: None,
                 };
                 let mut samples = Vec::new();
                 start.wait();

@@ -29,6 +29,9 @@ struct Cli {
 enum Command {
     /// Serve MCP (stdio by default).
     Mcp(commands::mcp::McpArgs),
+    /// Serve the operator's web dashboard, metrics and health probes for a project's ledger,
+    /// read-only, beside any number of MCP servers on the same ledger.
+    Dashboard(commands::dashboard::DashboardArgs),
     /// Create a project: DIR (else --workdir, else the current directory) and its `.sdd/`
     /// store with the audit and signing keys. The one command that creates a directory; the
     /// others refuse a workdir that does not exist (`mcp` creates `.sdd/` on first use).
@@ -124,6 +127,7 @@ fn main() -> ExitCode {
     }
     let result = match cli.command {
         Command::Mcp(args) => commands::mcp::run(&workdir, args),
+        Command::Dashboard(args) => commands::dashboard::run(&workdir, args),
         Command::Init { dir } => commands::init::run(dir.as_deref().unwrap_or(&workdir)),
         Command::Status { json, store } => commands::status::run(&workdir, json, store.as_deref()),
         Command::Audit { command } => commands::audit::run(&workdir, command),

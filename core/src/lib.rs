@@ -8,11 +8,13 @@
 //! - [`protocol`]: the MCP engine (JSON-RPC codec, eras, dispatch, tool registry, validation).
 //! - [`domain`]: Bernstein's tasks, lifecycle, tools, prompts and capability card.
 //! - [`ledger`]: record format, sealing, projection snapshot, offline verification, store API.
+//! - [`histogram`]: fixed-bucket histograms, the values behind the runtime's metrics.
 
 pub mod canonical;
 pub mod config;
 pub mod digest;
 pub mod domain;
+pub mod histogram;
 pub mod ledger;
 pub mod protocol;
 pub mod time;

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use bernstein_core::protocol::Server;
 use bernstein_core::transport::http::exchange::LegacyOpen;
+use bernstein_core::transport::http::operator::feed_head;
 use bernstein_core::transport::http::response::{over_capacity, request_timeout, route_span_id};
 use bernstein_core::transport::http::{
     CONTINUE, Decision, Frame, HttpOptions, HttpResponse, RequestParser, Status, sse,
@@ -26,8 +27,7 @@ use bernstein_core::transport::http::{
 use bernstein_runtime_std::driver::Backend;
 use bernstein_runtime_std::http::inflight::peer_closed_nonblocking;
 use bernstein_runtime_std::http::{
-    Action, ConnectionCounter, ConnectionSlot, EventSink, HttpService, is_loopback, log,
-    open_listener,
+    Action, ConnectionSlot, EventSink, HttpService, is_loopback, log, open_listener,
 };
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
@@ -71,6 +71,7 @@ impl HttpServerHandle {
             .join()
             .map_err(|_| io::Error::other("the smol HTTP thread panicked"))?;
         self.service.legacy.clear();
+        self.service.feeds.clear();
         result
     }
 }
@@ -124,14 +125,7 @@ async fn stream_timers(svc: Arc<HttpService>) {
 /// Binds, announces the endpoint on stderr and serves until the process ends.
 pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
     let handle = bind(server, backend, options)?;
-    bernstein_runtime_std::log_line!(
-        "bernstein: answering HTTP requests whose Host is one of: {} (add names with BERNSTEIN_MCP_ALLOWED_HOSTS)",
-        handle.service.policy.allowed_hosts()
-    );
-    bernstein_runtime_std::log_line!(
-        "bernstein: serving MCP over HTTP at http://{}/mcp (legacy SSE at /sse; runtime smol)",
-        handle.local_addr()
-    );
+    bernstein_runtime_std::http::announce(&handle.service, handle.local_addr(), "runtime smol");
     handle.wait()
 }
 
@@ -142,7 +136,7 @@ async fn accept_loop(
     pool: Arc<BlockingPool>,
     stopped: Receiver<()>,
 ) -> io::Result<()> {
-    let counter = ConnectionCounter::new(svc.options.limits.max_connections);
+    let counter = svc.connection_counter();
     loop {
         let accepted = future::or(async { Some(listener.accept().await) }, async {
             let _ = stopped.recv().await;
@@ -270,6 +264,9 @@ async fn connection(
                         }
                         Action::OpenLegacy(open) => {
                             return legacy_stream(svc, stream, peer, slot, open).await;
+                        }
+                        Action::OpenFeed(span) => {
+                            return feed_stream(svc, stream, peer, slot, span).await;
                         }
                     }
                 }
@@ -448,40 +445,97 @@ async fn legacy_stream(
     };
     let mut first = open.head();
     first.extend(open.endpoint_event(&token));
-    if write_timed(&mut stream, &first, limits.read_timeout)
-        .await
-        .is_ok()
-    {
-        let mut probe = [0u8; 512];
-        loop {
-            let next = future::or(
-                async {
-                    rx.recv()
-                        .await
-                        .map_or(StreamEvent::Closed, StreamEvent::Send)
-                },
-                async {
-                    match stream.read(&mut probe).await {
-                        Ok(0) | Err(_) => StreamEvent::Closed,
-                        Ok(_) => StreamEvent::Ignore,
-                    }
-                },
-            )
-            .await;
-            let bytes: &[u8] = match &next {
-                StreamEvent::Send(events) => events,
-                StreamEvent::Ignore => continue,
-                StreamEvent::Closed => break,
-            };
-            if write_timed(&mut stream, bytes, limits.read_timeout)
-                .await
-                .is_err()
-            {
-                break;
-            }
-        }
-    }
+    pump(&mut stream, &first, &rx, limits.read_timeout).await;
     rx.close();
     svc.legacy.remove(&token);
+    drop(slot);
+}
+
+/// Writes `first`, then what arrives on `rx`, until either side closes (the peer hanging up
+/// is seen by a read that returns).
+async fn pump(
+    stream: &mut Async<TcpStream>,
+    first: &[u8],
+    rx: &smol::channel::Receiver<Vec<u8>>,
+    limit: Duration,
+) {
+    if write_timed(stream, first, limit).await.is_err() {
+        return;
+    }
+    let mut probe = [0u8; 512];
+    loop {
+        let next = future::or(
+            async {
+                rx.recv()
+                    .await
+                    .map_or(StreamEvent::Closed, StreamEvent::Send)
+            },
+            async {
+                match stream.read(&mut probe).await {
+                    Ok(0) | Err(_) => StreamEvent::Closed,
+                    Ok(_) => StreamEvent::Ignore,
+                }
+            },
+        )
+        .await;
+        let bytes: &[u8] = match &next {
+            StreamEvent::Send(events) => events,
+            StreamEvent::Ignore => continue,
+            StreamEvent::Closed => return,
+        };
+        if write_timed(stream, bytes, limit).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A dashboard feed's end of the service's feed registry: a bounded channel to the task that
+/// owns the socket. It never blocks the watcher: a feed too slow to take its events is dropped
+/// (the page reconnects and gets the current head at once).
+struct FeedSink(Sender<Vec<u8>>);
+
+impl EventSink for FeedSink {
+    fn send(&self, events: &[u8]) -> io::Result<()> {
+        self.0
+            .try_send(events.to_vec())
+            .map_err(|_| io::ErrorKind::BrokenPipe.into())
+    }
+
+    fn is_open(&self) -> bool {
+        !self.0.is_closed()
+    }
+
+    fn close(&self, farewell: &[u8]) {
+        let _ = self.0.try_send(farewell.to_vec());
+        self.0.close();
+    }
+}
+
+/// Turns a connection into a dashboard feed until either side closes it.
+async fn feed_stream(
+    svc: Arc<HttpService>,
+    mut stream: Async<TcpStream>,
+    peer: SocketAddr,
+    slot: ConnectionSlot,
+    span: String,
+) {
+    let limits = svc.options.limits.clone();
+    if !svc.feeds.has_room() {
+        log(&peer, format_args!("503: over the dashboard feed cap"));
+        let _ = write_timed(
+            &mut stream,
+            &over_capacity().to_bytes(),
+            limits.read_timeout,
+        )
+        .await;
+        return;
+    }
+    let (tx, rx) = smol::channel::bounded::<Vec<u8>>(64);
+    // The head is queued first, so nothing the watcher sends can precede it.
+    let head = feed_head(&span);
+    let sink = Arc::new(FeedSink(tx));
+    svc.open_feed(sink.clone());
+    pump(&mut stream, &head, &rx, limits.read_timeout).await;
+    rx.close();
     drop(slot);
 }

@@ -14,6 +14,7 @@
 //! it stands) or, when the client cancelled, to answer `{cancelled: true, partial}`. The
 //! notifications of every round (a waiting long poll's progress ticks) leave as soon as that
 //! round's records are durable ([`serve_message_streaming`]), not with the final answer.
+//! The final answer is counted once into the [`Env`]'s metrics, with what the core reports of it.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -25,6 +26,7 @@ use bernstein_core::protocol::{Input, Outcome, Phase, Server, TransportFacts};
 
 pub use crate::clock::Clock;
 pub use crate::host::HostIo;
+pub use crate::metrics::Metrics;
 
 /// How many times a request is run before a run of conflicts is reported as an error.
 pub const MAX_ATTEMPTS: usize = 100;
@@ -88,12 +90,14 @@ pub enum Stop {
     Defer,
 }
 
-/// What a request is served against: the ledger, the clock and the host.
+/// What a request is served against: the ledger, the clock, the host and, when the server
+/// keeps them, the metrics it counts into.
 #[derive(Clone, Copy)]
 pub struct Env<'a> {
     pub store: &'a dyn Store,
     pub clock: &'a dyn Clock,
     pub host: &'a dyn HostIo,
+    pub metrics: Option<&'a Metrics>,
 }
 
 /// The owned [`Env`] a long-lived server shares between its threads.
@@ -102,11 +106,19 @@ pub struct Backend {
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     pub host: Arc<dyn HostIo>,
+    /// This server's counters (`GET /metrics`), started now.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Backend {
     pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, host: Arc<dyn HostIo>) -> Backend {
-        Backend { store, clock, host }
+        let metrics = Arc::new(Metrics::new(clock.now()));
+        Backend {
+            store,
+            clock,
+            host,
+            metrics,
+        }
     }
 
     pub fn env(&self) -> Env<'_> {
@@ -114,6 +126,7 @@ impl Backend {
             store: &*self.store,
             clock: &*self.clock,
             host: &*self.host,
+            metrics: Some(&self.metrics),
         }
     }
 }
@@ -161,6 +174,9 @@ pub fn serve_message_streaming(
     notify: &dyn Fn(&[u8]),
 ) -> Result<Served, StoreError> {
     let started = Instant::now();
+    let _serving = env.metrics.map(Metrics::request_started);
+    let mut waiting = None;
+    let mut deferred = false;
     let mut phase = Phase::Live;
     let outcome = loop {
         let mut outcome = handle_and_commit(server, env, bytes, facts, phase)?;
@@ -174,15 +190,27 @@ pub fn serve_message_streaming(
         let limit = pending.max_wait_ms.map_or(wait.max_wait, |ms| {
             wait.max_wait.min(Duration::from_millis(ms))
         });
+        if waiting.is_none() {
+            waiting = env.metrics.map(Metrics::wait_started);
+        }
         phase = match wait_for_move(env.store, &pending.after, started + limit, wait, stop)? {
             Waited::Moved => Phase::Live,
             Waited::Deadline | Waited::Stopped(Stop::Settle) => Phase::Settle,
             Waited::Stopped(Stop::Cancel) => Phase::Cancelled,
-            Waited::Stopped(Stop::Defer) => break outcome,
+            Waited::Stopped(Stop::Defer) => {
+                deferred = true;
+                break outcome;
+            }
         };
     };
-    // The records are durable: the response may leave.
-    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    drop(waiting);
+    // The records are durable: the response may leave. A deferred answer is counted when it
+    // is served again.
+    let took = started.elapsed();
+    if let Some(m) = env.metrics.filter(|_| !deferred) {
+        m.served(&outcome.tally, took);
+    }
+    let latency_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
     Ok(Served {
         notifications: outcome.notifications,
         span_id: outcome.response.as_ref().map(|r| r.span_id.clone()),

@@ -9,6 +9,7 @@
 //! - [`host`]: file listings, reads and the shutdown signal the core asks for, confined to
 //!   the project root.
 //! - [`driver`]: snapshot → core → compare-and-append → response, with retry on conflict.
+//! - [`metrics`]: the process's counters behind `GET /metrics`.
 //! - [`verify_cmd`]: `bernstein audit verify`.
 
 /// Writes one log line to stderr and never panics: `eprintln!` panics when the write fails, and
@@ -26,6 +27,7 @@ pub mod driver;
 pub mod host;
 pub mod http;
 pub mod keys;
+pub mod metrics;
 pub mod store;
 pub mod upgrade_cmd;
 pub mod verify_cmd;

@@ -68,6 +68,7 @@ fn recorded_requests_replay_through_the_stdio_connection_and_the_store() {
                 store: &store,
                 clock: &clock,
                 host: &NoHost,
+                metrics: None,
             };
             lines.extend(conn.serve_line(&server, &env, line));
         }

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use bernstein_core::ledger::verify::check_extends;
 use bernstein_core::ledger::{
-    Append, AppendResult, LedgerPosition, Record, Snapshot, Store, StoreError,
+    Append, AppendResult, LedgerPosition, Record, Snapshot, Store, StoreError, StoreFacts,
 };
 
 use crate::fold::{self, Row, fold_rows};
@@ -348,6 +348,25 @@ fn is_conflict(e: &postgres::Error) -> bool {
 impl Store for PgStore {
     fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
         self.catch_up()
+    }
+
+    fn facts(&self) -> StoreFacts {
+        StoreFacts {
+            kind: "postgres",
+            ..StoreFacts::default()
+        }
+    }
+
+    fn scan_lines(&self, each: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), StoreError> {
+        // `each` saying stop is an early end, not an error.
+        let read =
+            crate::transfer::for_each_line(
+                &self.pool,
+                |line| {
+                    if each(line) { Ok(()) } else { Err(()) }
+                },
+            );
+        read.map(drop).map_err(StoreError::Unavailable)
     }
 
     fn wait_for_change(&self, after: &LedgerPosition, timeout: Duration) -> bool {

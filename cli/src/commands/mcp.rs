@@ -5,7 +5,6 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Server, Tier};
 use bernstein_runtime_std::clock::SystemClock;
 use bernstein_runtime_std::driver::Backend;
@@ -75,7 +74,7 @@ enum Transport {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum Runtime {
+pub enum Runtime {
     Std,
     Smol,
 }
@@ -100,7 +99,8 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
     }
     let tier = settings::tier(args.mcp_tier)?;
     let url = settings::store_url(args.store.as_deref())?;
-    let (store, key) = super::open_any_store(workdir, url.as_deref(), args.migrate)?;
+    let http = matches!(args.transport, Transport::Http);
+    let (store, key) = super::open_serving_store(workdir, url.as_deref(), args.migrate, http)?;
     let transports = match args.transport {
         Transport::Stdio => vec!["stdio".to_string()],
         Transport::Http => vec!["streamable-http".to_string(), "sse".to_string()],
@@ -130,31 +130,14 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
         Transport::Http => {
             config.auth = settings::auth_mode(args.auth.as_deref())?;
             config.oauth = settings::oauth()?;
-            let bind = format!("{}:{}", args.host, args.port);
-            let mut opts = HttpOptions {
-                host: args.host,
-                port: args.port,
-                ..HttpOptions::default()
-            };
-            opts.allowed_origins = settings::allowed_origins()?;
-            opts.allowed_hosts = settings::allowed_hosts(args.allowed_hosts.as_deref())?;
-            settings::sse_limits(&mut opts.limits)?;
-            opts.limits.max_body_bytes = config.limits.max_message_bytes;
-            let server = Arc::new(Server::new(config));
-            let served = match args.runtime {
-                Runtime::Std => bernstein_runtime_std::http::serve_http(server, backend, opts),
-                Runtime::Smol => bernstein_runtime_smol::http::serve_http(server, backend, opts),
-            };
-            served.map_err(|e| {
-                if e.kind() == std::io::ErrorKind::AddrInUse {
-                    std::io::Error::new(
-                        e.kind(),
-                        format!("cannot listen on {bind}: address already in use (another server on that port?); pick another with --port N, or --port 0 for any free one"),
-                    )
-                } else {
-                    e
-                }
-            })
+            let max_body = config.limits.max_message_bytes;
+            let opts = super::http_serve::options(
+                args.host,
+                args.port,
+                args.allowed_hosts.as_deref(),
+                max_body,
+            )?;
+            super::http_serve::serve(args.runtime, Arc::new(Server::new(config)), backend, opts)
         }
     };
     served.map_err(|e| e.to_string())?;

@@ -3,7 +3,9 @@
 pub mod audit;
 pub mod backlog;
 pub mod capsule;
+pub mod dashboard;
 pub mod handles;
+pub mod http_serve;
 pub mod init;
 pub mod ledger;
 pub mod lines;
@@ -19,7 +21,7 @@ pub mod worker;
 use std::path::Path;
 use std::sync::Arc;
 
-use bernstein_runtime_std::store::FileStore;
+use bernstein_runtime_std::store::{FailedStore, FileStore};
 
 /// The workdir's audit key. A missing key is created only while the ledger is empty: a new
 /// key could never verify records written under another, so none is made (or left behind)
@@ -44,16 +46,31 @@ fn audit_key_for(
 
 /// Opens the project's store (creating `.sdd/` on first use) and its audit key.
 pub fn open_store(workdir: &Path) -> Result<(Arc<FileStore>, Vec<u8>), String> {
-    let key = audit_key_for(workdir, || {
+    let key = project_audit_key(workdir)?;
+    let store = FileStore::open(workdir, key.clone()).map_err(|e| e.to_string())?;
+    Ok((Arc::new(store), key))
+}
+
+/// The project's audit key (created on first use while the ledger is empty).
+fn project_audit_key(workdir: &Path) -> Result<Vec<u8>, String> {
+    audit_key_for(workdir, || {
         let ledger = workdir.join(".sdd/ledger/ledger.jsonl");
         match std::fs::metadata(&ledger) {
             Ok(m) => Ok(m.len() > 0),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(format!("{}: {e}", ledger.display())),
         }
-    })?;
-    let store = FileStore::open(workdir, key.clone()).map_err(|e| e.to_string())?;
-    Ok((Arc::new(store), key))
+    })
+}
+
+/// What an HTTP server serves when its ledger does not open: a [`FailedStore`] with the
+/// reason, so that `/healthz` answers, `/readyz` says why it is not ready (503), the dashboard
+/// shows it, and every MCP request is refused with it. Said on stderr once.
+fn failed_store(reason: &str) -> Arc<dyn bernstein_core::ledger::Store> {
+    bernstein_runtime_std::log_line!(
+        "bernstein: NOT READY: the ledger cannot be served: {reason}. Answering /healthz, /readyz (503 with this reason) and the dashboard only; every MCP request is refused until the ledger is repaired and the server restarted."
+    );
+    Arc::new(FailedStore::new(reason))
 }
 
 /// Refuses a workdir that does not exist (or is not a directory): a mistyped path must not
@@ -77,6 +94,16 @@ pub fn check_workdir(workdir: &Path) -> Result<(), String> {
 pub fn open_operator_store(
     workdir: &Path,
     store_flag: Option<&str>,
+) -> Result<(Arc<dyn bernstein_core::ledger::Store>, Vec<u8>), String> {
+    open_operator_store_with(workdir, store_flag, false)
+}
+
+/// [`open_operator_store`]; with `degrade`, a ledger that does not open is served as a
+/// [`FailedStore`] (see [`open_serving_store`]).
+pub fn open_operator_store_with(
+    workdir: &Path,
+    store_flag: Option<&str>,
+    degrade: bool,
 ) -> Result<(Arc<dyn bernstein_core::ledger::Store>, Vec<u8>), String> {
     let url = crate::settings::store_url(store_flag)?;
     let sdd = workdir.join(".sdd");
@@ -107,14 +134,20 @@ pub fn open_operator_store(
                 sdd.display()
             ));
         }
-        let store = FileStore::open(workdir, key.clone()).map_err(|e| e.to_string())?;
-        return Ok((Arc::new(store), key));
+        return match FileStore::open(workdir, key.clone()) {
+            Ok(store) => Ok((Arc::new(store), key)),
+            Err(e) if degrade => Ok((failed_store(&e.to_string()), key)),
+            Err(e) => Err(e.to_string()),
+        };
     };
     let mut options = crate::settings::pg_options()?;
-    options.listen = false;
-    let store = bernstein_store_postgres::PgStore::open(&url, key.clone(), options)
-        .map_err(|e| e.to_string())?;
-    Ok((Arc::new(store), key))
+    // A one-shot command needs no notifications; a dashboard hears of new heads by them.
+    options.listen = degrade;
+    match bernstein_store_postgres::PgStore::open(&url, key.clone(), options) {
+        Ok(store) => Ok((Arc::new(store), key)),
+        Err(e) if degrade => Ok((failed_store(&e.to_string()), key)),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Opens the store `url` names (see `settings::store_url`), else the project's `.sdd/` store,
@@ -122,14 +155,23 @@ pub fn open_operator_store(
 /// instances on one database must share it, see docs/POSTGRES.md). With `migrate` the
 /// database's schema is brought up to date first; without it a schema this software does not
 /// serve is refused.
-pub fn open_any_store(
+///
+/// With `degrade`, a ledger that does not open (it does not
+/// verify, the database refuses) is served as a [`FailedStore`] instead of an error (an HTTP
+/// server still answers its probes). Key problems are errors either way.
+pub fn open_serving_store(
     workdir: &Path,
     url: Option<&str>,
     migrate: bool,
+    degrade: bool,
 ) -> Result<(Arc<dyn bernstein_core::ledger::Store>, Vec<u8>), String> {
     let Some(url) = url else {
-        let (store, key) = open_store(workdir)?;
-        return Ok((store, key));
+        let key = project_audit_key(workdir)?;
+        return match FileStore::open(workdir, key.clone()) {
+            Ok(store) => Ok((Arc::new(store), key)),
+            Err(e) if degrade => Ok((failed_store(&e.to_string()), key)),
+            Err(e) => Err(e.to_string()),
+        };
     };
     if migrate {
         let applied = bernstein_store_postgres::migrate(url)?;
@@ -138,10 +180,12 @@ pub fn open_any_store(
         }
     }
     let key = audit_key_for(workdir, || bernstein_store_postgres::has_records(url))?;
-    let store =
-        bernstein_store_postgres::PgStore::open(url, key.clone(), crate::settings::pg_options()?)
-            .map_err(|e| e.to_string())?;
-    Ok((Arc::new(store), key))
+    match bernstein_store_postgres::PgStore::open(url, key.clone(), crate::settings::pg_options()?)
+    {
+        Ok(store) => Ok((Arc::new(store), key)),
+        Err(e) if degrade => Ok((failed_store(&e.to_string()), key)),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Loads (creating on first use) the project's Ed25519 signing identity,

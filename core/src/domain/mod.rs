@@ -36,11 +36,13 @@
 
 pub mod aliases;
 pub mod artifacts;
+pub mod call_stats;
 pub mod capsule;
 pub mod card;
 pub mod claim_verify;
 pub mod claims;
 pub mod completion;
+pub mod dashboard;
 pub mod deps;
 pub mod dlp;
 pub mod handle;

@@ -30,6 +30,7 @@ use crate::ledger::{
 };
 
 use super::artifacts::{self, ArtifactIndex};
+use super::call_stats::CallStats;
 use super::capsule::{self, CapsuleIndex};
 use super::claims::lease::{self, TaskLease, TaskReclaimed};
 use super::lifecycle::{self, TaskStatus};
@@ -130,6 +131,8 @@ pub struct Projection {
     txn: TxnCursor,
     /// Known-kind records that did not fit the state and were skipped.
     ignored_records: u64,
+    /// Calls per minute of the last day (the dashboard's tallies).
+    calls: CallStats,
 }
 
 impl Projection {
@@ -362,7 +365,7 @@ impl Projection {
         match rec.kind.as_str() {
             artifacts::ARTIFACT_MIRROR => return self.artifacts.fold_ref(rec, false),
             capsule::CAPSULE_ISSUED => return self.capsules.fold_issued(rec, audit_head),
-            records::STATELESS_CALL => {}
+            records::STATELESS_CALL => self.calls.fold(&rec.body),
             _ => return true,
         }
         let Some(run_id) = rec.body.get("run_id").and_then(Value::as_str) else {
@@ -393,6 +396,11 @@ impl Projection {
             self.capsules.fold_mailbox(entry);
         }
         fitted
+    }
+
+    /// Tool calls per minute of the last day.
+    pub fn calls(&self) -> &CallStats {
+        &self.calls
     }
 
     /// Artifact versions by key (the lineage spine).

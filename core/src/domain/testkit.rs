@@ -27,6 +27,9 @@ pub(crate) struct Bench {
     pub log: Vec<Record>,
     /// The `_meta` the next calls carry (W3C trace context tests).
     pub meta: Option<Value>,
+    /// Give the stand-in audit records a `ts` and an `error` code, as the engine's have (off by
+    /// default: the documented test vectors were made without them).
+    pub stamp_calls: bool,
     calls: u64,
 }
 
@@ -39,6 +42,7 @@ impl Bench {
             spec_revision: "2025-11-25".into(),
             log: Vec::new(),
             meta: None,
+            stamp_calls: false,
             calls: 0,
         }
     }
@@ -78,6 +82,12 @@ impl Bench {
         }
         let mut drafts = out.drafts.clone();
         let mut body = json!({"tool": tool, "call_id": call_id, "ok": out.result.is_ok()});
+        if self.stamp_calls {
+            body["ts"] = json!(self.now.0);
+            if let Err(e) = &out.result {
+                body["error"] = json!(e.error);
+            }
+        }
         if let Some(r) = &out.run_id {
             body["run_id"] = json!(r);
         }

@@ -17,7 +17,7 @@ pub mod verify;
 
 pub use record::{Draft, Record, RecordError, seal};
 pub use snapshot::{LedgerPosition, Snapshot};
-pub use store::{Append, AppendResult, Store, StoreError, StoreFacts};
+pub use store::{Append, AppendResult, Store, StoreError, StoreFacts, SyncFacts};
 
 /// Stream of the audit chain (one entry per tool call, receipts, mailbox mirrors).
 pub const AUDIT_STREAM: &str = "audit";

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::record::Record;
 use super::snapshot::{LedgerPosition, Snapshot};
+use crate::histogram::Histogram;
 
 /// Records one request produces, to be committed together iff the head is still `expected`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,7 +114,7 @@ pub trait Store: Send + Sync {
 }
 
 /// Facts about a store for the operator's views; `None` where a store does not know.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct StoreFacts {
     /// `"file"` or `"postgres"`.
     pub kind: &'static str,
@@ -123,4 +124,16 @@ pub struct StoreFacts {
     pub checkpoint_at_ms: Option<u64>,
     /// Records the newest checkpoint covers.
     pub checkpoint_records: Option<u64>,
+    /// The ledger fsyncs this process performed.
+    pub syncs: Option<SyncFacts>,
+}
+
+/// What a store's fsyncs of its ledger cost, since it was opened.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SyncFacts {
+    /// Seconds each fsync took.
+    pub fsync_seconds: Histogram,
+    /// Appends of this process each fsync made durable (counting only fsyncs that covered at
+    /// least one: a reader's fsync of bytes another process wrote covers none).
+    pub appends_per_fsync: Histogram,
 }

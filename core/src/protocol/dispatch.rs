@@ -25,6 +25,7 @@ use super::listing::{get_prompt, list_prompts, list_resources, list_tools, read_
 use super::prescan::prescan;
 use super::progress;
 use super::resource_templates::list_resource_templates;
+use super::tally::{self, OTHER_METHOD, Tally, method_label};
 use super::tasks;
 use super::{Input, MeterSlot, Outcome, Phase, Response, Server, Wait};
 use crate::ledger::{Append, Record, Snapshot};
@@ -103,6 +104,10 @@ pub fn handle(server: &Server, input: &Input<'_>, host: &[HostReply], phase: Pha
                     phase,
                 },
             );
+            let tally = Tally {
+                methods: served.method.into_iter().collect(),
+                calls: tally::audited_calls(server, &served.records),
+            };
             let append = (!served.records.is_empty()).then_some(Append {
                 expected: input.snapshot.position,
                 records: served.records,
@@ -114,6 +119,7 @@ pub fn handle(server: &Server, input: &Input<'_>, host: &[HostReply], phase: Pha
                 negotiated_version: served.negotiated.map(|r| r.as_str().to_string()),
                 pending: served.pending,
                 host: served.host,
+                tally,
             }
         }
     }
@@ -131,9 +137,14 @@ pub fn request_span_id(bytes: &[u8]) -> Option<String> {
     }
 }
 
+/// The answer to a message refused as a whole (before its method could be read).
 fn reply(response: Response) -> Outcome {
     Outcome {
         response: Some(response),
+        tally: Tally {
+            methods: vec![OTHER_METHOD],
+            calls: Vec::new(),
+        },
         ..Outcome::default()
     }
 }
@@ -202,6 +213,7 @@ fn handle_batch<'b>(
     let mut records: Vec<Record> = Vec::new();
     let mut notifications = Vec::new();
     let mut negotiated = None;
+    let mut methods = Vec::new();
     for (i, item) in items.iter().enumerate() {
         // A batch is answered at once: nothing in it waits.
         let round = Round {
@@ -217,10 +229,15 @@ fn handle_batch<'b>(
                 .expect("records sealed at the snapshot's head extend it");
         }
         records.extend(served.records);
+        methods.extend(served.method);
         notifications.extend(served.notifications);
         parts.extend(served.response);
         negotiated = served.negotiated.or(negotiated);
     }
+    let tally = Tally {
+        methods,
+        calls: tally::audited_calls(server, &records),
+    };
     let append = (!records.is_empty()).then_some(Append {
         expected: input.snapshot.position,
         records,
@@ -233,6 +250,7 @@ fn handle_batch<'b>(
         negotiated_version: negotiated.map(|r: Revision| r.as_str().to_string()),
         pending: None,
         host: None,
+        tally,
     }
 }
 
@@ -252,6 +270,8 @@ struct Served {
     notifications: Vec<Vec<u8>>,
     pending: Option<Wait>,
     host: Option<HostRequest>,
+    /// The method label, once the request is answered.
+    method: Option<&'static str>,
 }
 
 fn serve_one(
@@ -269,6 +289,7 @@ fn serve_one(
         notifications: Vec::new(),
         pending: None,
         host: None,
+        method: None,
     };
     let (id, method, params) = match classify(value, raw_id) {
         Incoming::Notification { .. } | Incoming::ClientResponse => return none,
@@ -276,6 +297,7 @@ fn serve_one(
             let span = RequestIds::of_value(&numbers_as_text(value)).span_id;
             return Served {
                 response: Some(Response::error(id.as_ref(), &error, span)),
+                method: Some(OTHER_METHOD),
                 ..none
             };
         }
@@ -308,6 +330,7 @@ fn serve_one(
         notifications: routed.notifications,
         pending: routed.pending,
         host: None,
+        method: Some(method_label(method)),
     }
 }
 

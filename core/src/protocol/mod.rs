@@ -17,6 +17,7 @@
 //! - [`validate`]: argument limits and the JSON Schema subset validator.
 //! - [`ids`]: content-derived span, trace and call ids.
 //! - [`meter`], [`render`]: the `_meter` envelope and response bytes.
+//! - [`tally`]: what a runtime may count about an outcome (its metrics).
 //! - [`tasks`]: task-augmented `tools/call` and `tasks/*` (2025-11-25 and the 2026-07-28
 //!   `io.modelcontextprotocol/tasks` extension); [`progress`]: `notifications/progress` ticks.
 //!
@@ -39,6 +40,7 @@ pub mod registry;
 pub mod render;
 pub mod resource_templates;
 pub mod strict_json;
+pub mod tally;
 pub mod tasks;
 pub mod validate;
 
@@ -143,6 +145,9 @@ pub struct Outcome {
     /// is to be appended; the runtime performs the request and calls
     /// [`Server::handle_round`] again with every reply so far.
     pub host: Option<host::HostRequest>,
+    /// The requests this outcome answers and the tool calls its records audit, for the
+    /// runtime's metrics (bounded labels only).
+    pub tally: tally::Tally,
 }
 
 /// "Not ready: ask me again when the ledger moves."

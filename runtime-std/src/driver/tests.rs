@@ -25,6 +25,7 @@ fn env(store: &dyn Store) -> Env<'_> {
         store,
         clock: &CLOCK,
         host: &crate::host::NoHost,
+        metrics: None,
     }
 }
 

@@ -1,15 +1,170 @@
-//! `GET /metrics`: the process's counters in the Prometheus text format.
+//! `GET /metrics`: this process's counters ([`crate::metrics`]) and the ledger's figures read
+//! from the store, in the Prometheus text format (the families are listed in
+//! docs/OPERATIONS.md). Nothing here writes; a store that cannot be read leaves out the
+//! families derived from it and the process counters are still answered.
 
+use bernstein_core::domain::TaskStatus;
+use bernstein_core::histogram::Histogram;
+use bernstein_core::protocol::tally::METHODS;
+use bernstein_core::transport::http::prometheus::{CONTENT_TYPE, Exposition, Kind};
 use bernstein_core::transport::http::{HttpResponse, Status};
 
+use super::ConnectionCounter;
 use super::service::HttpService;
+use crate::metrics::Counts;
 
 impl HttpService {
     /// The exposition of this process's metrics.
     pub(super) fn metrics_response(&self, span: &str) -> HttpResponse {
-        let mut r = HttpResponse::new(Status::OK, span)
-            .with_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-        r.body = b"# HELP bernstein_up Whether the server answers.\n# TYPE bernstein_up gauge\nbernstein_up 1\n".to_vec();
+        let mut r = HttpResponse::new(Status::OK, span).with_header("Content-Type", CONTENT_TYPE);
+        r.body = self.exposition().into_bytes();
         r
     }
+
+    /// The counter of open connections capped at the configured maximum, counting into this
+    /// server's `bernstein_http_connections_open` (each runtime takes one when it binds).
+    pub fn connection_counter(&self) -> ConnectionCounter {
+        ConnectionCounter::sharing(
+            self.options.limits.max_connections,
+            self.backend.metrics.connections(),
+        )
+    }
+
+    fn exposition(&self) -> String {
+        let metrics = &self.backend.metrics;
+        let mut x = Exposition::new();
+        served(&mut x, &metrics.counts());
+        self.ledger(&mut x);
+        let gauges = [
+            (
+                "bernstein_http_connections_open",
+                "HTTP connections open now.",
+                metrics.connections_open(),
+            ),
+            (
+                "bernstein_requests_in_flight",
+                "JSON-RPC messages being served now (waits included).",
+                metrics.in_flight(),
+            ),
+            (
+                "bernstein_waits_in_flight",
+                "Answers held back now until the ledger moves (long polls, tasks/result).",
+                metrics.waits(),
+            ),
+        ];
+        for (name, help, n) in gauges {
+            x.family(name, Kind::Gauge, help).sample(&[], n as f64);
+        }
+        x.family(
+            "bernstein_process_start_time_seconds",
+            Kind::Gauge,
+            "When this server started, in seconds since the Unix epoch.",
+        )
+        .sample(&[], seconds(metrics.started_at().0));
+        x.finish()
+    }
+
+    /// The families read from the store: fsyncs, size, tasks, checkpoint.
+    fn ledger(&self, x: &mut Exposition) {
+        let store = &self.backend.store;
+        let facts = store.facts();
+        if let Some(syncs) = &facts.syncs {
+            histogram(
+                x,
+                "bernstein_ledger_fsync_duration_seconds",
+                "Seconds each fsync of the ledger file took.",
+                &syncs.fsync_seconds,
+            );
+            histogram(
+                x,
+                "bernstein_group_commit_batch_appends",
+                "Appends of this process each ledger fsync made durable (fsyncs covering none are not observed).",
+                &syncs.appends_per_fsync,
+            );
+        }
+        match store.snapshot() {
+            Ok(snapshot) => {
+                x.family(
+                    "bernstein_ledger_records",
+                    Kind::Gauge,
+                    "Records in the ledger (the head's sequence number).",
+                )
+                .sample(&[], snapshot.position.seq as f64);
+                x.family(
+                    "bernstein_tasks",
+                    Kind::Gauge,
+                    "Tasks in the ledger by status.",
+                );
+                for status in TaskStatus::ALL {
+                    let n = snapshot.domain.count(status);
+                    x.sample(&[("status", status.as_str())], n as f64);
+                }
+            }
+            Err(e) => crate::log_line!("bernstein http: /metrics left out the ledger: {e}"),
+        }
+        if let Some(bytes) = facts.ledger_bytes {
+            x.family(
+                "bernstein_ledger_bytes",
+                Kind::Gauge,
+                "Bytes of ledger the store has read.",
+            )
+            .sample(&[], bytes as f64);
+        }
+        if let Some(at) = facts.checkpoint_at_ms {
+            let age = self.backend.clock.now().0.saturating_sub(at);
+            x.family(
+                "bernstein_checkpoint_age_seconds",
+                Kind::Gauge,
+                "Seconds since this process last wrote or loaded a ledger checkpoint.",
+            )
+            .sample(&[], seconds(age));
+        }
+    }
 }
+
+/// The families counted by the request driver.
+fn served(x: &mut Exposition, counts: &Counts) {
+    x.family(
+        "bernstein_tool_calls_total",
+        Kind::Counter,
+        "Tool calls this process served (one per audit record), by tool, protocol revision and outcome (ok or the refusal code).",
+    );
+    for ((tool, era, outcome), n) in &counts.calls {
+        x.sample(
+            &[("tool", tool), ("era", era), ("outcome", outcome)],
+            *n as f64,
+        );
+    }
+    x.family(
+        "bernstein_requests_total",
+        Kind::Counter,
+        "JSON-RPC requests this process answered, by method (other for any method it does not serve).",
+    );
+    let known = METHODS
+        .iter()
+        .copied()
+        .chain([bernstein_core::protocol::tally::OTHER_METHOD]);
+    for method in known {
+        let n = counts.requests.get(method).copied().unwrap_or(0);
+        x.sample(&[("method", method)], n as f64);
+    }
+    x.family(
+        "bernstein_tool_call_duration_seconds",
+        Kind::Histogram,
+        "Seconds from the start of serving a tool call to its durable answer, by tool.",
+    );
+    for (tool, h) in &counts.call_seconds {
+        x.histogram(&[("tool", tool)], h);
+    }
+}
+
+fn histogram(x: &mut Exposition, name: &str, help: &str, h: &Histogram) {
+    x.family(name, Kind::Histogram, help).histogram(&[], h);
+}
+
+fn seconds(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+#[cfg(test)]
+mod tests;

@@ -12,6 +12,7 @@
 //! - [`service`]: [`service::HttpService`], shared with runtime-smol.
 //! - [`inflight`]: requests in flight by id (cancellation) and the closed-peer probe.
 
+mod feeds;
 pub mod inflight;
 mod metrics_route;
 mod operator;
@@ -53,6 +54,27 @@ pub fn open_listener(
     Ok((listener, policy))
 }
 
+/// Says on stderr where a server listens and which `Host` values it answers (`runtime`
+/// describes the runtime, for the log).
+pub fn announce(service: &HttpService, local: SocketAddr, runtime: &str) {
+    crate::log_line!(
+        "bernstein: answering HTTP requests whose Host is one of: {} (add names with BERNSTEIN_MCP_ALLOWED_HOSTS)",
+        service.policy.allowed_hosts()
+    );
+    if service.options.mcp {
+        crate::log_line!(
+            "bernstein: serving MCP over HTTP at http://{local}/mcp (legacy SSE at /sse; {runtime})"
+        );
+        crate::log_line!(
+            "bernstein: dashboard at http://{local}/ (metrics at /metrics, probes at /healthz and /readyz)"
+        );
+    } else {
+        crate::log_line!(
+            "bernstein: serving the read-only dashboard at http://{local}/ (metrics at /metrics, probes at /healthz and /readyz; {runtime})"
+        );
+    }
+}
+
 /// Whether an address is loopback (IPv4-mapped IPv6 included).
 pub fn is_loopback(addr: &SocketAddr) -> bool {
     addr.ip().to_canonical().is_loopback()
@@ -80,10 +102,12 @@ pub struct ConnectionCounter {
 
 impl ConnectionCounter {
     pub fn new(max: usize) -> ConnectionCounter {
-        ConnectionCounter {
-            open: Arc::new(AtomicUsize::new(0)),
-            max,
-        }
+        ConnectionCounter::sharing(max, Arc::new(AtomicUsize::new(0)))
+    }
+
+    /// A counter whose count of open connections is `open` (a metrics gauge).
+    pub fn sharing(max: usize, open: Arc<AtomicUsize>) -> ConnectionCounter {
+        ConnectionCounter { open, max }
     }
 
     /// A slot for one more connection, or `None` at the cap.

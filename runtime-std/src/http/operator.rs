@@ -3,8 +3,12 @@
 //! from the store or the process's counters; nothing here writes to the ledger, so the
 //! read-only `bernstein dashboard` serves the same routes.
 
+use bernstein_core::domain::dashboard::verify::PastedCheck;
+use bernstein_core::domain::dashboard::{self, ServerFacts};
+use bernstein_core::domain::signed_head::sign_head;
+use bernstein_core::ledger::Snapshot;
 use bernstein_core::transport::http::{HttpResponse, OperatorRequest, OperatorRoute, Status};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::service::{Action, HttpService};
 
@@ -12,37 +16,111 @@ impl HttpService {
     /// Serves an operator route (may block on the store).
     pub fn serve_operator(&self, req: OperatorRequest) -> Action {
         let span = req.span_id.as_str();
-        let r = match req.route {
-            OperatorRoute::Healthz => {
-                HttpResponse::json(Status::OK, span, &json!({"status": "ok"}))
-            }
-            OperatorRoute::Readyz => self.readiness(span),
-            OperatorRoute::Metrics => self.metrics_response(span),
-            other => HttpResponse::problem(
-                Status::NOT_IMPLEMENTED,
-                span,
-                "not_implemented",
-                &format!("{other:?} is not served yet"),
-            ),
-        };
+        let r =
+            match req.route {
+                OperatorRoute::Healthz => {
+                    HttpResponse::json(Status::OK, span, &json!({"status": "ok"}))
+                }
+                OperatorRoute::Readyz => self.readiness(span),
+                OperatorRoute::Metrics => self.metrics_response(span),
+                OperatorRoute::Events => return Action::OpenFeed(req.span_id),
+                OperatorRoute::Overview { window_s } => self.with_snapshot(span, |s| {
+                    let facts =
+                        ServerFacts {
+                            version: &self.server.config.server_version,
+                            read_only: !self.options.mcp,
+                            store: self.backend.store.facts(),
+                            signed_head: self.server.config.signing_key.as_ref().map(|k| {
+                                serde_json::to_value(sign_head(s, k)).unwrap_or(Value::Null)
+                            }),
+                        };
+                    let now = self.backend.clock.now();
+                    ok(span, &dashboard::overview(s, &facts, now, window_s))
+                }),
+                OperatorRoute::Task { id } => self.with_snapshot(span, |s| {
+                    match dashboard::task(&s.domain, &id, self.signer_pem()) {
+                        Some(v) => ok(span, &v),
+                        None => HttpResponse::problem(
+                            Status::NOT_FOUND,
+                            span,
+                            "not_found",
+                            &format!("no task {id:?} in this ledger"),
+                        ),
+                    }
+                }),
+                OperatorRoute::Verify { pasted } => self.verify_pasted(span, &pasted),
+                other => HttpResponse::problem(
+                    Status::NOT_FOUND,
+                    span,
+                    "not_found",
+                    &format!("{other:?} is not served here"),
+                ),
+            };
         Action::Write(if req.keep_alive { r } else { r.closing() })
+    }
+
+    fn signer_pem(&self) -> Option<&str> {
+        self.server
+            .config
+            .signing_key
+            .as_ref()
+            .map(|k| k.public_key_pem())
+    }
+
+    /// Answers from a snapshot, or 503 with the store's reason.
+    fn with_snapshot(&self, span: &str, f: impl FnOnce(&Snapshot) -> HttpResponse) -> HttpResponse {
+        match self.backend.store.snapshot() {
+            Ok(s) => f(&s),
+            Err(e) => not_ready(span, &e.to_string()),
+        }
     }
 
     /// `/readyz`: 200 once the ledger opened, verified and the store answers; 503 with the
     /// store's own reason otherwise.
     fn readiness(&self, span: &str) -> HttpResponse {
-        match self.backend.store.snapshot() {
-            Ok(s) => HttpResponse::json(
-                Status::OK,
+        self.with_snapshot(span, |s| {
+            ok(
                 span,
                 &json!({"status": "ready", "records": s.position.seq, "head": s.position.head.to_string()}),
-            ),
-            Err(e) => HttpResponse::json(
-                Status::SERVICE_UNAVAILABLE,
-                span,
-                &json!({"status": "not_ready", "reason": e.to_string()}),
             )
-            .with_header("Retry-After", "5"),
-        }
+        })
     }
+
+    /// `POST /api/verify`: the pasted object checked against this ledger (replayed line by line
+    /// for a handle or receipt).
+    fn verify_pasted(&self, span: &str, pasted: &[u8]) -> HttpResponse {
+        self.with_snapshot(span, |s| {
+            let key = Some(self.server.config.audit_key.as_slice());
+            let check = PastedCheck::new(pasted, &s.domain, "ledger", key, self.signer_pem());
+            let mut check = match check {
+                Ok(c) => c,
+                Err(msg) => {
+                    return HttpResponse::problem(Status::BAD_REQUEST, span, "bad_request", &msg);
+                }
+            };
+            if check.wants_lines() {
+                let scanned = self.backend.store.scan_lines(&mut |line| {
+                    check.push_line(line);
+                    check.wants_lines()
+                });
+                if let Err(e) = scanned {
+                    return not_ready(span, &e.to_string());
+                }
+            }
+            ok(span, &check.finish())
+        })
+    }
+}
+
+fn ok(span: &str, v: &Value) -> HttpResponse {
+    HttpResponse::json(Status::OK, span, v).with_header("Cache-Control", "no-store")
+}
+
+fn not_ready(span: &str, reason: &str) -> HttpResponse {
+    HttpResponse::json(
+        Status::SERVICE_UNAVAILABLE,
+        span,
+        &json!({"status": "not_ready", "error": "not_ready", "reason": reason, "message": reason}),
+    )
+    .with_header("Retry-After", "5")
 }

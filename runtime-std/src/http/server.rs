@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use crate::driver::Backend;
 use bernstein_core::protocol::Server;
 use bernstein_core::transport::http::exchange::LegacyOpen;
+use bernstein_core::transport::http::operator::feed_head;
 use bernstein_core::transport::http::response::{over_capacity, request_timeout};
 use bernstein_core::transport::http::{
     CONTINUE, Frame, HttpLimits, HttpOptions, HttpResponse, RequestParser, Status,
@@ -72,6 +73,7 @@ impl HttpServerHandle {
             let _ = a.join();
         }
         self.shared.service.legacy.clear();
+        self.shared.service.feeds.clear();
         for h in self.helpers.drain(..) {
             let _ = h.join();
         }
@@ -155,7 +157,7 @@ pub fn bind(
             .spawn(move || keepalive(&s))?,
     );
     let s = shared.clone();
-    let counter = ConnectionCounter::new(limits.max_connections);
+    let counter = shared.service.connection_counter();
     let acceptor = thread::Builder::new()
         .name("bernstein-http-accept".into())
         .spawn(move || accept(&s, &listener, &counter, &job_tx))?;
@@ -171,13 +173,10 @@ pub fn bind(
 pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
     let workers = options.limits.workers;
     let handle = bind(server, backend, options)?;
-    crate::log_line!(
-        "bernstein: answering HTTP requests whose Host is one of: {} (add names with BERNSTEIN_MCP_ALLOWED_HOSTS)",
-        handle.shared.service.policy.allowed_hosts()
-    );
-    crate::log_line!(
-        "bernstein: serving MCP over HTTP at http://{}/mcp (legacy SSE at /sse; runtime std, {workers} workers)",
-        handle.local_addr()
+    super::announce(
+        &handle.shared.service,
+        handle.local_addr(),
+        &format!("runtime std, {workers} workers"),
     );
     handle.wait()
 }
@@ -299,6 +298,10 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
                         }
                         Action::OpenLegacy(open) => {
                             open_legacy(shared, conn, &open);
+                            return Next::Done;
+                        }
+                        Action::OpenFeed(span) => {
+                            open_feed(shared, conn, &span);
                             return Next::Done;
                         }
                     }
@@ -540,6 +543,31 @@ fn open_legacy(shared: &Shared, conn: Conn, open: &LegacyOpen) {
             );
         }
     }
+}
+
+/// Turns the connection into a dashboard feed: the stream's head, then events from the
+/// service's feed watcher until the peer leaves.
+fn open_feed(shared: &Shared, conn: Conn, span: &str) {
+    let Conn {
+        mut stream,
+        peer,
+        _slot,
+        ..
+    } = conn;
+    if !shared.service.feeds.has_room() {
+        log(&peer, format_args!("503: over the dashboard feed cap"));
+        let _ = stream.write_all(&over_capacity().to_bytes());
+        return;
+    }
+    let _ = stream.set_read_timeout(None);
+    if stream.write_all(&feed_head(span)).is_err() {
+        return;
+    }
+    let sink = Arc::new(TcpSink {
+        stream: Mutex::new(stream),
+        _slot,
+    });
+    shared.service.open_feed(sink);
 }
 
 /// Fires the legacy streams' timers (keep-alives, idle closes) when the core says they are due.

@@ -27,6 +27,7 @@ use bernstein_core::transport::http::{
     StreamClock, StreamTick, sse,
 };
 
+use super::feeds::Feeds;
 use super::inflight::Inflight;
 use crate::driver::Backend;
 use crate::driver::{DEFAULT_WAIT, Served, Stop, serve_message_streaming};
@@ -42,6 +43,10 @@ pub enum Action {
     /// The response was streamed as it was produced (an SSE answer whose body ends with the
     /// connection): close the connection.
     Streamed,
+    /// Turn this connection into a dashboard feed (`GET /api/events`; the span id of its
+    /// head): write [`feed_head`](bernstein_core::transport::http::operator::feed_head), then
+    /// hand the sink to [`HttpService::open_feed`].
+    OpenFeed(String),
 }
 
 /// Where the bytes of a response streamed while it is served go (the connection's socket);
@@ -232,6 +237,8 @@ pub struct HttpService {
     pub legacy: LegacyStreams,
     /// Requests in flight, for `notifications/cancelled` from another connection.
     pub inflight: Inflight,
+    /// The dashboards' live feeds.
+    pub feeds: Feeds,
     /// Origin of the monotonic time the stream timers run on.
     started: Instant,
 }
@@ -253,6 +260,7 @@ impl HttpService {
         options: HttpOptions,
     ) -> HttpService {
         let legacy = LegacyStreams::new(&options.limits);
+        let feeds = Feeds::new(options.limits.max_legacy_streams);
         // The tools' `Mcp-Param-*` bindings (SEP-2243), read once from their input schemas.
         let policy = policy.with_param_headers(ParamHeaders::of(&server));
         HttpService {
@@ -262,8 +270,14 @@ impl HttpService {
             options,
             legacy,
             inflight: Inflight::default(),
+            feeds,
             started: Instant::now(),
         }
+    }
+
+    /// Registers a feed whose head was written to `sink`; `false` when at capacity.
+    pub fn open_feed(&self, sink: Arc<dyn EventSink>) -> bool {
+        self.feeds.open(&self.backend.store, sink)
     }
 
     /// Monotonic time since the service started: the `now` of the stream timers.

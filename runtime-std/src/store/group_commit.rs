@@ -25,6 +25,10 @@
 
 use std::io;
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Instant;
+
+use bernstein_core::histogram::{self, Histogram};
+use bernstein_core::ledger::SyncFacts;
 
 /// The fsync of the ledger file, as the leader performs it.
 pub trait Fsync: Send + Sync {
@@ -37,7 +41,8 @@ impl Fsync for std::fs::File {
     }
 }
 
-/// Counters of what group commit did (for benchmarks and tests; no timing in them).
+/// Counters of what group commit did (for benchmarks and tests; the timings are in
+/// [`GroupCommit::facts`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SyncStats {
     /// Waits that found their offset not yet durable.
@@ -54,10 +59,12 @@ pub struct GroupCommit<S> {
     synced: Condvar,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
     /// The file holds verified bytes up to here (written by us or folded from the file).
     written: u64,
+    /// Appends of this process noted since the last fsync began (the next one covers them).
+    unsynced_appends: u64,
     /// Every byte before this offset is known durable.
     durable: u64,
     /// A leader is in fsync.
@@ -65,6 +72,8 @@ struct State {
     /// The error of a failed fsync: the store is poisoned.
     failed: Option<String>,
     stats: SyncStats,
+    /// What the fsyncs cost and covered.
+    facts: SyncFacts,
 }
 
 impl<S: Fsync> GroupCommit<S> {
@@ -72,7 +81,18 @@ impl<S: Fsync> GroupCommit<S> {
     pub fn new(file: S) -> GroupCommit<S> {
         GroupCommit {
             file,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                written: 0,
+                unsynced_appends: 0,
+                durable: 0,
+                syncing: false,
+                failed: None,
+                stats: SyncStats::default(),
+                facts: SyncFacts {
+                    fsync_seconds: Histogram::new(histogram::SECONDS),
+                    appends_per_fsync: Histogram::new(histogram::POWERS_OF_TWO),
+                },
+            }),
             synced: Condvar::new(),
         }
     }
@@ -94,6 +114,14 @@ impl<S: Fsync> GroupCommit<S> {
     pub fn wrote(&self, end: u64) {
         let mut s = self.state();
         s.written = s.written.max(end);
+    }
+
+    /// Notes an append of this process whose bytes end at `end`, for a later fsync to cover
+    /// (counted in [`SyncFacts::appends_per_fsync`]).
+    pub fn appended(&self, end: u64) {
+        let mut s = self.state();
+        s.written = s.written.max(end);
+        s.unsynced_appends += 1;
     }
 
     /// Blocks until every byte before `end` is durable (those bytes are in the file already),
@@ -118,11 +146,18 @@ impl<S: Fsync> GroupCommit<S> {
             // Lead: everything written before this point is covered by the fsync below.
             s.syncing = true;
             let target = s.written;
+            let appends = std::mem::take(&mut s.unsynced_appends);
             drop(s);
+            let began = Instant::now();
             let result = self.file.sync();
+            let took = began.elapsed();
             s = self.state();
             s.syncing = false;
             s.stats.syncs += 1;
+            s.facts.fsync_seconds.observe(took.as_secs_f64());
+            if appends > 0 {
+                s.facts.appends_per_fsync.observe(appends as f64);
+            }
             match result {
                 Ok(()) => s.durable = s.durable.max(target),
                 Err(e) => s.failed = Some(e.to_string()),
@@ -140,6 +175,11 @@ impl<S: Fsync> GroupCommit<S> {
     /// What group commit did so far.
     pub fn stats(&self) -> SyncStats {
         self.state().stats
+    }
+
+    /// The fsyncs' durations and how many appends each covered, so far.
+    pub fn facts(&self) -> SyncFacts {
+        self.state().facts.clone()
     }
 }
 
@@ -245,6 +285,37 @@ mod tests {
         r.release.send(Ok(())).unwrap();
         assert_eq!(b.recv().unwrap(), Ok(()));
         assert_eq!(r.gc.stats().syncs, 2);
+    }
+
+    #[test]
+    fn each_fsync_is_timed_and_counts_the_appends_it_covered() {
+        let r = rig();
+        r.gc.appended(100);
+        r.gc.appended(200);
+        let a = r.waiter(200);
+        r.started.recv().unwrap();
+        // Noted while the first fsync runs: the next one covers it.
+        r.gc.appended(300);
+        let b = r.waiter(300);
+        r.until_waits(2);
+        r.release.send(Ok(())).unwrap();
+        assert_eq!(a.recv().unwrap(), Ok(()));
+        r.started.recv().unwrap();
+        r.release.send(Ok(())).unwrap();
+        assert_eq!(b.recv().unwrap(), Ok(()));
+        // A reader's fsync of bytes folded from the file covers no append of this process.
+        r.gc.wrote(400);
+        let c = r.waiter(400);
+        r.started.recv().unwrap();
+        r.release.send(Ok(())).unwrap();
+        assert_eq!(c.recv().unwrap(), Ok(()));
+        let f = r.gc.facts();
+        assert_eq!(f.fsync_seconds.count(), 3);
+        assert!(f.fsync_seconds.sum() > 0.0);
+        let batches: Vec<(f64, u64)> = f.appends_per_fsync.cumulative().take(2).collect();
+        assert_eq!(batches, vec![(1.0, 1), (2.0, 2)]);
+        assert_eq!(f.appends_per_fsync.count(), 2);
+        assert_eq!(f.appends_per_fsync.sum(), 3.0);
     }
 
     #[test]

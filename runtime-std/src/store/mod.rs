@@ -21,6 +21,7 @@
 //! records.
 
 pub mod checkpoint;
+mod failed;
 pub mod group_commit;
 pub mod layout;
 pub mod ledger_file;
@@ -41,10 +42,12 @@ use bernstein_core::ledger::{
     Append, AppendResult, Record, Snapshot, Store, StoreError, StoreFacts,
 };
 
+pub use self::failed::FailedStore;
 use self::group_commit::{GroupCommit, SyncStats};
 use self::layout::Layout;
 use self::ledger_file::{CatchUp, Folded, LedgerFile, TailPolicy};
 use self::lock::LedgerLock;
+use crate::clock::{Clock as _, SystemClock};
 
 /// Tunables of a [`FileStore`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,6 +95,19 @@ struct State {
     folded: Option<Folded>,
     /// Records folded since the last checkpoint this process wrote or loaded.
     since_checkpoint: u64,
+    /// When (wall-clock ms) this process last wrote or loaded a checkpoint, and the records
+    /// it covers.
+    checkpoint: Option<(u64, u64)>,
+}
+
+impl State {
+    /// Notes a checkpoint of `records` records written or loaded now.
+    fn checkpointed(&mut self, records: u64) {
+        self.since_checkpoint = 0;
+        if records > 0 {
+            self.checkpoint = Some((SystemClock.now().0, records));
+        }
+    }
 }
 
 impl FileStore {
@@ -131,6 +147,7 @@ impl FileStore {
                 ledger,
                 folded: None,
                 since_checkpoint: 0,
+                checkpoint: None,
             }),
         };
         {
@@ -156,7 +173,8 @@ impl FileStore {
         };
         checkpoint::write(&self.layout, &self.key, folded, &state.ledger)
             .map_err(|e| io_error(&self.layout.checkpoint_file(), "write", &e))?;
-        state.since_checkpoint = 0;
+        let records = folded.lines;
+        state.checkpointed(records);
         Ok(())
     }
 
@@ -199,8 +217,10 @@ impl FileStore {
         let mut folded = match state.folded.take() {
             Some(f) => f,
             None => {
-                state.since_checkpoint = 0;
-                self.resume_point(&state.ledger)?
+                let resumed = self.resume_point(&state.ledger)?;
+                // Resumed from the checkpoint when it holds records (else from the start).
+                state.checkpointed(resumed.lines);
+                resumed
             }
         };
         let done = state
@@ -258,7 +278,10 @@ impl FileStore {
         }
         let Some(folded) = &state.folded else { return };
         match checkpoint::write(&self.layout, &self.key, folded, &state.ledger) {
-            Ok(()) => state.since_checkpoint = 0,
+            Ok(()) => {
+                let records = folded.lines;
+                state.checkpointed(records);
+            }
             Err(e) => crate::log_line!(
                 "bernstein: cannot write {}: {e}",
                 self.layout.checkpoint_file().display()
@@ -294,10 +317,13 @@ impl FileStore {
 
 impl Store for FileStore {
     fn facts(&self) -> StoreFacts {
+        let state = self.state();
         StoreFacts {
             kind: "file",
-            ledger_bytes: self.state().folded.as_ref().map(|f| f.offset),
-            ..StoreFacts::default()
+            ledger_bytes: state.folded.as_ref().map(|f| f.offset),
+            checkpoint_at_ms: state.checkpoint.map(|(at, _)| at),
+            checkpoint_records: state.checkpoint.map(|(_, records)| records),
+            syncs: Some(self.commit.facts()),
         }
     }
 
@@ -399,7 +425,7 @@ impl FileStore {
         // Written (durable once group commit says so). Fold our own records (checked above)
         // without re-reading them; a snapshot holding them waits for their fsync too.
         let written_end = folded.offset + bytes.len() as u64;
-        self.commit.wrote(written_end);
+        self.commit.appended(written_end);
         if !self.options.group_commit {
             // Durable before the locks are released, and before the projection is updated:
             // while the fsync runs, the requests still reading the current projection let go

@@ -71,6 +71,7 @@ impl Worker {
                 store: &self.store,
                 clock: &SystemClock,
                 host: &NoHost,
+                metrics: None,
             },
             &serde_json::to_vec(&msg).unwrap(),
             &TransportFacts::stdio(Some("2025-11-25".into())),

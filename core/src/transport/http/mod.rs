@@ -24,6 +24,7 @@ pub mod oauth;
 pub mod operator;
 pub mod options;
 pub mod param_headers;
+pub mod prometheus;
 pub mod request;
 pub mod response;
 pub mod router;

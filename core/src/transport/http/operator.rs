@@ -19,6 +19,7 @@
 
 use super::request::Request;
 use super::response::{HttpResponse, Status};
+use super::sse;
 
 /// The page, its script and its style sheet, compiled into the binary.
 const PAGE: &str = include_str!("dashboard/index.html");
@@ -199,6 +200,23 @@ pub fn asset(a: Asset, span: &str) -> HttpResponse {
         );
     r.body = body.as_bytes().to_vec();
     r
+}
+
+/// The head of the `/api/events` stream (open until either side closes it), with the
+/// reconnection delay a client should use.
+pub fn feed_head(span: &str) -> Vec<u8> {
+    let mut out = sse::open_stream_head(span);
+    out.extend_from_slice(b"retry: 2000\n\n");
+    out
+}
+
+/// The `head` event of the ledger at `records` records with head `head` (its id is the
+/// record count, so a reconnecting client's `Last-Event-ID` says where it was).
+pub fn head_event(records: u64, head: &str) -> Vec<u8> {
+    let data = serde_json::json!({"records": records, "head": head}).to_string();
+    let mut out = Vec::new();
+    sse::push_event(&mut out, &records.to_string(), "head", data.as_bytes());
+    out
 }
 
 /// The total size of the embedded page (what `budget` tests hold under 100 KB).

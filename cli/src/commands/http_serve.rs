@@ -1,0 +1,55 @@
+//! What `bernstein mcp --transport http` and `bernstein dashboard` share: the HTTP options
+//! from flags and environment, and serving on the chosen runtime with a bind error that says
+//! what to do.
+
+use std::sync::Arc;
+
+use bernstein_core::Server;
+use bernstein_core::transport::http::HttpOptions;
+use bernstein_runtime_std::driver::Backend;
+
+use super::mcp::Runtime;
+use crate::settings;
+
+/// The HTTP options of a server bound at `host:port`.
+pub fn options(
+    host: String,
+    port: u16,
+    allowed_hosts: Option<&str>,
+    max_body: usize,
+) -> Result<HttpOptions, String> {
+    let mut opts = HttpOptions {
+        host,
+        port,
+        ..HttpOptions::default()
+    };
+    opts.allowed_origins = settings::allowed_origins()?;
+    opts.allowed_hosts = settings::allowed_hosts(allowed_hosts)?;
+    settings::sse_limits(&mut opts.limits)?;
+    opts.limits.max_body_bytes = max_body;
+    Ok(opts)
+}
+
+/// Serves until the process ends, on the std runtime or the smol one.
+pub fn serve(
+    runtime: Runtime,
+    server: Arc<Server>,
+    backend: Backend,
+    opts: HttpOptions,
+) -> std::io::Result<()> {
+    let bind = format!("{}:{}", opts.host, opts.port);
+    let served = match runtime {
+        Runtime::Std => bernstein_runtime_std::http::serve_http(server, backend, opts),
+        Runtime::Smol => bernstein_runtime_smol::http::serve_http(server, backend, opts),
+    };
+    served.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot listen on {bind}: address already in use (another server on that port?); pick another with --port N, or --port 0 for any free one"),
+            )
+        } else {
+            e
+        }
+    })
+}

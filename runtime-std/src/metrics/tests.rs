@@ -1,0 +1,240 @@
+//! Counting through the real driver, core and file store: once per final answer, whatever
+//! conflicts, waits or deferrals came before it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bernstein_core::Config;
+use bernstein_core::ledger::verify::verify_ledger;
+use bernstein_core::ledger::{Append, AppendResult, Draft, Snapshot, Store, StoreError, seal};
+use bernstein_core::protocol::{Server, TransportFacts};
+use bernstein_core::time::Timestamp;
+use serde_json::{Value, json};
+
+use super::*;
+use crate::clock::FixedClock;
+use crate::driver::{DEFAULT_WAIT, Env, Stop, serve_message, serve_message_with};
+use crate::store::FileStore;
+use crate::store::layout::Layout;
+use crate::store::test_dir::TestDir;
+
+const KEY: &[u8] = &[5; 32];
+const CLOCK: FixedClock = FixedClock(Timestamp(1_780_000_000_000));
+const ERA: &str = "2025-11-25";
+
+fn env<'a>(store: &'a dyn Store, metrics: &'a Metrics) -> Env<'a> {
+    Env {
+        store,
+        clock: &CLOCK,
+        host: &crate::host::NoHost,
+        metrics: Some(metrics),
+    }
+}
+
+fn facts() -> TransportFacts {
+    TransportFacts::stdio(Some(ERA.into()))
+}
+
+fn message(id: u64, method: &str, params: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+        .unwrap()
+}
+
+fn call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {
+    message(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
+}
+
+fn calls(m: &Metrics) -> Vec<(&'static str, &'static str, String, u64)> {
+    let counts = m.counts();
+    counts
+        .calls
+        .into_iter()
+        .map(|((t, e, o), n)| (t, e, o, n))
+        .collect()
+}
+
+/// A store whose first `interfere` appends lose the race to a second handle on the same
+/// `.sdd/`, which appends a record just before each.
+struct Racing {
+    inner: FileStore,
+    other: FileStore,
+    interfere: AtomicUsize,
+    attempts: AtomicUsize,
+}
+
+impl Store for Racing {
+    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+        self.inner.snapshot()
+    }
+
+    fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        if self.interfere.load(Ordering::SeqCst) > 0 {
+            self.interfere.fetch_sub(1, Ordering::SeqCst);
+            let snap = self.other.snapshot()?;
+            let records = seal(
+                &snap.position,
+                |s| snap.stream_head(s),
+                vec![Draft::new("x", "test.note", json!({}))],
+                KEY,
+            );
+            let expected = snap.position;
+            self.other
+                .compare_and_append(&Append { expected, records })?;
+        }
+        self.inner.compare_and_append(append)
+    }
+}
+
+#[test]
+fn a_call_rerun_after_conflicts_is_counted_once() {
+    let tmp = TestDir::new("metrics-race");
+    let store = Racing {
+        inner: FileStore::open(tmp.path(), KEY.to_vec()).unwrap(),
+        other: FileStore::open(tmp.path(), KEY.to_vec()).unwrap(),
+        interfere: AtomicUsize::new(3),
+        attempts: AtomicUsize::new(0),
+    };
+    let metrics = Metrics::new(CLOCK.0);
+    let server = Server::new(Config::new(KEY.to_vec()));
+    let msg = call(1, "bernstein_run", json!({"goal": "race"}));
+    let served = serve_message(&server, &env(&store, &metrics), &msg, &facts()).unwrap();
+    assert!(served.response.is_some());
+    assert_eq!(store.attempts.load(Ordering::SeqCst), 4, "three conflicts");
+    assert_eq!(
+        calls(&metrics),
+        vec![("bernstein_run", ERA, "ok".into(), 1)]
+    );
+    let counts = metrics.counts();
+    assert_eq!(counts.requests.get("tools/call"), Some(&1));
+    assert_eq!(counts.requests.len(), 1);
+    assert_eq!(counts.call_seconds["bernstein_run"].count(), 1);
+    assert_eq!(metrics.in_flight(), 0);
+}
+
+#[test]
+fn refusals_carry_their_audit_code_and_labels_stay_bounded() {
+    let tmp = TestDir::new("metrics-refusals");
+    let store = FileStore::open(tmp.path(), KEY.to_vec()).unwrap();
+    let metrics = Metrics::new(CLOCK.0);
+    let server = Server::new(Config::new(KEY.to_vec()));
+    let env = env(&store, &metrics);
+    let messages = [
+        call(1, "bernstein_status", json!({})),
+        call(2, "bernstein_run", json!({"goal": 5})),
+        call(3, "no such tool \"x\"\n", json!({})),
+        // No usable tool name: no audit record, counted as a request only.
+        message(4, "tools/call", json!({"name": 7})),
+        message(5, "made/up", json!({})),
+        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_vec(),
+        b"{not json".to_vec(),
+    ];
+    for m in &messages {
+        serve_message(&server, &env, m, &facts()).unwrap();
+    }
+    assert_eq!(
+        calls(&metrics),
+        vec![
+            ("bernstein_run", ERA, "invalid_arguments".into(), 1),
+            ("bernstein_status", ERA, "ok".into(), 1),
+            ("unknown", ERA, "unknown_tool".into(), 1),
+        ]
+    );
+    let counts = metrics.counts();
+    let requests: Vec<(&str, u64)> = counts.requests.iter().map(|(m, n)| (*m, *n)).collect();
+    assert_eq!(requests, vec![("other", 2), ("tools/call", 4)]);
+    // One audit record per counted call: the metric mirrors the audit log.
+    let ledger = std::fs::read(Layout::in_project(tmp.path()).ledger_file()).unwrap();
+    let report = verify_ledger(&ledger, "l", Some(KEY)).unwrap();
+    assert_eq!(report.calls.len(), 3);
+}
+
+/// Starts a task-augmented run and returns its task id.
+fn start_task(server: &Server, env: &Env<'_>) -> String {
+    let msg = message(
+        1,
+        "tools/call",
+        json!({"name": "bernstein_run", "arguments": {"goal": "wait for me"}, "task": {}}),
+    );
+    let served = serve_message(server, env, &msg, &facts()).unwrap();
+    let reply: Value = serde_json::from_slice(served.response.as_ref().unwrap()).unwrap();
+    reply["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_long_poll_is_a_wait_while_it_waits_and_one_call_when_answered() {
+    let tmp = TestDir::new("metrics-long-poll");
+    let store = FileStore::open(tmp.path(), KEY.to_vec()).unwrap();
+    let metrics = Metrics::new(CLOCK.0);
+    let mut config = Config::new(KEY.to_vec());
+    config.tier = bernstein_core::config::Tier::Standard;
+    let server = Server::new(config);
+    let id = start_task(&server, &env(&store, &metrics));
+    let poll = call(
+        2,
+        "bernstein_run_status",
+        json!({"run_id": id, "wait_ms": 300}),
+    );
+    let seen_waiting = std::thread::scope(|s| {
+        let waiter = s.spawn(|| serve_message(&server, &env(&store, &metrics), &poll, &facts()));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seen = false;
+        while !waiter.is_finished() && Instant::now() < deadline {
+            seen |= metrics.waits() == 1 && metrics.in_flight() == 1;
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        waiter.join().unwrap().unwrap();
+        seen
+    });
+    assert!(seen_waiting, "the poll was never seen waiting");
+    assert_eq!((metrics.waits(), metrics.in_flight()), (0, 0));
+    assert_eq!(
+        calls(&metrics),
+        vec![
+            ("bernstein_run", ERA, "ok".into(), 1),
+            ("bernstein_run_status", ERA, "ok".into(), 1),
+        ]
+    );
+    // Deferred, the pending answer is not counted: it is counted when served again.
+    let result = message(3, "tasks/result", json!({"taskId": id}));
+    let served = serve_message_with(
+        &server,
+        &env(&store, &metrics),
+        &result,
+        &facts(),
+        &DEFAULT_WAIT,
+        &|| Some(Stop::Defer),
+    )
+    .unwrap();
+    assert!(served.pending);
+    assert_eq!(metrics.counts().requests.get("tasks/result"), None);
+    serve_message_with(
+        &server,
+        &env(&store, &metrics),
+        &result,
+        &facts(),
+        &DEFAULT_WAIT,
+        &|| Some(Stop::Settle),
+    )
+    .unwrap();
+    assert_eq!(metrics.counts().requests.get("tasks/result"), Some(&1));
+}
+
+#[test]
+fn an_outcome_with_nothing_answered_counts_nothing() {
+    let metrics = Metrics::new(Timestamp(0));
+    metrics.served(&Tally::default(), Duration::from_millis(1));
+    assert_eq!(metrics.counts(), Counts::default());
+    let held = metrics.request_started();
+    assert_eq!(metrics.in_flight(), 1);
+    drop(held);
+    assert_eq!(metrics.in_flight(), 0);
+}

@@ -1,0 +1,72 @@
+//! The store of a server whose ledger did not open (it does not verify, the database is
+//! unreachable, …): every read and write fails with the reason, so an HTTP server can still
+//! answer `/healthz`, say why it is not ready on `/readyz` (503) and show the reason on its
+//! dashboard, while every MCP request is refused with the same reason. Nothing is served from
+//! the ledger and nothing is written to it.
+
+use std::sync::Arc;
+
+use bernstein_core::ledger::{Append, AppendResult, Snapshot, Store, StoreError, StoreFacts};
+
+/// A store that failed to open, with the reason.
+#[derive(Debug)]
+pub struct FailedStore {
+    reason: String,
+}
+
+impl FailedStore {
+    pub fn new(reason: impl Into<String>) -> FailedStore {
+        FailedStore {
+            reason: reason.into(),
+        }
+    }
+
+    fn error(&self) -> StoreError {
+        StoreError::Unavailable(format!(
+            "the ledger did not open: {}; repair it and restart the server",
+            self.reason
+        ))
+    }
+}
+
+impl Store for FailedStore {
+    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+        Err(self.error())
+    }
+
+    fn compare_and_append(&self, _: &Append) -> Result<AppendResult, StoreError> {
+        Err(self.error())
+    }
+
+    fn facts(&self) -> StoreFacts {
+        StoreFacts {
+            kind: "failed",
+            ..StoreFacts::default()
+        }
+    }
+
+    fn scan_lines(&self, _: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), StoreError> {
+        Err(self.error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operation_fails_with_the_reason() {
+        let s = FailedStore::new("ledger.jsonl:3 (seq 3): HMAC tag missing");
+        let why = s.snapshot().unwrap_err().to_string();
+        assert!(
+            why.contains("HMAC tag missing") && why.contains("restart"),
+            "{why}"
+        );
+        let append = Append {
+            expected: bernstein_core::ledger::LedgerPosition::GENESIS,
+            records: Vec::new(),
+        };
+        assert!(s.compare_and_append(&append).is_err());
+        assert!(s.scan_lines(&mut |_| true).is_err());
+    }
+}
