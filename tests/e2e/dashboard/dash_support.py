@@ -1,14 +1,16 @@
 """Servers and ledger changes for the dashboard tests.
 
-`DashServer` is one `bernstein mcp --transport http` process on a chosen port (`0`: a free
-one), so that a test can stop it and start the next process on the same port, as an operator
-restarting the server would; the browser talks to it directly. `tool` makes an MCP tool call
+`DashServer` is one `bernstein mcp --transport http` process (or, `read_only=True`, the
+read-only `bernstein dashboard`) on a chosen port (`0`: a free one), so that a test can stop
+it and start the next process on the same port, as an operator restarting the server would;
+the browser talks to it directly. `tool` makes an MCP tool call
 over HTTP and returns its payload; `ready` reads `/readyz` (records and head of the ledger).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -20,14 +22,22 @@ from harness.launch import Launcher, base_env
 from harness.payloads import ok_payload
 
 _POLL = 0.02
+READY_READ_ONLY = re.compile(r"serving the read-only dashboard at http://(\S+)/")
 
 
 class DashServer:
     """A server on `port` (0 = any free one) over `launcher`'s workdir."""
 
-    def __init__(self, launcher: Launcher, label: str, *, port: int = 0, env: dict[str, str] | None = None):
+    def __init__(self, launcher: Launcher, label: str, *, port: int = 0, env: dict[str, str] | None = None,
+                 read_only: bool = False):
         self.prefix = launcher._prefix(label)
-        argv = launcher.server_argv() + ["--transport", "http", "--host", "127.0.0.1", "--port", str(port)]
+        where = ["--host", "127.0.0.1", "--port", str(port)]
+        if read_only:
+            argv = [str(launcher.binary), "dashboard", "--workdir", str(launcher.workdir),
+                    "--runtime", launcher.runtime, *where]
+        else:
+            argv = launcher.server_argv() + ["--transport", "http", *where]
+        self._ready = READY_READ_ONLY if read_only else READY
         self.stderr_path = Path(str(self.prefix) + ".stderr.log")
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -43,7 +53,7 @@ class DashServer:
         deadline = time.monotonic() + READY_TIMEOUT
         while True:
             text = self.stderr_path.read_text(encoding="utf-8", errors="replace")
-            m = READY.search(text)
+            m = self._ready.search(text)
             if m:
                 return m.group(1)
             if self.proc.poll() is not None:

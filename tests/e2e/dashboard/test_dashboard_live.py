@@ -1,10 +1,12 @@
 """The dashboard follows the ledger live, both runtimes, without reloading.
 
 * Another process (a stdio server on the same workdir) starts a run and cancels one: the open
-  page shows both through its `/api/events` stream; a marker set on `window` after load is
-  still there, so the page never navigated.
+  page shows both through its `/api/events` stream, keyboard focus stays where it was, and a
+  marker set on `window` after load is still there, so the page never navigated.
 * The server is stopped and a new process started on the same port: the page says
   `reconnecting`, then `live` again by itself, and shows a run made on the new process.
+* The read-only `bernstein dashboard` on the same workdir says it is read-only and follows
+  what an MCP server writes.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def test_changes_from_another_process_appear_without_reload(dash_server, tab, la
     srv = dash_server()
     first = run(srv.base, "live: on the page from the start")
     t = open_live(tab, srv.base, "live")
+    # Keyboard focus survives the redraws a live update causes.
+    t.page.focus(t.testid("run-row", run_id=first) + " .goal")
 
     with RawServer.start(launcher, "writer") as writer:
         writer.initialize()
@@ -46,6 +50,7 @@ def test_changes_from_another_process_appear_without_reload(dash_server, tab, la
         row = t.testid("run-row", run_id=made["run_id"])
         t.wait_visible(row)
         assert t.text(f"{row} .goal") == "live: from another process"
+        assert t.page.evaluate("() => document.activeElement.dataset.key") == f"run:{first}"
         ok_payload(writer.call_tool("bernstein_cancel", {"task_id": first, "reason": "live test"})["result"])
         t.wait_attr(t.testid("run-row", run_id=first), "data-status", "cancelled")
         code, _ = writer.close()
@@ -75,3 +80,19 @@ def test_the_page_reconnects_to_a_restarted_server(dash_server, tab):
     assert t.page.evaluate(MARKED) == "loaded once", "the page navigated"
     assert t.text(t.testid("ledger-head")) == ready(second.base)["head"]
     t.screenshot("reconnected")
+
+
+def test_the_read_only_dashboard_follows_an_mcp_server(dash_server, tab):
+    mcp = dash_server("mcp")
+    first = run(mcp.base, "read-only: before the dashboard")
+    board = dash_server("board", read_only=True)
+    t = open_live(tab, board.base, "read-only")
+    t.wait_visible(t.testid("read-only"))
+    assert t.text(t.testid("run-row", run_id=first) + " .goal") == "read-only: before the dashboard"
+
+    made = run(mcp.base, "read-only: written by the MCP server")
+    t.wait_visible(t.testid("run-row", run_id=made))
+    assert t.page.evaluate(MARKED) == "loaded once", "the page navigated"
+    t.wait_attr(t.testid("ledger-head"), "title", ready(mcp.base)["head"])
+    assert t.text(t.testid("ledger-head")) == ready(board.base)["head"]
+    t.screenshot("followed")

@@ -18,8 +18,10 @@ import json
 
 from dash_support import ready, run, tool
 from harness.http_raw import HANDSHAKE, call_tool
+from harness.payloads import refusal
 
 CLAIMER = "dash-worker-7"
+REFUSAL = "unknown_task"
 MESSAGE = "found <b>it</b> & <script>x()</script> more"
 
 
@@ -34,6 +36,8 @@ def populate(base: str) -> dict:
     cancelled = run(base, "dash: a cancelled run")
     tool(base, "bernstein_cancel", {"task_id": cancelled, "reason": "not needed"})
     plan = run(base, "dash: a plan to decide", plan=True)
+    refused = call_tool(base, "bernstein_cancel", {"task_id": "T-0000000000000000"}, version=HANDSHAKE)
+    assert refusal(refused.rpc_response()["result"])["error"] == REFUSAL
     return {
         "working": (working, "dash: a run under way", "working"),
         "done": (done, "dash: a finished run", "completed"),
@@ -79,17 +83,24 @@ def test_runs_tasks_ledger_and_calls_are_shown(dash_server, tab):
     plan_hash = t.text(t.testid("plan-row", plan_id=plan_id) + " " + t.testid("plan-hash"))
     assert plan_hash.startswith("sha256:") and len(plan_hash) == len("sha256:") + 64, plan_hash
 
-    # Calls made above, per tool, within the window.
-    for name, n in (("bernstein_run", 4), ("bernstein_claim", 2), ("bernstein_cancel", 1)):
+    # Calls made above, per tool, within the window; the refused one by its code.
+    for name, n in (("bernstein_run", 4), ("bernstein_claim", 2), ("bernstein_cancel", 2),
+                    ("bernstein_complete", 1), ("bernstein_post_message", 1)):
         assert t.attr(t.testid("tool-row", tool=name), "data-value") == str(n), name
+    assert t.attr(t.testid("calls-total"), "data-value") == "10"
+    assert t.attr(t.testid("calls-refused"), "data-value") == "1"
+    assert t.attr(t.testid("refusal-row", code=REFUSAL), "data-value") == "1"
     t.screenshot("loaded")
 
     # The run under way: its tree shows who holds the task and until when.
     working = runs["working"][0]
     tree = t.testid("run-tasks", run_id=working)
     assert not page.locator(tree).is_visible()
-    page.click(t.testid("run-row", run_id=working) + " .goal")
+    # (by keyboard: the toggle is a real button)
+    page.focus(t.testid("run-row", run_id=working) + " .goal")
+    page.keyboard.press("Enter")
     t.wait_visible(tree)
+    assert t.attr(t.testid("run-row", run_id=working) + " .goal", "aria-expanded") == "true"
     task_row = f'{tree} {t.testid("task-row", task_id=working)}'
     assert t.text(f'{task_row} {t.testid("task-claimer")}') == CLAIMER
     assert t.text(f'{task_row} {t.testid("task-lease")}').startswith("in "), t.text(task_row)

@@ -26,7 +26,7 @@
  *          mail-sender, mail-kind, mail-body, mail-signature; artifacts > artifact-row[data-key]
  *          with artifact-lineage (data-ok); task-close; task-missing
  *   plans > plan-row[data-plan-id] with .title, .status, .planned, plan-hash (full text)
- *   window (select), calls-total, calls-refused, calls-by-tool > tool-row[data-tool]
+ *   window (select), calls-summary > calls-total, calls-refused (data-value), calls-by-tool > tool-row[data-tool]
  *          (data-value), refusals > refusal-row[data-code], roles > role-row[data-role],
  *          sparkline > svg (data-testid sparkline-svg, data-points = minutes)
  *   verify-form, verify-input, verify-button, verify-result with verify-valid
@@ -53,6 +53,7 @@ const state = {
 };
 
 class Unauthorized extends Error {}
+class Unreachable extends Error {} // fetch itself failed: no answer from the server
 class ApiError extends Error {
   constructor(status, body) {
     super((body && (body.message || body.error)) || `HTTP ${status}`);
@@ -149,7 +150,12 @@ function refreshTimes() {
 async function api(path, init = {}) {
   const headers = new Headers(init.headers || {});
   if (state.token) headers.set("Authorization", `Bearer ${state.token}`);
-  const res = await fetch(path, { ...init, headers, cache: "no-store" });
+  let res;
+  try {
+    res = await fetch(path, { ...init, headers, cache: "no-store" });
+  } catch (err) {
+    throw err.name === "AbortError" ? err : new Unreachable(err.message);
+  }
   if (res.status === 401) {
     const body = await res.json().catch(() => ({}));
     throw new Unauthorized(body.error_description || body.error || "unauthorized");
@@ -200,9 +206,12 @@ function onTokenSubmit(event) {
 
 function fail(err) {
   if (err instanceof Unauthorized) return lock(err.message);
+  // The server is unreachable: the connection state says so, and the reconnect reloads.
+  if (err instanceof Unreachable) return;
   const banner = byTest("load-error");
   banner.textContent = `Could not load: ${err.message}`;
   banner.hidden = false;
+  if (!(err instanceof ApiError)) reportError(err); // a bug of this page: let it be seen
 }
 
 // ---- live feed --------------------------------------------------------------------------
@@ -395,10 +404,10 @@ function clearData() {
   byTest("task-detail").hidden = true;
   byTest("verify-result").hidden = true;
   document.querySelector(".ledger").hidden = true;
-  for (const id of ["tasks-by-status", "runs", "plans", "calls-by-tool", "refusals", "roles",
-    "sparkline", "task-body"]) byTest(id).replaceChildren();
+  for (const id of ["tasks-by-status", "runs", "plans", "calls-summary", "calls-by-tool", "refusals",
+    "roles", "sparkline", "task-body"]) byTest(id).replaceChildren();
   for (const id of ["ledger-records", "ledger-bytes", "ledger-head", "ledger-verified", "ledger-store",
-    "ledger-signed-seq", "calls-total", "calls-refused", "verify-kind", "verify-summary", "verify-valid"]) {
+    "ledger-signed-seq", "verify-kind", "verify-summary", "verify-valid"]) {
     setText(id, "");
   }
   byTest("verify-input").value = "";
@@ -539,7 +548,8 @@ function renderTask(answer) {
     el("dl", { class: "detail" }, field("title", t.title), field("id", t.id), field("goal", t.goal),
       field("run_id", t.run_id), field("status", badge(t.status)), field("role", t.role),
       field("claimer", t.claimer), field("lease", lease), field("attempts", String(t.attempts ?? "")),
-      field("depends_on", (t.depends_on || []).join(", ")), field("result_summary", t.result_summary)),
+      field("depends_on", (t.depends_on || []).join(", ")), field("requires_approval", t.requires_approval ? "yes" : ""),
+      field("result_summary", t.result_summary)),
     el("h3", { text: `Mailbox (${mailbox.length})` }),
     mailbox.length ? el("ul", { class: "mail", "data-testid": "mailbox" }, mailbox.map(mailEntry))
       : el("p", { class: "empty", text: "No messages." }),
@@ -612,7 +622,7 @@ function sparkline(perMinute) {
   const title = svg("title");
   title.textContent = `${total} calls in the window, at most ${peak} in a minute`;
   root.append(title);
-  for (const key of ["calls", "refused"]) {
+  for (const key of ["refused", "calls"]) { // calls drawn last, over the refusals
     const pts = perMinute.map((m, i) => `${n === 1 ? 0 : i},${(100 - (98 * m[key]) / peak - 1).toFixed(2)}`);
     if (n === 1) pts.push(`1,${pts[0].split(",")[1]}`);
     root.append(svg("polyline", { class: key, points: pts.join(" "), "vector-effect": "non-scaling-stroke" }));
@@ -621,8 +631,12 @@ function sparkline(perMinute) {
 }
 
 function renderCalls(calls, roles) {
-  setText("calls-total", calls.total, calls.total);
-  setText("calls-refused", calls.refused, calls.refused);
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  const summary = byTest("calls-summary");
+  summary.replaceChildren(
+    el("span", { "data-testid": "calls-total", "data-value": calls.total, text: plural(calls.total, "call") }), ", ",
+    el("span", { "data-testid": "calls-refused", "data-value": calls.refused, text: `${calls.refused} refused` }),
+    ` in the last ${span(state.windowS * 1000)}`);
   countRows(byTest("calls-by-tool"), Object.entries(calls.by_tool || {}), "tool-row", "data-tool");
   countRows(byTest("refusals"), Object.entries(calls.refusals || {}), "refusal-row", "data-code");
   byTest("sparkline").replaceChildren(sparkline(calls.per_minute || []));
