@@ -2,7 +2,8 @@
 //! chunks (the frames must not depend on how the bytes arrived), then every framed request
 //! routed by `HttpPolicy::route` (anonymous and bearer policies, loopback peers or not) and,
 //! when it is an MCP exchange, served by the engine against the fixture snapshot and turned
-//! into the HTTP reply.
+//! into the HTTP reply; an operator route's pure answer (overview, task, pasted check) is
+//! computed on the fixture ledger.
 //! Invariants: no panic; chunking never changes frames (but `Continue`); nothing after a fatal error; bodies
 //! within the limit; every response is a well-formed HTTP/1.1 head whose header values hold no
 //! CR or LF and whose `Content-Length` is the body length; MCP bodies obey the engine
@@ -12,13 +13,55 @@
 use std::sync::OnceLock;
 
 use bernstein_core::config::{AuthMode, Config, Tier};
+use bernstein_core::domain::dashboard::{self, ServerFacts, verify::PastedCheck};
+use bernstein_core::ledger::StoreFacts;
 use bernstein_core::protocol::Input;
 use bernstein_core::transport::http::{
-    Decision, Frame, HttpOptions, HttpPolicy, HttpResponse, ParserLimits, RequestParser,
-    ServedParts,
+    Decision, Frame, HttpOptions, HttpPolicy, HttpResponse, OperatorRoute, ParserLimits,
+    RequestParser, ServedParts,
 };
 use bernstein_fuzz::{fixture, invariants};
 use libfuzzer_sys::fuzz_target;
+
+/// The dashboard's pure answers on the fixture ledger: never a panic, whatever the query or
+/// the pasted text (a pasted check replays the fixture's ledger lines).
+fn operator(route: OperatorRoute) {
+    let snapshot = fixture::snapshot();
+    match route {
+        OperatorRoute::Overview { window_s } => {
+            let facts = ServerFacts {
+                version: "0",
+                read_only: false,
+                store: StoreFacts::default(),
+                signed_head: None,
+            };
+            let v = dashboard::overview(snapshot, &facts, fixture::NOW, window_s);
+            assert_eq!(v["window_s"], window_s);
+        }
+        OperatorRoute::Task { id } => {
+            if let Some(v) = dashboard::task(&snapshot.domain, &id, None) {
+                assert_eq!(v["task"]["id"], id.as_str());
+            }
+        }
+        OperatorRoute::Verify { pasted } => {
+            let key = fixture::audit_key();
+            let Ok(mut check) =
+                PastedCheck::new(&pasted, &snapshot.domain, "ledger", Some(&key), None)
+            else {
+                return;
+            };
+            for line in fixture::ledger_lines() {
+                if !check.wants_lines() {
+                    break;
+                }
+                check.push_line(line);
+            }
+            let verdict = check.finish();
+            assert!(verdict["valid"].is_boolean() && verdict["summary"].is_string());
+        }
+        _ => {}
+    }
+}
 
 fn policies() -> &'static [HttpPolicy; 2] {
     static P: OnceLock<[HttpPolicy; 2]> = OnceLock::new();
@@ -148,6 +191,7 @@ fuzz_target!(|data: &[u8]| {
                 assert_http(&message.accepted(None));
                 assert_http(&message.stream_gone());
             }
+            Decision::Operator(op) => operator(op.route),
             _ => {}
         }
     }

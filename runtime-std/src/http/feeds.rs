@@ -180,3 +180,101 @@ fn watch(state: &(Mutex<State>, Condvar), store: &dyn Store) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::sync::mpsc;
+
+    use bernstein_core::ledger::{Append, Draft, seal};
+    use serde_json::json;
+
+    use super::*;
+    use crate::store::FileStore;
+    use crate::store::test_dir::TestDir;
+
+    /// A feed's socket: what was sent arrives on a channel; closing it makes sends fail.
+    struct Sink {
+        tx: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    }
+
+    impl EventSink for Sink {
+        fn send(&self, events: &[u8]) -> io::Result<()> {
+            let tx = self.tx.lock().unwrap();
+            let tx = tx.as_ref().ok_or(io::ErrorKind::BrokenPipe)?;
+            tx.send(events.to_vec())
+                .map_err(|_| io::ErrorKind::BrokenPipe.into())
+        }
+        fn is_open(&self) -> bool {
+            self.tx.lock().unwrap().is_some()
+        }
+        fn close(&self, _: &[u8]) {
+            self.tx.lock().unwrap().take();
+        }
+    }
+
+    fn sink() -> (Arc<Sink>, mpsc::Receiver<Vec<u8>>) {
+        let (tx, rx) = mpsc::channel();
+        (
+            Arc::new(Sink {
+                tx: Mutex::new(Some(tx)),
+            }),
+            rx,
+        )
+    }
+
+    fn next_head(rx: &mpsc::Receiver<Vec<u8>>) -> String {
+        loop {
+            let ev = rx.recv_timeout(Duration::from_secs(10)).expect("an event");
+            let text = String::from_utf8(ev).unwrap();
+            if text.contains("event: head") {
+                return text;
+            }
+        }
+    }
+
+    fn append_note(store: &FileStore, key: &[u8], n: u64) {
+        let snap = store.snapshot().unwrap();
+        let drafts = vec![Draft::new("notes", "test.note", json!({"n": n}))];
+        let records = seal(&snap.position, |s| snap.stream_head(s), drafts, key);
+        store
+            .compare_and_append(&Append {
+                expected: snap.position,
+                records,
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn feeds_hear_every_head_move_and_the_watcher_stops_with_the_last_feed() {
+        let dir = TestDir::in_memory("feeds");
+        let key = vec![3u8; 32];
+        let file_store = Arc::new(FileStore::open(dir.path(), key.clone()).unwrap());
+        let store: Arc<dyn Store> = file_store.clone();
+        let feeds = Feeds::new(2);
+        let (a, a_rx) = sink();
+        assert!(feeds.open(&store, a.clone()));
+        assert!(next_head(&a_rx).contains("\"records\":0"));
+        append_note(&file_store, &key, 1);
+        assert!(next_head(&a_rx).contains("id: 1\n"));
+        // A feed opened later hears the current head at once, not the history.
+        let (b, b_rx) = sink();
+        assert!(feeds.open(&store, b.clone()));
+        assert!(next_head(&b_rx).contains("id: 1\n"));
+        let (c, _c_rx) = sink();
+        assert!(!feeds.has_room());
+        assert!(!feeds.open(&store, c), "over the cap");
+        append_note(&file_store, &key, 2);
+        assert!(next_head(&a_rx).contains("id: 2\n"));
+        assert!(next_head(&b_rx).contains("id: 2\n"));
+        // Peers that leave are dropped; with none left the watcher ends.
+        a.close(b"");
+        b.close(b"");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while lock(&feeds.state.0).watching {
+            assert!(Instant::now() < deadline, "the watcher did not stop");
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert!(feeds.is_empty());
+    }
+}

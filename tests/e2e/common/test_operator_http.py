@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ import pytest
 from harness import ledger
 from harness.http_raw import call_tool, request
 from harness.launch import base_env
+from harness.operator import Feed, start_dashboard
 from harness.payloads import ok_payload
 
 TOKEN = "operator-test-token-0123456789"
@@ -41,42 +39,6 @@ def run_goal(srv, goal: str, token: str | None = None) -> dict:
 
 def last_hash(sdd: Path) -> str:
     return json.loads(ledger.ledger_lines(sdd)[-1].raw)["hash"]
-
-
-class Feed:
-    """A raw `GET /api/events` stream: its head, then its events as they arrive."""
-
-    def __init__(self, base: str, token: str | None = None):
-        host, port = base.split("://")[1].rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        auth = f"Authorization: Bearer {token}\r\n" if token else ""
-        self.sock.sendall(f"GET /api/events HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}\r\n".encode())
-        self.buf = b""
-        head = self._until(b"\r\n\r\n")
-        self.status = int(head.split(b" ", 2)[1])
-        self.head = head.decode()
-
-    def _until(self, sep: bytes) -> bytes:
-        while sep not in self.buf:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise EOFError(self.buf)
-            self.buf += chunk
-        part, self.buf = self.buf.split(sep, 1)
-        return part
-
-    def next_head(self) -> dict:
-        """The next `head` event's data (comments and `retry:` blocks are skipped)."""
-        while True:
-            block = self._until(b"\n\n").decode()
-            fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith(":"))
-            if fields.get("event") == "head":
-                data = json.loads(fields["data"])
-                assert fields["id"] == str(data["records"])
-                return data
-
-    def close(self):
-        self.sock.close()
 
 
 def test_probes_and_overview_follow_the_ledger(http_server, workdir):
@@ -202,22 +164,6 @@ def test_readyz_is_503_on_a_ledger_that_does_not_verify(http_server, workdir, tm
     bad.stop()
     good = http_server("ops-clean")
     assert get(good.direct_base, "/readyz").status == 200
-
-
-def start_dashboard(bin_path: Path, workdir: Path, runtime: str, log: Path) -> tuple[subprocess.Popen, str]:
-    err = open(log, "wb")
-    proc = subprocess.Popen([str(bin_path), "dashboard", "--workdir", str(workdir), "--port", "0",
-                             "--runtime", runtime], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=err, env=base_env())
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        m = re.search(r"read-only dashboard at http://(\S+)/ ", log.read_text())
-        if m:
-            return proc, "http://" + m.group(1)
-        assert proc.poll() is None, log.read_text()
-        time.sleep(0.02)  # polling the log file for readiness
-    proc.kill()
-    raise AssertionError(log.read_text())
 
 
 def test_the_dashboard_command_is_read_only(http_server, bernstein_bin, workdir, runtime, tmp_path):

@@ -52,7 +52,12 @@ const state = {
   refresh: { timer: null, busy: false, again: false, last: 0 },
 };
 
-class Unauthorized extends Error {}
+class Unauthorized extends Error {
+  constructor(message, token) {
+    super(message);
+    this.token = token; // the token the refused request carried (null: none)
+  }
+}
 class Unreachable extends Error {} // fetch itself failed: no answer from the server
 class ApiError extends Error {
   constructor(status, body) {
@@ -149,7 +154,8 @@ function refreshTimes() {
 
 async function api(path, init = {}) {
   const headers = new Headers(init.headers || {});
-  if (state.token) headers.set("Authorization", `Bearer ${state.token}`);
+  const token = state.token;
+  if (token) headers.set("Authorization", `Bearer ${token}`);
   let res;
   try {
     res = await fetch(path, { ...init, headers, cache: "no-store" });
@@ -158,7 +164,7 @@ async function api(path, init = {}) {
   }
   if (res.status === 401) {
     const body = await res.json().catch(() => ({}));
-    throw new Unauthorized(body.error_description || body.error || "unauthorized");
+    throw new Unauthorized(body.error_description || body.error || "unauthorized", token);
   }
   return res;
 }
@@ -205,7 +211,10 @@ function onTokenSubmit(event) {
 }
 
 function fail(err) {
-  if (err instanceof Unauthorized) return lock(err.message);
+  if (err instanceof Unauthorized) {
+    // A refusal of a request sent before the user entered another token says nothing of it.
+    return err.token === state.token ? lock(err.message) : undefined;
+  }
   // The server is unreachable: the connection state says so, and the reconnect reloads.
   if (err instanceof Unreachable) return;
   const banner = byTest("load-error");
@@ -303,7 +312,7 @@ async function follow(outer) {
     try {
       await connectOnce(outer, onOpen);
     } catch (err) {
-      if (err instanceof Unauthorized) return lock(err.message);
+      if (err instanceof Unauthorized) return fail(err);
     }
     if (outer.signal.aborted) return;
     setConn("reconnecting");
@@ -666,7 +675,7 @@ async function onVerify(event) {
     if (!res.ok) throw new ApiError(res.status, body);
     showVerdict(Boolean(body.valid), body.kind.replace(/_/g, " "), body.summary);
   } catch (err) {
-    if (err instanceof Unauthorized) return lock(err.message);
+    if (err instanceof Unauthorized) return fail(err);
     showVerdict("error", "", err.message);
   }
 }
