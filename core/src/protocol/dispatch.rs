@@ -21,7 +21,9 @@ use super::host::{HostReply, HostRequest};
 use super::ids::{RequestIds, numbers_as_text};
 use super::jsonrpc::{Id, Incoming, RpcError, classify, is_integer_literal};
 use super::lifecycle::{decorate, discover, initialize};
-use super::listing::{get_prompt, list_prompts, list_resources, list_tools, read_resource};
+use super::listing::{
+    check_no_cursor, get_prompt, list_prompts, list_resources, read_resource, tools_list_bytes,
+};
 use super::prescan::prescan;
 use super::progress;
 use super::resource_templates::list_resource_templates;
@@ -316,12 +318,13 @@ fn serve_one(
             ..none
         };
     }
-    let response = match routed.result {
-        Ok(result) => Response {
+    let response = match (routed.result, routed.rendered) {
+        (Ok(_), Some(raw)) => Response::rendered(&id, raw, ids.span_id.clone()),
+        (Ok(result), None) => Response {
             meter: routed.meter,
             ..Response::result(&id, result, ids.span_id.clone())
         },
-        Err(e) => Response::error(Some(&id), &e, ids.span_id.clone()),
+        (Err(e), _) => Response::error(Some(&id), &e, ids.span_id.clone()),
     };
     Served {
         response: Some(response),
@@ -345,6 +348,8 @@ struct Routed {
     host: Option<HostRequest>,
     /// A pending answer with nothing to send yet (a tool's long poll).
     withheld: bool,
+    /// The result, rendered before (`tools/list`); `result` is then `Ok(Null)`.
+    rendered: Option<std::sync::Arc<[u8]>>,
 }
 
 impl Routed {
@@ -358,6 +363,7 @@ impl Routed {
             pending: None,
             host: None,
             withheld: false,
+            rendered: None,
         }
     }
 }
@@ -455,7 +461,13 @@ fn route(
                 ..Routed::of(reply.result)
             }
         }
-        "tools/list" => finish(list_tools(server, revision, params)),
+        "tools/list" => match check_no_cursor(params) {
+            Ok(()) => Routed {
+                rendered: Some(tools_list_bytes(server, revision)),
+                ..Routed::of(Ok(Value::Null))
+            },
+            Err(e) => Routed::of(Err(e)),
+        },
         "prompts/list" => finish(list_prompts(server, revision, params)),
         "prompts/get" => finish(get_prompt(server, params)),
         "resources/list" => finish(list_resources(server, revision, params)),

@@ -45,6 +45,16 @@ pub fn list_tools(
     Ok(json!({ "tools": tools }))
 }
 
+/// The `tools/list` result of `revision` as compact JSON bytes (decorated for its era),
+/// rendered once per server: the same bytes as rendering [`list_tools`]'s value.
+pub fn tools_list_bytes(server: &Server, revision: Revision) -> std::sync::Arc<[u8]> {
+    server.tool_listing(revision, || {
+        let listed = list_tools(server, revision, None).unwrap_or_else(|_| json!({"tools": []}));
+        let decorated = super::lifecycle::decorate(server, revision, "tools/list", listed);
+        serde_json::to_vec(&decorated).unwrap_or_default()
+    })
+}
+
 /// The context cost of `server`'s tier: the bytes of its `tools/list` `tools` array as compact
 /// JSON, under 2025-11-25 (the revision with the most fields per tool).
 pub fn listing_bytes(server: &Server) -> usize {
@@ -289,6 +299,44 @@ mod budget_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Config, Tier};
+    use crate::protocol::Response;
+    use crate::protocol::jsonrpc::Id;
+
+    #[test]
+    fn the_rendered_listing_is_the_bytes_of_rendering_the_value() {
+        let ids = [
+            Id::Int(7.into()),
+            Id::Str("req \"quoted\"".into()),
+            Id::Big("123456789012345678901234567890".into()),
+        ];
+        for tier in Tier::ALL {
+            for meter in [true, false] {
+                let mut config = Config::new(b"k".to_vec());
+                config.tier = tier;
+                config.cost_meter = meter;
+                let server = Server::new(config);
+                for revision in Revision::SUPPORTED {
+                    let value = crate::protocol::lifecycle::decorate(
+                        &server,
+                        revision,
+                        "tools/list",
+                        list_tools(&server, revision, None).unwrap(),
+                    );
+                    for id in &ids {
+                        let whole = Response::result(id, value.clone(), "s").render(0);
+                        let cached = tools_list_bytes(&server, revision);
+                        let spliced = Response::rendered(id, cached, "s").render(0);
+                        assert_eq!(
+                            String::from_utf8(spliced).unwrap(),
+                            String::from_utf8(whole).unwrap(),
+                            "{tier:?} {revision:?} {id:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn cursors_are_refused_clearly() {

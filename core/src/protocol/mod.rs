@@ -45,6 +45,9 @@ pub mod tasks;
 pub mod validate;
 
 use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use era::Revision;
 
 use serde_json::Value;
 
@@ -98,8 +101,9 @@ pub struct Input<'a> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
     /// The JSON-RPC response object; for a metered tool result the envelope is rendered into
-    /// it by [`Response::render`] (it already holds the envelope with `latency_ms: 0`). For a
-    /// batch, the array of the parts' messages.
+    /// it by [`Response::render`] (it already holds the envelope with `latency_ms: 0`); without
+    /// its `result` when that was rendered before (`raw_result`). For a batch, the array of the
+    /// parts' whole messages. What is sent is [`Response::render`]'s bytes.
     pub message: Value,
     /// Set when `message` is a metered tool result: where the envelope goes.
     pub meter: Option<MeterSlot>,
@@ -111,6 +115,9 @@ pub struct Response {
     /// A batch reply (revision 2025-03-26 only): the replies in request order, rendered as one
     /// JSON array.
     pub batch: Option<Vec<Response>>,
+    /// A result rendered before (a cached `tools/list`): `message` then holds only `jsonrpc`
+    /// and `id`, and `render` writes these bytes as its `result`.
+    pub raw_result: Option<Arc<[u8]>>,
 }
 
 /// The parts of a `_meter` envelope known before the runtime measures latency.
@@ -184,6 +191,9 @@ pub struct Server {
     /// Each tool's advertised schemas, generated once from its types: they are a pure function
     /// of the catalogue and the configuration, so every request reuses them.
     schemas: HashMap<&'static str, ToolSchemas>,
+    /// The `tools/list` result of each revision, rendered once (see
+    /// [`listing::tools_list_bytes`]): the configuration and the catalogue fix it.
+    tool_listings: [OnceLock<Arc<[u8]>>; Revision::SUPPORTED.len()],
 }
 
 /// A tool's input schema and, when it declares one, its advertised output schema (wrapped in
@@ -227,7 +237,23 @@ impl Server {
             config,
             catalog,
             schemas,
+            tool_listings: Default::default(),
         }
+    }
+
+    /// The rendered `tools/list` result under `revision`, made by `render` on first use.
+    pub(crate) fn tool_listing(
+        &self,
+        revision: Revision,
+        render: impl FnOnce() -> Vec<u8>,
+    ) -> Arc<[u8]> {
+        let i = Revision::SUPPORTED
+            .iter()
+            .position(|r| *r == revision)
+            .unwrap_or(0);
+        self.tool_listings[i]
+            .get_or_init(|| Arc::from(render()))
+            .clone()
     }
 
     /// The input schema of a catalogue tool, generated once.

@@ -7,6 +7,8 @@
 
 use serde_json::Value;
 
+use std::sync::Arc;
+
 use super::jsonrpc::{Id, RpcError, error_message, result_message};
 use super::meter::envelope;
 use super::{MeterSlot, Response};
@@ -22,6 +24,18 @@ impl Response {
         Response::single(error_message(id, error), id, span_id.into())
     }
 
+    /// A response whose `result` was rendered before (`raw`: its compact JSON bytes).
+    pub fn rendered(id: &Id, raw: Arc<[u8]>, span_id: impl Into<String>) -> Response {
+        let mut message = result_message(id, Value::Null);
+        if let Value::Object(obj) = &mut message {
+            obj.remove("result");
+        }
+        Response {
+            raw_result: Some(raw),
+            ..Response::single(message, Some(id), span_id.into())
+        }
+    }
+
     fn single(message: Value, id: Option<&Id>, span_id: String) -> Response {
         Response {
             message,
@@ -29,18 +43,30 @@ impl Response {
             span_id,
             exact_id: id.and_then(Id::exact_digits).map(str::to_string),
             batch: None,
+            raw_result: None,
         }
+    }
+
+    /// The whole message, the rendered result included (parsed back; for a batch's array).
+    fn full_message(&self) -> Value {
+        let mut message = self.message.clone();
+        if let (Some(raw), Value::Object(obj)) = (&self.raw_result, &mut message) {
+            let result = serde_json::from_slice(raw).unwrap_or(Value::Null);
+            obj.insert("result".into(), result);
+        }
+        message
     }
 
     /// The replies of a batch (revision 2025-03-26), rendered as one JSON array.
     pub fn batch(parts: Vec<Response>, span_id: impl Into<String>) -> Response {
-        let message = Value::Array(parts.iter().map(|p| p.message.clone()).collect());
+        let message = Value::Array(parts.iter().map(Response::full_message).collect());
         Response {
             message,
             meter: None,
             span_id: span_id.into(),
             exact_id: None,
             batch: Some(parts),
+            raw_result: None,
         }
     }
 
@@ -71,6 +97,20 @@ impl Response {
             }
             None => &self.message,
         };
+        let mut out = self.render_message(message);
+        if let Some(raw) = &self.raw_result {
+            // Keys are written sorted and `result` sorts after `id` and `jsonrpc`: the bytes are
+            // what rendering the whole message would give.
+            if out.pop() == Some(b'}') {
+                out.extend_from_slice(b",\"result\":");
+                out.extend_from_slice(raw);
+                out.push(b'}');
+            }
+        }
+        out
+    }
+
+    fn render_message(&self, message: &Value) -> Vec<u8> {
         match (&self.exact_id, message) {
             (Some(digits), Value::Object(obj)) => {
                 // Keys come out sorted (serde_json's map is ordered); write the id verbatim.

@@ -91,7 +91,8 @@ fn serve(server: &Server, snapshot: &Snapshot, message: Value) -> Value {
         now: Timestamp(1_767_225_600_000),
         transport: &facts,
     });
-    out.response.expect("a response").message
+    let rendered = out.response.expect("a response").render(0);
+    serde_json::from_slice(&rendered).expect("a JSON response")
 }
 
 fn call(server: &Server, name: &str, args: Value) -> Value {

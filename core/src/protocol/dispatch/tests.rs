@@ -190,10 +190,8 @@ fn http_transport_facts_are_honoured() {
         &[],
         Phase::Live,
     );
-    assert_eq!(
-        out.response.unwrap().message["result"]["resultType"],
-        "complete"
-    );
+    let rendered: Value = serde_json::from_slice(&out.response.unwrap().render(0)).unwrap();
+    assert_eq!(rendered["result"]["resultType"], "complete");
 }
 
 #[test]
