@@ -10,6 +10,7 @@
 //! It asserts nothing about speed: it reports. `bernstein-bench write-ledger DIR N` writes a
 //! project holding an N-record ledger, for timing start-up and `audit verify` from outside.
 
+mod checkpoint_stall;
 mod dlp;
 mod durable;
 mod http_load;
@@ -62,6 +63,9 @@ fn main() {
     }
     if wanted("durable") {
         durable::durable_writes();
+    }
+    if wanted("checkpoint") {
+        checkpoint_stall::appends_at_size(full);
     }
     let bin = process::binary();
     if let Some(bin) = &bin {

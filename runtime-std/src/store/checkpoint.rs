@@ -21,7 +21,7 @@ use bernstein_core::ledger::{LedgerPosition, Snapshot};
 use serde::{Deserialize, Serialize};
 
 use super::layout::{Layout, sync_dir};
-use super::ledger_file::{Folded, LedgerFile};
+use super::ledger_file::Folded;
 
 /// Version of the checkpoint body's layout (2: the ledger format in which every record is
 /// sealed).
@@ -58,13 +58,14 @@ struct Body {
     snapshot: Snapshot,
 }
 
-/// Writes a checkpoint of `folded` (nothing when nothing is folded). The ledger is synced first
-/// so that a checkpoint never points past durable records.
-pub fn write(layout: &Layout, key: &[u8], folded: &Folded, ledger: &LedgerFile) -> io::Result<()> {
+/// Writes a checkpoint of `folded` (nothing when nothing is folded). The ledger (`ledger`, a
+/// handle of the ledger file) is synced first so that a checkpoint never points past durable
+/// records.
+pub fn write(layout: &Layout, key: &[u8], folded: &Folded, ledger: &File) -> io::Result<()> {
     if folded.lines == 0 {
         return Ok(());
     }
-    ledger.sync()?;
+    ledger.sync_data()?;
     let body = serde_json::to_vec(&BodyRef {
         format: FORMAT,
         software: SOFTWARE,

@@ -10,7 +10,8 @@
 //!   [`group_commit`]);
 //! - snapshots take the shared lock only when the file grew, and fold just the new bytes, so a
 //!   request costs the same at any ledger size;
-//! - checkpoints of the folded projection let an open skip the folded prefix;
+//! - checkpoints of the folded projection let an open skip the folded prefix; the appends that
+//!   make one due hand it to a writer thread ([`checkpointer`]), so no request waits for one;
 //! - a snapshot is handed out only once the records it reflects are durable (a reader may fold
 //!   records a writer has written but not yet fsynced; it waits for, or performs, the fsync);
 //!   the driver's unsettled snapshot skips that wait and settles before answering without an
@@ -21,6 +22,7 @@
 //! records.
 
 pub mod checkpoint;
+mod checkpointer;
 mod failed;
 pub mod group_commit;
 pub mod layout;
@@ -42,6 +44,7 @@ use bernstein_core::ledger::{
     Append, AppendResult, Record, Snapshot, Store, StoreError, StoreFacts,
 };
 
+use self::checkpointer::Checkpointer;
 pub use self::failed::FailedStore;
 use self::group_commit::{GroupCommit, SyncStats};
 use self::layout::Layout;
@@ -52,7 +55,8 @@ use crate::clock::{Clock as _, SystemClock};
 /// Tunables of a [`FileStore`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoreOptions {
-    /// Write a checkpoint once this many records were folded since the last one.
+    /// Write a checkpoint once this many records were folded since the last one (and at least
+    /// a sixteenth of the ledger's records: 62,500 at a million).
     pub checkpoint_every: u64,
     /// Group commit: an append waits for its fsync after releasing the locks, so concurrent
     /// writers share fsyncs. Off (the default), it fsyncs under the locks, one append at a
@@ -86,6 +90,8 @@ pub struct FileStore {
     state: Mutex<State>,
     /// The durable offset of the ledger file; taken after `state` is released, never while.
     commit: GroupCommit<File>,
+    /// Writes the checkpoints appends make due, off the request path.
+    checkpointer: Checkpointer,
 }
 
 #[derive(Debug)]
@@ -131,12 +137,16 @@ impl FileStore {
             .map_err(|e| io_error(&layout.lock_file(), "open", &e))?;
         let ledger = LedgerFile::open(&layout.ledger_file())
             .map_err(|e| io_error(&layout.ledger_file(), "open", &e))?;
-        let commit = GroupCommit::new(
+        let handle = || {
             ledger
                 .sync_handle()
-                .map_err(|e| io_error(&layout.ledger_file(), "open", &e))?,
-        );
+                .map_err(|e| io_error(&layout.ledger_file(), "open", &e))
+        };
+        let commit = GroupCommit::new(handle()?);
+        let checkpointer = Checkpointer::start(layout.clone(), audit_key.clone(), handle()?)
+            .map_err(|e| StoreError::Io(format!("start the checkpoint writer: {e}")))?;
         let store = FileStore {
+            checkpointer,
             layout,
             record_key: RecordKey::new(&audit_key),
             key: audit_key,
@@ -171,7 +181,13 @@ impl FileStore {
         let Some(folded) = &state.folded else {
             return Ok(());
         };
-        checkpoint::write(&self.layout, &self.key, folded, &state.ledger)
+        // An older state queued for the writer thread must not land after this one.
+        self.checkpointer.quiesce();
+        let write = |f: &File| checkpoint::write(&self.layout, &self.key, folded, f);
+        state
+            .ledger
+            .sync_handle()
+            .and_then(|f| write(&f))
             .map_err(|e| io_error(&self.layout.checkpoint_file(), "write", &e))?;
         let records = folded.lines;
         state.checkpointed(records);
@@ -270,23 +286,25 @@ impl FileStore {
         })
     }
 
-    /// Writes a checkpoint when enough records were folded since the last one. A failure is
-    /// only logged: the checkpoint is an optimisation and the records are already durable.
+    /// Hands the folded state to the checkpoint writer when enough records were folded since
+    /// the last checkpoint ([`checkpointer`]: written off the request path; a failure is only
+    /// logged, as the checkpoint is an optimisation and the records are already durable).
     fn maybe_checkpoint(&self, state: &mut State) {
-        if state.since_checkpoint < self.options.checkpoint_every {
+        let Some(folded) = &state.folded else { return };
+        // A checkpoint costs the whole projection: at least a sixteenth of the ledger between
+        // two keeps that a bounded share of the work at any size (a restart after a crash folds
+        // at most that much past it).
+        let every = self.options.checkpoint_every.max(folded.lines / 16);
+        if state.since_checkpoint < every {
             return;
         }
-        let Some(folded) = &state.folded else { return };
-        match checkpoint::write(&self.layout, &self.key, folded, &state.ledger) {
-            Ok(()) => {
-                let records = folded.lines;
-                state.checkpointed(records);
-            }
-            Err(e) => crate::log_line!(
-                "bernstein: cannot write {}: {e}",
-                self.layout.checkpoint_file().display()
-            ),
-        }
+        self.checkpointer.hand_over(folded.clone());
+        state.since_checkpoint = 0;
+    }
+
+    /// Blocks until the checkpoints handed to the writer thread are written (tests, tools).
+    pub fn flush_checkpoints(&self) {
+        self.checkpointer.flush();
     }
 
     /// The append's bytes and the length of its last line, after checking that the records
@@ -318,11 +336,13 @@ impl FileStore {
 impl Store for FileStore {
     fn facts(&self) -> StoreFacts {
         let state = self.state();
+        let newest = state.checkpoint.max(self.checkpointer.written());
         StoreFacts {
             kind: "file",
             ledger_bytes: state.folded.as_ref().map(|f| f.offset),
-            checkpoint_at_ms: state.checkpoint.map(|(at, _)| at),
-            checkpoint_records: state.checkpoint.map(|(_, records)| records),
+            // The newer of the one this process loaded or wrote itself and the writer's last.
+            checkpoint_at_ms: newest.map(|(at, _)| at),
+            checkpoint_records: newest.map(|(_, records)| records),
             syncs: Some(self.commit.facts()),
         }
     }
