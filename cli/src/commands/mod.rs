@@ -63,7 +63,18 @@ fn project_audit_key(workdir: &Path) -> Result<Vec<u8>, String> {
     })
 }
 
-/// What an HTTP server serves when its ledger does not open: a [`FailedStore`] with the
+/// Whether a store's open failed because its ledger does not verify (corrupt, or written under
+/// another audit key): what an HTTP server reports as not ready instead of exiting. A store
+/// it cannot reach or whose schema it does not serve is a deployment error and stays fatal.
+fn does_not_verify(e: &bernstein_core::ledger::StoreError) -> bool {
+    use bernstein_core::ledger::StoreError;
+    matches!(
+        e,
+        StoreError::Corrupt { .. } | StoreError::KeyMismatch { .. }
+    )
+}
+
+/// What an HTTP server serves when its ledger does not verify: a [`FailedStore`] with the
 /// reason, so that `/healthz` answers, `/readyz` says why it is not ready (503), the dashboard
 /// shows it, and every MCP request is refused with it. Said on stderr once.
 fn failed_store(reason: &str) -> Arc<dyn bernstein_core::ledger::Store> {
@@ -98,7 +109,7 @@ pub fn open_operator_store(
     open_operator_store_with(workdir, store_flag, false)
 }
 
-/// [`open_operator_store`]; with `degrade`, a ledger that does not open is served as a
+/// [`open_operator_store`]; with `degrade`, a ledger that does not verify is served as a
 /// [`FailedStore`] (see [`open_serving_store`]).
 pub fn open_operator_store_with(
     workdir: &Path,
@@ -136,7 +147,7 @@ pub fn open_operator_store_with(
         }
         return match FileStore::open(workdir, key.clone()) {
             Ok(store) => Ok((Arc::new(store), key)),
-            Err(e) if degrade => Ok((failed_store(&e.to_string()), key)),
+            Err(e) if degrade && does_not_verify(&e) => Ok((failed_store(&e.to_string()), key)),
             Err(e) => Err(e.to_string()),
         };
     };
@@ -145,7 +156,7 @@ pub fn open_operator_store_with(
     options.listen = degrade;
     match bernstein_store_postgres::PgStore::open(&url, key.clone(), options) {
         Ok(store) => Ok((Arc::new(store), key)),
-        Err(e) if degrade => Ok((failed_store(&e.to_string()), key)),
+        Err(e) if degrade && does_not_verify(&e) => Ok((failed_store(&e.to_string()), key)),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -156,9 +167,9 @@ pub fn open_operator_store_with(
 /// database's schema is brought up to date first; without it a schema this software does not
 /// serve is refused.
 ///
-/// With `degrade`, a ledger that does not open (it does not
-/// verify, the database refuses) is served as a [`FailedStore`] instead of an error (an HTTP
-/// server still answers its probes). Key problems are errors either way.
+/// With `degrade`, a ledger that does not verify is served as a [`FailedStore`] instead of an
+/// error (an HTTP server still answers its probes, `/readyz` says why); a store that cannot be
+/// reached, a schema not served and key problems are errors either way.
 pub fn open_serving_store(
     workdir: &Path,
     url: Option<&str>,
@@ -169,7 +180,7 @@ pub fn open_serving_store(
         let key = project_audit_key(workdir)?;
         return match FileStore::open(workdir, key.clone()) {
             Ok(store) => Ok((Arc::new(store), key)),
-            Err(e) if degrade => Ok((failed_store(&e.to_string()), key)),
+            Err(e) if degrade && does_not_verify(&e) => Ok((failed_store(&e.to_string()), key)),
             Err(e) => Err(e.to_string()),
         };
     };
@@ -183,7 +194,7 @@ pub fn open_serving_store(
     match bernstein_store_postgres::PgStore::open(url, key.clone(), crate::settings::pg_options()?)
     {
         Ok(store) => Ok((Arc::new(store), key)),
-        Err(e) if degrade => Ok((failed_store(&e.to_string()), key)),
+        Err(e) if degrade && does_not_verify(&e) => Ok((failed_store(&e.to_string()), key)),
         Err(e) => Err(e.to_string()),
     }
 }

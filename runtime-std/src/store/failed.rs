@@ -1,5 +1,5 @@
-//! The store of a server whose ledger did not open (it does not verify, the database is
-//! unreachable, …): every read and write fails with the reason, so an HTTP server can still
+//! The store of a server whose ledger does not verify (a record was altered, another audit
+//! key wrote it): every read and write fails with the reason, so an HTTP server can still
 //! answer `/healthz`, say why it is not ready on `/readyz` (503) and show the reason on its
 //! dashboard, while every MCP request is refused with the same reason. Nothing is served from
 //! the ledger and nothing is written to it.
@@ -23,7 +23,7 @@ impl FailedStore {
 
     fn error(&self) -> StoreError {
         StoreError::Unavailable(format!(
-            "the ledger did not open: {}; repair it and restart the server",
+            "the ledger does not verify: {}; repair it and restart the server",
             self.reason
         ))
     }
