@@ -74,7 +74,7 @@ def test_the_page_is_public_and_the_data_is_not(http_server):
     page = get(base, "/")
     assert page.status == 200 and page.headers["content-type"].startswith("text/html")
     assert "default-src 'none'" in page.headers["content-security-policy"]
-    for asset in ("/dashboard.js", "/dashboard.css"):
+    for asset in ("/dashboard.js", "/dashboard-view.js", "/dashboard.css"):
         assert get(base, asset).status == 200
     for path in ("/api/overview", "/api/task?id=x", "/api/events", "/metrics", "/healthz", "/readyz"):
         refused = get(base, path)

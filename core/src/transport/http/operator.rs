@@ -3,7 +3,7 @@
 //!
 //! | route | what | auth |
 //! |---|---|---|
-//! | `GET /`, `/dashboard.js`, `/dashboard.css` | the page (embedded, the same bytes for everyone) | none: it holds no data |
+//! | `GET /`, `/dashboard.js`, `/dashboard-view.js`, `/dashboard.css` | the page (embedded, the same bytes for everyone) | none: it holds no data |
 //! | `GET /api/overview?window=S` | runs, tasks, plans, calls and the ledger ([`crate::domain::dashboard`]) | as `/mcp` |
 //! | `GET /api/task?id=T` | a task's mailbox, artifacts and lineage | as `/mcp` |
 //! | `POST /api/verify` | checks a pasted run handle, claim receipt or capsule against this ledger | as `/mcp` |
@@ -24,6 +24,7 @@ use super::sse;
 /// The page, its script and its style sheet, compiled into the binary.
 const PAGE: &str = include_str!("dashboard/index.html");
 const SCRIPT: &str = include_str!("dashboard/dashboard.js");
+const VIEW: &str = include_str!("dashboard/dashboard-view.js");
 const STYLE: &str = include_str!("dashboard/dashboard.css");
 
 /// The longest window `/api/overview` accepts (the projection keeps 24 h of call tallies).
@@ -37,7 +38,10 @@ pub const MAX_VERIFY_BYTES: usize = 1 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Asset {
     Page,
+    /// State, HTTP, auth and the live feed.
     Script,
+    /// Rendering and start-up (loaded after [`Asset::Script`]).
+    View,
     Style,
 }
 
@@ -92,6 +96,7 @@ pub(super) fn parse(request: &mut Request) -> Parsed {
     let asset = match path {
         "/" | "/index.html" => Some(Asset::Page),
         "/dashboard.js" => Some(Asset::Script),
+        "/dashboard-view.js" => Some(Asset::View),
         "/dashboard.css" => Some(Asset::Style),
         _ => None,
     };
@@ -187,6 +192,7 @@ pub fn asset(a: Asset, span: &str) -> HttpResponse {
     let (body, ty) = match a {
         Asset::Page => (PAGE, "text/html; charset=utf-8"),
         Asset::Script => (SCRIPT, "text/javascript; charset=utf-8"),
+        Asset::View => (VIEW, "text/javascript; charset=utf-8"),
         Asset::Style => (STYLE, "text/css; charset=utf-8"),
     };
     let mut r = HttpResponse::new(Status::OK, span)
@@ -221,7 +227,7 @@ pub fn head_event(records: u64, head: &str) -> Vec<u8> {
 
 /// The total size of the embedded page (what `budget` tests hold under 100 KB).
 pub fn embedded_bytes() -> usize {
-    PAGE.len() + SCRIPT.len() + STYLE.len()
+    PAGE.len() + SCRIPT.len() + VIEW.len() + STYLE.len()
 }
 
 #[cfg(test)]

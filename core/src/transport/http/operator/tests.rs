@@ -21,6 +21,10 @@ fn get(target: &str) -> Parsed {
 fn assets_are_public_and_get_only() {
     assert!(matches!(get("/"), Parsed::Asset(Asset::Page)));
     assert!(matches!(get("/dashboard.js"), Parsed::Asset(Asset::Script)));
+    assert!(matches!(
+        get("/dashboard-view.js"),
+        Parsed::Asset(Asset::View)
+    ));
     let mut post = request("POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n");
     assert!(matches!(parse(&mut post), Parsed::Method("GET")));
     let page = asset(Asset::Page, "s");
