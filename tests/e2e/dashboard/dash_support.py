@@ -10,19 +10,21 @@ over HTTP and returns its payload; `ready` reads `/readyz` (records and head of 
 from __future__ import annotations
 
 import json
-import re
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 from harness.http_raw import HANDSHAKE, call_tool, request
-from harness.http_server import READY, READY_TIMEOUT, ServerStartError, split_authority
+from harness.http_server import (
+    READY,
+    READY_DASHBOARD,
+    record_exit,
+    split_authority,
+    terminate,
+    wait_announced,
+)
 from harness.launch import Launcher, base_env
 from harness.payloads import ok_payload
 
-_POLL = 0.02
-READY_READ_ONLY = re.compile(r"serving the read-only dashboard at http://(\S+)/")
 
 
 class DashServer:
@@ -37,44 +39,22 @@ class DashServer:
                     "--runtime", launcher.runtime, *where]
         else:
             argv = launcher.server_argv() + ["--transport", "http", *where]
-        self._ready = READY_READ_ONLY if read_only else READY
+        self._ready = READY_DASHBOARD if read_only else READY
         self.stderr_path = Path(str(self.prefix) + ".stderr.log")
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=self._stderr, env=base_env(env), cwd=str(launcher.workdir))
         try:
-            self.port = split_authority(self._wait_ready())[1]
+            self.port = split_authority(wait_announced(self.proc, self.stderr_path, self._ready))[1]
         except BaseException:
             self.stop()
             raise
         self.base = f"http://127.0.0.1:{self.port}"
 
-    def _wait_ready(self) -> str:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            text = self.stderr_path.read_text(encoding="utf-8", errors="replace")
-            m = self._ready.search(text)
-            if m:
-                return m.group(1)
-            if self.proc.poll() is not None:
-                raise ServerStartError(f"server exited with {self.proc.returncode}: {text[-2000:]}")
-            if time.monotonic() > deadline:
-                raise ServerStartError(f"server not ready after {READY_TIMEOUT}s: {text[-2000:]}")
-            time.sleep(_POLL)  # polling a file for readiness, not synchronising on time
-
     def stop(self) -> int | None:
         """SIGTERM, then the exit status (killed after 20 s). Idempotent."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if not self._stderr.closed:
-            self._stderr.close()
-            Path(str(self.prefix) + ".exit").write_text(str(self.proc.returncode), encoding="ascii")
-        return self.proc.returncode
+        terminate(self.proc)
+        return record_exit(self.proc, self._stderr, self.prefix)
 
 
 def tool(base: str, name: str, args: dict | None = None, *, token: str | None = None) -> dict:

@@ -30,6 +30,8 @@ from pathlib import Path
 from .launch import Launcher, base_env
 
 READY = re.compile(r"serving MCP over HTTP at http://(\S+)/mcp")
+# What `bernstein dashboard` says when it listens.
+READY_DASHBOARD = re.compile(r"serving the read-only dashboard at http://(\S+)/ ")
 READY_TIMEOUT = 60.0
 _POLL = 0.02
 
@@ -111,34 +113,49 @@ class HttpServer:
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
 
     def _wait_ready(self) -> str:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            m = READY.search(self.stderr_text())
-            if m:
-                return m.group(1)
-            if self.proc.poll() is not None:
-                raise ServerStartError(
-                    f"server exited with {self.proc.returncode} before it was ready: {self.stderr_text()[-2000:]}"
-                )
-            if time.monotonic() > deadline:
-                raise ServerStartError(f"server not ready after {READY_TIMEOUT}s: {self.stderr_text()[-2000:]}")
-            time.sleep(_POLL)  # polling a file for readiness, not synchronising on time
+        return wait_announced(self.proc, self.stderr_path, READY)
 
     def stop(self) -> int | None:
         """Stops the server (then the proxy) and records the exit status. Idempotent."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
         if self.proxy is not None:
             self.proxy.close()
-        if not self._stderr.closed:
-            self._stderr.close()
-            Path(str(self.prefix) + ".exit").write_text(str(self.proc.returncode), encoding="ascii")
-        return self.proc.returncode
+        return record_exit(self.proc, self._stderr, self.prefix)
+
+
+def wait_announced(proc: subprocess.Popen, stderr_path: Path, pattern: re.Pattern) -> str:
+    """The first group of `pattern` once the process's stderr shows it (the address a server
+    announces when it listens); `ServerStartError` if it exits or stays silent too long."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while True:
+        text = stderr_path.read_text(encoding="utf-8", errors="replace")
+        m = pattern.search(text)
+        if m:
+            return m.group(1)
+        if proc.poll() is not None:
+            raise ServerStartError(f"server exited with {proc.returncode} before it was ready: {text[-2000:]}")
+        if time.monotonic() > deadline:
+            raise ServerStartError(f"server not ready after {READY_TIMEOUT}s: {text[-2000:]}")
+        time.sleep(_POLL)  # polling a file for readiness, not synchronising on time
+
+
+def terminate(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 20 s; a process already gone is left alone."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def record_exit(proc: subprocess.Popen, stderr, prefix: Path) -> int | None:
+    """Closes the stderr log (once) and writes the exit status beside it; returns the status."""
+    if not stderr.closed:
+        stderr.close()
+        Path(str(prefix) + ".exit").write_text(str(proc.returncode), encoding="ascii")
+    return proc.returncode
 
 
 def split_authority(authority: str) -> tuple[str, int]:

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import json
-import re
 import socket
 import subprocess
-import time
 from pathlib import Path
 
+from .http_server import READY_DASHBOARD, wait_announced
 from .launch import base_env
 
 
@@ -56,12 +55,8 @@ def start_dashboard(bin_path: Path, workdir: Path, runtime: str, log: Path,
     proc = subprocess.Popen([str(bin_path), "dashboard", "--workdir", str(workdir), "--port", "0",
                              "--runtime", runtime, *(extra or [])], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=err, env=base_env())
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        m = re.search(r"read-only dashboard at http://(\S+)/ ", log.read_text())
-        if m:
-            return proc, "http://" + m.group(1)
-        assert proc.poll() is None, log.read_text()
-        time.sleep(0.02)  # polling the log file for readiness
-    proc.kill()
-    raise AssertionError(log.read_text())
+    try:
+        return proc, "http://" + wait_announced(proc, log, READY_DASHBOARD)
+    except BaseException:
+        proc.kill()
+        raise
