@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bernstein_core::Config;
 use bernstein_core::ledger::verify::verify_ledger;
-use bernstein_core::ledger::{Append, Draft, Snapshot, seal};
+use bernstein_core::ledger::{Append, Snapshot};
 use bernstein_core::protocol::TransportFacts;
 use bernstein_core::time::Timestamp;
 use serde_json::{Value, json};
@@ -15,6 +15,7 @@ use super::*;
 use crate::clock::FixedClock;
 use crate::store::FileStore;
 use crate::store::layout::Layout;
+use crate::store::racing::Racing;
 use crate::store::test_dir::TestDir;
 
 const KEY: &[u8] = &[3; 32];
@@ -84,54 +85,10 @@ fn notifications_and_reads_append_nothing() {
     assert!(ledger_bytes(tmp.path()).is_empty());
 }
 
-/// A store whose first `interfere` appends lose the race: just before each, another writer
-/// (a second handle on the same `.sdd/`) appends a record.
-struct Racing {
-    inner: FileStore,
-    other: FileStore,
-    interfere: AtomicUsize,
-    attempts: AtomicUsize,
-}
-
-impl Store for Racing {
-    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
-        self.inner.snapshot()
-    }
-
-    fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
-        self.attempts.fetch_add(1, Ordering::SeqCst);
-        if self.interfere.load(Ordering::SeqCst) > 0 {
-            self.interfere.fetch_sub(1, Ordering::SeqCst);
-            let snap = self.other.snapshot()?;
-            let recs = seal(
-                &snap.position,
-                |s| snap.stream_head(s),
-                vec![Draft::new("x", "test.note", json!({}))],
-                KEY,
-            );
-            let res = self.other.compare_and_append(&Append {
-                expected: snap.position,
-                records: recs,
-            })?;
-            assert!(matches!(res, AppendResult::Committed(_)));
-        }
-        self.inner.compare_and_append(append)
-    }
-}
-
-fn racing(dir: &std::path::Path, interfere: usize) -> Racing {
-    Racing {
-        inner: FileStore::open(dir, KEY.to_vec()).unwrap(),
-        other: FileStore::open(dir, KEY.to_vec()).unwrap(),
-        interfere: AtomicUsize::new(interfere),
-        attempts: AtomicUsize::new(0),
-    }
-}
-
 #[test]
 fn a_conflict_reruns_the_request_on_a_fresh_snapshot() {
     let tmp = TestDir::new("driver-race");
-    let store = racing(tmp.path(), 3);
+    let store = Racing::new(tmp.path(), KEY, 3);
     let served = serve_message(
         &server(),
         &env(&store),
@@ -150,7 +107,7 @@ fn a_conflict_reruns_the_request_on_a_fresh_snapshot() {
 #[test]
 fn endless_conflicts_give_up_with_an_error_and_no_response() {
     let tmp = TestDir::new("driver-giveup");
-    let store = racing(tmp.path(), usize::MAX);
+    let store = Racing::new(tmp.path(), KEY, usize::MAX);
     let err = serve_message(
         &server(),
         &env(&store),

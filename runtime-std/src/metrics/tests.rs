@@ -1,13 +1,12 @@
 //! Counting through the real driver, core and file store: once per final answer, whatever
 //! conflicts, waits or deferrals came before it.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bernstein_core::Config;
+use bernstein_core::ledger::Store;
 use bernstein_core::ledger::verify::verify_ledger;
-use bernstein_core::ledger::{Append, AppendResult, Draft, Snapshot, Store, StoreError, seal};
 use bernstein_core::protocol::{Server, TransportFacts};
 use bernstein_core::time::Timestamp;
 use serde_json::{Value, json};
@@ -17,6 +16,7 @@ use crate::clock::FixedClock;
 use crate::driver::{DEFAULT_WAIT, Env, Stop, serve_message, serve_message_with};
 use crate::store::FileStore;
 use crate::store::layout::Layout;
+use crate::store::racing::Racing;
 use crate::store::test_dir::TestDir;
 
 const KEY: &[u8] = &[5; 32];
@@ -58,48 +58,10 @@ fn calls(m: &Metrics) -> Vec<(&'static str, &'static str, String, u64)> {
         .collect()
 }
 
-/// A store whose first `interfere` appends lose the race to a second handle on the same
-/// `.sdd/`, which appends a record just before each.
-struct Racing {
-    inner: FileStore,
-    other: FileStore,
-    interfere: AtomicUsize,
-    attempts: AtomicUsize,
-}
-
-impl Store for Racing {
-    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
-        self.inner.snapshot()
-    }
-
-    fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
-        self.attempts.fetch_add(1, Ordering::SeqCst);
-        if self.interfere.load(Ordering::SeqCst) > 0 {
-            self.interfere.fetch_sub(1, Ordering::SeqCst);
-            let snap = self.other.snapshot()?;
-            let records = seal(
-                &snap.position,
-                |s| snap.stream_head(s),
-                vec![Draft::new("x", "test.note", json!({}))],
-                KEY,
-            );
-            let expected = snap.position;
-            self.other
-                .compare_and_append(&Append { expected, records })?;
-        }
-        self.inner.compare_and_append(append)
-    }
-}
-
 #[test]
 fn a_call_rerun_after_conflicts_is_counted_once() {
     let tmp = TestDir::new("metrics-race");
-    let store = Racing {
-        inner: FileStore::open(tmp.path(), KEY.to_vec()).unwrap(),
-        other: FileStore::open(tmp.path(), KEY.to_vec()).unwrap(),
-        interfere: AtomicUsize::new(3),
-        attempts: AtomicUsize::new(0),
-    };
+    let store = Racing::new(tmp.path(), KEY, 3);
     let metrics = Metrics::new(CLOCK.0);
     let server = Server::new(Config::new(KEY.to_vec()));
     let msg = call(1, "bernstein_run", json!({"goal": "race"}));

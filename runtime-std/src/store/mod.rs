@@ -32,6 +32,8 @@ pub mod open_check;
 mod scan;
 
 #[cfg(test)]
+pub(crate) mod racing;
+#[cfg(test)]
 pub(crate) mod test_dir;
 
 use std::fs::File;

@@ -1,0 +1,59 @@
+//! A store for tests whose first appends lose the race: just before each of the first
+//! `interfere` appends, another writer (a second handle on the same `.sdd/`) appends a record.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bernstein_core::ledger::{Append, AppendResult, Draft, Snapshot, Store, StoreError, seal};
+use serde_json::json;
+
+use super::FileStore;
+
+pub struct Racing {
+    inner: FileStore,
+    other: FileStore,
+    key: Vec<u8>,
+    interfere: AtomicUsize,
+    /// Appends asked of this store so far.
+    pub attempts: AtomicUsize,
+}
+
+impl Racing {
+    /// The store of `dir` under `key`, losing its first `interfere` appends.
+    pub fn new(dir: &Path, key: &[u8], interfere: usize) -> Racing {
+        Racing {
+            inner: FileStore::open(dir, key.to_vec()).unwrap(),
+            other: FileStore::open(dir, key.to_vec()).unwrap(),
+            key: key.to_vec(),
+            interfere: AtomicUsize::new(interfere),
+            attempts: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Store for Racing {
+    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+        self.inner.snapshot()
+    }
+
+    fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        if self.interfere.load(Ordering::SeqCst) > 0 {
+            self.interfere.fetch_sub(1, Ordering::SeqCst);
+            let snap = self.other.snapshot()?;
+            let records = seal(
+                &snap.position,
+                |s| snap.stream_head(s),
+                vec![Draft::new("x", "test.note", json!({}))],
+                &self.key,
+            );
+            let res = self.other.compare_and_append(&Append {
+                expected: snap.position,
+                records,
+            })?;
+            assert!(matches!(res, AppendResult::Committed(_)));
+        }
+        self.inner.compare_and_append(append)
+    }
+}
