@@ -17,10 +17,9 @@ use crate::domain::projection::Projection;
 pub enum PastedCheck {
     Handle(Box<HandleVerifier>),
     Receipt(Box<ClaimVerifier>),
-    /// Decided without the ledger lines (a capsule, or something that failed on its own).
-    Done(Value),
-    /// A handle or receipt check that failed while replaying the ledger.
-    Failed(Value),
+    /// Decided: the verdict (a capsule, something that failed on its own or while the ledger
+    /// was replayed).
+    Decided(Value),
 }
 
 impl PastedCheck {
@@ -48,21 +47,22 @@ impl PastedCheck {
             });
         }
         if let Some(c) = extract_capsule(&v) {
-            let verdict = capsule::verify_on(p, &c, signer);
-            let summary = if verdict.valid {
+            let checked = capsule::verify_on(p, &c, signer);
+            let summary = if checked.valid {
                 format!(
                     "capsule of task {} is on this ledger and its signature verifies",
-                    verdict.task_id.as_deref().unwrap_or("?")
+                    checked.task_id.as_deref().unwrap_or("?")
                 )
             } else {
-                verdict.problems.join("; ")
+                checked.problems.join("; ")
             };
-            return Ok(PastedCheck::Done(json!({
-                "kind": "capsule",
-                "valid": verdict.valid,
-                "summary": summary,
-                "detail": verdict.problems,
-            })));
+            let problems = json!(checked.problems);
+            return Ok(PastedCheck::Decided(verdict(
+                "capsule",
+                checked.valid,
+                summary,
+                problems,
+            )));
         }
         if let Some(h) = extract_handle(&v) {
             return Ok(match HandleVerifier::new(&h, file, key) {
@@ -97,47 +97,52 @@ impl PastedCheck {
     /// The verdict: `{kind, valid, summary, detail}`.
     pub fn finish(self) -> Value {
         match self {
-            PastedCheck::Done(v) | PastedCheck::Failed(v) => v,
+            PastedCheck::Decided(v) => v,
             PastedCheck::Handle(h) => match h.finish(&[]) {
-                Ok(report) => json!({
-                    "kind": "run_handle",
-                    "valid": true,
-                    "summary": report.summary(),
-                    "detail": {"matched_seq": report.matched_seq, "current": report.current},
-                }),
+                Ok(report) => verdict(
+                    "run_handle",
+                    true,
+                    report.summary(),
+                    json!({"matched_seq": report.matched_seq, "current": report.current}),
+                ),
                 Err(f) => handle_failed(&f).finish(),
             },
             PastedCheck::Receipt(r) => match r.finish(&[]) {
-                Ok(report) => json!({
-                    "kind": "claim_receipt",
-                    "valid": true,
-                    "summary": report.summary(),
-                    "detail": {"entry_seq": report.entry_seq, "granted": report.granted},
-                }),
+                Ok(report) => verdict(
+                    "claim_receipt",
+                    true,
+                    report.summary(),
+                    json!({"entry_seq": report.entry_seq, "granted": report.granted}),
+                ),
                 Err(f) => claim_failed(&f).finish(),
             },
         }
     }
 }
 
+/// The answer's shape: `{kind, valid, summary, detail}`.
+fn verdict(kind: &str, valid: bool, summary: String, detail: Value) -> Value {
+    json!({"kind": kind, "valid": valid, "summary": summary, "detail": detail})
+}
+
 fn done(kind: &str, valid: bool, summary: String) -> PastedCheck {
-    PastedCheck::Done(json!({"kind": kind, "valid": valid, "summary": summary, "detail": []}))
+    PastedCheck::Decided(verdict(kind, valid, summary, json!([])))
+}
+
+/// A check that failed: which one, and why.
+fn failed(kind: &str, check: &str, detail: &str) -> PastedCheck {
+    PastedCheck::Decided(verdict(
+        kind,
+        false,
+        format!("{check}: {detail}"),
+        json!({ "check": check }),
+    ))
 }
 
 fn handle_failed(f: &HandleFailure) -> PastedCheck {
-    PastedCheck::Failed(json!({
-        "kind": "run_handle",
-        "valid": false,
-        "summary": format!("{}: {}", f.check.as_str(), f.detail),
-        "detail": {"check": f.check.as_str()},
-    }))
+    failed("run_handle", f.check.as_str(), &f.detail)
 }
 
 fn claim_failed(f: &ClaimFailure) -> PastedCheck {
-    PastedCheck::Failed(json!({
-        "kind": "claim_receipt",
-        "valid": false,
-        "summary": format!("{}: {}", f.check.as_str(), f.detail),
-        "detail": {"check": f.check.as_str()},
-    }))
+    failed("claim_receipt", f.check.as_str(), &f.detail)
 }
