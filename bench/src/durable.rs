@@ -1,7 +1,6 @@
 //! Durable writes through the real file store: `bernstein_run` served by the shared request
 //! driver (`serve_message`) from 1 and 16 threads on one `FileStore`, so that concurrent writers
-//! can share an fsync (group commit), with the store's group commit off (the default) and on.
-//! Every call returns only once its records are durable.
+//! share fsyncs (group commit). Every call returns only once its records are durable.
 
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -11,7 +10,7 @@ use bernstein_core::{Config, Server};
 use bernstein_runtime_std::clock::SystemClock;
 use bernstein_runtime_std::driver::{Env, serve_message};
 use bernstein_runtime_std::host::NoHost;
-use bernstein_runtime_std::store::{FileStore, StoreOptions};
+use bernstein_runtime_std::store::FileStore;
 use serde_json::json;
 
 use crate::ledger::call;
@@ -25,34 +24,23 @@ pub fn durable_writes() {
     println!(
         "| store | writers | writes/s | p50 | p99 | fsyncs per write |\n|---|---|---|---|---|---|"
     );
-    for group_commit in [false, true] {
-        for writers in [1usize, 16] {
-            let (rate, s, per_write) = measure(writers, group_commit);
-            println!(
-                "| {} | {writers} | {rate:.0} | {} | {} | {per_write:.2} |",
-                if group_commit {
-                    "group commit"
-                } else {
-                    "fsync under the lock (default)"
-                },
-                fmt(s.p50),
-                fmt(s.p99)
-            );
-        }
+    for writers in [1usize, 16] {
+        let (rate, s, per_write) = measure(writers);
+        println!(
+            "| group commit | {writers} | {rate:.0} | {} | {} | {per_write:.2} |",
+            fmt(s.p50),
+            fmt(s.p99)
+        );
     }
     println!();
 }
 
 /// Runs `writers` threads for [`PERIOD`]; writes per second, per-call latency and the
 /// group-commit fsyncs per write.
-fn measure(writers: usize, group_commit: bool) -> (f64, Summary, f64) {
+fn measure(writers: usize) -> (f64, Summary, f64) {
     let dir = crate::scratch_dir(&format!("durable-{writers}"));
     let key = vec![7u8; 32];
-    let options = StoreOptions {
-        group_commit,
-        ..StoreOptions::default()
-    };
-    let store = Arc::new(FileStore::open_with(&dir, key.clone(), options).expect("open store"));
+    let store = Arc::new(FileStore::open(&dir, key.clone()).expect("open store"));
     let server = Arc::new(Server::new(Config::new(key)));
     let start = Arc::new(Barrier::new(writers + 1));
     let threads: Vec<_> = (0..writers)

@@ -293,10 +293,9 @@ fn handle_and_commit(
             continue;
         }
         let Some(append) = &outcome.append else {
-            store.settle()?;
             break outcome;
         };
-        match store.compare_and_append(append)? {
+        match store.compare_and_append_unsettled(append)? {
             AppendResult::Committed(_) => break outcome,
             AppendResult::Conflict { .. } => {
                 conflicts += 1;
@@ -309,6 +308,11 @@ fn handle_and_commit(
             }
         }
     };
+    // The answer reflects records that may still wait for their fsync (what the snapshot read,
+    // what this request appended). Wait for it after giving up the turn, so the writers queued
+    // behind this one append meanwhile and share the fsync.
+    drop(turn);
+    store.settle()?;
     Ok(outcome)
 }
 

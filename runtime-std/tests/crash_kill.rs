@@ -32,10 +32,7 @@ use serde_json::{Value, json};
 const KILLS_PER_PROJECT: u64 = 25;
 
 fn kills() -> u64 {
-    std::env::var("BERNSTEIN_CRASH_KILLS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(200)
+    replay_support::env_count("BERNSTEIN_CRASH_KILLS", 200)
 }
 
 /// The task ids of the replies among `lines` that carry a successful `bernstein_run`.

@@ -16,9 +16,9 @@ use std::sync::{Arc, Barrier};
 
 use bernstein_core::ledger::Store;
 use bernstein_core::ledger::verify::verify_ledger;
+use bernstein_runtime_std::FileStore;
 use bernstein_runtime_std::keys::load_or_create_audit_key;
 use bernstein_runtime_std::verify_cmd::audit_verify;
-use bernstein_runtime_std::{FileStore, StoreOptions};
 
 use common::{TestDir, append_unsettled_with_retry, writer_request};
 
@@ -28,23 +28,9 @@ const READERS: usize = 4;
 
 #[test]
 fn concurrent_writers_share_fsyncs_and_lose_nothing() {
-    writers_and_readers(true);
-}
-
-/// The same load with fsyncs under the lock (the default), for the same promises.
-#[test]
-fn concurrent_writers_without_group_commit_lose_nothing() {
-    writers_and_readers(false);
-}
-
-fn writers_and_readers(group_commit: bool) {
     let tmp = TestDir::new("group-commit");
     let key = load_or_create_audit_key(&tmp.path().join(".sdd")).unwrap();
-    let options = StoreOptions {
-        group_commit,
-        ..StoreOptions::default()
-    };
-    let store = Arc::new(FileStore::open_with(tmp.path(), key.clone(), options).unwrap());
+    let store = Arc::new(FileStore::open(tmp.path(), key.clone()).unwrap());
     // The highest seq some writer has seen acknowledged.
     let acked = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
@@ -105,7 +91,7 @@ fn writers_and_readers(group_commit: bool) {
     let reads: u64 = readers.into_iter().map(|t| t.join().unwrap()).sum();
     let stats = store.sync_stats();
     eprintln!(
-        "group commit {group_commit}: {WRITERS} writers x {APPENDS} appends, {READERS} readers \
+        "group commit: {WRITERS} writers x {APPENDS} appends, {READERS} readers \
          ({reads} snapshots): \
          {conflicts} conflicts retried, {} waits for durability served by {} fsyncs",
         stats.waits, stats.syncs

@@ -94,9 +94,17 @@ pub trait Store: Send + Sync {
     fn snapshot_unsettled(&self) -> Result<Arc<Snapshot>, StoreError> {
         self.snapshot()
     }
-    /// Blocks until every record handed out so far by [`Store::snapshot_unsettled`] is durable.
+    /// Blocks until every record handed out so far by [`Store::snapshot_unsettled`], and every
+    /// append committed by [`Store::compare_and_append_unsettled`], is durable.
     fn settle(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+    /// Like [`Store::compare_and_append`], but `Committed` may come back before the records are
+    /// durable: the caller calls [`Store::settle`] before acknowledging them, after letting go
+    /// of anything other writers wait for, so that they append meanwhile and one fsync covers
+    /// them all. The default is [`Store::compare_and_append`] (durable on return).
+    fn compare_and_append_unsettled(&self, append: &Append) -> Result<AppendResult, StoreError> {
+        self.compare_and_append(append)
     }
     /// What the operator's views show of the store itself (everything optional).
     fn facts(&self) -> StoreFacts {
@@ -136,4 +144,7 @@ pub struct SyncFacts {
     /// Appends of this process each fsync made durable (counting only fsyncs that covered at
     /// least one: a reader's fsync of bytes another process wrote covers none).
     pub appends_per_fsync: Histogram,
+    /// Every byte of the ledger file before this offset is known durable (an fsync of this
+    /// process that began after they were written has succeeded).
+    pub durable_bytes: u64,
 }

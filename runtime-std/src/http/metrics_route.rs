@@ -81,6 +81,12 @@ impl HttpService {
                 "Appends of this process each ledger fsync made durable (fsyncs covering none are not observed).",
                 &syncs.appends_per_fsync,
             );
+            x.family(
+                "bernstein_ledger_durable_bytes",
+                Kind::Gauge,
+                "Bytes of the ledger file this process knows durable (covered by a successful fsync).",
+            )
+            .sample(&[], syncs.durable_bytes as f64);
         }
         match store.snapshot() {
             Ok(snapshot) => {

@@ -1,9 +1,5 @@
 //! Group commit: concurrent requests of one process share the fsyncs of the ledger file.
 //!
-//! The store uses this module in both of its modes: with `StoreOptions::group_commit` off (the
-//! default) a writer waits here while still holding the locks, so there is one append per
-//! fsync; on, it waits after releasing them, as described below. Readers wait here in both.
-//!
 //! A writer appends its bytes under the store's locks (so compare-and-append keeps its order),
 //! releases them, and then waits in [`GroupCommit::wait_durable`] until the file is durable up
 //! to the end of its bytes. Whoever finds no fsync in flight becomes the leader: it takes the
@@ -91,6 +87,7 @@ impl<S: Fsync> GroupCommit<S> {
                 facts: SyncFacts {
                     fsync_seconds: Histogram::new(histogram::SECONDS),
                     appends_per_fsync: Histogram::new(histogram::POWERS_OF_TWO),
+                    durable_bytes: 0,
                 },
             }),
             synced: Condvar::new(),
@@ -179,7 +176,11 @@ impl<S: Fsync> GroupCommit<S> {
 
     /// The fsyncs' durations and how many appends each covered, so far.
     pub fn facts(&self) -> SyncFacts {
-        self.state().facts.clone()
+        let s = self.state();
+        SyncFacts {
+            durable_bytes: s.durable,
+            ..s.facts.clone()
+        }
     }
 }
 

@@ -4,10 +4,10 @@
 //! of processes on one machine:
 //! - compare-and-append takes the exclusive file lock, first folds what other processes appended
 //!   (cutting a torn tail a crashed writer left), refuses a stale `expected` head, then writes
-//!   all records of the request with one positional write and fsyncs before releasing the
-//!   locks; with [`StoreOptions::group_commit`] it releases them first and then waits until an
-//!   fsync has covered its bytes (concurrent writers of one process share fsyncs, see
-//!   [`group_commit`]);
+//!   all records of the request with one positional write, releases the locks and then waits
+//!   until an fsync has covered its bytes (group commit: concurrent writers of one process
+//!   share fsyncs, see [`group_commit`]; the driver waits only after giving up its turn, through
+//!   [`Store::compare_and_append_unsettled`] and [`Store::settle`]);
 //! - snapshots take the shared lock only when the file grew, and fold just the new bytes, so a
 //!   request costs the same at any ledger size;
 //! - checkpoints of the folded projection let an open skip the folded prefix; the appends that
@@ -60,22 +60,12 @@ pub struct StoreOptions {
     /// Write a checkpoint once this many records were folded since the last one (and at least
     /// a sixteenth of the ledger's records: 62,500 at a million).
     pub checkpoint_every: u64,
-    /// Group commit: an append waits for its fsync after releasing the locks, so concurrent
-    /// writers share fsyncs. Off (the default), it fsyncs under the locks, one append at a
-    /// time. Without the fsync in the critical section, an append nearly always finds other
-    /// requests still holding the projection they read, and then copies it (`Arc::make_mut`).
-    /// That copy used to be a deep copy of the whole projection (59 ms at 100k records); the
-    /// projection's maps are now persistent, so it costs O(log n) per record folded (tens of
-    /// µs, BENCHMARKS.md), and the default deserves re-measuring. Either way no answer leaves
-    /// before what it reflects is durable.
-    pub group_commit: bool,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             checkpoint_every: 5000,
-            group_commit: false,
         }
     }
 }
@@ -377,11 +367,17 @@ impl Store for FileStore {
         self.commit.check().map_err(|e| self.sync_failed(&e))?;
         let (result, end) = self.append_locked(append)?;
         if let AppendResult::Committed(_) = result {
-            // With group commit, outside the locks: other writers append while this one waits
-            // for the fsync that covers its bytes, and share it. Without, already durable.
+            // Outside the locks: other writers append while this one waits for the fsync that
+            // covers its bytes, and share it.
             self.durable(end)?;
         }
         Ok(result)
+    }
+
+    fn compare_and_append_unsettled(&self, append: &Append) -> Result<AppendResult, StoreError> {
+        self.commit.check().map_err(|e| self.sync_failed(&e))?;
+        // The bytes are noted with group commit (`appended`), so `settle` covers them.
+        Ok(self.append_locked(append)?.0)
     }
 }
 
@@ -448,13 +444,9 @@ impl FileStore {
         // without re-reading them; a snapshot holding them waits for their fsync too.
         let written_end = folded.offset + bytes.len() as u64;
         self.commit.appended(written_end);
-        if !self.options.group_commit {
-            // Durable before the locks are released, and before the projection is updated:
-            // while the fsync runs, the requests still reading the current projection let go
-            // of it, so updating it in place rarely has to copy it (`Arc::make_mut`; a copy
-            // shares the projection's persistent maps and duplicates only the paths it folds).
-            self.durable(written_end)?;
-        }
+        // Folded in place when no request still holds the projection, else copied
+        // (`Arc::make_mut`: the copy shares the projection's persistent maps and duplicates only
+        // the paths it folds).
         let snapshot = Arc::make_mut(&mut folded.snapshot);
         for rec in &append.records {
             snapshot

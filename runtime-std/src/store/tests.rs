@@ -328,7 +328,6 @@ fn checkpoints_are_written_every_n_records_and_used_on_open() {
     let tmp = TestDir::new("store-ckpt");
     let options = StoreOptions {
         checkpoint_every: 4,
-        ..StoreOptions::default()
     };
     let layout = Layout::in_project(tmp.path());
     {
@@ -471,7 +470,6 @@ fn fold_matches_a_fresh_fold_after_many_appends() {
         KEY.to_vec(),
         StoreOptions {
             checkpoint_every: 7,
-            ..StoreOptions::default()
         },
     )
     .unwrap();

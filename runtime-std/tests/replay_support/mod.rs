@@ -48,6 +48,14 @@ pub fn bin() -> PathBuf {
     bin
 }
 
+/// The count in the environment variable `name`, else `default` (how many kills, rounds, ...).
+pub fn env_count(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 /// A scratch directory, removed on drop (kept when `BERNSTEIN_KEEP_TEST_DIRS` is set).
 #[derive(Debug)]
 pub struct Scratch(PathBuf);

@@ -114,7 +114,9 @@ def test_counters_match_the_calls_made(http_server, workdir: Path):
     assert tasks == {k: v for k, v in status["counts"].items() if k != "total"}, (tasks, status)
     assert tasks["open"] == 3
 
-    # Every call appended one transaction, fsynced under the lock: one append per fsync.
+    # The scrape answered from a durable ledger: every byte of it is covered by an fsync.
+    assert one(samples, "bernstein_ledger_durable_bytes") == (workdir / ".sdd/ledger/ledger.jsonl").stat().st_size
+    # Every call appended one transaction, one call at a time: one append per fsync.
     assert one(samples, "bernstein_group_commit_batch_appends_count") == len(calls)
     assert one(samples, "bernstein_group_commit_batch_appends_bucket", le="1") == len(calls)
     assert one(samples, "bernstein_ledger_fsync_duration_seconds_count") >= len(calls)

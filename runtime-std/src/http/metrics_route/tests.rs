@@ -106,7 +106,9 @@ fn the_exposition_counts_what_the_backend_served() {
     assert_eq!(get("bernstein_ledger_bytes"), bytes as f64);
     assert_eq!(get(r#"bernstein_tasks{status="open"}"#), 2.0);
     assert_eq!(get(r#"bernstein_tasks{status="done"}"#), 0.0);
-    // Three appends, fsynced under the lock: one append per fsync.
+    // Every byte the answers reflect is durable.
+    assert_eq!(get("bernstein_ledger_durable_bytes"), bytes as f64);
+    // Three appends one after the other: one append per fsync.
     assert_eq!(get("bernstein_group_commit_batch_appends_count"), 3.0);
     assert_eq!(
         get(r#"bernstein_group_commit_batch_appends_bucket{le="1"}"#),
