@@ -126,6 +126,15 @@ pub fn request(id: u64, method: &str, params: Value) -> Message {
     }
 }
 
+/// A JSON-RPC notification (no id, so no answer but the HTTP status).
+pub fn notification(method: &str) -> Message {
+    Message {
+        body: serde_json::to_vec(&json!({"jsonrpc": "2.0", "method": method})).expect("json"),
+        method: method.to_string(),
+        name: None,
+    }
+}
+
 pub fn tool_call(id: u64, tool: &str, arguments: Value) -> Message {
     request(
         id,
@@ -139,7 +148,8 @@ pub struct Conn {
     stream: TcpStream,
     addr: String,
     buf: Vec<u8>,
-    session: Option<String>,
+    /// The `Mcp-Session-Id` the server handed out, sent back on every later request.
+    pub session: Option<String>,
     /// `Authorization: Bearer` token, for servers that require one.
     pub token: Option<String>,
 }
@@ -440,7 +450,7 @@ struct MemoryRow {
     bytes: usize,
 }
 
-fn http_command(bin: &Path, dir: &Path, runtime: &str) -> Command {
+pub fn http_command(bin: &Path, dir: &Path, runtime: &str) -> Command {
     let mut cmd = Command::new(bin);
     cmd.args(["mcp", "--workdir"]).arg(dir).args([
         "--transport",

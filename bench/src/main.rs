@@ -6,7 +6,10 @@
 //! (secret redaction on 1 MiB adversarial texts), `durable` (durable writes through the file
 //! store at 1 and 16 writers), `stdio` (process start to
 //! `initialize`, stdio round trip), `http` (load on the real HTTP server, both runtimes, with
-//! resident memory) and `python` (the same load on the Python implementation, when installed).
+//! resident memory), `python` (the same load on the Python implementation, when installed) and
+//! `wrk` (`tools/call bernstein_status` under wrk at 1/16/64 connections, ours on both runtimes
+//! beside an rmcp peer, a raw loopback limit and Python; the peers are built from
+//! `bench/peers/`, see [`wrk`]).
 //! It asserts nothing about speed: it reports. `bernstein-bench write-ledger DIR N` writes a
 //! project holding an N-record ledger, for timing start-up and `audit verify` from outside.
 
@@ -19,6 +22,7 @@ mod ledger_file;
 mod process;
 mod python;
 mod stats;
+mod wrk;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -80,6 +84,9 @@ fn main() {
         }
         if wanted("python") {
             python::compare(period, &rust);
+        }
+        if wanted("wrk") {
+            wrk::side_by_side(bin, full);
         }
     } else {
         println!(

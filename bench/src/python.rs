@@ -22,7 +22,7 @@ const TOKEN: &str = "bernstein-bench-token";
 const UNLIMITED: &str = "100000000";
 
 /// The venv holding the Python `bernstein`, if it has one.
-fn venv() -> Result<PathBuf, String> {
+pub fn venv() -> Result<PathBuf, String> {
     let dir = match std::env::var_os("BERNSTEIN_PY_VENV") {
         Some(d) => PathBuf::from(d),
         None => std::env::current_dir()
@@ -46,7 +46,7 @@ fn free_port() -> Result<u16, String> {
 
 /// Starts the task server and the MCP transport; waits until a status call succeeds end to
 /// end. Returns the transport (the task server is returned to be killed with it).
-fn start(venv: &Path, dir: &Path) -> Result<(Served, std::process::Child), String> {
+pub fn start(venv: &Path, dir: &Path) -> Result<(Served, std::process::Child), String> {
     let t0 = Instant::now();
     let (task_port, mcp_port) = (free_port()?, free_port()?);
     let task_server = Command::new(venv.join("bin/bernstein"))
