@@ -3,8 +3,9 @@
 //!
 //! A worker owns a connection only while it is busy: it serves every request that arrives
 //! promptly (keep-alive and pipelining included) and, once the peer has been silent for a
-//! short linger, parks the connection with the poller, which hands it back to the pool when
-//! bytes arrive and closes it when the read timeout passes. So connections that send nothing
+//! short linger, or after one request while other connections wait for a worker, parks the
+//! connection with the poller, which hands it back to the pool when bytes arrive and closes it
+//! when the read timeout passes. So connections that send nothing
 //! (slowloris) cost a socket, never a worker; a request that trickles in is answered `408`
 //! once it has taken longer than the read timeout; connections over the cap get `503`.
 //!
@@ -32,8 +33,6 @@ use super::{ConnectionCounter, ConnectionSlot, is_loopback, log, open_listener, 
 
 /// How long a worker waits for the next bytes before parking a connection.
 const LINGER: Duration = Duration::from_millis(20);
-/// How long a worker keeps one busy connection while others wait in the queue.
-const SLICE: Duration = Duration::from_millis(100);
 
 /// A running server.
 #[derive(Debug)]
@@ -259,7 +258,7 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
     {
         return Next::Done;
     }
-    let slice = Instant::now();
+    let served_before = conn.served;
     let mut buf = [0u8; 16 * 1024];
     loop {
         while let Some(frame) = conn.parser.poll_frame() {
@@ -311,7 +310,12 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
         if conn.parser.is_idle() {
             conn.started = None;
         }
-        if slice.elapsed() > SLICE && shared.queued.load(Ordering::SeqCst) > 0 {
+        // One request per turn while other connections wait for a worker: parked, a
+        // connection whose next request has arrived goes straight back to the end of the
+        // queue (the poller wakes on it), so fewer workers than connections take turns
+        // request by request. Kept for a 100 ms slice, it made the others wait whole slices
+        // (p99 305 ms at 64 connections on 16 workers, BENCHMARKS.md).
+        if conn.served > served_before && shared.queued.load(Ordering::SeqCst) > 0 {
             return Next::Park(Box::new(conn));
         }
         match conn.stream.read(&mut buf) {
