@@ -21,7 +21,7 @@ pub mod worker;
 use std::path::Path;
 use std::sync::Arc;
 
-use bernstein_runtime_std::store::{FailedStore, FileStore};
+use bernstein_runtime_std::store::{FailedStore, FileStore, OpeningStore};
 
 /// The workdir's audit key. A missing key is created only while the ledger is empty: a new
 /// key could never verify records written under another, so none is made (or left behind)
@@ -169,7 +169,9 @@ pub fn open_operator_store_with(
 ///
 /// With `degrade`, a ledger that does not verify is served as a [`FailedStore`] instead of an
 /// error (an HTTP server still answers its probes, `/readyz` says why); a store that cannot be
-/// reached, a schema not served and key problems are errors either way.
+/// reached, a schema not served and key problems are errors either way. With `degrade` the
+/// file store is opened on a thread of its own, so that a large ledger does not keep the port
+/// unbound while it is verified (see [`open_file_store_early`]).
 pub fn open_serving_store(
     workdir: &Path,
     url: Option<&str>,
@@ -178,11 +180,13 @@ pub fn open_serving_store(
 ) -> Result<(Arc<dyn bernstein_core::ledger::Store>, Vec<u8>), String> {
     let Some(url) = url else {
         let key = project_audit_key(workdir)?;
-        return match FileStore::open(workdir, key.clone()) {
-            Ok(store) => Ok((Arc::new(store), key)),
-            Err(e) if degrade && does_not_verify(&e) => Ok((failed_store(&e.to_string()), key)),
-            Err(e) => Err(e.to_string()),
-        };
+        if !degrade {
+            return match FileStore::open(workdir, key.clone()) {
+                Ok(store) => Ok((Arc::new(store), key)),
+                Err(e) => Err(e.to_string()),
+            };
+        }
+        return Ok((open_file_store_early(workdir, &key)?, key));
     };
     if migrate {
         let applied = bernstein_store_postgres::migrate(url)?;
@@ -196,6 +200,39 @@ pub fn open_serving_store(
         Ok(store) => Ok((Arc::new(store), key)),
         Err(e) if degrade && does_not_verify(&e) => Ok((failed_store(&e.to_string()), key)),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+/// How long an HTTP server waits for its file store to open before it binds its port anyway
+/// and answers 503 with `Retry-After` until the ledger is verified (a million records take
+/// seconds; a small ledger is open long before this).
+const BIND_EARLY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Opens the file store of an HTTP server on a thread of its own ([`OpeningStore`]): the store
+/// itself if it opened within [`BIND_EARLY_AFTER`], else the opening store, which refuses
+/// every request with a clear reason until the ledger is verified. A ledger that does not
+/// verify is served as a [`FailedStore`]; any other failure is returned (or, after binding,
+/// ends the process).
+fn open_file_store_early(
+    workdir: &Path,
+    key: &[u8],
+) -> Result<Arc<dyn bernstein_core::ledger::Store>, String> {
+    let (dir, k) = (workdir.to_path_buf(), key.to_vec());
+    let opening = OpeningStore::start(move || match FileStore::open(&dir, k) {
+        Ok(store) => Ok(Arc::new(store) as Arc<dyn bernstein_core::ledger::Store>),
+        Err(e) if does_not_verify(&e) => Ok(failed_store(&e.to_string())),
+        Err(e) => Err(e.to_string()),
+    })
+    .map_err(|e| format!("cannot start opening the ledger: {e}"))?;
+    match opening.wait(BIND_EARLY_AFTER) {
+        Some(Err(e)) => Err(e),
+        Some(Ok(())) => Ok(opening.opened().expect("open")),
+        None => {
+            bernstein_runtime_std::log_line!(
+                "bernstein: the ledger is still being opened and verified; serving meanwhile: /healthz answers, every other request gets 503 with Retry-After until it is ready"
+            );
+            Ok(opening)
+        }
     }
 }
 

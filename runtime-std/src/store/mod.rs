@@ -29,6 +29,7 @@ pub mod layout;
 pub mod ledger_file;
 pub mod lock;
 pub mod open_check;
+mod opening;
 mod scan;
 
 #[cfg(test)]
@@ -52,6 +53,7 @@ use self::group_commit::{GroupCommit, SyncStats};
 use self::layout::Layout;
 use self::ledger_file::{CatchUp, Folded, LedgerFile, TailPolicy};
 use self::lock::LedgerLock;
+pub use self::opening::{Opened, OpeningStore};
 use crate::clock::{Clock as _, SystemClock};
 
 /// Tunables of a [`FileStore`].
