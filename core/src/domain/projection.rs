@@ -528,7 +528,7 @@ impl Projection {
         let run = self.runs.get(run_id)?;
         let mut out = BTreeMap::new();
         for s in run.members.values() {
-            *out.entry(*s).or_default() += 1;
+            *out.entry(s).or_default() += 1;
         }
         Some(out)
     }

@@ -15,13 +15,15 @@
 
 use std::collections::BTreeMap;
 
-use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
 
 use super::lifecycle::{self, TaskStatus};
 use super::records::{RunCancelled, RunCreated, RunTaskAdded, RunTaskStatus};
+
+mod members;
+pub use members::Members;
 
 /// The status of a run as a host sees it (`bernstein_run_status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -86,9 +88,9 @@ pub struct RunView {
     pub root_task_id: String,
     pub title: String,
     pub created_at: u64,
-    /// Every member task with its status as the journal last recorded it (a persistent map, so
-    /// copying a run view with many members is O(1); iterates in task-id order).
-    pub members: OrdMap<String, TaskStatus>,
+    /// Every member task with its status as the journal last recorded it (iterates in task-id
+    /// order; sized for few members, O(1) to copy with many: [`Members`]).
+    pub members: Members,
     /// Member counts by status (maintained incrementally).
     pub member_counts: BTreeMap<TaskStatus, u64>,
     /// Set by `run.cancelled`.
@@ -108,7 +110,7 @@ impl RunView {
             root_task_id: body.root_task_id,
             title: body.title,
             created_at: body.created_at,
-            members: OrdMap::new(),
+            members: Members::default(),
             member_counts: BTreeMap::new(),
             cancelled: false,
             last_journal_seq: seq,

@@ -99,7 +99,13 @@ fn every_index_serializes_like_the_btree_it_replaced() {
     same_map("roles", &p.roles);
     same_map("runs", &p.runs);
     for run in p.runs.values() {
-        same_map(&run.run_id, &run.members);
+        let tree: BTreeMap<&str, TaskStatus> = run.members.iter().collect();
+        assert_eq!(
+            serde_json::to_string(&run.members).unwrap(),
+            serde_json::to_string(&tree).unwrap(),
+            "{}",
+            run.run_id
+        );
     }
     same_set("open_queue", &p.open_queue);
     same_map("mailboxes", &p.mailboxes);
