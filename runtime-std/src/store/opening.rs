@@ -105,11 +105,6 @@ impl OpeningStore {
         }
     }
 
-    /// Whether the opener has returned a store.
-    pub fn is_open(&self) -> bool {
-        self.opened.get().is_some()
-    }
-
     /// The store the opener returned, once it has.
     pub fn opened(&self) -> Option<Arc<dyn Store>> {
         self.opened.get().cloned()
@@ -182,7 +177,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(store.wait(Duration::from_millis(20)), None);
-        assert!(!store.is_open());
+        assert!(store.opened().is_none());
         let why = store.snapshot().unwrap_err().to_string();
         assert!(why.contains("still being opened"), "{why}");
         let append = Append {
@@ -195,7 +190,7 @@ mod tests {
         assert_eq!(store.facts().kind, "opening");
         release.send(()).unwrap();
         assert_eq!(store.wait(Duration::from_secs(60)), Some(Ok(())));
-        assert!(store.is_open());
+        assert!(store.opened().is_some());
         // Now every call is the opened store's own answer.
         let why = store.snapshot().unwrap_err().to_string();
         assert!(why.contains("HMAC tag missing"), "{why}");
