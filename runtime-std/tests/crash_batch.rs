@@ -20,11 +20,9 @@ mod replay_support;
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,62 +30,13 @@ use bernstein_core::ledger::Store;
 use bernstein_runtime_std::FileStore;
 use bernstein_runtime_std::keys::load_audit_key;
 use bernstein_runtime_std::verify_cmd::audit_verify;
-use replay_support::{Rng, SAFETY_TIMEOUT, Scratch, bin};
+use replay_support::{McpProcess, Rng, SAFETY_TIMEOUT, Scratch, http_address, tool_payload};
 use serde_json::{Value, json};
 
 const CLIENTS: usize = 16;
 
 fn kills() -> u64 {
     replay_support::env_count("BERNSTEIN_CRASH_BATCH_KILLS", 8)
-}
-
-/// The server process and the address it announced.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(project: &std::path::Path, runtime: &str) -> Server {
-        let mut child = Command::new(bin())
-            .args(["mcp", "--workdir"])
-            .arg(project)
-            .args(["--transport", "http", "--port", "0", "--runtime", runtime])
-            .env("BERNSTEIN_MCP_COST_METER", "0")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn bernstein mcp");
-        let (tx, rx) = channel();
-        let stderr = child.stderr.take().expect("stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("http://").nth(1)
-                    && let Some((addr, _)) = rest.split_once("/mcp")
-                {
-                    let _ = tx.send(addr.to_string());
-                }
-            }
-        });
-        let addr = rx
-            .recv_timeout(SAFETY_TIMEOUT)
-            .expect("the server announced its address")
-            .parse()
-            .expect("a socket address");
-        Server { child, addr }
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 /// One HTTP/1.1 exchange on a keep-alive connection: the status and body, or `None` once the
@@ -133,9 +82,8 @@ fn post(stream: &mut TcpStream, addr: SocketAddr, body: &Value) -> Option<(u16, 
 
 /// The task id of a successful `bernstein_run` answer.
 fn task_id(body: &[u8]) -> Option<String> {
-    let v: Value = serde_json::from_slice(body).ok()?;
-    let text = v["result"]["content"][0]["text"].as_str()?;
-    let payload: Value = serde_json::from_str(text).ok()?;
+    let reply: Value = serde_json::from_slice(body).ok()?;
+    let payload = tool_payload(&reply).ok()?;
     payload["task_id"].as_str().map(String::from)
 }
 
@@ -221,8 +169,12 @@ fn sigkill_mid_batch_never_loses_an_answered_call() {
     let (mut batched, mut broke_off) = (0, 0);
     for kill in 0..kills() {
         let runtime = if kill % 2 == 0 { "std" } else { "smol" };
-        let mut server = Server::start(&project, runtime);
-        let addr = server.addr;
+        let mut server = McpProcess::start(
+            &project,
+            &["--transport", "http", "--port", "0", "--runtime", runtime],
+            &[("BERNSTEIN_MCP_COST_METER", "0")],
+        );
+        let addr: SocketAddr = http_address(&server).parse().expect("a socket address");
         let acked = Arc::new(Mutex::new(Vec::<String>::new()));
         let clients: Vec<_> = (0..CLIENTS)
             .map(|c| {
