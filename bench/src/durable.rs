@@ -16,6 +16,10 @@ use serde_json::json;
 use crate::ledger::call;
 use crate::stats::{Summary, fmt};
 
+/// The turn every request of this file takes once contended (they share one ledger).
+static TURNS: bernstein_runtime_std::driver::TurnDesk =
+    bernstein_runtime_std::driver::TurnDesk::new();
+
 /// How long each writer count is measured.
 const PERIOD: Duration = Duration::from_secs(3);
 
@@ -53,6 +57,7 @@ fn measure(writers: usize) -> (f64, Summary, f64) {
                     clock: &SystemClock,
                     host: &NoHost,
                     metrics: None,
+                    turns: &TURNS,
                 };
                 let mut samples = Vec::new();
                 start.wait();

@@ -6,6 +6,8 @@
 //! source; `clippy.toml` and `tests/purity.rs` enforce that mechanically.
 //!
 //! - [`protocol`]: the MCP engine (JSON-RPC codec, eras, dispatch, tool registry, validation).
+//! - [`engine`]: one request's state machine (snapshot, core, append, retries, host rounds,
+//!   turn, waits) as inputs and outputs a runtime performs.
 //! - [`domain`]: Bernstein's tasks, lifecycle, tools, prompts and capability card.
 //! - [`ledger`]: record format, sealing, projection snapshot, offline verification, store API.
 //! - [`histogram`]: fixed-bucket histograms, the values behind the runtime's metrics.
@@ -14,6 +16,7 @@ pub mod canonical;
 pub mod config;
 pub mod digest;
 pub mod domain;
+pub mod engine;
 pub mod histogram;
 pub mod ledger;
 pub mod protocol;

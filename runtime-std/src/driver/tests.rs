@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bernstein_core::Config;
 use bernstein_core::ledger::verify::verify_ledger;
-use bernstein_core::ledger::{Append, Snapshot};
+use bernstein_core::ledger::{Append, AppendResult, Snapshot};
 use bernstein_core::protocol::TransportFacts;
 use bernstein_core::time::Timestamp;
 use serde_json::{Value, json};
@@ -19,6 +19,7 @@ use crate::store::racing::Racing;
 use crate::store::test_dir::TestDir;
 
 const KEY: &[u8] = &[3; 32];
+static TURNS: TurnDesk = TurnDesk::new();
 const CLOCK: FixedClock = FixedClock(Timestamp(1_780_000_000_000));
 
 fn env(store: &dyn Store) -> Env<'_> {
@@ -27,6 +28,7 @@ fn env(store: &dyn Store) -> Env<'_> {
         clock: &CLOCK,
         host: &crate::host::NoHost,
         metrics: None,
+        turns: &TURNS,
     }
 }
 

@@ -20,6 +20,7 @@ use crate::store::racing::Racing;
 use crate::store::test_dir::TestDir;
 
 const KEY: &[u8] = &[5; 32];
+static TURNS: crate::driver::TurnDesk = crate::driver::TurnDesk::new();
 const CLOCK: FixedClock = FixedClock(Timestamp(1_780_000_000_000));
 const ERA: &str = "2025-11-25";
 
@@ -29,6 +30,7 @@ fn env<'a>(store: &'a dyn Store, metrics: &'a Metrics) -> Env<'a> {
         clock: &CLOCK,
         host: &crate::host::NoHost,
         metrics: Some(metrics),
+        turns: &TURNS,
     }
 }
 

@@ -14,6 +14,10 @@ use bernstein_runtime_std::host::NoHost;
 use bernstein_runtime_std::keys::{load_or_create_audit_key, load_or_create_signing_key};
 use serde_json::{Value, json};
 
+/// The turn every request of this file takes once contended (they share one ledger).
+static TURNS: bernstein_runtime_std::driver::TurnDesk =
+    bernstein_runtime_std::driver::TurnDesk::new();
+
 /// One server process's view of a project: its store, its server and its keys.
 pub struct Worker {
     pub store: FileStore,
@@ -72,6 +76,7 @@ impl Worker {
                 clock: &SystemClock,
                 host: &NoHost,
                 metrics: None,
+                turns: &TURNS,
             },
             &serde_json::to_vec(&msg).unwrap(),
             &TransportFacts::stdio(Some("2025-11-25".into())),

@@ -1,0 +1,375 @@
+//! One request's state machine (see the module above for the loop a runtime runs around it).
+
+use core::time::Duration;
+use std::collections::VecDeque;
+
+use super::{MAX_ATTEMPTS, Moment, Served, Stop, WaitPolicy};
+use crate::ledger::{Append, AppendResult, LedgerPosition, Snapshot, StoreError};
+use crate::protocol::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
+use crate::protocol::tally::Tally;
+use crate::protocol::{self, Outcome, Phase, Server, TransportFacts};
+
+/// What the world tells a request: each is the answer to the [`Output`] it names.
+#[derive(Debug)]
+pub enum Input<'a> {
+    /// [`Output::ReadSnapshot`]: the store's projection now (it may hold records whose fsync
+    /// is still due; the request settles before it answers).
+    Snapshot(&'a Snapshot),
+    /// [`Output::Append`]: committed (not necessarily durable yet) or lost to another writer.
+    Appended(AppendResult),
+    /// [`Output::Host`]: what the host did.
+    Host(HostReply),
+    /// [`Output::TakeTurn`]: whether the request holds the turn now (`false`: it was not
+    /// needed).
+    Turn { held: bool },
+    /// [`Output::Pause`]: the pause is over.
+    Paused,
+    /// [`Output::Settle`]: everything read and appended so far is durable.
+    Settled,
+    /// [`Output::AskStop`]: whether the wait must end now, and why.
+    Stop(Option<Stop>),
+    /// [`Output::WaitForHead`]: the head was looked at after the nap; `moved` if it is no
+    /// longer the position waited on.
+    Looked { moved: bool },
+}
+
+/// What a request asks of the world, in order. Every output but [`Output::Notify`],
+/// [`Output::LeaveTurn`], [`Output::Failed`] and [`Output::Done`] is answered by the input
+/// of the same name before the request goes on.
+#[derive(Debug)]
+pub enum Output {
+    /// Read the store's snapshot (records not yet durable included).
+    ReadSnapshot,
+    /// Compare-and-append these records (durability comes with [`Output::Settle`]).
+    Append(Append),
+    /// Perform this host request.
+    Host(HostRequest),
+    /// Take the server's turn ([`super::turns::Turns::request`] with these flags), waiting
+    /// in line if another request holds it.
+    TakeTurn {
+        only_if_contended: bool,
+        contend: bool,
+    },
+    /// Give the turn up ([`super::turns::Turns::leave`]).
+    LeaveTurn { uncount: bool },
+    /// Pause this long before the next run (jitter after repeated lost races).
+    Pause(Duration),
+    /// Wait until everything read and appended so far is durable.
+    Settle,
+    /// Send this notification now: the records of the round that produced it are durable.
+    Notify(Vec<u8>),
+    /// Say whether the pending answer must stop waiting (a cancellation, end of input, or a
+    /// caller that does not wait at all).
+    AskStop,
+    /// Wait at most `nap` for the head to move past `after`, then look at it.
+    WaitForHead {
+        after: LedgerPosition,
+        nap: Duration,
+    },
+    /// The request cannot be served (nothing it ran was acknowledged): answer with a storage
+    /// failure.
+    Failed(StoreError),
+    /// The answer, whose records are durable.
+    Done(Finished),
+}
+
+/// A served request and what its runtime counts about it.
+#[derive(Debug)]
+pub struct Finished {
+    pub served: Served,
+    pub tally: Tally,
+    /// From [`Request::start`] to the answer.
+    pub took: Duration,
+    /// The wait was handed back ([`Stop::Defer`]): the message will be served again, and
+    /// counted then.
+    pub deferred: bool,
+}
+
+/// The input a request waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expect {
+    Start,
+    Turn,
+    Paused,
+    Snapshot,
+    Host,
+    Appended,
+    Settled,
+    Stop,
+    Looked,
+    Nothing,
+}
+
+/// One message being served.
+#[derive(Debug)]
+pub struct Request<'a> {
+    server: &'a Server,
+    bytes: &'a [u8],
+    facts: &'a TransportFacts,
+    wait: WaitPolicy,
+    seed: u64,
+    started: Duration,
+    phase: Phase,
+    /// The current round: the host's replies so far, lost races, the turn.
+    replies: Vec<HostReply>,
+    conflicts: usize,
+    held: bool,
+    counted: bool,
+    /// The round's outcome while its records commit and settle, then while it waits.
+    outcome: Option<Outcome>,
+    /// The wait of a pending answer.
+    deadline: Duration,
+    pause: Duration,
+    expect: Expect,
+    out: VecDeque<Output>,
+}
+
+impl<'a> Request<'a> {
+    /// A request for `bytes`, waiting under `wait` if its answer is pending; `seed` is the
+    /// randomness its jittered pauses draw on.
+    pub fn new(
+        server: &'a Server,
+        bytes: &'a [u8],
+        facts: &'a TransportFacts,
+        wait: WaitPolicy,
+        seed: u64,
+    ) -> Request<'a> {
+        Request {
+            server,
+            bytes,
+            facts,
+            wait,
+            seed,
+            started: Duration::ZERO,
+            phase: Phase::Live,
+            replies: Vec::new(),
+            conflicts: 0,
+            held: false,
+            counted: false,
+            outcome: None,
+            deadline: Duration::ZERO,
+            pause: wait.min_backoff,
+            expect: Expect::Start,
+            out: VecDeque::new(),
+        }
+    }
+
+    /// Starts serving at `now`.
+    pub fn start(&mut self, now: Moment) {
+        if self.expect == Expect::Start {
+            self.started = now.mono;
+            self.begin_round();
+        }
+    }
+
+    /// The next thing the request asks for; `None` while it waits for an input.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// Feeds the answer to the output the request is waiting on. An input it is not waiting
+    /// for ends the request with [`Output::Failed`]: a runtime bug, never a silent mix-up.
+    pub fn handle_input(&mut self, now: Moment, input: Input<'_>) {
+        let expected = std::mem::replace(&mut self.expect, Expect::Nothing);
+        match (expected, input) {
+            (Expect::Turn, Input::Turn { held }) => {
+                self.held |= held;
+                self.after_turn();
+            }
+            (Expect::Paused, Input::Paused) => self.read(),
+            (Expect::Snapshot, Input::Snapshot(snapshot)) => self.run(now, snapshot),
+            (Expect::Host, Input::Host(reply)) => {
+                self.replies.push(reply);
+                self.read();
+            }
+            (Expect::Appended, Input::Appended(AppendResult::Committed(_))) => self.end_round(),
+            (Expect::Appended, Input::Appended(AppendResult::Conflict { .. })) => self.lost(),
+            (Expect::Settled, Input::Settled) => self.after_settle(now),
+            (Expect::Stop, Input::Stop(why)) => self.stop(now, why),
+            (Expect::Looked, Input::Looked { moved }) => {
+                self.pause = (self.pause * 2).min(self.wait.max_backoff);
+                if moved {
+                    self.phase = Phase::Live;
+                    self.begin_round();
+                } else {
+                    self.ask_stop();
+                }
+            }
+            (expected, input) => self.fail(format!(
+                "the request engine got {input:?} while waiting for {expected:?}"
+            )),
+        }
+    }
+
+    /// A round: run the message against fresh snapshots until its records commit.
+    fn begin_round(&mut self) {
+        self.replies.clear();
+        self.conflicts = 0;
+        self.held = false;
+        self.counted = false;
+        self.push(
+            Output::TakeTurn {
+                only_if_contended: true,
+                contend: false,
+            },
+            Expect::Turn,
+        );
+    }
+
+    fn after_turn(&mut self) {
+        if self.conflicts > 2 {
+            let ceiling = self.conflicts.min(20) as u64;
+            let byte = splitmix(self.seed.wrapping_add(self.conflicts as u64)) & 0xff;
+            self.push(
+                Output::Pause(Duration::from_micros(byte * ceiling * 4)),
+                Expect::Paused,
+            );
+        } else {
+            self.read();
+        }
+    }
+
+    fn read(&mut self) {
+        self.push(Output::ReadSnapshot, Expect::Snapshot);
+    }
+
+    fn run(&mut self, now: Moment, snapshot: &Snapshot) {
+        let mut outcome = self.server.handle_round(
+            &protocol::Input {
+                bytes: self.bytes,
+                snapshot,
+                now: now.wall,
+                transport: self.facts,
+            },
+            &self.replies,
+            self.phase,
+        );
+        if let Some(request) = outcome.host.take() {
+            if self.replies.len() > MAX_HOST_ROUNDS {
+                return self.fail("the core kept asking the host after its round limit".into());
+            }
+            return self.push(Output::Host(request), Expect::Host);
+        }
+        let append = outcome.append.take();
+        self.outcome = Some(outcome);
+        match append {
+            Some(append) => self.push(Output::Append(append), Expect::Appended),
+            None => self.end_round(),
+        }
+    }
+
+    /// Another writer moved the head first: queue for the turn and run again.
+    fn lost(&mut self) {
+        self.conflicts += 1;
+        if self.conflicts >= MAX_ATTEMPTS {
+            let n = self.conflicts;
+            return self.fail(format!(
+                "the ledger head moved {n} times while serving one request; gave up"
+            ));
+        }
+        if self.held && self.counted {
+            return self.after_turn();
+        }
+        let contend = !self.counted;
+        self.counted = true;
+        self.push(
+            Output::TakeTurn {
+                only_if_contended: false,
+                contend,
+            },
+            Expect::Turn,
+        );
+    }
+
+    /// The records committed (or there were none): give the turn up so the writers behind
+    /// append meanwhile and share the fsync, then settle.
+    fn end_round(&mut self) {
+        if self.held || self.counted {
+            let uncount = self.counted;
+            self.out.push_back(Output::LeaveTurn { uncount });
+            self.held = false;
+            self.counted = false;
+        }
+        self.push(Output::Settle, Expect::Settled);
+    }
+
+    fn after_settle(&mut self, now: Moment) {
+        let Some(outcome) = self.outcome.as_mut() else {
+            return self.fail("the request engine settled without an outcome".into());
+        };
+        for n in std::mem::take(&mut outcome.notifications) {
+            self.out.push_back(Output::Notify(n));
+        }
+        let limit = match (&outcome.pending, self.phase) {
+            (Some(pending), Phase::Live) => pending.max_wait_ms.map_or(self.wait.max_wait, |ms| {
+                self.wait.max_wait.min(Duration::from_millis(ms))
+            }),
+            _ => return self.finish(now, false),
+        };
+        self.deadline = self.started + limit;
+        self.pause = self.wait.min_backoff;
+        self.ask_stop();
+    }
+
+    fn ask_stop(&mut self) {
+        self.push(Output::AskStop, Expect::Stop);
+    }
+
+    fn stop(&mut self, now: Moment, why: Option<Stop>) {
+        match why {
+            Some(Stop::Defer) => return self.finish(now, true),
+            Some(Stop::Settle) => self.phase = Phase::Settle,
+            Some(Stop::Cancel) => self.phase = Phase::Cancelled,
+            None if now.mono >= self.deadline => self.phase = Phase::Settle,
+            None => {
+                let Some(after) = self.outcome.as_ref().and_then(|o| o.pending.as_ref()) else {
+                    return self.fail("the request engine waited without a pending answer".into());
+                };
+                let nap = self.pause.min(self.deadline - now.mono);
+                let after = after.after;
+                return self.push(Output::WaitForHead { after, nap }, Expect::Looked);
+            }
+        }
+        self.begin_round();
+    }
+
+    fn finish(&mut self, now: Moment, deferred: bool) {
+        let Some(outcome) = self.outcome.take() else {
+            return self.fail("the request engine finished without an outcome".into());
+        };
+        let took = now.mono.saturating_sub(self.started);
+        let latency_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+        let served = Served {
+            notifications: outcome.notifications,
+            span_id: outcome.response.as_ref().map(|r| r.span_id.clone()),
+            response: outcome.response.map(|r| r.render(latency_ms)),
+            negotiated_version: outcome.negotiated_version,
+            pending: outcome.pending.is_some(),
+        };
+        self.out.push_back(Output::Done(Finished {
+            served,
+            tally: outcome.tally,
+            took,
+            deferred,
+        }));
+    }
+
+    fn fail(&mut self, reason: String) {
+        self.outcome = None;
+        self.out
+            .push_back(Output::Failed(StoreError::Unavailable(reason)));
+    }
+
+    fn push(&mut self, output: Output, expect: Expect) {
+        self.out.push_back(output);
+        self.expect = expect;
+    }
+}
+
+/// A 64-bit mix of `x` (SplitMix64's finalizer): the jitter's randomness from the seed.
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
