@@ -25,7 +25,7 @@ use bernstein_core::transport::http::{
     CONTINUE, Decision, Frame, HttpOptions, HttpResponse, RequestParser, Status, sse,
 };
 use bernstein_runtime_std::driver::Backend;
-use bernstein_runtime_std::http::inflight::peer_closed_nonblocking;
+use bernstein_runtime_std::http::peer::peer_closed_nonblocking;
 use bernstein_runtime_std::http::{
     Action, ConnectionSlot, EventSink, HttpService, is_loopback, log, open_listener,
 };

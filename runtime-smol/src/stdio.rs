@@ -5,15 +5,14 @@
 //! lines keep flowing; at end of input such waits end and their answers are sent before exit,
 //! and a `notifications/cancelled` naming one ends it with the core's cancelled answer.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use bernstein_core::protocol::Server;
-use bernstein_core::protocol::tasks::{cancelled_request, request_id};
 use bernstein_core::transport::Line;
-use bernstein_runtime_std::driver::{Backend, Stop};
-use bernstein_runtime_std::stdio::{StdioConnection, serve_deferred};
+use bernstein_runtime_std::driver::Backend;
+use bernstein_runtime_std::inflight::Inflight;
+use bernstein_runtime_std::stdio::{StdioConnection, deferred_stop, serve_deferred};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Serves stdin/stdout until end of input, on a smol executor.
@@ -28,8 +27,8 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
     ));
     let eof = Arc::new(AtomicBool::new(false));
     let mut waiting = Vec::new();
-    // Deferred requests by id, with the flag a `notifications/cancelled` raises.
-    let cancels: Arc<Mutex<HashMap<String, Arc<AtomicBool>>>> = Arc::default();
+    // Deferred requests by id, for the `notifications/cancelled` that names one.
+    let cancels = Inflight::default();
     let conn = Arc::new(Mutex::new(StdioConnection::new(&server)));
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -56,11 +55,8 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
                     .lock()
                     .expect("the connection lock is never poisoned: serve_line does not panic");
                 let line = c.framer.poll_line()?;
-                if let Line::Message(bytes) = &line
-                    && let Some(id) = cancelled_request(bytes)
-                    && let Some(flag) = cs.lock().unwrap_or_else(PoisonError::into_inner).get(&id)
-                {
-                    flag.store(true, Ordering::SeqCst);
+                if let Line::Message(bytes) = &line {
+                    cs.cancel_named(bytes);
                 }
                 Some(
                     c.serve_line_now(&srv, &be.env(), line)
@@ -75,22 +71,10 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
                     // The ticks already due go out before the wait starts.
                     write_lines(&output, &deferred.lines).await?;
                     let bytes = deferred.bytes;
-                    let (srv, be, eof, output, cs) = (
-                        server.clone(),
-                        backend.clone(),
-                        eof.clone(),
-                        output.clone(),
-                        cancels.clone(),
-                    );
-                    let id = request_id(&bytes);
-                    let cancelled = Arc::new(AtomicBool::new(false));
-                    if let Some(id) = &id {
-                        cs.lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .insert(id.clone(), cancelled.clone());
-                    }
+                    let (srv, be, eof, output) =
+                        (server.clone(), backend.clone(), eof.clone(), output.clone());
+                    let entry = cancels.enter_message(&bytes);
                     waiting.push(smol::spawn(async move {
-                        let flag = cancelled.clone();
                         let out = output.clone();
                         let lines = smol::unblock(move || {
                             // Called on this blocking thread: each tick is written as it happens.
@@ -101,19 +85,13 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
                                     );
                                 }
                             };
-                            let stop = || {
-                                if flag.load(Ordering::SeqCst) {
-                                    Some(Stop::Cancel)
-                                } else {
-                                    eof.load(Ordering::SeqCst).then_some(Stop::Settle)
-                                }
-                            };
-                            serve_deferred(&srv, &be.env(), &bytes, &facts, &stop, &notify)
+                            let stop = || deferred_stop(entry.as_ref(), &eof);
+                            let lines =
+                                serve_deferred(&srv, &be.env(), &bytes, &facts, &stop, &notify);
+                            drop(entry);
+                            lines
                         })
                         .await;
-                        if let Some(id) = &id {
-                            cs.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
-                        }
                         if let Err(e) = write_lines(&output, &lines).await {
                             bernstein_runtime_std::log_line!(
                                 "bernstein: could not write a deferred answer: {e}"

@@ -10,6 +10,7 @@
 //!   the project root.
 //! - [`driver`]: snapshot → core → compare-and-append → response, with retry on conflict.
 //! - [`metrics`]: the process's counters behind `GET /metrics`.
+//! - [`inflight`]: requests in flight by id, for `notifications/cancelled`.
 //! - [`verify_cmd`]: `bernstein audit verify`.
 
 /// Writes one log line to stderr and never panics: `eprintln!` panics when the write fails, and
@@ -26,6 +27,7 @@ pub mod clock;
 pub mod driver;
 pub mod host;
 pub mod http;
+pub mod inflight;
 pub mod keys;
 pub mod metrics;
 pub mod store;

@@ -10,18 +10,16 @@
 //! `notifications/cancelled` naming one ends it with the core's cancelled answer
 //! (`{cancelled: true, partial}`).
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
-use bernstein_core::protocol::tasks::{cancelled_request, request_id};
 use bernstein_core::protocol::{Server, TransportFacts};
 use bernstein_core::transport::{Line, LineFramer};
 
 use crate::driver::{
     DEFAULT_WAIT, Env, Stop, serve_message, serve_message_streaming, serve_message_with,
 };
+use crate::inflight::{Entry, Inflight};
 
 /// A message whose answer waits: the lines to write now (progress ticks already due), and the
 /// message to serve with [`serve_deferred`].
@@ -130,58 +128,41 @@ pub fn serve_deferred(
     }
 }
 
+/// When a deferred stdio answer stops waiting: cancelled by a `notifications/cancelled` naming
+/// its `entry`, or settled at end of input.
+pub fn deferred_stop(entry: Option<&Entry>, eof: &AtomicBool) -> Option<Stop> {
+    if entry.is_some_and(Entry::cancelled) {
+        Some(Stop::Cancel)
+    } else {
+        eof.load(Ordering::SeqCst).then_some(Stop::Settle)
+    }
+}
+
 /// Serves stdin/stdout until end of input.
 pub fn serve_stdio(server: &Server, env: &Env<'_>) -> io::Result<()> {
     let eof = AtomicBool::new(false);
     let stdout = io::stdout();
-    // Deferred requests by id, with the flag a `notifications/cancelled` raises.
-    let waiting: Mutex<HashMap<String, Arc<AtomicBool>>> = Mutex::new(HashMap::new());
-    let cancel = |bytes: &[u8]| {
-        if let Some(id) = cancelled_request(bytes)
-            && let Some(flag) = waiting
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(&id)
-        {
-            flag.store(true, Ordering::SeqCst);
-        }
-    };
+    // Deferred requests by id, for the `notifications/cancelled` that names one.
+    let waiting = Inflight::default();
     std::thread::scope(|scope| {
         let deferred = |bytes: Vec<u8>, facts: TransportFacts| {
-            let (eof, stdout, waiting) = (&eof, &stdout, &waiting);
-            let id = request_id(&bytes);
-            let cancelled = Arc::new(AtomicBool::new(false));
-            if let Some(id) = &id {
-                waiting
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(id.clone(), cancelled.clone());
-            }
+            let (eof, stdout) = (&eof, &stdout);
+            let entry = waiting.enter_message(&bytes);
             scope.spawn(move || {
-                let stop = || {
-                    if cancelled.load(Ordering::SeqCst) {
-                        Some(Stop::Cancel)
-                    } else {
-                        eof.load(Ordering::SeqCst).then_some(Stop::Settle)
-                    }
-                };
+                let stop = || deferred_stop(entry.as_ref(), eof);
                 let notify = |n: &[u8]| {
                     if let Err(e) = write_lines(stdout, &[n.to_vec()]) {
                         crate::log_line!("bernstein: could not write a progress notification: {e}");
                     }
                 };
                 let out = serve_deferred(server, env, &bytes, &facts, &stop, &notify);
-                if let Some(id) = &id {
-                    waiting
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .remove(id);
-                }
+                drop(entry);
                 if let Err(e) = write_lines(stdout, &out) {
                     crate::log_line!("bernstein: could not write a deferred answer: {e}");
                 }
             });
         };
+        let cancel = |bytes: &[u8]| waiting.cancel_named(bytes);
         let read = read_loop(server, env, &stdout, deferred, cancel);
         // End of input (or a broken pipe): waiting answers stop waiting and are sent.
         eof.store(true, Ordering::SeqCst);

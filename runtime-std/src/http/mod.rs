@@ -10,12 +10,12 @@
 //!
 //! - [`server`]: the std server ([`bind`], [`serve_http`], [`HttpServerHandle`]).
 //! - [`service`]: [`service::HttpService`], shared with runtime-smol.
-//! - [`inflight`]: requests in flight by id (cancellation) and the closed-peer probe.
+//! - [`peer`]: the closed-peer probe.
 
 mod feeds;
-pub mod inflight;
 mod metrics_route;
 mod operator;
+pub mod peer;
 pub mod server;
 pub mod service;
 

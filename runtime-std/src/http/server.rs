@@ -277,7 +277,7 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
                     conn.started = None;
                     conn.served += 1;
                     let stream = &conn.stream;
-                    let gone = || super::inflight::peer_closed(stream);
+                    let gone = || super::peer::peer_closed(stream);
                     let early = |bytes: &[u8]| {
                         let mut w = stream;
                         w.write_all(bytes).and_then(|()| w.flush())

@@ -28,10 +28,9 @@ use bernstein_core::transport::http::{
 };
 
 use super::feeds::Feeds;
-use super::inflight::Inflight;
 use crate::driver::Backend;
 use crate::driver::{DEFAULT_WAIT, Served, Stop, serve_message_streaming};
-use bernstein_core::protocol::tasks::{cancelled_request, request_id};
+use crate::inflight::Inflight;
 
 /// What the connection must do next.
 #[derive(Debug)]
@@ -435,10 +434,8 @@ impl HttpService {
         gone: &dyn Fn() -> bool,
         notify: &dyn Fn(&[u8]),
     ) -> Served {
-        if let Some(id) = cancelled_request(body) {
-            self.inflight.cancel(&id);
-        }
-        let entry = request_id(body).map(|id| self.inflight.enter(id));
+        self.inflight.cancel_named(body);
+        let entry = self.inflight.enter_message(body);
         let stop = || {
             let cancelled = entry.as_ref().is_some_and(|e| e.cancelled()) || gone();
             cancelled.then_some(Stop::Cancel)
