@@ -15,8 +15,8 @@ pub mod store;
 pub mod upgrade;
 pub mod verify;
 
-pub use record::{Draft, Record, RecordError, seal};
-pub use snapshot::{LedgerPosition, Snapshot};
+pub use record::{Draft, LedgerPosition, Record, RecordError, seal};
+pub use snapshot::Snapshot;
 pub use store::{Append, AppendResult, Store, StoreError, StoreFacts, SyncFacts};
 
 /// Stream of the audit chain (one entry per tool call, receipts, mailbox mirrors).
