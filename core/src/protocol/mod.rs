@@ -205,12 +205,8 @@ struct ToolSchemas {
 }
 
 impl Server {
-    /// Bernstein's server: the domain catalogue filtered by the configured tier.
-    pub fn new(config: Config) -> Server {
-        Server::with_catalog(config, crate::domain::catalog())
-    }
-
-    /// A server over any catalogue (test fixtures).
+    /// A server over `catalog`. (`Server::new`, Bernstein's server, is defined in
+    /// `domain`: the protocol never names the domain.)
     pub fn with_catalog(config: Config, catalog: Catalog) -> Server {
         let schemas = catalog
             .tools
