@@ -73,7 +73,8 @@ pub use handle::{RunHandle, verify_run_handle};
 pub use lifecycle::TaskStatus;
 pub use runs::RunStatus;
 
-use crate::protocol::Catalog;
+use crate::config::Config;
+use crate::protocol::{Catalog, Server};
 
 /// Bernstein's full catalogue (the engine filters it by the active tier).
 pub fn catalog() -> Catalog {
@@ -85,6 +86,14 @@ pub fn catalog() -> Catalog {
         aliases: aliases::DEPRECATED_ALIASES.to_vec(),
         instructions: instructions::instructions,
         capability_card: card::capability_card,
+    }
+}
+
+impl Server {
+    /// Bernstein's server: the domain catalogue filtered by the configured tier. It is defined
+    /// here, not in `protocol`, because the protocol engine never names the domain.
+    pub fn new(config: Config) -> Server {
+        Server::with_catalog(config, catalog())
     }
 }
 

@@ -9,7 +9,8 @@
 //!
 //! This module never sees where the seed came from (the runtime loads it from
 //! `.sdd/keys/signing.ed25519`) and never renders the seed: [`Signer`]'s `Debug` shows only the
-//! public half. A tool that must sign and has no signer refuses with [`no_signer`].
+//! public half. A tool that must sign and has no signer refuses with
+//! [`no_signer`](crate::domain::tools::no_signer).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -17,7 +18,6 @@ use ed25519_dalek::{Signature, SigningKey, VerifyingKey};
 use serde_json::Value;
 
 use crate::canonical::to_canonical_bytes;
-use crate::protocol::registry::ToolError;
 
 /// DER prefix of an Ed25519 SubjectPublicKeyInfo (RFC 8410 §4); the raw key follows it.
 pub const ED25519_SPKI_PREFIX: [u8; 12] = [
@@ -123,17 +123,6 @@ pub fn verify_signature(pem: &str, message: &[u8], signature: &str) -> Result<()
 /// so they always have a canonical form.
 pub fn canonical_message(value: &Value) -> Vec<u8> {
     to_canonical_bytes(value).expect("signing pre-images hold strings only")
-}
-
-/// The refusal of a tool that must sign when the server has no signing key.
-pub fn no_signer(tool: &str) -> ToolError {
-    ToolError::new(
-        "signing_key_unavailable",
-        format!("{tool} returns an Ed25519-signed object, and this server has no signing key loaded"),
-        "Start the server with `bernstein mcp` in a project whose .sdd/keys/signing.ed25519 is readable \
-         (mode 0600); it is created on first use. Nothing was recorded.",
-    )
-    .with("tool", tool)
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@
 //! - [`store`]: the interface a storage backend implements (file store, later PostgreSQL).
 //! - [`verify`]: offline verification of a ledger's bytes, naming the first bad record.
 //!
-//! Byte formats are specified in docs/FORMATS.md.
+//! Byte formats are specified in docs/FORMATS.md. The ledger sits below the protocol engine and
+//! the domain and names neither (`tests/module_graph.rs`), except that [`Snapshot`] still embeds
+//! the domain's projection until it is made generic over a fold.
 
 pub mod line;
 pub mod record;
@@ -15,8 +17,8 @@ pub mod store;
 pub mod upgrade;
 pub mod verify;
 
-pub use record::{Draft, Record, RecordError, seal};
-pub use snapshot::{LedgerPosition, Snapshot};
+pub use record::{Draft, LedgerPosition, Record, RecordError, seal};
+pub use snapshot::Snapshot;
 pub use store::{Append, AppendResult, Store, StoreError, StoreFacts, SyncFacts};
 
 /// Stream of the audit chain (one entry per tool call, receipts, mailbox mirrors).

@@ -9,7 +9,27 @@ use crate::canonical::to_canonical_bytes;
 use crate::digest::{Digest, hmac_tag, verify_hmac_tag};
 
 use super::line::{RecordKey, RecordLine, SealError};
-use super::snapshot::LedgerPosition;
+
+/// A point in the ledger: the sequence number of the last record and its hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LedgerPosition {
+    pub seq: u64,
+    pub head: Digest,
+}
+
+impl LedgerPosition {
+    /// The position of an empty ledger.
+    pub const GENESIS: LedgerPosition = LedgerPosition {
+        seq: 0,
+        head: Digest::ZERO,
+    };
+}
+
+impl Default for LedgerPosition {
+    fn default() -> Self {
+        LedgerPosition::GENESIS
+    }
+}
 
 /// A record as the core proposes it, before it is placed in the chain.
 #[derive(Clone, Debug, PartialEq, Eq)]

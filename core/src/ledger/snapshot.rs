@@ -13,22 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Digest;
 use crate::domain::projection::Projection;
 
-use super::record::Record;
-
-/// A point in the ledger: the sequence number of the last record and its hash.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct LedgerPosition {
-    pub seq: u64,
-    pub head: Digest,
-}
-
-impl LedgerPosition {
-    /// The position of an empty ledger.
-    pub const GENESIS: LedgerPosition = LedgerPosition {
-        seq: 0,
-        head: Digest::ZERO,
-    };
-}
+use super::record::{LedgerPosition, Record};
 
 /// The projected state at `position`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -38,12 +23,6 @@ pub struct Snapshot {
     pub stream_heads: OrdMap<String, Digest>,
     /// Bernstein's domain state (tasks, runs, mailboxes).
     pub domain: Projection,
-}
-
-impl Default for LedgerPosition {
-    fn default() -> Self {
-        LedgerPosition::GENESIS
-    }
 }
 
 /// Why a record cannot extend a snapshot.

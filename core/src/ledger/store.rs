@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
+use super::record::LedgerPosition;
 use super::record::Record;
-use super::snapshot::{LedgerPosition, Snapshot};
+use super::snapshot::Snapshot;
 use crate::histogram::Histogram;
 
 /// Records one request produces, to be committed together iff the head is still `expected`.

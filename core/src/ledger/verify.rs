@@ -23,8 +23,9 @@ use crate::digest::Digest;
 
 use super::AUDIT_STREAM;
 use super::line::{RecordKey, RecordLine, SealError};
+use super::record::LedgerPosition;
 use super::record::{Record, RecordError};
-use super::snapshot::{LedgerPosition, Snapshot};
+use super::snapshot::Snapshot;
 
 /// Kind of the audit entry every `tools/call` appends.
 pub const CALL_KIND: &str = "mcp.stateless_call";

@@ -1,6 +1,7 @@
 //! The MCP protocol engine: JSON-RPC codec, protocol eras, dispatch, argument validation and
-//! the catalogue interface. It knows nothing of Bernstein's tasks; tools, prompts and resources
-//! reach it through [`registry::Catalog`].
+//! the catalogue interface. Tools, prompts and resources reach it through [`registry::Catalog`];
+//! it never names the domain, except [`tasks`] and [`progress`], which still name Bernstein's
+//! run, cancel and run-status tools and task views (`tests/module_graph.rs` lists that edge).
 //!
 //! Entry point: [`Server::handle`], a pure function of ([`Input`]) to [`Outcome`]; the runtime
 //! then commits `Outcome::append`, measures latency and writes [`Response::render`].
@@ -205,12 +206,8 @@ struct ToolSchemas {
 }
 
 impl Server {
-    /// Bernstein's server: the domain catalogue filtered by the configured tier.
-    pub fn new(config: Config) -> Server {
-        Server::with_catalog(config, crate::domain::catalog())
-    }
-
-    /// A server over any catalogue (test fixtures).
+    /// A server over `catalog`. (`Server::new`, Bernstein's server, is defined in
+    /// `domain`: the protocol never names the domain.)
     pub fn with_catalog(config: Config, catalog: Catalog) -> Server {
         let schemas = catalog
             .tools

@@ -24,7 +24,7 @@ use super::super::claims::{self, ClaimEntry, ClaimFilter, ClaimedTask, Claimer, 
 use super::super::lifecycle::TaskStatus;
 use super::super::records::{self, ChangeNote, StatusChanges};
 use super::super::schema;
-use super::super::signing::no_signer;
+use super::no_signer;
 use super::{check_name, internal, parse_args, tier};
 
 pub const NAME: &str = "bernstein_claim";

@@ -70,6 +70,17 @@ use crate::protocol::registry::{Effects, ToolError, ToolSpec};
 use super::ids::{IdError, quote_for_message};
 use super::tiers;
 
+/// The refusal of a tool that must sign when the server has no signing key.
+pub fn no_signer(tool: &str) -> ToolError {
+    ToolError::new(
+        "signing_key_unavailable",
+        format!("{tool} returns an Ed25519-signed object, and this server has no signing key loaded"),
+        "Start the server with `bernstein mcp` in a project whose .sdd/keys/signing.ed25519 is readable \
+         (mode 0600); it is created on first use. Nothing was recorded.",
+    )
+    .with("tool", tool)
+}
+
 /// Every Bernstein tool, sorted by name.
 pub fn registered() -> Vec<ToolSpec> {
     let mut tools = vec![

@@ -28,7 +28,7 @@ use super::super::mailbox::MailboxEntry;
 use super::super::mailbox::{MailboxMirror, MessageKind, NewEntry, mailbox_stream, seal_entry};
 use super::super::records;
 use super::super::schema;
-use super::super::signing::no_signer;
+use super::no_signer;
 use super::{check_name, invalid_id, parse_args, tier, unfinished_task};
 
 pub mod claimer;

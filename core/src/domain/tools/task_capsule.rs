@@ -21,7 +21,7 @@ use super::super::capsule::{self, CAPSULE_ISSUED};
 use super::super::ids::check_task_id;
 use super::super::records;
 use super::super::schema;
-use super::super::signing::no_signer;
+use super::no_signer;
 use super::{invalid_id, parse_args, tier, unknown_task};
 
 pub const NAME: &str = "bernstein_task_capsule";

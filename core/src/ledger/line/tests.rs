@@ -5,8 +5,8 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::ledger::record::LedgerPosition;
 use crate::ledger::record::{Draft, Record, seal};
-use crate::ledger::snapshot::LedgerPosition;
 
 const KEY: &[u8] = b"line-test-key";
 
