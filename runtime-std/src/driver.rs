@@ -24,9 +24,9 @@ use bernstein_core::ledger::{AppendResult, LedgerPosition, Store, StoreError};
 use bernstein_core::protocol::host::{HostReply, MAX_HOST_ROUNDS};
 use bernstein_core::protocol::{Input, Outcome, Phase, Server, TransportFacts};
 
-pub use crate::clock::Clock;
 pub use crate::host::HostIo;
 pub use crate::metrics::Metrics;
+pub use bernstein_core::time::Clock;
 
 /// How many times a request is run before a run of conflicts is reported as an error.
 pub const MAX_ATTEMPTS: usize = 100;

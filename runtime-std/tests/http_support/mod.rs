@@ -13,12 +13,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use bernstein_core::time::{Clock, FixedClock};
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Config, Server, Timestamp};
-use bernstein_runtime_std::FileStore;
-use bernstein_runtime_std::clock::{Clock, FixedClock, SystemClock};
 use bernstein_runtime_std::driver::Backend;
 use bernstein_runtime_std::host::ProjectHost;
+use bernstein_store_file::FileStore;
+use bernstein_store_file::clock::SystemClock;
 
 /// A running server of either runtime; dropping it stops the server.
 pub trait Running {

@@ -1,4 +1,4 @@
-//! Shared helpers of runtime-std's integration tests.
+//! Shared helpers of the file store's integration tests.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bernstein_core::ledger::{Append, AppendResult, Draft, Snapshot, Store, seal};
-use bernstein_runtime_std::FileStore;
+use bernstein_store_file::FileStore;
 
 /// A scratch directory, removed on drop.
 #[derive(Debug)]
