@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use bernstein_core::protocol::TransportFacts;
 use bernstein_core::{Config, Server};
-use bernstein_runtime_std::clock::SystemClock;
 use bernstein_runtime_std::driver::{Env, serve_message};
 use bernstein_runtime_std::host::NoHost;
-use bernstein_runtime_std::store::FileStore;
+use bernstein_store_file::FileStore;
+use bernstein_store_file::clock::SystemClock;
 use serde_json::json;
 
 use crate::ledger::{MemLedger, call};

@@ -151,6 +151,6 @@ fn main() -> ExitCode {
 }
 
 fn fail(message: &str) -> ExitCode {
-    bernstein_runtime_std::log_line!("bernstein: {message}");
+    bernstein_store_file::log_line!("bernstein: {message}");
     ExitCode::from(2)
 }

@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Config, Server, Tier};
-use bernstein_runtime_std::FileStore;
-use bernstein_runtime_std::clock::SystemClock;
 use bernstein_runtime_std::driver::Backend;
 use bernstein_runtime_std::host::ProjectHost;
+use bernstein_store_file::FileStore;
+use bernstein_store_file::clock::SystemClock;
 
 struct Args {
     workdir: PathBuf,
@@ -57,7 +57,7 @@ fn parse_args() -> Result<Args, String> {
 fn run() -> Result<(), String> {
     let args = parse_args()?;
     std::fs::create_dir_all(&args.workdir).map_err(|e| format!("workdir: {e}"))?;
-    let key = bernstein_runtime_std::keys::load_or_create_audit_key(&args.workdir.join(".sdd"))
+    let key = bernstein_store_file::keys::load_or_create_audit_key(&args.workdir.join(".sdd"))
         .map_err(|e| format!("audit key: {e}"))?;
     let store = FileStore::open(&args.workdir, key.clone()).map_err(|e| e.to_string())?;
     let mut config = Config::new(key);
@@ -83,7 +83,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            bernstein_runtime_std::log_line!("bernstein-conformance-fixture: {e}");
+            bernstein_store_file::log_line!("bernstein-conformance-fixture: {e}");
             ExitCode::from(2)
         }
     }

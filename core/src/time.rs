@@ -29,6 +29,22 @@ impl Timestamp {
     }
 }
 
+/// A source of wall-clock time. The core never reads one: a runtime holds a clock (the
+/// system's, or [`FixedClock`] in tests) and hands its readings in.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Timestamp;
+}
+
+/// A clock stopped at one instant, for byte-identical replays.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FixedClock(pub Timestamp);
+
+impl Clock for FixedClock {
+    fn now(&self) -> Timestamp {
+        self.0
+    }
+}
+
 /// Days since 1970-01-01 to (year, month, day); Howard Hinnant's civil calendar algorithm.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -58,5 +74,10 @@ mod tests {
             Timestamp::LEGACY_SESSION_CUTOFF.to_rfc3339(),
             "2027-07-28T00:00:00.000Z"
         );
+    }
+
+    #[test]
+    fn fixed_clock_is_fixed() {
+        assert_eq!(FixedClock(Timestamp(5)).now(), Timestamp(5));
     }
 }

@@ -148,7 +148,7 @@ async fn accept_loop(
             Some(Ok(x)) => x,
             Some(Err(e)) => {
                 // Out of file descriptors and the like: back off instead of spinning.
-                bernstein_runtime_std::log_line!("bernstein http: accept failed: {e}");
+                bernstein_store_file::log_line!("bernstein http: accept failed: {e}");
                 Timer::after(Duration::from_millis(20)).await;
                 continue;
             }

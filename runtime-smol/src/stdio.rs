@@ -80,7 +80,7 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
                             // Called on this blocking thread: each tick is written as it happens.
                             let notify = |n: &[u8]| {
                                 if let Err(e) = smol::block_on(write_lines(&out, &[n.to_vec()])) {
-                                    bernstein_runtime_std::log_line!(
+                                    bernstein_store_file::log_line!(
                                         "bernstein: could not write a progress notification: {e}"
                                     );
                                 }
@@ -93,7 +93,7 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
                         })
                         .await;
                         if let Err(e) = write_lines(&output, &lines).await {
-                            bernstein_runtime_std::log_line!(
+                            bernstein_store_file::log_line!(
                                 "bernstein: could not write a deferred answer: {e}"
                             );
                         }

@@ -17,9 +17,9 @@ use bernstein_core::protocol::{Server, TransportFacts};
 
 pub use bernstein_core::engine::{DEFAULT_WAIT, MAX_ATTEMPTS, Served, Stop, WaitPolicy};
 
-pub use crate::clock::Clock;
 pub use crate::host::HostIo;
 pub use crate::metrics::Metrics;
+pub use bernstein_core::time::Clock;
 
 /// Serves one message: snapshot → core → compare-and-append (re-run from a fresh snapshot on
 /// conflict) → settle → render with the measured latency. `Err` only for store failures,

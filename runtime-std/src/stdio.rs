@@ -51,7 +51,7 @@ impl StdioConnection {
             Line::Message(b) if b.iter().all(u8::is_ascii_whitespace) => return Vec::new(),
             Line::Message(b) => b,
             Line::Oversize(n) => {
-                crate::log_line!(
+                bernstein_store_file::log_line!(
                     "bernstein: refused a {n}-byte message (limit {} bytes)",
                     server.config.limits.max_message_bytes
                 );
@@ -102,7 +102,7 @@ impl StdioConnection {
                 out
             }
             Err(e) => {
-                crate::log_line!("bernstein: ledger error: {e}");
+                bernstein_store_file::log_line!("bernstein: ledger error: {e}");
                 vec![server.storage_failure_reply(bytes, &e.to_string())]
             }
         }
@@ -122,7 +122,7 @@ pub fn serve_deferred(
     match serve_message_streaming(server, env, bytes, facts, &DEFAULT_WAIT, stop, notify) {
         Ok(served) => served.response.into_iter().collect(),
         Err(e) => {
-            crate::log_line!("bernstein: ledger error: {e}");
+            bernstein_store_file::log_line!("bernstein: ledger error: {e}");
             vec![server.storage_failure_reply(bytes, &e.to_string())]
         }
     }
@@ -152,13 +152,17 @@ pub fn serve_stdio(server: &Server, env: &Env<'_>) -> io::Result<()> {
                 let stop = || deferred_stop(entry.as_ref(), eof);
                 let notify = |n: &[u8]| {
                     if let Err(e) = write_lines(stdout, &[n.to_vec()]) {
-                        crate::log_line!("bernstein: could not write a progress notification: {e}");
+                        bernstein_store_file::log_line!(
+                            "bernstein: could not write a progress notification: {e}"
+                        );
                     }
                 };
                 let out = serve_deferred(server, env, &bytes, &facts, &stop, &notify);
                 drop(entry);
                 if let Err(e) = write_lines(stdout, &out) {
-                    crate::log_line!("bernstein: could not write a deferred answer: {e}");
+                    bernstein_store_file::log_line!(
+                        "bernstein: could not write a deferred answer: {e}"
+                    );
                 }
             });
         };

@@ -27,9 +27,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bernstein_core::ledger::Store;
-use bernstein_runtime_std::FileStore;
-use bernstein_runtime_std::keys::load_audit_key;
-use bernstein_runtime_std::verify_cmd::audit_verify;
+use bernstein_store_file::FileStore;
+use bernstein_store_file::keys::load_audit_key;
+use bernstein_store_file::verify_cmd::audit_verify;
 use replay_support::{McpProcess, Rng, SAFETY_TIMEOUT, Scratch, http_address, tool_payload};
 use serde_json::{Value, json};
 

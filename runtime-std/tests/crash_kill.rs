@@ -21,9 +21,9 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use bernstein_core::ledger::Store;
-use bernstein_runtime_std::FileStore;
-use bernstein_runtime_std::keys::load_audit_key;
-use bernstein_runtime_std::verify_cmd::audit_verify;
+use bernstein_store_file::FileStore;
+use bernstein_store_file::keys::load_audit_key;
+use bernstein_store_file::verify_cmd::audit_verify;
 use replay_support::{McpProcess, Rng, SAFETY_TIMEOUT, Scratch, cli, tool_payload};
 use serde_json::{Value, json};
 

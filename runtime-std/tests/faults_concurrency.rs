@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};
 
 use bernstein_core::ledger::Record;
-use bernstein_runtime_std::verify_cmd::audit_verify;
+use bernstein_store_file::verify_cmd::audit_verify;
 use replay_support::{McpProcess, Rng, Scratch, cli, http_address, http_post, tool_payload};
 use serde_json::{Value, json};
 
@@ -219,7 +219,7 @@ fn many_processes_and_clients_on_one_store_keep_every_promise() {
     assert_eq!(code, 0, "bernstein audit verify: {out}{err}");
 
     // What the ledger holds.
-    let key = bernstein_runtime_std::keys::load_audit_key(&sdd).unwrap();
+    let key = bernstein_store_file::keys::load_audit_key(&sdd).unwrap();
     let bytes = std::fs::read(sdd.join("ledger/ledger.jsonl")).unwrap();
     let records: Vec<Record> = bytes
         .split(|&b| b == b'\n')

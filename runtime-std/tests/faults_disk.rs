@@ -18,7 +18,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
-use bernstein_runtime_std::verify_cmd::audit_verify;
+use bernstein_store_file::verify_cmd::audit_verify;
 use replay_support::{McpProcess, Mount, Scratch, can_mount, cli, tool_payload};
 use serde_json::{Value, json};
 

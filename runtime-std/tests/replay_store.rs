@@ -13,11 +13,12 @@ use std::sync::Mutex;
 
 use bernstein_core::Timestamp;
 use bernstein_core::ledger::Store;
-use bernstein_runtime_std::FileStore;
-use bernstein_runtime_std::driver::{Clock, Env};
+use bernstein_core::time::Clock;
+use bernstein_runtime_std::driver::Env;
 use bernstein_runtime_std::host::NoHost;
 use bernstein_runtime_std::stdio::StdioConnection;
-use bernstein_runtime_std::verify_cmd::audit_verify;
+use bernstein_store_file::FileStore;
+use bernstein_store_file::verify_cmd::audit_verify;
 use replay_support::fixtures::{all, first_difference, next_call_time, snapshot_value};
 use replay_support::{Scratch, copy_store};
 

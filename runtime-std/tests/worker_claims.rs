@@ -2,7 +2,6 @@
 //! every claimer ends with a signed refusal receipt, and every receipt (grant or refusal)
 //! verifies offline against the final ledger.
 
-mod common;
 mod worker_support;
 
 use std::collections::BTreeMap;
@@ -11,10 +10,10 @@ use std::io::{BufRead, BufReader};
 use bernstein_core::domain::claim_verify::verify_claim_receipt;
 use bernstein_core::domain::claims::{ClaimReceipt, check_receipt};
 use bernstein_core::domain::signing::Signer;
-use bernstein_runtime_std::keys::load_signing_key;
+use bernstein_store_file::keys::load_signing_key;
+use bernstein_store_file::test_dir::TestDir;
 use serde_json::json;
 
-use common::TestDir;
 use worker_support::{Answer, Worker, field, spawn_child};
 
 const CLAIMERS: usize = 6;

@@ -8,7 +8,6 @@
 //!    end every task is either done with no subtask or waiting for its subtasks with every
 //!    completion refused, and the ledger holds no status change the lifecycle forbids.
 
-mod common;
 mod worker_support;
 
 use std::collections::BTreeMap;
@@ -19,11 +18,11 @@ use bernstein_core::domain::TaskStatus;
 use bernstein_core::ledger::verify::verify_ledger;
 use bernstein_core::ledger::{AppendResult, Store};
 use bernstein_core::protocol::TransportFacts;
-use bernstein_runtime_std::clock::SystemClock;
-use bernstein_runtime_std::driver::Clock;
+use bernstein_core::time::Clock;
+use bernstein_store_file::clock::SystemClock;
+use bernstein_store_file::test_dir::TestDir;
 use serde_json::json;
 
-use common::TestDir;
 use worker_support::{Answer, Worker, field, spawn_child};
 
 const TASKS: usize = 40;

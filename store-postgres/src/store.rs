@@ -196,7 +196,7 @@ impl PgStore {
                 if due {
                     // An optimisation only: the records are durable without it.
                     if let Err(e) = checkpoint::write(lease.client(), &self.key, &snapshot) {
-                        bernstein_runtime_std::log_line!(
+                        bernstein_store_file::log_line!(
                             "bernstein: cannot write the PostgreSQL checkpoint: {e}"
                         );
                     }

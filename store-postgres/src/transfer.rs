@@ -13,7 +13,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use bernstein_core::ledger::verify::{LedgerVerifier, VerifyReport};
-use bernstein_runtime_std::store::layout::{Layout, sync_dir};
+use bernstein_store_file::layout::{Layout, sync_dir};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{IsolationLevel, Row};
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bernstein_core::ledger::{Append, AppendResult, LedgerPosition, Store, StoreError};
-use bernstein_runtime_std::FileStore;
+use bernstein_store_file::FileStore;
 use bernstein_store_postgres::schema::{self, SchemaError};
 use bernstein_store_postgres::{PgOptions, PgStore, PoolOptions, transfer};
 use postgres::{Client, NoTls};

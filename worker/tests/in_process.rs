@@ -9,11 +9,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bernstein_core::{Config, Server};
-use bernstein_runtime_std::FileStore;
-use bernstein_runtime_std::clock::SystemClock;
 use bernstein_runtime_std::driver::Backend;
 use bernstein_runtime_std::host::ProjectHost;
-use bernstein_runtime_std::keys::{load_or_create_audit_key, load_or_create_signing_key};
+use bernstein_store_file::FileStore;
+use bernstein_store_file::clock::SystemClock;
+use bernstein_store_file::keys::{load_or_create_audit_key, load_or_create_signing_key};
 use bernstein_worker::display::Display;
 use bernstein_worker::runner::shutdown_file;
 use bernstein_worker::task_run::TaskSettings;

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bernstein_core::domain::witness::witness_from_json;
-use bernstein_runtime_std::verify_cmd::AuditError;
+use bernstein_store_file::verify_cmd::AuditError;
 use clap::Subcommand;
 
 /// The project's public signing key, when its seed is readable (witnesses must carry it).
 fn project_signer_pem(sdd: &Path) -> Result<Option<String>, String> {
-    let seed = bernstein_runtime_std::keys::load_signing_key(sdd)
+    let seed = bernstein_store_file::keys::load_signing_key(sdd)
         .map_err(|e| format!("signing key: {e}"))?;
     Ok(seed.map(|s| {
         bernstein_core::domain::signing::Signer::from_seed(&s)
@@ -55,7 +55,7 @@ pub enum AuditCommand {
 pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
     match command {
         AuditCommand::VerifyHandle { file, dir } => {
-            let sdd = bernstein_runtime_std::verify_cmd::resolve_sdd(
+            let sdd = bernstein_store_file::verify_cmd::resolve_sdd(
                 &dir.unwrap_or_else(|| workdir.join(".sdd")),
             );
             super::handles::verify_handle(&sdd, &file)
@@ -67,7 +67,7 @@ pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
             store,
         } => {
             let dir = dir.unwrap_or_else(|| workdir.join(".sdd"));
-            let sdd = bernstein_runtime_std::verify_cmd::resolve_sdd(&dir);
+            let sdd = bernstein_store_file::verify_cmd::resolve_sdd(&dir);
             let url = crate::settings::store_url(store.as_deref())?;
             let signer = project_signer_pem(&sdd)?;
             let mut witnesses = Vec::new();
@@ -85,13 +85,13 @@ pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
                     }
                 }
             }
-            let options = bernstein_runtime_std::verify_cmd::AuditOptions {
+            let options = bernstein_store_file::verify_cmd::AuditOptions {
                 calls: verbose,
                 witnesses,
             };
             let verified = match &url {
                 Some(url) => verify_database(&sdd, url, options),
-                None => bernstein_runtime_std::verify_cmd::audit_verify_with(&dir, options),
+                None => bernstein_store_file::verify_cmd::audit_verify_with(&dir, options),
             };
             match verified {
                 Err(AuditError::Io { path, source }) => {
@@ -138,9 +138,9 @@ pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
 fn verify_database(
     sdd: &Path,
     url: &str,
-    options: bernstein_runtime_std::verify_cmd::AuditOptions,
+    options: bernstein_store_file::verify_cmd::AuditOptions,
 ) -> Result<bernstein_core::ledger::verify::VerifyReport, AuditError> {
-    let key = bernstein_runtime_std::keys::load_audit_key(sdd)?;
+    let key = bernstein_store_file::keys::load_audit_key(sdd)?;
     let io = |e: String| AuditError::Io {
         path: PathBuf::from(bernstein_store_postgres::fold::TABLE_NAME),
         source: std::io::Error::other(e),

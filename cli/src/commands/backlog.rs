@@ -16,9 +16,9 @@ use std::process::ExitCode;
 use bernstein_core::domain::claim_verify::{ClaimCheck, ClaimFailure, ClaimVerifier};
 use bernstein_core::domain::claims::parse_receipt;
 use bernstein_core::domain::signing::Signer;
-use bernstein_runtime_std::keys::{load_audit_key, load_signing_key};
-use bernstein_runtime_std::store::layout::Layout;
-use bernstein_runtime_std::store::lock::LedgerLock;
+use bernstein_store_file::keys::{load_audit_key, load_signing_key};
+use bernstein_store_file::layout::Layout;
+use bernstein_store_file::lock::LedgerLock;
 use clap::Subcommand;
 
 mod paths;
@@ -122,7 +122,7 @@ impl ProjectKeys {
     pub fn load(sdd: &Path) -> Result<ProjectKeys, String> {
         let audit = load_audit_key(sdd).map_err(|e| format!("audit key: {e}"))?;
         if audit.is_none() {
-            bernstein_runtime_std::log_line!(
+            bernstein_store_file::log_line!(
                 "bernstein: no audit key in {}: HMAC tags are not checked",
                 sdd.display()
             );
@@ -130,7 +130,7 @@ impl ProjectKeys {
         let public_pem = match load_signing_key(sdd) {
             Ok(seed) => seed.map(|s| Signer::from_seed(&s).public_key_pem().to_string()),
             Err(e) => {
-                bernstein_runtime_std::log_line!(
+                bernstein_store_file::log_line!(
                     "bernstein: not using the project's signing key to check signers: {e}"
                 );
                 None

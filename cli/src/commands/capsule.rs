@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use bernstein_core::domain::capsule::{CapsuleLedgerCheck, extract_capsule};
 use bernstein_core::ledger::verify::LedgerVerifier;
-use bernstein_runtime_std::verify_cmd::resolve_sdd;
+use bernstein_store_file::verify_cmd::resolve_sdd;
 use clap::Subcommand;
 
 use super::backlog::{ProjectKeys, StableLedger};

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use bernstein_core::Server;
 use bernstein_core::domain::signing::Signer;
-use bernstein_runtime_std::clock::SystemClock;
 use bernstein_runtime_std::driver::Backend;
 use bernstein_runtime_std::host::ProjectHost;
+use bernstein_store_file::clock::SystemClock;
 use clap::Args;
 
 use super::mcp::Runtime;
@@ -44,7 +44,7 @@ pub fn run(workdir: &Path, args: DashboardArgs) -> Result<ExitCode, String> {
     config.auth = settings::auth_mode(None)?;
     let sdd = workdir.join(".sdd");
     // The signed head is shown when the project's signing key exists; none is created.
-    config.signing_key = bernstein_runtime_std::keys::load_signing_key(&sdd)
+    config.signing_key = bernstein_store_file::keys::load_signing_key(&sdd)
         .map_err(|e| format!("signing key: {e}"))?
         .map(|seed| Signer::from_seed(&seed));
     let backend = Backend::new(

@@ -64,7 +64,7 @@ fn pool(store: Option<&str>) -> Result<Pool, String> {
 /// The workdir's audit key, if it has one (never created here: a new key could not verify
 /// anything).
 fn audit_key(workdir: &Path) -> Result<Option<Vec<u8>>, String> {
-    bernstein_runtime_std::keys::load_audit_key(&workdir.join(".sdd"))
+    bernstein_store_file::keys::load_audit_key(&workdir.join(".sdd"))
         .map_err(|e| format!("audit key: {e}"))
 }
 
@@ -74,7 +74,7 @@ pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
             dir,
             trust_unsealed,
         } => {
-            use bernstein_runtime_std::upgrade_cmd::{UpgradeOutcome, upgrade_ledger};
+            use bernstein_store_file::upgrade_cmd::{UpgradeOutcome, upgrade_ledger};
             let dir = dir.unwrap_or_else(|| workdir.join(".sdd"));
             match upgrade_ledger(&dir, trust_unsealed) {
                 Ok(UpgradeOutcome::AlreadyCurrent) => {
@@ -108,14 +108,14 @@ pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
             let pool = pool(store.as_deref())?;
             let key = audit_key(workdir)?;
             if key.is_none() {
-                bernstein_runtime_std::log_line!(
+                bernstein_store_file::log_line!(
                     "bernstein: no .sdd/keys/audit.key in {}: HMAC tags are not checked",
                     workdir.display()
                 );
             }
             let done = transfer::export(&pool, key.as_deref(), &out)?;
             if with_keys {
-                for name in ["audit.key", bernstein_runtime_std::keys::SIGNING_KEY_FILE] {
+                for name in ["audit.key", bernstein_store_file::keys::SIGNING_KEY_FILE] {
                     copy_key(workdir, &out, name)?;
                 }
             }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use bernstein_core::domain::ids::check_task_id;
 use bernstein_core::domain::mailbox::MailboxVerifier;
-use bernstein_runtime_std::verify_cmd::resolve_sdd;
+use bernstein_store_file::verify_cmd::resolve_sdd;
 use clap::Subcommand;
 
 use super::backlog::ProjectKeys;

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use bernstein_core::{Server, Tier};
-use bernstein_runtime_std::clock::SystemClock;
 use bernstein_runtime_std::driver::Backend;
 use bernstein_runtime_std::host::ProjectHost;
+use bernstein_store_file::clock::SystemClock;
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::settings;
@@ -116,7 +116,7 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
         Transport::Stdio => {
             if std::io::stderr().is_terminal() {
                 // Someone started it by hand: say that the silence is a server waiting.
-                bernstein_runtime_std::log_line!(
+                bernstein_store_file::log_line!(
                     "bernstein: serving MCP on stdin/stdout for {} (a host sends JSON-RPC lines); stop with Ctrl-D (end of input) or Ctrl-C",
                     workdir.display()
                 );

@@ -21,7 +21,7 @@ pub mod worker;
 use std::path::Path;
 use std::sync::Arc;
 
-use bernstein_runtime_std::store::{FailedStore, FileStore, OpeningStore};
+use bernstein_store_file::{FailedStore, FileStore, OpeningStore};
 
 /// The workdir's audit key. A missing key is created only while the ledger is empty: a new
 /// key could never verify records written under another, so none is made (or left behind)
@@ -32,7 +32,7 @@ fn audit_key_for(
 ) -> Result<Vec<u8>, String> {
     let sdd = workdir.join(".sdd");
     let key_err = |e| format!("audit key: {e}");
-    if let Some(key) = bernstein_runtime_std::keys::load_audit_key(&sdd).map_err(key_err)? {
+    if let Some(key) = bernstein_store_file::keys::load_audit_key(&sdd).map_err(key_err)? {
         return Ok(key);
     }
     if ledger_has_records()? {
@@ -41,7 +41,7 @@ fn audit_key_for(
             sdd.display()
         ));
     }
-    bernstein_runtime_std::keys::load_or_create_audit_key(&sdd).map_err(key_err)
+    bernstein_store_file::keys::load_or_create_audit_key(&sdd).map_err(key_err)
 }
 
 /// Opens the project's store (creating `.sdd/` on first use) and its audit key.
@@ -78,7 +78,7 @@ fn does_not_verify(e: &bernstein_core::ledger::StoreError) -> bool {
 /// reason, so that `/healthz` answers, `/readyz` says why it is not ready (503), the dashboard
 /// shows it, and every MCP request is refused with it. Said on stderr once.
 fn failed_store(reason: &str) -> Arc<dyn bernstein_core::ledger::Store> {
-    bernstein_runtime_std::log_line!(
+    bernstein_store_file::log_line!(
         "bernstein: NOT READY: the ledger cannot be served: {reason}. Answering /healthz, /readyz (503 with this reason) and the dashboard only; every MCP request is refused until the ledger is repaired and the server restarted."
     );
     Arc::new(FailedStore::new(reason))
@@ -125,7 +125,7 @@ pub fn open_operator_store_with(
             workdir.display()
         ));
     }
-    let key = bernstein_runtime_std::keys::load_audit_key(&sdd)
+    let key = bernstein_store_file::keys::load_audit_key(&sdd)
         .map_err(|e| format!("audit key: {e}"))?
         .ok_or_else(|| match url {
             Some(_) => format!(
@@ -191,7 +191,7 @@ pub fn open_serving_store(
     if migrate {
         let applied = bernstein_store_postgres::migrate(url)?;
         if !applied.is_empty() {
-            bernstein_runtime_std::log_line!("bernstein: applied schema migrations {applied:?}");
+            bernstein_store_file::log_line!("bernstein: applied schema migrations {applied:?}");
         }
     }
     let key = audit_key_for(workdir, || bernstein_store_postgres::has_records(url))?;
@@ -228,7 +228,7 @@ fn open_file_store_early(
         Some(Err(e)) => Err(e),
         Some(Ok(())) => Ok(opening.opened().expect("open")),
         None => {
-            bernstein_runtime_std::log_line!(
+            bernstein_store_file::log_line!(
                 "bernstein: the ledger is still being opened and verified; serving meanwhile: /healthz answers, every other request gets 503 with Retry-After until it is ready"
             );
             Ok(opening)
@@ -240,7 +240,7 @@ fn open_file_store_early(
 /// `.sdd/keys/signing.ed25519`. A key file that is unreadable or open to others is an error:
 /// the server never signs with a key it cannot trust, and never answers unsigned.
 pub fn load_signer(workdir: &Path) -> Result<bernstein_core::domain::signing::Signer, String> {
-    let seed = bernstein_runtime_std::keys::load_or_create_signing_key(&workdir.join(".sdd"))
+    let seed = bernstein_store_file::keys::load_or_create_signing_key(&workdir.join(".sdd"))
         .map_err(|e| format!("signing key: {e}"))?;
     Ok(bernstein_core::domain::signing::Signer::from_seed(&seed))
 }

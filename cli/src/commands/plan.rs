@@ -118,7 +118,7 @@ fn show(open: OpenStore<'_>, plan_id: &str, as_json: bool) -> Result<ExitCode, S
     let doc = match plans::document(&snap.domain, plan_id) {
         Ok(d) => d,
         Err(e) => {
-            bernstein_runtime_std::log_line!("bernstein: {e}");
+            bernstein_store_file::log_line!("bernstein: {e}");
             return Ok(ExitCode::from(1));
         }
     };
@@ -188,11 +188,11 @@ fn decide(
             Ok(ExitCode::SUCCESS)
         }
         Err(e) if e.is_conflict() => {
-            bernstein_runtime_std::log_line!("bernstein: {e}");
+            bernstein_store_file::log_line!("bernstein: {e}");
             Ok(ExitCode::from(3))
         }
         Err(e) => {
-            bernstein_runtime_std::log_line!("bernstein: {e}");
+            bernstein_store_file::log_line!("bernstein: {e}");
             Ok(ExitCode::from(1))
         }
     }

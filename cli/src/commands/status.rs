@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use bernstein_core::Config;
 use bernstein_core::protocol::registry::ToolContext;
-use bernstein_runtime_std::driver::Clock;
+use bernstein_core::time::Clock;
 use serde_json::{Value, json};
 
 pub fn run(workdir: &Path, json_output: bool, store: Option<&str>) -> Result<ExitCode, String> {
@@ -19,7 +19,7 @@ pub fn run(workdir: &Path, json_output: bool, store: Option<&str>) -> Result<Exi
         .iter()
         .find(|t| t.name == "bernstein_status")
         .ok_or("the catalogue has no bernstein_status tool")?;
-    let now = bernstein_runtime_std::clock::SystemClock.now();
+    let now = bernstein_store_file::clock::SystemClock.now();
     let cx = ToolContext {
         snapshot: &snapshot,
         config: &config,

@@ -10,9 +10,10 @@ use std::process::ExitCode;
 use bernstein_core::Config;
 use bernstein_core::domain::operator::{self, OperatorOutcome};
 use bernstein_core::ledger::{Append, AppendResult, Snapshot, Store, seal};
+use bernstein_core::time::Clock;
 use bernstein_core::time::Timestamp;
-use bernstein_runtime_std::clock::SystemClock;
-use bernstein_runtime_std::driver::{Clock, MAX_ATTEMPTS};
+use bernstein_runtime_std::driver::MAX_ATTEMPTS;
+use bernstein_store_file::clock::SystemClock;
 use clap::Subcommand;
 
 #[derive(Debug, Subcommand)]

@@ -12,11 +12,11 @@ use bernstein_core::time::Timestamp;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::clock::FixedClock;
-use crate::store::FileStore;
-use crate::store::layout::Layout;
-use crate::store::racing::Racing;
-use crate::store::test_dir::TestDir;
+use bernstein_core::time::FixedClock;
+use bernstein_store_file::FileStore;
+use bernstein_store_file::layout::Layout;
+use bernstein_store_file::racing::Racing;
+use bernstein_store_file::test_dir::TestDir;
 
 const KEY: &[u8] = &[3; 32];
 static TURNS: TurnDesk = TurnDesk::new();

@@ -202,7 +202,7 @@ pub(super) fn read(root: &Path, path: &str, max_bytes: u64, within: Option<&str>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::test_dir::TestDir;
+    use bernstein_store_file::test_dir::TestDir;
 
     #[test]
     fn reads_and_lists_inside_the_root_only() {
@@ -256,7 +256,7 @@ mod sdd_tests {
     use std::os::unix::fs::symlink;
 
     use super::*;
-    use crate::store::test_dir::TestDir;
+    use bernstein_store_file::test_dir::TestDir;
 
     const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
 

@@ -96,7 +96,9 @@ impl Feeds {
                 .spawn(move || watch(&state, &*store));
             match spawned {
                 Ok(_) => st.watching = true,
-                Err(e) => crate::log_line!("bernstein http: cannot start the feed watcher: {e}"),
+                Err(e) => bernstein_store_file::log_line!(
+                    "bernstein http: cannot start the feed watcher: {e}"
+                ),
             }
         }
         true
@@ -132,7 +134,7 @@ fn watch(state: &(Mutex<State>, Condvar), store: &dyn Store) {
         let now = match store.snapshot() {
             Ok(s) => Some(s.position),
             Err(e) => {
-                crate::log_line!("bernstein http: feed watcher: {e}");
+                bernstein_store_file::log_line!("bernstein http: feed watcher: {e}");
                 None
             }
         };
@@ -190,8 +192,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::store::FileStore;
-    use crate::store::test_dir::TestDir;
+    use bernstein_store_file::FileStore;
+    use bernstein_store_file::test_dir::TestDir;
 
     /// A feed's socket: what was sent arrives on a channel; closing it makes sends fail.
     struct Sink {

@@ -106,7 +106,9 @@ impl HttpService {
                     x.sample(&[("status", status.as_str())], n as f64);
                 }
             }
-            Err(e) => crate::log_line!("bernstein http: /metrics left out the ledger: {e}"),
+            Err(e) => {
+                bernstein_store_file::log_line!("bernstein http: /metrics left out the ledger: {e}")
+            }
         }
         if let Some(bytes) = facts.ledger_bytes {
             x.family(

@@ -57,19 +57,19 @@ pub fn open_listener(
 /// Says on stderr where a server listens and which `Host` values it answers (`runtime`
 /// describes the runtime, for the log).
 pub fn announce(service: &HttpService, local: SocketAddr, runtime: &str) {
-    crate::log_line!(
+    bernstein_store_file::log_line!(
         "bernstein: answering HTTP requests whose Host is one of: {} (add names with BERNSTEIN_MCP_ALLOWED_HOSTS)",
         service.policy.allowed_hosts()
     );
     if service.options.mcp {
-        crate::log_line!(
+        bernstein_store_file::log_line!(
             "bernstein: serving MCP over HTTP at http://{local}/mcp (legacy SSE at /sse; {runtime})"
         );
-        crate::log_line!(
+        bernstein_store_file::log_line!(
             "bernstein: dashboard at http://{local}/ (metrics at /metrics, probes at /healthz and /readyz)"
         );
     } else {
-        crate::log_line!(
+        bernstein_store_file::log_line!(
             "bernstein: serving the read-only dashboard at http://{local}/ (metrics at /metrics, probes at /healthz and /readyz; {runtime})"
         );
     }
@@ -144,7 +144,7 @@ impl Drop for ConnectionSlot {
 
 /// A log line about one peer, on stderr.
 pub fn log(peer: &SocketAddr, message: impl std::fmt::Display) {
-    crate::log_line!("bernstein http: {peer}: {message}");
+    bernstein_store_file::log_line!("bernstein http: {peer}: {message}");
 }
 
 #[cfg(test)]

@@ -194,7 +194,7 @@ fn accept(
             Ok(s) => s,
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
-                crate::log_line!("bernstein http: accept failed: {e}");
+                bernstein_store_file::log_line!("bernstein http: accept failed: {e}");
                 thread::sleep(Duration::from_millis(20));
                 continue;
             }

@@ -191,7 +191,7 @@ impl LegacyStreams {
                     }
                 }
                 StreamTick::Close => {
-                    crate::log_line!(
+                    bernstein_store_file::log_line!(
                         "bernstein http: closed a legacy SSE stream: no message for {:?}",
                         self.idle
                     );
@@ -323,7 +323,9 @@ impl HttpService {
             Decision::LegacyMessage(m) => Action::Write(self.serve_legacy(&m)),
             Decision::Operator(req) => self.serve_operator(req),
             other => {
-                crate::log_line!("bernstein http: unhandled routing decision {other:?}");
+                bernstein_store_file::log_line!(
+                    "bernstein http: unhandled routing decision {other:?}"
+                );
                 let span = route_span_id("500", "unhandled");
                 Action::Write(HttpResponse::problem(
                     Status::INTERNAL_SERVER_ERROR,
@@ -452,7 +454,7 @@ impl HttpService {
         ) {
             Ok(served) => served,
             Err(e) => {
-                crate::log_line!("bernstein http: ledger error: {e}");
+                bernstein_store_file::log_line!("bernstein http: ledger error: {e}");
                 Served {
                     response: Some(self.server.storage_failure_reply(body, &e.to_string())),
                     ..Served::default()

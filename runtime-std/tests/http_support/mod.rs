@@ -8,17 +8,17 @@ pub mod client;
 pub mod scenarios;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use bernstein_core::time::{Clock, FixedClock};
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Config, Server, Timestamp};
-use bernstein_runtime_std::FileStore;
-use bernstein_runtime_std::clock::{Clock, FixedClock, SystemClock};
 use bernstein_runtime_std::driver::Backend;
 use bernstein_runtime_std::host::ProjectHost;
+use bernstein_store_file::FileStore;
+use bernstein_store_file::clock::SystemClock;
+use bernstein_store_file::test_dir::TestDir;
 
 /// A running server of either runtime; dropping it stops the server.
 pub trait Running {
@@ -27,32 +27,6 @@ pub trait Running {
 
 /// Starts a server of one runtime.
 pub type Launcher = fn(Arc<Server>, Backend, HttpOptions) -> std::io::Result<Box<dyn Running>>;
-
-/// A scratch directory, removed on drop.
-#[derive(Debug)]
-pub struct TestDir(PathBuf);
-
-impl TestDir {
-    pub fn new(label: &str) -> TestDir {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir =
-            std::env::temp_dir().join(format!("bernstein-http-{label}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TestDir(dir)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A server over a fresh `.sdd/` in a temp dir. Field order: the server stops before the
 /// directory goes.

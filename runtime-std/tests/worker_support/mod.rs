@@ -7,11 +7,11 @@ use std::path::Path;
 
 use bernstein_core::protocol::TransportFacts;
 use bernstein_core::{Config, Server};
-use bernstein_runtime_std::FileStore;
-use bernstein_runtime_std::clock::SystemClock;
 use bernstein_runtime_std::driver::{Env, serve_message};
 use bernstein_runtime_std::host::NoHost;
-use bernstein_runtime_std::keys::{load_or_create_audit_key, load_or_create_signing_key};
+use bernstein_store_file::FileStore;
+use bernstein_store_file::clock::SystemClock;
+use bernstein_store_file::keys::{load_or_create_audit_key, load_or_create_signing_key};
 use serde_json::{Value, json};
 
 /// The turn every request of this file takes once contended (they share one ledger).

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use bernstein_runtime_std::store::layout::Layout;
-use bernstein_runtime_std::verify_cmd::resolve_sdd;
+use bernstein_store_file::layout::Layout;
+use bernstein_store_file::verify_cmd::resolve_sdd;
 
 /// The flags as given.
 pub struct SddFlags {

@@ -9,7 +9,7 @@ use bernstein_core::protocol::host::{HostReply, HostRequest};
 
 use super::*;
 use crate::host::{HostIo, ProjectHost};
-use crate::store::test_dir::TestDir;
+use bernstein_store_file::test_dir::TestDir;
 
 const BODY: &str =
     r#"{"call_id":"call_1","requested_at":1,"tool":"bernstein_shutdown_orchestrator"}"#;

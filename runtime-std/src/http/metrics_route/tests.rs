@@ -9,11 +9,11 @@ use bernstein_core::transport::http::{HttpOptions, HttpPolicy};
 use serde_json::json;
 
 use super::*;
-use crate::clock::SystemClock;
 use crate::driver::{Backend, serve_message};
 use crate::host::NoHost;
-use crate::store::FileStore;
-use crate::store::test_dir::TestDir;
+use bernstein_store_file::FileStore;
+use bernstein_store_file::clock::SystemClock;
+use bernstein_store_file::test_dir::TestDir;
 
 const KEY: &[u8] = &[9; 32];
 
@@ -99,10 +99,11 @@ fn the_exposition_counts_what_the_backend_served() {
     );
     let records = svc.backend.store.snapshot().unwrap().position.seq;
     assert_eq!(get("bernstein_ledger_records"), records as f64);
-    let bytes =
-        std::fs::metadata(crate::store::layout::Layout::in_project(tmp.path()).ledger_file())
-            .unwrap()
-            .len();
+    let bytes = std::fs::metadata(
+        bernstein_store_file::layout::Layout::in_project(tmp.path()).ledger_file(),
+    )
+    .unwrap()
+    .len();
     assert_eq!(get("bernstein_ledger_bytes"), bytes as f64);
     assert_eq!(get(r#"bernstein_tasks{status="open"}"#), 2.0);
     assert_eq!(get(r#"bernstein_tasks{status="done"}"#), 0.0);

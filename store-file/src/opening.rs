@@ -166,7 +166,7 @@ mod tests {
     use std::sync::mpsc::channel;
 
     use super::*;
-    use crate::store::FailedStore;
+    use crate::FailedStore;
 
     #[test]
     fn refuses_until_the_opener_returns_then_serves_what_it_opened() {

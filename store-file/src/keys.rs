@@ -18,7 +18,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::store::layout::{Layout, create_private_dir_all, sync_dir};
+use crate::layout::{Layout, create_private_dir_all, sync_dir};
 
 /// Length of the audit key in bytes.
 pub const AUDIT_KEY_LEN: usize = 32;
@@ -217,7 +217,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
-    use crate::store::test_dir::TestDir;
+    use crate::test_dir::TestDir;
 
     #[test]
     fn created_once_with_mode_0600_and_reloaded() {
@@ -345,7 +345,7 @@ mod dir_tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
-    use crate::store::test_dir::TestDir;
+    use crate::test_dir::TestDir;
 
     #[test]
     fn a_keys_dir_open_to_group_or_others_is_refused_with_the_chmod_fix() {

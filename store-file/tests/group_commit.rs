@@ -16,9 +16,9 @@ use std::sync::{Arc, Barrier};
 
 use bernstein_core::ledger::Store;
 use bernstein_core::ledger::verify::verify_ledger;
-use bernstein_runtime_std::FileStore;
-use bernstein_runtime_std::keys::load_or_create_audit_key;
-use bernstein_runtime_std::verify_cmd::audit_verify;
+use bernstein_store_file::FileStore;
+use bernstein_store_file::keys::load_or_create_audit_key;
+use bernstein_store_file::verify_cmd::audit_verify;
 
 use common::{TestDir, append_unsettled_with_retry, writer_request};
 

@@ -1,14 +1,10 @@
-//! Wall-clock time for the core. The core never reads a clock: the runtime reads this one and
-//! hands the value in. Tests use [`FixedClock`] for byte-identical replays.
+//! The system's wall clock, the [`Clock`] a server hands the core (the trait and the
+//! [`FixedClock`](bernstein_core::time::FixedClock) of tests are the core's).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bernstein_core::Timestamp;
-
-/// A source of wall-clock time.
-pub trait Clock: Send + Sync {
-    fn now(&self) -> Timestamp;
-}
+use bernstein_core::time::Clock;
 
 /// The system's real-time clock (milliseconds since the Unix epoch; 0 if the clock is set
 /// before 1970).
@@ -24,23 +20,12 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock stopped at one instant.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FixedClock(pub Timestamp);
-
-impl Clock for FixedClock {
-    fn now(&self) -> Timestamp {
-        self.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn system_clock_is_after_2024_and_fixed_clock_is_fixed() {
+    fn system_clock_is_after_2024() {
         assert!(SystemClock.now() > Timestamp(1_704_067_200_000));
-        assert_eq!(FixedClock(Timestamp(5)).now(), Timestamp(5));
     }
 }

@@ -68,7 +68,7 @@ impl Drop for LockGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::test_dir::TestDir;
+    use crate::test_dir::TestDir;
 
     #[test]
     fn exclusive_excludes_other_handles() {

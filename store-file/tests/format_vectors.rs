@@ -1,6 +1,6 @@
 //! The test vectors of docs/FORMATS.md are produced here and compared byte for byte with the
 //! document, so the specification cannot drift from the code. After an intended format change,
-//! regenerate them with `BERNSTEIN_BLESS=1 cargo test -p bernstein-runtime-std --test
+//! regenerate them with `BERNSTEIN_BLESS=1 cargo test -p bernstein-store-file --test
 //! format_vectors` and review the diff.
 
 mod common;
@@ -11,7 +11,7 @@ use bernstein_core::canonical::to_canonical_bytes;
 use bernstein_core::digest::Digest;
 use bernstein_core::ledger::verify::verify_ledger;
 use bernstein_core::ledger::{Draft, LedgerPosition, Record, seal};
-use bernstein_runtime_std::verify_cmd::audit_verify;
+use bernstein_store_file::verify_cmd::audit_verify;
 use serde_json::json;
 
 use common::TestDir;

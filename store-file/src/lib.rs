@@ -1,7 +1,15 @@
-//! The embedded ledger store: `.sdd/` in the project directory (layout in docs/FORMATS.md).
+//! The embedded ledger store of the Bernstein MCP server: `.sdd/` in the project directory
+//! (layout in docs/FORMATS.md), its keys and the offline commands over it. It depends on the
+//! core and external crates only, never on a runtime.
 //!
-//! [`FileStore`] implements the core's [`Store`] over one append-only file, shared by any number
-//! of processes on one machine:
+//! - [`FileStore`]: the core's [`Store`] over `.sdd/ledger/`; [`OpeningStore`] opens one in
+//!   the background, [`FailedStore`] stands in for one that does not verify.
+//! - [`keys`]: the audit key and the signing seed in `.sdd/keys/`.
+//! - [`clock`]: the wall clock handed to the core.
+//! - [`verify_cmd`], [`upgrade_cmd`]: `bernstein audit verify` and `bernstein ledger upgrade`.
+//! - [`log_line!`]: a stderr line that never panics.
+//!
+//! [`FileStore`] serves one append-only file, shared by any number of processes on one machine:
 //! - compare-and-append takes the exclusive file lock, first folds what other processes appended
 //!   (cutting a torn tail a crashed writer left), refuses a stale `expected` head, then writes
 //!   all records of the request with one positional write, releases the locks and then waits
@@ -21,21 +29,37 @@
 //! are not, never cut a byte it verified, and never hand out a snapshot built from unverified
 //! records.
 
+/// Writes one log line to stderr and never panics: `eprintln!` panics when the write fails, and
+/// a full or closed log device must not take the server down with it.
+#[macro_export]
+macro_rules! log_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod checkpoint;
 mod checkpointer;
+pub mod clock;
 mod failed;
 pub mod group_commit;
+pub mod keys;
 pub mod layout;
 pub mod ledger_file;
 pub mod lock;
 pub mod open_check;
 mod opening;
 mod scan;
+pub mod upgrade_cmd;
+pub mod verify_cmd;
 
-#[cfg(test)]
-pub(crate) mod racing;
-#[cfg(test)]
-pub(crate) mod test_dir;
+/// Test support (the `test-support` feature): a store that loses its first appends' races.
+#[cfg(any(test, feature = "test-support"))]
+pub mod racing;
+/// Test support (the `test-support` feature): a scratch directory removed on drop.
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_dir;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -46,6 +70,7 @@ use bernstein_core::ledger::verify::check_extends;
 use bernstein_core::ledger::{
     Append, AppendResult, Record, Snapshot, Store, StoreError, StoreFacts,
 };
+use bernstein_core::time::Clock as _;
 
 use self::checkpointer::Checkpointer;
 pub use self::failed::FailedStore;
@@ -54,7 +79,7 @@ use self::layout::Layout;
 use self::ledger_file::{CatchUp, Folded, LedgerFile, TailPolicy};
 use self::lock::LedgerLock;
 pub use self::opening::{Opened, OpeningStore};
-use crate::clock::{Clock as _, SystemClock};
+use crate::clock::SystemClock;
 
 /// Tunables of a [`FileStore`].
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -112,7 +112,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
-    use crate::store::test_dir::TestDir;
+    use crate::test_dir::TestDir;
 
     #[test]
     fn creates_private_dirs() {

@@ -10,10 +10,12 @@ use std::fs::File;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 
+use bernstein_core::time::Clock;
+
 use super::checkpoint;
 use super::layout::Layout;
 use super::ledger_file::Folded;
-use crate::clock::{Clock, SystemClock};
+use crate::clock::SystemClock;
 
 #[derive(Debug, Default)]
 struct Slot {

@@ -27,7 +27,8 @@ use super::ledger_file::Folded;
 /// sealed).
 pub const FORMAT: u32 = 2;
 /// The software that wrote a checkpoint; another version's projection may differ, so its
-/// checkpoints are ignored.
+/// checkpoints are ignored. The name is the crate's that first wrote checkpoints, kept so that
+/// checkpoints written before the store had a crate of its own stay reusable.
 pub const SOFTWARE: &str = concat!("bernstein-runtime-std ", env!("CARGO_PKG_VERSION"));
 
 const PREFIX: &[u8] = b"{\"checkpoint\":";

@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use bernstein_core::domain::witness::Witness;
 use bernstein_core::ledger::verify::{LedgerVerifier, VerifyFailure, VerifyReport};
 
+use crate::checkpoint;
 use crate::keys::{KeyError, load_audit_key};
-use crate::store::checkpoint;
-use crate::store::layout::{Layout, SDD_DIR};
-use crate::store::lock::LedgerLock;
+use crate::layout::{Layout, SDD_DIR};
+use crate::lock::LedgerLock;
 
 /// Why `audit verify` did not produce a report.
 #[derive(Debug, thiserror::Error)]
@@ -125,9 +125,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::FileStore;
     use crate::keys::load_or_create_audit_key;
-    use crate::store::FileStore;
-    use crate::store::test_dir::TestDir;
+    use crate::test_dir::TestDir;
 
     /// A project with `n` one-call transactions, its store closed (checkpoint written).
     fn project(n: u64) -> (TestDir, Vec<u8>) {

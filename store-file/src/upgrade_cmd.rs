@@ -12,8 +12,8 @@ use bernstein_core::ledger::upgrade::{Upgraded, upgrade};
 use bernstein_core::ledger::verify::verify_ledger;
 
 use crate::keys::load_audit_key;
-use crate::store::layout::{Layout, sync_dir};
-use crate::store::lock::LedgerLock;
+use crate::layout::{Layout, sync_dir};
+use crate::lock::LedgerLock;
 use crate::verify_cmd::resolve_sdd;
 
 /// What `upgrade_ledger` did.

@@ -1,0 +1,161 @@
+//! The workspace's crates depend one way. Every crate has a layer in [`LAYERS`]; each normal
+//! or build dependency on another workspace crate must point to a strictly lower layer (so a
+//! cycle cannot be written), the core depends on no workspace crate, and no store crate
+//! depends on a runtime crate, not even for its tests. The graph is `cargo metadata`'s.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Every workspace crate and its layer: a crate may depend only on crates of lower layers.
+const LAYERS: &[(&str, u32)] = &[
+    ("bernstein-core", 0),
+    ("bernstein-store-file", 1),
+    ("bernstein-store-postgres", 2),
+    ("bernstein-runtime-std", 2),
+    // Still on runtime-std (its driver and HTTP service) until the engine moves to the core.
+    ("bernstein-runtime-smol", 3),
+    ("bernstein-worker", 3),
+    ("bernstein-conformance-fixture", 3),
+    ("bernstein-bench", 3),
+    ("bernstein", 4),
+];
+
+const CORE: &str = "bernstein-core";
+const STORES: &[&str] = &["bernstein-store-file", "bernstein-store-postgres"];
+const RUNTIMES: &[&str] = &["bernstein-runtime-std", "bernstein-runtime-smol"];
+
+/// A dependency of one workspace crate on another.
+#[derive(Debug)]
+struct Edge {
+    from: String,
+    to: String,
+    /// `normal`, `dev` or `build`.
+    kind: String,
+}
+
+/// Why the graph breaks the rules, one line per offending crate or edge.
+fn violations(crates: &[String], edges: &[Edge]) -> Vec<String> {
+    let layers: BTreeMap<&str, u32> = LAYERS.iter().copied().collect();
+    let mut bad = Vec::new();
+    for name in crates {
+        if !layers.contains_key(name.as_str()) {
+            bad.push(format!("{name} is a workspace crate missing from LAYERS"));
+        }
+    }
+    for name in layers.keys() {
+        if !crates.iter().any(|c| c == name) {
+            bad.push(format!("{name} is in LAYERS but not a workspace crate"));
+        }
+    }
+    for e in edges {
+        let edge = format!("{} -> {} ({})", e.from, e.to, e.kind);
+        if STORES.contains(&e.from.as_str()) && RUNTIMES.contains(&e.to.as_str()) {
+            bad.push(format!("{edge}: a store crate depends on a runtime crate"));
+        }
+        if e.kind == "dev" {
+            continue;
+        }
+        if e.from == CORE {
+            bad.push(format!("{edge}: the core depends on no workspace crate"));
+        }
+        if let (Some(from), Some(to)) = (layers.get(e.from.as_str()), layers.get(e.to.as_str()))
+            && to >= from
+        {
+            bad.push(format!(
+                "{edge}: layer {from} may depend only on lower layers, not on layer {to}"
+            ));
+        }
+    }
+    bad
+}
+
+/// The workspace crates and the dependencies among them.
+fn workspace_graph() -> (Vec<String>, Vec<Edge>) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    let packages = meta["packages"].as_array().expect("packages");
+    let crates: Vec<String> = packages
+        .iter()
+        .map(|p| p["name"].as_str().expect("package name").to_string())
+        .collect();
+    let mut edges = Vec::new();
+    for p in packages {
+        for d in p["dependencies"].as_array().expect("dependencies") {
+            let to = d["name"].as_str().expect("dependency name");
+            if crates.iter().any(|c| c == to) {
+                edges.push(Edge {
+                    from: p["name"].as_str().unwrap().to_string(),
+                    to: to.to_string(),
+                    kind: d["kind"].as_str().unwrap_or("normal").to_string(),
+                });
+            }
+        }
+    }
+    (crates, edges)
+}
+
+#[test]
+fn workspace_crates_depend_one_way() {
+    let (crates, edges) = workspace_graph();
+    assert!(
+        edges
+            .iter()
+            .any(|e| e.from == "bernstein" && e.kind == "normal"),
+        "unexpected cargo metadata: {edges:?}"
+    );
+    let bad = violations(&crates, &edges);
+    assert!(
+        bad.is_empty(),
+        "the crate graph breaks its layers:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn offending_edges_are_named() {
+    let crates: Vec<String> = LAYERS.iter().map(|(n, _)| n.to_string()).collect();
+    let edge = |from: &str, to: &str, kind: &str| Edge {
+        from: from.into(),
+        to: to.into(),
+        kind: kind.into(),
+    };
+    let edges = [
+        edge("bernstein-store-postgres", "bernstein-runtime-std", "dev"),
+        edge("bernstein-store-file", "bernstein-store-postgres", "normal"),
+        edge("bernstein-core", "bernstein-store-file", "normal"),
+        edge("bernstein-runtime-std", "bernstein-store-file", "normal"),
+    ];
+    let bad = violations(&crates, &edges);
+    let expected = [
+        "bernstein-store-postgres -> bernstein-runtime-std (dev): a store crate depends on a runtime crate",
+        "bernstein-store-file -> bernstein-store-postgres (normal): layer 1 may depend only on lower layers, not on layer 2",
+        "bernstein-core -> bernstein-store-file (normal): the core depends on no workspace crate",
+        "bernstein-core -> bernstein-store-file (normal): layer 0 may depend only on lower layers, not on layer 1",
+    ];
+    assert_eq!(bad, expected);
+    let mut more = crates.clone();
+    more.push("bernstein-new".into());
+    more.retain(|c| c != "bernstein-bench");
+    assert_eq!(
+        violations(&more, &[]),
+        [
+            "bernstein-new is a workspace crate missing from LAYERS",
+            "bernstein-bench is in LAYERS but not a workspace crate",
+        ]
+    );
+}
