@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
 use bernstein_core::engine::turns::{Grant, Ticket, Turns};
-use bernstein_core::engine::{Input, Moment, Output, Request};
+use bernstein_core::engine::{Finished, Input, Job, Message, Moment, Output, Request};
 use bernstein_core::ledger::{Store, StoreError};
 use bernstein_core::protocol::{Server, TransportFacts};
 
@@ -118,17 +118,59 @@ pub fn serve_message_streaming(
     stop: &dyn Fn() -> Option<Stop>,
     notify: &dyn Fn(&[u8]),
 ) -> Result<Served, StoreError> {
+    let _serving = env.metrics.map(Metrics::request_started);
+    let mut waiting = None;
+    let job = Message {
+        server,
+        bytes,
+        facts,
+    };
+    let finished = drive(env, job, wait, stop, notify, &mut || {
+        if waiting.is_none() {
+            waiting = env.metrics.map(Metrics::wait_started);
+        }
+    })?;
+    drop(waiting);
+    // A deferred answer is counted when it is served again.
+    if let Some(m) = env.metrics.filter(|_| !finished.deferred) {
+        m.served(&finished.tally, finished.took);
+    }
+    Ok(finished.served)
+}
+
+/// Commits what `job` decides (an operator's command from the command line) through the same
+/// engine and loop as every message: decided on a fresh snapshot, re-run on a lost race,
+/// durable before this returns. Such jobs never wait.
+pub fn commit_job(env: &Env<'_>, job: &mut dyn Job) -> Result<Finished, StoreError> {
+    drive(
+        env,
+        job,
+        &DEFAULT_WAIT,
+        &|| Some(Stop::Settle),
+        &|_| {},
+        &mut || {},
+    )
+}
+
+/// The loop: performs the engine's outputs for `job` until its answer. `waits` hears of each
+/// look at the store while an answer is pending.
+fn drive<J: Job>(
+    env: &Env<'_>,
+    job: J,
+    wait: &WaitPolicy,
+    stop: &dyn Fn() -> Option<Stop>,
+    notify: &dyn Fn(&[u8]),
+    waits: &mut dyn FnMut(),
+) -> Result<Finished, StoreError> {
     let origin = Instant::now();
     let now = || Moment {
         mono: origin.elapsed(),
         wall: env.clock.now(),
     };
-    let _serving = env.metrics.map(Metrics::request_started);
-    let mut waiting = None;
     let mut turn = TurnHold::new(env.turns);
-    let mut request = Request::new(server, bytes, facts, *wait, seed());
+    let mut request = Request::new(job, *wait, seed());
     request.start(now());
-    let finished = loop {
+    loop {
         let Some(output) = request.poll_output() else {
             return Err(StoreError::Unavailable(
                 "the request engine stalled without an answer".into(),
@@ -168,9 +210,7 @@ pub fn serve_message_streaming(
                 continue;
             }
             Output::AskStop => {
-                if waiting.is_none() {
-                    waiting = env.metrics.map(Metrics::wait_started);
-                }
+                waits();
                 Input::Stop(stop())
             }
             Output::WaitForHead { after, nap } => {
@@ -182,16 +222,10 @@ pub fn serve_message_streaming(
                 }
             }
             Output::Failed(e) => return Err(e),
-            Output::Done(finished) => break finished,
+            Output::Done(finished) => return Ok(finished),
         };
         request.handle_input(now(), input);
-    };
-    drop(waiting);
-    // A deferred answer is counted when it is served again.
-    if let Some(m) = env.metrics.filter(|_| !finished.deferred) {
-        m.served(&finished.tally, finished.took);
     }
-    Ok(finished.served)
 }
 
 /// A random seed for one request's jittered pauses.

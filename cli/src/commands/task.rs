@@ -1,18 +1,20 @@
 //! `bernstein task cancel TASK_ID`: the `bernstein_cancel` gate from the command line, and the
-//! commit loop every operator command shares: run the command on a fresh snapshot, seal its
-//! drafts, compare-and-append them against that snapshot's position, and on a conflict run it
-//! again on the newer ledger — so an operator decision is never applied to a state it was not
-//! taken on. Exit 0 done (or already finished), 1 refused, 2 usage or IO error.
+//! job every operator command commits through the engine's transaction path: run the command
+//! on a fresh snapshot, seal its drafts against that snapshot's position, and on a conflict run
+//! it again on the newer ledger — so an operator decision is never applied to a state it was
+//! not taken on. Exit 0 done (or already finished), 1 refused, 2 usage or IO error.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use bernstein_core::Config;
 use bernstein_core::domain::operator::{self, OperatorOutcome};
-use bernstein_core::ledger::{Append, AppendResult, Snapshot, Store, seal};
-use bernstein_core::time::Clock;
+use bernstein_core::engine::{Job, Round};
+use bernstein_core::ledger::{Append, Snapshot, Store, seal};
+use bernstein_core::protocol::Outcome;
 use bernstein_core::time::Timestamp;
-use bernstein_runtime_std::driver::MAX_ATTEMPTS;
+use bernstein_runtime_std::driver::{Env, TurnDesk, commit_job};
+use bernstein_runtime_std::host::NoHost;
 use bernstein_store_file::clock::SystemClock;
 use clap::Subcommand;
 
@@ -56,43 +58,63 @@ pub(crate) fn print_json(v: &serde_json::Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `command` on a fresh snapshot and commits its drafts with compare-and-append, again
-/// from a fresh snapshot on conflict. `Ok(Err(refusal))` when the command refused (nothing
-/// written); `Err` on a store failure.
+/// Runs `command` on a fresh snapshot and commits its drafts through the engine's one
+/// transaction path (`driver::commit_job`): sealed against that snapshot's position, decided
+/// again on the newer ledger after a lost race, durable before this returns. `Ok(Err(refusal))`
+/// when the command refused (nothing written); `Err` on a store failure.
 pub(crate) fn commit_operator<E>(
     store: &dyn Store,
     key: &[u8],
-    mut command: impl FnMut(&Snapshot, Timestamp) -> Result<OperatorOutcome, E>,
+    command: impl FnMut(&Snapshot, Timestamp) -> Result<OperatorOutcome, E>,
 ) -> Result<Result<OperatorOutcome, E>, String> {
-    for _ in 0..MAX_ATTEMPTS {
-        let snap = store.snapshot().map_err(|e| e.to_string())?;
-        let out = match command(&snap, SystemClock.now()) {
-            Ok(out) => out,
-            Err(refusal) => return Ok(Err(refusal)),
+    let turns = TurnDesk::new();
+    let env = Env {
+        store,
+        clock: &SystemClock,
+        host: &NoHost,
+        metrics: None,
+        turns: &turns,
+    };
+    let mut job = OperatorJob {
+        key,
+        command,
+        decided: None,
+    };
+    commit_job(&env, &mut job).map_err(|e| e.to_string())?;
+    job.decided
+        .ok_or_else(|| "the operator command was never run".to_string())
+}
+
+/// An operator command as an engine job: its last decision is kept for the caller.
+struct OperatorJob<'k, F, E> {
+    key: &'k [u8],
+    command: F,
+    decided: Option<Result<OperatorOutcome, E>>,
+}
+
+impl<F, E> Job for OperatorJob<'_, F, E>
+where
+    F: FnMut(&Snapshot, Timestamp) -> Result<OperatorOutcome, E>,
+{
+    fn run(&mut self, round: Round<'_>) -> Outcome {
+        let snap = round.snapshot;
+        let decided = (self.command)(snap, round.now);
+        let append = match &decided {
+            Ok(out) if !out.drafts.is_empty() => Some(Append {
+                expected: snap.position,
+                records: seal(
+                    &snap.position,
+                    |s| snap.stream_head(s),
+                    out.drafts.clone(),
+                    self.key,
+                ),
+            }),
+            _ => None,
         };
-        if out.drafts.is_empty() {
-            return Ok(Ok(out));
-        }
-        let records = seal(
-            &snap.position,
-            |s| snap.stream_head(s),
-            out.drafts.clone(),
-            key,
-        );
-        let append = Append {
-            expected: snap.position,
-            records,
-        };
-        drop(snap);
-        match store
-            .compare_and_append(&append)
-            .map_err(|e| e.to_string())?
-        {
-            AppendResult::Committed(_) => return Ok(Ok(out)),
-            AppendResult::Conflict { .. } => continue,
+        self.decided = Some(decided);
+        Outcome {
+            append,
+            ..Outcome::default()
         }
     }
-    Err(format!(
-        "the ledger head moved {MAX_ATTEMPTS} times while deciding; gave up (nothing was changed)"
-    ))
 }

@@ -1,4 +1,5 @@
-//! The request engine: the state machine of one request from its bytes to its durable answer,
+//! The request engine: the state machine of one request from its bytes (or an operator's
+//! command, see [`Job`]) to its durable answer,
 //! with the world outside reduced to [`Input`]s and [`Output`]s (the shape of quinn-proto's
 //! `Connection` and str0m's `Rtc`). A runtime creates a [`Request`], then repeatedly performs
 //! what [`Request::poll_output`] asks for and feeds the result back with
@@ -14,11 +15,13 @@
 //!
 //! [`Server::handle_round`]: crate::protocol::Server::handle_round
 
+pub mod job;
 mod request;
 pub mod turns;
 
 use core::time::Duration;
 
+pub use job::{Job, Message, Round};
 pub use request::{Finished, Input, Output, Request};
 
 use crate::time::Timestamp;

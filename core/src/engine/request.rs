@@ -3,11 +3,12 @@
 use core::time::Duration;
 use std::collections::VecDeque;
 
+use super::job::{Job, Round};
 use super::{MAX_ATTEMPTS, Moment, Served, Stop, WaitPolicy};
 use crate::ledger::{Append, AppendResult, LedgerPosition, Snapshot, StoreError};
 use crate::protocol::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
 use crate::protocol::tally::Tally;
-use crate::protocol::{self, Outcome, Phase, Server, TransportFacts};
+use crate::protocol::{Outcome, Phase};
 
 /// What the world tells a request: each is the answer to the [`Output`] it names.
 #[derive(Debug)]
@@ -100,12 +101,10 @@ enum Expect {
     Nothing,
 }
 
-/// One message being served.
+/// One job (a message, an operator's command) being served.
 #[derive(Debug)]
-pub struct Request<'a> {
-    server: &'a Server,
-    bytes: &'a [u8],
-    facts: &'a TransportFacts,
+pub struct Request<J> {
+    job: J,
     wait: WaitPolicy,
     seed: u64,
     started: Duration,
@@ -124,20 +123,12 @@ pub struct Request<'a> {
     out: VecDeque<Output>,
 }
 
-impl<'a> Request<'a> {
-    /// A request for `bytes`, waiting under `wait` if its answer is pending; `seed` is the
+impl<J: Job> Request<J> {
+    /// A request running `job`, waiting under `wait` if its answer is pending; `seed` is the
     /// randomness its jittered pauses draw on.
-    pub fn new(
-        server: &'a Server,
-        bytes: &'a [u8],
-        facts: &'a TransportFacts,
-        wait: WaitPolicy,
-        seed: u64,
-    ) -> Request<'a> {
+    pub fn new(job: J, wait: WaitPolicy, seed: u64) -> Request<J> {
         Request {
-            server,
-            bytes,
-            facts,
+            job,
             wait,
             seed,
             started: Duration::ZERO,
@@ -152,6 +143,11 @@ impl<'a> Request<'a> {
             expect: Expect::Start,
             out: VecDeque::new(),
         }
+    }
+
+    /// The job, to read what it decided once the request is done.
+    pub fn job(&self) -> &J {
+        &self.job
     }
 
     /// Starts serving at `now`.
@@ -234,16 +230,12 @@ impl<'a> Request<'a> {
     }
 
     fn run(&mut self, now: Moment, snapshot: &Snapshot) {
-        let mut outcome = self.server.handle_round(
-            &protocol::Input {
-                bytes: self.bytes,
-                snapshot,
-                now: now.wall,
-                transport: self.facts,
-            },
-            &self.replies,
-            self.phase,
-        );
+        let mut outcome = self.job.run(Round {
+            snapshot,
+            now: now.wall,
+            host: &self.replies,
+            phase: self.phase,
+        });
         if let Some(request) = outcome.host.take() {
             if self.replies.len() > MAX_HOST_ROUNDS {
                 return self.fail("the core kept asking the host after its round limit".into());

@@ -77,7 +77,22 @@ impl Sim {
     ) -> Result<Finished, StoreError> {
         let server = self.server.clone();
         let facts = TransportFacts::stdio(None);
-        let mut request = Request::new(&server, bytes, &facts, wait, 42);
+        let job = Message {
+            server: &server,
+            bytes,
+            facts: &facts,
+        };
+        self.serve_job(job, wait, stop)
+    }
+
+    /// Serves any job to the end, as [`Sim::serve`] does a message.
+    fn serve_job<J: Job>(
+        &mut self,
+        job: J,
+        wait: WaitPolicy,
+        stop: &mut dyn FnMut(&Sim) -> Option<Stop>,
+    ) -> Result<Finished, StoreError> {
+        let mut request = Request::new(job, wait, 42);
         let ticket = self.turns.ticket();
         request.start(self.now());
         loop {
@@ -507,7 +522,12 @@ fn an_input_the_request_is_not_waiting_for_fails_it_cleanly() {
     let sim = Sim::new(Tier::Core);
     let msg = call(1, "bernstein_status", json!({}));
     let facts = TransportFacts::stdio(None);
-    let mut request = Request::new(&sim.server, &msg, &facts, DEFAULT_WAIT, 1);
+    let job = Message {
+        server: &sim.server,
+        bytes: &msg,
+        facts: &facts,
+    };
+    let mut request = Request::new(job, DEFAULT_WAIT, 1);
     request.start(sim.now());
     assert!(matches!(
         request.poll_output(),
@@ -519,4 +539,42 @@ fn an_input_the_request_is_not_waiting_for_fails_it_cleanly() {
         other => panic!("expected a failure, got {other:?}"),
     }
     assert!(request.poll_output().is_none());
+}
+
+/// An operator-like job: one record sealed against whatever snapshot it runs on.
+struct Note {
+    runs: usize,
+}
+
+impl Job for Note {
+    fn run(&mut self, round: Round<'_>) -> crate::protocol::Outcome {
+        self.runs += 1;
+        let s = round.snapshot;
+        let draft = crate::ledger::Draft::new("notes", "test.note", json!({"run": self.runs}));
+        let records = crate::ledger::seal(&s.position, |st| s.stream_head(st), vec![draft], KEY);
+        crate::protocol::Outcome {
+            append: Some(crate::ledger::Append {
+                expected: s.position,
+                records,
+            }),
+            ..Default::default()
+        }
+    }
+}
+
+#[test]
+fn any_job_commits_through_the_same_path_and_reruns_on_a_lost_race() {
+    let mut sim = Sim::new(Tier::Core);
+    sim.racers
+        .push_back(call(5, "bernstein_run", json!({"goal": "first"})));
+    let mut note = Note { runs: 0 };
+    let done = sim.serve_job(&mut note, DEFAULT_WAIT, &mut never).unwrap();
+    assert_eq!(note.runs, 2, "decided again on the newer snapshot");
+    assert_eq!(done.served.response, None);
+    assert_eq!(sim.count("settle"), 1);
+    assert_eq!(
+        sim.ledger.stream_head("notes"),
+        sim.ledger.position.head,
+        "the committed note is the ledger's last record"
+    );
 }
