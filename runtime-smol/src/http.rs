@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use bernstein_core::protocol::Server;
 use bernstein_core::transport::http::exchange::LegacyOpen;
 use bernstein_core::transport::http::operator::feed_head;
+use bernstein_core::transport::http::read_clock::{Expired, ReadClock};
 use bernstein_core::transport::http::response::{over_capacity, request_timeout, route_span_id};
 use bernstein_core::transport::http::{
     CONTINUE, Decision, Frame, HttpOptions, HttpResponse, RequestParser, Status, sse,
@@ -193,9 +194,8 @@ async fn connection(
     let peer_loopback = is_loopback(&peer);
     let mut parser = RequestParser::new(limits.parser());
     let mut buf = vec![0u8; 16 * 1024];
-    let mut last = Instant::now();
-    let mut started: Option<Instant> = None;
-    let mut served: u64 = 0;
+    let origin = Instant::now();
+    let mut clock = ReadClock::new(Duration::ZERO, limits.read_timeout);
     loop {
         while let Some(frame) = parser.poll_frame() {
             match frame {
@@ -214,8 +214,7 @@ async fn connection(
                     return finish(stream).await;
                 }
                 Frame::Request(request) => {
-                    started = None;
-                    served += 1;
+                    clock.request_served();
                     let action = match svc.route(request, peer_loopback) {
                         Decision::Respond(r) => Action::Write(r),
                         Decision::OpenLegacyStream(open) => Action::OpenLegacy(open),
@@ -273,54 +272,40 @@ async fn connection(
             }
         }
         if parser.is_idle() {
-            started = None;
+            clock.parser_idle();
         }
-        let deadline = started.unwrap_or(last) + limits.read_timeout;
+        let deadline = origin + clock.deadline();
         let read = future::or(async { Some(stream.read(&mut buf).await) }, async {
             Timer::at(deadline).await;
             None
         })
         .await;
-        let overdue = started.is_some_and(|s| s.elapsed() >= limits.read_timeout);
-        match read {
+        let expired = match read {
             Some(Ok(0)) | Some(Err(_)) => return,
-            Some(Ok(n)) if !overdue => {
-                parser.handle_bytes(&buf[..n]);
-                last = Instant::now();
-                if started.is_none() && !parser.is_idle() {
-                    started = Some(last);
+            // Bytes that arrive after the deadline do not save an overdue request.
+            Some(Ok(n)) => match clock.expired(origin.elapsed()) {
+                Some(Expired::Overdue) => Expired::Overdue,
+                _ => {
+                    parser.handle_bytes(&buf[..n]);
+                    clock.bytes_arrived(origin.elapsed(), parser.is_idle());
+                    continue;
                 }
-            }
-            _ if started.is_some() => {
-                log(
-                    &peer,
-                    format_args!(
-                        "408: request not complete within the read timeout ({:?})",
-                        limits.read_timeout
-                    ),
-                );
-                let _ = write_timed(
-                    &mut stream,
-                    &request_timeout().to_bytes(),
-                    limits.read_timeout,
-                )
-                .await;
-                let _ = stream.get_ref().shutdown(Shutdown::Write);
-                return;
-            }
-            _ => {
-                if served == 0 {
-                    log(
-                        &peer,
-                        format_args!(
-                            "closed: no request within the read timeout ({:?})",
-                            limits.read_timeout
-                        ),
-                    );
-                }
-                return;
-            }
+            },
+            None => clock.expiry(),
+        };
+        if let Some(line) = expired.log_line(clock.timeout()) {
+            log(&peer, format_args!("{line}"));
         }
+        if expired == Expired::Overdue {
+            let _ = write_timed(
+                &mut stream,
+                &request_timeout().to_bytes(),
+                limits.read_timeout,
+            )
+            .await;
+            let _ = stream.get_ref().shutdown(Shutdown::Write);
+        }
+        return;
     }
 }
 

@@ -23,6 +23,7 @@ use crate::driver::Backend;
 use bernstein_core::protocol::Server;
 use bernstein_core::transport::http::exchange::LegacyOpen;
 use bernstein_core::transport::http::operator::feed_head;
+use bernstein_core::transport::http::read_clock::{Expired, ReadClock};
 use bernstein_core::transport::http::response::{over_capacity, request_timeout};
 use bernstein_core::transport::http::{
     CONTINUE, Frame, HttpLimits, HttpOptions, HttpResponse, RequestParser, Status,
@@ -94,6 +95,14 @@ struct Shared {
     stop: AtomicBool,
     /// Connections waiting in the worker queue.
     queued: AtomicUsize,
+    /// The origin of the connections' read clocks.
+    origin: Instant,
+}
+
+impl Shared {
+    fn now(&self) -> Duration {
+        self.origin.elapsed()
+    }
 }
 
 /// One client connection and its framing state.
@@ -102,10 +111,7 @@ struct Conn {
     peer: SocketAddr,
     peer_loopback: bool,
     parser: RequestParser,
-    last_activity: Instant,
-    /// When the pending, incomplete request started to arrive.
-    started: Option<Instant>,
-    served: u64,
+    clock: ReadClock,
     _slot: ConnectionSlot,
 }
 
@@ -129,6 +135,7 @@ pub fn bind(
         limits: limits.clone(),
         stop: AtomicBool::new(false),
         queued: AtomicUsize::new(0),
+        origin: Instant::now(),
     });
     let (job_tx, job_rx) = mpsc::channel::<Conn>();
     let (park_tx, park_rx) = mpsc::channel::<Conn>();
@@ -222,9 +229,7 @@ fn accept(
             peer,
             peer_loopback: is_loopback(&peer),
             parser: RequestParser::new(shared.limits.parser()),
-            last_activity: Instant::now(),
-            started: None,
-            served: 0,
+            clock: ReadClock::new(shared.now(), shared.limits.read_timeout),
             _slot: slot,
         };
         shared.queued.fetch_add(1, Ordering::SeqCst);
@@ -258,7 +263,7 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
     {
         return Next::Done;
     }
-    let served_before = conn.served;
+    let served_before = conn.clock.served();
     let mut buf = [0u8; 16 * 1024];
     loop {
         while let Some(frame) = conn.parser.poll_frame() {
@@ -274,8 +279,7 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
                     return finish(conn);
                 }
                 Frame::Request(request) => {
-                    conn.started = None;
-                    conn.served += 1;
+                    conn.clock.request_served();
                     let stream = &conn.stream;
                     let gone = || super::peer::peer_closed(stream);
                     let early = |bytes: &[u8]| {
@@ -308,25 +312,23 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
             }
         }
         if conn.parser.is_idle() {
-            conn.started = None;
+            conn.clock.parser_idle();
         }
         // One request per turn while other connections wait for a worker: parked, a
         // connection whose next request has arrived goes straight back to the end of the
         // queue (the poller wakes on it), so fewer workers than connections take turns
         // request by request. Kept for a 100 ms slice, it made the others wait whole slices
         // (p99 305 ms at 64 connections on 16 workers, BENCHMARKS.md).
-        if conn.served > served_before && shared.queued.load(Ordering::SeqCst) > 0 {
+        if conn.clock.served() > served_before && shared.queued.load(Ordering::SeqCst) > 0 {
             return Next::Park(Box::new(conn));
         }
         match conn.stream.read(&mut buf) {
             Ok(0) => return Next::Done,
             Ok(n) => {
                 conn.parser.handle_bytes(&buf[..n]);
-                conn.last_activity = Instant::now();
-                if conn.started.is_none() && !conn.parser.is_idle() {
-                    conn.started = Some(conn.last_activity);
-                }
-                if let Some(next) = expire_if_due(limits, &mut conn) {
+                conn.clock
+                    .bytes_arrived(shared.now(), conn.parser.is_idle());
+                if let Some(next) = expire_if_due(shared, &mut conn) {
                     return next;
                 }
             }
@@ -336,7 +338,7 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                 ) =>
             {
-                return expire_if_due(limits, &mut conn)
+                return expire_if_due(shared, &mut conn)
                     .unwrap_or_else(|| Next::Park(Box::new(conn)));
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -346,36 +348,17 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
 }
 
 /// Closes a connection whose request is overdue (`408`) or that idled past the read timeout.
-fn expire_if_due(limits: &HttpLimits, conn: &mut Conn) -> Option<Next> {
-    let now = Instant::now();
-    if let Some(started) = conn.started
-        && now.duration_since(started) >= limits.read_timeout
-    {
-        log(
-            &conn.peer,
-            format_args!(
-                "408: request not complete within the read timeout ({:?})",
-                limits.read_timeout
-            ),
-        );
+fn expire_if_due(shared: &Shared, conn: &mut Conn) -> Option<Next> {
+    let expired = conn.clock.expired(shared.now())?;
+    if let Some(line) = expired.log_line(conn.clock.timeout()) {
+        log(&conn.peer, format_args!("{line}"));
+    }
+    if expired == Expired::Overdue {
         let _ = conn.stream.set_nonblocking(false);
         let _ = conn.stream.write_all(&request_timeout().to_bytes());
         let _ = conn.stream.shutdown(Shutdown::Write);
-        return Some(Next::Done);
     }
-    if conn.started.is_none() && now.duration_since(conn.last_activity) >= limits.read_timeout {
-        if conn.served == 0 {
-            log(
-                &conn.peer,
-                format_args!(
-                    "closed: no request within the read timeout ({:?})",
-                    limits.read_timeout
-                ),
-            );
-        }
-        return Some(Next::Done);
-    }
-    None
+    Some(Next::Done)
 }
 
 /// Ends a connection after its last response: half-close, then read and drop what the peer
@@ -452,7 +435,7 @@ fn poller(shared: &Shared, parked_rx: &Receiver<Conn>, jobs: &Sender<Conn>) {
                 }
                 Some(false) => drop(parked.swap_remove(i)),
                 None => {
-                    if expire_if_due(&shared.limits, &mut parked[i]).is_some() {
+                    if expire_if_due(shared, &mut parked[i]).is_some() {
                         drop(parked.swap_remove(i));
                     } else {
                         i += 1;

@@ -25,6 +25,7 @@ pub mod operator;
 pub mod options;
 pub mod param_headers;
 pub mod prometheus;
+pub mod read_clock;
 pub mod request;
 pub mod response;
 pub mod router;
