@@ -137,7 +137,11 @@ mod tests {
         for i in 0..n {
             let snap = store.snapshot().unwrap();
             let body = json!({"tool": "bernstein_status", "call_id": format!("c{i}"), "ok": true});
-            let drafts = vec![Draft::new("audit", "mcp.stateless_call", body)];
+            let drafts = vec![Draft::new(
+                "audit",
+                bernstein_core::ledger::verify::CALL_KIND,
+                body,
+            )];
             let records = seal(&snap.position, |s| snap.stream_head(s), drafts, &key);
             store
                 .compare_and_append(&Append {

@@ -29,8 +29,8 @@ use crate::time::Timestamp;
 
 /// The release that removes the deprecated tool aliases.
 pub const ALIAS_REMOVAL_RELEASE: &str = "v3.12.0";
-/// Kind of the audit record every tool call appends.
-pub const AUDIT_KIND: &str = "mcp.stateless_call";
+/// Kind of the audit record every tool call appends (defined once, by the ledger's verifier).
+pub use crate::ledger::verify::CALL_KIND as AUDIT_KIND;
 
 /// What serving one `tools/call` produced.
 #[derive(Debug)]
