@@ -18,7 +18,6 @@
 //! - [`mailbox`], [`dlp`]: signed mailbox entries, their verifier, secret redaction.
 //! - [`completion`]: parents resuming when their last subtask finishes.
 //! - [`plans`], [`operator`]: plan documents, hashes and decisions; operator commands.
-//! - [`signing`]: the Ed25519 identity and signature checks.
 //! - [`task_view`]: MCP task views (tasks/get, tasks/list, progress ticks) of runs and tasks.
 //! - [`artifacts`], [`lineage`]: versioned, content-hashed artifacts and the lineage walk.
 //! - [`capsule`]: signed task capsules and their checks; [`handle_verify`]: run handles
@@ -61,7 +60,6 @@ pub mod runs;
 pub mod scenarios;
 pub mod schema;
 pub mod signed_head;
-pub mod signing;
 pub mod skills;
 pub mod task_view;
 pub mod tiers;
