@@ -704,14 +704,6 @@ fn depth(m: &ModPath, n: usize) -> Option<String> {
     (!m.is_empty()).then(|| join(&m[..m.len().min(n)]))
 }
 
-/// Edges that still close a cycle (issue 14), each with what removes it.
-const PROTOCOL_TASKS: (&str, &str, &str) = (
-    "protocol",
-    "domain",
-    "protocol::tasks and protocol::progress name domain tools and task views: they become \
-     catalogue hooks",
-);
-
 #[test]
 fn top_level_modules_have_no_cycle() {
     let snapshot = (
@@ -719,9 +711,7 @@ fn top_level_modules_have_no_cycle() {
         "domain",
         "Snapshot embeds domain::Projection: it becomes generic over a fold defined in ledger",
     );
-    assert_acyclic("top-level modules", &[PROTOCOL_TASKS, snapshot], |m| {
-        depth(m, 1)
-    });
+    assert_acyclic("top-level modules", &[snapshot], |m| depth(m, 1));
 }
 
 #[test]
@@ -731,14 +721,12 @@ fn ledger_modules_have_no_cycle_among_themselves_or_with_the_rest() {
         "domain",
         "Snapshot embeds domain::Projection: it becomes generic over a fold defined in ledger",
     );
-    assert_acyclic(
-        "ledger's modules and the rest",
-        &[PROTOCOL_TASKS, snapshot],
-        |m| match m.first().map(String::as_str) {
+    assert_acyclic("ledger's modules and the rest", &[snapshot], |m| {
+        match m.first().map(String::as_str) {
             Some("ledger") => depth(m, 2),
             _ => depth(m, 1),
-        },
-    );
+        }
+    });
 }
 
 /// Siblings among themselves: a parent's own file (`protocol/mod.rs`) is left out (its code
