@@ -377,6 +377,7 @@ pub fn catalog() -> Catalog {
             "Conformance fixture server for the official MCP conformance suite; test-only.".into()
         },
         capability_card: |c: &Config| json!({"fixture": "mcp-conformance", "tier": c.tier.as_str()}),
+        tasks: None,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::domain::signing::Signer;
+use crate::signing::Signer;
 
 /// Tool tiers, cumulative: every `core` tool is in `standard`, every `standard` tool in `all`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Default)]

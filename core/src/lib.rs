@@ -11,6 +11,7 @@
 //! - [`domain`]: Bernstein's tasks, lifecycle, tools, prompts and capability card.
 //! - [`ledger`]: record format, sealing, projection snapshot, offline verification, store API.
 //! - [`histogram`]: fixed-bucket histograms, the values behind the runtime's metrics.
+//! - [`digest`], [`signing`]: SHA-256 digests and HMAC tags; Ed25519 signatures (at the bottom).
 //!
 //! Modules depend one way: `ledger` below `config` and `protocol`, `protocol` below `transport`
 //! and `domain`; `tests/module_graph.rs` fails on a module cycle (the edges still to remove are
@@ -24,6 +25,7 @@ pub mod engine;
 pub mod histogram;
 pub mod ledger;
 pub mod protocol;
+pub mod signing;
 pub mod time;
 pub mod transport;
 

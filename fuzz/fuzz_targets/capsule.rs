@@ -18,7 +18,7 @@ use bernstein_core::domain::capsule::{
     self, CapsuleLedgerCheck, CapsuleVerdict, TaskCapsule, check_self, extract_capsule,
 };
 use bernstein_core::domain::projection::Projection;
-use bernstein_core::domain::signing::{Signer, parse_public_key_pem};
+use bernstein_core::signing::{Signer, parse_public_key_pem};
 use bernstein_core::ledger::{AUDIT_STREAM, Draft, Record, seal};
 use bernstein_fuzz::fixture;
 use libfuzzer_sys::fuzz_target;

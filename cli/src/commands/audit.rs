@@ -14,7 +14,7 @@ fn project_signer_pem(sdd: &Path) -> Result<Option<String>, String> {
     let seed = bernstein_store_file::keys::load_signing_key(sdd)
         .map_err(|e| format!("signing key: {e}"))?;
     Ok(seed.map(|s| {
-        bernstein_core::domain::signing::Signer::from_seed(&s)
+        bernstein_core::signing::Signer::from_seed(&s)
             .public_key_pem()
             .to_string()
     }))

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use bernstein_core::domain::claim_verify::{ClaimCheck, ClaimFailure, ClaimVerifier};
 use bernstein_core::domain::claims::parse_receipt;
-use bernstein_core::domain::signing::Signer;
+use bernstein_core::signing::Signer;
 use bernstein_store_file::keys::{load_audit_key, load_signing_key};
 use bernstein_store_file::layout::Layout;
 use bernstein_store_file::lock::LedgerLock;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use bernstein_core::Server;
-use bernstein_core::domain::signing::Signer;
+use bernstein_core::signing::Signer;
 use bernstein_runtime_std::driver::Backend;
 use bernstein_runtime_std::host::ProjectHost;
 use bernstein_store_file::clock::SystemClock;

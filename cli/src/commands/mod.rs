@@ -239,8 +239,8 @@ fn open_file_store_early(
 /// Loads (creating on first use) the project's Ed25519 signing identity,
 /// `.sdd/keys/signing.ed25519`. A key file that is unreadable or open to others is an error:
 /// the server never signs with a key it cannot trust, and never answers unsigned.
-pub fn load_signer(workdir: &Path) -> Result<bernstein_core::domain::signing::Signer, String> {
+pub fn load_signer(workdir: &Path) -> Result<bernstein_core::signing::Signer, String> {
     let seed = bernstein_store_file::keys::load_or_create_signing_key(&workdir.join(".sdd"))
         .map_err(|e| format!("signing key: {e}"))?;
-    Ok(bernstein_core::domain::signing::Signer::from_seed(&seed))
+    Ok(bernstein_core::signing::Signer::from_seed(&seed))
 }

@@ -30,7 +30,7 @@ use super::ids::run_stream;
 use super::lifecycle::TaskStatus;
 use super::mailbox::{MailboxEntry, mailbox_stream};
 use super::projection::{Projection, TaskRow};
-use super::signing::{self, Signer};
+use crate::signing::{self, Signer};
 
 /// Domain tag of the capsule and of its signature pre-image.
 pub const CAPSULE_TYPE: &str = "bernstein.task_capsule.v1";

@@ -43,7 +43,7 @@ use super::handle::known_spec_revision;
 use super::ids::check_task_id;
 use super::lifecycle::TaskStatus;
 use super::projection::{Projection, TaskRow};
-use super::signing::{self, Signer};
+use crate::signing::{self, Signer};
 
 /// Domain tag of the claim receipt signature pre-image.
 pub const RECEIPT_SIGNATURE_TYPE: &str = "bernstein.claim_receipt.v1";

@@ -11,9 +11,9 @@ use serde_json::{Map, Value, json};
 use crate::domain::mailbox::{self, MailboxEntry};
 use crate::domain::projection::{Projection, TaskRow};
 use crate::domain::runs::RunView;
-use crate::domain::signing;
 use crate::domain::{lifecycle::TaskStatus, lineage, plans, task_view};
 use crate::ledger::{Snapshot, StoreFacts};
+use crate::signing;
 use crate::time::Timestamp;
 
 /// Most runs `/api/overview` lists (newest first).

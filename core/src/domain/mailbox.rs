@@ -28,7 +28,7 @@ use crate::ledger::verify::{LedgerVerifier, VerifyFailure, VerifyReport};
 use crate::ledger::{AUDIT_STREAM, MAILBOX_STREAM_PREFIX, Record};
 
 use super::records;
-use super::signing::{self, Signer};
+use crate::signing::{self, Signer};
 
 /// Domain tag of the mailbox entry signature pre-image.
 pub const ENTRY_SIGNATURE_TYPE: &str = "bernstein.mailbox_entry.v1";

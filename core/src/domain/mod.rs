@@ -18,8 +18,7 @@
 //! - [`mailbox`], [`dlp`]: signed mailbox entries, their verifier, secret redaction.
 //! - [`completion`]: parents resuming when their last subtask finishes.
 //! - [`plans`], [`operator`]: plan documents, hashes and decisions; operator commands.
-//! - [`signing`]: the Ed25519 identity and signature checks.
-//! - [`task_view`]: MCP task views (tasks/get, tasks/list, progress ticks) of runs and tasks.
+//! - [`task_view`]: the catalogue's task hooks: MCP tasks (tasks/*, progress ticks) of runs.
 //! - [`artifacts`], [`lineage`]: versioned, content-hashed artifacts and the lineage walk.
 //! - [`capsule`]: signed task capsules and their checks; [`handle_verify`]: run handles
 //!   checked against a ledger; [`trace`]: W3C trace context screened from `_meta`.
@@ -61,7 +60,6 @@ pub mod runs;
 pub mod scenarios;
 pub mod schema;
 pub mod signed_head;
-pub mod signing;
 pub mod skills;
 pub mod task_view;
 pub mod tiers;
@@ -86,6 +84,7 @@ pub fn catalog() -> Catalog {
         aliases: aliases::DEPRECATED_ALIASES.to_vec(),
         instructions: instructions::instructions,
         capability_card: card::capability_card,
+        tasks: Some(task_view::hooks()),
     }
 }
 

@@ -25,44 +25,9 @@ use super::records::{RunCancelled, RunCreated, RunTaskAdded, RunTaskStatus};
 mod members;
 pub use members::Members;
 
-/// The status of a run as a host sees it (`bernstein_run_status`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RunStatus {
-    Working,
-    InputRequired,
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl RunStatus {
-    pub const ALL: [RunStatus; 5] = [
-        RunStatus::Working,
-        RunStatus::InputRequired,
-        RunStatus::Completed,
-        RunStatus::Failed,
-        RunStatus::Cancelled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Working => "working",
-            RunStatus::InputRequired => "input_required",
-            RunStatus::Completed => "completed",
-            RunStatus::Failed => "failed",
-            RunStatus::Cancelled => "cancelled",
-        }
-    }
-
-    /// Whether a host should stop polling.
-    pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
-        )
-    }
-}
+/// The status of a run as a host sees it (`bernstein_run_status`): a run is an MCP task, so
+/// its status is the MCP task status.
+pub use crate::protocol::registry::TaskStatus as RunStatus;
 
 /// What a root task's status means for its run (rule 2).
 pub fn phase_of(root: TaskStatus) -> RunStatus {

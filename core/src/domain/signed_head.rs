@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::ledger::{AUDIT_STREAM, Snapshot};
 use crate::protocol::registry::ResourceSpec;
 
-use super::signing::{Signer, canonical_message, verify_signature};
+use crate::signing::{Signer, canonical_message, verify_signature};
 
 /// The `type` of a signed head (and the domain separation of its signature).
 pub const SIGNED_HEAD_TYPE: &str = "bernstein.signed_head.v1";

@@ -1,13 +1,13 @@
-//! MCP task views of Bernstein tasks, projected from the run journals and the backlog: what
-//! `tasks/get`, `tasks/list`, `tasks/result` and the progress ticks of `bernstein_run_status`
-//! report. An MCP task id IS a Bernstein task id (the one `bernstein_run` returned), so any
-//! server instance over the same ledger answers identically.
+//! MCP tasks of Bernstein tasks, projected from the run journals and the backlog: the catalogue's
+//! [`TaskHooks`] ([`hooks`]), what `tasks/get`, `tasks/list`, `tasks/result`, `tasks/cancel` and
+//! the progress ticks of `bernstein_run_status` report. An MCP task id IS a Bernstein task id
+//! (the one `bernstein_run` returned), so any server instance over the same ledger answers
+//! identically.
 //!
 //! - A run's root task reports its run's status (the rule in [`super::runs`]); a subtask reports
 //!   its own status through the same phase mapping.
 //! - `createdAt` is the task's creation time, `lastUpdatedAt` the latest `updated_at` of the
 //!   task (and, for a run, of every member). Both come from record bodies, never from a clock.
-//! - Every task lives 24 hours ([`TASK_TTL_MS`]), never unlimited.
 //! - Progress ticks: `progress` = members that reached a terminal status, `total` = members.
 //!   A tick actually sent is recorded as a `run.progress_tick` record on stream
 //!   `progress:<run_id>/<progress>`, so whether a tick at or beyond a value was already sent is a
@@ -17,64 +17,70 @@
 //! itself nor read a clock.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::digest::Digest;
 use crate::ledger::{Draft, Snapshot};
+use crate::protocol::registry::{self, Task, TaskHooks};
 use crate::time::Timestamp;
 
+use super::ids::check_task_id;
 use super::lifecycle::TaskStatus;
 use super::projection::{Projection, TaskRow};
-use super::runs::{RunStatus, RunView, phase_of};
+use super::runs::{RunView, phase_of};
 use super::tools::run::{POLL_AFTER_MS, RunAnswer};
+use super::tools::{cancel, run, run_status};
 
-/// Retention of every MCP task: 24 hours, in milliseconds.
-pub const TASK_TTL_MS: u64 = 86_400_000;
-/// Suggested interval between `tasks/get` polls, in milliseconds.
-pub const POLL_INTERVAL_MS: u64 = 5_000;
 /// Stream prefix of the progress-tick records.
 pub const PROGRESS_STREAM_PREFIX: &str = "progress:";
 /// Kind of a progress-tick record.
 pub const PROGRESS_TICK: &str = "run.progress_tick";
 
-/// One MCP task as the ledger describes it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TaskView {
-    pub task_id: String,
-    pub run_id: String,
-    pub status: RunStatus,
-    pub status_message: String,
-    pub created_at: Timestamp,
-    pub last_updated_at: Timestamp,
+/// Bernstein's MCP tasks: runs start through `bernstein_run`, are cancelled through
+/// `bernstein_cancel`'s gate, and `bernstein_run_status` ticks.
+pub fn hooks() -> TaskHooks {
+    TaskHooks {
+        start_tool: run::NAME,
+        view: |s, id| task_view(&s.domain, id).map(|v| v.task),
+        list: |s, after, limit| list_runs(&s.domain, after, limit),
+        is_task_id: |id| check_task_id(id).is_ok(),
+        answer: |s, id| run_answer(&s.domain, id),
+        cancel_tool: cancel::NAME,
+        cancel_args: |id| json!({ "task_id": id }),
+        ticking_tool: run_status::NAME,
+        tick: due_tick,
+    }
 }
 
-impl TaskView {
-    /// Whether the task reached a terminal status (completed, failed, cancelled).
-    pub fn is_terminal(&self) -> bool {
-        self.status.is_final()
-    }
+/// One MCP task as the ledger describes it, with the run that holds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskView {
+    pub task: Task,
+    pub run_id: String,
 }
 
 /// The MCP task `id`: a run (by its root task id) or any other task; `None` when unknown.
 pub fn task_view(p: &Projection, id: &str) -> Option<TaskView> {
     let row = p.task(id)?;
     match p.run(id) {
-        Some(run) if run.root_task_id == id => Some(run_view(p, run, row)),
-        _ => {
-            let status = phase_of(row.status);
-            Some(TaskView {
+        Some(run) if run.root_task_id == id => Some(TaskView {
+            task: run_task(p, run, row),
+            run_id: run.run_id.clone(),
+        }),
+        _ => Some(TaskView {
+            task: Task {
                 task_id: row.id.clone(),
-                run_id: row.run_id.clone(),
-                status,
+                status: phase_of(row.status),
                 status_message: format!("task is {}; run {} holds it", row.status, row.run_id),
                 created_at: Timestamp(row.created_at),
                 last_updated_at: Timestamp(row.updated_at.max(row.created_at)),
-            })
-        }
+            },
+            run_id: row.run_id.clone(),
+        }),
     }
 }
 
-fn run_view(p: &Projection, run: &RunView, root: &TaskRow) -> TaskView {
+fn run_task(p: &Projection, run: &RunView, root: &TaskRow) -> Task {
     let last = run
         .members
         .keys()
@@ -84,9 +90,8 @@ fn run_view(p: &Projection, run: &RunView, root: &TaskRow) -> TaskView {
         .max()
         .unwrap_or(run.created_at);
     let progress = progress_of(run);
-    TaskView {
+    Task {
         task_id: root.id.clone(),
-        run_id: run.run_id.clone(),
         status: run.status(),
         status_message: progress.message,
         created_at: Timestamp(run.created_at),
@@ -96,7 +101,7 @@ fn run_view(p: &Projection, run: &RunView, root: &TaskRow) -> TaskView {
 
 /// Runs (as MCP tasks) in run-id order after `after`, at most `limit` of them, and whether
 /// more follow.
-pub fn list_runs(p: &Projection, after: Option<&str>, limit: usize) -> (Vec<TaskView>, bool) {
+pub fn list_runs(p: &Projection, after: Option<&str>, limit: usize) -> (Vec<Task>, bool) {
     let mut out = Vec::new();
     let mut more = false;
     for run in p.runs_after(after) {
@@ -105,7 +110,7 @@ pub fn list_runs(p: &Projection, after: Option<&str>, limit: usize) -> (Vec<Task
             break;
         }
         if let Some(root) = p.task(&run.root_task_id) {
-            out.push(run_view(p, run, root));
+            out.push(run_task(p, run, root));
         }
     }
     (out, more)
@@ -163,6 +168,22 @@ pub fn tick_advances(snapshot: &Snapshot, run_id: &str, progress: &Progress) -> 
         .all(|n| snapshot.stream_head(&tick_stream(run_id, n)) == Digest::ZERO)
 }
 
+/// The tick due for `run_id` ([`TaskHooks::tick`]): its step and record, when it advances every
+/// tick already sent for the run.
+pub fn due_tick(snapshot: &Snapshot, run_id: &str) -> Option<(registry::Progress, Draft)> {
+    let progress = progress_of(snapshot.domain.run(run_id)?);
+    if !tick_advances(snapshot, run_id, &progress) {
+        return None;
+    }
+    let draft = tick_draft(run_id, &progress);
+    let step = registry::Progress {
+        progress: progress.earned,
+        total: Some(progress.total),
+        message: Some(progress.message),
+    };
+    Some((step, draft))
+}
+
 /// The record of a sent tick.
 pub fn tick_draft(run_id: &str, progress: &Progress) -> Draft {
     let body = ProgressTick {
@@ -198,6 +219,7 @@ pub fn run_answer(p: &Projection, id: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::runs::RunStatus;
     use crate::domain::testkit::Bench;
     use serde_json::json;
 
@@ -207,13 +229,13 @@ mod tests {
         let started = b.now;
         let run = b.start("build it");
         let v = task_view(&b.snapshot.domain, &run).unwrap();
-        assert_eq!(v.status, RunStatus::Working);
-        assert_eq!(v.created_at, started);
+        assert_eq!(v.task.status, RunStatus::Working);
+        assert_eq!(v.task.created_at, started);
         assert_eq!(v.run_id, run);
-        assert!(v.status_message.contains("0 of 1 tasks finished"));
+        assert!(v.task.status_message.contains("0 of 1 tasks finished"));
         let cancelled_at = b.now;
         b.ok("bernstein_cancel", json!({"task_id": run}));
-        let v = task_view(&b.snapshot.domain, &run).unwrap();
+        let v = task_view(&b.snapshot.domain, &run).unwrap().task;
         assert_eq!(v.status, RunStatus::Cancelled);
         assert!(v.is_terminal());
         assert_eq!(v.last_updated_at, cancelled_at);
@@ -229,7 +251,7 @@ mod tests {
         let child = b.subtask(&a, "child");
         let v = task_view(&b.snapshot.domain, &child).unwrap();
         assert_eq!(v.run_id, a);
-        assert_eq!(v.status, RunStatus::Working);
+        assert_eq!(v.task.status, RunStatus::Working);
         let (all, more) = list_runs(&b.snapshot.domain, None, 10);
         assert!(!more);
         let mut ids = vec![a.clone(), c.clone()];

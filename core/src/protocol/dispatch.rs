@@ -426,9 +426,8 @@ fn route(
             }
             if let Some(max_wait_ms) = reply.wait_ms {
                 // Nothing to answer yet, but the run's current tick goes out now (once).
-                let (notifications, records) =
-                    progress::waiting_tick(&server.config.audit_key, &call, &reply)
-                        .map_or_else(Default::default, |(n, r)| (vec![n], r));
+                let (notifications, records) = progress::waiting_tick(server, &call, &reply)
+                    .map_or_else(Default::default, |(n, r)| (vec![n], r));
                 return Routed {
                     pending: Some(Wait {
                         after: snapshot.position,
@@ -441,7 +440,7 @@ fn route(
                 };
             }
             let mut notifications = progress::tool_steps(params, &reply.progress);
-            notifications.extend(progress::tick(&server.config.audit_key, &call, &mut reply));
+            notifications.extend(progress::tick(server, &call, &mut reply));
             Routed {
                 result: reply.result,
                 meter: reply.meter,

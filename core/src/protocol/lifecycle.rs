@@ -148,6 +148,7 @@ mod tests {
             aliases: Vec::new(),
             instructions: |_| "Use the tools.".into(),
             capability_card: |c| json!({"tier": c.tier.as_str()}),
+            tasks: None,
         };
         Server::with_catalog(Config::new(b"k".to_vec()), catalog)
     }

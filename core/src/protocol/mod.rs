@@ -1,7 +1,7 @@
 //! The MCP protocol engine: JSON-RPC codec, protocol eras, dispatch, argument validation and
-//! the catalogue interface. Tools, prompts and resources reach it through [`registry::Catalog`];
-//! it never names the domain, except [`tasks`] and [`progress`], which still name Bernstein's
-//! run, cancel and run-status tools and task views (`tests/module_graph.rs` lists that edge).
+//! the catalogue interface. Tools, prompts, resources and tasks reach it through
+//! [`registry::Catalog`] (tasks and progress ticks through its [`registry::TaskHooks`]); it
+//! never names the domain.
 //!
 //! Entry point: [`Server::handle`], a pure function of ([`Input`]) to [`Outcome`]; the runtime
 //! then commits `Outcome::append`, measures latency and writes [`Response::render`].

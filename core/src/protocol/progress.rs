@@ -1,30 +1,26 @@
 //! `notifications/progress` for `tools/call` requests that carry `params._meta.progressToken`:
 //! the steps a catalogue tool reports itself ([`crate::protocol::registry::ToolOutput::progress`],
-//! rendered by [`tool_steps`]) and the ticks of `bernstein_run_status` ([`tick`]).
+//! rendered by [`tool_steps`]) and the ticks of the catalogue's ticking tool ([`tick`];
+//! [`TaskHooks::ticking_tool`], Bernstein's `bernstein_run_status`).
 //!
-//! Ticks of `bernstein_run_status`:
-//! `progress` = tasks of the run that reached a terminal status, `total` = tasks of the run,
-//! `message` rendered from the fold ([`crate::domain::task_view::progress_of`]). A plain poll
-//! sends one tick at most, before the result. A long poll (`wait_ms`) sends the current tick
-//! when it starts waiting and one each time the ledger moves while it waits ([`waiting_tick`]:
-//! the pending round then appends the tick record alone and sends its notification at once),
-//! then the result (with a last tick if the final round advanced). A tick that does not strictly advance every
-//! tick already sent for the run is suppressed; a sent tick is recorded in the call's own
-//! transaction (`run.progress_tick`), so suppression holds across server instances and, since
-//! a conflicting append re-runs the request, across racing ones. No token, no tick; anything
-//! that goes wrong drops the tick and leaves the result untouched.
+//! A tick is what [`TaskHooks::tick`] says is due for the run the call read: its step and the
+//! record that says it was sent, only when it strictly advances every tick already sent for the
+//! run. A plain poll sends one tick at most, before the result. A long poll (`wait_ms`) sends
+//! the current tick when it starts waiting and one each time the ledger moves while it waits
+//! ([`waiting_tick`]: the pending round then appends the tick record alone and sends its
+//! notification at once), then the result (with a last tick if the final round advanced). A
+//! sent tick's record joins the call's own transaction, so suppression holds across server
+//! instances and, since a conflicting append re-runs the request, across racing ones. No token,
+//! no tick; anything that goes wrong drops the tick and leaves the result untouched.
 //!
 //! This module must never change a call's result nor keep state between requests.
 
 use serde_json::{Value, json};
 
+use super::Server;
 use super::call::{AUDIT_KIND, CallInput, CallReply};
-use super::registry::Progress;
-use crate::domain::task_view::{progress_of, tick_advances, tick_draft};
+use super::registry::{Progress, TaskHooks};
 use crate::ledger::{AUDIT_STREAM, Draft, Record, seal};
-
-/// The tool whose calls tick.
-pub const TICKING_TOOL: &str = crate::domain::tools::run_status::NAME;
 
 /// The progress token of a request, when it is a string or an integer.
 pub fn progress_token(params: Option<&Value>) -> Option<&Value> {
@@ -69,11 +65,11 @@ fn note(token: &Value, step: &Progress) -> Option<Vec<u8>> {
     serde_json::to_vec(&note).ok()
 }
 
-/// The tick of a `bernstein_run_status` long poll that is waiting (`reply` is pending): the
+/// The tick of a ticking tool's long poll that is waiting (`reply` is pending): the
 /// serialized notification and the records that send it once (the tick record alone: the
 /// call's audit record is written with its result), or `None` when no tick is due.
 pub fn waiting_tick(
-    audit_key: &[u8],
+    server: &Server,
     input: &CallInput<'_>,
     reply: &CallReply,
 ) -> Option<(Vec<u8>, Vec<Record>)> {
@@ -82,37 +78,35 @@ pub fn waiting_tick(
         .run_id
         .as_deref()
         .filter(|_| reply.wait_ms.is_some())?;
-    let progress = due(input, run_id)?;
+    let (step, draft) = due(server.catalog.tasks.as_ref()?, input, run_id)?;
     let snapshot = input.snapshot;
     let records = seal(
         &snapshot.position,
         |s| snapshot.stream_head(s),
-        vec![tick_draft(run_id, &progress)],
-        audit_key,
+        vec![draft],
+        &server.config.audit_key,
     );
-    Some((tick_note(token, &progress)?, records))
+    Some((note(token, &step)?, records))
 }
 
-/// The run's progress when the call is a ticking one and its tick advances every tick sent.
-fn due(input: &CallInput<'_>, run_id: &str) -> Option<crate::domain::task_view::Progress> {
-    if input.params?.get("name")?.as_str()? != TICKING_TOOL {
+/// The run's tick when the call is a ticking one and the tick advances every tick sent.
+fn due(hooks: &TaskHooks, input: &CallInput<'_>, run_id: &str) -> Option<(Progress, Draft)> {
+    if input.params?.get("name")?.as_str()? != hooks.ticking_tool {
         return None;
     }
-    let snapshot = input.snapshot;
-    let progress = progress_of(snapshot.domain.run(run_id)?);
-    tick_advances(snapshot, run_id, &progress).then_some(progress)
+    (hooks.tick)(input.snapshot, run_id)
 }
 
-/// Adds the tick of a successful `bernstein_run_status` call to `reply` (its record joins the
-/// call's transaction) and returns the serialized notification, or `None` when no tick is due.
-pub fn tick(audit_key: &[u8], input: &CallInput<'_>, reply: &mut CallReply) -> Option<Vec<u8>> {
+/// Adds the tick of a successful ticking call to `reply` (its record joins the call's
+/// transaction) and returns the serialized notification, or `None` when no tick is due.
+pub fn tick(server: &Server, input: &CallInput<'_>, reply: &mut CallReply) -> Option<Vec<u8>> {
     let token = progress_token(input.params)?;
     let ok = reply
         .result
         .as_ref()
         .is_ok_and(|v| v.get("isError") == Some(&Value::Bool(false)));
     let run_id = reply.run_id.as_deref().filter(|_| ok)?;
-    let progress = due(input, run_id)?;
+    let (step, draft) = due(server.catalog.tasks.as_ref()?, input, run_id)?;
     let snapshot = input.snapshot;
     // The call's records are its audit entry only (the handler never writes), so resealing
     // them with the tick changes no journal anchor.
@@ -128,28 +122,14 @@ pub fn tick(audit_key: &[u8], input: &CallInput<'_>, reply: &mut CallReply) -> O
         .iter()
         .map(|r| Draft::new(r.stream.clone(), r.kind.clone(), r.body.clone()))
         .collect();
-    drafts.insert(0, tick_draft(run_id, &progress));
+    drafts.insert(0, draft);
     reply.records = seal(
         &snapshot.position,
         |s| snapshot.stream_head(s),
         drafts,
-        audit_key,
+        &server.config.audit_key,
     );
-    tick_note(token, &progress)
-}
-
-fn tick_note(token: &Value, progress: &crate::domain::task_view::Progress) -> Option<Vec<u8>> {
-    let note = json!({
-        "jsonrpc": "2.0",
-        "method": "notifications/progress",
-        "params": {
-            "progressToken": token,
-            "progress": progress.earned,
-            "total": progress.total,
-            "message": progress.message,
-        }
-    });
-    serde_json::to_vec(&note).ok()
+    note(token, &step)
 }
 
 #[cfg(test)]

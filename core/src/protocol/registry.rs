@@ -1,7 +1,9 @@
-//! The catalogue interface between the protocol engine and whatever serves tools, prompts and
-//! resources. The engine knows tools only through [`Catalog`]; the Bernstein domain builds one
-//! (`domain::catalog`), and a test fixture can build another (the conformance fixtures).
+//! The catalogue interface between the protocol engine and whatever serves tools, prompts,
+//! resources and tasks. The engine knows them only through [`Catalog`]: MCP tasks and progress
+//! ticks too, through [`TaskHooks`]. The Bernstein domain builds one (`domain::catalog`), and a
+//! test fixture can build another (the conformance fixtures, which create no tasks).
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::host::{HostReply, HostRequest};
@@ -106,7 +108,7 @@ pub struct ToolOutput {
     pub host: Option<HostRequest>,
     /// Progress steps sent as `notifications/progress` before the result, in order, when the
     /// request carries `_meta.progressToken` (none without one). Empty for every Bernstein tool
-    /// (`bernstein_run_status` ticks through [`super::progress::tick`] instead).
+    /// (a [`TaskHooks::ticking_tool`] ticks through [`super::progress::tick`] instead).
     pub progress: Vec<Progress>,
     /// "Not final yet: hold the answer up to this many milliseconds and run me again when the
     /// ledger moves" (a long poll). Honoured only while the call may still wait (see
@@ -257,6 +259,98 @@ pub struct Catalog {
     pub instructions: fn(&Config) -> String,
     /// The capability card served in `initialize` and as a resource.
     pub capability_card: fn(&Config) -> Value,
+    /// MCP tasks and progress ticks; `None`: no tool creates a task, so every task id is
+    /// unknown, `tasks/list` is empty and no call ticks.
+    pub tasks: Option<TaskHooks>,
+}
+
+/// The status of an MCP task (revision 2025-11-25 `TaskStatus`, the tasks extension's too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Working,
+    InputRequired,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TaskStatus {
+    pub const ALL: [TaskStatus; 5] = [
+        TaskStatus::Working,
+        TaskStatus::InputRequired,
+        TaskStatus::Completed,
+        TaskStatus::Failed,
+        TaskStatus::Cancelled,
+    ];
+
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Working => "working",
+            TaskStatus::InputRequired => "input_required",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the status is terminal (completed, failed, cancelled): a host stops polling.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    }
+}
+
+/// One MCP task as the catalogue describes it: the fields of a `Task` object that are not the
+/// engine's (`ttl` and `pollInterval` are, see `protocol::tasks`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Task {
+    pub task_id: String,
+    pub status: TaskStatus,
+    pub status_message: String,
+    pub created_at: Timestamp,
+    pub last_updated_at: Timestamp,
+}
+
+impl Task {
+    /// Whether the task reached a terminal status.
+    pub fn is_terminal(&self) -> bool {
+        self.status.is_final()
+    }
+}
+
+/// The root tasks after a task id (`None`: from the first) in id order, at most `limit` of
+/// them, and whether more follow.
+pub type TaskLister = fn(&Snapshot, Option<&str>, usize) -> (Vec<Task>, bool);
+
+/// What the task layer (`protocol::tasks`) and the progress ticks (`protocol::progress`) ask of
+/// a catalogue that creates tasks. Every function is pure in the snapshot, so any instance over
+/// the same ledger answers alike.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskHooks {
+    /// The tool that starts tasks: a finished task's `tasks/result` answers (and is metered as)
+    /// its call.
+    pub start_tool: &'static str,
+    /// Task `id` as it stands; `None` when unknown.
+    pub view: fn(&Snapshot, &str) -> Option<Task>,
+    /// The `tasks/list` page.
+    pub list: TaskLister,
+    /// Whether `id` is shaped as a task id (a `tasks/list` cursor naming anything else is
+    /// refused).
+    pub is_task_id: fn(&str) -> bool,
+    /// The payload `start_tool` answers for task `id` as it stands.
+    pub answer: fn(&Snapshot, &str) -> Option<Value>,
+    /// The tool `tasks/cancel` goes through, and its arguments cancelling task `id`.
+    pub cancel_tool: &'static str,
+    pub cancel_args: fn(&str) -> Value,
+    /// The tool whose calls tick (with a progress token), and the tick due for the run such a
+    /// call read: the step, when it advances every tick already sent, and the record that
+    /// says it was sent.
+    pub ticking_tool: &'static str,
+    pub tick: fn(&Snapshot, &str) -> Option<(Progress, Draft)>,
 }
 
 impl TaskSupport {

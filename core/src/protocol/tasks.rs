@@ -18,9 +18,10 @@
 //! the call's audit record. `tasks/list` lists runs (root tasks) in run-id order; any Bernstein
 //! task id, a subtask's included, is a valid `taskId` for the other methods.
 //!
-//! An MCP task id is the Bernstein task id the call created, and every answer is projected
-//! from the ledger ([`crate::domain::task_view`]), so any instance answers identically. Every
-//! task has `ttl` 86,400,000 ms. Errors: unknown or malformed task id, bad cursor, cancelling a
+//! What a task is comes from the catalogue's [`TaskHooks`]: the task a call created (named by
+//! the `task_id` of its payload), its view, the page of `tasks/list`, a finished task's answer,
+//! the tool `tasks/cancel` goes through. They are pure in the snapshot, so any instance answers
+//! identically; a catalogue without hooks knows no task. Every task has `ttl` 86,400,000 ms. Errors: unknown or malformed task id, bad cursor, cancelling a
 //! terminal task → `-32602`. `tasks/result` of a running task answers at once with a
 //! retryable `-32000` and sets [`Outcome::pending`](super::Outcome::pending) so that a runtime
 //! can wait for the ledger to move and ask again: the core never blocks.
@@ -36,13 +37,8 @@ use super::era::Revision;
 use super::jsonrpc::{METHOD_NOT_FOUND, RpcError, kind_of, shorten};
 use super::lifecycle::decorate;
 use super::prescan::prescan;
-use super::registry::{TaskSupport, ToolLookup};
+use super::registry::{Task, TaskHooks, TaskStatus, TaskSupport, ToolLookup};
 use super::{MeterSlot, Phase, Server, Wait};
-use crate::domain::ids::check_task_id;
-use crate::domain::runs::RunStatus;
-use crate::domain::task_view::{
-    POLL_INTERVAL_MS, TASK_TTL_MS, TaskView, list_runs, run_answer, task_view,
-};
 use crate::ledger::{Record, Snapshot};
 
 /// Identifier of the stateless-era tasks extension.
@@ -56,8 +52,10 @@ pub const LIST_PAGE_SIZE: usize = 50;
 /// Error code of a `tasks/result` that stopped waiting before the task finished, and of a
 /// failed task's `error` (server-defined range).
 pub const TASK_NOT_READY: i64 = -32000;
-/// The cancel gate `tasks/cancel` goes through.
-const CANCEL_TOOL: &str = crate::domain::tools::cancel::NAME;
+/// Retention of every MCP task: 24 hours, in milliseconds.
+pub const TASK_TTL_MS: u64 = 86_400_000;
+/// Suggested interval between `tasks/get` polls, in milliseconds.
+pub const POLL_INTERVAL_MS: u64 = 5_000;
 
 /// Whether this `tools/call` asks for a task: only a 2025-11-25 call whose `params.task` is an
 /// object does. A 2026-07-28 client that declares the tasks extension still gets the plain
@@ -118,11 +116,11 @@ pub fn call_as_task(server: &Server, input: &CallInput<'_>) -> CallReply {
             ..reply
         };
     }
-    let Some(task_id) = reply.task_id.clone() else {
+    let (Some(hooks), Some(task_id)) = (&server.catalog.tasks, reply.task_id.clone()) else {
         return reply;
     };
     let after = applied(input.snapshot, &reply.records);
-    let Some(view) = task_view(&after.domain, &task_id) else {
+    let Some(view) = (hooks.view)(&after, &task_id) else {
         return reply;
     };
     let mut meta = Map::new();
@@ -226,19 +224,22 @@ pub fn serves(method: &str, revision: Revision) -> bool {
 /// (callers check [`serves`] first).
 pub fn serve(server: &Server, method: &str, input: &CallInput<'_>) -> TaskReply {
     let modern = input.revision.is_modern();
-    let p = &input.snapshot.domain;
+    let hooks = server.catalog.tasks.as_ref();
     if method == "tasks/list" {
-        return TaskReply::of(list(input));
+        return TaskReply::of(list(hooks, input));
     }
-    let view = match task_param(input.params)
-        .and_then(|id| task_view(p, id).ok_or_else(|| unknown_task(id)))
-    {
-        Ok(v) => v,
+    let found = task_param(input.params).and_then(|id| {
+        hooks
+            .and_then(|h| Some((h, (h.view)(input.snapshot, id)?)))
+            .ok_or_else(|| unknown_task(id))
+    });
+    let (hooks, view) = match found {
+        Ok(found) => found,
         Err(e) => return TaskReply::of(Err(e)),
     };
     match method {
         "tasks/get" if modern => {
-            let detailed = detailed_task(server, input, &view);
+            let detailed = detailed_task(server, hooks, input, &view);
             TaskReply::of(Ok(decorate(server, input.revision, method, detailed)))
         }
         "tasks/get" => TaskReply::of(Ok(handshake_task(&view))),
@@ -261,15 +262,15 @@ pub fn serve(server: &Server, method: &str, input: &CallInput<'_>) -> TaskReply 
                 Value::Object(Map::new()),
             )))
         }
-        "tasks/cancel" => cancel(server, input, &view),
-        _ => result(server, input, &view),
+        "tasks/cancel" => cancel(server, hooks, input, &view),
+        _ => result(server, hooks, input, &view),
     }
 }
 
 /// `tasks/result`: the task's final answer, or a retryable error plus a wait.
-fn result(server: &Server, input: &CallInput<'_>, view: &TaskView) -> TaskReply {
+fn result(server: &Server, hooks: &TaskHooks, input: &CallInput<'_>, view: &Task) -> TaskReply {
     if !view.is_terminal() && input.phase == Phase::Cancelled {
-        let (mut result, meter) = cancelled_result(server, input, view);
+        let (mut result, meter) = cancelled_result(server, hooks, input, view);
         result["_meta"] = json!({ META_RELATED_TASK: {"taskId": view.task_id} });
         return TaskReply {
             meter,
@@ -295,7 +296,7 @@ fn result(server: &Server, input: &CallInput<'_>, view: &TaskView) -> TaskReply 
             ..TaskReply::of(Err(err))
         };
     }
-    let (mut result, meter) = call_tool_result(server, input, view);
+    let (mut result, meter) = call_tool_result(server, hooks, input, view);
     result["_meta"] = json!({ META_RELATED_TASK: {"taskId": view.task_id} });
     TaskReply {
         meter,
@@ -303,16 +304,17 @@ fn result(server: &Server, input: &CallInput<'_>, view: &TaskView) -> TaskReply 
     }
 }
 
-/// The `CallToolResult` a finished task answers: what `bernstein_run` answers for the task as
+/// The `CallToolResult` a finished task answers: what the start tool answers for the task as
 /// it stands now, metered like a tool call when the meter is on.
 fn call_tool_result(
     server: &Server,
+    hooks: &TaskHooks,
     input: &CallInput<'_>,
-    view: &TaskView,
+    view: &Task,
 ) -> (Value, Option<MeterSlot>) {
-    let payload = run_answer(&input.snapshot.domain, &view.task_id).unwrap_or(Value::Null);
-    let ok = view.status == RunStatus::Completed;
-    let (text, meter) = metered(server, input, payload, ok);
+    let payload = (hooks.answer)(input.snapshot, &view.task_id).unwrap_or(Value::Null);
+    let ok = view.status == TaskStatus::Completed;
+    let (text, meter) = metered(server, hooks, input, payload, ok);
     let result = json!({
         "content": [{"type": "text", "text": text.to_string()}],
         "structuredContent": text,
@@ -321,10 +323,11 @@ fn call_tool_result(
     (result, meter)
 }
 
-/// `payload` as the text of `bernstein_run`'s result: in the `_meter` envelope when the meter
+/// `payload` as the text of the start tool's result: in the `_meter` envelope when the meter
 /// is on (the runtime fills in the latency through the returned slot).
 fn metered(
     server: &Server,
+    hooks: &TaskHooks,
     input: &CallInput<'_>,
     payload: Value,
     ok: bool,
@@ -333,7 +336,7 @@ fn metered(
         return (payload, None);
     }
     let slot = MeterSlot {
-        tool: crate::domain::tools::run::NAME.to_string(),
+        tool: hooks.start_tool.to_string(),
         call_id: input.ids.call_id.clone(),
         ok,
         ts: input.now,
@@ -346,8 +349,9 @@ fn metered(
 /// as it stood in `partial`, metered like the tool call it stands for.
 fn cancelled_result(
     server: &Server,
+    hooks: &TaskHooks,
     input: &CallInput<'_>,
-    view: &TaskView,
+    view: &Task,
 ) -> (Value, Option<MeterSlot>) {
     let partial = json!([handshake_task(view)]);
     let payload = json!({
@@ -359,7 +363,7 @@ fn cancelled_result(
         ),
         "partial": partial,
     });
-    let (text, meter) = metered(server, input, payload, false);
+    let (text, meter) = metered(server, hooks, input, payload, false);
     let result = json!({
         "content": [{"type": "text", "text": text.to_string()}],
         "cancelled": true,
@@ -368,28 +372,28 @@ fn cancelled_result(
     (result, meter)
 }
 
-fn detailed_task(server: &Server, input: &CallInput<'_>, view: &TaskView) -> Value {
+fn detailed_task(server: &Server, hooks: &TaskHooks, input: &CallInput<'_>, view: &Task) -> Value {
     let mut task = modern_task(view);
     match view.status {
-        RunStatus::Completed => {
-            let (result, _) = call_tool_result(server, input, view);
+        TaskStatus::Completed => {
+            let (result, _) = call_tool_result(server, hooks, input, view);
             task["result"] = result;
         }
-        RunStatus::Failed => {
+        TaskStatus::Failed => {
             task["error"] = json!({"code": TASK_NOT_READY, "message": view.status_message});
         }
-        RunStatus::InputRequired => {
+        TaskStatus::InputRequired => {
             // Bernstein's decisions (approvals, plans) are made by an operator, not through
             // client input requests.
             task["inputRequests"] = Value::Object(Map::new());
         }
-        RunStatus::Working | RunStatus::Cancelled => {}
+        TaskStatus::Working | TaskStatus::Cancelled => {}
     }
     task
 }
 
-/// `tasks/cancel` through the cancel gate of `bernstein_cancel`.
-fn cancel(server: &Server, input: &CallInput<'_>, view: &TaskView) -> TaskReply {
+/// `tasks/cancel` through the gate of the catalogue's cancel tool.
+fn cancel(server: &Server, hooks: &TaskHooks, input: &CallInput<'_>, view: &Task) -> TaskReply {
     if view.is_terminal() {
         return TaskReply::of(Err(RpcError::invalid_params(format!(
             "Cannot cancel task {}: already in terminal status {}",
@@ -398,10 +402,10 @@ fn cancel(server: &Server, input: &CallInput<'_>, view: &TaskView) -> TaskReply 
         ))
         .with_data(json!({"taskId": view.task_id, "status": view.status.as_str()}))));
     }
-    let Some(tool) = server.catalog.tool(CANCEL_TOOL) else {
+    let Some(tool) = server.catalog.tool(hooks.cancel_tool) else {
         return TaskReply::of(Err(RpcError::method_not_found("tasks/cancel", "")));
     };
-    let reply = call_registered(server, input, tool, &json!({"task_id": view.task_id}));
+    let reply = call_registered(server, input, tool, &(hooks.cancel_args)(&view.task_id));
     let refusal = match &reply.result {
         Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => Some(
             v["content"][0]["text"]
@@ -434,7 +438,7 @@ fn cancel(server: &Server, input: &CallInput<'_>, view: &TaskView) -> TaskReply 
             Value::Object(Map::new()),
         )
     } else {
-        let view = task_view(&after.domain, &view.task_id).unwrap_or_else(|| view.clone());
+        let view = (hooks.view)(&after, &view.task_id).unwrap_or_else(|| view.clone());
         handshake_task(&view)
     };
     TaskReply {
@@ -443,12 +447,12 @@ fn cancel(server: &Server, input: &CallInput<'_>, view: &TaskView) -> TaskReply 
     }
 }
 
-/// `tasks/list`: runs in run-id order, [`LIST_PAGE_SIZE`] per page; the cursor is the
-/// base64url of the last run id of the previous page.
-fn list(input: &CallInput<'_>) -> Result<Value, RpcError> {
+/// `tasks/list`: the catalogue's root tasks in id order, [`LIST_PAGE_SIZE`] per page; the
+/// cursor is the base64url of the last task id of the previous page.
+fn list(hooks: Option<&TaskHooks>, input: &CallInput<'_>) -> Result<Value, RpcError> {
     let after = match input.params.and_then(|p| p.get("cursor")) {
         None | Some(Value::Null) => None,
-        Some(Value::String(c)) => Some(decode_cursor(c)?),
+        Some(Value::String(c)) => Some(decode_cursor(hooks, c)?),
         Some(other) => {
             return Err(RpcError::invalid_params(format!(
                 "params.cursor must be a string returned as nextCursor, got {}",
@@ -456,7 +460,10 @@ fn list(input: &CallInput<'_>) -> Result<Value, RpcError> {
             )));
         }
     };
-    let (page, more) = list_runs(&input.snapshot.domain, after.as_deref(), LIST_PAGE_SIZE);
+    let (page, more) = match hooks {
+        Some(h) => (h.list)(input.snapshot, after.as_deref(), LIST_PAGE_SIZE),
+        None => (Vec::new(), false),
+    };
     let mut out = Map::new();
     if more && let Some(last) = page.last() {
         out.insert(
@@ -471,7 +478,8 @@ fn list(input: &CallInput<'_>) -> Result<Value, RpcError> {
     Ok(Value::Object(out))
 }
 
-fn decode_cursor(cursor: &str) -> Result<String, RpcError> {
+/// A cursor's task id; without hooks no task id exists, so no cursor is valid.
+fn decode_cursor(hooks: Option<&TaskHooks>, cursor: &str) -> Result<String, RpcError> {
     let bad = || {
         RpcError::invalid_params(format!(
             "Invalid cursor {:?}: pass back a nextCursor from tasks/list unchanged",
@@ -480,7 +488,9 @@ fn decode_cursor(cursor: &str) -> Result<String, RpcError> {
     };
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
     let id = String::from_utf8(bytes).map_err(|_| bad())?;
-    check_task_id(&id).map_err(|_| bad())?;
+    if !hooks.is_some_and(|h| (h.is_task_id)(&id)) {
+        return Err(bad());
+    }
     Ok(id)
 }
 
@@ -506,7 +516,7 @@ fn unknown_task(id: &str) -> RpcError {
 }
 
 /// The 2025-11-25 `Task` object.
-fn handshake_task(view: &TaskView) -> Value {
+fn handshake_task(view: &Task) -> Value {
     json!({
         "taskId": view.task_id,
         "status": view.status.as_str(),
@@ -519,7 +529,7 @@ fn handshake_task(view: &TaskView) -> Value {
 }
 
 /// The extension's `Task` object.
-fn modern_task(view: &TaskView) -> Value {
+fn modern_task(view: &Task) -> Value {
     json!({
         "taskId": view.task_id,
         "status": view.status.as_str(),

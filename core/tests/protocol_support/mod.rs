@@ -263,6 +263,7 @@ pub fn fixture_catalog() -> Catalog {
         aliases: vec![("old_echo", "echo"), ("old_journal", "journal")],
         instructions: |_| "Fixture server: call echo.".into(),
         capability_card: card,
+        tasks: None,
     }
 }
 

@@ -5,9 +5,9 @@ use serde_json::json;
 
 use super::*;
 use crate::domain::signed_head::sign_head;
-use crate::domain::signing::Signer;
 use crate::ledger::verify::LedgerVerifier;
 use crate::ledger::{Draft, Record, Snapshot, seal};
+use crate::signing::Signer;
 
 const KEY: &[u8] = b"witness-key";
 

@@ -76,6 +76,7 @@ fn server(meter: bool) -> Server {
         aliases: Vec::new(),
         instructions: |_| String::new(),
         capability_card: |_| Value::Null,
+        tasks: None,
     };
     let mut config = Config::new(b"k".to_vec());
     config.cost_meter = meter;

@@ -225,7 +225,7 @@ fn the_verifier_names_the_check_a_forgery_fails() {
     verify(&b, &r).unwrap();
 
     // A receipt re-signed by another key: its own checks pass, the project's key does not.
-    let other = crate::domain::signing::Signer::from_seed(&[9; 32]);
+    let other = crate::signing::Signer::from_seed(&[9; 32]);
     let mut forged = r.clone();
     forged.signer_public_key_pem = other.public_key_pem().into();
     forged.signature = other.sign(&claims::signed_message(&r.receipt_hash, &r.chain_head));

@@ -1,8 +1,8 @@
 use super::*;
 use crate::domain::lifecycle::TaskStatus;
 use crate::domain::mailbox::{entry_hash, signed_message};
-use crate::domain::signing::verify_signature;
 use crate::domain::testkit::Bench;
+use crate::signing::verify_signature;
 use serde_json::json;
 
 fn post(b: &mut Bench, task: &str, body: &str) -> MailboxEntry {

@@ -53,6 +53,7 @@ fn server() -> Server {
         aliases: Vec::new(),
         instructions: |_| String::new(),
         capability_card: |_| Value::Null,
+        tasks: None,
     };
     Server::with_catalog(Config::new(b"k".to_vec()), catalog)
 }

@@ -1,5 +1,7 @@
-//! The Ed25519 signing identity of claim receipts and mailbox entries, and the offline check
-//! of what it signed.
+//! Ed25519 signing: the identity that signs, the offline check of a signature, and the SPKI PEM
+//! its public half travels as. Crypto primitives like [`crate::digest`]'s HMAC, below every layer
+//! that signs; what is signed (claim receipts, mailbox entries, capsules, signed heads) and the
+//! refusal of a tool that must sign without a signer are the domain's.
 //!
 //! Signatures are RFC 8032 Ed25519: deterministic, so the same message under the same key gives
 //! byte-identical signatures, which keeps receipts replayable. A signature is rendered as
@@ -9,8 +11,7 @@
 //!
 //! This module never sees where the seed came from (the runtime loads it from
 //! `.sdd/keys/signing.ed25519`) and never renders the seed: [`Signer`]'s `Debug` shows only the
-//! public half. A tool that must sign and has no signer refuses with
-//! [`no_signer`](crate::domain::tools::no_signer).
+//! public half.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
