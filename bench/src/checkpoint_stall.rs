@@ -17,8 +17,8 @@ use crate::ledger::{MemLedger, call};
 use crate::stats::fmt;
 
 /// The turn every request of this file takes once contended (they share one ledger).
-static TURNS: bernstein_runtime_std::driver::TurnDesk =
-    bernstein_runtime_std::driver::TurnDesk::new();
+static ADMISSION: bernstein_runtime_std::driver::Admission =
+    bernstein_runtime_std::driver::Admission::new();
 
 /// Calls per measured row on a ledger of `records`: ~4 records each, so that at least two
 /// checkpoints fall due (one per 5,000 records, or per sixteenth of the ledger when larger).
@@ -53,7 +53,7 @@ pub fn appends_at_size(full: bool) {
             clock: &SystemClock,
             host: &NoHost,
             metrics: None,
-            turns: &TURNS,
+            admission: &ADMISSION,
         };
         let facts = TransportFacts::stdio(None);
         let calls = calls_for(records);

@@ -17,8 +17,8 @@ use crate::ledger::call;
 use crate::stats::{Summary, fmt};
 
 /// The turn every request of this file takes once contended (they share one ledger).
-static TURNS: bernstein_runtime_std::driver::TurnDesk =
-    bernstein_runtime_std::driver::TurnDesk::new();
+static ADMISSION: bernstein_runtime_std::driver::Admission =
+    bernstein_runtime_std::driver::Admission::new();
 
 /// How long each writer count is measured.
 const PERIOD: Duration = Duration::from_secs(3);
@@ -57,7 +57,7 @@ fn measure(writers: usize) -> (f64, Summary, f64) {
                     clock: &SystemClock,
                     host: &NoHost,
                     metrics: None,
-                    turns: &TURNS,
+                    admission: &ADMISSION,
                 };
                 let mut samples = Vec::new();
                 start.wait();

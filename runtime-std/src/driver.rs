@@ -42,7 +42,7 @@ pub struct Env<'a> {
     pub host: &'a dyn HostIo,
     pub metrics: Option<&'a Metrics>,
     /// The turn writers of this server take once contended.
-    pub turns: &'a TurnDesk,
+    pub admission: &'a Admission,
 }
 
 /// The owned [`Env`] a long-lived server shares between its threads.
@@ -53,7 +53,7 @@ pub struct Backend {
     pub host: Arc<dyn HostIo>,
     /// This server's counters (`GET /metrics`), started now.
     pub metrics: Arc<Metrics>,
-    pub turns: Arc<TurnDesk>,
+    pub admission: Arc<Admission>,
 }
 
 impl Backend {
@@ -64,7 +64,7 @@ impl Backend {
             clock,
             host,
             metrics,
-            turns: Arc::new(TurnDesk::new()),
+            admission: Arc::new(Admission::new()),
         }
     }
 
@@ -74,7 +74,7 @@ impl Backend {
             clock: &*self.clock,
             host: &*self.host,
             metrics: Some(&self.metrics),
-            turns: &self.turns,
+            admission: &self.admission,
         }
     }
 }
@@ -167,7 +167,7 @@ fn drive<J: Job>(
         mono: origin.elapsed(),
         wall: env.clock.now(),
     };
-    let mut turn = TurnHold::new(env.turns);
+    let mut turn = TurnHold::new(env.admission);
     let mut request = Request::new(job, *wait, seed());
     request.start(now());
     loop {
@@ -209,6 +209,13 @@ fn drive<J: Job>(
                 notify(&n);
                 continue;
             }
+            Output::ClaimWaitSlot => Input::WaitSlot {
+                granted: turn.claim_wait(),
+            },
+            Output::ReleaseWaitSlot => {
+                turn.release_wait();
+                continue;
+            }
             Output::AskStop => {
                 waits();
                 Input::Stop(stop())
@@ -235,45 +242,78 @@ fn seed() -> u64 {
     u64::from_le_bytes(bytes)
 }
 
-/// A server's turn ([`Turns`]) behind a lock, with a condition its queued writers wait on.
+/// What a server's requests share: the turn ([`Turns`]) behind a lock, with a condition its
+/// queued writers wait on, and the wait slots, so that waiting requests never hold every
+/// thread of a transport.
 #[derive(Debug)]
-pub struct TurnDesk {
+pub struct Admission {
     turns: Mutex<Turns>,
     handed: Condvar,
     /// [`Turns::contended`] as last seen, so uncontended requests skip the lock.
     contended: AtomicUsize,
+    waiting: AtomicUsize,
+    max_waiting: AtomicUsize,
 }
 
-impl TurnDesk {
-    pub const fn new() -> TurnDesk {
-        TurnDesk {
+impl Admission {
+    /// No cap on waits until a transport sets one ([`Admission::limit_waits`]).
+    pub const fn new() -> Admission {
+        Admission {
             turns: Mutex::new(Turns::new()),
             handed: Condvar::new(),
             contended: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            max_waiting: AtomicUsize::new(usize::MAX),
         }
     }
-}
 
-impl Default for TurnDesk {
-    fn default() -> TurnDesk {
-        TurnDesk::new()
+    /// At most `max` pending answers wait at once (at least one); beyond that a pending answer
+    /// is sent as it stands at once (the answer a wait that reached its deadline gives).
+    pub fn limit_waits(&self, max: usize) {
+        self.max_waiting.store(max.max(1), Ordering::Release);
+    }
+
+    /// How many requests hold a wait slot now.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+
+    fn claim_wait(&self) -> bool {
+        let max = self.max_waiting.load(Ordering::Acquire);
+        self.waiting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    fn release_wait(&self) {
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
-/// One request's ticket at a [`TurnDesk`]; dropping it leaves the turn (a request that ends
-/// with a store error included).
+impl Default for Admission {
+    fn default() -> Admission {
+        Admission::new()
+    }
+}
+
+/// One request's place at its server's [`Admission`]: its ticket for the turn and its wait
+/// slot; dropping it gives both back (a request that ends with a store error included).
 struct TurnHold<'a> {
-    desk: &'a TurnDesk,
+    desk: &'a Admission,
     ticket: Option<Ticket>,
     counted: bool,
+    slot: bool,
 }
 
 impl<'a> TurnHold<'a> {
-    fn new(desk: &'a TurnDesk) -> TurnHold<'a> {
+    fn new(desk: &'a Admission) -> TurnHold<'a> {
         TurnHold {
             desk,
             ticket: None,
             counted: false,
+            slot: false,
         }
     }
 
@@ -325,9 +365,23 @@ impl<'a> TurnHold<'a> {
     }
 }
 
+impl TurnHold<'_> {
+    fn claim_wait(&mut self) -> bool {
+        self.slot = self.desk.claim_wait();
+        self.slot
+    }
+
+    fn release_wait(&mut self) {
+        if std::mem::take(&mut self.slot) {
+            self.desk.release_wait();
+        }
+    }
+}
+
 impl Drop for TurnHold<'_> {
     fn drop(&mut self) {
         self.leave(self.counted);
+        self.release_wait();
     }
 }
 

@@ -23,8 +23,8 @@ use replay_support::fixtures::{all, first_difference, next_call_time, snapshot_v
 use replay_support::{Scratch, copy_store};
 
 /// The turn every request of this file takes once contended (they share one ledger).
-static TURNS: bernstein_runtime_std::driver::TurnDesk =
-    bernstein_runtime_std::driver::TurnDesk::new();
+static ADMISSION: bernstein_runtime_std::driver::Admission =
+    bernstein_runtime_std::driver::Admission::new();
 
 /// A clock the test sets before each request: the value the recording's audit record holds.
 struct ReplayClock(Mutex<Timestamp>);
@@ -74,7 +74,7 @@ fn recorded_requests_replay_through_the_stdio_connection_and_the_store() {
                 clock: &clock,
                 host: &NoHost,
                 metrics: None,
-                turns: &TURNS,
+                admission: &ADMISSION,
             };
             lines.extend(conn.serve_line(&server, &env, line));
         }

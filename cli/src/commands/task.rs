@@ -13,7 +13,7 @@ use bernstein_core::engine::{Job, Round};
 use bernstein_core::ledger::{Append, Snapshot, Store, seal};
 use bernstein_core::protocol::Outcome;
 use bernstein_core::time::Timestamp;
-use bernstein_runtime_std::driver::{Env, TurnDesk, commit_job};
+use bernstein_runtime_std::driver::{Admission, Env, commit_job};
 use bernstein_runtime_std::host::NoHost;
 use bernstein_store_file::clock::SystemClock;
 use clap::Subcommand;
@@ -67,13 +67,13 @@ pub(crate) fn commit_operator<E>(
     key: &[u8],
     command: impl FnMut(&Snapshot, Timestamp) -> Result<OperatorOutcome, E>,
 ) -> Result<Result<OperatorOutcome, E>, String> {
-    let turns = TurnDesk::new();
+    let admission = Admission::new();
     let env = Env {
         store,
         clock: &SystemClock,
         host: &NoHost,
         metrics: None,
-        turns: &turns,
+        admission: &admission,
     };
     let mut job = OperatorJob {
         key,

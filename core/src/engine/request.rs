@@ -29,14 +29,16 @@ pub enum Input<'a> {
     Settled,
     /// [`Output::AskStop`]: whether the wait must end now, and why.
     Stop(Option<Stop>),
+    /// [`Output::ClaimWaitSlot`]: whether the server had a wait slot free.
+    WaitSlot { granted: bool },
     /// [`Output::WaitForHead`]: the head was looked at after the nap; `moved` if it is no
     /// longer the position waited on.
     Looked { moved: bool },
 }
 
 /// What a request asks of the world, in order. Every output but [`Output::Notify`],
-/// [`Output::LeaveTurn`], [`Output::Failed`] and [`Output::Done`] is answered by the input
-/// of the same name before the request goes on.
+/// [`Output::LeaveTurn`], [`Output::ReleaseWaitSlot`], [`Output::Failed`] and
+/// [`Output::Done`] is answered by the input of the same name before the request goes on.
 #[derive(Debug)]
 pub enum Output {
     /// Read the store's snapshot (records not yet durable included).
@@ -62,6 +64,11 @@ pub enum Output {
     /// Say whether the pending answer must stop waiting (a cancellation, end of input, or a
     /// caller that does not wait at all).
     AskStop,
+    /// Take one of the server's wait slots (waits are capped, so that waiting requests never
+    /// hold every worker); without one the request settles at once (the answer as it stands).
+    ClaimWaitSlot,
+    /// Give the wait slot back.
+    ReleaseWaitSlot,
     /// Wait at most `nap` for the head to move past `after`, then look at it.
     WaitForHead {
         after: LedgerPosition,
@@ -97,6 +104,7 @@ enum Expect {
     Appended,
     Settled,
     Stop,
+    WaitSlot,
     Looked,
     Nothing,
 }
@@ -114,6 +122,8 @@ pub struct Request<J> {
     conflicts: usize,
     held: bool,
     counted: bool,
+    /// Whether the request holds a wait slot.
+    slot: bool,
     /// The round's outcome while its records commit and settle, then while it waits.
     outcome: Option<Outcome>,
     /// The wait of a pending answer.
@@ -137,6 +147,7 @@ impl<J: Job> Request<J> {
             conflicts: 0,
             held: false,
             counted: false,
+            slot: false,
             outcome: None,
             deadline: Duration::ZERO,
             pause: wait.min_backoff,
@@ -182,6 +193,15 @@ impl<J: Job> Request<J> {
             (Expect::Appended, Input::Appended(AppendResult::Conflict { .. })) => self.lost(),
             (Expect::Settled, Input::Settled) => self.after_settle(now),
             (Expect::Stop, Input::Stop(why)) => self.stop(now, why),
+            (Expect::WaitSlot, Input::WaitSlot { granted: true }) => {
+                self.slot = true;
+                self.nap(now);
+            }
+            // No slot: answer as things stand now, as a wait that reached its deadline does.
+            (Expect::WaitSlot, Input::WaitSlot { granted: false }) => {
+                self.phase = Phase::Settle;
+                self.begin_round();
+            }
             (Expect::Looked, Input::Looked { moved }) => {
                 self.pause = (self.pause * 2).min(self.wait.max_backoff);
                 if moved {
@@ -313,19 +333,31 @@ impl<J: Job> Request<J> {
             Some(Stop::Settle) => self.phase = Phase::Settle,
             Some(Stop::Cancel) => self.phase = Phase::Cancelled,
             None if now.mono >= self.deadline => self.phase = Phase::Settle,
-            None => {
-                let Some(after) = self.outcome.as_ref().and_then(|o| o.pending.as_ref()) else {
-                    return self.fail("the request engine waited without a pending answer".into());
-                };
-                let nap = self.pause.min(self.deadline - now.mono);
-                let after = after.after;
-                return self.push(Output::WaitForHead { after, nap }, Expect::Looked);
-            }
+            None if !self.slot => return self.push(Output::ClaimWaitSlot, Expect::WaitSlot),
+            None => return self.nap(now),
         }
+        self.release_slot();
         self.begin_round();
     }
 
+    /// Waits for the head to move, at most until the next look is due.
+    fn nap(&mut self, now: Moment) {
+        let Some(after) = self.outcome.as_ref().and_then(|o| o.pending.as_ref()) else {
+            return self.fail("the request engine waited without a pending answer".into());
+        };
+        let nap = self.pause.min(self.deadline.saturating_sub(now.mono));
+        let after = after.after;
+        self.push(Output::WaitForHead { after, nap }, Expect::Looked);
+    }
+
+    fn release_slot(&mut self) {
+        if std::mem::take(&mut self.slot) {
+            self.out.push_back(Output::ReleaseWaitSlot);
+        }
+    }
+
     fn finish(&mut self, now: Moment, deferred: bool) {
+        self.release_slot();
         let Some(outcome) = self.outcome.take() else {
             return self.fail("the request engine finished without an outcome".into());
         };
@@ -347,6 +379,7 @@ impl<J: Job> Request<J> {
     }
 
     fn fail(&mut self, reason: String) {
+        self.release_slot();
         self.outcome = None;
         self.out
             .push_back(Output::Failed(StoreError::Unavailable(reason)));

@@ -36,6 +36,8 @@ struct Sim {
     trace: Vec<String>,
     /// How long an fsync takes.
     fsync: Duration,
+    /// The server's free wait slots.
+    wait_slots: usize,
 }
 
 impl Sim {
@@ -58,6 +60,7 @@ impl Sim {
             host: VecDeque::new(),
             trace: Vec::new(),
             fsync: Duration::from_millis(2),
+            wait_slots: 64,
         }
     }
 
@@ -138,6 +141,15 @@ impl Sim {
                 }
                 Output::Notify(_) => continue,
                 Output::AskStop => Input::Stop(stop(self)),
+                Output::ClaimWaitSlot => {
+                    let granted = self.wait_slots > 0;
+                    self.wait_slots -= usize::from(granted);
+                    Input::WaitSlot { granted }
+                }
+                Output::ReleaseWaitSlot => {
+                    self.wait_slots += 1;
+                    continue;
+                }
                 Output::WaitForHead { after, nap } => {
                     let until = self.mono + nap;
                     while let Some((at, _)) = self.later.front().filter(|(at, _)| *at <= until) {
@@ -214,6 +226,8 @@ fn name(output: &Output) -> &'static str {
         Output::Settle => "settle",
         Output::Notify(_) => "notify",
         Output::AskStop => "ask-stop",
+        Output::ClaimWaitSlot => "claim-slot",
+        Output::ReleaseWaitSlot => "release-slot",
         Output::WaitForHead { .. } => "wait",
         Output::Failed(_) => "failed",
         Output::Done(_) => "done",
@@ -451,6 +465,48 @@ fn a_cancelled_wait_answers_partial_and_a_deferred_one_hands_the_state_back() {
         .unwrap();
     assert!(!done.deferred && !done.served.pending);
     assert!(reply(&done)["result"].get("cancelled").is_none());
+}
+
+#[test]
+fn without_a_free_wait_slot_a_pending_answer_settles_at_once() {
+    let (mut sim, run) = with_run();
+    sim.wait_slots = 0;
+    let done = sim
+        .serve(&long_poll(&run, 60_000), DEFAULT_WAIT, &mut never)
+        .unwrap();
+    let r = reply(&done);
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(
+        r["result"]["structuredContent"]["result"]["status"], "working",
+        "{r}"
+    );
+    assert_eq!(sim.count("wait"), 0);
+    assert_eq!(sim.count("read"), 2, "live, then settled at once");
+    assert_eq!(done.took, sim.fsync * 2, "no time spent waiting");
+    assert!(!done.deferred);
+}
+
+#[test]
+fn a_wait_holds_its_slot_until_it_ends_whichever_way() {
+    let (mut sim, run) = with_run();
+    sim.wait_slots = 1;
+    sim.serve(&long_poll(&run, 100), DEFAULT_WAIT, &mut never)
+        .unwrap();
+    assert_eq!((sim.count("claim-slot"), sim.count("release-slot")), (1, 1));
+    assert_eq!(sim.wait_slots, 1, "the deadline gave it back");
+    let mut asked = 0;
+    sim.serve(&long_poll(&run, 60_000), DEFAULT_WAIT, &mut |_| {
+        asked += 1;
+        (asked > 1).then_some(Stop::Cancel)
+    })
+    .unwrap();
+    assert_eq!(sim.wait_slots, 1, "the cancellation gave it back");
+    let cancel = call(9, "bernstein_cancel", json!({"task_id": run}));
+    sim.later
+        .push_back((sim.mono + Duration::from_millis(15), cancel));
+    sim.serve(&long_poll(&run, 60_000), DEFAULT_WAIT, &mut never)
+        .unwrap();
+    assert_eq!(sim.wait_slots, 1, "the final answer gave it back");
 }
 
 #[test]

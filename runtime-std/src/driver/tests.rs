@@ -19,7 +19,7 @@ use bernstein_store_file::racing::Racing;
 use bernstein_store_file::test_dir::TestDir;
 
 const KEY: &[u8] = &[3; 32];
-static TURNS: TurnDesk = TurnDesk::new();
+static ADMISSION: Admission = Admission::new();
 const CLOCK: FixedClock = FixedClock(Timestamp(1_780_000_000_000));
 
 fn env(store: &dyn Store) -> Env<'_> {
@@ -28,7 +28,7 @@ fn env(store: &dyn Store) -> Env<'_> {
         clock: &CLOCK,
         host: &crate::host::NoHost,
         metrics: None,
-        turns: &TURNS,
+        admission: &ADMISSION,
     }
 }
 

@@ -258,6 +258,9 @@ impl HttpService {
         policy: HttpPolicy,
         options: HttpOptions,
     ) -> HttpService {
+        // Both runtimes serve an MCP body on one of `workers` threads: at most half of them
+        // may hold a waiting answer, so a crowd of long polls never starves other requests.
+        backend.admission.limit_waits(options.limits.workers / 2);
         let legacy = LegacyStreams::new(&options.limits);
         let feeds = Feeds::new(options.limits.max_legacy_streams);
         // The tools' `Mcp-Param-*` bindings (SEP-2243), read once from their input schemas.

@@ -20,7 +20,7 @@ use bernstein_store_file::racing::Racing;
 use bernstein_store_file::test_dir::TestDir;
 
 const KEY: &[u8] = &[5; 32];
-static TURNS: crate::driver::TurnDesk = crate::driver::TurnDesk::new();
+static ADMISSION: crate::driver::Admission = crate::driver::Admission::new();
 const CLOCK: FixedClock = FixedClock(Timestamp(1_780_000_000_000));
 const ERA: &str = "2025-11-25";
 
@@ -30,7 +30,7 @@ fn env<'a>(store: &'a dyn Store, metrics: &'a Metrics) -> Env<'a> {
         clock: &CLOCK,
         host: &crate::host::NoHost,
         metrics: Some(metrics),
-        turns: &TURNS,
+        admission: &ADMISSION,
     }
 }
 

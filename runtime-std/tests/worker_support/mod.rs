@@ -15,8 +15,8 @@ use bernstein_store_file::keys::{load_or_create_audit_key, load_or_create_signin
 use serde_json::{Value, json};
 
 /// The turn every request of this file takes once contended (they share one ledger).
-static TURNS: bernstein_runtime_std::driver::TurnDesk =
-    bernstein_runtime_std::driver::TurnDesk::new();
+static ADMISSION: bernstein_runtime_std::driver::Admission =
+    bernstein_runtime_std::driver::Admission::new();
 
 /// One server process's view of a project: its store, its server and its keys.
 pub struct Worker {
@@ -76,7 +76,7 @@ impl Worker {
                 clock: &SystemClock,
                 host: &NoHost,
                 metrics: None,
-                turns: &TURNS,
+                admission: &ADMISSION,
             },
             &serde_json::to_vec(&msg).unwrap(),
             &TransportFacts::stdio(Some("2025-11-25".into())),
