@@ -41,7 +41,7 @@ pub struct Env<'a> {
     pub clock: &'a dyn Clock,
     pub host: &'a dyn HostIo,
     pub metrics: Option<&'a Metrics>,
-    /// The turn writers of this server take once contended.
+    /// What this server's requests share: the turn once contended, the wait slots.
     pub admission: &'a Admission,
 }
 
@@ -53,6 +53,7 @@ pub struct Backend {
     pub host: Arc<dyn HostIo>,
     /// This server's counters (`GET /metrics`), started now.
     pub metrics: Arc<Metrics>,
+    /// The turn and the wait slots its requests share.
     pub admission: Arc<Admission>,
 }
 

@@ -1,15 +1,14 @@
 //! The request engine: the state machine of one request from its bytes (or an operator's
-//! command, see [`Job`]) to its durable answer,
-//! with the world outside reduced to [`Input`]s and [`Output`]s (the shape of quinn-proto's
-//! `Connection` and str0m's `Rtc`). A runtime creates a [`Request`], then repeatedly performs
+//! command, see [`Job`]) to its durable answer, with the world outside reduced to [`Input`]s
+//! and [`Output`]s (the shape of quinn-proto's `Connection` and str0m's `Rtc`). A runtime creates a [`Request`], then repeatedly performs
 //! what [`Request::poll_output`] asks for and feeds the result back with
 //! [`Request::handle_input`], until [`Output::Done`].
 //!
 //! What lives here, as explicit per-request state: reading a snapshot and running the core on
-//! it ([`Server::handle_round`]), the host-request rounds, compare-and-append with re-runs from
+//! it (a [`Job`]; for a message, [`Server::handle_round`]), the host-request rounds, compare-and-append with re-runs from
 //! a fresh snapshot on conflict (at most [`MAX_ATTEMPTS`] runs), the fairness turn taken once
 //! a request has lost a race ([`turns`]), the wait of a pending answer for the ledger head to
-//! move (deadline, backoff, stop), and the settle/cancel round that ends a wait. Time and
+//! move (its wait slot, deadline, backoff, stop), and the settle/cancel round that ends a wait. Time and
 //! randomness only arrive as arguments ([`Moment`], the request's seed); the engine never
 //! blocks and performs no IO.
 //!
