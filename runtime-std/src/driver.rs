@@ -210,9 +210,13 @@ fn drive<J: Job>(
                 notify(&n);
                 continue;
             }
-            Output::ClaimWaitSlot => Input::WaitSlot {
-                granted: turn.claim_wait(),
-            },
+            Output::ClaimWaitSlot => {
+                let granted = turn.claim_wait();
+                if !granted && let Some(m) = env.metrics {
+                    m.wait_refused();
+                }
+                Input::WaitSlot { granted }
+            }
             Output::ReleaseWaitSlot => {
                 turn.release_wait();
                 continue;

@@ -12,7 +12,7 @@
 //! [`Env`]: crate::driver::Env
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ pub struct Metrics {
     started_at: Timestamp,
     in_flight: AtomicUsize,
     waits: AtomicUsize,
+    waits_refused: AtomicU64,
     connections: Arc<AtomicUsize>,
     counts: Mutex<Counts>,
 }
@@ -58,6 +59,7 @@ impl Metrics {
             started_at,
             in_flight: AtomicUsize::new(0),
             waits: AtomicUsize::new(0),
+            waits_refused: AtomicU64::new(0),
             connections: Arc::new(AtomicUsize::new(0)),
             counts: Mutex::new(Counts::default()),
         }
@@ -71,6 +73,15 @@ impl Metrics {
     /// A pending answer is held back waiting for the ledger (until the guard drops).
     pub fn wait_started(&self) -> Held<'_> {
         hold(&self.waits)
+    }
+
+    /// A pending answer found every wait slot taken and was sent at once.
+    pub fn wait_refused(&self) {
+        self.waits_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn waits_refused(&self) -> u64 {
+        self.waits_refused.load(Ordering::Relaxed)
     }
 
     /// Counts what one message's final, durable answer answered and audited; `took` is the

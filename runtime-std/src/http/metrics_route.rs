@@ -56,6 +56,12 @@ impl HttpService {
             x.family(name, Kind::Gauge, help).sample(&[], n as f64);
         }
         x.family(
+            "bernstein_waits_refused_total",
+            Kind::Counter,
+            "Answers that would have waited for the ledger but were sent at once: every wait slot was taken.",
+        )
+        .sample(&[], metrics.waits_refused() as f64);
+        x.family(
             "bernstein_process_start_time_seconds",
             Kind::Gauge,
             "When this server started, in seconds since the Unix epoch.",

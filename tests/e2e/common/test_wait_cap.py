@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
-from harness.http_raw import call_tool, rpc
+from harness.http_raw import call_tool, request, rpc
 from harness.payloads import ok_payload
 
 POLLS = 12
@@ -54,3 +54,7 @@ def test_long_polls_beyond_the_cap_answer_at_once_and_others_are_not_starved(htt
     assert all(p["status"] == "working" for _, p in answers), answers
     waited = sorted(t for t, _ in answers)[POLLS - CAP:]
     assert min(waited) >= WAIT_MS / 1000 * 0.9, waited
+    # The operator sees how many answers were sent early for want of a slot.
+    scrape = request(srv.base, "GET", "/metrics").body.decode()
+    refused = [line for line in scrape.splitlines() if line.startswith("bernstein_waits_refused_total")]
+    assert refused == [f"bernstein_waits_refused_total {POLLS - CAP}"], refused
