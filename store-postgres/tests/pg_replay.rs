@@ -54,7 +54,7 @@ fn recorded_journals_fold_to_the_same_projection_on_both_stores() {
                 assert!(matches!(got, AppendResult::Committed(_)), "{got:?}");
             }
         }
-        let copy = TempDir::new(&format!("replay-{name}"));
+        let copy = TestDir::new(&format!("replay-{name}"));
         std::fs::create_dir_all(copy.path().join(".sdd/ledger")).unwrap();
         std::fs::write(copy.path().join(".sdd/ledger/ledger.jsonl"), &bytes).unwrap();
         let file = FileStore::open(copy.path(), key.clone()).unwrap();
@@ -64,7 +64,7 @@ fn recorded_journals_fold_to_the_same_projection_on_both_stores() {
         assert_eq!(snapshot_json(&pg.snapshot().unwrap()), want, "{name}");
         assert_eq!(snapshot_json(&fresh.snapshot().unwrap()), want, "{name}");
 
-        let out = TempDir::new(&format!("replay-out-{name}"));
+        let out = TestDir::new(&format!("replay-out-{name}"));
         transfer::export(pg.pool(), Some(&key), out.path()).unwrap();
         assert_eq!(
             std::fs::read(out.path().join(".sdd/ledger/ledger.jsonl")).unwrap(),

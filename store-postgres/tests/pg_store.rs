@@ -51,7 +51,7 @@ fn records_are_byte_identical_to_the_file_store() {
         return;
     };
     let pg = open(&url);
-    let dir = TempDir::new("bytes-file");
+    let dir = TestDir::new("bytes-file");
     let file = FileStore::open(dir.path(), KEY.to_vec()).unwrap();
     for n in 0..20 {
         let (a, ra) = append_drafts(&pg, txn(n));
@@ -64,7 +64,7 @@ fn records_are_byte_identical_to_the_file_store() {
         snapshot_json(&pg.snapshot().unwrap()),
         snapshot_json(&file.snapshot().unwrap())
     );
-    let out = TempDir::new("bytes-export");
+    let out = TestDir::new("bytes-export");
     let done = transfer::export(pg.pool(), Some(KEY), out.path()).unwrap();
     assert_eq!(done.copied, 40);
     let exported = std::fs::read(out.path().join(".sdd/ledger/ledger.jsonl")).unwrap();
@@ -134,7 +134,7 @@ fn racing_writers_on_three_instances_lose_nothing() {
         .collect();
     assert_eq!(heads[0].seq, 300);
     assert!(heads.iter().all(|h| *h == heads[0]));
-    let out = TempDir::new("race-export");
+    let out = TestDir::new("race-export");
     let done = transfer::export(stores[0].pool(), Some(KEY), out.path()).unwrap();
     assert_eq!(done.report.records, 300);
     assert_eq!(done.report.transactions, 150);
@@ -178,7 +178,7 @@ fn import_and_export_round_trip_through_the_file_format() {
     let Some(url) = migrated_db("import") else {
         return;
     };
-    let src = TempDir::new("import-src");
+    let src = TestDir::new("import-src");
     {
         let file = FileStore::open(src.path(), KEY.to_vec()).unwrap();
         for n in 0..30 {
@@ -196,7 +196,7 @@ fn import_and_export_round_trip_through_the_file_format() {
     // A wrong key is refused before anything is written.
     assert!(transfer::import(pg.pool(), b"wrong", src.path()).is_err());
     assert_eq!(pg.snapshot().unwrap().position.seq, 60);
-    let out = TempDir::new("import-out");
+    let out = TestDir::new("import-out");
     transfer::export(pg.pool(), Some(KEY), out.path()).unwrap();
     assert_eq!(
         std::fs::read(out.path().join(".sdd/ledger/ledger.jsonl")).unwrap(),
@@ -209,7 +209,7 @@ fn import_and_export_round_trip_through_the_file_format() {
         snapshot_json(&pg.snapshot().unwrap())
     );
     // A different ledger is refused.
-    let other = TempDir::new("import-other");
+    let other = TestDir::new("import-other");
     {
         let file = FileStore::open(other.path(), KEY.to_vec()).unwrap();
         for n in 100..140 {

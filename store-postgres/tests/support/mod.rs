@@ -114,23 +114,5 @@ pub fn snapshot_json(s: &Snapshot) -> serde_json::Value {
     serde_json::to_value(s).unwrap()
 }
 
-/// A scratch directory removed on drop.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    pub fn new(name: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("bernstein-pg-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+/// A scratch directory removed on drop (the file store's own test helper).
+pub use bernstein_store_file::test_dir::TestDir;
