@@ -168,7 +168,7 @@ fn drive<J: Job>(
         mono: origin.elapsed(),
         wall: env.clock.now(),
     };
-    let mut turn = TurnHold::new(env.admission);
+    let mut place = AdmissionHold::new(env.admission);
     let mut request = Request::new(job, *wait, seed());
     request.start(now());
     loop {
@@ -192,10 +192,10 @@ fn drive<J: Job>(
                 only_if_contended,
                 contend,
             } => Input::Turn {
-                held: turn.take(only_if_contended, contend),
+                held: place.take(only_if_contended, contend),
             },
             Output::LeaveTurn { uncount } => {
-                turn.leave(uncount);
+                place.leave(uncount);
                 continue;
             }
             Output::Pause(d) => {
@@ -211,14 +211,14 @@ fn drive<J: Job>(
                 continue;
             }
             Output::ClaimWaitSlot => {
-                let granted = turn.claim_wait();
+                let granted = place.claim_wait();
                 if !granted && let Some(m) = env.metrics {
                     m.wait_refused();
                 }
                 Input::WaitSlot { granted }
             }
             Output::ReleaseWaitSlot => {
-                turn.release_wait();
+                place.release_wait();
                 continue;
             }
             Output::AskStop => {
@@ -278,11 +278,6 @@ impl Admission {
         self.max_waiting.store(max.max(1), Ordering::Release);
     }
 
-    /// How many requests hold a wait slot now.
-    pub fn waiting(&self) -> usize {
-        self.waiting.load(Ordering::Acquire)
-    }
-
     fn claim_wait(&self) -> bool {
         let max = self.max_waiting.load(Ordering::Acquire);
         self.waiting
@@ -305,17 +300,17 @@ impl Default for Admission {
 
 /// One request's place at its server's [`Admission`]: its ticket for the turn and its wait
 /// slot; dropping it gives both back (a request that ends with a store error included).
-struct TurnHold<'a> {
-    desk: &'a Admission,
+struct AdmissionHold<'a> {
+    admission: &'a Admission,
     ticket: Option<Ticket>,
     counted: bool,
     slot: bool,
 }
 
-impl<'a> TurnHold<'a> {
-    fn new(desk: &'a Admission) -> TurnHold<'a> {
-        TurnHold {
-            desk,
+impl<'a> AdmissionHold<'a> {
+    fn new(admission: &'a Admission) -> AdmissionHold<'a> {
+        AdmissionHold {
+            admission,
             ticket: None,
             counted: false,
             slot: false,
@@ -323,7 +318,7 @@ impl<'a> TurnHold<'a> {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'a, Turns> {
-        self.desk
+        self.admission
             .turns
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -331,14 +326,14 @@ impl<'a> TurnHold<'a> {
 
     /// Blocks until the engine's request for the turn is granted; whether it is held.
     fn take(&mut self, only_if_contended: bool, contend: bool) -> bool {
-        if only_if_contended && !contend && self.desk.contended.load(Ordering::Acquire) == 0 {
+        if only_if_contended && !contend && self.admission.contended.load(Ordering::Acquire) == 0 {
             return false;
         }
         let mut turns = self.lock();
         let ticket = *self.ticket.get_or_insert_with(|| turns.ticket());
         let grant = turns.request(ticket, only_if_contended, contend);
         self.counted |= contend;
-        self.desk
+        self.admission
             .contended
             .store(turns.contended(), Ordering::Release);
         match grant {
@@ -347,7 +342,7 @@ impl<'a> TurnHold<'a> {
             Grant::Queued => {
                 while !turns.holds(ticket) {
                     turns = self
-                        .desk
+                        .admission
                         .handed
                         .wait(turns)
                         .unwrap_or_else(PoisonError::into_inner);
@@ -362,28 +357,26 @@ impl<'a> TurnHold<'a> {
         let mut turns = self.lock();
         turns.leave(ticket, uncount);
         self.counted &= !uncount;
-        self.desk
+        self.admission
             .contended
             .store(turns.contended(), Ordering::Release);
         drop(turns);
-        self.desk.handed.notify_all();
+        self.admission.handed.notify_all();
     }
-}
 
-impl TurnHold<'_> {
     fn claim_wait(&mut self) -> bool {
-        self.slot = self.desk.claim_wait();
+        self.slot = self.admission.claim_wait();
         self.slot
     }
 
     fn release_wait(&mut self) {
         if std::mem::take(&mut self.slot) {
-            self.desk.release_wait();
+            self.admission.release_wait();
         }
     }
 }
 
-impl Drop for TurnHold<'_> {
+impl Drop for AdmissionHold<'_> {
     fn drop(&mut self) {
         self.leave(self.counted);
         self.release_wait();

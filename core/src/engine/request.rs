@@ -156,11 +156,6 @@ impl<J: Job> Request<J> {
         }
     }
 
-    /// The job, to read what it decided once the request is done.
-    pub fn job(&self) -> &J {
-        &self.job
-    }
-
     /// Starts serving at `now`.
     pub fn start(&mut self, now: Moment) {
         if self.expect == Expect::Start {
