@@ -17,8 +17,8 @@ use crate::ledger::{MemLedger, call};
 use crate::stats::fmt;
 
 /// The turn every request of this file takes once contended (they share one ledger).
-static ADMISSION: bernstein_runtime_std::driver::Admission =
-    bernstein_runtime_std::driver::Admission::new();
+static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_runtime_std::driver::Admission>> =
+    std::sync::LazyLock::new(Default::default);
 
 /// Calls per measured row on a ledger of `records`: ~4 records each, so that at least two
 /// checkpoints fall due (one per 5,000 records, or per sixteenth of the ledger when larger).

@@ -17,8 +17,8 @@ use crate::ledger::call;
 use crate::stats::{Summary, fmt};
 
 /// The turn every request of this file takes once contended (they share one ledger).
-static ADMISSION: bernstein_runtime_std::driver::Admission =
-    bernstein_runtime_std::driver::Admission::new();
+static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_runtime_std::driver::Admission>> =
+    std::sync::LazyLock::new(Default::default);
 
 /// How long each writer count is measured.
 const PERIOD: Duration = Duration::from_secs(3);

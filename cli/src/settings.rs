@@ -123,10 +123,12 @@ pub fn allowed_hosts(flag: Option<&str>) -> Result<Vec<String>, String> {
         .unwrap_or_default())
 }
 
-/// The legacy SSE stream settings: `BERNSTEIN_MCP_SSE_KEEPALIVE_SECS` (default 15),
-/// `BERNSTEIN_MCP_SSE_IDLE_SECS` (default 300) and `BERNSTEIN_MCP_SSE_MAX_STREAMS` (default
-/// 128), each a positive whole number.
-pub fn sse_limits(limits: &mut bernstein_core::transport::http::HttpLimits) -> Result<(), String> {
+/// The HTTP server's limits from the environment, each a positive whole number:
+/// `BERNSTEIN_MCP_SSE_KEEPALIVE_SECS` (default 15), `BERNSTEIN_MCP_SSE_IDLE_SECS` (300),
+/// `BERNSTEIN_MCP_SSE_MAX_STREAMS` (128), `BERNSTEIN_MCP_MAX_CONNECTIONS` (512),
+/// `BERNSTEIN_MCP_MAX_WAITS` (the connection cap) and `BERNSTEIN_MCP_MAX_WAITS_PER_PEER`
+/// (a quarter of the waits).
+pub fn http_limits(limits: &mut bernstein_core::transport::http::HttpLimits) -> Result<(), String> {
     let positive = |name: &str| -> Result<Option<u64>, String> {
         env_value(name)?
             .map(|v| {
@@ -137,15 +139,26 @@ pub fn sse_limits(limits: &mut bernstein_core::transport::http::HttpLimits) -> R
             })
             .transpose()
     };
+    let count = |name: &str| -> Result<Option<usize>, String> {
+        positive(name)?
+            .map(|n| usize::try_from(n).map_err(|e| format!("{name}: {e}")))
+            .transpose()
+    };
     if let Some(n) = positive("BERNSTEIN_MCP_SSE_KEEPALIVE_SECS")? {
         limits.sse_keepalive = std::time::Duration::from_secs(n);
     }
     if let Some(n) = positive("BERNSTEIN_MCP_SSE_IDLE_SECS")? {
         limits.sse_idle = std::time::Duration::from_secs(n);
     }
-    if let Some(n) = positive("BERNSTEIN_MCP_SSE_MAX_STREAMS")? {
-        limits.max_legacy_streams = usize::try_from(n).map_err(|e| e.to_string())?;
+    if let Some(n) = count("BERNSTEIN_MCP_SSE_MAX_STREAMS")? {
+        limits.max_legacy_streams = n;
     }
+    if let Some(n) = count("BERNSTEIN_MCP_MAX_CONNECTIONS")? {
+        limits.max_connections = n;
+    }
+    limits.max_waits = count("BERNSTEIN_MCP_MAX_WAITS")?.unwrap_or(limits.max_connections);
+    limits.max_waits_per_peer =
+        count("BERNSTEIN_MCP_MAX_WAITS_PER_PEER")?.unwrap_or((limits.max_waits / 4).max(1));
     Ok(())
 }
 

@@ -27,8 +27,10 @@ use bernstein_core::transport::http::{
 };
 use bernstein_runtime_std::driver::Backend;
 use bernstein_runtime_std::http::peer::peer_closed_nonblocking;
+use bernstein_runtime_std::http::service::Early;
 use bernstein_runtime_std::http::{
-    Action, ConnectionSlot, EventSink, HttpService, is_loopback, log, open_listener,
+    Action, ConnectionSlot, EventSink, HttpService, Parked, Waiting, is_loopback, log,
+    open_listener,
 };
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
@@ -71,6 +73,7 @@ impl HttpServerHandle {
         let result = t
             .join()
             .map_err(|_| io::Error::other("the smol HTTP thread panicked"))?;
+        self.service.waits.shutdown();
         self.service.legacy.clear();
         self.service.feeds.clear();
         result
@@ -218,34 +221,11 @@ async fn connection(
                     let action = match svc.route(request, peer_loopback) {
                         Decision::Respond(r) => Action::Write(r),
                         Decision::OpenLegacyStream(open) => Action::OpenLegacy(open),
-                        other => {
-                            let s = svc.clone();
-                            // A clone of the socket (non-blocking, like the original) lets the
-                            // blocking call notice that the peer left.
-                            let probe = stream.get_ref().try_clone().ok();
-                            let gone = move || probe.as_ref().is_some_and(peer_closed_nonblocking);
-                            // What the blocking call streams (an SSE answer as it is produced)
-                            // comes back over a channel and is written here meanwhile.
-                            let (tx, rx) = smol::channel::bounded::<Vec<u8>>(16);
-                            let work = pool.run(move || {
-                                let early = |bytes: &[u8]| {
-                                    tx.send_blocking(bytes.to_vec())
-                                        .map_err(|_| io::ErrorKind::BrokenPipe.into())
-                                };
-                                s.act(other, &gone, &early)
-                            });
-                            let drain = async {
-                                while let Ok(bytes) = rx.recv().await {
-                                    if write_timed(&mut stream, &bytes, limits.read_timeout)
-                                        .await
-                                        .is_err()
-                                    {
-                                        rx.close();
-                                    }
-                                }
-                            };
-                            future::zip(work, drain).await.0
-                        }
+                        other => match serve(&svc, &pool, &mut stream, peer, other).await {
+                            Some(action) => action,
+                            // The room dropped a waiting request (shutdown).
+                            None => return,
+                        },
                     };
                     match action {
                         Action::Streamed => return finish(stream).await,
@@ -267,6 +247,7 @@ async fn connection(
                         Action::OpenFeed(span) => {
                             return feed_stream(svc, stream, peer, slot, span).await;
                         }
+                        Action::Wait(_) => return,
                     }
                 }
             }
@@ -306,6 +287,81 @@ async fn connection(
             let _ = stream.get_ref().shutdown(Shutdown::Write);
         }
         return;
+    }
+}
+
+/// Carries out a routing decision on the blocking pool. An answer that waits for the ledger
+/// is put in the service's waiting room meanwhile, so it holds no pool thread: this task
+/// awaits the room's hand-back, then resumes it on the pool; `None` if the room dropped it.
+async fn serve(
+    svc: &Arc<HttpService>,
+    pool: &BlockingPool,
+    stream: &mut Async<TcpStream>,
+    peer: SocketAddr,
+    decision: Decision,
+) -> Option<Action> {
+    let mut action = on_pool(svc, pool, stream, move |s, gone, early| {
+        s.act(decision, peer.ip(), gone, early)
+    })
+    .await;
+    while let Action::Wait(waiting) = action {
+        let (tx, rx) = smol::channel::bounded(1);
+        let probe = stream.get_ref().try_clone().ok();
+        svc.waits.park(waiting, Box::new(ParkedTask { probe, tx }));
+        let waiting = rx.recv().await.ok()?;
+        action = on_pool(svc, pool, stream, move |s, gone, early| {
+            s.resume(waiting, gone, early)
+        })
+        .await;
+    }
+    Some(action)
+}
+
+/// Runs `work` on the blocking pool. A clone of the socket (non-blocking, like the original)
+/// lets it notice that the peer left; what it streams (an SSE answer as it is produced) comes
+/// back over a channel and is written here meanwhile.
+async fn on_pool(
+    svc: &Arc<HttpService>,
+    pool: &BlockingPool,
+    stream: &mut Async<TcpStream>,
+    work: impl FnOnce(&HttpService, &dyn Fn() -> bool, Early<'_>) -> Action + Send + 'static,
+) -> Action {
+    let s = svc.clone();
+    let limit = svc.options.limits.read_timeout;
+    let probe = stream.get_ref().try_clone().ok();
+    let gone = move || probe.as_ref().is_some_and(peer_closed_nonblocking);
+    let (tx, rx) = smol::channel::bounded::<Vec<u8>>(16);
+    let work = pool.run(move || {
+        let early = |bytes: &[u8]| {
+            tx.send_blocking(bytes.to_vec())
+                .map_err(|_| io::ErrorKind::BrokenPipe.into())
+        };
+        work(&s, &gone, &early)
+    });
+    let drain = async {
+        while let Ok(bytes) = rx.recv().await {
+            if write_timed(stream, &bytes, limit).await.is_err() {
+                rx.close();
+            }
+        }
+    };
+    future::zip(work, drain).await.0
+}
+
+/// A connection task's end of a waiting request: the room hands the request back over a
+/// channel the task awaits.
+struct ParkedTask {
+    probe: Option<TcpStream>,
+    tx: Sender<Box<Waiting>>,
+}
+
+impl Parked for ParkedTask {
+    fn gone(&self) -> bool {
+        self.probe.as_ref().is_some_and(peer_closed_nonblocking)
+    }
+
+    fn wake(self: Box<Self>, waiting: Box<Waiting>) {
+        let _ = self.tx.try_send(waiting);
     }
 }
 

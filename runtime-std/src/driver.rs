@@ -6,19 +6,21 @@
 //! never releases a response whose records are not durable. The final answer is counted once
 //! into the [`Env`]'s metrics.
 
+use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bernstein_core::engine::turns::{Grant, Ticket, Turns};
 use bernstein_core::engine::{Finished, Input, Job, Message, Moment, Output, Request};
-use bernstein_core::ledger::{Store, StoreError};
+use bernstein_core::ledger::{LedgerPosition, Store, StoreError};
 use bernstein_core::protocol::{Server, TransportFacts};
 
 pub use bernstein_core::engine::{DEFAULT_WAIT, MAX_ATTEMPTS, Served, Stop, WaitPolicy};
 
 pub use crate::host::HostIo;
-pub use crate::metrics::Metrics;
+pub use crate::metrics::{Held, Metrics};
 pub use bernstein_core::time::Clock;
 
 /// Serves one message: snapshot → core → compare-and-append (re-run from a fresh snapshot on
@@ -42,7 +44,7 @@ pub struct Env<'a> {
     pub host: &'a dyn HostIo,
     pub metrics: Option<&'a Metrics>,
     /// What this server's requests share: the turn once contended, the wait slots.
-    pub admission: &'a Admission,
+    pub admission: &'a Arc<Admission>,
 }
 
 /// The owned [`Env`] a long-lived server shares between its threads.
@@ -110,6 +112,7 @@ pub fn serve_message_with(
 /// [`Served::notifications`] stays empty. `stop` answers the engine's
 /// [`Output::AskStop`], asked before every look at the store while an answer is pending (a
 /// transport that learns its client went away, or a `notifications/cancelled`, plugs in here).
+/// The calling thread waits with the request; [`Drive`] is the request that lets it go.
 pub fn serve_message_streaming(
     server: &Server,
     env: &Env<'_>,
@@ -119,124 +122,279 @@ pub fn serve_message_streaming(
     stop: &dyn Fn() -> Option<Stop>,
     notify: &dyn Fn(&[u8]),
 ) -> Result<Served, StoreError> {
-    let _serving = env.metrics.map(Metrics::request_started);
-    let mut waiting = None;
     let job = Message {
         server,
         bytes,
         facts,
     };
-    let finished = drive(env, job, wait, stop, notify, &mut || {
-        if waiting.is_none() {
-            waiting = env.metrics.map(Metrics::wait_started);
-        }
-    })?;
-    drop(waiting);
-    // A deferred answer is counted when it is served again.
-    if let Some(m) = env.metrics.filter(|_| !finished.deferred) {
-        m.served(&finished.tally, finished.took);
-    }
-    Ok(finished.served)
+    drive(env, job, wait, stop, notify).map(|f| f.served)
 }
 
 /// Commits what `job` decides (an operator's command from the command line) through the same
 /// engine and loop as every message: decided on a fresh snapshot, re-run on a lost race,
 /// durable before this returns. Such jobs never wait.
 pub fn commit_job(env: &Env<'_>, job: &mut dyn Job) -> Result<Finished, StoreError> {
-    drive(
-        env,
-        job,
-        &DEFAULT_WAIT,
-        &|| Some(Stop::Settle),
-        &|_| {},
-        &mut || {},
-    )
+    drive(env, job, &DEFAULT_WAIT, &|| Some(Stop::Settle), &|_| {})
 }
 
-/// The loop: performs the engine's outputs for `job` until its answer. `waits` hears of each
-/// look at the store while an answer is pending.
+/// Drives `job` to its answer on this thread, napping here while it waits.
 fn drive<J: Job>(
     env: &Env<'_>,
     job: J,
     wait: &WaitPolicy,
     stop: &dyn Fn() -> Option<Stop>,
     notify: &dyn Fn(&[u8]),
-    waits: &mut dyn FnMut(),
 ) -> Result<Finished, StoreError> {
-    let origin = Instant::now();
-    let now = || Moment {
-        mono: origin.elapsed(),
-        wall: env.clock.now(),
-    };
-    let mut place = AdmissionHold::new(env.admission);
-    let mut request = Request::new(job, *wait, seed());
-    request.start(now());
+    let mut drive = Drive::new(env, job, wait);
     loop {
-        let Some(output) = request.poll_output() else {
-            return Err(StoreError::Unavailable(
-                "the request engine stalled without an answer".into(),
-            ));
+        match drive.run(env, stop, notify) {
+            Step::Done(finished) => return finished,
+            Step::Asleep => {
+                if let Some((after, until)) = &drive.asleep {
+                    let nap = until.saturating_duration_since(Instant::now());
+                    if !env.store.wait_for_change(after, nap) {
+                        std::thread::sleep(nap);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What [`Drive::run`] stopped at.
+#[derive(Debug)]
+pub enum Step {
+    /// The answer (counted into the metrics), or the store failure that ended the request.
+    Done(Result<Finished, StoreError>),
+    /// The answer waits for the head to move: nothing needs a thread until
+    /// [`Drive::wakes_at`] or a move of the head; then [`Drive::look`] or [`Drive::run`].
+    Asleep,
+}
+
+/// What [`Drive::look`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Look {
+    /// Still waiting, until [`Drive::wakes_at`] or a move of the head.
+    Asleep,
+    /// The request has IO to do: [`Drive::run`] it on a thread that may block.
+    Work,
+}
+
+/// One request being served: the core's engine and what the loop performing its outputs
+/// keeps (its place at the [`Admission`], its metrics gauges, the output it stopped at). It
+/// owns all of it, so a waiting request can be put aside and resumed on another thread.
+pub struct Drive<J> {
+    request: Request<J>,
+    place: AdmissionHold,
+    origin: Instant,
+    /// An output taken from the engine that [`Drive::look`] could not perform.
+    next: Option<Output>,
+    /// While the engine waits for [`Input::Looked`]: the head it waits to move past and the
+    /// end of its nap.
+    asleep: Option<(LedgerPosition, Instant)>,
+    serving: Option<Held>,
+    waiting: Option<Held>,
+}
+
+impl<J> std::fmt::Debug for Drive<J> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Drive")
+            .field("asleep", &self.asleep)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<J: Job> Drive<J> {
+    /// Starts serving `job` against `env`.
+    pub fn new(env: &Env<'_>, job: J, wait: &WaitPolicy) -> Drive<J> {
+        let origin = Instant::now();
+        let mut request = Request::new(job, *wait, seed());
+        request.start(Moment {
+            mono: Duration::ZERO,
+            wall: env.clock.now(),
+        });
+        Drive {
+            request,
+            place: AdmissionHold::new(env.admission.clone()),
+            origin,
+            next: None,
+            asleep: None,
+            serving: env.metrics.map(Metrics::request_started),
+            waiting: None,
+        }
+    }
+
+    /// Counts the request's wait against `peer`'s share of the wait slots.
+    pub fn for_peer(mut self, peer: IpAddr) -> Drive<J> {
+        self.place.peer = Some(peer);
+        self
+    }
+
+    fn now(&self, env: &Env<'_>) -> Moment {
+        Moment {
+            mono: self.origin.elapsed(),
+            wall: env.clock.now(),
+        }
+    }
+
+    /// When the nap of a waiting request ends.
+    pub fn wakes_at(&self) -> Option<Instant> {
+        self.asleep.as_ref().map(|(_, until)| *until)
+    }
+
+    /// Performs the engine's outputs until its answer, or until it waits for the head
+    /// ([`Step::Asleep`]; run again after the nap: the look at the store comes first).
+    pub fn run(
+        &mut self,
+        env: &Env<'_>,
+        stop: &dyn Fn() -> Option<Stop>,
+        notify: &dyn Fn(&[u8]),
+    ) -> Step {
+        loop {
+            let output = match self.next.take().or_else(|| self.request.poll_output()) {
+                Some(output) => output,
+                None => match self.asleep.take() {
+                    Some((after, _)) => {
+                        let moved = match env.store.snapshot() {
+                            Ok(s) => s.position != after,
+                            Err(e) => return self.done(env, Err(e)),
+                        };
+                        self.request
+                            .handle_input(self.now(env), Input::Looked { moved });
+                        continue;
+                    }
+                    None => {
+                        let stalled = StoreError::Unavailable(
+                            "the request engine stalled without an answer".into(),
+                        );
+                        return self.done(env, Err(stalled));
+                    }
+                },
+            };
+            let input = match output {
+                Output::ReadSnapshot => {
+                    // Dropped before the append, so the store can fold into it without a copy.
+                    let snapshot = match env.store.snapshot_unsettled() {
+                        Ok(s) => s,
+                        Err(e) => return self.done(env, Err(e)),
+                    };
+                    self.request
+                        .handle_input(self.now(env), Input::Snapshot(&snapshot));
+                    continue;
+                }
+                Output::Append(append) => match env.store.compare_and_append_unsettled(&append) {
+                    Ok(result) => Input::Appended(result),
+                    Err(e) => return self.done(env, Err(e)),
+                },
+                Output::Host(host) => Input::Host(env.host.perform(&host)),
+                Output::TakeTurn {
+                    only_if_contended,
+                    contend,
+                } => Input::Turn {
+                    held: self.place.take(only_if_contended, contend),
+                },
+                Output::LeaveTurn { uncount } => {
+                    self.place.leave(uncount);
+                    continue;
+                }
+                Output::Pause(d) => {
+                    std::thread::sleep(d);
+                    Input::Paused
+                }
+                Output::Settle => match env.store.settle() {
+                    Ok(()) => Input::Settled,
+                    Err(e) => return self.done(env, Err(e)),
+                },
+                Output::Notify(n) => {
+                    notify(&n);
+                    continue;
+                }
+                Output::ClaimWaitSlot => {
+                    let granted = self.place.claim_wait();
+                    if !granted && let Some(m) = env.metrics {
+                        m.wait_refused();
+                    }
+                    Input::WaitSlot { granted }
+                }
+                Output::ReleaseWaitSlot => {
+                    self.place.release_wait();
+                    continue;
+                }
+                Output::AskStop => {
+                    self.count_wait(env);
+                    Input::Stop(stop())
+                }
+                Output::WaitForHead { after, nap } => {
+                    self.asleep = Some((after, Instant::now() + nap));
+                    return Step::Asleep;
+                }
+                Output::Failed(e) => return self.done(env, Err(e)),
+                Output::Done(finished) => return self.done(env, Ok(finished)),
+            };
+            self.request.handle_input(self.now(env), input);
+        }
+    }
+
+    /// For a waiting request whose nap ended or whose head may have moved (`head`, as last
+    /// read from the store: a stale one only delays the look): performs what needs no IO (the
+    /// look, the question whether to stop, giving the wait slot back) and says whether the
+    /// request sleeps on or has IO to do. Cheap enough for one thread to watch thousands.
+    pub fn look(
+        &mut self,
+        env: &Env<'_>,
+        head: &LedgerPosition,
+        stop: &dyn Fn() -> Option<Stop>,
+    ) -> Look {
+        let Some((after, _)) = self.asleep.take() else {
+            return Look::Work;
         };
-        let input = match output {
-            Output::ReadSnapshot => {
-                // Dropped before the append, so the store can fold into it without a copy.
-                let snapshot = env.store.snapshot_unsettled()?;
-                request.handle_input(now(), Input::Snapshot(&snapshot));
-                continue;
-            }
-            Output::Append(append) => {
-                Input::Appended(env.store.compare_and_append_unsettled(&append)?)
-            }
-            Output::Host(host) => Input::Host(env.host.perform(&host)),
-            Output::TakeTurn {
-                only_if_contended,
-                contend,
-            } => Input::Turn {
-                held: place.take(only_if_contended, contend),
+        self.request.handle_input(
+            self.now(env),
+            Input::Looked {
+                moved: *head != after,
             },
-            Output::LeaveTurn { uncount } => {
-                place.leave(uncount);
-                continue;
-            }
-            Output::Pause(d) => {
-                std::thread::sleep(d);
-                Input::Paused
-            }
-            Output::Settle => {
-                env.store.settle()?;
-                Input::Settled
-            }
-            Output::Notify(n) => {
-                notify(&n);
-                continue;
-            }
-            Output::ClaimWaitSlot => {
-                let granted = place.claim_wait();
-                if !granted && let Some(m) = env.metrics {
-                    m.wait_refused();
+        );
+        loop {
+            match self.request.poll_output() {
+                Some(Output::AskStop) => {
+                    self.count_wait(env);
+                    self.request
+                        .handle_input(self.now(env), Input::Stop(stop()));
                 }
-                Input::WaitSlot { granted }
-            }
-            Output::ReleaseWaitSlot => {
-                place.release_wait();
-                continue;
-            }
-            Output::AskStop => {
-                waits();
-                Input::Stop(stop())
-            }
-            Output::WaitForHead { after, nap } => {
-                if !env.store.wait_for_change(&after, nap) {
-                    std::thread::sleep(nap);
+                Some(Output::ReleaseWaitSlot) => self.place.release_wait(),
+                Some(Output::WaitForHead { after, nap }) => {
+                    self.asleep = Some((after, Instant::now() + nap));
+                    return Look::Asleep;
                 }
-                Input::Looked {
-                    moved: env.store.snapshot()?.position != after,
+                other => {
+                    self.next = other;
+                    return Look::Work;
                 }
             }
-            Output::Failed(e) => return Err(e),
-            Output::Done(finished) => return Ok(finished),
-        };
-        request.handle_input(now(), input);
+        }
+    }
+
+    /// Whether the head moved past what the waiting request waits on.
+    pub fn moved(&self, head: &LedgerPosition) -> bool {
+        self.asleep.as_ref().is_some_and(|(after, _)| after != head)
+    }
+
+    fn count_wait(&mut self, env: &Env<'_>) {
+        if self.waiting.is_none() {
+            self.waiting = env.metrics.map(Metrics::wait_started);
+        }
+    }
+
+    fn done(&mut self, env: &Env<'_>, finished: Result<Finished, StoreError>) -> Step {
+        self.waiting = None;
+        self.serving = None;
+        // A deferred answer is counted when it is served again.
+        if let (Some(m), Ok(f)) = (env.metrics, &finished)
+            && !f.deferred
+        {
+            m.served(&f.tally, f.took);
+        }
+        Step::Done(finished)
     }
 }
 
@@ -248,8 +406,7 @@ fn seed() -> u64 {
 }
 
 /// What a server's requests share: the turn ([`Turns`]) behind a lock, with a condition its
-/// queued writers wait on, and the wait slots, so that waiting requests never hold every
-/// thread of a transport.
+/// queued writers wait on, and the wait slots.
 #[derive(Debug)]
 pub struct Admission {
     turns: Mutex<Turns>,
@@ -258,6 +415,9 @@ pub struct Admission {
     contended: AtomicUsize,
     waiting: AtomicUsize,
     max_waiting: AtomicUsize,
+    /// Waits by peer address, and the most one address may hold.
+    by_peer: Mutex<BTreeMap<IpAddr, usize>>,
+    max_per_peer: AtomicUsize,
 }
 
 impl Admission {
@@ -269,25 +429,57 @@ impl Admission {
             contended: AtomicUsize::new(0),
             waiting: AtomicUsize::new(0),
             max_waiting: AtomicUsize::new(usize::MAX),
+            by_peer: Mutex::new(BTreeMap::new()),
+            max_per_peer: AtomicUsize::new(usize::MAX),
         }
     }
 
-    /// At most `max` pending answers wait at once (at least one); beyond that a pending answer
-    /// is sent as it stands at once (the answer a wait that reached its deadline gives).
-    pub fn limit_waits(&self, max: usize) {
+    /// At most `max` pending answers wait at once, and at most `per_peer` of them for one peer
+    /// address (each at least one); beyond that a wait is refused (the engine answers with a
+    /// clear, retryable error).
+    pub fn limit_waits(&self, max: usize, per_peer: usize) {
         self.max_waiting.store(max.max(1), Ordering::Release);
+        self.max_per_peer.store(per_peer.max(1), Ordering::Release);
     }
 
-    fn claim_wait(&self) -> bool {
+    /// How many pending answers wait now.
+    pub fn waits(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
+    }
+
+    fn claim_wait(&self, peer: Option<IpAddr>) -> bool {
         let max = self.max_waiting.load(Ordering::Acquire);
-        self.waiting
+        let claimed = self
+            .waiting
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < max).then_some(n + 1)
             })
-            .is_ok()
+            .is_ok();
+        let Some(peer) = peer.filter(|_| claimed) else {
+            return claimed;
+        };
+        let per_peer = self.max_per_peer.load(Ordering::Acquire);
+        let mut by_peer = self.by_peer.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = by_peer.entry(peer).or_default();
+        if *held < per_peer {
+            *held += 1;
+            return true;
+        }
+        drop(by_peer);
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        false
     }
 
-    fn release_wait(&self) {
+    fn release_wait(&self, peer: Option<IpAddr>) {
+        if let Some(peer) = peer {
+            let mut by_peer = self.by_peer.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(held) = by_peer.get_mut(&peer) {
+                *held -= 1;
+                if *held == 0 {
+                    by_peer.remove(&peer);
+                }
+            }
+        }
         self.waiting.fetch_sub(1, Ordering::AcqRel);
     }
 }
@@ -300,24 +492,27 @@ impl Default for Admission {
 
 /// One request's place at its server's [`Admission`]: its ticket for the turn and its wait
 /// slot; dropping it gives both back (a request that ends with a store error included).
-struct AdmissionHold<'a> {
-    admission: &'a Admission,
+struct AdmissionHold {
+    admission: Arc<Admission>,
+    /// The peer address its wait counts against, if the transport has one.
+    peer: Option<IpAddr>,
     ticket: Option<Ticket>,
     counted: bool,
     slot: bool,
 }
 
-impl<'a> AdmissionHold<'a> {
-    fn new(admission: &'a Admission) -> AdmissionHold<'a> {
+impl AdmissionHold {
+    fn new(admission: Arc<Admission>) -> AdmissionHold {
         AdmissionHold {
             admission,
+            peer: None,
             ticket: None,
             counted: false,
             slot: false,
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'a, Turns> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Turns> {
         self.admission
             .turns
             .lock()
@@ -329,11 +524,15 @@ impl<'a> AdmissionHold<'a> {
         if only_if_contended && !contend && self.admission.contended.load(Ordering::Acquire) == 0 {
             return false;
         }
-        let mut turns = self.lock();
+        let admission = self.admission.clone();
+        let mut turns = admission
+            .turns
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let ticket = *self.ticket.get_or_insert_with(|| turns.ticket());
         let grant = turns.request(ticket, only_if_contended, contend);
         self.counted |= contend;
-        self.admission
+        admission
             .contended
             .store(turns.contended(), Ordering::Release);
         match grant {
@@ -341,8 +540,7 @@ impl<'a> AdmissionHold<'a> {
             Grant::Granted => true,
             Grant::Queued => {
                 while !turns.holds(ticket) {
-                    turns = self
-                        .admission
+                    turns = admission
                         .handed
                         .wait(turns)
                         .unwrap_or_else(PoisonError::into_inner);
@@ -356,27 +554,26 @@ impl<'a> AdmissionHold<'a> {
         let Some(ticket) = self.ticket else { return };
         let mut turns = self.lock();
         turns.leave(ticket, uncount);
-        self.counted &= !uncount;
-        self.admission
-            .contended
-            .store(turns.contended(), Ordering::Release);
+        let contended = turns.contended();
         drop(turns);
+        self.counted &= !uncount;
+        self.admission.contended.store(contended, Ordering::Release);
         self.admission.handed.notify_all();
     }
 
     fn claim_wait(&mut self) -> bool {
-        self.slot = self.admission.claim_wait();
+        self.slot = self.admission.claim_wait(self.peer);
         self.slot
     }
 
     fn release_wait(&mut self) {
         if std::mem::take(&mut self.slot) {
-            self.admission.release_wait();
+            self.admission.release_wait(self.peer);
         }
     }
 }
 
-impl Drop for AdmissionHold<'_> {
+impl Drop for AdmissionHold {
     fn drop(&mut self) {
         self.leave(self.counted);
         self.release_wait();

@@ -24,8 +24,8 @@ use bernstein_core::protocol::tally::Tally;
 #[derive(Debug)]
 pub struct Metrics {
     started_at: Timestamp,
-    in_flight: AtomicUsize,
-    waits: AtomicUsize,
+    in_flight: Arc<AtomicUsize>,
+    waits: Arc<AtomicUsize>,
     waits_refused: AtomicU64,
     connections: Arc<AtomicUsize>,
     counts: Mutex<Counts>,
@@ -44,9 +44,9 @@ pub struct Counts {
 
 /// Holds one unit of a gauge until dropped.
 #[derive(Debug)]
-pub struct Held<'a>(&'a AtomicUsize);
+pub struct Held(Arc<AtomicUsize>);
 
-impl Drop for Held<'_> {
+impl Drop for Held {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
@@ -57,8 +57,8 @@ impl Metrics {
     pub fn new(started_at: Timestamp) -> Metrics {
         Metrics {
             started_at,
-            in_flight: AtomicUsize::new(0),
-            waits: AtomicUsize::new(0),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            waits: Arc::new(AtomicUsize::new(0)),
             waits_refused: AtomicU64::new(0),
             connections: Arc::new(AtomicUsize::new(0)),
             counts: Mutex::new(Counts::default()),
@@ -66,12 +66,12 @@ impl Metrics {
     }
 
     /// A message is being served (until the guard drops).
-    pub fn request_started(&self) -> Held<'_> {
+    pub fn request_started(&self) -> Held {
         hold(&self.in_flight)
     }
 
     /// A pending answer is held back waiting for the ledger (until the guard drops).
-    pub fn wait_started(&self) -> Held<'_> {
+    pub fn wait_started(&self) -> Held {
         hold(&self.waits)
     }
 
@@ -136,9 +136,9 @@ impl Metrics {
     }
 }
 
-fn hold(gauge: &AtomicUsize) -> Held<'_> {
+fn hold(gauge: &Arc<AtomicUsize>) -> Held {
     gauge.fetch_add(1, Ordering::AcqRel);
-    Held(gauge)
+    Held(gauge.clone())
 }
 
 #[cfg(test)]

@@ -23,8 +23,8 @@ use replay_support::fixtures::{all, first_difference, next_call_time, snapshot_v
 use replay_support::{Scratch, copy_store};
 
 /// The turn every request of this file takes once contended (they share one ledger).
-static ADMISSION: bernstein_runtime_std::driver::Admission =
-    bernstein_runtime_std::driver::Admission::new();
+static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_runtime_std::driver::Admission>> =
+    std::sync::LazyLock::new(Default::default);
 
 /// A clock the test sets before each request: the value the recording's audit record holds.
 struct ReplayClock(Mutex<Timestamp>);

@@ -25,7 +25,7 @@ pub fn options(
     };
     opts.allowed_origins = settings::allowed_origins()?;
     opts.allowed_hosts = settings::allowed_hosts(allowed_hosts)?;
-    settings::sse_limits(&mut opts.limits)?;
+    settings::http_limits(&mut opts.limits)?;
     opts.limits.max_body_bytes = max_body;
     Ok(opts)
 }

@@ -67,7 +67,7 @@ pub(crate) fn commit_operator<E>(
     key: &[u8],
     command: impl FnMut(&Snapshot, Timestamp) -> Result<OperatorOutcome, E>,
 ) -> Result<Result<OperatorOutcome, E>, String> {
-    let admission = Admission::new();
+    let admission = std::sync::Arc::new(Admission::new());
     let env = Env {
         store,
         clock: &SystemClock,

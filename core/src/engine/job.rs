@@ -2,6 +2,8 @@
 //! [`Request`](super::Request) state machine, whatever it runs: an MCP message through the
 //! server ([`Message`]), or an operator's command from the command line (the CLI's own job).
 
+use std::sync::Arc;
+
 use crate::ledger::Snapshot;
 use crate::protocol::host::HostReply;
 use crate::protocol::{self, Outcome, Phase, Server, TransportFacts};
@@ -51,5 +53,25 @@ impl Job for Message<'_> {
             round.host,
             round.phase,
         )
+    }
+}
+
+/// A [`Message`] that owns what it serves, for a request that outlives the call that started
+/// it (an HTTP answer parked while it waits for the ledger).
+#[derive(Clone, Debug)]
+pub struct OwnedMessage {
+    pub server: Arc<Server>,
+    pub bytes: Vec<u8>,
+    pub facts: TransportFacts,
+}
+
+impl Job for OwnedMessage {
+    fn run(&mut self, round: Round<'_>) -> Outcome {
+        Message {
+            server: &self.server,
+            bytes: &self.bytes,
+            facts: &self.facts,
+        }
+        .run(round)
     }
 }

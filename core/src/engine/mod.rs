@@ -20,7 +20,7 @@ pub mod turns;
 
 use core::time::Duration;
 
-pub use job::{Job, Message, Round};
+pub use job::{Job, Message, OwnedMessage, Round};
 pub use request::{Finished, Input, Output, Request};
 
 use crate::time::Timestamp;

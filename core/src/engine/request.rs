@@ -192,9 +192,9 @@ impl<J: Job> Request<J> {
                 self.slot = true;
                 self.nap(now);
             }
-            // No slot: answer as things stand now, as a wait that reached its deadline does.
+            // No slot: answer now that the wait was refused (a clear, retryable error).
             (Expect::WaitSlot, Input::WaitSlot { granted: false }) => {
-                self.phase = Phase::Settle;
+                self.phase = Phase::Refused;
                 self.begin_round();
             }
             (Expect::Looked, Input::Looked { moved }) => {

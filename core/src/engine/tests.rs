@@ -468,18 +468,17 @@ fn a_cancelled_wait_answers_partial_and_a_deferred_one_hands_the_state_back() {
 }
 
 #[test]
-fn without_a_free_wait_slot_a_pending_answer_settles_at_once() {
+fn without_a_free_wait_slot_a_pending_answer_is_refused_at_once() {
     let (mut sim, run) = with_run();
     sim.wait_slots = 0;
     let done = sim
         .serve(&long_poll(&run, 60_000), DEFAULT_WAIT, &mut never)
         .unwrap();
     let r = reply(&done);
-    assert_eq!(r["result"]["isError"], false, "{r}");
-    assert_eq!(
-        r["result"]["structuredContent"]["result"]["status"], "working",
-        "{r}"
-    );
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    let refusal: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(refusal["result"]["error"], "too_many_waits", "{r}");
     assert_eq!(sim.count("wait"), 0);
     assert_eq!(sim.count("read"), 2, "live, then settled at once");
     assert_eq!(done.took, sim.fsync * 2, "no time spent waiting");

@@ -301,6 +301,19 @@ fn finish(
         )),
         (None, _) => result,
     };
+    // No wait slot was free: the call fails, saying why, and changes nothing.
+    let result = match (wait_ms, input.phase) {
+        (Some(_), Phase::Refused) if result.is_ok() => Err(ToolError::new(
+            "too_many_waits",
+            format!(
+                "{} cannot wait: the server already holds as many waiting answers as it allows",
+                tool.name
+            ),
+            "Call again in a moment, or without wait_ms to get the state now; the limits are \
+             BERNSTEIN_MCP_MAX_WAITS and BERNSTEIN_MCP_MAX_WAITS_PER_PEER.",
+        )),
+        _ => result,
+    };
     let cancelled = match (wait_ms, input.phase) {
         (Some(ms), Phase::Live) if result.is_ok() => {
             // The run it waits on: a long poll ticks while it waits.

@@ -174,7 +174,10 @@ pub struct Wait {
 /// the same message once more in [`Phase::Settle`] (answer as things stand) or, when the
 /// client cancelled it (`notifications/cancelled`, a closed response stream), in
 /// [`Phase::Cancelled`]: a pending `tools/call` or `tasks/result` then answers
-/// `{content, cancelled: true, partial: [...]}` without `isError`. A request whose answer is
+/// `{content, cancelled: true, partial: [...]}` without `isError`; when the server holds as
+/// many waiting answers as it allows (in all, or for the client's address), in
+/// [`Phase::Refused`]: a pending `tools/call` then fails with `too_many_waits` and a pending
+/// `tasks/result` with its retryable not-ready error saying so. A request whose answer is
 /// already final answers the same in every phase (cancelling a settled request is a no-op).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Phase {
@@ -182,6 +185,7 @@ pub enum Phase {
     Live,
     Settle,
     Cancelled,
+    Refused,
 }
 
 /// The protocol server: immutable configuration plus a catalogue.

@@ -278,16 +278,28 @@ fn result(server: &Server, hooks: &TaskHooks, input: &CallInput<'_>, view: &Task
         };
     }
     if !view.is_terminal() {
+        let (why, data) = if input.phase == Phase::Refused {
+            (
+                "the server already holds as many waiting answers as it allows, so this one \
+                 cannot wait; call tasks/result again in a moment, or poll tasks/get",
+                json!({"taskId": view.task_id, "status": view.status.as_str(), "reason": "too_many_waits"}),
+            )
+        } else {
+            (
+                "call tasks/result again, or poll tasks/get",
+                json!({"taskId": view.task_id, "status": view.status.as_str()}),
+            )
+        };
         let err = RpcError::new(
             TASK_NOT_READY,
             format!(
-                "task {} is still {}; call tasks/result again, or poll tasks/get every {} ms",
+                "task {} is still {}; {why} every {} ms",
                 view.task_id,
                 view.status.as_str(),
                 POLL_INTERVAL_MS
             ),
         )
-        .with_data(json!({"taskId": view.task_id, "status": view.status.as_str()}));
+        .with_data(data);
         return TaskReply {
             pending: Some(Wait {
                 after: input.snapshot.position,

@@ -19,7 +19,8 @@ use bernstein_store_file::racing::Racing;
 use bernstein_store_file::test_dir::TestDir;
 
 const KEY: &[u8] = &[3; 32];
-static ADMISSION: Admission = Admission::new();
+static ADMISSION: std::sync::LazyLock<std::sync::Arc<Admission>> =
+    std::sync::LazyLock::new(Default::default);
 const CLOCK: FixedClock = FixedClock(Timestamp(1_780_000_000_000));
 
 fn env(store: &dyn Store) -> Env<'_> {

@@ -16,6 +16,7 @@ mod feeds;
 mod metrics_route;
 mod operator;
 pub mod peer;
+pub mod room;
 pub mod server;
 pub mod service;
 
@@ -28,8 +29,9 @@ use bernstein_core::Config;
 use bernstein_core::transport::http::guard::check_bind;
 use bernstein_core::transport::http::{HttpOptions, HttpPolicy};
 
+pub use room::{Parked, WaitRoom};
 pub use server::{HttpServerHandle, bind, serve_http};
-pub use service::{Action, EventSink, HttpService, LegacyStreams};
+pub use service::{Action, EventSink, HttpService, LegacyStreams, Waiting};
 
 /// Resolves and binds `options.host:options.port` and builds the core's policy for it.
 /// Refuses, before binding, a non-loopback interface without a bearer token.

@@ -29,8 +29,9 @@ use bernstein_core::transport::http::{
     CONTINUE, Frame, HttpLimits, HttpOptions, HttpResponse, RequestParser, Status,
 };
 
-use super::service::{Action, EventSink, HttpService};
-use super::{ConnectionCounter, ConnectionSlot, is_loopback, log, open_listener, reachable};
+use super::room::Parked;
+use super::service::{Action, Early, EventSink, HttpService, Waiting};
+use super::{ConnectionCounter, ConnectionSlot, log, open_listener, reachable};
 
 /// How long a worker waits for the next bytes before parking a connection.
 const LINGER: Duration = Duration::from_millis(20);
@@ -72,6 +73,10 @@ impl HttpServerHandle {
         if let Some(a) = self.acceptor.take() {
             let _ = a.join();
         }
+        // Waiting requests are answered as things stand and handed to the workers, which
+        // drain their queue before they exit.
+        self.shared.service.waits.shutdown();
+        self.shared.resumer.close();
         self.shared.service.legacy.clear();
         self.shared.service.feeds.clear();
         for h in self.helpers.drain(..) {
@@ -93,10 +98,58 @@ struct Shared {
     service: HttpService,
     limits: HttpLimits,
     stop: AtomicBool,
-    /// Connections waiting in the worker queue.
-    queued: AtomicUsize,
+    /// Where the waiting room hands connections back to the workers.
+    resumer: Arc<Resumer>,
     /// The origin of the connections' read clocks.
     origin: Instant,
+}
+
+/// The workers' queue as the waiting room sees it; closed at shutdown, after the room has
+/// handed back every waiting request, so that the workers can drain the queue and exit.
+#[derive(Debug)]
+struct Resumer {
+    jobs: Mutex<Option<Sender<Job>>>,
+    /// Jobs waiting in the worker queue.
+    queued: AtomicUsize,
+}
+
+impl Resumer {
+    fn send(&self, job: Job) -> bool {
+        let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(jobs) = jobs.as_ref() else {
+            return false;
+        };
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        jobs.send(job).is_ok()
+    }
+
+    fn close(&self) {
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
+
+/// What a worker is handed: a connection with bytes to read, or one whose waiting request
+/// has IO to do.
+enum Job {
+    Serve(Conn),
+    Resume(Conn, Box<Waiting>),
+}
+
+/// A connection put aside with its waiting request: the room watches it, a worker resumes it.
+struct ParkedConn {
+    conn: Conn,
+    resumer: Arc<Resumer>,
+}
+
+impl Parked for ParkedConn {
+    fn gone(&self) -> bool {
+        super::peer::peer_closed_nonblocking(&self.conn.stream)
+    }
+
+    fn wake(self: Box<Self>, waiting: Box<Waiting>) {
+        let ParkedConn { conn, resumer } = *self;
+        resumer.send(Job::Resume(conn, waiting));
+    }
 }
 
 impl Shared {
@@ -109,7 +162,6 @@ impl Shared {
 struct Conn {
     stream: TcpStream,
     peer: SocketAddr,
-    peer_loopback: bool,
     parser: RequestParser,
     clock: ReadClock,
     _slot: ConnectionSlot,
@@ -117,6 +169,8 @@ struct Conn {
 
 enum Next {
     Park(Box<Conn>),
+    /// The request's answer waits for the ledger: put it in the waiting room.
+    Wait(Box<Conn>, Box<Waiting>),
     Done,
 }
 
@@ -130,14 +184,17 @@ pub fn bind(
     let local_addr = listener.local_addr()?;
     let limits = options.limits.clone();
     let service = HttpService::new(server, backend, policy, options);
+    let (job_tx, job_rx) = mpsc::channel::<Job>();
     let shared = Arc::new(Shared {
         service,
         limits: limits.clone(),
         stop: AtomicBool::new(false),
-        queued: AtomicUsize::new(0),
+        resumer: Arc::new(Resumer {
+            jobs: Mutex::new(Some(job_tx.clone())),
+            queued: AtomicUsize::new(0),
+        }),
         origin: Instant::now(),
     });
-    let (job_tx, job_rx) = mpsc::channel::<Conn>();
     let (park_tx, park_rx) = mpsc::channel::<Conn>();
     let job_rx = Arc::new(Mutex::new(job_rx));
     let mut helpers = Vec::new();
@@ -191,7 +248,7 @@ fn accept(
     shared: &Shared,
     listener: &TcpListener,
     counter: &ConnectionCounter,
-    jobs: &Sender<Conn>,
+    jobs: &Sender<Job>,
 ) {
     for incoming in listener.incoming() {
         if shared.stop.load(Ordering::SeqCst) {
@@ -227,28 +284,91 @@ fn accept(
         let conn = Conn {
             stream,
             peer,
-            peer_loopback: is_loopback(&peer),
             parser: RequestParser::new(shared.limits.parser()),
             clock: ReadClock::new(shared.now(), shared.limits.read_timeout),
             _slot: slot,
         };
-        shared.queued.fetch_add(1, Ordering::SeqCst);
-        if jobs.send(conn).is_err() {
+        shared.resumer.queued.fetch_add(1, Ordering::SeqCst);
+        if jobs.send(Job::Serve(conn)).is_err() {
             return;
         }
     }
 }
 
-fn worker(shared: &Shared, jobs: &Mutex<Receiver<Conn>>, park: &Sender<Conn>) {
+fn worker(shared: &Shared, jobs: &Mutex<Receiver<Job>>, park: &Sender<Conn>) {
     loop {
         let job = jobs.lock().unwrap_or_else(|p| p.into_inner()).recv();
-        let Ok(conn) = job else { return };
-        shared.queued.fetch_sub(1, Ordering::SeqCst);
-        if let Next::Park(conn) = drive(shared, conn)
-            && conn.stream.set_nonblocking(true).is_ok()
-        {
-            let _ = park.send(*conn);
+        let Ok(job) = job else { return };
+        shared.resumer.queued.fetch_sub(1, Ordering::SeqCst);
+        let next = match job {
+            Job::Serve(conn) => drive(shared, conn),
+            Job::Resume(conn, waiting) => resume(shared, conn, waiting),
+        };
+        match next {
+            Next::Park(conn) => {
+                if conn.stream.set_nonblocking(true).is_ok() {
+                    let _ = park.send(*conn);
+                }
+            }
+            Next::Wait(conn, waiting) => {
+                if conn.stream.set_nonblocking(true).is_ok() {
+                    let parked = ParkedConn {
+                        conn: *conn,
+                        resumer: shared.resumer.clone(),
+                    };
+                    shared.service.waits.park(waiting, Box::new(parked));
+                }
+            }
+            Next::Done => {}
         }
+    }
+}
+
+/// Resumes a connection's waiting request; once it is answered, serves the connection on.
+fn resume(shared: &Shared, conn: Conn, waiting: Box<Waiting>) -> Next {
+    if conn.stream.set_nonblocking(false).is_err() {
+        return Next::Done;
+    }
+    let action = with_peer(&conn.stream, |gone, early| {
+        shared.service.resume(waiting, gone, early)
+    });
+    match after(shared, conn, action) {
+        Ok(conn) => drive(shared, conn),
+        Err(next) => next,
+    }
+}
+
+/// Calls `serve` with what the service asks of a connection while it serves: whether the peer
+/// left, and a writer for the bytes of a response streamed meanwhile.
+fn with_peer<T>(stream: &TcpStream, serve: impl FnOnce(&dyn Fn() -> bool, Early<'_>) -> T) -> T {
+    let gone = || super::peer::peer_closed(stream);
+    let early = |bytes: &[u8]| {
+        let mut w = stream;
+        w.write_all(bytes).and_then(|()| w.flush())
+    };
+    serve(&gone, &early)
+}
+
+/// Carries out what serving a request left the connection to do; `Ok` when it serves on.
+fn after(shared: &Shared, mut conn: Conn, action: Action) -> Result<Conn, Next> {
+    match action {
+        Action::Streamed => Err(finish(conn)),
+        Action::Write(response) => {
+            note_refusal(&conn.peer, &response);
+            if conn.stream.write_all(&response.to_bytes()).is_err() || response.close {
+                return Err(finish(conn));
+            }
+            Ok(conn)
+        }
+        Action::OpenLegacy(open) => {
+            open_legacy(shared, conn, &open);
+            Err(Next::Done)
+        }
+        Action::OpenFeed(span) => {
+            open_feed(shared, conn, &span);
+            Err(Next::Done)
+        }
+        Action::Wait(waiting) => Err(Next::Wait(Box::new(conn), waiting)),
     }
 }
 
@@ -280,34 +400,14 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
                 }
                 Frame::Request(request) => {
                     conn.clock.request_served();
-                    let stream = &conn.stream;
-                    let gone = || super::peer::peer_closed(stream);
-                    let early = |bytes: &[u8]| {
-                        let mut w = stream;
-                        w.write_all(bytes).and_then(|()| w.flush())
+                    let peer = conn.peer.ip();
+                    let action = with_peer(&conn.stream, |gone, early| {
+                        shared.service.handle(request, peer, gone, early)
+                    });
+                    conn = match after(shared, conn, action) {
+                        Ok(conn) => conn,
+                        Err(next) => return next,
                     };
-                    match shared
-                        .service
-                        .handle(request, conn.peer_loopback, &gone, &early)
-                    {
-                        Action::Streamed => return finish(conn),
-                        Action::Write(response) => {
-                            note_refusal(&conn.peer, &response);
-                            if conn.stream.write_all(&response.to_bytes()).is_err()
-                                || response.close
-                            {
-                                return finish(conn);
-                            }
-                        }
-                        Action::OpenLegacy(open) => {
-                            open_legacy(shared, conn, &open);
-                            return Next::Done;
-                        }
-                        Action::OpenFeed(span) => {
-                            open_feed(shared, conn, &span);
-                            return Next::Done;
-                        }
-                    }
                 }
             }
         }
@@ -319,7 +419,7 @@ fn drive(shared: &Shared, mut conn: Conn) -> Next {
         // queue (the poller wakes on it), so fewer workers than connections take turns
         // request by request. Kept for a 100 ms slice, it made the others wait whole slices
         // (p99 305 ms at 64 connections on 16 workers, BENCHMARKS.md).
-        if conn.clock.served() > served_before && shared.queued.load(Ordering::SeqCst) > 0 {
+        if conn.clock.served() > served_before && shared.resumer.queued.load(Ordering::SeqCst) > 0 {
             return Next::Park(Box::new(conn));
         }
         match conn.stream.read(&mut buf) {
@@ -389,7 +489,7 @@ fn note_refusal(peer: &SocketAddr, response: &HttpResponse) {
 }
 
 /// Watches parked connections: ready ones go back to the pool, silent ones expire.
-fn poller(shared: &Shared, parked_rx: &Receiver<Conn>, jobs: &Sender<Conn>) {
+fn poller(shared: &Shared, parked_rx: &Receiver<Conn>, jobs: &Sender<Job>) {
     let mut parked: Vec<Conn> = Vec::new();
     let mut probe = [0u8; 1];
     loop {
@@ -428,8 +528,8 @@ fn poller(shared: &Shared, parked_rx: &Receiver<Conn>, jobs: &Sender<Conn>) {
             match ready {
                 Some(true) => {
                     let conn = parked.swap_remove(i);
-                    shared.queued.fetch_add(1, Ordering::SeqCst);
-                    if jobs.send(conn).is_err() {
+                    shared.resumer.queued.fetch_add(1, Ordering::SeqCst);
+                    if jobs.send(Job::Serve(conn)).is_err() {
                         return;
                     }
                 }

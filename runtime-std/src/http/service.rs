@@ -12,11 +12,14 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::io;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use bernstein_core::protocol::Server;
+use bernstein_core::engine::OwnedMessage;
+use bernstein_core::ledger::LedgerPosition;
 use bernstein_core::protocol::dispatch::request_span_id;
+use bernstein_core::protocol::{Server, TransportFacts};
 use bernstein_core::transport::http::exchange::{
     LegacyMessage, LegacyOpen, McpExchange, ServedParts, StreamedReply, body_span_id,
 };
@@ -28,9 +31,9 @@ use bernstein_core::transport::http::{
 };
 
 use super::feeds::Feeds;
-use crate::driver::Backend;
-use crate::driver::{DEFAULT_WAIT, Served, Stop, serve_message_streaming};
-use crate::inflight::Inflight;
+use super::room::WaitRoom;
+use crate::driver::{Backend, DEFAULT_WAIT, Drive, Env, Look, Served, Step, Stop};
+use crate::inflight::{Entry, Inflight};
 
 /// What the connection must do next.
 #[derive(Debug)]
@@ -46,6 +49,9 @@ pub enum Action {
     /// head): write [`feed_head`](bernstein_core::transport::http::operator::feed_head), then
     /// hand the sink to [`HttpService::open_feed`].
     OpenFeed(String),
+    /// The answer waits for the ledger: keep the connection aside (no thread needed) and
+    /// [`HttpService::resume`] it when [`Waiting::look`] says so.
+    Wait(Box<Waiting>),
 }
 
 /// Where the bytes of a response streamed while it is served go (the connection's socket);
@@ -238,6 +244,8 @@ pub struct HttpService {
     pub inflight: Inflight,
     /// The dashboards' live feeds.
     pub feeds: Feeds,
+    /// Requests whose answer waits for the ledger, put aside by their connections.
+    pub waits: WaitRoom,
     /// Origin of the monotonic time the stream timers run on.
     started: Instant,
 }
@@ -258,10 +266,13 @@ impl HttpService {
         policy: HttpPolicy,
         options: HttpOptions,
     ) -> HttpService {
-        // Both runtimes serve an MCP body on one of `workers` threads: at most half of them
-        // may hold a waiting answer, so a crowd of long polls never starves other requests.
-        backend.admission.limit_waits(options.limits.workers / 2);
+        // A waiting answer holds no thread (see `WaitRoom`), only its connection and memory.
+        let limits = &options.limits;
+        backend
+            .admission
+            .limit_waits(limits.max_waits, limits.max_waits_per_peer);
         let legacy = LegacyStreams::new(&options.limits);
+        let waits = WaitRoom::new(backend.clone());
         let feeds = Feeds::new(options.limits.max_legacy_streams);
         // The tools' `Mcp-Param-*` bindings (SEP-2243), read once from their input schemas.
         let policy = policy.with_param_headers(ParamHeaders::of(&server));
@@ -273,6 +284,7 @@ impl HttpService {
             legacy,
             inflight: Inflight::default(),
             feeds,
+            waits,
             started: Instant::now(),
         }
     }
@@ -304,26 +316,33 @@ impl HttpService {
             .route(request, peer_loopback, self.backend.clock.now())
     }
 
-    /// Routes and serves a request (may block on the ledger). `gone` tells whether the peer
-    /// closed its connection meanwhile (which cancels a waiting request); `early` writes the
-    /// bytes of a response streamed while it is served.
+    /// Routes and serves a request from `peer` (may block on the ledger). `gone` tells
+    /// whether the peer closed its connection meanwhile (which cancels a waiting request);
+    /// `early` writes the bytes of a response streamed while it is served.
     pub fn handle(
         &self,
         request: Request,
-        peer_loopback: bool,
+        peer: IpAddr,
         gone: &dyn Fn() -> bool,
         early: Early<'_>,
     ) -> Action {
-        self.act(self.route(request, peer_loopback), gone, early)
+        let loopback = peer.to_canonical().is_loopback();
+        self.act(self.route(request, loopback), peer, gone, early)
     }
 
-    /// Carries out a routing decision (may block on the ledger).
-    pub fn act(&self, decision: Decision, gone: &dyn Fn() -> bool, early: Early<'_>) -> Action {
+    /// Carries out a routing decision for a request from `peer` (may block on the ledger).
+    pub fn act(
+        &self,
+        decision: Decision,
+        peer: IpAddr,
+        gone: &dyn Fn() -> bool,
+        early: Early<'_>,
+    ) -> Action {
         match decision {
             Decision::Respond(r) => Action::Write(r),
-            Decision::Mcp(x) => self.serve_mcp(&x, gone, early),
+            Decision::Mcp(x) => self.serve_mcp(x, peer, gone, early),
             Decision::OpenLegacyStream(open) => Action::OpenLegacy(open),
-            Decision::LegacyMessage(m) => Action::Write(self.serve_legacy(&m)),
+            Decision::LegacyMessage(m) => self.serve_legacy(m, peer),
             Decision::Operator(req) => self.serve_operator(req),
             other => {
                 bernstein_store_file::log_line!(
@@ -343,128 +362,270 @@ impl HttpService {
     /// `POST /mcp`: serve the body. A client that accepts SSE gets its answer streamed: the
     /// head and each notification as soon as it is due (a long poll's progress ticks while it
     /// still waits), the reply last ([`Action::Streamed`]); otherwise the core shapes the
-    /// whole HTTP response at the end.
-    pub fn serve_mcp(&self, x: &McpExchange, gone: &dyn Fn() -> bool, early: Early<'_>) -> Action {
-        let stream: RefCell<Option<StreamedReply>> = RefCell::new(None);
-        let broken = Cell::new(false);
-        let notify = |n: &[u8]| {
-            let mut open = stream.borrow_mut();
-            if open.is_none() {
-                let span = request_span_id(&x.body).unwrap_or_else(|| body_span_id(&x.body));
-                // A client that takes JSON only cannot receive notifications.
-                let Some(s) = StreamedReply::open(x, &span) else {
-                    return;
-                };
-                broken.set(early(&s.head()).is_err());
-                *open = Some(s);
-            }
-            if let Some(s) = open.as_mut() {
-                let event = s.event(n);
-                if !broken.get() && early(&event).is_err() {
-                    broken.set(true);
-                }
-            }
+    /// whole HTTP response at the end. An answer that must wait comes back as
+    /// [`Action::Wait`].
+    pub fn serve_mcp(
+        &self,
+        x: McpExchange,
+        peer: IpAddr,
+        gone: &dyn Fn() -> bool,
+        early: Early<'_>,
+    ) -> Action {
+        let (body, facts) = (x.body.clone(), x.facts.clone());
+        let answer = Answer::Mcp {
+            x,
+            stream: RefCell::new(None),
         };
-        let served = self.serve(&x.body, &x.facts, &|| gone() || broken.get(), &notify);
-        match stream.into_inner() {
-            None => Action::Write(x.reply(parts(&served))),
-            Some(mut s) => {
-                if let Some(reply) = &served.response
-                    && !broken.get()
-                {
-                    let _ = early(&s.event(reply));
-                }
-                Action::Streamed
-            }
-        }
+        self.resume(self.start(body, facts, peer, answer), gone, early)
     }
 
     /// `POST /messages?stream=…`: serve the body and put its notifications (as they happen)
-    /// and its reply on the stream.
-    pub fn serve_legacy(&self, m: &LegacyMessage) -> HttpResponse {
+    /// and its reply on the stream; the POST is answered once the reply is on it.
+    pub fn serve_legacy(&self, m: LegacyMessage, peer: IpAddr) -> Action {
         let Some((sink, version)) = self.legacy.get(&m.token).filter(|(s, _)| s.is_open()) else {
             self.legacy.remove(&m.token);
-            return m.stream_gone();
+            return Action::Write(m.stream_gone());
         };
         let mut facts = m.facts.clone();
         if facts.protocol_version.is_none() {
             facts.protocol_version = version;
         }
         let span = m.span(request_span_id(&m.body).as_deref());
-        let broken = Cell::new(false);
-        let put = |served: ServedParts<'_>| {
-            let sent = self
-                .legacy
-                .events(m, served)
-                .is_some_and(|events| events.is_empty() || sink.send(&events).is_ok());
-            if !sent {
-                broken.set(true);
-            }
-        };
-        let notify = |n: &[u8]| {
-            put(ServedParts {
-                notifications: &[n.to_vec()],
-                response: None,
-                span_id: Some(&span),
-            });
-        };
         self.legacy.message_started(&m.token, self.clock());
-        let served = self.serve(
-            &m.body,
-            &facts,
-            &|| broken.get() || !sink.is_open(),
-            &notify,
-        );
-        self.legacy.message_finished(&m.token, self.clock());
-        if let Some(v) = &served.negotiated_version {
-            self.legacy.set_version(&m.token, v.clone());
-        }
-        if !broken.get() {
-            put(parts(&served));
-        }
-        if broken.get() {
-            self.legacy.remove(&m.token);
-            return m.stream_gone();
-        }
-        m.accepted(served.span_id.as_deref())
+        let body = m.body.clone();
+        let answer = Answer::Legacy { m, sink, span };
+        self.resume(
+            self.start(body, facts, peer, answer),
+            &|| false,
+            &|_| Ok(()),
+        )
     }
 
-    /// Serves one body. A `notifications/cancelled` first cancels the request it names; a
-    /// request is registered while it is served, and its wait ends as cancelled when a
-    /// cancellation names it or `gone` says the peer left.
-    fn serve(
+    /// Registers the request for cancellation (a `notifications/cancelled` first cancels the
+    /// request it names) and starts serving it; its wait counts against `peer`'s share.
+    fn start(
         &self,
-        body: &[u8],
-        facts: &bernstein_core::protocol::TransportFacts,
-        gone: &dyn Fn() -> bool,
-        notify: &dyn Fn(&[u8]),
-    ) -> Served {
-        self.inflight.cancel_named(body);
-        let entry = self.inflight.enter_message(body);
-        let stop = || {
-            let cancelled = entry.as_ref().is_some_and(|e| e.cancelled()) || gone();
-            cancelled.then_some(Stop::Cancel)
-        };
-        let env = self.backend.env();
-        match serve_message_streaming(
-            &self.server,
-            &env,
-            body,
+        body: Vec<u8>,
+        facts: TransportFacts,
+        peer: IpAddr,
+        answer: Answer,
+    ) -> Box<Waiting> {
+        self.inflight.cancel_named(&body);
+        let entry = self.inflight.enter_message(&body);
+        let job = OwnedMessage {
+            server: self.server.clone(),
+            bytes: body,
             facts,
-            &DEFAULT_WAIT,
-            &stop,
-            notify,
-        ) {
-            Ok(served) => served,
-            Err(e) => {
+        };
+        Box::new(Waiting {
+            drive: Drive::new(&self.backend.env(), job, &DEFAULT_WAIT)
+                .for_peer(peer.to_canonical()),
+            entry,
+            answer,
+            broken: Cell::new(false),
+        })
+    }
+
+    /// Serves a request until its answer, or until it waits for the ledger again
+    /// ([`Action::Wait`]: park it, and resume it when [`Waiting::look`] says so). `gone` tells
+    /// whether the peer closed its connection (which cancels a waiting request); `early`
+    /// writes the bytes of a response streamed while it is served.
+    pub fn resume(&self, mut w: Box<Waiting>, gone: &dyn Fn() -> bool, early: Early<'_>) -> Action {
+        let env = self.backend.env();
+        let step = {
+            let Waiting {
+                drive,
+                entry,
+                answer,
+                broken,
+            } = &mut *w;
+            let stop = || stop_rule(entry.as_ref(), answer, broken, gone);
+            let notify = |n: &[u8]| self.notify(answer, broken, n, early);
+            drive.run(&env, &stop, &notify)
+        };
+        let served = match step {
+            Step::Asleep => return Action::Wait(w),
+            Step::Done(Ok(finished)) => finished.served,
+            Step::Done(Err(e)) => {
                 bernstein_store_file::log_line!("bernstein http: ledger error: {e}");
                 Served {
-                    response: Some(self.server.storage_failure_reply(body, &e.to_string())),
+                    response: Some(
+                        self.server
+                            .storage_failure_reply(w.answer.body(), &e.to_string()),
+                    ),
                     ..Served::default()
                 }
             }
+        };
+        let Waiting { answer, broken, .. } = *w;
+        match answer {
+            Answer::Mcp { x, stream } => match stream.into_inner() {
+                None => Action::Write(x.reply(parts(&served))),
+                Some(mut s) => {
+                    if let Some(reply) = &served.response
+                        && !broken.get()
+                    {
+                        let _ = early(&s.event(reply));
+                    }
+                    Action::Streamed
+                }
+            },
+            Answer::Legacy { m, sink, .. } => {
+                self.legacy.message_finished(&m.token, self.clock());
+                if let Some(v) = &served.negotiated_version {
+                    self.legacy.set_version(&m.token, v.clone());
+                }
+                if !broken.get() {
+                    self.put_legacy(&m, &sink, &broken, parts(&served));
+                }
+                if broken.get() {
+                    self.legacy.remove(&m.token);
+                    return Action::Write(m.stream_gone());
+                }
+                Action::Write(m.accepted(served.span_id.as_deref()))
+            }
         }
     }
+
+    /// Sends a notification of a request being served: on the answer's SSE stream (opened by
+    /// the first one; a client that takes JSON only cannot receive notifications), or on its
+    /// legacy stream.
+    fn notify(&self, answer: &Answer, broken: &Cell<bool>, n: &[u8], early: Early<'_>) {
+        match answer {
+            Answer::Mcp { x, stream } => {
+                let mut open = stream.borrow_mut();
+                if open.is_none() {
+                    let span = request_span_id(&x.body).unwrap_or_else(|| body_span_id(&x.body));
+                    let Some(s) = StreamedReply::open(x, &span) else {
+                        return;
+                    };
+                    broken.set(early(&s.head()).is_err());
+                    *open = Some(s);
+                }
+                if let Some(s) = open.as_mut() {
+                    let event = s.event(n);
+                    if !broken.get() && early(&event).is_err() {
+                        broken.set(true);
+                    }
+                }
+            }
+            Answer::Legacy { m, sink, span } => {
+                let served = ServedParts {
+                    notifications: &[n.to_vec()],
+                    response: None,
+                    span_id: Some(span),
+                };
+                self.put_legacy(m, sink, broken, served);
+            }
+        }
+    }
+
+    fn put_legacy(
+        &self,
+        m: &LegacyMessage,
+        sink: &Arc<dyn EventSink>,
+        broken: &Cell<bool>,
+        served: ServedParts<'_>,
+    ) {
+        let sent = self
+            .legacy
+            .events(m, served)
+            .is_some_and(|events| events.is_empty() || sink.send(&events).is_ok());
+        if !sent {
+            broken.set(true);
+        }
+    }
+}
+
+/// A request whose answer waits for the ledger, put aside by its connection
+/// ([`Action::Wait`]): it holds no thread while it waits.
+pub struct Waiting {
+    drive: Drive<OwnedMessage>,
+    entry: Option<Entry>,
+    answer: Answer,
+    /// Whether the stream the answer goes to broke (the peer left).
+    broken: Cell<bool>,
+}
+
+impl std::fmt::Debug for Waiting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waiting")
+            .field("drive", &self.drive)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Waiting {
+    /// When the request's nap ends: [`Waiting::look`] is due then.
+    pub fn wakes_at(&self) -> Option<Instant> {
+        self.drive.wakes_at()
+    }
+
+    /// At the end of the nap, with the ledger head as last read: whether the request sleeps
+    /// on, or must be resumed ([`HttpService::resume`]) on a thread that may block. `gone`
+    /// tells whether the peer left; `settle` answers now (shutdown).
+    pub fn look(
+        &mut self,
+        env: &Env<'_>,
+        head: &LedgerPosition,
+        gone: &dyn Fn() -> bool,
+        settle: bool,
+    ) -> Look {
+        let Waiting {
+            drive,
+            entry,
+            answer,
+            broken,
+        } = self;
+        let stop = || {
+            if settle {
+                return Some(Stop::Settle);
+            }
+            stop_rule(entry.as_ref(), answer, broken, gone)
+        };
+        drive.look(env, head, &stop)
+    }
+}
+
+/// Where a waiting request's answer goes.
+enum Answer {
+    /// The response to a `POST /mcp` (streamed once a notification opened the stream).
+    Mcp {
+        x: McpExchange,
+        stream: RefCell<Option<StreamedReply>>,
+    },
+    /// A legacy stream (`POST /messages?stream=…`).
+    Legacy {
+        m: LegacyMessage,
+        sink: Arc<dyn EventSink>,
+        span: String,
+    },
+}
+
+impl Answer {
+    fn body(&self) -> &[u8] {
+        match self {
+            Answer::Mcp { x, .. } => &x.body,
+            Answer::Legacy { m, .. } => &m.body,
+        }
+    }
+}
+
+/// A waiting request ends as cancelled when a cancellation names it, or the peer its answer
+/// goes to left (the stream broke, the connection or the legacy stream closed).
+fn stop_rule(
+    entry: Option<&Entry>,
+    answer: &Answer,
+    broken: &Cell<bool>,
+    gone: &dyn Fn() -> bool,
+) -> Option<Stop> {
+    // A legacy answer goes to its stream, not to the POST that carried the message.
+    let left = match answer {
+        Answer::Mcp { .. } => gone(),
+        Answer::Legacy { sink, .. } => !sink.is_open(),
+    };
+    let cancelled = entry.is_some_and(Entry::cancelled) || broken.get() || left;
+    cancelled.then_some(Stop::Cancel)
 }
 
 fn parts(served: &Served) -> ServedParts<'_> {

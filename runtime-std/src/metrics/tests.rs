@@ -20,7 +20,8 @@ use bernstein_store_file::racing::Racing;
 use bernstein_store_file::test_dir::TestDir;
 
 const KEY: &[u8] = &[5; 32];
-static ADMISSION: crate::driver::Admission = crate::driver::Admission::new();
+static ADMISSION: std::sync::LazyLock<std::sync::Arc<crate::driver::Admission>> =
+    std::sync::LazyLock::new(Default::default);
 const CLOCK: FixedClock = FixedClock(Timestamp(1_780_000_000_000));
 const ERA: &str = "2025-11-25";
 

@@ -15,8 +15,8 @@ use bernstein_store_file::keys::{load_or_create_audit_key, load_or_create_signin
 use serde_json::{Value, json};
 
 /// The turn every request of this file takes once contended (they share one ledger).
-static ADMISSION: bernstein_runtime_std::driver::Admission =
-    bernstein_runtime_std::driver::Admission::new();
+static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_runtime_std::driver::Admission>> =
+    std::sync::LazyLock::new(Default::default);
 
 /// One server process's view of a project: its store, its server and its keys.
 pub struct Worker {

@@ -174,6 +174,13 @@ def start_and_expect_failure(launcher: Launcher, *, host: str, env: dict[str, st
                           timeout=timeout, cwd=str(launcher.workdir))
 
 
+class _Backlogged(ThreadingHTTPServer):
+    """The standard server's listen backlog is 5: a burst of clients (a crowd of long polls)
+    would be reset before the proxy accepts them."""
+
+    request_queue_size = 256
+
+
 class RecordingProxy:
     """A reverse proxy on 127.0.0.1 that records the JSON-RPC traffic it forwards."""
 
@@ -188,7 +195,7 @@ class RecordingProxy:
         class Handler(_ForwardingHandler):
             owner = proxy
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Backlogged(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="recording-proxy", daemon=True)

@@ -76,6 +76,12 @@ pub struct HttpLimits {
     pub max_connections: usize,
     /// Threads that serve requests (runtime-std's worker pool).
     pub workers: usize,
+    /// Most answers waiting for the ledger at once (long polls, open `tasks/result`s); a
+    /// waiting answer holds its connection but no thread. Beyond it a wait is refused with a
+    /// clear, retryable error.
+    pub max_waits: usize,
+    /// Most waiting answers for one peer address (the same refusal beyond it).
+    pub max_waits_per_peer: usize,
     /// Most simultaneously open legacy SSE streams (503 beyond).
     pub max_legacy_streams: usize,
     /// Interval of keep-alive comments on open legacy SSE streams.
@@ -94,6 +100,8 @@ impl Default for HttpLimits {
             read_timeout: Duration::from_secs(30),
             max_connections: 512,
             workers: 16,
+            max_waits: 512,
+            max_waits_per_peer: 128,
             max_legacy_streams: 128,
             sse_keepalive: Duration::from_secs(15),
             sse_idle: Duration::from_secs(300),
