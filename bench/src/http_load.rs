@@ -112,7 +112,7 @@ pub fn init_params() -> Value {
 /// One JSON-RPC message with the HTTP headers the MCP transport asks for.
 #[derive(Clone)]
 pub struct Message {
-    body: Vec<u8>,
+    pub body: Vec<u8>,
     method: String,
     name: Option<String>,
 }
@@ -192,6 +192,17 @@ impl Conn {
         let mut out = head.into_bytes();
         out.extend_from_slice(&msg.body);
         self.stream.write_all(&out)?;
+        self.read_response()
+    }
+
+    /// Sends `GET path` and reads one response (`/metrics`, the probes).
+    pub fn get(&mut self, path: &str) -> std::io::Result<(u16, Vec<u8>)> {
+        let mut head = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n", self.addr);
+        if let Some(t) = &self.token {
+            head.push_str(&format!("Authorization: Bearer {t}\r\n"));
+        }
+        head.push_str("\r\n");
+        self.stream.write_all(head.as_bytes())?;
         self.read_response()
     }
 

@@ -9,7 +9,8 @@
 //! resident memory), `python` (the same load on the Python implementation, when installed) and
 //! `wrk` (`tools/call bernstein_status` under wrk at 1/16/64 connections, ours on both runtimes
 //! beside an rmcp peer, a raw loopback limit and Python; the peers are built from
-//! `bench/peers/`, see [`wrk`]).
+//! `bench/peers/`, see [`wrk`]) and `polls` (1,000 long polls held open, 10,000 with `--full`,
+//! on both runtimes: threads, memory, CPU and `tools/list` latency meanwhile).
 //! It asserts nothing about speed: it reports. `bernstein-bench write-ledger DIR N` writes a
 //! project holding an N-record ledger, for timing start-up and `audit verify` from outside.
 
@@ -19,6 +20,7 @@ mod durable;
 mod http_load;
 mod ledger;
 mod ledger_file;
+mod long_polls;
 mod process;
 mod python;
 mod stats;
@@ -87,6 +89,9 @@ fn main() {
         }
         if wanted("wrk") {
             wrk::side_by_side(bin, full);
+        }
+        if wanted("polls") {
+            long_polls::row(bin, full);
         }
     } else {
         println!(

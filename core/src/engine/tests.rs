@@ -534,6 +534,36 @@ fn tasks_result_waits_for_the_task_to_finish() {
 }
 
 #[test]
+fn tasks_result_without_a_free_wait_slot_says_why_it_cannot_wait() {
+    let mut sim = Sim::new(Tier::Standard);
+    let start = message(
+        1,
+        "tools/call",
+        json!({"name": "bernstein_run", "arguments": {"goal": "task"}, "task": {}}),
+    );
+    let done = sim.serve(&start, DEFAULT_WAIT, &mut never).unwrap();
+    let task = reply(&done)["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    sim.wait_slots = 0;
+    let result = message(2, "tasks/result", json!({"taskId": task}));
+    let done = sim.serve(&result, DEFAULT_WAIT, &mut never).unwrap();
+    let r = reply(&done);
+    assert_eq!(r["error"]["data"]["reason"], "too_many_waits", "{r}");
+    assert_eq!(r["error"]["data"]["taskId"], task.as_str(), "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot wait"),
+        "{r}"
+    );
+    assert_eq!(sim.count("wait"), 0);
+    assert_eq!(done.took, sim.fsync * 2, "no time spent waiting");
+}
+
+#[test]
 fn host_rounds_feed_every_reply_back_until_the_tool_answers() {
     let mut sim = Sim::new(Tier::Core);
     let mut config = Config::new(KEY.to_vec());

@@ -107,6 +107,7 @@ macro_rules! http_scenarios {
             get_and_unknown_paths,
             foreign_hosts_are_refused_on_every_route,
             idle_legacy_streams_close_and_free_the_cap,
+            waits_beyond_the_workers_are_woken_by_a_write,
         );
     };
     (@tests $launch:expr; $($name:ident),* $(,)?) => {

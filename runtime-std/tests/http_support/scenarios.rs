@@ -775,3 +775,73 @@ pub fn idle_legacy_streams_close_and_free_the_cap(launch: Launcher) {
     }
     assert!(reopened, "both places free again");
 }
+
+/// Twice as many long polls as workers wait at once (a waiting answer holds no worker), other
+/// requests are answered meanwhile, and a write to the run they wait on answers every one of
+/// them long before their deadline.
+pub fn waits_beyond_the_workers_are_woken_by_a_write(launch: Launcher) {
+    let opts = test_options();
+    let polls = opts.limits.workers * 2;
+    let f = start(launch, test_config(), opts);
+    let mut c = Conn::open(f.addr());
+    let r = c.post_mcp(&call(1, "bernstein_run", json!({"goal": "wait"})), &[]);
+    let run = assert_ok_result(&r, 1)["result"]["structuredContent"]["result"]["run_id"]
+        .as_str()
+        .expect("run_id")
+        .to_string();
+    let mut waiting: Vec<Conn> = (0..polls)
+        .map(|i| {
+            let mut w = Conn::open(f.addr());
+            let poll = call(
+                10 + i as u64,
+                "bernstein_run_status",
+                json!({"run_id": run, "wait_ms": 60_000}),
+            );
+            let headers = [
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json"),
+            ];
+            let bytes = request_bytes(
+                &w.host(),
+                "POST",
+                "/mcp",
+                &headers,
+                poll.to_string().as_bytes(),
+            );
+            w.send(&bytes);
+            w
+        })
+        .collect();
+    let waits = |c: &mut Conn| {
+        let r = c.request("GET", "/metrics", &[], b"");
+        r.text()
+            .lines()
+            .find_map(|l| l.strip_prefix("bernstein_waits_in_flight "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0) as usize
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while waits(&mut c) < polls && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(waits(&mut c), polls, "every poll waits at once");
+    let t0 = Instant::now();
+    let r = c.post_mcp(&rpc(2, "tools/list", json!({})), &[]);
+    assert_ok_result(&r, 2);
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let r = c.post_mcp(&call(3, "bernstein_cancel", json!({"task_id": run})), &[]);
+    assert_ok_result(&r, 3);
+    for (i, w) in waiting.iter_mut().enumerate() {
+        let r = w.read_response();
+        let v = assert_ok_result(&r, 10 + i as u64);
+        assert_eq!(
+            v["result"]["structuredContent"]["result"]["status"], "cancelled",
+            "{v}"
+        );
+    }
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "the write woke the polls: {:?}",
+        t0.elapsed()
+    );
+}

@@ -1,0 +1,174 @@
+//! The long-poll row: N concurrent `bernstein_run_status {wait_ms}` calls held open against
+//! one run that does not move, on each runtime, while one more client measures `tools/list`.
+//! Reports how many polls the server holds waiting (its `bernstein_waits_in_flight` gauge),
+//! its threads, resident memory and CPU while they wait, the `tools/list` latency meanwhile,
+//! and how quickly the waits end once their clients hang up. 1,000 polls by default, 10,000
+//! with `--full` (the server's connection and wait caps are raised to fit, through the
+//! environment).
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::http_load::{Conn, Message, REVISION, http_command, memory, request, spawn, tool_call};
+use crate::stats::{Summary, fmt};
+
+/// How long each poll asks to wait: longer than the measurement.
+const WAIT_MS: u64 = 120_000;
+
+pub fn row(bin: &Path, full: bool) {
+    let polls: usize = if full { 10_000 } else { 1_000 };
+    println!("## Long polls held open (`bernstein_run_status {{wait_ms: {WAIT_MS}}}`)\n");
+    println!(
+        "| runtime | polls | waiting | threads | RSS | CPU while waiting | tools/list p50 | p99 | waits ended after hang-up |\n|---|---|---|---|---|---|---|---|---|"
+    );
+    for runtime in ["std", "smol"] {
+        match measure(bin, runtime, polls) {
+            Ok(line) => println!("{line}"),
+            Err(e) => println!("| {runtime} | {polls} | error: {e} | | | | | | |"),
+        }
+    }
+    println!();
+}
+
+fn measure(bin: &Path, runtime: &str, polls: usize) -> Result<String, String> {
+    let dir = crate::scratch_dir(&format!("polls-{runtime}"));
+    let mut cmd = http_command(bin, &dir, runtime);
+    let cap = (polls + 64).to_string();
+    cmd.env("BERNSTEIN_MCP_MAX_CONNECTIONS", &cap)
+        .env("BERNSTEIN_MCP_MAX_WAITS", &cap)
+        .env("BERNSTEIN_MCP_MAX_WAITS_PER_PEER", &cap);
+    let served = spawn(cmd, None, None)?;
+    let pid = served.child.id();
+    let mut client = Conn::open(&served.addr, None).map_err(|e| e.to_string())?;
+    let (_, body) = client
+        .post(&tool_call(
+            1,
+            "bernstein_run",
+            json!({"goal": "long polls"}),
+        ))
+        .map_err(|e| e.to_string())?;
+    let run_id = run_id(&body).ok_or("no run_id in the bernstein_run answer")?;
+    let poll = tool_call(
+        2,
+        "bernstein_run_status",
+        json!({"run_id": run_id, "wait_ms": WAIT_MS}),
+    );
+    let bytes = raw_post(&served.addr, &poll);
+    let mut open = Vec::with_capacity(polls);
+    for _ in 0..polls {
+        let mut s = TcpStream::connect(&served.addr).map_err(|e| format!("connect: {e}"))?;
+        s.write_all(&bytes).map_err(|e| format!("write: {e}"))?;
+        open.push(s);
+    }
+    let waiting = settle(&mut client, Duration::from_secs(30), |n| n >= polls as u64);
+    let cpu0 = cpu_ticks(pid);
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_secs(2));
+    let cpu = cpu_ticks(pid)
+        .zip(cpu0)
+        .map(|(b, a)| (b - a) as f64 / ticks_per_second() / t0.elapsed().as_secs_f64());
+    let threads = threads(pid);
+    let mem = memory(pid);
+    let list = request(3, "tools/list", json!({}));
+    let mut took = Vec::new();
+    for _ in 0..200 {
+        let t = Instant::now();
+        let (status, _) = client.post(&list).map_err(|e| e.to_string())?;
+        if status != 200 {
+            return Err(format!("tools/list answered {status}"));
+        }
+        took.push(t.elapsed());
+    }
+    let latency = Summary::of(took);
+    let hung_up = Instant::now();
+    drop(open);
+    let left = settle(&mut client, Duration::from_secs(30), |n| n == 0);
+    let ended = if left == Some(0) {
+        format!("{:.1} s", hung_up.elapsed().as_secs_f64())
+    } else {
+        format!("{left:?} still waiting after 30 s")
+    };
+    drop(served);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(format!(
+        "| {runtime} | {polls} | {} | {} | {} | {} | {} | {} | {ended} |",
+        waiting.map_or("?".into(), |n| n.to_string()),
+        threads.map_or("?".into(), |n| n.to_string()),
+        mem.map_or("?".into(), |(rss, _)| format!(
+            "{:.0} MiB",
+            rss as f64 / 1024.0
+        )),
+        cpu.map_or("?".into(), |c| format!("{:.0}%", c * 100.0)),
+        fmt(latency.p50),
+        fmt(latency.p99),
+    ))
+}
+
+/// The `run_id` in a `bernstein_run` answer (JSON, or the last event of an SSE body).
+fn run_id(body: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let text = v["result"]["content"][0]["text"].as_str()?;
+    let payload: serde_json::Value = serde_json::from_str(text).ok()?;
+    let p = payload.get("result").unwrap_or(&payload);
+    p["run_id"].as_str().map(str::to_string)
+}
+
+/// One POST of `msg`, as bytes a client writes and then leaves waiting.
+fn raw_post(addr: &str, msg: &Message) -> Vec<u8> {
+    let mut out = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\nMCP-Protocol-Version: {REVISION}\r\nContent-Length: {}\r\n\r\n",
+        msg.body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(&msg.body);
+    out
+}
+
+/// Scrapes `bernstein_waits_in_flight` until `done` holds or `limit` passes; the last value.
+fn settle(client: &mut Conn, limit: Duration, done: impl Fn(u64) -> bool) -> Option<u64> {
+    let deadline = Instant::now() + limit;
+    let mut last = None;
+    while Instant::now() < deadline {
+        last = client.get("/metrics").ok().and_then(|(_, body)| {
+            String::from_utf8_lossy(&body)
+                .lines()
+                .find_map(|l| l.strip_prefix("bernstein_waits_in_flight "))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .map(|v| v as u64)
+        });
+        if last.is_some_and(&done) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    last
+}
+
+fn threads(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// User plus system CPU time of `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// `sysconf(_SC_CLK_TCK)` is 100 on every Linux this runs on.
+fn ticks_per_second() -> f64 {
+    100.0
+}
