@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use bernstein_core::protocol::TransportFacts;
 use bernstein_core::{Config, Server};
-use bernstein_runtime_std::driver::{Env, serve_message};
-use bernstein_runtime_std::host::NoHost;
+use bernstein_serve::driver::{Env, serve_message};
+use bernstein_serve::host::NoHost;
 use bernstein_store_file::FileStore;
 use bernstein_store_file::clock::SystemClock;
 use serde_json::json;
@@ -17,7 +17,7 @@ use crate::ledger::call;
 use crate::stats::{Summary, fmt};
 
 /// The turn every request of this file takes once contended (they share one ledger).
-static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_runtime_std::driver::Admission>> =
+static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_serve::driver::Admission>> =
     std::sync::LazyLock::new(Default::default);
 
 /// How long each writer count is measured.

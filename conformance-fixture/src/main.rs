@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Config, Server, Tier};
-use bernstein_runtime_std::driver::Backend;
-use bernstein_runtime_std::host::ProjectHost;
+use bernstein_serve::driver::Backend;
+use bernstein_serve::host::ProjectHost;
 use bernstein_store_file::FileStore;
 use bernstein_store_file::clock::SystemClock;
 

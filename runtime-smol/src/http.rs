@@ -5,7 +5,7 @@
 //! legacy streams' keep-alive and idle timers are the core's, fired by one timer task);
 //! framing, routing and every HTTP decision are the core's, and serving an MCP body (ledger IO,
 //! fsync) runs on a fixed pool of threads ([`pool`], sized by `limits.workers`) through
-//! runtime-std's shared [`HttpService`](bernstein_runtime_std::http::HttpService), never on the
+//! the shared [`HttpService`](bernstein_serve::http::HttpService), never on the
 //! executor. (A dedicated pool, not `smol::unblock`: it bounds concurrent ledger work and
 //! measured about half the hand-off latency on a loaded two-core machine.) A legacy
 //! SSE stream is a task that owns its connection and drains a bounded channel; the registry maps
@@ -25,10 +25,10 @@ use bernstein_core::transport::http::response::{over_capacity, request_timeout, 
 use bernstein_core::transport::http::{
     CONTINUE, Decision, Frame, HttpOptions, HttpResponse, RequestParser, Status, sse,
 };
-use bernstein_runtime_std::driver::Backend;
-use bernstein_runtime_std::http::peer::peer_closed_nonblocking;
-use bernstein_runtime_std::http::service::Early;
-use bernstein_runtime_std::http::{
+use bernstein_serve::driver::Backend;
+use bernstein_serve::http::peer::peer_closed_nonblocking;
+use bernstein_serve::http::service::Early;
+use bernstein_serve::http::{
     Action, ConnectionSlot, EventSink, HttpService, Parked, Waiting, is_loopback, log,
     open_listener,
 };
@@ -129,7 +129,7 @@ async fn stream_timers(svc: Arc<HttpService>) {
 /// Binds, announces the endpoint on stderr and serves until the process ends.
 pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
     let handle = bind(server, backend, options)?;
-    bernstein_runtime_std::http::announce(&handle.service, handle.local_addr(), "runtime smol");
+    bernstein_serve::http::announce(&handle.service, handle.local_addr(), "runtime smol");
     handle.wait()
 }
 

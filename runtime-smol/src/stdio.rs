@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use bernstein_core::protocol::Server;
 use bernstein_core::transport::Line;
-use bernstein_runtime_std::driver::Backend;
-use bernstein_runtime_std::inflight::Inflight;
-use bernstein_runtime_std::stdio::{StdioConnection, deferred_stop, serve_deferred};
+use bernstein_serve::driver::Backend;
+use bernstein_serve::inflight::Inflight;
+use bernstein_serve::stdio::{StdioConnection, deferred_stop, serve_deferred};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Serves stdin/stdout until end of input, on a smol executor.

@@ -7,7 +7,7 @@ mod http_support;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bernstein_runtime_std::driver::Backend;
+use bernstein_serve::driver::Backend;
 
 use bernstein_core::Server;
 use bernstein_core::transport::http::HttpOptions;

@@ -14,16 +14,16 @@ use std::sync::Mutex;
 use bernstein_core::Timestamp;
 use bernstein_core::ledger::Store;
 use bernstein_core::time::Clock;
-use bernstein_runtime_std::driver::Env;
-use bernstein_runtime_std::host::NoHost;
-use bernstein_runtime_std::stdio::StdioConnection;
+use bernstein_serve::driver::Env;
+use bernstein_serve::host::NoHost;
+use bernstein_serve::stdio::StdioConnection;
 use bernstein_store_file::FileStore;
 use bernstein_store_file::verify_cmd::audit_verify;
 use replay_support::fixtures::{all, first_difference, next_call_time, snapshot_value};
 use replay_support::{Scratch, copy_store};
 
 /// The turn every request of this file takes once contended (they share one ledger).
-static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_runtime_std::driver::Admission>> =
+static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_serve::driver::Admission>> =
     std::sync::LazyLock::new(Default::default);
 
 /// A clock the test sets before each request: the value the recording's audit record holds.

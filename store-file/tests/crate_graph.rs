@@ -1,7 +1,8 @@
 //! The workspace's crates depend one way. Every crate has a layer in [`LAYERS`]; each normal
 //! or build dependency on another workspace crate must point to a strictly lower layer (so a
-//! cycle cannot be written), the core depends on no workspace crate, and no store crate
-//! depends on a runtime crate, not even for its tests. The graph is `cargo metadata`'s.
+//! cycle cannot be written), the core depends on no workspace crate, and neither a store crate
+//! nor the serving crate depends on a runtime crate, nor a runtime on another, not even for
+//! tests. The graph is `cargo metadata`'s.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,17 +15,18 @@ const LAYERS: &[(&str, u32)] = &[
     ("bernstein-core", 0),
     ("bernstein-store-file", 1),
     ("bernstein-store-postgres", 2),
-    ("bernstein-runtime-std", 2),
-    // Still on runtime-std (its driver and HTTP service) until the engine moves to the core.
+    ("bernstein-serve", 2),
+    ("bernstein-runtime-std", 3),
     ("bernstein-runtime-smol", 3),
     ("bernstein-worker", 3),
-    ("bernstein-conformance-fixture", 3),
     ("bernstein-bench", 3),
+    ("bernstein-conformance-fixture", 4),
     ("bernstein", 4),
 ];
 
 const CORE: &str = "bernstein-core";
 const STORES: &[&str] = &["bernstein-store-file", "bernstein-store-postgres"];
+const SERVE: &str = "bernstein-serve";
 const RUNTIMES: &[&str] = &["bernstein-runtime-std", "bernstein-runtime-smol"];
 
 /// A dependency of one workspace crate on another.
@@ -52,8 +54,18 @@ fn violations(crates: &[String], edges: &[Edge]) -> Vec<String> {
     }
     for e in edges {
         let edge = format!("{} -> {} ({})", e.from, e.to, e.kind);
-        if STORES.contains(&e.from.as_str()) && RUNTIMES.contains(&e.to.as_str()) {
-            bad.push(format!("{edge}: a store crate depends on a runtime crate"));
+        if RUNTIMES.contains(&e.to.as_str()) {
+            if STORES.contains(&e.from.as_str()) {
+                bad.push(format!("{edge}: a store crate depends on a runtime crate"));
+            }
+            if e.from == SERVE {
+                bad.push(format!(
+                    "{edge}: the serving crate depends on a runtime crate"
+                ));
+            }
+            if RUNTIMES.contains(&e.from.as_str()) {
+                bad.push(format!("{edge}: a runtime depends on another runtime"));
+            }
         }
         if e.kind == "dev" {
             continue;
@@ -139,6 +151,8 @@ fn offending_edges_are_named() {
         edge("bernstein-store-file", "bernstein-store-postgres", "normal"),
         edge("bernstein-core", "bernstein-store-file", "normal"),
         edge("bernstein-runtime-std", "bernstein-store-file", "normal"),
+        edge("bernstein-runtime-smol", "bernstein-runtime-std", "dev"),
+        edge("bernstein-serve", "bernstein-runtime-smol", "normal"),
     ];
     let bad = violations(&crates, &edges);
     let expected = [
@@ -146,6 +160,9 @@ fn offending_edges_are_named() {
         "bernstein-store-file -> bernstein-store-postgres (normal): layer 1 may depend only on lower layers, not on layer 2",
         "bernstein-core -> bernstein-store-file (normal): the core depends on no workspace crate",
         "bernstein-core -> bernstein-store-file (normal): layer 0 may depend only on lower layers, not on layer 1",
+        "bernstein-runtime-smol -> bernstein-runtime-std (dev): a runtime depends on another runtime",
+        "bernstein-serve -> bernstein-runtime-smol (normal): the serving crate depends on a runtime crate",
+        "bernstein-serve -> bernstein-runtime-smol (normal): layer 2 may depend only on lower layers, not on layer 3",
     ];
     assert_eq!(bad, expected);
     let mut more = crates.clone();

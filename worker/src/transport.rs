@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bernstein_core::protocol::{Server, TransportFacts};
-use bernstein_runtime_std::driver::{Backend, serve_message};
+use bernstein_serve::driver::{Backend, serve_message};
 use serde_json::{Value, json};
 
 /// The protocol revision the worker speaks.

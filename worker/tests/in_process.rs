@@ -9,8 +9,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use bernstein_core::{Config, Server};
-use bernstein_runtime_std::driver::Backend;
-use bernstein_runtime_std::host::ProjectHost;
+use bernstein_serve::driver::Backend;
+use bernstein_serve::host::ProjectHost;
 use bernstein_store_file::FileStore;
 use bernstein_store_file::clock::SystemClock;
 use bernstein_store_file::keys::{load_or_create_audit_key, load_or_create_signing_key};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bernstein_core::Server;
 use bernstein_core::transport::http::HttpOptions;
-use bernstein_runtime_std::driver::Backend;
+use bernstein_serve::driver::Backend;
 
 use super::mcp::Runtime;
 use crate::settings;

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use bernstein_core::{Server, Tier};
-use bernstein_runtime_std::driver::Backend;
-use bernstein_runtime_std::host::ProjectHost;
+use bernstein_serve::driver::Backend;
+use bernstein_serve::host::ProjectHost;
 use bernstein_store_file::clock::SystemClock;
 use clap::{Args, Subcommand, ValueEnum};
 

@@ -13,8 +13,8 @@ use bernstein_core::engine::{Job, Round};
 use bernstein_core::ledger::{Append, Snapshot, Store, seal};
 use bernstein_core::protocol::Outcome;
 use bernstein_core::time::Timestamp;
-use bernstein_runtime_std::driver::{Admission, Env, commit_job};
-use bernstein_runtime_std::host::NoHost;
+use bernstein_serve::driver::{Admission, Env, commit_job};
+use bernstein_serve::host::NoHost;
 use bernstein_store_file::clock::SystemClock;
 use clap::Subcommand;
 

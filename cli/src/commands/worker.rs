@@ -12,8 +12,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use bernstein_core::{Server, Tier};
-use bernstein_runtime_std::driver::Backend;
-use bernstein_runtime_std::host::ProjectHost;
+use bernstein_serve::driver::Backend;
+use bernstein_serve::host::ProjectHost;
 use bernstein_store_file::clock::SystemClock;
 use bernstein_worker::display::Display;
 use bernstein_worker::duration::parse_duration;

@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::driver::Backend;
 use bernstein_core::protocol::Server;
 use bernstein_core::transport::http::exchange::LegacyOpen;
 use bernstein_core::transport::http::operator::feed_head;
@@ -28,10 +27,11 @@ use bernstein_core::transport::http::response::{over_capacity, request_timeout};
 use bernstein_core::transport::http::{
     CONTINUE, Frame, HttpLimits, HttpOptions, HttpResponse, RequestParser, Status,
 };
+use bernstein_serve::driver::Backend;
 
-use super::room::Parked;
-use super::service::{Action, Early, EventSink, HttpService, Waiting};
-use super::{ConnectionCounter, ConnectionSlot, log, open_listener, reachable};
+use bernstein_serve::http::room::Parked;
+use bernstein_serve::http::service::{Action, Early, EventSink, HttpService, Waiting};
+use bernstein_serve::http::{ConnectionCounter, ConnectionSlot, log, open_listener, reachable};
 
 /// How long a worker waits for the next bytes before parking a connection.
 const LINGER: Duration = Duration::from_millis(20);
@@ -143,7 +143,7 @@ struct ParkedConn {
 
 impl Parked for ParkedConn {
     fn gone(&self) -> bool {
-        super::peer::peer_closed_nonblocking(&self.conn.stream)
+        bernstein_serve::http::peer::peer_closed_nonblocking(&self.conn.stream)
     }
 
     fn wake(self: Box<Self>, waiting: Box<Waiting>) {
@@ -236,7 +236,7 @@ pub fn bind(
 pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
     let workers = options.limits.workers;
     let handle = bind(server, backend, options)?;
-    super::announce(
+    bernstein_serve::http::announce(
         &handle.shared.service,
         handle.local_addr(),
         &format!("runtime std, {workers} workers"),
@@ -341,7 +341,7 @@ fn resume(shared: &Shared, conn: Conn, waiting: Box<Waiting>) -> Next {
 /// Calls `serve` with what the service asks of a connection while it serves: whether the peer
 /// left, and a writer for the bytes of a response streamed meanwhile.
 fn with_peer<T>(stream: &TcpStream, serve: impl FnOnce(&dyn Fn() -> bool, Early<'_>) -> T) -> T {
-    let gone = || super::peer::peer_closed(stream);
+    let gone = || bernstein_serve::http::peer::peer_closed(stream);
     let early = |bytes: &[u8]| {
         let mut w = stream;
         w.write_all(bytes).and_then(|()| w.flush())

@@ -7,15 +7,15 @@ use std::path::Path;
 
 use bernstein_core::protocol::TransportFacts;
 use bernstein_core::{Config, Server};
-use bernstein_runtime_std::driver::{Env, serve_message};
-use bernstein_runtime_std::host::NoHost;
+use bernstein_serve::driver::{Env, serve_message};
+use bernstein_serve::host::NoHost;
 use bernstein_store_file::FileStore;
 use bernstein_store_file::clock::SystemClock;
 use bernstein_store_file::keys::{load_or_create_audit_key, load_or_create_signing_key};
 use serde_json::{Value, json};
 
 /// The turn every request of this file takes once contended (they share one ledger).
-static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_runtime_std::driver::Admission>> =
+static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_serve::driver::Admission>> =
     std::sync::LazyLock::new(Default::default);
 
 /// One server process's view of a project: its store, its server and its keys.

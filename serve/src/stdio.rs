@@ -1,0 +1,133 @@
+//! What both runtimes' stdio loops share: the per-connection state of a stdio peer (the line
+//! framer and the revision `initialize` negotiated, a transport fact like the HTTP
+//! `MCP-Protocol-Version` header), serving a line now or deferring a message whose answer must
+//! wait for the ledger (`tasks/result` of a running task, a long poll), serving a deferred
+//! message on a thread of its own, and when such a wait stops (a `notifications/cancelled`
+//! naming it, end of input).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bernstein_core::protocol::{Server, TransportFacts};
+use bernstein_core::transport::{Line, LineFramer};
+
+use crate::driver::{
+    DEFAULT_WAIT, Env, Stop, serve_message, serve_message_streaming, serve_message_with,
+};
+use crate::inflight::Entry;
+
+/// A message whose answer waits: the lines to write now (progress ticks already due), and the
+/// message to serve with [`serve_deferred`].
+#[derive(Debug)]
+pub struct Deferred {
+    pub lines: Vec<Vec<u8>>,
+    pub bytes: Vec<u8>,
+}
+
+/// Per-connection state of a stdio peer: the framer and the negotiated revision.
+#[derive(Debug)]
+pub struct StdioConnection {
+    pub framer: LineFramer,
+    pub facts: TransportFacts,
+}
+
+impl StdioConnection {
+    pub fn new(server: &Server) -> StdioConnection {
+        StdioConnection {
+            framer: LineFramer::new(server.config.limits.max_message_bytes),
+            facts: TransportFacts::stdio(None),
+        }
+    }
+
+    /// Serves one frame and returns the lines to write (notifications, then the reply).
+    /// Store failures are logged and answered with an internal error; they never end the loop.
+    pub fn serve_line(&mut self, server: &Server, env: &Env<'_>, line: Line) -> Vec<Vec<u8>> {
+        let bytes = match line {
+            Line::Message(b) if b.iter().all(u8::is_ascii_whitespace) => return Vec::new(),
+            Line::Message(b) => b,
+            Line::Oversize(n) => {
+                bernstein_store_file::log_line!(
+                    "bernstein: refused a {n}-byte message (limit {} bytes)",
+                    server.config.limits.max_message_bytes
+                );
+                return vec![server.oversize_reply(n)];
+            }
+        };
+        let served = serve_message(server, env, &bytes, &self.facts);
+        self.lines(server, &bytes, served)
+    }
+
+    /// Like [`StdioConnection::serve_line`], but never waits: a message whose answer is still
+    /// pending comes back as [`Deferred`], to be served with [`serve_deferred`].
+    pub fn serve_line_now(
+        &mut self,
+        server: &Server,
+        env: &Env<'_>,
+        line: Line,
+    ) -> Result<Vec<Vec<u8>>, Deferred> {
+        let bytes = match line {
+            Line::Message(b) if !b.iter().all(u8::is_ascii_whitespace) => b,
+            other => return Ok(self.serve_line(server, env, other)),
+        };
+        let served = serve_message_with(server, env, &bytes, &self.facts, &DEFAULT_WAIT, &|| {
+            Some(Stop::Defer)
+        });
+        match served {
+            Ok(s) if s.pending => Err(Deferred {
+                lines: s.notifications,
+                bytes,
+            }),
+            other => Ok(self.lines(server, &bytes, other)),
+        }
+    }
+
+    fn lines(
+        &mut self,
+        server: &Server,
+        bytes: &[u8],
+        served: Result<crate::driver::Served, bernstein_core::ledger::StoreError>,
+    ) -> Vec<Vec<u8>> {
+        match served {
+            Ok(served) => {
+                if let Some(v) = served.negotiated_version {
+                    self.facts.protocol_version = Some(v);
+                }
+                let mut out = served.notifications;
+                out.extend(served.response);
+                out
+            }
+            Err(e) => {
+                bernstein_store_file::log_line!("bernstein: ledger error: {e}");
+                vec![server.storage_failure_reply(bytes, &e.to_string())]
+            }
+        }
+    }
+}
+
+/// Serves a message whose answer waits for the ledger, until it is final or `stop` says so;
+/// `notify` gets each notification as it happens, the answer is returned.
+pub fn serve_deferred(
+    server: &Server,
+    env: &Env<'_>,
+    bytes: &[u8],
+    facts: &TransportFacts,
+    stop: &dyn Fn() -> Option<Stop>,
+    notify: &dyn Fn(&[u8]),
+) -> Vec<Vec<u8>> {
+    match serve_message_streaming(server, env, bytes, facts, &DEFAULT_WAIT, stop, notify) {
+        Ok(served) => served.response.into_iter().collect(),
+        Err(e) => {
+            bernstein_store_file::log_line!("bernstein: ledger error: {e}");
+            vec![server.storage_failure_reply(bytes, &e.to_string())]
+        }
+    }
+}
+
+/// When a deferred stdio answer stops waiting: cancelled by a `notifications/cancelled` naming
+/// its `entry`, or settled at end of input.
+pub fn deferred_stop(entry: Option<&Entry>, eof: &AtomicBool) -> Option<Stop> {
+    if entry.is_some_and(Entry::cancelled) {
+        Some(Stop::Cancel)
+    } else {
+        eof.load(Ordering::SeqCst).then_some(Stop::Settle)
+    }
+}
