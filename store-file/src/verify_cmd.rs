@@ -9,7 +9,7 @@
 //! `stat` under the shared lock.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use bernstein_core::domain::witness::Witness;
@@ -89,26 +89,53 @@ pub fn audit_verify_with(dir: &Path, options: AuditOptions) -> Result<VerifyRepo
     let file = File::open(&path).map_err(io_err)?;
     let len = stable_len(&layout, &file).map_err(io_err)?;
     let name = path.display().to_string();
-    let mut verifier = LedgerVerifier::new(&name, key.as_deref())
+    let verifier = LedgerVerifier::new(&name, key.as_deref())
         .with_anchor(anchor)
         .collect_calls(options.calls)
         .watch(options.witnesses.iter().flat_map(Witness::hashes));
-    let mut reader = BufReader::with_capacity(1 << 20, file.take(len));
-    let mut line = Vec::new();
-    let report = loop {
-        line.clear();
-        if reader.read_until(b'\n', &mut line).map_err(io_err)? == 0 {
-            break verifier.finish(&[])?;
-        }
-        match line.strip_suffix(b"\n") {
-            Some(body) => verifier.push_line(body)?,
-            None => break verifier.finish(&line)?,
-        }
-    };
+    let report = feed(&mut file.take(len), verifier, io_err)?;
     for w in &options.witnesses {
         w.check(&report).map_err(AuditError::Witness)?;
     }
     Ok(report)
+}
+
+/// Bytes read at a time. Small enough that the buffer stays in the CPU's cache between the
+/// kernel's copy into it and the scan (1 MiB reads cost ~4× the CPU of 64 KiB ones).
+const CHUNK: usize = 64 << 10;
+
+/// Streams `reader` through `verifier` in [`CHUNK`]s, handing it whole lines only (a line
+/// longer than the buffer grows it).
+fn feed(
+    reader: &mut impl Read,
+    mut verifier: LedgerVerifier,
+    io_err: impl Fn(io::Error) -> AuditError,
+) -> Result<VerifyReport, AuditError> {
+    let mut buf = vec![0u8; CHUNK];
+    // `buf[..filled]` holds bytes read and not yet verified: the start of one line.
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = match reader.read(&mut buf[filled..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io_err(e)),
+        };
+        if n == 0 {
+            return Ok(verifier.finish(&buf[..filled])?);
+        }
+        let new = filled..filled + n;
+        filled += n;
+        // Only the new bytes can hold the first `\n` after the pending line's start.
+        let Some(last_nl) = buf[new.clone()].iter().rposition(|&b| b == b'\n') else {
+            continue;
+        };
+        let used = verifier.push_bytes(&buf[..new.start + last_nl + 1])?;
+        buf.copy_within(used..filled, 0);
+        filled -= used;
+    }
 }
 
 /// The ledger's length, read while no writer is mid-append (under the shared lock, if the
@@ -200,6 +227,76 @@ mod tests {
         let report = audit_verify(&layout.sdd).unwrap();
         assert!(!report.macs_checked);
         assert!(report.summary().contains("NOT verified"));
+    }
+
+    /// A reader handing out `step` bytes at a time, interrupted before every other read.
+    struct Trickle<'a> {
+        bytes: &'a [u8],
+        step: usize,
+        interrupt: bool,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.interrupt = !self.interrupt;
+            if self.interrupt {
+                return Err(io::ErrorKind::Interrupted.into());
+            }
+            let n = self.step.min(buf.len()).min(self.bytes.len());
+            buf[..n].copy_from_slice(&self.bytes[..n]);
+            self.bytes = &self.bytes[n..];
+            Ok(n)
+        }
+    }
+
+    /// Chunked reading gives the in-memory verdict: lines longer than the buffer, lines cut
+    /// by every read, an unterminated tail, a bad line after a long one.
+    #[test]
+    fn feeding_in_chunks_is_verifying_in_memory() {
+        use bernstein_core::ledger::LedgerPosition;
+        use bernstein_core::ledger::verify::verify_ledger;
+        let key = b"feed-key";
+        let mut at = LedgerPosition::GENESIS;
+        let mut bytes = Vec::new();
+        for pad in [10, 3 * CHUNK, 100, CHUNK - 300, 2 * CHUNK + 7, 5] {
+            let draft = Draft::new("audit", "k", json!({ "pad": "x".repeat(pad) }));
+            let rec = seal(&at, |_| at.head, vec![draft], key).remove(0);
+            at = LedgerPosition {
+                seq: rec.seq,
+                head: rec.hash,
+            };
+            bytes.extend_from_slice(&rec.to_line());
+        }
+        let mut flipped = bytes.clone();
+        let last_nl = flipped.len() - 1;
+        flipped[last_nl - 40] ^= 1;
+        let cases = [
+            bytes.clone(),
+            bytes[..bytes.len() - 1].to_vec(),
+            flipped,
+            bytes[..CHUNK + 5].to_vec(),
+        ];
+        for case in &cases {
+            let want = verify_ledger(case, "l", Some(key));
+            for step in [1 << 20, CHUNK, 4093, 777] {
+                let mut reader = Trickle {
+                    bytes: case,
+                    step,
+                    interrupt: false,
+                };
+                let got = feed(&mut reader, LedgerVerifier::new("l", Some(key)), |source| {
+                    AuditError::Io {
+                        path: PathBuf::new(),
+                        source,
+                    }
+                });
+                match (&want, got) {
+                    (Ok(w), Ok(g)) => assert_eq!(w, &g),
+                    (Err(w), Err(AuditError::Failure(g))) => assert_eq!(w, &g),
+                    (w, g) => panic!("step {step}: {w:?} vs {g:?}"),
+                }
+            }
+        }
     }
 
     #[test]

@@ -75,12 +75,19 @@ pub enum SealError {
 impl<'a> RecordLine<'a> {
     /// Scans `line` (without its `\n`); `None` if it is not a canonical record line.
     pub fn scan(line: &'a [u8]) -> Option<RecordLine<'a>> {
-        std::str::from_utf8(line).ok()?;
-        let mut c = Cursor { b: line, i: 0 };
+        RecordLine::scan_prefix(line).filter(|r| r.line.len() == line.len())
+    }
+
+    /// Scans the canonical record line that `bytes` start with, whatever follows it; the
+    /// record's own bytes are [`RecordLine::line`]. A canonical line holds no `\n` (nor any
+    /// other control byte outside escapes), so when the byte after it is `\n`, it is exactly
+    /// the first line of `bytes`, and [`RecordLine::scan`] of that line gives the same result.
+    pub fn scan_prefix(bytes: &'a [u8]) -> Option<RecordLine<'a>> {
+        let mut c = Cursor { b: bytes, i: 0 };
         c.lit(b"{\"body\":")?;
         let body_start = c.i;
         c.value(1)?;
-        let body = &line[body_start..c.i];
+        let body = &bytes[body_start..c.i];
         let hash_at = c.i;
         c.lit(b",\"hash\":")?;
         let hash = c.digest()?;
@@ -110,9 +117,7 @@ impl<'a> RecordLine<'a> {
         c.lit(b",")?;
         let count = u32::try_from(c.uint()?).ok()?;
         c.lit(b"]}")?;
-        if c.i != line.len() {
-            return None;
-        }
+        let line = &bytes[..c.i];
         Some(RecordLine {
             seq,
             prev,
@@ -173,22 +178,59 @@ impl<'a> RecordLine<'a> {
     }
 }
 
-/// Value of a lowercase hex digit; any other byte maps to 0x10 (rejected: the canonical form
-/// has only `0-9a-f`).
-const NIBBLE: [u8; 256] = {
-    let mut t = [0x10u8; 256];
-    let mut c = 0;
-    while c < 10 {
-        t[b'0' as usize + c] = c as u8;
-        c += 1;
+/// `0x01` in every byte of a `u64`.
+const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+/// The high bit of every byte of a `u64`.
+const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+
+/// The high bit set in the bytes of `x` that are below `n` (`n <= 0x80`). Exact up to the
+/// lowest flagged byte (a borrow can only flag bytes above a true one), which is all the
+/// callers look at.
+#[inline(always)]
+fn bytes_below(x: u64, n: u8) -> u64 {
+    x.wrapping_sub(ONES * u64::from(n)) & !x & HIGHS
+}
+
+/// The high bit set in the bytes of `x` equal to `c`; exact up to the lowest flagged byte.
+#[inline(always)]
+fn bytes_equal(x: u64, c: u8) -> u64 {
+    bytes_below(x ^ (ONES * u64::from(c)), 1)
+}
+
+/// Eight lowercase hex digits (loaded little-endian: the first digit in the lowest byte) as
+/// four bytes, the first digit pair first; `None` if any byte is not `0-9a-f`.
+#[inline(always)]
+fn hex8(x: u64) -> Option<u32> {
+    if x & HIGHS != 0 {
+        return None;
     }
-    let mut c = 0;
-    while c < 6 {
-        t[b'a' as usize + c] = 10 + c as u8;
-        c += 1;
+    // With every byte below 0x80, adding at most 0x50 to each carries into no other byte:
+    // `b + (0x80 - lo)` has its high bit set iff `b >= lo`.
+    let at_least = |lo: u8| x.wrapping_add(ONES * u64::from(0x80 - lo)) & HIGHS;
+    let digit = at_least(b'0') & !at_least(b'9' + 1);
+    let alpha = at_least(b'a') & !at_least(b'f' + 1);
+    if digit | alpha != HIGHS {
+        return None;
     }
-    t
-};
+    // '0'..'9' have low nibbles 0..9, 'a'..'f' have 1..6 (plus 9: 10..15).
+    let v = (x & (ONES * 0x0f)) + (alpha >> 7) * 9;
+    // Byte pairs (hi, lo) into one byte each, in the low byte of each 16-bit lane.
+    let lanes = ((v & 0x00ff_00ff_00ff_00ff) << 4) | ((v >> 8) & 0x00ff_00ff_00ff_00ff);
+    let pairs = (lanes | (lanes >> 8)) & 0x0000_ffff_0000_ffff;
+    Some((pairs | (pairs >> 16)) as u32)
+}
+
+/// Whether `a < b` as byte strings (the order of canonical object keys); inline, for the
+/// short keys of record bodies.
+#[inline(always)]
+fn bytes_less(a: &[u8], b: &[u8]) -> bool {
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x < y;
+        }
+    }
+    a.len() < b.len()
+}
 
 /// A position in a line being scanned.
 struct Cursor<'a> {
@@ -197,17 +239,23 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    #[inline(always)]
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
 
-    fn peek_lit(&self, lit: &[u8]) -> bool {
-        self.b[self.i..].starts_with(lit)
+    #[inline(always)]
+    fn peek_lit<const N: usize>(&self, lit: &[u8; N]) -> bool {
+        self.b
+            .get(self.i..)
+            .and_then(<[u8]>::first_chunk::<N>)
+            .is_some_and(|c| c == lit)
     }
 
-    fn lit(&mut self, lit: &[u8]) -> Option<()> {
+    #[inline(always)]
+    fn lit<const N: usize>(&mut self, lit: &[u8; N]) -> Option<()> {
         if self.peek_lit(lit) {
-            self.i += lit.len();
+            self.i += N;
             Some(())
         } else {
             None
@@ -215,16 +263,19 @@ impl<'a> Cursor<'a> {
     }
 
     /// 64 lowercase hex digits.
+    #[inline(always)]
     fn hex32(&mut self) -> Option<[u8; 32]> {
-        let hex = self.b.get(self.i..self.i + 64)?;
+        let hex = self.b.get(self.i..)?.first_chunk::<64>()?;
         let mut out = [0u8; 32];
-        let mut bad = 0u8;
-        for (o, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
-            let (hi, lo) = (NIBBLE[usize::from(pair[0])], NIBBLE[usize::from(pair[1])]);
-            bad |= (hi | lo) & 0x10;
-            *o = (hi << 4) | (lo & 0x0f);
+        let mut ok = true;
+        for (o, digits) in out.chunks_exact_mut(4).zip(hex.chunks_exact(8)) {
+            let x = u64::from_le_bytes(digits.try_into().expect("chunks of 8"));
+            match hex8(x) {
+                Some(v) => o.copy_from_slice(&v.to_le_bytes()),
+                None => ok = false,
+            }
         }
-        if bad != 0 {
+        if !ok {
             return None;
         }
         self.i += 64;
@@ -269,17 +320,39 @@ impl<'a> Cursor<'a> {
     }
 
     /// A canonical string (the cursor at its opening quote); returns its raw span inside the
-    /// quotes and whether it holds escapes.
+    /// quotes and whether it holds escapes. Its bytes must be UTF-8: outside strings a line
+    /// can only hold ASCII, so this is the whole line's UTF-8 check.
     fn string(&mut self) -> Option<(usize, usize, bool)> {
         self.lit(b"\"")?;
         let start = self.i;
         let mut escaped = false;
+        // High bits of the bytes skipped eight at a time: any set means non-ASCII text.
+        let mut high = 0u64;
         loop {
+            // Plain bytes (no quote, backslash or control byte) eight at a time.
+            while let Some(chunk) = self.b.get(self.i..).and_then(<[u8]>::first_chunk::<8>) {
+                let x = u64::from_le_bytes(*chunk);
+                let special = bytes_equal(x, b'"') | bytes_equal(x, b'\\') | bytes_below(x, 0x20);
+                if special == 0 {
+                    high |= x;
+                    self.i += 8;
+                    continue;
+                }
+                // The lowest flagged byte is the first special one; the bytes before it are
+                // plain.
+                let plain = special.trailing_zeros() / 8;
+                high |= x & ((1u64 << (plain * 8)) - 1);
+                self.i += plain as usize;
+                break;
+            }
             let c = self.peek()?;
             match c {
                 b'"' => {
                     let end = self.i;
                     self.i += 1;
+                    if high & HIGHS != 0 {
+                        std::str::from_utf8(&self.b[start..end]).ok()?;
+                    }
                     return Some((start, end, escaped));
                 }
                 b'\\' => {
@@ -303,7 +376,10 @@ impl<'a> Cursor<'a> {
                     }
                 }
                 0x00..=0x1f => return None,
-                _ => self.i += 1,
+                _ => {
+                    high |= u64::from(c);
+                    self.i += 1;
+                }
             }
         }
     }
@@ -315,7 +391,7 @@ impl<'a> Cursor<'a> {
             let s: String = serde_json::from_slice(&self.b[start - 1..=end]).ok()?;
             Some(Cow::Owned(s))
         } else {
-            // The whole line was checked to be UTF-8, and quotes are ASCII.
+            // `string` checked the span to be UTF-8.
             std::str::from_utf8(&self.b[start..end])
                 .ok()
                 .map(Cow::Borrowed)
@@ -376,7 +452,7 @@ impl<'a> Cursor<'a> {
             };
             // Strictly increasing: sorted, and no key twice.
             if let Some(prev) = &last
-                && prev.as_ref() >= key.as_ref()
+                && !bytes_less(prev, &key)
             {
                 return None;
             }

@@ -320,59 +320,136 @@ impl LedgerVerifier {
         Ok(rec)
     }
 
+    /// Checks every whole line of `bytes` (each ended by `\n`) in order, as
+    /// [`LedgerVerifier::push_line`] would, and returns how many bytes they took: what follows
+    /// the last `\n` is left to be completed by more bytes, or handed to
+    /// [`LedgerVerifier::finish`]. A record is scanned straight from the buffer, without a
+    /// separate search for its line's end (a canonical line holds no `\n`).
+    ///
+    /// Each call rescans the incomplete line at the end, so a caller reading a file in chunks
+    /// should hand over the bytes up to the chunk's last `\n`.
+    pub fn push_bytes(&mut self, bytes: &[u8]) -> Result<usize, VerifyFailure> {
+        let mut at = 0;
+        while at < bytes.len() {
+            let rest = &bytes[at..];
+            // The common case: a canonical record, then its newline.
+            if let Some(raw) = RecordLine::scan_prefix(rest)
+                && rest.get(raw.line().len()) == Some(&b'\n')
+            {
+                self.push_scanned(&raw)?;
+                at += raw.line().len() + 1;
+                continue;
+            }
+            // Not a record (or not yet a whole line): the line as it is, for the reason.
+            let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
+                break;
+            };
+            self.push_line(&rest[..nl])?;
+            at += nl + 1;
+        }
+        Ok(at)
+    }
+
     /// Every check of one line; nothing is counted yet.
     fn check_line<'l>(&self, line: &'l [u8]) -> Result<RecordLine<'l>, VerifyFailure> {
         let n = self.line + 1;
         let raw = RecordLine::scan(line)
             .ok_or_else(|| self.fail(n, format!("bad record: {}", Record::scan_refusal(line))))?;
-        if let Err(e) = raw.check(self.key.as_ref()) {
+        self.check_scanned(raw)
+    }
+
+    /// Every check of a scanned line but its form; nothing is counted yet.
+    fn check_scanned<'l>(&self, raw: RecordLine<'l>) -> Result<RecordLine<'l>, VerifyFailure> {
+        let n = self.line + 1;
+        self.check_seal(&raw, n)?;
+        let sh = self
+            .streams
+            .get(raw.stream.as_ref())
+            .map_or(Digest::ZERO, |s| s.1);
+        Self::check_chain(&self.report.head, self.framing, self.anchor, &raw, sh)
+            .map_err(|reason| self.fail(n, reason))?;
+        Ok(raw)
+    }
+
+    /// [`LedgerVerifier::check_scanned`] and [`LedgerVerifier::count`] in one, looking the
+    /// record's stream up once.
+    fn push_scanned(&mut self, raw: &RecordLine<'_>) -> Result<(), VerifyFailure> {
+        let n = self.line + 1;
+        self.check_seal(raw, n)?;
+        let slot = self.streams.get_mut(raw.stream.as_ref());
+        let sh = slot.as_ref().map_or(Digest::ZERO, |s| s.1);
+        if let Err(reason) =
+            Self::check_chain(&self.report.head, self.framing, self.anchor, raw, sh)
+        {
+            return Err(self.fail(n, reason));
+        }
+        match slot {
+            Some(s) => *s = (s.0 + 1, raw.hash),
+            None => {
+                self.streams.insert(raw.stream.to_string(), (1, raw.hash));
+            }
+        }
+        self.count_rest(raw);
+        Ok(())
+    }
+
+    /// The record's `hash` and (with the key) `mac`; `n` is its line.
+    fn check_seal(&self, raw: &RecordLine<'_>, n: u64) -> Result<(), VerifyFailure> {
+        raw.check(self.key.as_ref()).map_err(|e| {
             let reason = match e {
                 // No record before this one verified under the key: most likely not the key
                 // the ledger was written with, rather than a forgery of this very record.
                 SealError::BadMac if self.report.records == 0 => KEY_MISMATCH.to_string(),
                 e => format!("bad record: {}", RecordError::from(e)),
             };
-            return Err(self.fail(n, reason));
+            self.fail(n, reason)
+        })
+    }
+
+    /// Seq, chains, framing and anchor of a sealed record whose stream ends at
+    /// `stream_head`; why not, if it does not follow.
+    fn check_chain(
+        head: &LedgerPosition,
+        mut framing: TxnFraming,
+        anchor: Option<LedgerPosition>,
+        raw: &RecordLine<'_>,
+        stream_head: Digest,
+    ) -> Result<(), String> {
+        if let Some(reason) =
+            chain_error_of(head, stream_head, raw.seq, raw.prev, raw.sprev, &raw.stream)
+        {
+            return Err(reason);
         }
-        let sh = self
-            .streams
-            .get(raw.stream.as_ref())
-            .map_or(Digest::ZERO, |s| s.1);
-        if let Some(reason) = chain_error_of(
-            &self.report.head,
-            sh,
-            raw.seq,
-            raw.prev,
-            raw.sprev,
-            &raw.stream,
-        ) {
-            return Err(self.fail(n, reason));
-        }
-        let mut framing = self.framing;
-        framing
-            .check(raw.txn)
-            .map_err(|reason| self.fail(n, reason))?;
-        if let Some(a) = self.anchor
+        framing.check(raw.txn)?;
+        if let Some(a) = anchor
             && a.seq == raw.seq
             && a.head != raw.hash
         {
-            return Err(self.fail(
-                n,
-                format!(
-                    "record differs from the one the store checkpointed ({})",
-                    a.head
-                ),
+            return Err(format!(
+                "record differs from the one the store checkpointed ({})",
+                a.head
             ));
         }
-        Ok(raw)
+        Ok(())
     }
 
     fn count(&mut self, raw: &RecordLine<'_>) {
+        match self.streams.get_mut(raw.stream.as_ref()) {
+            Some(s) => *s = (s.0 + 1, raw.hash),
+            None => {
+                self.streams.insert(raw.stream.to_string(), (1, raw.hash));
+            }
+        }
+        self.count_rest(raw);
+    }
+
+    /// Counts a checked record whose stream is already counted.
+    fn count_rest(&mut self, raw: &RecordLine<'_>) {
         self.line += 1;
         let completes = self
             .framing
             .check(raw.txn)
-            .expect("check_line checked the framing");
+            .expect("check_chain checked the framing");
         let r = &mut self.report;
         r.records += 1;
         r.transactions += u64::from(completes);
@@ -381,19 +458,15 @@ impl LedgerVerifier {
             head: raw.hash,
         };
         r.keyed_records += 1;
-        match self.streams.get_mut(raw.stream.as_ref()) {
-            Some(s) => *s = (s.0 + 1, raw.hash),
-            None => {
-                self.streams.insert(raw.stream.to_string(), (1, raw.hash));
-            }
-        }
         match self.kinds.get_mut(raw.kind.as_ref()) {
             Some(n) => *n += 1,
             None => {
                 self.kinds.insert(raw.kind.to_string(), 1);
             }
         }
-        if let Some(slot) = self.watched.get_mut(&raw.hash) {
+        if !self.watched.is_empty()
+            && let Some(slot) = self.watched.get_mut(&raw.hash)
+        {
             *slot = Some((raw.seq, raw.stream.to_string()));
         }
         if raw.stream == AUDIT_STREAM && raw.kind == CALL_KIND {
@@ -444,11 +517,7 @@ impl LedgerVerifier {
             ));
         }
         self.report.anchor = self.anchor;
-        self.report.streams = self
-            .streams
-            .into_iter()
-            .map(|(name, (records, head))| (name, StreamSummary { records, head }))
-            .collect();
+        self.report.streams = sorted_streams(self.streams);
         self.report.kinds = self.kinds.into_iter().collect();
         self.report.found = self
             .watched
@@ -457,6 +526,26 @@ impl LedgerVerifier {
             .collect();
         Ok(self.report)
     }
+}
+
+/// The streams in name order. Sorted first by a 16-byte prefix of each name held beside it,
+/// which settles most comparisons without reaching the names on the heap (a ledger of many
+/// runs has hundreds of thousands of streams).
+fn sorted_streams(streams: HashMap<String, (u64, Digest)>) -> BTreeMap<String, StreamSummary> {
+    let prefix = |name: &str| {
+        let mut p = [0u8; 16];
+        let n = name.len().min(16);
+        p[..n].copy_from_slice(&name.as_bytes()[..n]);
+        // Zero-padded, so a shorter name never sorts after a longer one it begins.
+        u128::from_be_bytes(p)
+    };
+    let mut v: Vec<(u128, String, StreamSummary)> = streams
+        .into_iter()
+        .map(|(name, (records, head))| (prefix(&name), name, StreamSummary { records, head }))
+        .collect();
+    v.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    // Already in order: the map's own sort only checks it.
+    v.into_iter().map(|(_, name, sum)| (name, sum)).collect()
 }
 
 /// Whether a verified ledger prefix ends exactly at `snapshot`'s position and stream heads
@@ -501,12 +590,8 @@ pub fn verify_ledger_anchored(
     anchor: Option<LedgerPosition>,
 ) -> Result<VerifyReport, VerifyFailure> {
     let mut v = LedgerVerifier::new(file, key).with_anchor(anchor);
-    let mut rest = bytes;
-    while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
-        v.push_line(&rest[..nl])?;
-        rest = &rest[nl + 1..];
-    }
-    v.finish(rest)
+    let used = v.push_bytes(bytes)?;
+    v.finish(&bytes[used..])
 }
 
 #[cfg(test)]

@@ -143,3 +143,111 @@ fn a_missing_or_foreign_mac_is_refused() {
     assert_eq!(raw.check(None), Err(SealError::MissingMac));
     agree(unsealed.as_bytes());
 }
+
+/// The eight-at-a-time hex decoder against a digit-by-digit one: every byte value at every
+/// position, among valid digits and among other bytes.
+#[test]
+fn hex8_decodes_exactly_the_lowercase_digits() {
+    let reference = |b: [u8; 8]| -> Option<u32> {
+        let mut out = [0u8; 4];
+        for (o, pair) in out.iter_mut().zip(b.chunks_exact(2)) {
+            *o = (hex_digit(pair[0])? << 4) | hex_digit(pair[1])?;
+        }
+        Some(u32::from_le_bytes(out))
+    };
+    for fill in [
+        *b"0123abcd",
+        *b"f9e8d7c6",
+        *b"ffffffff",
+        *b"00000000",
+        *b"0000000g",
+    ] {
+        for at in 0..8 {
+            for byte in 0..=255u8 {
+                let mut b = fill;
+                b[at] = byte;
+                assert_eq!(hex8(u64::from_le_bytes(b)), reference(b), "{b:?}");
+            }
+        }
+    }
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..100_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Mostly hex digits, so that valid words come up as well as invalid ones.
+        let b = x.to_le_bytes().map(|v| match v % 20 {
+            0..16 => b"0123456789abcdef"[usize::from(v % 16)],
+            _ => v,
+        });
+        assert_eq!(hex8(u64::from_le_bytes(b)), reference(b), "{b:?}");
+    }
+}
+
+/// Strings are scanned eight bytes at a time: every kind of special byte at every offset of
+/// strings long and short, and text that is not UTF-8, read as the reference parse reads them.
+#[test]
+fn strings_read_the_same_at_every_offset() {
+    let base = String::from_utf8(sealed(json!({"a": 1}), "audit", "x")).unwrap();
+    let base = base.as_bytes();
+    let at = base.windows(7).position(|w| w == br#"{"a":1}"#).unwrap();
+    let specials: [&[u8]; 12] = [
+        b"\"",
+        b"\\",
+        b"\\\"",
+        b"\\n",
+        b"\\u0001",
+        b"\\u0041",
+        b"\x01",
+        b"\x1f",
+        b"\x7f",
+        "é".as_bytes(),
+        b"\xc3",
+        b"\xff",
+    ];
+    for len in 0..20 {
+        for pos in 0..=len {
+            for special in specials {
+                let mut text = vec![b'x'; len];
+                text.splice(pos..pos, special.iter().copied());
+                for in_key in [false, true] {
+                    let mut body = Vec::new();
+                    if in_key {
+                        body.extend_from_slice(b"{\"");
+                        body.extend_from_slice(&text);
+                        body.extend_from_slice(b"\":1}");
+                    } else {
+                        body.extend_from_slice(b"{\"a\":\"");
+                        body.extend_from_slice(&text);
+                        body.extend_from_slice(b"\"}");
+                    }
+                    let mut line = base[..at].to_vec();
+                    line.extend_from_slice(&body);
+                    line.extend_from_slice(&base[at + 7..]);
+                    agree(&line);
+                }
+            }
+        }
+    }
+}
+
+/// `scan_prefix` reads the first line of a buffer and nothing after it; `scan` of that line
+/// gives the same record.
+#[test]
+fn scan_prefix_stops_at_the_record() {
+    let line = sealed(json!({"a": "x"}), "audit", "x");
+    for tail in [&b"\n"[..], b"\n{\"body\"", b"", b"garbage", b"\n\n"] {
+        let mut buf = line.clone();
+        buf.extend_from_slice(tail);
+        let raw = RecordLine::scan_prefix(&buf).unwrap();
+        assert_eq!(raw.line(), &line[..]);
+        assert_eq!(Some(raw), RecordLine::scan(&line));
+    }
+    // Cut anywhere, the prefix is no record.
+    for cut in 0..line.len() {
+        assert!(
+            RecordLine::scan_prefix(&line[..cut]).is_none(),
+            "cut at {cut}"
+        );
+    }
+}

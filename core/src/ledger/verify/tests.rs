@@ -391,3 +391,115 @@ fn a_foreign_key_is_named_as_a_key_mismatch() {
     assert_eq!((err.line, err.seq), (1, 1));
     assert_eq!(err.reason, KEY_MISMATCH);
 }
+
+/// The verdict of feeding `bytes` one line at a time through `push_line`, the path that looks
+/// for each line's end first.
+fn line_by_line(bytes: &[u8]) -> Result<VerifyReport, VerifyFailure> {
+    let mut v = LedgerVerifier::new("l", Some(KEY));
+    let mut rest = bytes;
+    while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
+        v.push_line(&rest[..nl])?;
+        rest = &rest[nl + 1..];
+    }
+    v.finish(rest)
+}
+
+/// The verdict of feeding `bytes` to `push_bytes` in pieces cut at `cuts` (what a file read in
+/// chunks looks like), each piece up to its last `\n`, the rest carried over.
+fn in_pieces(bytes: &[u8], cuts: &[usize]) -> Result<VerifyReport, VerifyFailure> {
+    let mut v = LedgerVerifier::new("l", Some(KEY));
+    let mut pending = Vec::new();
+    let mut ends: Vec<usize> = cuts.iter().map(|c| c % (bytes.len() + 1)).collect();
+    ends.sort_unstable();
+    ends.push(bytes.len());
+    let mut from = 0;
+    for end in ends {
+        pending.extend_from_slice(&bytes[from..end.max(from)]);
+        from = end.max(from);
+        let used = v.push_bytes(&pending)?;
+        pending.drain(..used);
+    }
+    v.finish(&pending)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// `push_bytes`, whole or in pieces, and `push_line` give the same verdict on every edit,
+    /// inserted byte and cut of a ledger: the same report, or the same failure at the same
+    /// line for the same reason.
+    #[test]
+    fn pieces_and_lines_agree(
+        (recs, i, at, mask) in arb_flip(),
+        edit in 0..4u8,
+        cuts in prop::collection::vec(any::<usize>(), 0..6),
+    ) {
+        let mut all = lines(&recs);
+        match edit {
+            0 => {}
+            1 => all[i][at] ^= mask,
+            2 => all[i].insert(at, mask),
+            _ => all[i].truncate(at),
+        }
+        let bytes = join(&all);
+        let reference = line_by_line(&bytes);
+        prop_assert_eq!(&verify_ledger(&bytes, "l", Some(KEY)), &reference);
+        prop_assert_eq!(&in_pieces(&bytes, &cuts), &reference);
+    }
+}
+
+/// Lines that are no records, however they end, are named by the reference parse's reason at
+/// their own line when fed as bytes.
+#[test]
+fn refused_lines_in_a_buffer_are_named_like_single_lines() {
+    let recs = sample();
+    let good = lines(&recs);
+    let bad: [&[u8]; 7] = [
+        b"",
+        b"{}",
+        b"not json",
+        b"{\"body\":{\"a\":1},\"hash\":",
+        b"{\"body\":{\"a\": 1}}",
+        b"\xff\xfe",
+        b"{\"body\":\"\n",
+    ];
+    for junk in bad {
+        let mut bytes = join(&good[..2]);
+        bytes.extend_from_slice(junk);
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&join(&good[2..]));
+        let reference = line_by_line(&bytes).unwrap_err();
+        assert_eq!(reference.line, 3, "{:?}", String::from_utf8_lossy(junk));
+        assert_eq!(
+            verify_ledger(&bytes, "l", Some(KEY)).unwrap_err(),
+            reference
+        );
+    }
+}
+
+/// Stream summaries come out in name order, names that begin one another and long shared
+/// prefixes included.
+#[test]
+fn stream_summaries_are_in_name_order() {
+    let names = [
+        "run:T-0000000000000000b",
+        "run:T-0000000000000000a",
+        "run:T-000000000000000",
+        "run:T-00000000000000000",
+        "audit",
+        "a",
+        "run:",
+        "run:T-é",
+    ];
+    let recs = build(
+        names
+            .iter()
+            .map(|s| vec![Draft::new(*s, "k", json!({}))])
+            .collect(),
+    );
+    let report = verify_ledger(&join(&lines(&recs)), "l", Some(KEY)).unwrap();
+    let got: Vec<&str> = report.streams.keys().map(String::as_str).collect();
+    let mut want = names.to_vec();
+    want.sort_unstable();
+    assert_eq!(got, want);
+}
