@@ -29,7 +29,7 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
     let mut waiting = Vec::new();
     // Deferred requests by id, for the `notifications/cancelled` that names one.
     let cancels = Inflight::default();
-    let conn = Arc::new(Mutex::new(StdioConnection::new(&server)));
+    let conn = Arc::new(Mutex::new(StdioConnection::open(&server, &backend.env())));
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = input.read(&mut buf).await?;

@@ -62,7 +62,7 @@ fn read_loop(
     deferred: impl Fn(Vec<u8>, TransportFacts),
     cancel: impl Fn(&[u8]),
 ) -> io::Result<()> {
-    let mut conn = StdioConnection::new(server);
+    let mut conn = StdioConnection::open(server, env);
     let mut stdin = io::stdin().lock();
     let mut buf = vec![0u8; 64 * 1024];
     loop {

@@ -15,6 +15,11 @@ use crate::driver::{
 };
 use crate::inflight::Entry;
 
+/// Most answers a stdio connection lets wait at once, each on a thread (or task) of its own;
+/// beyond, a wait is refused with the engine's `too_many_waits`, so a runaway client cannot
+/// make the server start threads without bound.
+pub const MAX_WAITS: usize = 64;
+
 /// A message whose answer waits: the lines to write now (progress ticks already due), and the
 /// message to serve with [`serve_deferred`].
 #[derive(Debug)]
@@ -31,6 +36,13 @@ pub struct StdioConnection {
 }
 
 impl StdioConnection {
+    /// The state of a new stdio peer of `server`; its waits count against `env`'s admission,
+    /// at most [`MAX_WAITS`] at once.
+    pub fn open(server: &Server, env: &Env<'_>) -> StdioConnection {
+        env.admission.limit_waits(MAX_WAITS, MAX_WAITS);
+        StdioConnection::new(server)
+    }
+
     pub fn new(server: &Server) -> StdioConnection {
         StdioConnection {
             framer: LineFramer::new(server.config.limits.max_message_bytes),

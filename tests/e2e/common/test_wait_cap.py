@@ -16,6 +16,7 @@ from pathlib import Path
 
 from harness.http_raw import call_tool, request, rpc
 from harness.payloads import ok_payload
+from harness.raw import RawServer
 
 WORKERS = 16
 WAIT_MS = 6000
@@ -119,3 +120,19 @@ def test_the_total_cap_on_waits_refuses_too(http_server):
     for t in threads:
         t.join()
     assert sum(1 for _, r in answers if not r.get("isError")) == cap, answers
+
+
+def test_stdio_waits_beyond_its_cap_are_refused_too(launcher):
+    """On stdio each waiting answer has a thread (or task) of its own: at most 64 at once."""
+    cap, polls = 64, 70
+    with RawServer.start(launcher, "stdio-waits") as srv:
+        srv.initialize()
+        run = ok_payload(srv.call_tool("bernstein_run", {"goal": "stdio cap"})["result"])
+        ids = [srv.send_request("tools/call", {"name": "bernstein_run_status",
+                                               "arguments": {"run_id": run["run_id"], "wait_ms": 3000}})
+               for _ in range(polls)]
+        answers = [srv.wait_for(i) for i in ids]
+    refused = [a for a in answers if a["result"].get("isError")]
+    assert len(refused) == polls - cap, [a["result"] for a in refused]
+    assert all(refusal(a["result"])["error"] == "too_many_waits" for a in refused)
+    assert all(ok_payload(a["result"])["status"] == "working" for a in answers if a not in refused)
