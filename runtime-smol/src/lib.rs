@@ -1,6 +1,7 @@
 //! The async runtime on smol / async-io. It moves bytes only: framing, routing and every
-//! protocol decision are the core's; the ledger store and the request driver are shared with
-//! `runtime-std` (blocking store calls run on smol's blocking pool, never on the executor).
+//! protocol decision are the core's; serving a message (the request driver, the waiting room,
+//! the HTTP service) is `bernstein-serve`'s, as for `runtime-std` (blocking store calls run on
+//! a blocking pool, never on the executor).
 
 pub mod http;
 pub mod stdio;

@@ -1,6 +1,6 @@
 //! The stdio transport on smol: async reads from stdin, one message at a time, each served on
 //! the blocking pool (the ledger store does file IO and fsync). Framing and per-connection
-//! state are shared with runtime-std's [`StdioConnection`]. A message whose answer waits for
+//! state are the shared [`StdioConnection`]'s. A message whose answer waits for
 //! the ledger (`tasks/result` of a running task) is served in a background task so that later
 //! lines keep flowing; at end of input such waits end and their answers are sent before exit,
 //! and a `notifications/cancelled` naming one ends it with the core's cancelled answer.
