@@ -38,6 +38,9 @@ use super::mailbox::{MailboxEntry, MailboxHead};
 use super::records::{self, Complexity, Scope, TaskCreated, TaskStatusChanged};
 use super::runs::RunView;
 
+pub(crate) mod compact;
+use compact::Shared;
+
 /// One task as the backlog describes it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskRow {
@@ -107,14 +110,19 @@ struct TxnCursor {
 /// (the store then folds the ledger from the start), instead of loading as a wrong state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Projection {
-    tasks: OrdMap<String, TaskRow>,
+    #[serde(deserialize_with = "compact::map")]
+    tasks: OrdMap<String, Shared<TaskRow>>,
     /// created_seq → task id.
+    #[serde(deserialize_with = "compact::map")]
     by_creation: OrdMap<u64, String>,
     /// status → created_seq of the tasks in it.
+    #[serde(deserialize_with = "compact::map_of_sets")]
     by_status: OrdMap<TaskStatus, OrdSet<u64>>,
     roles: OrdMap<String, RoleTally>,
-    runs: OrdMap<String, RunView>,
+    #[serde(deserialize_with = "compact::map")]
+    runs: OrdMap<String, Shared<RunView>>,
     /// (priority, created_seq) of every open task: the claim queue, best first.
+    #[serde(deserialize_with = "compact::set")]
     open_queue: OrdSet<(u8, u64)>,
     /// Mailbox heads by task id.
     mailboxes: OrdMap<String, MailboxHead>,
@@ -195,7 +203,7 @@ impl Projection {
         }
         if let Some(parent) = &b.parent_id {
             match self.tasks.get_mut(parent) {
-                Some(p) if p.run_id == b.run_id => p.children.push(b.task_id.clone()),
+                Some(p) if p.run_id == b.run_id => p.make_mut().children.push(b.task_id.clone()),
                 _ => return false,
             }
         } else if b.run_id != b.task_id {
@@ -240,12 +248,12 @@ impl Projection {
         self.roles.entry(row.role.clone()).or_default().tasks += 1;
         self.by_status.entry(row.status).or_default().insert(seq);
         self.by_creation.insert(seq, row.id.clone());
-        self.tasks.insert(row.id.clone(), row);
+        self.tasks.insert(row.id.clone(), Shared::new(row));
         true
     }
 
     fn change_task(&mut self, b: &TaskStatusChanged) -> bool {
-        let Some(row) = self.tasks.get_mut(&b.task_id) else {
+        let Some(row) = self.tasks.get_mut(&b.task_id).map(Shared::make_mut) else {
             return false;
         };
         if row.run_id != b.run_id
@@ -291,7 +299,7 @@ impl Projection {
 
     /// `task.lease`: the current claimer's lease starts or is renewed.
     fn lease(&mut self, b: &TaskLease) -> bool {
-        let Some(row) = self.tasks.get_mut(&b.task_id) else {
+        let Some(row) = self.tasks.get_mut(&b.task_id).map(Shared::make_mut) else {
             return false;
         };
         if row.run_id != b.run_id
@@ -312,7 +320,7 @@ impl Projection {
     /// `task.reclaimed`: the claimer whose lease expired loses the task (the status changes
     /// that follow in the same transaction hand it to the new claimer).
     fn reclaimed(&mut self, b: &TaskReclaimed) -> bool {
-        let Some(row) = self.tasks.get_mut(&b.task_id) else {
+        let Some(row) = self.tasks.get_mut(&b.task_id).map(Shared::make_mut) else {
             return false;
         };
         if row.run_id != b.run_id
@@ -336,11 +344,11 @@ impl Projection {
             if b.run_id != run_id || self.runs.contains_key(run_id) {
                 return false;
             }
-            self.runs
-                .insert(b.run_id.clone(), RunView::created(b, rec.seq, audit_head));
+            let run = RunView::created(b, rec.seq, audit_head);
+            self.runs.insert(run.run_id.clone(), Shared::new(run));
             return true;
         }
-        let Some(run) = self.runs.get_mut(run_id) else {
+        let Some(run) = self.runs.get_mut(run_id).map(Shared::make_mut) else {
             return false;
         };
         run.touched(rec.seq, audit_head);
@@ -375,7 +383,7 @@ impl Projection {
         if let Some(run) = self.runs.get_mut(run_id)
             && run.last_journal_seq >= start
         {
-            run.chain_head = rec.hash;
+            run.make_mut().chain_head = rec.hash;
         }
         true
     }
@@ -415,12 +423,12 @@ impl Projection {
 
     /// The task `id`.
     pub fn task(&self, id: &str) -> Option<&TaskRow> {
-        self.tasks.get(id)
+        self.tasks.get(id).map(|row| &**row)
     }
 
     /// The run `id`.
     pub fn run(&self, id: &str) -> Option<&RunView> {
-        self.runs.get(id)
+        self.runs.get(id).map(|run| &**run)
     }
 
     /// Runs whose id sorts after `after` (all runs when `None`), in run-id order.
@@ -432,7 +440,7 @@ impl Projection {
         };
         self.runs
             .range::<_, str>((lower, Bound::Unbounded))
-            .map(|(_, v)| v)
+            .map(|(_, v)| &**v)
     }
 
     /// How many tasks exist.
@@ -450,7 +458,7 @@ impl Projection {
         &self,
         status: Option<TaskStatus>,
     ) -> Box<dyn Iterator<Item = &TaskRow> + '_> {
-        let lookup = |seq: &u64| self.by_creation.get(seq).and_then(|id| self.tasks.get(id));
+        let lookup = |seq: &u64| self.by_creation.get(seq).and_then(|id| self.task(id));
         match status {
             None => Box::new(self.by_creation.keys().rev().filter_map(lookup)),
             Some(s) => match self.by_status.get(&s) {
@@ -466,7 +474,7 @@ impl Projection {
         let mut out = Vec::new();
         let mut stack = vec![id];
         while let Some(next) = stack.pop() {
-            if let Some(row) = self.tasks.get(next) {
+            if let Some(row) = self.task(next) {
                 out.push(row);
                 stack.extend(row.children.iter().rev().map(String::as_str));
             }
@@ -478,14 +486,14 @@ impl Projection {
     pub fn open_in_claim_order(&self) -> impl Iterator<Item = &TaskRow> + '_ {
         self.open_queue
             .iter()
-            .filter_map(|(_, seq)| self.by_creation.get(seq).and_then(|id| self.tasks.get(id)))
+            .filter_map(|(_, seq)| self.by_creation.get(seq).and_then(|id| self.task(id)))
     }
 
     /// Held tasks whose lease ended before `now`, the longest expired first.
     pub fn expired_leases(&self, now: u64) -> impl Iterator<Item = &TaskRow> + '_ {
         self.leases
             .range(..(now, 0))
-            .filter_map(|(_, seq)| self.by_creation.get(seq).and_then(|id| self.tasks.get(id)))
+            .filter_map(|(_, seq)| self.by_creation.get(seq).and_then(|id| self.task(id)))
     }
 
     /// The head of task `id`'s mailbox (empty when nothing was posted).

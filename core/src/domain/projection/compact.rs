@@ -1,0 +1,183 @@
+//! Keeping the projection small without changing what it serializes to.
+//!
+//! * [`Shared`]: a large value (a task row, a run view) behind a reference count, so that a
+//!   tree node of the persistent map holding it stores a pointer instead of the whole value. A
+//!   map node is a fixed array of 16 slots however many are used, so a slot as large as the
+//!   value wasted its size in every empty slot; and a node copied by a fold after a clone
+//!   copies pointers instead of the values' strings. It serializes as the value itself.
+//! * [`map`] and [`set`]: read a persistent collection from a checkpoint with full tree leaves.
+//!   Inserting sorted keys one by one (what the collections' own deserializers do) splits every
+//!   full leaf in halves and never comes back to the left half, so every leaf of a collection
+//!   read from a checkpoint was half empty. The keys are inserted in an order that refills the
+//!   halves instead: first the first half of every run of 16 keys (which leaves one half-full
+//!   leaf per run of 16), then the second halves, each of which lands in the leaf of its run
+//!   (the leaf's upper bound is the next run's first key) and fills it without a split. The
+//!   result is the same collection; only its node layout differs, and if the tree's node size
+//!   were not 16 it would merely be less full.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Deref;
+use std::sync::Arc;
+
+use imbl::{OrdMap, OrdSet};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Keys per leaf of `imbl`'s ordered collections (`ORD_CHUNK_SIZE`): half of them stay in a
+/// leaf that splits.
+const LEAF: usize = 16;
+
+/// A value shared by reference count; equality, order of fields and serialization are the
+/// value's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shared<T>(Arc<T>);
+
+impl<T> Shared<T> {
+    pub fn new(value: T) -> Shared<T> {
+        Shared(Arc::new(value))
+    }
+}
+
+impl<T: Clone> Shared<T> {
+    /// The value to change, copied first if another projection still shares it.
+    pub fn make_mut(&mut self) -> &mut T {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl<T> Deref for Shared<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: Serialize> Serialize for Shared<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Shared<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer).map(Shared::new)
+    }
+}
+
+/// The order in which to insert `n` sorted entries so that the leaves come out full: the
+/// first halves of every run of [`LEAF`], then the second halves.
+fn filling_order(n: usize) -> impl Iterator<Item = usize> {
+    let half = LEAF / 2;
+    let first = (0..n).filter(move |i| i % LEAF < half);
+    let second = (0..n).filter(move |i| i % LEAF >= half);
+    first.chain(second)
+}
+
+/// A map of sorted, distinct entries, built with full leaves.
+pub fn packed_map<K: Ord + Clone, V: Clone>(sorted: Vec<(K, V)>) -> OrdMap<K, V> {
+    let mut slots: Vec<Option<(K, V)>> = sorted.into_iter().map(Some).collect();
+    let mut out = OrdMap::new();
+    for i in filling_order(slots.len()) {
+        if let Some((k, v)) = slots[i].take() {
+            out.insert(k, v);
+        }
+    }
+    out
+}
+
+/// A set of sorted, distinct values, built with full leaves.
+pub fn packed_set<A: Ord + Clone>(sorted: Vec<A>) -> OrdSet<A> {
+    let mut slots: Vec<Option<A>> = sorted.into_iter().map(Some).collect();
+    let mut out = OrdSet::new();
+    for i in filling_order(slots.len()) {
+        if let Some(a) = slots[i].take() {
+            out.insert(a);
+        }
+    }
+    out
+}
+
+/// `deserialize_with` for an `OrdMap`: the map its serialized form stands for, packed.
+pub fn map<'de, D, K, V>(deserializer: D) -> Result<OrdMap<K, V>, D::Error>
+where
+    D: Deserializer<'de>,
+    K: Deserialize<'de> + Ord + Clone,
+    V: Deserialize<'de> + Clone,
+{
+    let tree = BTreeMap::<K, V>::deserialize(deserializer)?;
+    Ok(packed_map(tree.into_iter().collect()))
+}
+
+/// `deserialize_with` for an `OrdSet`: the set its serialized form stands for, packed.
+pub fn set<'de, D, A>(deserializer: D) -> Result<OrdSet<A>, D::Error>
+where
+    D: Deserializer<'de>,
+    A: Deserialize<'de> + Ord + Clone,
+{
+    let tree = BTreeSet::<A>::deserialize(deserializer)?;
+    Ok(packed_set(tree.into_iter().collect()))
+}
+
+/// `deserialize_with` for a map of sets (`by_status`): both levels packed.
+pub fn map_of_sets<'de, D, K, A>(deserializer: D) -> Result<OrdMap<K, OrdSet<A>>, D::Error>
+where
+    D: Deserializer<'de>,
+    K: Deserialize<'de> + Ord + Clone,
+    A: Deserialize<'de> + Ord + Clone,
+{
+    let tree = BTreeMap::<K, BTreeSet<A>>::deserialize(deserializer)?;
+    Ok(packed_map(
+        tree.into_iter()
+            .map(|(k, s)| (k, packed_set(s.into_iter().collect())))
+            .collect(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filling_order_visits_every_index_once() {
+        for n in [0, 1, 7, 8, 15, 16, 17, 100, 1000] {
+            let mut seen: Vec<usize> = filling_order(n).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n).collect::<Vec<_>>(), "{n}");
+        }
+    }
+
+    #[test]
+    fn packed_collections_equal_the_ones_built_by_inserting() {
+        for n in [0usize, 1, 8, 16, 17, 33, 257, 5000] {
+            let entries: Vec<(u64, String)> =
+                (0..n as u64).map(|i| (i * 3, format!("v{i}"))).collect();
+            let plain: OrdMap<u64, String> = entries.iter().cloned().collect();
+            let packed = packed_map(entries.clone());
+            assert_eq!(packed, plain, "{n}");
+            assert!(
+                packed
+                    .iter()
+                    .map(|(k, _)| *k)
+                    .eq(entries.iter().map(|e| e.0))
+            );
+            assert_eq!(packed.len(), n);
+            let keys: Vec<u64> = entries.iter().map(|e| e.0).collect();
+            let set = packed_set(keys.clone());
+            assert!(set.iter().copied().eq(keys.iter().copied()), "{n}");
+            assert_eq!(set, keys.iter().copied().collect::<OrdSet<u64>>());
+        }
+    }
+
+    #[test]
+    fn reads_what_the_collections_wrote() {
+        let m: OrdMap<String, u64> = (0..100u64).map(|i| (format!("k{i:03}"), i)).collect();
+        let text = serde_json::to_string(&m).unwrap();
+        let back = map(&mut serde_json::Deserializer::from_str(&text)).unwrap();
+        assert_eq!(back, m);
+        let s: OrdSet<(u8, u64)> = (0..100u64).map(|i| ((i % 3) as u8, i)).collect();
+        let text = serde_json::to_string(&s).unwrap();
+        let back = set(&mut serde_json::Deserializer::from_str(&text)).unwrap();
+        assert_eq!(back, s);
+        let shared = Shared::new(vec![1, 2]);
+        assert_eq!(serde_json::to_string(&shared).unwrap(), "[1,2]");
+    }
+}
