@@ -83,10 +83,8 @@ fn newest_runs(p: &Projection) -> impl Iterator<Item = &RunView> {
 fn run_json(p: &Projection, r: &RunView, now: Timestamp) -> Value {
     let progress = task_view::progress_of(r);
     let mut counts = Map::new();
-    for (status, n) in &r.member_counts {
-        if *n > 0 {
-            counts.insert(status.as_str().into(), (*n).into());
-        }
+    for (status, n) in r.member_counts.iter() {
+        counts.insert(status.as_str().into(), n.into());
     }
     let goal = p
         .task(&r.root_task_id)

@@ -39,7 +39,7 @@ use super::records::{self, Complexity, Scope, TaskCreated, TaskStatusChanged};
 use super::runs::RunView;
 
 pub(crate) mod compact;
-use compact::Shared;
+use compact::{InlineStr, Shared};
 
 /// One task as the backlog describes it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,16 +111,16 @@ struct TxnCursor {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Projection {
     #[serde(deserialize_with = "compact::map")]
-    tasks: OrdMap<String, Shared<TaskRow>>,
+    tasks: OrdMap<InlineStr, Shared<TaskRow>>,
     /// created_seq → task id.
     #[serde(deserialize_with = "compact::map")]
-    by_creation: OrdMap<u64, String>,
+    by_creation: OrdMap<u64, InlineStr>,
     /// status → created_seq of the tasks in it.
     #[serde(deserialize_with = "compact::map_of_sets")]
     by_status: OrdMap<TaskStatus, OrdSet<u64>>,
     roles: OrdMap<String, RoleTally>,
     #[serde(deserialize_with = "compact::map")]
-    runs: OrdMap<String, Shared<RunView>>,
+    runs: OrdMap<InlineStr, Shared<RunView>>,
     /// (priority, created_seq) of every open task: the claim queue, best first.
     #[serde(deserialize_with = "compact::set")]
     open_queue: OrdSet<(u8, u64)>,
@@ -198,11 +198,11 @@ impl Projection {
     }
 
     fn create_task(&mut self, b: TaskCreated, seq: u64) -> bool {
-        if self.tasks.contains_key(&b.task_id) {
+        if self.tasks.contains_key(b.task_id.as_str()) {
             return false;
         }
         if let Some(parent) = &b.parent_id {
-            match self.tasks.get_mut(parent) {
+            match self.tasks.get_mut(parent.as_str()) {
                 Some(p) if p.run_id == b.run_id => p.make_mut().children.push(b.task_id.clone()),
                 _ => return false,
             }
@@ -247,13 +247,13 @@ impl Projection {
         }
         self.roles.entry(row.role.clone()).or_default().tasks += 1;
         self.by_status.entry(row.status).or_default().insert(seq);
-        self.by_creation.insert(seq, row.id.clone());
-        self.tasks.insert(row.id.clone(), Shared::new(row));
+        self.by_creation.insert(seq, InlineStr::new(&row.id));
+        self.tasks.insert(InlineStr::new(&row.id), Shared::new(row));
         true
     }
 
     fn change_task(&mut self, b: &TaskStatusChanged) -> bool {
-        let Some(row) = self.tasks.get_mut(&b.task_id).map(Shared::make_mut) else {
+        let Some(row) = self.tasks.get_mut(b.task_id.as_str()).map(Shared::make_mut) else {
             return false;
         };
         if row.run_id != b.run_id
@@ -299,7 +299,7 @@ impl Projection {
 
     /// `task.lease`: the current claimer's lease starts or is renewed.
     fn lease(&mut self, b: &TaskLease) -> bool {
-        let Some(row) = self.tasks.get_mut(&b.task_id).map(Shared::make_mut) else {
+        let Some(row) = self.tasks.get_mut(b.task_id.as_str()).map(Shared::make_mut) else {
             return false;
         };
         if row.run_id != b.run_id
@@ -320,7 +320,7 @@ impl Projection {
     /// `task.reclaimed`: the claimer whose lease expired loses the task (the status changes
     /// that follow in the same transaction hand it to the new claimer).
     fn reclaimed(&mut self, b: &TaskReclaimed) -> bool {
-        let Some(row) = self.tasks.get_mut(&b.task_id).map(Shared::make_mut) else {
+        let Some(row) = self.tasks.get_mut(b.task_id.as_str()).map(Shared::make_mut) else {
             return false;
         };
         if row.run_id != b.run_id
@@ -345,7 +345,8 @@ impl Projection {
                 return false;
             }
             let run = RunView::created(b, rec.seq, audit_head);
-            self.runs.insert(run.run_id.clone(), Shared::new(run));
+            self.runs
+                .insert(InlineStr::new(&run.run_id), Shared::new(run));
             return true;
         }
         let Some(run) = self.runs.get_mut(run_id).map(Shared::make_mut) else {
@@ -637,7 +638,7 @@ mod tests {
         assert_eq!(open, ["T-b"]);
         assert_eq!(
             p.recount_run("T-a").unwrap(),
-            p.run("T-a").unwrap().member_counts
+            p.run("T-a").unwrap().member_counts.to_map()
         );
         assert_eq!(p.roles()["backend"].tasks, 2);
         assert_eq!(p.ignored_records(), 0);
