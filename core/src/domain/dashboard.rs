@@ -164,7 +164,7 @@ pub fn task(p: &Projection, id: &str, signer: Option<&str>) -> Option<Value> {
     let t = p.task(id)?;
     let mut row = task_row(t);
     if let Value::Object(m) = &mut row {
-        m.insert("run_id".into(), t.run_id.clone().into());
+        m.insert("run_id".into(), t.run_id.as_str().into());
         m.insert("goal".into(), t.goal.clone().into());
         m.insert("result_summary".into(), json!(t.result_summary));
         m.insert("requires_approval".into(), t.requires_approval.into());

@@ -38,14 +38,15 @@ use super::mailbox::{MailboxEntry, MailboxHead};
 use super::records::{self, Complexity, Scope, TaskCreated, TaskStatusChanged};
 use super::runs::RunView;
 
-pub(crate) mod compact;
-use compact::{InlineStr, Shared};
+pub mod compact;
+pub use compact::InlineStr;
+use compact::Shared;
 
 /// One task as the backlog describes it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskRow {
-    pub id: String,
-    pub run_id: String,
+    pub id: InlineStr,
+    pub run_id: InlineStr,
     pub parent_id: Option<String>,
     pub title: String,
     pub goal: String,
@@ -210,8 +211,8 @@ impl Projection {
             return false;
         }
         let row = TaskRow {
-            id: b.task_id,
-            run_id: b.run_id,
+            id: b.task_id.into(),
+            run_id: b.run_id.into(),
             parent_id: b.parent_id,
             title: b.title,
             goal: b.goal,
@@ -240,7 +241,7 @@ impl Projection {
             reclaimed_from: Vec::new(),
         };
         if row.plan {
-            self.plans.insert(row.id.clone());
+            self.plans.insert(row.id.to_string());
         }
         if row.status == TaskStatus::Open {
             self.open_queue.insert((row.priority, seq));

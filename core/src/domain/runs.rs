@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Digest;
 
 use super::lifecycle::{self, TaskStatus};
+use super::projection::InlineStr;
 use super::records::{RunCancelled, RunCreated, RunTaskAdded, RunTaskStatus};
 
 mod counts;
@@ -49,8 +50,8 @@ pub fn phase_of(root: TaskStatus) -> RunStatus {
 /// One run, folded from its journal.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunView {
-    pub run_id: String,
-    pub root_task_id: String,
+    pub run_id: InlineStr,
+    pub root_task_id: InlineStr,
     pub title: String,
     pub created_at: u64,
     /// Every member task with its status as the journal last recorded it (iterates in task-id
@@ -71,8 +72,8 @@ impl RunView {
     /// A run from its `run.created` record at ledger `seq`.
     pub(crate) fn created(body: RunCreated, seq: u64, audit_head: Digest) -> RunView {
         RunView {
-            run_id: body.run_id,
-            root_task_id: body.root_task_id,
+            run_id: body.run_id.into(),
+            root_task_id: body.root_task_id.into(),
             title: body.title,
             created_at: body.created_at,
             members: Members::default(),

@@ -139,6 +139,54 @@ impl Ord for InlineStr {
     }
 }
 
+impl fmt::Display for InlineStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for InlineStr {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for InlineStr {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for InlineStr {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<InlineStr> for String {
+    fn eq(&self, other: &InlineStr) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<InlineStr> for str {
+    fn eq(&self, other: &InlineStr) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl From<String> for InlineStr {
+    fn from(s: String) -> InlineStr {
+        InlineStr::new(&s)
+    }
+}
+
+impl From<&str> for InlineStr {
+    fn from(s: &str) -> InlineStr {
+        InlineStr::new(s)
+    }
+}
+
 impl fmt::Debug for InlineStr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self.as_str(), f)
