@@ -21,7 +21,6 @@
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
@@ -248,6 +247,62 @@ pub fn packed_set<A: Ord + Clone>(sorted: Vec<A>) -> OrdSet<A> {
     out
 }
 
+/// Entries as read, sorted by key with the last of equal keys kept (what inserting them in
+/// order would leave); a no-op for what the collections wrote, which is sorted and distinct.
+fn sorted_distinct<K: Ord, V>(mut v: Vec<(K, V)>) -> Vec<(K, V)> {
+    if v.windows(2).all(|w| w[0].0 < w[1].0) {
+        return v;
+    }
+    v.reverse();
+    // Stable: of equal keys the last read comes first, and dedup keeps the first.
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v.dedup_by(|b, a| a.0 == b.0);
+    v
+}
+
+/// Reads a map's entries into a vector (no tree of its own on the way: its freed nodes would
+/// stay with the allocator, scattered among the projection's).
+struct Entries<K, V>(std::marker::PhantomData<(K, V)>);
+
+impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> serde::de::Visitor<'de> for Entries<K, V> {
+    type Value = Vec<(K, V)>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a map")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut access: A,
+    ) -> Result<Self::Value, A::Error> {
+        let mut v = Vec::with_capacity(access.size_hint().unwrap_or(0));
+        while let Some(entry) = access.next_entry()? {
+            v.push(entry);
+        }
+        Ok(v)
+    }
+}
+
+fn entries<'de, D, K, V>(deserializer: D) -> Result<Vec<(K, V)>, D::Error>
+where
+    D: Deserializer<'de>,
+    K: Deserialize<'de> + Ord,
+    V: Deserialize<'de>,
+{
+    let v = deserializer.deserialize_map(Entries(std::marker::PhantomData))?;
+    Ok(sorted_distinct(v))
+}
+
+fn elements<'de, D, A>(deserializer: D) -> Result<Vec<A>, D::Error>
+where
+    D: Deserializer<'de>,
+    A: Deserialize<'de> + Ord,
+{
+    let v = Vec::<A>::deserialize(deserializer)?;
+    Ok(sorted_distinct(v.into_iter().map(|a| (a, ())).collect())
+        .into_iter()
+        .map(|(a, ())| a)
+        .collect())
+}
+
 /// `deserialize_with` for an `OrdMap`: the map its serialized form stands for, packed.
 pub fn map<'de, D, K, V>(deserializer: D) -> Result<OrdMap<K, V>, D::Error>
 where
@@ -255,8 +310,7 @@ where
     K: Deserialize<'de> + Ord + Clone,
     V: Deserialize<'de> + Clone,
 {
-    let tree = BTreeMap::<K, V>::deserialize(deserializer)?;
-    Ok(packed_map(tree.into_iter().collect()))
+    Ok(packed_map(entries(deserializer)?))
 }
 
 /// `deserialize_with` for an `OrdSet`: the set its serialized form stands for, packed.
@@ -265,8 +319,17 @@ where
     D: Deserializer<'de>,
     A: Deserialize<'de> + Ord + Clone,
 {
-    let tree = BTreeSet::<A>::deserialize(deserializer)?;
-    Ok(packed_set(tree.into_iter().collect()))
+    Ok(packed_set(elements(deserializer)?))
+}
+
+/// A set read with full leaves (the values of [`map_of_sets`]).
+#[derive(Clone)]
+struct PackedSet<A: Ord + Clone>(OrdSet<A>);
+
+impl<'de, A: Deserialize<'de> + Ord + Clone> Deserialize<'de> for PackedSet<A> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        set(deserializer).map(PackedSet)
+    }
 }
 
 /// `deserialize_with` for a map of sets (`by_status`): both levels packed.
@@ -276,12 +339,8 @@ where
     K: Deserialize<'de> + Ord + Clone,
     A: Deserialize<'de> + Ord + Clone,
 {
-    let tree = BTreeMap::<K, BTreeSet<A>>::deserialize(deserializer)?;
-    Ok(packed_map(
-        tree.into_iter()
-            .map(|(k, s)| (k, packed_set(s.into_iter().collect())))
-            .collect(),
-    ))
+    let v: Vec<(K, PackedSet<A>)> = entries(deserializer)?;
+    Ok(packed_map(v.into_iter().map(|(k, s)| (k, s.0)).collect()))
 }
 
 #[cfg(test)]
@@ -354,6 +413,18 @@ mod tests {
         let text = serde_json::to_string(&s).unwrap();
         let back = set(&mut serde_json::Deserializer::from_str(&text)).unwrap();
         assert_eq!(back, s);
+        // Unsorted input with a repeated key reads as inserting in order would.
+        let back: OrdMap<u64, u64> = map(&mut serde_json::Deserializer::from_str(
+            r#"{"3":1,"1":2,"3":4}"#,
+        ))
+        .unwrap();
+        assert_eq!(back, [(1u64, 2u64), (3, 4)].into_iter().collect());
+        let back: OrdSet<u64> = set(&mut serde_json::Deserializer::from_str("[3,1,3]")).unwrap();
+        assert_eq!(back, [1u64, 3].into_iter().collect());
+        let nested = r#"{"open":[2,1],"done":[5]}"#;
+        let back: OrdMap<String, OrdSet<u64>> =
+            map_of_sets(&mut serde_json::Deserializer::from_str(nested)).unwrap();
+        assert_eq!(back["open"], [1u64, 2].into_iter().collect());
         let shared = Shared::new(vec![1, 2]);
         assert_eq!(serde_json::to_string(&shared).unwrap(), "[1,2]");
     }
