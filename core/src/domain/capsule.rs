@@ -66,8 +66,8 @@ pub struct CapsuleTask {
 impl CapsuleTask {
     pub fn of(row: &TaskRow) -> CapsuleTask {
         CapsuleTask {
-            task_id: row.id.clone(),
-            run_id: row.run_id.clone(),
+            task_id: row.id.to_string(),
+            run_id: row.run_id.to_string(),
             parent_id: row.parent_id.clone(),
             title: row.title.clone(),
             goal: row.goal.clone(),

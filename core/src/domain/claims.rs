@@ -182,7 +182,7 @@ impl ClaimedTask {
     /// The descriptor of `row` granted at `now` with a lease of `lease_ms`.
     pub fn of(row: &TaskRow, now: u64, lease_ms: u64) -> ClaimedTask {
         ClaimedTask {
-            run_id: row.run_id.clone(),
+            run_id: row.run_id.to_string(),
             parent_id: row.parent_id.clone(),
             title: row.title.clone(),
             goal: row.goal.clone(),
@@ -258,7 +258,7 @@ pub fn decide<'s>(
 ) -> ClaimDecision<'s> {
     let task = select(&snapshot.domain, filter, now);
     let mut receipt = ClaimReceipt {
-        task_id: task.map(|t| t.id.clone()).unwrap_or_default(),
+        task_id: task.map(|t| t.id.to_string()).unwrap_or_default(),
         granted: task.is_some(),
         claimer_id: claimer.id.to_string(),
         claimer_card_fingerprint: claimer.card_fingerprint.unwrap_or(UNREGISTERED).to_string(),
@@ -309,7 +309,7 @@ impl ClaimEntry {
         ClaimEntry {
             task_id: r.task_id.clone(),
             granted: r.granted,
-            run_id: decision.task.map(|t| t.run_id.clone()),
+            run_id: decision.task.map(|t| t.run_id.to_string()),
             claimer_id: r.claimer_id.clone(),
             claimer_card_fingerprint: r.claimer_card_fingerprint.clone(),
             filter: filter.clone(),

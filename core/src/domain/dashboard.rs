@@ -83,10 +83,8 @@ fn newest_runs(p: &Projection) -> impl Iterator<Item = &RunView> {
 fn run_json(p: &Projection, r: &RunView, now: Timestamp) -> Value {
     let progress = task_view::progress_of(r);
     let mut counts = Map::new();
-    for (status, n) in &r.member_counts {
-        if *n > 0 {
-            counts.insert(status.as_str().into(), (*n).into());
-        }
+    for (status, n) in r.member_counts.iter() {
+        counts.insert(status.as_str().into(), n.into());
     }
     let goal = p
         .task(&r.root_task_id)
@@ -166,7 +164,7 @@ pub fn task(p: &Projection, id: &str, signer: Option<&str>) -> Option<Value> {
     let t = p.task(id)?;
     let mut row = task_row(t);
     if let Value::Object(m) = &mut row {
-        m.insert("run_id".into(), t.run_id.clone().into());
+        m.insert("run_id".into(), t.run_id.as_str().into());
         m.insert("goal".into(), t.goal.clone().into());
         m.insert("result_summary".into(), json!(t.result_summary));
         m.insert("requires_approval".into(), t.requires_approval.into());

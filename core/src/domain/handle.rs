@@ -86,7 +86,7 @@ pub fn run_handle_at(snapshot: &Snapshot, run_id: &str, spec_revision: &str) -> 
         spec_revision,
     );
     Some(RunHandle {
-        task_id: run.root_task_id.clone(),
+        task_id: run.root_task_id.to_string(),
         run_id: run_id.to_string(),
         status,
         journal_head,

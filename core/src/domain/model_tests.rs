@@ -156,7 +156,7 @@ fn check(b: &Bench, m: &Model) {
     for (i, t) in m.tasks.iter().enumerate() {
         if t.root == i {
             let run = p.run(&t.id).unwrap();
-            assert_eq!(run.member_counts, p.recount_run(&t.id).unwrap());
+            assert_eq!(run.member_counts.to_map(), p.recount_run(&t.id).unwrap());
             assert_eq!(run.status().as_str(), m.run_status(i), "run {}", t.id);
         }
     }

@@ -110,7 +110,7 @@ impl PlanError {
 
 fn plan_task(row: &TaskRow) -> PlanTask {
     PlanTask {
-        task_id: row.id.clone(),
+        task_id: row.id.to_string(),
         parent_id: row.parent_id.clone(),
         status: row.status,
         title: row.title.clone(),
@@ -280,7 +280,7 @@ pub fn decide(
     drafts.extend(drafts_after);
     let run_id = p
         .task(plan_id)
-        .map_or_else(|| plan_id.to_string(), |r| r.run_id.clone());
+        .map_or_else(|| plan_id.to_string(), |r| r.run_id.to_string());
     Ok(PlanOutcome {
         plan_id: plan_id.to_string(),
         run_id,

@@ -12,6 +12,10 @@
 //! the `BTreeMap`s they replaced, so checkpoints keep their bytes; hash maps are never used
 //! (their order would not be deterministic).
 //!
+//! Task rows and run views sit in those maps behind a reference count and task ids are kept
+//! inline, and a checkpoint's collections are read back with full tree leaves
+//! ([`compact`]): ≈1.1 KiB per run of one task instead of ≈2.3 (BENCHMARKS.md).
+//!
 //! A record of a known kind that does not fit the state (a duplicate id, a status change whose
 //! `from` is stale, an edge the lifecycle forbids) is ignored and counted: the ledger chain
 //! already vouches for the bytes, and every server folds the same bytes the same way. Unknown
@@ -38,11 +42,15 @@ use super::mailbox::{MailboxEntry, MailboxHead};
 use super::records::{self, Complexity, Scope, TaskCreated, TaskStatusChanged};
 use super::runs::RunView;
 
+pub mod compact;
+pub use compact::InlineStr;
+use compact::Shared;
+
 /// One task as the backlog describes it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskRow {
-    pub id: String,
-    pub run_id: String,
+    pub id: InlineStr,
+    pub run_id: InlineStr,
     pub parent_id: Option<String>,
     pub title: String,
     pub goal: String,
@@ -107,14 +115,19 @@ struct TxnCursor {
 /// (the store then folds the ledger from the start), instead of loading as a wrong state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Projection {
-    tasks: OrdMap<String, TaskRow>,
+    #[serde(deserialize_with = "compact::map")]
+    tasks: OrdMap<InlineStr, Shared<TaskRow>>,
     /// created_seq → task id.
-    by_creation: OrdMap<u64, String>,
+    #[serde(deserialize_with = "compact::map")]
+    by_creation: OrdMap<u64, InlineStr>,
     /// status → created_seq of the tasks in it.
+    #[serde(deserialize_with = "compact::map_of_sets")]
     by_status: OrdMap<TaskStatus, OrdSet<u64>>,
     roles: OrdMap<String, RoleTally>,
-    runs: OrdMap<String, RunView>,
+    #[serde(deserialize_with = "compact::map")]
+    runs: OrdMap<InlineStr, Shared<RunView>>,
     /// (priority, created_seq) of every open task: the claim queue, best first.
+    #[serde(deserialize_with = "compact::set")]
     open_queue: OrdSet<(u8, u64)>,
     /// Mailbox heads by task id.
     mailboxes: OrdMap<String, MailboxHead>,
@@ -190,20 +203,20 @@ impl Projection {
     }
 
     fn create_task(&mut self, b: TaskCreated, seq: u64) -> bool {
-        if self.tasks.contains_key(&b.task_id) {
+        if self.tasks.contains_key(b.task_id.as_str()) {
             return false;
         }
         if let Some(parent) = &b.parent_id {
-            match self.tasks.get_mut(parent) {
-                Some(p) if p.run_id == b.run_id => p.children.push(b.task_id.clone()),
+            match self.tasks.get_mut(parent.as_str()) {
+                Some(p) if p.run_id == b.run_id => p.make_mut().children.push(b.task_id.clone()),
                 _ => return false,
             }
         } else if b.run_id != b.task_id {
             return false;
         }
         let row = TaskRow {
-            id: b.task_id,
-            run_id: b.run_id,
+            id: b.task_id.into(),
+            run_id: b.run_id.into(),
             parent_id: b.parent_id,
             title: b.title,
             goal: b.goal,
@@ -232,20 +245,20 @@ impl Projection {
             reclaimed_from: Vec::new(),
         };
         if row.plan {
-            self.plans.insert(row.id.clone());
+            self.plans.insert(row.id.to_string());
         }
         if row.status == TaskStatus::Open {
             self.open_queue.insert((row.priority, seq));
         }
         self.roles.entry(row.role.clone()).or_default().tasks += 1;
         self.by_status.entry(row.status).or_default().insert(seq);
-        self.by_creation.insert(seq, row.id.clone());
-        self.tasks.insert(row.id.clone(), row);
+        self.by_creation.insert(seq, InlineStr::new(&row.id));
+        self.tasks.insert(InlineStr::new(&row.id), Shared::new(row));
         true
     }
 
     fn change_task(&mut self, b: &TaskStatusChanged) -> bool {
-        let Some(row) = self.tasks.get_mut(&b.task_id) else {
+        let Some(row) = self.tasks.get_mut(b.task_id.as_str()).map(Shared::make_mut) else {
             return false;
         };
         if row.run_id != b.run_id
@@ -291,7 +304,7 @@ impl Projection {
 
     /// `task.lease`: the current claimer's lease starts or is renewed.
     fn lease(&mut self, b: &TaskLease) -> bool {
-        let Some(row) = self.tasks.get_mut(&b.task_id) else {
+        let Some(row) = self.tasks.get_mut(b.task_id.as_str()).map(Shared::make_mut) else {
             return false;
         };
         if row.run_id != b.run_id
@@ -312,7 +325,7 @@ impl Projection {
     /// `task.reclaimed`: the claimer whose lease expired loses the task (the status changes
     /// that follow in the same transaction hand it to the new claimer).
     fn reclaimed(&mut self, b: &TaskReclaimed) -> bool {
-        let Some(row) = self.tasks.get_mut(&b.task_id) else {
+        let Some(row) = self.tasks.get_mut(b.task_id.as_str()).map(Shared::make_mut) else {
             return false;
         };
         if row.run_id != b.run_id
@@ -336,11 +349,12 @@ impl Projection {
             if b.run_id != run_id || self.runs.contains_key(run_id) {
                 return false;
             }
+            let run = RunView::created(b, rec.seq, audit_head);
             self.runs
-                .insert(b.run_id.clone(), RunView::created(b, rec.seq, audit_head));
+                .insert(InlineStr::new(&run.run_id), Shared::new(run));
             return true;
         }
-        let Some(run) = self.runs.get_mut(run_id) else {
+        let Some(run) = self.runs.get_mut(run_id).map(Shared::make_mut) else {
             return false;
         };
         run.touched(rec.seq, audit_head);
@@ -375,7 +389,7 @@ impl Projection {
         if let Some(run) = self.runs.get_mut(run_id)
             && run.last_journal_seq >= start
         {
-            run.chain_head = rec.hash;
+            run.make_mut().chain_head = rec.hash;
         }
         true
     }
@@ -415,12 +429,12 @@ impl Projection {
 
     /// The task `id`.
     pub fn task(&self, id: &str) -> Option<&TaskRow> {
-        self.tasks.get(id)
+        self.tasks.get(id).map(|row| &**row)
     }
 
     /// The run `id`.
     pub fn run(&self, id: &str) -> Option<&RunView> {
-        self.runs.get(id)
+        self.runs.get(id).map(|run| &**run)
     }
 
     /// Runs whose id sorts after `after` (all runs when `None`), in run-id order.
@@ -432,7 +446,7 @@ impl Projection {
         };
         self.runs
             .range::<_, str>((lower, Bound::Unbounded))
-            .map(|(_, v)| v)
+            .map(|(_, v)| &**v)
     }
 
     /// How many tasks exist.
@@ -450,7 +464,7 @@ impl Projection {
         &self,
         status: Option<TaskStatus>,
     ) -> Box<dyn Iterator<Item = &TaskRow> + '_> {
-        let lookup = |seq: &u64| self.by_creation.get(seq).and_then(|id| self.tasks.get(id));
+        let lookup = |seq: &u64| self.by_creation.get(seq).and_then(|id| self.task(id));
         match status {
             None => Box::new(self.by_creation.keys().rev().filter_map(lookup)),
             Some(s) => match self.by_status.get(&s) {
@@ -466,7 +480,7 @@ impl Projection {
         let mut out = Vec::new();
         let mut stack = vec![id];
         while let Some(next) = stack.pop() {
-            if let Some(row) = self.tasks.get(next) {
+            if let Some(row) = self.task(next) {
                 out.push(row);
                 stack.extend(row.children.iter().rev().map(String::as_str));
             }
@@ -478,14 +492,14 @@ impl Projection {
     pub fn open_in_claim_order(&self) -> impl Iterator<Item = &TaskRow> + '_ {
         self.open_queue
             .iter()
-            .filter_map(|(_, seq)| self.by_creation.get(seq).and_then(|id| self.tasks.get(id)))
+            .filter_map(|(_, seq)| self.by_creation.get(seq).and_then(|id| self.task(id)))
     }
 
     /// Held tasks whose lease ended before `now`, the longest expired first.
     pub fn expired_leases(&self, now: u64) -> impl Iterator<Item = &TaskRow> + '_ {
         self.leases
             .range(..(now, 0))
-            .filter_map(|(_, seq)| self.by_creation.get(seq).and_then(|id| self.tasks.get(id)))
+            .filter_map(|(_, seq)| self.by_creation.get(seq).and_then(|id| self.task(id)))
     }
 
     /// The head of task `id`'s mailbox (empty when nothing was posted).
@@ -629,7 +643,7 @@ mod tests {
         assert_eq!(open, ["T-b"]);
         assert_eq!(
             p.recount_run("T-a").unwrap(),
-            p.run("T-a").unwrap().member_counts
+            p.run("T-a").unwrap().member_counts.to_map()
         );
         assert_eq!(p.roles()["backend"].tasks, 2);
         assert_eq!(p.ignored_records(), 0);

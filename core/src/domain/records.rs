@@ -399,8 +399,8 @@ impl<'p> StatusChanges<'p> {
         lifecycle::transition(from, to)?;
         let mut r = Redactions::default();
         let backlog = TaskStatusChanged {
-            task_id: task.id.clone(),
-            run_id: task.run_id.clone(),
+            task_id: task.id.to_string(),
+            run_id: task.run_id.to_string(),
             from,
             to,
             reason: r.optional("reason", note.reason),
@@ -427,7 +427,7 @@ impl<'p> StatusChanges<'p> {
             .push(draft(BACKLOG_STREAM, TASK_STATUS, &backlog));
         self.journal
             .push(draft(run_stream(&task.run_id), RUN_TASK_STATUS, &journal));
-        self.current.insert(task.id.clone(), to);
+        self.current.insert(task.id.to_string(), to);
         Ok(from)
     }
 

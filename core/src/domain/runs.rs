@@ -13,16 +13,17 @@
 //! record that the engine wrote in the same transaction as the latest journal record. This
 //! module must never look at the backlog or at any other run.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
 
 use super::lifecycle::{self, TaskStatus};
+use super::projection::InlineStr;
 use super::records::{RunCancelled, RunCreated, RunTaskAdded, RunTaskStatus};
 
+mod counts;
 mod members;
+pub use counts::StatusCounts;
 pub use members::Members;
 
 /// The status of a run as a host sees it (`bernstein_run_status`): a run is an MCP task, so
@@ -49,15 +50,15 @@ pub fn phase_of(root: TaskStatus) -> RunStatus {
 /// One run, folded from its journal.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunView {
-    pub run_id: String,
-    pub root_task_id: String,
+    pub run_id: InlineStr,
+    pub root_task_id: InlineStr,
     pub title: String,
     pub created_at: u64,
     /// Every member task with its status as the journal last recorded it (iterates in task-id
     /// order; sized for few members, O(1) to copy with many: [`Members`]).
     pub members: Members,
     /// Member counts by status (maintained incrementally).
-    pub member_counts: BTreeMap<TaskStatus, u64>,
+    pub member_counts: StatusCounts,
     /// Set by `run.cancelled`.
     pub cancelled: bool,
     /// Ledger seq of the latest record of this run's journal.
@@ -71,12 +72,12 @@ impl RunView {
     /// A run from its `run.created` record at ledger `seq`.
     pub(crate) fn created(body: RunCreated, seq: u64, audit_head: Digest) -> RunView {
         RunView {
-            run_id: body.run_id,
-            root_task_id: body.root_task_id,
+            run_id: body.run_id.into(),
+            root_task_id: body.root_task_id.into(),
             title: body.title,
             created_at: body.created_at,
             members: Members::default(),
-            member_counts: BTreeMap::new(),
+            member_counts: StatusCounts::default(),
             cancelled: false,
             last_journal_seq: seq,
             chain_head: audit_head,
@@ -93,7 +94,7 @@ impl RunView {
 
     /// Members currently in `status`.
     pub fn count(&self, status: TaskStatus) -> u64 {
-        self.member_counts.get(&status).copied().unwrap_or(0)
+        self.member_counts.get(status)
     }
 
     /// The run status, by the rule in the module docs.
@@ -127,7 +128,7 @@ impl RunView {
             return false;
         }
         self.members.insert(body.task_id.clone(), body.status);
-        *self.member_counts.entry(body.status).or_default() += 1;
+        self.member_counts.increment(body.status);
         true
     }
 
@@ -143,8 +144,8 @@ impl RunView {
         if *status != body.from || lifecycle::advance(status, body.to).is_err() {
             return false;
         }
-        decrement(&mut self.member_counts, body.from);
-        *self.member_counts.entry(body.to).or_default() += 1;
+        self.member_counts.decrement(body.from);
+        self.member_counts.increment(body.to);
         true
     }
 
@@ -155,16 +156,6 @@ impl RunView {
         }
         self.cancelled = true;
         true
-    }
-}
-
-/// Decrements a count, dropping the key at zero so equal states serialize equally.
-fn decrement(counts: &mut BTreeMap<TaskStatus, u64>, status: TaskStatus) {
-    if let Some(n) = counts.get_mut(&status) {
-        *n -= 1;
-        if *n == 0 {
-            counts.remove(&status);
-        }
     }
 }
 
@@ -247,7 +238,7 @@ mod tests {
         assert_eq!(v.status(), RunStatus::Working);
         assert_eq!(v.count(Done), 1);
         assert_eq!(v.count(PendingApproval), 0);
-        assert!(!v.member_counts.contains_key(&PendingApproval));
+        assert!(!v.member_counts.to_map().contains_key(&PendingApproval));
     }
 
     #[test]

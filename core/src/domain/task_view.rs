@@ -65,17 +65,17 @@ pub fn task_view(p: &Projection, id: &str) -> Option<TaskView> {
     match p.run(id) {
         Some(run) if run.root_task_id == id => Some(TaskView {
             task: run_task(p, run, row),
-            run_id: run.run_id.clone(),
+            run_id: run.run_id.to_string(),
         }),
         _ => Some(TaskView {
             task: Task {
-                task_id: row.id.clone(),
+                task_id: row.id.to_string(),
                 status: phase_of(row.status),
                 status_message: format!("task is {}; run {} holds it", row.status, row.run_id),
                 created_at: Timestamp(row.created_at),
                 last_updated_at: Timestamp(row.updated_at.max(row.created_at)),
             },
-            run_id: row.run_id.clone(),
+            run_id: row.run_id.to_string(),
         }),
     }
 }
@@ -91,7 +91,7 @@ fn run_task(p: &Projection, run: &RunView, root: &TaskRow) -> Task {
         .unwrap_or(run.created_at);
     let progress = progress_of(run);
     Task {
-        task_id: root.id.clone(),
+        task_id: root.id.to_string(),
         status: run.status(),
         status_message: progress.message,
         created_at: Timestamp(run.created_at),
@@ -203,10 +203,10 @@ pub fn tick_draft(run_id: &str, progress: &Progress) -> Draft {
 pub fn run_answer(p: &Projection, id: &str) -> Option<Value> {
     let row = p.task(id)?;
     let answer = RunAnswer {
-        task_id: row.id.clone(),
+        task_id: row.id.to_string(),
         title: row.title.clone(),
         status: row.status,
-        run_id: row.run_id.clone(),
+        run_id: row.run_id.to_string(),
         poll_after_ms: POLL_AFTER_MS,
         parent_task_id: row.parent_id.clone(),
         plan_id: None,

@@ -19,7 +19,9 @@ use super::record::{LedgerPosition, Record};
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Snapshot {
     pub position: LedgerPosition,
-    /// Hash of the last record of each stream (serialized in stream-name order).
+    /// Hash of the last record of each stream (serialized in stream-name order; read back
+    /// with full tree leaves, see `domain::projection::compact`).
+    #[serde(deserialize_with = "crate::domain::projection::compact::map")]
     pub stream_heads: OrdMap<String, Digest>,
     /// Bernstein's domain state (tasks, runs, mailboxes).
     pub domain: Projection,

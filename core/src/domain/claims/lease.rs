@@ -77,8 +77,8 @@ pub fn lease_draft(row: &TaskRow, claimer_id: &str, lease_ms: u64, now: u64) -> 
         BACKLOG_STREAM,
         TASK_LEASE,
         &TaskLease {
-            task_id: row.id.clone(),
-            run_id: row.run_id.clone(),
+            task_id: row.id.to_string(),
+            run_id: row.run_id.to_string(),
             claimer_id: claimer_id.to_string(),
             lease_ms,
             expires_at: now.saturating_add(lease_ms),
@@ -93,8 +93,8 @@ pub fn reclaim_draft(row: &TaskRow, claimer_id: &str, now: u64) -> Draft {
         BACKLOG_STREAM,
         TASK_RECLAIMED,
         &TaskReclaimed {
-            task_id: row.id.clone(),
-            run_id: row.run_id.clone(),
+            task_id: row.id.to_string(),
+            run_id: row.run_id.to_string(),
             claimer_id: claimer_id.to_string(),
             previous_claimer_id: row.claimer.clone().unwrap_or_default(),
             expired_at: row.lease_expires_at.unwrap_or_default(),

@@ -58,7 +58,7 @@ fn filters_select_on_role_project_capability_and_attempts() {
     ));
     let be = Bench::id_of(&b.ok("bernstein_run", json!({"goal": "be"})));
     let p = &b.snapshot.domain;
-    let pick = |f: ClaimFilter| select(p, &f, 0).map(|t| t.id.clone());
+    let pick = |f: ClaimFilter| select(p, &f, 0).map(|t| t.id.to_string());
     assert_eq!(
         pick(ClaimFilter {
             role: Some("qa".into()),

@@ -10,6 +10,7 @@ use imbl::OrdMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::domain::lifecycle::TaskStatus;
+use crate::domain::projection::compact::InlineStr;
 
 /// Most members kept in the vector form.
 pub const FEW: usize = 16;
@@ -17,8 +18,8 @@ pub const FEW: usize = 16;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Members {
     /// Sorted by task id, at most [`FEW`].
-    Few(Vec<(String, TaskStatus)>),
-    Many(OrdMap<String, TaskStatus>),
+    Few(Vec<(InlineStr, TaskStatus)>),
+    Many(OrdMap<InlineStr, TaskStatus>),
 }
 
 impl Default for Members {
@@ -66,17 +67,22 @@ impl Members {
     /// Sets the status of `task_id`, adding it if it is not a member yet.
     pub fn insert(&mut self, task_id: String, status: TaskStatus) {
         match self {
-            Members::Few(v) => match v.binary_search_by(|(id, _)| id.cmp(&task_id)) {
+            Members::Few(v) => match v.binary_search_by(|(id, _)| id.as_str().cmp(&task_id)) {
                 Ok(i) => v[i].1 = status,
-                Err(i) if v.len() < FEW => v.insert(i, (task_id, status)),
+                Err(i) if v.len() < FEW => {
+                    // Exactly as long as needed: most runs never get a second member.
+                    v.reserve_exact(1);
+                    v.insert(i, (InlineStr::new(&task_id), status));
+                }
                 Err(_) => {
-                    let mut m: OrdMap<String, TaskStatus> = std::mem::take(v).into_iter().collect();
-                    m.insert(task_id, status);
+                    let mut m: OrdMap<InlineStr, TaskStatus> =
+                        std::mem::take(v).into_iter().collect();
+                    m.insert(InlineStr::new(&task_id), status);
                     *self = Members::Many(m);
                 }
             },
             Members::Many(m) => {
-                m.insert(task_id, status);
+                m.insert(InlineStr::new(&task_id), status);
             }
         }
     }

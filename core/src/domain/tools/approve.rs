@@ -163,10 +163,10 @@ fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> 
     let (mut drafts, journal) = changes.into_drafts();
     drafts.extend(journal);
     let answer = ApproveAnswer {
-        task_id: task.id.clone(),
+        task_id: task.id.to_string(),
         status: TaskStatus::Done,
         previous_status: task.status,
-        run_id: task.run_id.clone(),
+        run_id: task.run_id.to_string(),
         result_summary: redacted_note.or_else(|| task.result_summary.clone()),
         resumed_parents,
         redactions: redactions.counts(),
@@ -175,7 +175,7 @@ fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> 
     Ok(ToolOutput {
         result: Ok(serde_json::to_value(&answer).expect("an approval answer always serializes")),
         drafts,
-        run_id: Some(task.run_id.clone()),
+        run_id: Some(task.run_id.to_string()),
         content: None,
         host: None,
         progress: Vec::new(),

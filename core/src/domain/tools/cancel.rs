@@ -131,12 +131,12 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>)
         .task(id)
         .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
     let mut answer = CancelAnswer {
-        task_id: task.id.clone(),
+        task_id: task.id.to_string(),
         status: task.status,
         previous_status: task.status,
         already_terminal: task.status.is_terminal(),
         cancelled_descendants: 0,
-        run_id: task.run_id.clone(),
+        run_id: task.run_id.to_string(),
         run_cancelled: false,
         not_cancelled: Vec::new(),
         not_cancelled_count: 0,
@@ -174,7 +174,7 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>)
                 answer.not_cancelled_count += 1;
                 if answer.not_cancelled.len() < MAX_LISTED {
                     answer.not_cancelled.push(NotCancelled {
-                        task_id: row.id.clone(),
+                        task_id: row.id.to_string(),
                         status: row.status,
                     });
                 }

@@ -242,7 +242,7 @@ fn claim(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
     Ok(ToolOutput {
         result: Ok(payload),
         drafts,
-        run_id: decision.task.map(|t| t.run_id.clone()),
+        run_id: decision.task.map(|t| t.run_id.to_string()),
         content: None,
         host: None,
         progress: Vec::new(),

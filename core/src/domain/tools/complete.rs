@@ -176,11 +176,11 @@ fn complete(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError>
     let (mut drafts, journal) = changes.into_drafts();
     drafts.extend(journal);
     let answer = CompleteAnswer {
-        task_id: task.id.clone(),
+        task_id: task.id.to_string(),
         status: to,
         previous_status: task.status,
         requires_approval: task.requires_approval,
-        run_id: task.run_id.clone(),
+        run_id: task.run_id.to_string(),
         resumed_parents,
         redactions: redactions.counts(),
         redacted_kinds: redactions.kinds(),
@@ -188,7 +188,7 @@ fn complete(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError>
     Ok(ToolOutput {
         result: Ok(serde_json::to_value(&answer).expect("a completion answer always serializes")),
         drafts,
-        run_id: Some(task.run_id.clone()),
+        run_id: Some(task.run_id.to_string()),
         content: None,
         host: None,
         progress: Vec::new(),

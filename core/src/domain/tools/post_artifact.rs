@@ -231,7 +231,7 @@ fn post(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         && v.record.content_hash == content_hash
     {
         return Ok(ToolOutput {
-            run_id: Some(task.run_id.clone()),
+            run_id: Some(task.run_id.to_string()),
             ..ToolOutput::ok(artifacts::record_value(&v.record))
         });
     }
@@ -240,7 +240,7 @@ fn post(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         key: args.key,
         version: latest.map_or(1, |v| v.record.version + 1),
         task_id: id.to_string(),
-        run_id: task.run_id.clone(),
+        run_id: task.run_id.to_string(),
         kind: args.kind,
         title,
         content: args.content,

@@ -364,8 +364,8 @@ fn place(ctx: &ToolContext<'_>, parent: Option<&str>) -> Result<Placement, ToolE
         }
     };
     Ok(Placement {
-        run_id: Some(row.run_id.clone()),
-        parent_id: Some(row.id.clone()),
+        run_id: Some(row.run_id.to_string()),
+        parent_id: Some(row.id.to_string()),
         parent_role: Some(row.role.clone()),
         status,
         parent_moves_to,

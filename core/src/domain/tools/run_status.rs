@@ -87,7 +87,7 @@ fn resolve(ctx: &ToolContext<'_>, args: &RunStatusArgs) -> Result<(String, RunHa
     let run_id = if p.run(id).is_some() {
         id.to_string()
     } else if let Some(task) = p.task(id) {
-        task.run_id.clone()
+        task.run_id.to_string()
     } else {
         return Err(ToolError::new(
             "unknown_run",

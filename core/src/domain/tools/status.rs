@@ -182,11 +182,11 @@ fn answer(ctx: &ToolContext<'_>, args: Value) -> Result<StatusAnswer, ToolError>
             .tasks_newest_first(args.status)
             .take(MAX_ROWS + 1)
             .map(|r| TaskListing {
-                id: r.id.clone(),
+                id: r.id.to_string(),
                 title: r.title.clone(),
                 status: r.status,
                 role: r.role.clone(),
-                run_id: r.run_id.clone(),
+                run_id: r.run_id.to_string(),
                 parent_id: r.parent_id.clone(),
                 priority: r.priority,
             })

@@ -256,7 +256,7 @@ fn the_verifier_names_the_check_a_forgery_fails() {
         .next()
         .unwrap()
         .id
-        .clone();
+        .to_string();
     moved.receipt_hash = claims::receipt_hash(&moved);
     moved.signature = signer.sign(&claims::signed_message(
         &moved.receipt_hash,
