@@ -4,7 +4,7 @@
 //! verifier refuses, an edit before the checkpoint is found at open, and a ledger that ends
 //! before its checkpoint is refused with both positions named.
 
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 
 use bernstein_core::ledger::verify::{
     KEY_MISMATCH, LedgerVerifier, VerifyFailure, VerifyReport, prefix_matches,
@@ -12,6 +12,7 @@ use bernstein_core::ledger::verify::{
 use bernstein_core::ledger::{LedgerPosition, StoreError};
 
 use super::ledger_file::{Folded, LedgerFile};
+use super::verify_cmd::{FeedError, feed_lines};
 
 /// What verifying the ledger's first `end` bytes found, to be checked against the checkpoint
 /// that names `end` ([`check_prefix`]).
@@ -40,27 +41,12 @@ pub fn verify_prefix(ledger: &LedgerFile, key: &[u8], end: u64) -> Result<Prefix
     let stop = end.min(len);
     let mut file = ledger.reader().map_err(|e| io("open", e))?;
     file.seek(SeekFrom::Start(0)).map_err(|e| io("seek", e))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file.take(stop));
     let mut verifier = LedgerVerifier::new(&name, Some(key)).collect_calls(false);
-    let mut line = Vec::new();
-    let mut unterminated = false;
-    loop {
-        line.clear();
-        if reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| io("read", e))?
-            == 0
-        {
-            break;
-        }
-        match line.strip_suffix(b"\n") {
-            Some(body) => verifier.push_line(body).map_err(corrupt)?,
-            None => {
-                unterminated = true;
-                break;
-            }
-        }
-    }
+    let unterminated = match feed_lines(&mut file.take(stop), &mut verifier) {
+        Ok(tail) => !tail.is_empty(),
+        Err(FeedError::Io(e)) => return Err(io("read", e)),
+        Err(FeedError::Bad(f)) => return Err(corrupt(f)),
+    };
     let short = stop < end || unterminated;
     Ok(Prefix {
         end,

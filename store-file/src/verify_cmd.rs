@@ -104,13 +104,20 @@ pub fn audit_verify_with(dir: &Path, options: AuditOptions) -> Result<VerifyRepo
 /// kernel's copy into it and the scan (1 MiB reads cost ~4× the CPU of 64 KiB ones).
 const CHUNK: usize = 64 << 10;
 
+/// Why [`feed_lines`] stopped early.
+#[derive(Debug)]
+pub(crate) enum FeedError {
+    Io(io::Error),
+    Bad(VerifyFailure),
+}
+
 /// Streams `reader` through `verifier` in [`CHUNK`]s, handing it whole lines only (a line
-/// longer than the buffer grows it).
-fn feed(
+/// longer than the buffer grows it); returns the bytes after the last `\n` (an unfinished
+/// line, empty when the input ends with one).
+pub(crate) fn feed_lines(
     reader: &mut impl Read,
-    mut verifier: LedgerVerifier,
-    io_err: impl Fn(io::Error) -> AuditError,
-) -> Result<VerifyReport, AuditError> {
+    verifier: &mut LedgerVerifier,
+) -> Result<Vec<u8>, FeedError> {
     let mut buf = vec![0u8; CHUNK];
     // `buf[..filled]` holds bytes read and not yet verified: the start of one line.
     let mut filled = 0;
@@ -121,10 +128,11 @@ fn feed(
         let n = match reader.read(&mut buf[filled..]) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(e)),
+            Err(e) => return Err(FeedError::Io(e)),
         };
         if n == 0 {
-            return Ok(verifier.finish(&buf[..filled])?);
+            buf.truncate(filled);
+            return Ok(buf);
         }
         let new = filled..filled + n;
         filled += n;
@@ -132,9 +140,25 @@ fn feed(
         let Some(last_nl) = buf[new.clone()].iter().rposition(|&b| b == b'\n') else {
             continue;
         };
-        let used = verifier.push_bytes(&buf[..new.start + last_nl + 1])?;
+        let used = verifier
+            .push_bytes(&buf[..new.start + last_nl + 1])
+            .map_err(FeedError::Bad)?;
         buf.copy_within(used..filled, 0);
         filled -= used;
+    }
+}
+
+/// [`feed_lines`], then the verifier's verdict on what it was fed (an unfinished last line
+/// included).
+fn feed(
+    reader: &mut impl Read,
+    mut verifier: LedgerVerifier,
+    io_err: impl Fn(io::Error) -> AuditError,
+) -> Result<VerifyReport, AuditError> {
+    match feed_lines(reader, &mut verifier) {
+        Ok(tail) => Ok(verifier.finish(&tail)?),
+        Err(FeedError::Io(e)) => Err(io_err(e)),
+        Err(FeedError::Bad(f)) => Err(AuditError::Failure(f)),
     }
 }
 
