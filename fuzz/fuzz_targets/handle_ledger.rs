@@ -53,7 +53,7 @@ fn held() -> &'static [(State, usize)] {
             let runs: Vec<String> = snap
                 .domain
                 .runs_after(None)
-                .map(|r| r.run_id.clone())
+                .map(|r| r.run_id.to_string())
                 .collect();
             for id in runs {
                 let h = run_handle(&snap, &id).expect("a listed run");
