@@ -78,10 +78,16 @@ impl WaitRoom {
     /// answered at once instead.
     pub fn park(&self, waiting: Box<Waiting>, parked: Box<dyn Parked>) {
         let sleeper = Sleeper { waiting, parked };
-        if self.room.settling.load(Ordering::SeqCst) {
-            return self.room.settle(sleeper);
+        {
+            // Checked under the lock: shutdown sets the flag before it takes what is left, so
+            // a request is either taken by shutdown or sees the flag, never stranded.
+            let mut sleepers = self.room.lock();
+            if self.room.settling.load(Ordering::SeqCst) {
+                drop(sleepers);
+                return self.room.settle(sleeper);
+            }
+            sleepers.push(sleeper);
         }
-        self.room.lock().push(sleeper);
         self.room.changed.notify_one();
         let mut thread = self.thread.lock().unwrap_or_else(PoisonError::into_inner);
         if thread.is_none() {
