@@ -4,7 +4,9 @@
 //! happened. Every decision (re-runs on conflict, host rounds, the wait's deadline and
 //! backoff, the settle or cancel round) is the engine's; this loop only does the IO, so it
 //! never releases a response whose records are not durable. The final answer is counted once
-//! into the [`Env`]'s metrics.
+//! into the [`Env`]'s metrics. A [`Drive`] owns all of one request's state, so a request that
+//! waits can be put aside ([`Step::Asleep`]) and resumed on another thread; [`serve_message`]
+//! and [`commit_job`] nap on the caller's thread instead.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;

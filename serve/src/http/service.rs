@@ -1,6 +1,7 @@
 //! The glue between a framed HTTP request and the request driver, shared by both runtimes:
-//! route with the core's [`HttpPolicy`], serve MCP bodies with [`serve_message`], and turn the
-//! result into the response the core's exchange functions describe. Also the registry of open
+//! route with the core's [`HttpPolicy`], serve MCP bodies with a [`Drive`] (an answer that waits
+//! for the ledger comes back as [`Action::Wait`], for the waiting room), and turn the result
+//! into the response the core's exchange functions describe. Also the registry of open
 //! legacy SSE streams (an opaque token → the live stream, the revision it negotiated and the
 //! core's [`StreamClock`] of its keep-alive and idle timers): connection plumbing, never session
 //! state — a token whose connection is gone, or that stayed idle too long, is forgotten. Both
