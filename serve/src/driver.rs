@@ -22,7 +22,8 @@ use bernstein_core::protocol::{Server, TransportFacts};
 pub use bernstein_core::engine::{DEFAULT_WAIT, MAX_ATTEMPTS, Served, Stop, WaitPolicy};
 
 pub use crate::host::HostIo;
-pub use crate::metrics::{Held, Metrics};
+use crate::metrics::Held;
+pub use crate::metrics::Metrics;
 pub use bernstein_core::time::Clock;
 
 /// Serves one message: snapshot → core → compare-and-append (re-run from a fresh snapshot on
@@ -376,11 +377,6 @@ impl<J: Job> Drive<J> {
         }
     }
 
-    /// Whether the head moved past what the waiting request waits on.
-    pub fn moved(&self, head: &LedgerPosition) -> bool {
-        self.asleep.as_ref().is_some_and(|(after, _)| after != head)
-    }
-
     fn count_wait(&mut self, env: &Env<'_>) {
         if self.waiting.is_none() {
             self.waiting = env.metrics.map(Metrics::wait_started);
@@ -442,11 +438,6 @@ impl Admission {
     pub fn limit_waits(&self, max: usize, per_peer: usize) {
         self.max_waiting.store(max.max(1), Ordering::Release);
         self.max_per_peer.store(per_peer.max(1), Ordering::Release);
-    }
-
-    /// How many pending answers wait now.
-    pub fn waits(&self) -> usize {
-        self.waiting.load(Ordering::Acquire)
     }
 
     fn claim_wait(&self, peer: Option<IpAddr>) -> bool {

@@ -508,8 +508,8 @@ fn a_wait_holds_its_slot_until_it_ends_whichever_way() {
     assert_eq!(sim.wait_slots, 1, "the final answer gave it back");
 }
 
-#[test]
-fn tasks_result_waits_for_the_task_to_finish() {
+/// A simulation holding one run started as an MCP task, and the task's id.
+fn with_task() -> (Sim, String) {
     let mut sim = Sim::new(Tier::Standard);
     let start = message(
         1,
@@ -521,6 +521,12 @@ fn tasks_result_waits_for_the_task_to_finish() {
         .as_str()
         .unwrap()
         .to_string();
+    (sim, task)
+}
+
+#[test]
+fn tasks_result_waits_for_the_task_to_finish() {
+    let (mut sim, task) = with_task();
     let cancel = message(3, "tasks/cancel", json!({"taskId": task}));
     sim.later.push_back((Duration::from_millis(500), cancel));
     let result = message(2, "tasks/result", json!({"taskId": task}));
@@ -535,17 +541,7 @@ fn tasks_result_waits_for_the_task_to_finish() {
 
 #[test]
 fn tasks_result_without_a_free_wait_slot_says_why_it_cannot_wait() {
-    let mut sim = Sim::new(Tier::Standard);
-    let start = message(
-        1,
-        "tools/call",
-        json!({"name": "bernstein_run", "arguments": {"goal": "task"}, "task": {}}),
-    );
-    let done = sim.serve(&start, DEFAULT_WAIT, &mut never).unwrap();
-    let task = reply(&done)["result"]["task"]["taskId"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (mut sim, task) = with_task();
     sim.wait_slots = 0;
     let result = message(2, "tasks/result", json!({"taskId": task}));
     let done = sim.serve(&result, DEFAULT_WAIT, &mut never).unwrap();
