@@ -476,7 +476,7 @@ pub fn http_command(bin: &Path, dir: &Path, runtime: &str) -> Command {
 
 /// Memory of a fresh server on the ledger in `dir` after one `bernstein_status`: what the
 /// projection of that ledger costs, without the load's allocator churn.
-fn restart_memory(bin: &Path, dir: &Path, runtime: &str) -> Option<(u64, u64)> {
+pub fn restart_memory(bin: &Path, dir: &Path, runtime: &str) -> Option<(u64, u64)> {
     let served = spawn(http_command(bin, dir, runtime), None, None).ok()?;
     let mut conn = Conn::open(&served.addr, None).ok()?;
     conn.post(&tool_call(1, "bernstein_status", json!({})))

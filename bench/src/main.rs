@@ -10,7 +10,9 @@
 //! `wrk` (`tools/call bernstein_status` under wrk at 1/16/64 connections, ours on both runtimes
 //! beside an rmcp peer, a raw loopback limit and Python; the peers are built from
 //! `bench/peers/`, see [`wrk`]) and `polls` (1,000 long polls held open, 10,000 with `--full`,
-//! on both runtimes: threads, memory, CPU and `tools/list` latency meanwhile).
+//! on both runtimes: threads, memory, CPU and `tools/list` latency meanwhile) and `memory`
+//! (resident memory through a 60 s `bernstein_run` load, 20 s quick, against a fresh process
+//! on the resulting ledger).
 //! It asserts nothing about speed: it reports. `bernstein-bench write-ledger DIR N` writes a
 //! project holding an N-record ledger, for timing start-up and `audit verify` from outside.
 
@@ -24,6 +26,7 @@ mod long_polls;
 mod process;
 mod python;
 mod stats;
+mod write_memory;
 mod wrk;
 
 use std::path::PathBuf;
@@ -92,6 +95,9 @@ fn main() {
         }
         if wanted("polls") {
             long_polls::row(bin, full);
+        }
+        if wanted("memory") {
+            write_memory::row(bin, full);
         }
     } else {
         println!(
@@ -248,6 +254,13 @@ fn verify_speed(full: bool) {
 }
 
 /// A fresh directory under the system temp dir.
+/// The load average of the machine (1, 5, 15 minutes), for the report.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "n/a".into())
+}
+
 pub fn scratch_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("bernstein-bench-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

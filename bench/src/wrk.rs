@@ -98,12 +98,6 @@ struct Note {
     after: String,
 }
 
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "n/a".into())
-}
-
 /// Runs the section; `bin` is our release server.
 pub fn side_by_side(bin: &Path, full: bool) {
     let period = Duration::from_secs(if full { 10 } else { 3 });
@@ -115,7 +109,7 @@ pub fn side_by_side(bin: &Path, full: bool) {
         println!("Skipped: `wrk` is not on PATH (Debian: `apt-get install wrk`).\n");
         return;
     }
-    let started = loadavg();
+    let started = crate::loadavg();
     let scripts = crate::scratch_dir("wrk");
     let exe_dir = bin.parent().unwrap_or(Path::new(".")).to_path_buf();
     let mut notes = Vec::new();
@@ -168,7 +162,7 @@ pub fn side_by_side(bin: &Path, full: bool) {
 
     println!(
         "Load average (1, 5, 15 min) at start: {started}; at end: {}.\n",
-        loadavg()
+        crate::loadavg()
     );
     println!(
         "| server | answer body (checked a result before the load) | one call after the load |\n|---|---|---|"
