@@ -70,9 +70,9 @@ impl<'de> Deserialize<'de> for Digest {
 
 /// HMAC-SHA256 of `message` under `key`, rendered `hmac-sha256:<hex>`.
 pub fn hmac_tag(key: &[u8], message: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts keys of any length");
+    let mut mac = HmacCheck::new(key);
     mac.update(message);
-    format!("hmac-sha256:{}", hex::encode(mac.finalize().into_bytes()))
+    mac.tag()
 }
 
 /// Constant-time check of a rendered HMAC tag.
@@ -82,7 +82,8 @@ pub fn verify_hmac_tag(key: &[u8], message: &[u8], tag: &str) -> bool {
     mac.verify(tag)
 }
 
-/// [`verify_hmac_tag`] over a message fed in pieces (a large file read in chunks).
+/// [`hmac_tag`] and [`verify_hmac_tag`] over a message fed in pieces (a large file read or
+/// written in chunks).
 pub struct HmacCheck(Hmac<Sha256>);
 
 impl HmacCheck {
@@ -92,6 +93,14 @@ impl HmacCheck {
 
     pub fn update(&mut self, piece: &[u8]) {
         self.0.update(piece);
+    }
+
+    /// The tag of the whole message, rendered `hmac-sha256:<hex>`.
+    pub fn tag(self) -> String {
+        format!(
+            "hmac-sha256:{}",
+            hex::encode(self.0.finalize().into_bytes())
+        )
     }
 
     /// Whether `tag` is exactly the rendering [`hmac_tag`] gives the whole message.

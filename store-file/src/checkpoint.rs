@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bernstein_core::digest::{HmacCheck, hmac_tag, verify_hmac_tag};
+use bernstein_core::digest::{HmacCheck, verify_hmac_tag};
 use bernstein_core::ledger::{LedgerPosition, Snapshot};
 use serde::{Deserialize, Serialize};
 
@@ -67,23 +67,6 @@ pub fn write(layout: &Layout, key: &[u8], folded: &Folded, ledger: &File) -> io:
         return Ok(());
     }
     ledger.sync_data()?;
-    let body = serde_json::to_vec(&BodyRef {
-        format: FORMAT,
-        software: SOFTWARE,
-        offset: folded.offset,
-        last_line_start: folded.last_line_start,
-        lines: folded.lines,
-        snapshot: &folded.snapshot,
-    })
-    .map_err(io::Error::other)?;
-    let tag = hmac_tag(key, &body);
-    let mut content = Vec::with_capacity(body.len() + 128);
-    content.extend_from_slice(PREFIX);
-    content.extend_from_slice(&body);
-    content.extend_from_slice(MAC_FIELD);
-    content.extend_from_slice(tag.as_bytes());
-    content.extend_from_slice(SUFFIX);
-
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = layout.ledger_dir();
     let tmp = dir.join(format!(
@@ -92,13 +75,35 @@ pub fn write(layout: &Layout, key: &[u8], folded: &Folded, ledger: &File) -> io:
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     let written = (|| {
-        let mut f = OpenOptions::new()
+        let f = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&tmp)?;
-        f.write_all(&content)?;
-        f.sync_all()?;
+        // Streamed: the body (the projection, hundreds of MiB at a million records) is never
+        // held in memory whole; its tag is computed over the bytes as they are written.
+        let mut out = Tagged {
+            file: io::BufWriter::with_capacity(1 << 16, f),
+            mac: HmacCheck::new(key),
+        };
+        out.file.write_all(PREFIX)?;
+        serde_json::to_writer(
+            &mut out,
+            &BodyRef {
+                format: FORMAT,
+                software: SOFTWARE,
+                offset: folded.offset,
+                last_line_start: folded.last_line_start,
+                lines: folded.lines,
+                snapshot: &folded.snapshot,
+            },
+        )
+        .map_err(io::Error::other)?;
+        let Tagged { mut file, mac } = out;
+        file.write_all(MAC_FIELD)?;
+        file.write_all(mac.tag().as_bytes())?;
+        file.write_all(SUFFIX)?;
+        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
         std::fs::rename(&tmp, layout.checkpoint_file())?;
         sync_dir(&dir)
     })();
@@ -106,6 +111,24 @@ pub fn write(layout: &Layout, key: &[u8], folded: &Folded, ledger: &File) -> io:
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// The checkpoint file being written, with the HMAC of the body bytes written through it.
+struct Tagged<W> {
+    file: W,
+    mac: HmacCheck,
+}
+
+impl<W: Write> Write for Tagged<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.mac.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
 }
 
 /// Splits a checkpoint file into its body and tag.
