@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use bernstein_core::engine::turns::{Grant, Ticket, Turns};
 use bernstein_core::engine::{Finished, Input, Job, Message, Moment, Output, Request};
-use bernstein_core::ledger::{LedgerPosition, Store, StoreError};
-use bernstein_core::protocol::{Server, TransportFacts};
+use bernstein_core::ledger::{Snapshot, Store, StoreError};
+use bernstein_core::protocol::{Server, TransportFacts, Wait};
 
 pub use bernstein_core::engine::{DEFAULT_WAIT, MAX_ATTEMPTS, Served, Stop, WaitPolicy};
 
@@ -153,9 +153,9 @@ fn drive<J: Job>(
         match drive.run(env, stop, notify) {
             Step::Done(finished) => return finished,
             Step::Asleep => {
-                if let Some((after, until)) = &drive.asleep {
+                if let Some((pending, until)) = &drive.asleep {
                     let nap = until.saturating_duration_since(Instant::now());
-                    if !env.store.wait_for_change(after, nap) {
+                    if !env.store.wait_for_change(&pending.after, nap) {
                         std::thread::sleep(nap);
                     }
                 }
@@ -194,7 +194,7 @@ pub struct Drive<J> {
     next: Option<Output>,
     /// While the engine waits for [`Input::Looked`]: the head it waits to move past and the
     /// end of its nap.
-    asleep: Option<(LedgerPosition, Instant)>,
+    asleep: Option<(Wait, Instant)>,
     serving: Option<Held>,
     waiting: Option<Held>,
 }
@@ -257,9 +257,9 @@ impl<J: Job> Drive<J> {
             let output = match self.next.take().or_else(|| self.request.poll_output()) {
                 Some(output) => output,
                 None => match self.asleep.take() {
-                    Some((after, _)) => {
+                    Some((pending, _)) => {
                         let moved = match env.store.snapshot() {
-                            Ok(s) => s.position != after,
+                            Ok(s) => pending.moved(&s),
                             Err(e) => return self.done(env, Err(e)),
                         };
                         self.request
@@ -327,8 +327,8 @@ impl<J: Job> Drive<J> {
                     self.count_wait(env);
                     Input::Stop(stop())
                 }
-                Output::WaitForHead { after, nap } => {
-                    self.asleep = Some((after, Instant::now() + nap));
+                Output::WaitForHead { until, nap } => {
+                    self.asleep = Some((until, Instant::now() + nap));
                     return Step::Asleep;
                 }
                 Output::Failed(e) => return self.done(env, Err(e)),
@@ -338,23 +338,24 @@ impl<J: Job> Drive<J> {
         }
     }
 
-    /// For a waiting request whose nap ended or whose head may have moved (`head`, as last
-    /// read from the store: a stale one only delays the look): performs what needs no IO (the
-    /// look, the question whether to stop, giving the wait slot back) and says whether the
-    /// request sleeps on or has IO to do. Cheap enough for one thread to watch thousands.
+    /// For a waiting request whose nap ended or whose head may have moved (`head`, the
+    /// snapshot as last read from the store: a stale one only delays the look): performs what
+    /// needs no IO (the look — did what the answer depends on move? —, the question whether to
+    /// stop, giving the wait slot back) and says whether the request sleeps on or has IO to
+    /// do. Cheap enough for one thread to watch thousands.
     pub fn look(
         &mut self,
         env: &Env<'_>,
-        head: &LedgerPosition,
+        head: &Snapshot,
         stop: &dyn Fn() -> Option<Stop>,
     ) -> Look {
-        let Some((after, _)) = self.asleep.take() else {
+        let Some((pending, _)) = self.asleep.take() else {
             return Look::Work;
         };
         self.request.handle_input(
             self.now(env),
             Input::Looked {
-                moved: *head != after,
+                moved: pending.moved(head),
             },
         );
         loop {
@@ -365,8 +366,8 @@ impl<J: Job> Drive<J> {
                         .handle_input(self.now(env), Input::Stop(stop()));
                 }
                 Some(Output::ReleaseWaitSlot) => self.place.release_wait(),
-                Some(Output::WaitForHead { after, nap }) => {
-                    self.asleep = Some((after, Instant::now() + nap));
+                Some(Output::WaitForHead { until, nap }) => {
+                    self.asleep = Some((until, Instant::now() + nap));
                     return Look::Asleep;
                 }
                 other => {

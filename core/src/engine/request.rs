@@ -5,10 +5,10 @@ use std::collections::VecDeque;
 
 use super::job::{Job, Round};
 use super::{MAX_ATTEMPTS, Moment, Served, Stop, WaitPolicy};
-use crate::ledger::{Append, AppendResult, LedgerPosition, Snapshot, StoreError};
+use crate::ledger::{Append, AppendResult, Snapshot, StoreError};
 use crate::protocol::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
 use crate::protocol::tally::Tally;
-use crate::protocol::{Outcome, Phase};
+use crate::protocol::{Outcome, Phase, Wait};
 
 /// What the world tells a request: each is the answer to the [`Output`] it names.
 #[derive(Debug)]
@@ -31,8 +31,8 @@ pub enum Input<'a> {
     Stop(Option<Stop>),
     /// [`Output::ClaimWaitSlot`]: whether the server had a wait slot free.
     WaitSlot { granted: bool },
-    /// [`Output::WaitForHead`]: the head was looked at after the nap; `moved` if it is no
-    /// longer the position waited on.
+    /// [`Output::WaitForHead`]: the head was looked at after the nap; `moved` if
+    /// [`Wait::moved`] says the answer may differ.
     Looked { moved: bool },
 }
 
@@ -69,11 +69,9 @@ pub enum Output {
     ClaimWaitSlot,
     /// Give the wait slot back.
     ReleaseWaitSlot,
-    /// Wait at most `nap` for the head to move past `after`, then look at it.
-    WaitForHead {
-        after: LedgerPosition,
-        nap: Duration,
-    },
+    /// Wait at most `nap` for the ledger to move past `until.after`, then look whether it
+    /// moved for this answer ([`Wait::moved`]).
+    WaitForHead { until: Wait, nap: Duration },
     /// The request cannot be served (nothing it ran was acknowledged): answer with a storage
     /// failure.
     Failed(StoreError),
@@ -337,12 +335,11 @@ impl<J: Job> Request<J> {
 
     /// Waits for the head to move, at most until the next look is due.
     fn nap(&mut self, now: Moment) {
-        let Some(after) = self.outcome.as_ref().and_then(|o| o.pending.as_ref()) else {
+        let Some(until) = self.outcome.as_ref().and_then(|o| o.pending.clone()) else {
             return self.fail("the request engine waited without a pending answer".into());
         };
         let nap = self.pause.min(self.deadline.saturating_sub(now.mono));
-        let after = after.after;
-        self.push(Output::WaitForHead { after, nap }, Expect::Looked);
+        self.push(Output::WaitForHead { until, nap }, Expect::Looked);
     }
 
     fn release_slot(&mut self) {

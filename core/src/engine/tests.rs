@@ -150,14 +150,17 @@ impl Sim {
                     self.wait_slots += 1;
                     continue;
                 }
-                Output::WaitForHead { after, nap } => {
+                Output::WaitForHead {
+                    until: pending,
+                    nap,
+                } => {
                     let until = self.mono + nap;
                     while let Some((at, _)) = self.later.front().filter(|(at, _)| *at <= until) {
                         self.mono = self.mono.max(*at);
                         let (_, msg) = self.later.pop_front().unwrap();
                         self.other_writer(&msg);
                     }
-                    let moved = self.ledger.position != after;
+                    let moved = pending.moved(&self.ledger);
                     if !moved {
                         self.mono = until;
                     }
@@ -400,6 +403,33 @@ fn a_long_poll_is_woken_by_another_writer_moving_the_head() {
         "the poll ran once before and once after the move"
     );
     assert!(done.took < Duration::from_millis(60), "{:?}", done.took);
+}
+
+#[test]
+fn a_long_poll_sleeps_through_writes_to_other_runs_and_wakes_on_its_own() {
+    let (mut sim, run) = with_run();
+    let other = start_run(&mut sim);
+    sim.trace.clear();
+    // Writes to another run at 5 and 15 ms, then a cancel of the polled run at 35.
+    for (at, id) in [(5, 7), (15, 8)] {
+        let write = call(id, "bernstein_cancel", json!({"task_id": other}));
+        sim.later.push_back((Duration::from_millis(at), write));
+    }
+    let cancel = call(9, "bernstein_cancel", json!({"task_id": run}));
+    sim.later.push_back((Duration::from_millis(35), cancel));
+    let done = sim
+        .serve(&long_poll(&run, 60_000), DEFAULT_WAIT, &mut never)
+        .unwrap();
+    let r = reply(&done);
+    assert_eq!(
+        r["result"]["structuredContent"]["result"]["status"], "cancelled",
+        "{r}"
+    );
+    assert_eq!(
+        sim.count("read"),
+        2,
+        "the other run's writes moved the ledger but not the polled run: no re-run for them"
+    );
 }
 
 #[test]

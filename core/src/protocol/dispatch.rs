@@ -29,8 +29,8 @@ use super::progress;
 use super::resource_templates::list_resource_templates;
 use super::tally::{self, OTHER_METHOD, Tally, method_label};
 use super::tasks;
-use super::{Input, MeterSlot, Outcome, Phase, Response, Server, Wait};
-use crate::ledger::{Append, Record, Snapshot};
+use super::{Input, MeterSlot, Outcome, Phase, Response, Server, Wait, Watch};
+use crate::ledger::{Append, RUN_STREAM_PREFIX, Record, Snapshot};
 
 /// Handles one message (see the module docs).
 pub fn handle(server: &Server, input: &Input<'_>, host: &[HostReply], phase: Phase) -> Outcome {
@@ -432,6 +432,13 @@ fn route(
                     pending: Some(Wait {
                         after: snapshot.position,
                         max_wait_ms: Some(max_wait_ms),
+                        watch: reply.run_id.as_deref().map(|run| {
+                            let stream = format!("{RUN_STREAM_PREFIX}{run}");
+                            Watch {
+                                head: snapshot.stream_head(&stream),
+                                stream,
+                            }
+                        }),
                     }),
                     withheld: true,
                     notifications,

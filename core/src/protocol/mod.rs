@@ -167,6 +167,28 @@ pub struct Wait {
     /// The longest the request itself asked to be held (a tool's long poll); the runtime's
     /// own limit applies too.
     pub max_wait_ms: Option<u64>,
+    /// The one stream the answer depends on, when it depends on one (a long poll of a run
+    /// depends on the run's stream only): other streams' records leave it as it is, so they
+    /// need not wake it. `None`: any record may change it.
+    pub watch: Option<Watch>,
+}
+
+/// A stream and its head when a pending answer was computed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Watch {
+    pub stream: String,
+    pub head: crate::digest::Digest,
+}
+
+impl Wait {
+    /// Whether the answer may differ against `snapshot`: the watched stream, or else the
+    /// ledger, moved since it was computed.
+    pub fn moved(&self, snapshot: &Snapshot) -> bool {
+        match &self.watch {
+            Some(w) => snapshot.stream_head(&w.stream) != w.head,
+            None => snapshot.position != self.after,
+        }
+    }
 }
 
 /// Where a request that may wait stands. A runtime serves a message in [`Phase::Live`]; when

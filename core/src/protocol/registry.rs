@@ -111,7 +111,8 @@ pub struct ToolOutput {
     /// (a [`TaskHooks::ticking_tool`] ticks through [`super::progress::tick`] instead).
     pub progress: Vec<Progress>,
     /// "Not final yet: hold the answer up to this many milliseconds and run me again when the
-    /// ledger moves" (a long poll). Honoured only while the call may still wait (see
+    /// ledger moves" (a long poll); with `run_id` set, when that run's stream moves: the
+    /// answer must then depend on no other stream's records. Honoured only while the call may still wait (see
     /// [`super::Phase`]); when the wait ends the handler's answer as it stands is sent, and a
     /// cancelled wait answers `{cancelled: true, partial: [that answer]}`.
     pub wait_ms: Option<u64>,

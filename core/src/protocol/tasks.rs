@@ -304,6 +304,7 @@ fn result(server: &Server, hooks: &TaskHooks, input: &CallInput<'_>, view: &Task
             pending: Some(Wait {
                 after: input.snapshot.position,
                 max_wait_ms: None,
+                watch: None,
             }),
             ..TaskReply::of(Err(err))
         };

@@ -170,9 +170,7 @@ impl Room {
         let env = self.backend.env();
         if let Ok(snapshot) = env.store.snapshot() {
             let parked = &s.parked;
-            let _ = s
-                .waiting
-                .look(&env, &snapshot.position, &|| parked.gone(), true);
+            let _ = s.waiting.look(&env, &snapshot, &|| parked.gone(), true);
         }
         s.wake();
     }
@@ -192,7 +190,7 @@ impl Room {
                 let batch = std::mem::take(&mut *sleepers);
                 drop(sleepers);
                 // One read of the head for every request due in this sweep.
-                let head = env.store.snapshot().map(|s| s.position);
+                let head = env.store.snapshot();
                 let mut keep = Vec::with_capacity(batch.len());
                 for mut s in batch {
                     if !s.due(now) {

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bernstein_core::engine::OwnedMessage;
-use bernstein_core::ledger::LedgerPosition;
+use bernstein_core::ledger::Snapshot;
 use bernstein_core::protocol::dispatch::request_span_id;
 use bernstein_core::protocol::{Server, TransportFacts};
 use bernstein_core::transport::http::exchange::{
@@ -562,13 +562,13 @@ impl Waiting {
         self.drive.wakes_at()
     }
 
-    /// At the end of the nap, with the ledger head as last read: whether the request sleeps
+    /// At the end of the nap, with the ledger as last read: whether the request sleeps
     /// on, or must be resumed ([`HttpService::resume`]) on a thread that may block. `gone`
     /// tells whether the peer left; `settle` answers now (shutdown).
     pub fn look(
         &mut self,
         env: &Env<'_>,
-        head: &LedgerPosition,
+        head: &Snapshot,
         gone: &dyn Fn() -> bool,
         settle: bool,
     ) -> Look {
