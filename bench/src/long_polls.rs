@@ -2,18 +2,23 @@
 //! one run that does not move, on each runtime, while one more client measures `tools/list`.
 //! Reports how many polls the server holds waiting (its `bernstein_waits_in_flight` gauge),
 //! its threads, resident memory and CPU while they wait, the `tools/list` latency meanwhile,
-//! and how quickly the waits end once their clients hang up. 1,000 polls by default, 10,000
+//! then a write load on other runs beside them (4 connections of `bernstein_run` for 2 s: the
+//! writes/s and the server's CPU, which the polls should not add to, since other runs' records
+//! do not wake them), and how quickly the waits end once their clients hang up. 1,000 polls by default, 10,000
 //! with `--full` (the server's connection and wait caps are raised to fit, through the
 //! environment).
 
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::http_load::{Conn, Message, REVISION, http_command, memory, request, spawn, tool_call};
+use crate::http_load::{
+    Conn, Message, REVISION, http_command, load, memory, request, spawn, tool_call,
+};
 use crate::stats::{Summary, fmt};
 
 /// How long each poll asks to wait: longer than the measurement.
@@ -23,12 +28,12 @@ pub fn row(bin: &Path, full: bool) {
     let polls: usize = if full { 10_000 } else { 1_000 };
     println!("## Long polls held open (`bernstein_run_status {{wait_ms: {WAIT_MS}}}`)\n");
     println!(
-        "| runtime | polls | waiting | threads | RSS | CPU while waiting | tools/list p50 | p99 | waits ended after hang-up |\n|---|---|---|---|---|---|---|---|---|"
+        "| runtime | polls | waiting | threads | RSS | CPU while waiting | tools/list p50 | p99 | writes to other runs meanwhile: writes/s, CPU | waits ended after hang-up |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     for runtime in ["std", "smol"] {
         match measure(bin, runtime, polls) {
             Ok(line) => println!("{line}"),
-            Err(e) => println!("| {runtime} | {polls} | error: {e} | | | | | | |"),
+            Err(e) => println!("| {runtime} | {polls} | error: {e} | | | | | | | |"),
         }
     }
     println!();
@@ -84,6 +89,14 @@ fn measure(bin: &Path, runtime: &str, polls: usize) -> Result<String, String> {
         took.push(t.elapsed());
     }
     let latency = Summary::of(took);
+    let write = |c, i| tool_call(i, "bernstein_run", json!({"goal": format!("w{c} {i}")}));
+    let cpu0 = cpu_ticks(pid);
+    let t0 = Instant::now();
+    let writes = load(&served, 4, Duration::from_secs(2), Arc::new(write));
+    let write_cpu = cpu_ticks(pid)
+        .zip(cpu0)
+        .map(|(b, a)| (b - a) as f64 / ticks_per_second() / t0.elapsed().as_secs_f64());
+    let still = settle(&mut client, Duration::from_secs(1), |n| n >= polls as u64);
     let hung_up = Instant::now();
     drop(open);
     let left = settle(&mut client, Duration::from_secs(30), |n| n == 0);
@@ -95,7 +108,7 @@ fn measure(bin: &Path, runtime: &str, polls: usize) -> Result<String, String> {
     drop(served);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(format!(
-        "| {runtime} | {polls} | {} | {} | {} | {} | {} | {} | {ended} |",
+        "| {runtime} | {polls} | {} | {} | {} | {} | {} | {} | {:.0}/s ({} errors), {}{} | {ended} |",
         waiting.map_or("?".into(), |n| n.to_string()),
         threads.map_or("?".into(), |n| n.to_string()),
         mem.map_or("?".into(), |(rss, _)| format!(
@@ -105,6 +118,14 @@ fn measure(bin: &Path, runtime: &str, polls: usize) -> Result<String, String> {
         cpu.map_or("?".into(), |c| format!("{:.0}%", c * 100.0)),
         fmt(latency.p50),
         fmt(latency.p99),
+        writes.rate,
+        writes.errors,
+        write_cpu.map_or("?".into(), |c| format!("{:.0}%", c * 100.0)),
+        if still.is_some() {
+            ""
+        } else {
+            " (some polls ended meanwhile)"
+        },
     ))
 }
 
