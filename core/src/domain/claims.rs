@@ -94,13 +94,13 @@ impl ClaimFilter {
             && self
                 .project
                 .as_ref()
-                .is_none_or(|pr| row.project.as_ref() == Some(pr))
+                .is_none_or(|pr| row.rare.project.as_ref() == Some(pr))
             && self
                 .capability
                 .as_ref()
-                .is_none_or(|c| row.capabilities.contains(c))
+                .is_none_or(|c| row.rare.capabilities.contains(c))
             && self.max_attempts.is_none_or(|m| row.attempts < m)
-            && row.depends_on.iter().all(|d| {
+            && row.rare.depends_on.iter().all(|d| {
                 dependency_done(p, d)
                     && self
                         .completed_ids
@@ -183,13 +183,13 @@ impl ClaimedTask {
     pub fn of(row: &TaskRow, now: u64, lease_ms: u64) -> ClaimedTask {
         ClaimedTask {
             run_id: row.run_id.to_string(),
-            parent_id: row.parent_id.clone(),
-            title: row.title.clone(),
-            goal: row.goal.clone(),
-            role: row.role.clone(),
+            parent_id: row.rare.parent_id.clone(),
+            title: row.title.to_string(),
+            goal: row.goal.to_string(),
+            role: row.role.to_string(),
             previous_status: row.status,
             reclaimed_from: (row.status != TaskStatus::Open)
-                .then(|| row.claimer.clone())
+                .then(|| row.claimer.as_deref().map(str::to_string))
                 .flatten(),
             attempts: row.attempts,
             lease_expires_at: now.saturating_add(lease_ms),

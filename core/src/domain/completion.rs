@@ -32,12 +32,13 @@ pub fn resume_parents(
     let p = changes.projection();
     let mut resumed = Vec::new();
     let mut child = task_id.to_string();
-    while let Some(parent) = p.task(&child).and_then(|t| t.parent_id.clone()) {
+    while let Some(parent) = p.task(&child).and_then(|t| t.rare.parent_id.clone()) {
         if changes.status(&parent) != Some(TaskStatus::WaitingForSubtasks) {
             break;
         }
         let Some(row) = p.task(&parent) else { break };
         let statuses: Vec<TaskStatus> = row
+            .rare
             .children
             .iter()
             .filter_map(|c| changes.status(c))
@@ -46,6 +47,7 @@ pub fn resume_parents(
             break;
         }
         let failed = row
+            .rare
             .children
             .iter()
             .find(|c| changes.status(c) == Some(TaskStatus::Failed));

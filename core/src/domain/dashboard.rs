@@ -112,15 +112,15 @@ fn run_json(p: &Projection, r: &RunView, now: Timestamp) -> Value {
 fn task_row(t: &TaskRow) -> Value {
     json!({
         "id": t.id,
-        "parent_id": t.parent_id,
+        "parent_id": t.rare.parent_id,
         "title": t.title,
         "role": t.role,
         "status": t.status.as_str(),
-        "depends_on": t.depends_on,
+        "depends_on": t.rare.depends_on,
         "claimer": t.claimer,
-        "lease_expires_at": t.lease_expires_at,
+        "lease_expires_at": t.rare.lease_expires_at,
         "attempts": t.attempts,
-        "children": t.children,
+        "children": t.rare.children,
     })
 }
 
@@ -165,10 +165,10 @@ pub fn task(p: &Projection, id: &str, signer: Option<&str>) -> Option<Value> {
     let mut row = task_row(t);
     if let Value::Object(m) = &mut row {
         m.insert("run_id".into(), t.run_id.as_str().into());
-        m.insert("goal".into(), t.goal.clone().into());
-        m.insert("result_summary".into(), json!(t.result_summary));
+        m.insert("goal".into(), t.goal.to_string().into());
+        m.insert("result_summary".into(), json!(t.rare.result_summary));
         m.insert("requires_approval".into(), t.requires_approval.into());
-        m.insert("redacted_kinds".into(), json!(t.redacted_kinds));
+        m.insert("redacted_kinds".into(), json!(t.rare.redacted_kinds));
     }
     let mailbox: Vec<Value> = p
         .capsules()

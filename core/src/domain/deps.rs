@@ -82,7 +82,8 @@ pub fn check_dependencies(
 /// The dependencies of `row` that are not finished successfully (`done` or `closed`), in
 /// `depends_on` order, with their status (`None` for a task the ledger does not hold).
 pub fn unmet_dependencies(p: &Projection, row: &TaskRow) -> Vec<(String, Option<TaskStatus>)> {
-    row.depends_on
+    row.rare
+        .depends_on
         .iter()
         .filter(|d| !dependency_done(p, d))
         .map(|d| (d.clone(), p.task(d).map(|t| t.status)))
@@ -140,8 +141,8 @@ fn waits_for(p: &Projection, from: &str, target: &str) -> Result<bool, ToolError
             .with("field", "depends_on"));
         }
         if let Some(row) = p.task(id) {
-            stack.extend(row.depends_on.iter().map(String::as_str));
-            stack.extend(row.children.iter().map(String::as_str));
+            stack.extend(row.rare.depends_on.iter().map(String::as_str));
+            stack.extend(row.rare.children.iter().map(String::as_str));
         }
     }
     Ok(false)

@@ -111,17 +111,17 @@ impl PlanError {
 fn plan_task(row: &TaskRow) -> PlanTask {
     PlanTask {
         task_id: row.id.to_string(),
-        parent_id: row.parent_id.clone(),
+        parent_id: row.rare.parent_id.clone(),
         status: row.status,
-        title: row.title.clone(),
-        goal: row.goal.clone(),
-        role: row.role.clone(),
+        title: row.title.to_string(),
+        goal: row.goal.to_string(),
+        role: row.role.to_string(),
         priority: row.priority,
         scope: row.scope,
         complexity: row.complexity,
         estimated_minutes: row.estimated_minutes,
         requires_approval: row.requires_approval,
-        depends_on: row.depends_on.clone(),
+        depends_on: row.rare.depends_on.clone(),
     }
 }
 
@@ -229,7 +229,8 @@ pub fn decide(
             }
             for t in &planned {
                 let waits = p.task(&t.task_id).is_some_and(|row| {
-                    row.children
+                    row.rare
+                        .children
                         .iter()
                         .any(|c| changes.status(c).is_some_and(|s| !s.is_terminal()))
                 });

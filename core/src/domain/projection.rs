@@ -12,9 +12,12 @@
 //! the `BTreeMap`s they replaced, so checkpoints keep their bytes; hash maps are never used
 //! (their order would not be deterministic).
 //!
-//! Task rows and run views sit in those maps behind a reference count and task ids are kept
-//! inline, and a checkpoint's collections are read back with full tree leaves
-//! ([`compact`]): ≈1.1 KiB per run of one task instead of ≈2.3 (BENCHMARKS.md).
+//! Task rows and run views sit in those maps behind a reference count, task ids, stream names
+//! and short titles, goals and roles are kept inline, and a checkpoint's collections are read
+//! back with full tree leaves ([`compact`]); a task row keeps the fields most tasks leave
+//! empty in one allocation made only when one is set ([`TaskRow`], `row.rare`), and a run's
+//! only member sits in its view (`runs::Members`): ≈0.7 KiB per run of one task read from a
+//! checkpoint, from ≈2.3 two rounds ago (BENCHMARKS.md).
 //!
 //! A record of a known kind that does not fit the state (a duplicate id, a status change whose
 //! `from` is stale, an edge the lifecycle forbids) is ignored and counted: the ledger chain
@@ -39,59 +42,14 @@ use super::capsule::{self, CapsuleIndex};
 use super::claims::lease::{self, TaskLease, TaskReclaimed};
 use super::lifecycle::{self, TaskStatus};
 use super::mailbox::{MailboxEntry, MailboxHead};
-use super::records::{self, Complexity, Scope, TaskCreated, TaskStatusChanged};
+use super::records::{self, TaskCreated, TaskStatusChanged};
 use super::runs::RunView;
 
 pub mod compact;
+mod row;
 pub use compact::InlineStr;
 use compact::Shared;
-
-/// One task as the backlog describes it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TaskRow {
-    pub id: InlineStr,
-    pub run_id: InlineStr,
-    pub parent_id: Option<String>,
-    pub title: String,
-    pub goal: String,
-    pub role: String,
-    pub priority: u8,
-    pub scope: Scope,
-    pub complexity: Complexity,
-    pub estimated_minutes: u32,
-    pub status: TaskStatus,
-    pub created_at: u64,
-    pub updated_at: u64,
-    /// Ledger seq of the `task.created` record: the creation order.
-    pub created_seq: u64,
-    /// Subtask ids in creation order.
-    pub children: Vec<String>,
-    /// Tasks that must be done or closed before this one is offered to a claimer.
-    pub depends_on: Vec<String>,
-    /// Completion moves it to `pending_approval` instead of `done`.
-    pub requires_approval: bool,
-    /// The task is a plan's root (its id is the plan id).
-    pub plan: bool,
-    pub project: Option<String>,
-    pub capabilities: Vec<String>,
-    /// What DLP replaced in the title and goal (`task.created`'s `redactions`).
-    #[serde(default)]
-    pub redactions: std::collections::BTreeMap<String, u64>,
-    #[serde(default)]
-    pub redacted_kinds: Vec<String>,
-    /// The claimer holding the task: set by a claim, cleared when it returns to the queue.
-    pub claimer: Option<String>,
-    /// How many times the task was claimed.
-    pub attempts: u32,
-    /// The result summary of its completion or approval.
-    pub result_summary: Option<String>,
-    /// When the claimer's lease ends (wall-clock ms; `task.lease`), while it holds the task.
-    pub lease_expires_at: Option<u64>,
-    /// Length of that lease in ms (a renewal keeps it).
-    pub lease_ms: Option<u64>,
-    /// Claimers whose expired lease another claimer took over (`task.reclaimed`).
-    pub reclaimed_from: Vec<String>,
-}
+pub use row::{Rare, RareBox, TaskRow};
 
 /// Per-role tallies for `bernstein_status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -208,7 +166,12 @@ impl Projection {
         }
         if let Some(parent) = &b.parent_id {
             match self.tasks.get_mut(parent.as_str()) {
-                Some(p) if p.run_id == b.run_id => p.make_mut().children.push(b.task_id.clone()),
+                Some(p) if p.run_id == b.run_id => p
+                    .make_mut()
+                    .rare
+                    .make_mut()
+                    .children
+                    .push(b.task_id.clone()),
                 _ => return false,
             }
         } else if b.run_id != b.task_id {
@@ -217,32 +180,30 @@ impl Projection {
         let row = TaskRow {
             id: b.task_id.into(),
             run_id: b.run_id.into(),
-            parent_id: b.parent_id,
-            title: b.title,
-            goal: b.goal,
-            role: b.role,
-            priority: b.priority,
-            scope: b.scope,
-            complexity: b.complexity,
-            estimated_minutes: b.estimated_minutes,
-            status: b.status,
+            title: b.title.into(),
+            goal: b.goal.into(),
+            role: b.role.into(),
+            claimer: None,
             created_at: b.created_at,
             updated_at: b.created_at,
             created_seq: seq,
-            children: Vec::new(),
-            depends_on: b.depends_on,
+            estimated_minutes: b.estimated_minutes,
+            attempts: 0,
+            priority: b.priority,
+            scope: b.scope,
+            complexity: b.complexity,
+            status: b.status,
             requires_approval: b.requires_approval,
             plan: b.plan,
-            project: b.project,
-            capabilities: b.capabilities,
-            redactions: b.redactions,
-            redacted_kinds: b.redacted_kinds,
-            claimer: None,
-            attempts: 0,
-            result_summary: None,
-            lease_expires_at: None,
-            lease_ms: None,
-            reclaimed_from: Vec::new(),
+            rare: RareBox::new(Rare {
+                parent_id: b.parent_id,
+                depends_on: b.depends_on,
+                project: b.project,
+                capabilities: b.capabilities,
+                redactions: b.redactions,
+                redacted_kinds: b.redacted_kinds,
+                ..Rare::default()
+            }),
         };
         if row.plan {
             self.plans.insert(row.id.to_string());
@@ -250,7 +211,7 @@ impl Projection {
         if row.status == TaskStatus::Open {
             self.open_queue.insert((row.priority, seq));
         }
-        self.roles.entry(row.role.clone()).or_default().tasks += 1;
+        self.roles.entry(row.role.to_string()).or_default().tasks += 1;
         self.by_status.entry(row.status).or_default().insert(seq);
         self.by_creation.insert(seq, InlineStr::new(&row.id));
         self.tasks.insert(InlineStr::new(&row.id), Shared::new(row));
@@ -271,19 +232,22 @@ impl Projection {
         match b.to {
             TaskStatus::Claimed => {
                 row.attempts = row.attempts.saturating_add(1);
-                row.claimer = b.actor.clone();
+                row.claimer = b.actor.as_deref().map(InlineStr::new);
             }
             TaskStatus::Open => row.claimer = None,
             _ => {}
         }
         if !matches!(b.to, TaskStatus::Claimed | TaskStatus::InProgress)
-            && let Some(end) = row.lease_expires_at.take()
+            && let Some(end) = row.rare.lease_expires_at
         {
-            row.lease_ms = None;
+            let rare = row.rare.make_mut();
+            rare.lease_expires_at = None;
+            rare.lease_ms = None;
+            row.rare.shrink();
             self.leases.remove(&(end, row.created_seq));
         }
         if let Some(summary) = &b.summary {
-            row.result_summary = Some(summary.clone());
+            row.rare.make_mut().result_summary = Some(summary.clone());
         }
         let seq = row.created_seq;
         if b.from == TaskStatus::Open {
@@ -313,11 +277,12 @@ impl Projection {
         {
             return false;
         }
-        if let Some(end) = row.lease_expires_at {
+        if let Some(end) = row.rare.lease_expires_at {
             self.leases.remove(&(end, row.created_seq));
         }
-        row.lease_expires_at = Some(b.expires_at);
-        row.lease_ms = Some(b.lease_ms);
+        let rare = row.rare.make_mut();
+        rare.lease_expires_at = Some(b.expires_at);
+        rare.lease_ms = Some(b.lease_ms);
         self.leases.insert((b.expires_at, row.created_seq));
         true
     }
@@ -330,12 +295,13 @@ impl Projection {
         };
         if row.run_id != b.run_id
             || row.claimer.as_deref() != Some(b.previous_claimer_id.as_str())
-            || row.lease_expires_at != Some(b.expired_at)
+            || row.rare.lease_expires_at != Some(b.expired_at)
         {
             return false;
         }
-        if !row.reclaimed_from.contains(&b.previous_claimer_id) {
-            row.reclaimed_from.push(b.previous_claimer_id.clone());
+        if !row.rare.reclaimed_from.contains(&b.previous_claimer_id) {
+            let rare = row.rare.make_mut();
+            rare.reclaimed_from.push(b.previous_claimer_id.clone());
         }
         true
     }
@@ -482,7 +448,7 @@ impl Projection {
         while let Some(next) = stack.pop() {
             if let Some(row) = self.task(next) {
                 out.push(row);
-                stack.extend(row.children.iter().rev().map(String::as_str));
+                stack.extend(row.rare.children.iter().rev().map(String::as_str));
             }
         }
         out
@@ -558,7 +524,9 @@ mod sharing_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::records::{RunTaskStatus, new_run_drafts, new_subtask_drafts};
+    use crate::domain::records::{
+        Complexity, RunTaskStatus, Scope, new_run_drafts, new_subtask_drafts,
+    };
     use crate::ledger::{Draft, LedgerPosition, Snapshot, seal};
     use serde_json::json;
 
@@ -630,7 +598,10 @@ mod tests {
         let p = &snap.domain;
         assert_eq!(p.count(TaskStatus::Open), 1);
         assert_eq!(p.count(TaskStatus::WaitingForSubtasks), 1);
-        assert_eq!(p.task("T-a").unwrap().children, vec!["T-b".to_string()]);
+        assert_eq!(
+            p.task("T-a").unwrap().rare.children,
+            vec!["T-b".to_string()]
+        );
         assert_eq!(p.task("T-a").unwrap().updated_at, 6);
         let ids: Vec<&str> = p.subtree("T-a").iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids, ["T-a", "T-b"]);

@@ -52,7 +52,7 @@ pub fn phase_of(root: TaskStatus) -> RunStatus {
 pub struct RunView {
     pub run_id: InlineStr,
     pub root_task_id: InlineStr,
-    pub title: String,
+    pub title: InlineStr,
     pub created_at: u64,
     /// Every member task with its status as the journal last recorded it (iterates in task-id
     /// order; sized for few members, O(1) to copy with many: [`Members`]).
@@ -74,7 +74,7 @@ impl RunView {
         RunView {
             run_id: body.run_id.into(),
             root_task_id: body.root_task_id.into(),
-            title: body.title,
+            title: body.title.into(),
             created_at: body.created_at,
             members: Members::default(),
             member_counts: StatusCounts::default(),

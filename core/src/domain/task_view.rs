@@ -204,14 +204,14 @@ pub fn run_answer(p: &Projection, id: &str) -> Option<Value> {
     let row = p.task(id)?;
     let answer = RunAnswer {
         task_id: row.id.to_string(),
-        title: row.title.clone(),
+        title: row.title.to_string(),
         status: row.status,
         run_id: row.run_id.to_string(),
         poll_after_ms: POLL_AFTER_MS,
-        parent_task_id: row.parent_id.clone(),
+        parent_task_id: row.rare.parent_id.clone(),
         plan_id: None,
-        redactions: row.redactions.clone(),
-        redacted_kinds: row.redacted_kinds.clone(),
+        redactions: row.rare.redactions.clone(),
+        redacted_kinds: row.rare.redacted_kinds.clone(),
     };
     Some(serde_json::to_value(answer).expect("a run answer always serializes"))
 }

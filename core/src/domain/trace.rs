@@ -248,7 +248,13 @@ mod tests {
             assert_eq!(r.body["trace"]["baggage"], "k=v");
         }
         assert_eq!(
-            b.snapshot.domain.task(&child).unwrap().parent_id.as_deref(),
+            b.snapshot
+                .domain
+                .task(&child)
+                .unwrap()
+                .rare
+                .parent_id
+                .as_deref(),
             Some(root.as_str())
         );
         assert_eq!(

@@ -11,7 +11,7 @@ use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
-use crate::domain::projection::Projection;
+use crate::domain::projection::{InlineStr, Projection};
 
 use super::record::{LedgerPosition, Record};
 
@@ -20,9 +20,10 @@ use super::record::{LedgerPosition, Record};
 pub struct Snapshot {
     pub position: LedgerPosition,
     /// Hash of the last record of each stream (serialized in stream-name order; read back
-    /// with full tree leaves, see `domain::projection::compact`).
+    /// with full tree leaves, see `domain::projection::compact`). A stream name is kept inline
+    /// up to 22 bytes, which a run's `run:T-…` is.
     #[serde(deserialize_with = "crate::domain::projection::compact::map")]
-    pub stream_heads: OrdMap<String, Digest>,
+    pub stream_heads: OrdMap<InlineStr, Digest>,
     /// Bernstein's domain state (tasks, runs, mailboxes).
     pub domain: Projection,
 }
@@ -89,7 +90,8 @@ impl Snapshot {
             });
         }
         self.domain.apply(rec);
-        self.stream_heads.insert(rec.stream.clone(), rec.hash);
+        self.stream_heads
+            .insert(InlineStr::new(&rec.stream), rec.hash);
         self.position = LedgerPosition {
             seq: rec.seq,
             head: rec.hash,

@@ -556,7 +556,7 @@ pub fn prefix_matches(report: &VerifyReport, snapshot: &Snapshot) -> bool {
         && report
             .streams
             .iter()
-            .all(|(s, sum)| snapshot.stream_heads.get(s) == Some(&sum.head))
+            .all(|(s, sum)| snapshot.stream_heads.get(s.as_str()) == Some(&sum.head))
 }
 
 /// Why record 1 fails its MAC: a key mismatch, named as such.

@@ -68,7 +68,7 @@ pub struct TaskReclaimed {
 pub fn lease_expired(row: &TaskRow, now: u64) -> bool {
     matches!(row.status, TaskStatus::Claimed | TaskStatus::InProgress)
         && row.claimer.is_some()
-        && row.lease_expires_at.is_some_and(|end| end < now)
+        && row.rare.lease_expires_at.is_some_and(|end| end < now)
 }
 
 /// The `task.lease` draft giving `claimer_id` the task for `lease_ms` from `now`.
@@ -96,8 +96,12 @@ pub fn reclaim_draft(row: &TaskRow, claimer_id: &str, now: u64) -> Draft {
             task_id: row.id.to_string(),
             run_id: row.run_id.to_string(),
             claimer_id: claimer_id.to_string(),
-            previous_claimer_id: row.claimer.clone().unwrap_or_default(),
-            expired_at: row.lease_expires_at.unwrap_or_default(),
+            previous_claimer_id: row
+                .claimer
+                .as_deref()
+                .map(str::to_string)
+                .unwrap_or_default(),
+            expired_at: row.rare.lease_expires_at.unwrap_or_default(),
             at: now,
         },
     )
@@ -105,5 +109,5 @@ pub fn reclaim_draft(row: &TaskRow, claimer_id: &str, now: u64) -> Draft {
 
 /// Whether `sender` lost the task to a reclaim and no longer holds it: its verbs are stale.
 pub fn is_stale_claimer(row: &TaskRow, sender: &str) -> bool {
-    row.claimer.as_deref() != Some(sender) && row.reclaimed_from.iter().any(|c| c == sender)
+    row.claimer.as_deref() != Some(sender) && row.rare.reclaimed_from.iter().any(|c| c == sender)
 }

@@ -8,7 +8,9 @@
 //! * [`InlineStr`]: a task id (`T-` and 16 hex digits) or another short key, stored in the 24
 //!   bytes a `String` takes for its pointer, length and capacity, instead of a heap allocation
 //!   (32 bytes with the allocator's rounding) per copy. A task id was copied into five of the
-//!   projection's collections.
+//!   projection's collections. Strings that never change once folded are kept in one too:
+//!   stream names (a run's `run:T-…` is 22 bytes), a task's title, goal, role and claimer, a
+//!   run's title. Longer ones go to the heap without a `String`'s spare capacity.
 //! * [`map`] and [`set`]: read a persistent collection from a checkpoint with full tree leaves.
 //!   Inserting sorted keys one by one (what the collections' own deserializers do) splits every
 //!   full leaf in halves and never comes back to the left half, so every leaf of a collection

@@ -2,9 +2,12 @@
 //! handful, so up to [`FEW`] members live in a sorted vector; a run with more moves to a
 //! persistent map, so copying its view stays O(1) however large it grows. A persistent map
 //! holding one member took about 630 bytes, a vector entry about 60: this was the largest part
-//! of the projection's cost per run. Either way it serializes as the map it stands for (the
-//! checkpoint's shape is unchanged), and which form holds the members is a function of their
-//! number alone (members are never removed), so equal member sets compare equal.
+//! of the projection's cost per run. A run's only member (most runs have one task) is kept in
+//! the view itself, with no vector: that saved the vector's 48-byte allocation per run, and
+//! the view is no larger (its status byte holds the form's tag). Either way it serializes as
+//! the map it stands for (the checkpoint's shape is unchanged), and which form holds the
+//! members is a function of their number alone (members are never removed), so equal member
+//! sets compare equal.
 
 use imbl::OrdMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -15,23 +18,80 @@ use crate::domain::projection::compact::InlineStr;
 /// Most members kept in the vector form.
 pub const FEW: usize = 16;
 
+type Member = (InlineStr, TaskStatus);
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Members {
     /// Sorted by task id, at most [`FEW`].
-    Few(Vec<(InlineStr, TaskStatus)>),
+    Few(Few),
     Many(OrdMap<InlineStr, TaskStatus>),
+}
+
+/// At most [`FEW`] members sorted by task id: one inline, none or more than one in a vector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Few {
+    One(Member),
+    List(Vec<Member>),
+}
+
+impl Few {
+    fn as_slice(&self) -> &[Member] {
+        match self {
+            Few::One(m) => std::slice::from_ref(m),
+            Few::List(v) => v,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [Member] {
+        match self {
+            Few::One(m) => std::slice::from_mut(m),
+            Few::List(v) => v,
+        }
+    }
+
+    fn position(&self, task_id: &str) -> Result<usize, usize> {
+        self.as_slice()
+            .binary_search_by(|(id, _)| id.as_str().cmp(task_id))
+    }
+
+    /// Inserts a new member at `i` (where [`Few::position`] said it belongs).
+    fn insert_at(&mut self, i: usize, member: Member) {
+        let mut list = match std::mem::replace(self, Few::List(Vec::new())) {
+            Few::List(v) if v.is_empty() => {
+                *self = Few::One(member);
+                return;
+            }
+            Few::List(v) => v,
+            Few::One(first) => {
+                let mut v = Vec::with_capacity(2);
+                v.push(first);
+                v
+            }
+        };
+        // Exactly as long as needed: most runs never get more members.
+        list.reserve_exact(1);
+        list.insert(i, member);
+        *self = Few::List(list);
+    }
+
+    fn into_vec(self) -> Vec<Member> {
+        match self {
+            Few::One(m) => vec![m],
+            Few::List(v) => v,
+        }
+    }
 }
 
 impl Default for Members {
     fn default() -> Self {
-        Members::Few(Vec::new())
+        Members::Few(Few::List(Vec::new()))
     }
 }
 
 impl Members {
     pub fn len(&self) -> usize {
         match self {
-            Members::Few(v) => v.len(),
+            Members::Few(v) => v.as_slice().len(),
             Members::Many(m) => m.len(),
         }
     }
@@ -42,20 +102,17 @@ impl Members {
 
     pub fn get(&self, task_id: &str) -> Option<&TaskStatus> {
         match self {
-            Members::Few(v) => v
-                .binary_search_by(|(id, _)| id.as_str().cmp(task_id))
-                .ok()
-                .map(|i| &v[i].1),
+            Members::Few(v) => v.position(task_id).ok().map(|i| &v.as_slice()[i].1),
             Members::Many(m) => m.get(task_id),
         }
     }
 
     pub fn get_mut(&mut self, task_id: &str) -> Option<&mut TaskStatus> {
         match self {
-            Members::Few(v) => v
-                .binary_search_by(|(id, _)| id.as_str().cmp(task_id))
-                .ok()
-                .map(|i| &mut v[i].1),
+            Members::Few(v) => match v.position(task_id) {
+                Ok(i) => Some(&mut v.as_mut_slice()[i].1),
+                Err(_) => None,
+            },
             Members::Many(m) => m.get_mut(task_id),
         }
     }
@@ -67,16 +124,14 @@ impl Members {
     /// Sets the status of `task_id`, adding it if it is not a member yet.
     pub fn insert(&mut self, task_id: String, status: TaskStatus) {
         match self {
-            Members::Few(v) => match v.binary_search_by(|(id, _)| id.as_str().cmp(&task_id)) {
-                Ok(i) => v[i].1 = status,
-                Err(i) if v.len() < FEW => {
-                    // Exactly as long as needed: most runs never get a second member.
-                    v.reserve_exact(1);
-                    v.insert(i, (InlineStr::new(&task_id), status));
+            Members::Few(v) => match v.position(&task_id) {
+                Ok(i) => v.as_mut_slice()[i].1 = status,
+                Err(i) if v.as_slice().len() < FEW => {
+                    v.insert_at(i, (InlineStr::new(&task_id), status));
                 }
                 Err(_) => {
-                    let mut m: OrdMap<InlineStr, TaskStatus> =
-                        std::mem::take(v).into_iter().collect();
+                    let few = std::mem::replace(v, Few::List(Vec::new()));
+                    let mut m: OrdMap<InlineStr, TaskStatus> = few.into_vec().into_iter().collect();
                     m.insert(InlineStr::new(&task_id), status);
                     *self = Members::Many(m);
                 }
@@ -90,7 +145,7 @@ impl Members {
     /// Every member, in task-id order.
     pub fn iter(&self) -> Box<dyn Iterator<Item = (&str, TaskStatus)> + '_> {
         match self {
-            Members::Few(v) => Box::new(v.iter().map(|(id, s)| (id.as_str(), *s))),
+            Members::Few(v) => Box::new(v.as_slice().iter().map(|(id, s)| (id.as_str(), *s))),
             Members::Many(m) => Box::new(m.iter().map(|(id, s)| (id.as_str(), *s))),
         }
     }

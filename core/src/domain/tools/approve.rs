@@ -167,7 +167,7 @@ fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> 
         status: TaskStatus::Done,
         previous_status: task.status,
         run_id: task.run_id.to_string(),
-        result_summary: redacted_note.or_else(|| task.result_summary.clone()),
+        result_summary: redacted_note.or_else(|| task.rare.result_summary.clone()),
         resumed_parents,
         redactions: redactions.counts(),
         redacted_kinds: redactions.kinds(),

@@ -196,7 +196,7 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>)
         }
     }
     answer.status = TaskStatus::Cancelled;
-    if task.parent_id.is_none() && task.run_id == task.id {
+    if task.rare.parent_id.is_none() && task.run_id == task.id {
         answer.run_cancelled = true;
         journal.push(records::draft(
             run_stream(&task.run_id),

@@ -219,7 +219,7 @@ fn claim(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
             // claimer in the same transaction.
             drafts.push(lease::reclaim_draft(task, &args.claimer_id, now));
             let previous = task.claimer.as_deref().unwrap_or("?");
-            let expired = task.lease_expires_at.unwrap_or_default();
+            let expired = task.rare.lease_expires_at.unwrap_or_default();
             change(
                 TaskStatus::Open,
                 &format!("lease of {previous} expired at {expired}"),

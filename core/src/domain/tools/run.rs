@@ -366,7 +366,7 @@ fn place(ctx: &ToolContext<'_>, parent: Option<&str>) -> Result<Placement, ToolE
     Ok(Placement {
         run_id: Some(row.run_id.to_string()),
         parent_id: Some(row.id.to_string()),
-        parent_role: Some(row.role.clone()),
+        parent_role: Some(row.role.to_string()),
         status,
         parent_moves_to,
     })

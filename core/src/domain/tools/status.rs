@@ -183,11 +183,11 @@ fn answer(ctx: &ToolContext<'_>, args: Value) -> Result<StatusAnswer, ToolError>
             .take(MAX_ROWS + 1)
             .map(|r| TaskListing {
                 id: r.id.to_string(),
-                title: r.title.clone(),
+                title: r.title.to_string(),
                 status: r.status,
-                role: r.role.clone(),
+                role: r.role.to_string(),
                 run_id: r.run_id.to_string(),
-                parent_id: r.parent_id.clone(),
+                parent_id: r.rare.parent_id.clone(),
                 priority: r.priority,
             })
             .collect();

@@ -72,6 +72,7 @@ fn approval_keeps_the_workers_summary_without_a_note_and_resumes_parents() {
             .domain
             .task(&child)
             .unwrap()
+            .rare
             .result_summary
             .as_deref(),
         Some("worker summary")

@@ -38,17 +38,17 @@ fn a_claim_carries_a_lease_and_the_claimers_messages_renew_it() {
     assert_eq!(task.previous_status, TaskStatus::Open);
     assert_eq!(task.lease_expires_at, granted_at + 60_000);
     let row = b.snapshot.domain.task(&t).unwrap();
-    assert_eq!(row.lease_expires_at, Some(granted_at + 60_000));
-    assert_eq!(row.lease_ms, Some(60_000));
+    assert_eq!(row.rare.lease_expires_at, Some(granted_at + 60_000));
+    assert_eq!(row.rare.lease_ms, Some(60_000));
     b.now = Timestamp(granted_at + 50_000);
     post(&mut b, &t, "w1", Some("in_progress")).unwrap();
     let row = b.snapshot.domain.task(&t).unwrap();
     assert_eq!(row.status, TaskStatus::InProgress);
-    assert_eq!(row.lease_expires_at, Some(granted_at + 110_000));
+    assert_eq!(row.rare.lease_expires_at, Some(granted_at + 110_000));
     // Someone else's message does not renew it.
     post(&mut b, &t, "operator", None).unwrap();
     let row = b.snapshot.domain.task(&t).unwrap();
-    assert_eq!(row.lease_expires_at, Some(granted_at + 110_000));
+    assert_eq!(row.rare.lease_expires_at, Some(granted_at + 110_000));
     verifies(&b, &r);
 }
 
@@ -63,6 +63,7 @@ fn an_expired_lease_is_reclaimed_once_and_the_old_claimer_is_stale() {
         .domain
         .task(&t)
         .unwrap()
+        .rare
         .lease_expires_at
         .unwrap();
     // Not yet expired: nothing to offer.
@@ -124,6 +125,7 @@ fn an_expired_lease_is_reclaimed_once_and_the_old_claimer_is_stale() {
             .domain
             .task(&t)
             .unwrap()
+            .rare
             .lease_expires_at
             .is_none()
     );
@@ -307,7 +309,7 @@ mod model {
                     if !m.done.contains(&t) {
                         prop_assert_eq!(row.claimer.as_deref(), held.map(|h| h.claimer.as_str()));
                     }
-                    prop_assert_eq!(row.lease_expires_at, held.map(|h| h.expires_at));
+                    prop_assert_eq!(row.rare.lease_expires_at, held.map(|h| h.expires_at));
                 }
             }
             // Exactly one reclaim per expired lease.

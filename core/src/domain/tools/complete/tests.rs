@@ -38,6 +38,7 @@ fn refusal_matrix_over_every_status() {
                         .domain
                         .task(&id)
                         .unwrap()
+                        .rare
                         .result_summary
                         .as_deref(),
                     Some("did it")

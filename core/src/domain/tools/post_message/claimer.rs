@@ -141,7 +141,7 @@ pub fn claimer_drafts(
     let (mut drafts, journal) = changes.into_drafts();
     if holds
         && still_held
-        && let Some(lease_ms) = row.lease_ms
+        && let Some(lease_ms) = row.rare.lease_ms
     {
         drafts.push(lease::lease_draft(row, sender, lease_ms, now));
     }

@@ -123,7 +123,7 @@ fn a_subtask_joins_the_parents_run_and_the_parent_waits() {
     assert_eq!(p.task(&root).unwrap().role, "backend");
     let child = v["task_id"].as_str().unwrap();
     assert_eq!(
-        p.task(child).unwrap().parent_id.as_deref(),
+        p.task(child).unwrap().rare.parent_id.as_deref(),
         Some(root.as_str())
     );
     assert_eq!(p.run(&root).unwrap().members.len(), 2);
@@ -265,7 +265,7 @@ fn dependencies_must_exist_and_must_not_close_a_cycle() {
     );
     let c = v["task_id"].as_str().unwrap().to_string();
     assert_eq!(
-        b.snapshot.domain.task(&c).unwrap().depends_on,
+        b.snapshot.domain.task(&c).unwrap().rare.depends_on,
         vec![a.clone(), other.clone()]
     );
     let unknown = b.refused(
@@ -314,8 +314,8 @@ fn labels_are_checked_and_recorded() {
         .domain
         .task(v["task_id"].as_str().unwrap())
         .unwrap();
-    assert_eq!(row.project.as_deref(), Some("web"));
-    assert_eq!(row.capabilities, ["python"]);
+    assert_eq!(row.rare.project.as_deref(), Some("web"));
+    assert_eq!(row.rare.capabilities, ["python"]);
     assert!(row.requires_approval);
     for bad in [
         json!({"goal": "x", "project": " "}),

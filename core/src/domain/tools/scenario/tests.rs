@@ -103,12 +103,12 @@ fn run_creates_every_task_in_one_run() {
     let p = &b.snapshot.domain;
     let sweep = p.task(tasks[0]["task_id"].as_str().unwrap()).unwrap();
     assert_eq!((sweep.role.as_str(), sweep.priority), ("qa", 1));
-    assert_eq!(sweep.parent_id.as_deref(), Some(root.as_str()));
+    assert_eq!(sweep.rare.parent_id.as_deref(), Some(root.as_str()));
     assert!(sweep.goal.contains("Context: PR #7"));
     let report = p.task(tasks[1]["task_id"].as_str().unwrap()).unwrap();
     assert_eq!(report.status, TaskStatus::Open);
     assert!(report.goal.contains("Write it up."));
-    assert_eq!(p.task(&root).unwrap().children.len(), 2);
+    assert_eq!(p.task(&root).unwrap().rare.children.len(), 2);
     assert_eq!(p.run(&root).unwrap().status(), RunStatus::Working);
     // Polled like any run, and `status` answers the same handle.
     let polled = b.ok("bernstein_run_status", json!({"run_id": root}));
