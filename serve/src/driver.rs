@@ -192,7 +192,7 @@ pub struct Drive<J> {
     origin: Instant,
     /// An output taken from the engine that [`Drive::look`] could not perform.
     next: Option<Output>,
-    /// While the engine waits for [`Input::Looked`]: the head it waits to move past and the
+    /// While the engine waits for [`Input::Looked`]: what the pending answer waits on and the
     /// end of its nap.
     asleep: Option<(Wait, Instant)>,
     serving: Option<Held>,
@@ -338,15 +338,15 @@ impl<J: Job> Drive<J> {
         }
     }
 
-    /// For a waiting request whose nap ended or whose head may have moved (`head`, the
-    /// snapshot as last read from the store: a stale one only delays the look): performs what
+    /// For a waiting request whose nap ended or whose head may have moved (`snapshot`, as last
+    /// read from the store: a stale one only delays the look): performs what
     /// needs no IO (the look — did what the answer depends on move? —, the question whether to
     /// stop, giving the wait slot back) and says whether the request sleeps on or has IO to
     /// do. Cheap enough for one thread to watch thousands.
     pub fn look(
         &mut self,
         env: &Env<'_>,
-        head: &Snapshot,
+        snapshot: &Snapshot,
         stop: &dyn Fn() -> Option<Stop>,
     ) -> Look {
         let Some((pending, _)) = self.asleep.take() else {
@@ -355,7 +355,7 @@ impl<J: Job> Drive<J> {
         self.request.handle_input(
             self.now(env),
             Input::Looked {
-                moved: pending.moved(head),
+                moved: pending.moved(snapshot),
             },
         );
         loop {

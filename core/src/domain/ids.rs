@@ -56,10 +56,7 @@ pub fn check_task_id(s: &str) -> Result<&str, IdError> {
     }
 }
 
-/// The stream name of a run's journal.
-pub fn run_stream(run_id: &str) -> String {
-    format!("{}{run_id}", crate::ledger::RUN_STREAM_PREFIX)
-}
+pub use crate::ledger::run_stream;
 
 /// A short, printable rendering of a peer-supplied value for error messages: at most 40
 /// characters, control characters escaped.

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::digest::Digest;
 use crate::ledger::verify::VerifyReport;
-use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM, RUN_STREAM_PREFIX};
+use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM, run_stream};
 
 use super::handle::{RunHandle, verify_run_handle};
 use super::signed_head::{SIGNED_HEAD_TYPE, SignedHead, check_signed_head};
@@ -88,7 +88,7 @@ impl Witness {
                 verify_run_handle(v).map_err(fail)?;
                 let h: RunHandle =
                     serde_json::from_value(v.clone()).map_err(|e| fail(e.to_string()))?;
-                let journal = OnStream::Exactly(format!("{RUN_STREAM_PREFIX}{}", h.run_id));
+                let journal = OnStream::Exactly(run_stream(&h.run_id));
                 (
                     "run handle",
                     vec![

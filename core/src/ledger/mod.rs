@@ -27,5 +27,9 @@ pub const AUDIT_STREAM: &str = "audit";
 pub const BACKLOG_STREAM: &str = "backlog";
 /// Prefix of a run journal's stream; the rest is the run id.
 pub const RUN_STREAM_PREFIX: &str = "run:";
+/// The stream name of run `run_id`'s journal.
+pub fn run_stream(run_id: &str) -> String {
+    format!("{RUN_STREAM_PREFIX}{run_id}")
+}
 /// Prefix of a task mailbox's stream; the rest is the task id.
 pub const MAILBOX_STREAM_PREFIX: &str = "mailbox:";

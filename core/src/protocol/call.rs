@@ -24,7 +24,7 @@ use super::registry::{Progress, ToolContext, ToolError, ToolLookup, ToolOutput, 
 use super::validate::check_limits;
 use super::{MeterSlot, Phase, Server};
 use crate::digest::Digest;
-use crate::ledger::{AUDIT_STREAM, Draft, RUN_STREAM_PREFIX, Record, Snapshot, seal};
+use crate::ledger::{AUDIT_STREAM, Draft, Record, Snapshot, run_stream, seal};
 use crate::time::Timestamp;
 
 /// The release that removes the deprecated tool aliases.
@@ -574,7 +574,7 @@ impl Audit<'_> {
             body.insert("alias_of".into(), Value::String(a.into()));
         }
         if let Some(run) = run_id {
-            let stream = format!("{RUN_STREAM_PREFIX}{run}");
+            let stream = run_stream(run);
             let head = if drafts.iter().any(|d| d.stream == stream) {
                 // The run journal moves in this very transaction: seal once with a placeholder
                 // audit record (same transaction size, so identical hashes for the records

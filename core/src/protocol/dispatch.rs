@@ -30,7 +30,7 @@ use super::resource_templates::list_resource_templates;
 use super::tally::{self, OTHER_METHOD, Tally, method_label};
 use super::tasks;
 use super::{Input, MeterSlot, Outcome, Phase, Response, Server, Wait, Watch};
-use crate::ledger::{Append, RUN_STREAM_PREFIX, Record, Snapshot};
+use crate::ledger::{Append, Record, Snapshot, run_stream};
 
 /// Handles one message (see the module docs).
 pub fn handle(server: &Server, input: &Input<'_>, host: &[HostReply], phase: Phase) -> Outcome {
@@ -433,7 +433,7 @@ fn route(
                         after: snapshot.position,
                         max_wait_ms: Some(max_wait_ms),
                         watch: reply.run_id.as_deref().map(|run| {
-                            let stream = format!("{RUN_STREAM_PREFIX}{run}");
+                            let stream = run_stream(run);
                             Watch {
                                 head: snapshot.stream_head(&stream),
                                 stream,

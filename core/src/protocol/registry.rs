@@ -112,9 +112,9 @@ pub struct ToolOutput {
     pub progress: Vec<Progress>,
     /// "Not final yet: hold the answer up to this many milliseconds and run me again when the
     /// ledger moves" (a long poll); with `run_id` set, when that run's stream moves: the
-    /// answer must then depend on no other stream's records. Honoured only while the call may still wait (see
-    /// [`super::Phase`]); when the wait ends the handler's answer as it stands is sent, and a
-    /// cancelled wait answers `{cancelled: true, partial: [that answer]}`.
+    /// answer must then depend on no other stream's records. Honoured only while the call may
+    /// still wait (see [`super::Phase`]); when the wait ends the handler's answer as it stands
+    /// is sent, and a cancelled wait answers `{cancelled: true, partial: [that answer]}`.
     pub wait_ms: Option<u64>,
 }
 
