@@ -1,7 +1,8 @@
 //! An in-memory ledger driven through the pure core: what the store would hold, without IO.
 
-use bernstein_core::ledger::Snapshot;
-use bernstein_core::protocol::{Input, Outcome, TransportFacts};
+use bernstein_core::domain::Snapshot;
+use bernstein_core::domain::bound::Input;
+use bernstein_core::protocol::{Outcome, TransportFacts};
 use bernstein_core::{Config, Server, Timestamp};
 use serde_json::{Value, json};
 

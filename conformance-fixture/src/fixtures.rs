@@ -9,10 +9,11 @@
 //! involved, so the suite reports the precise missing behaviour instead of "not found";
 //! tests/conformance/expected-failures.txt lists those scenarios with the reason.
 
+use bernstein_core::domain::bound::{Catalog, ResourceSpec, ToolContext, ToolSpec};
 use bernstein_core::protocol::completion::starting_with;
 use bernstein_core::protocol::registry::{
-    Catalog, Effects, Progress, PromptArgument, PromptSpec, ResourceSpec, ResourceTemplateSpec,
-    TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
+    Effects, Progress, PromptArgument, PromptSpec, ResourceTemplateSpec, TaskSupport, ToolError,
+    ToolOutput,
 };
 use bernstein_core::{Config, Tier};
 use serde_json::{Map, Value, json};

@@ -1,6 +1,6 @@
 //! `bernstein-conformance-fixture`: a test-only MCP server that serves the official
 //! conformance suite's fixture tools, resources and prompts (see [`fixtures`]) over the real
-//! runtime-std HTTP server, through `bernstein_core::protocol::Server::with_catalog`. It is
+//! runtime-std HTTP server, through `bernstein_core::domain::Server::with_catalog`. It is
 //! the same engine, transport and ledger as `bernstein mcp --transport http`, with a different
 //! catalogue; it must never grow a protocol path of its own.
 //!

@@ -14,8 +14,9 @@
 //! - [`digest`], [`signing`]: SHA-256 digests and HMAC tags; Ed25519 signatures (at the bottom).
 //!
 //! Modules depend one way: `ledger` below `config` and `protocol`, `protocol` below `transport`
-//! and `domain`; `tests/module_graph.rs` fails on a module cycle (the edges still to remove are
-//! listed there).
+//! and `domain`; `tests/module_graph.rs` fails on a module cycle. The ledger's snapshots and the
+//! protocol's server are generic over a fold; the root re-exports them bound to the domain's
+//! [`Projection`] ([`Snapshot`], [`Server`], [`Input`]).
 
 pub mod canonical;
 pub mod config;
@@ -30,6 +31,8 @@ pub mod time;
 pub mod transport;
 
 pub use config::{Config, Tier};
-pub use ledger::{LedgerPosition, Record, Snapshot};
-pub use protocol::{Input, Outcome, Server, TransportFacts, TransportKind};
+pub use domain::bound::Input;
+pub use domain::{Projection, Server, Snapshot};
+pub use ledger::{LedgerPosition, Record};
+pub use protocol::{Outcome, TransportFacts, TransportKind};
 pub use time::Timestamp;

@@ -5,8 +5,9 @@
 //! the same in every phase. `tasks/result` of a running task cancels the same way.
 
 use bernstein_core::config::Config;
-use bernstein_core::ledger::Snapshot;
-use bernstein_core::protocol::{Input, Outcome, Phase, Server, TransportFacts};
+use bernstein_core::domain::Snapshot;
+use bernstein_core::domain::bound::{Input, Server};
+use bernstein_core::protocol::{Outcome, Phase, TransportFacts};
 use bernstein_core::time::Timestamp;
 use serde_json::{Value, json};
 

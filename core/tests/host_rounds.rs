@@ -3,12 +3,13 @@
 //! batches cannot reach the host, and a tool that never stops asking is cut off.
 
 use bernstein_core::config::{Config, Tier};
-use bernstein_core::ledger::{Draft, Snapshot};
+use bernstein_core::domain::Snapshot;
+use bernstein_core::domain::bound::{Catalog, ToolContext, ToolSpec};
+use bernstein_core::domain::bound::{Input, Server};
+use bernstein_core::ledger::Draft;
 use bernstein_core::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HOST_ROUNDS};
-use bernstein_core::protocol::registry::{
-    Catalog, Effects, TaskSupport, ToolContext, ToolOutput, ToolSpec,
-};
-use bernstein_core::protocol::{Input, Outcome, Phase, Server, TransportFacts};
+use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolOutput};
+use bernstein_core::protocol::{Outcome, Phase, TransportFacts};
 use bernstein_core::time::Timestamp;
 use serde_json::{Value, json};
 

@@ -25,9 +25,10 @@ mod replay_support;
 
 use std::collections::BTreeMap;
 
+use bernstein_core::domain::Snapshot;
 use bernstein_core::domain::plans;
+use bernstein_core::ledger::Record;
 use bernstein_core::ledger::verify::verify_ledger;
-use bernstein_core::ledger::{Record, Snapshot};
 use lifecycle_model_parts::engine::{Answer, Engine, KEY, ok, refused};
 use lifecycle_model_parts::model::*;
 use proptest::prelude::*;

@@ -10,11 +10,13 @@
 mod protocol_support;
 
 use bernstein_core::config::Tier;
+use bernstein_core::domain::bound::Server;
+use bernstein_core::domain::bound::{Catalog, ToolContext};
+use bernstein_core::protocol::Outcome;
 use bernstein_core::protocol::completion::starting_with;
 use bernstein_core::protocol::registry::{
-    Catalog, Progress, ResourceTemplateSpec, TemplateCompleter, ToolContext, ToolOutput,
+    Progress, ResourceTemplateSpec, TemplateCompleter, ToolOutput,
 };
-use bernstein_core::protocol::{Outcome, Server};
 use protocol_support::{SchemaBook, Session, fixture_catalog, fixture_server, modern_meta};
 use serde_json::{Map, Value, json};
 

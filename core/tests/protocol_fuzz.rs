@@ -9,7 +9,8 @@
 mod protocol_support;
 
 use bernstein_core::config::Tier;
-use bernstein_core::protocol::{Input, TransportFacts};
+use bernstein_core::domain::bound::Input;
+use bernstein_core::protocol::TransportFacts;
 use proptest::prelude::*;
 use protocol_support::{
     LATENCY_MS, NOW, SchemaBook, Session, fixture_server, modern_meta, request_revision,
@@ -93,7 +94,7 @@ fn assert_well_formed(reply: &[u8]) -> Value {
 /// Serves `bytes` on a fresh genesis session and checks the reply's shape.
 fn check_bytes(bytes: &[u8], transport_version: Option<&str>) -> Option<Value> {
     let server = fixture_server(Tier::All, true, true);
-    let snapshot = bernstein_core::ledger::Snapshot::genesis();
+    let snapshot = bernstein_core::domain::Snapshot::genesis();
     let facts = TransportFacts::stdio(transport_version.map(str::to_string));
     let batches = transport_version == Some("2025-03-26");
     let out = server.handle(&Input {
@@ -273,7 +274,7 @@ fn oversize_and_deep_messages_are_refused_with_their_id() {
         r#"{{"jsonrpc":"2.0","id":"big","method":"ping","params":{{"pad":"{}"}}}}"#,
         "x".repeat(1 << 20)
     );
-    let snapshot = bernstein_core::ledger::Snapshot::genesis();
+    let snapshot = bernstein_core::domain::Snapshot::genesis();
     let facts = TransportFacts::stdio(None);
     let out = server.handle(&Input {
         bytes: big.as_bytes(),

@@ -10,7 +10,7 @@
 mod protocol_support;
 
 use bernstein_core::config::{Config, Tier};
-use bernstein_core::protocol::Server;
+use bernstein_core::domain::bound::Server;
 use protocol_support::{LATENCY_MS, Session, modern_meta};
 use serde_json::{Value, json};
 

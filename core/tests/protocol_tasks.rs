@@ -9,7 +9,8 @@
 mod protocol_support;
 
 use bernstein_core::config::{Config, Tier};
-use bernstein_core::protocol::{Outcome, Server};
+use bernstein_core::domain::bound::Server;
+use bernstein_core::protocol::Outcome;
 use protocol_support::{LATENCY_MS, SchemaBook, Session, modern_meta};
 use serde_json::{Value, json};
 

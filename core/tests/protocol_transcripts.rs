@@ -73,7 +73,7 @@ fn run(text: &str, book: &mut Option<SchemaBook>, file: &str) -> String {
     out
 }
 
-fn server_from(args: &str, at: &str) -> bernstein_core::protocol::Server {
+fn server_from(args: &str, at: &str) -> bernstein_core::domain::Server {
     let (mut tier, mut meter, mut aliases) = (Tier::Standard, true, true);
     for arg in args.split_whitespace() {
         match arg.split_once('=') {

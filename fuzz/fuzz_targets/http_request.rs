@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use bernstein_core::config::{AuthMode, Config, Tier};
 use bernstein_core::domain::dashboard::{self, ServerFacts, verify::PastedCheck};
 use bernstein_core::ledger::StoreFacts;
-use bernstein_core::protocol::Input;
+use bernstein_core::domain::bound::Input;
 use bernstein_core::transport::http::{
     Decision, Frame, HttpOptions, HttpPolicy, HttpResponse, OperatorRoute, ParserLimits,
     RequestParser, ServedParts,

@@ -7,7 +7,8 @@
 #![no_main]
 
 use bernstein_core::ledger::verify::verify_ledger;
-use bernstein_core::ledger::{Record, Snapshot};
+use bernstein_core::ledger::Record;
+use bernstein_core::domain::Snapshot;
 use bernstein_fuzz::fixture;
 use libfuzzer_sys::fuzz_target;
 

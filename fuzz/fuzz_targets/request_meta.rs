@@ -23,8 +23,9 @@ use bernstein_core::domain::trace::{
     MAX_BAGGAGE_BYTES, MAX_BAGGAGE_MEMBERS, MAX_TRACESTATE_BYTES, MAX_TRACESTATE_MEMBERS, TraceRef,
     valid_baggage, valid_tracestate,
 };
-use bernstein_core::protocol::Server;
-use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolContext, ToolOutput, ToolSpec};
+use bernstein_core::domain::bound::Server;
+use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolOutput};
+use bernstein_core::domain::bound::{ToolContext, ToolSpec};
 use bernstein_core::transport::http::ParamHeaders;
 use bernstein_core::transport::http::headers::{BodyFacts, decode_sentinel};
 use bernstein_core::transport::http::param_headers::{ParamKind, X_MCP_HEADER, scan};

@@ -10,7 +10,8 @@ use arbitrary::Arbitrary;
 use bernstein_core::protocol::host::{
     DirEntry, EntryKind, HostFailure, HostReply, HostRequest,
 };
-use bernstein_core::protocol::{Input, Phase};
+use bernstein_core::protocol::Phase;
+use bernstein_core::domain::bound::Input;
 use bernstein_fuzz::{fixture, invariants};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value, json};

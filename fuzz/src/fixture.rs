@@ -8,8 +8,10 @@
 use std::sync::OnceLock;
 
 use bernstein_core::config::{Config, Tier};
-use bernstein_core::ledger::{Record, Snapshot};
-use bernstein_core::protocol::{Server, TransportFacts, TransportKind};
+use bernstein_core::ledger::Record;
+use bernstein_core::domain::Snapshot;
+use bernstein_core::protocol::{TransportFacts, TransportKind};
+use bernstein_core::domain::bound::Server;
 use bernstein_core::time::Timestamp;
 
 /// The recorded ledger the fixed snapshot is folded from.

@@ -9,9 +9,11 @@
 //!   records under the audit key, and fold without being skipped by the projection.
 
 use bernstein_core::ledger::verify::check_extends;
-use bernstein_core::ledger::{Append, Record, Snapshot};
+use bernstein_core::ledger::{Append, Record};
+use bernstein_core::domain::Snapshot;
 use bernstein_core::protocol::host::HostReply;
-use bernstein_core::protocol::{Input, Outcome, Phase, Server, TransportFacts};
+use bernstein_core::protocol::{Outcome, Phase, TransportFacts};
+use bernstein_core::domain::bound::{Input, Server};
 use serde_json::Value;
 
 /// Latency written into metered replies (any value: the core must not care).

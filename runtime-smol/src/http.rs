@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use bernstein_core::protocol::Server;
+use bernstein_core::domain::bound::Server;
 use bernstein_core::transport::http::exchange::LegacyOpen;
 use bernstein_core::transport::http::operator::feed_head;
 use bernstein_core::transport::http::read_clock::{Expired, ReadClock};

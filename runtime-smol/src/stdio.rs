@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bernstein_core::protocol::Server;
+use bernstein_core::domain::bound::Server;
 use bernstein_core::transport::Line;
 use bernstein_serve::driver::Backend;
 use bernstein_serve::inflight::Inflight;

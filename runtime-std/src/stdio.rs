@@ -13,7 +13,9 @@
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bernstein_core::protocol::{Server, TransportFacts};
+use bernstein_core::protocol::TransportFacts;
+
+use bernstein_core::domain::bound::Server;
 use bernstein_core::transport::Line;
 use bernstein_serve::driver::Env;
 use bernstein_serve::inflight::Inflight;

@@ -14,10 +14,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use bernstein_core::Projection;
+use bernstein_core::domain::Snapshot;
+use bernstein_core::domain::bound::Server;
 use bernstein_core::engine::turns::{Grant, Ticket, Turns};
 use bernstein_core::engine::{Finished, Input, Job, Message, Moment, Output, Request};
-use bernstein_core::ledger::{Snapshot, Store, StoreError};
-use bernstein_core::protocol::{Server, TransportFacts, Wait};
+use bernstein_core::ledger::{Store, StoreError};
+use bernstein_core::protocol::{TransportFacts, Wait};
 
 pub use bernstein_core::engine::{DEFAULT_WAIT, MAX_ATTEMPTS, Served, Stop, WaitPolicy};
 
@@ -42,7 +45,7 @@ pub fn serve_message(
 /// keeps them, the metrics it counts into.
 #[derive(Clone, Copy)]
 pub struct Env<'a> {
-    pub store: &'a dyn Store,
+    pub store: &'a dyn Store<Projection>,
     pub clock: &'a dyn Clock,
     pub host: &'a dyn HostIo,
     pub metrics: Option<&'a Metrics>,
@@ -53,7 +56,7 @@ pub struct Env<'a> {
 /// The owned [`Env`] a long-lived server shares between its threads.
 #[derive(Clone)]
 pub struct Backend {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn Store<Projection>>,
     pub clock: Arc<dyn Clock>,
     pub host: Arc<dyn HostIo>,
     /// This server's counters (`GET /metrics`), started now.
@@ -63,7 +66,11 @@ pub struct Backend {
 }
 
 impl Backend {
-    pub fn new(store: Arc<dyn Store>, clock: Arc<dyn Clock>, host: Arc<dyn HostIo>) -> Backend {
+    pub fn new(
+        store: Arc<dyn Store<Projection>>,
+        clock: Arc<dyn Clock>,
+        host: Arc<dyn HostIo>,
+    ) -> Backend {
         let metrics = Arc::new(Metrics::new(clock.now()));
         Backend {
             store,
@@ -136,12 +143,15 @@ pub fn serve_message_streaming(
 /// Commits what `job` decides (an operator's command from the command line) through the same
 /// engine and loop as every message: decided on a fresh snapshot, re-run on a lost race,
 /// durable before this returns. Such jobs never wait.
-pub fn commit_job(env: &Env<'_>, job: &mut dyn Job) -> Result<Finished, StoreError> {
+pub fn commit_job(
+    env: &Env<'_>,
+    job: &mut dyn Job<Fold = Projection>,
+) -> Result<Finished, StoreError> {
     drive(env, job, &DEFAULT_WAIT, &|| Some(Stop::Settle), &|_| {})
 }
 
 /// Drives `job` to its answer on this thread, napping here while it waits.
-fn drive<J: Job>(
+fn drive<J: Job<Fold = Projection>>(
     env: &Env<'_>,
     job: J,
     wait: &WaitPolicy,
@@ -207,7 +217,7 @@ impl<J> std::fmt::Debug for Drive<J> {
     }
 }
 
-impl<J: Job> Drive<J> {
+impl<J: Job<Fold = Projection>> Drive<J> {
     /// Starts serving `job` against `env`.
     pub fn new(env: &Env<'_>, job: J, wait: &WaitPolicy) -> Drive<J> {
         let origin = Instant::now();

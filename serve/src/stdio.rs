@@ -7,7 +7,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bernstein_core::protocol::{Server, TransportFacts};
+use bernstein_core::protocol::TransportFacts;
+
+use bernstein_core::domain::bound::Server;
 use bernstein_core::transport::{Line, LineFramer};
 
 use crate::driver::{

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bernstein_core::digest::{HmacCheck, verify_hmac_tag};
-use bernstein_core::ledger::{LedgerPosition, Snapshot};
+use bernstein_core::domain::Snapshot;
+use bernstein_core::ledger::LedgerPosition;
 use serde::{Deserialize, Serialize};
 
 use super::layout::{Layout, sync_dir};

@@ -6,7 +6,10 @@
 
 use std::sync::Arc;
 
-use bernstein_core::ledger::{Append, AppendResult, Snapshot, Store, StoreError, StoreFacts};
+use bernstein_core::Projection;
+use bernstein_core::ledger::{Append, AppendResult, Store, StoreError, StoreFacts};
+
+use bernstein_core::domain::Snapshot;
 
 /// A store that failed to open, with the reason.
 #[derive(Debug)]
@@ -29,7 +32,7 @@ impl FailedStore {
     }
 }
 
-impl Store for FailedStore {
+impl Store<Projection> for FailedStore {
     fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
         Err(self.error())
     }

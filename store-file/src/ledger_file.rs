@@ -17,9 +17,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bernstein_core::digest::Digest;
+use bernstein_core::domain::Snapshot;
 use bernstein_core::ledger::line::{RecordKey, RecordLine, SealError};
 use bernstein_core::ledger::verify::{TxnFraming, chain_error};
-use bernstein_core::ledger::{LedgerPosition, Record, RecordError, Snapshot, StoreError};
+use bernstein_core::ledger::{LedgerPosition, Record, RecordError, StoreError};
 
 use super::layout::sync_dir;
 

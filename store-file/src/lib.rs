@@ -65,11 +65,11 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use bernstein_core::Projection;
+use bernstein_core::domain::Snapshot;
 use bernstein_core::ledger::line::RecordKey;
 use bernstein_core::ledger::verify::check_extends;
-use bernstein_core::ledger::{
-    Append, AppendResult, Record, Snapshot, Store, StoreError, StoreFacts,
-};
+use bernstein_core::ledger::{Append, AppendResult, Record, Store, StoreError, StoreFacts};
 use bernstein_core::time::Clock as _;
 
 use self::checkpointer::Checkpointer;
@@ -352,7 +352,7 @@ impl FileStore {
     }
 }
 
-impl Store for FileStore {
+impl Store<Projection> for FileStore {
     fn facts(&self) -> StoreFacts {
         let state = self.state();
         let newest = state.checkpoint.max(self.checkpointer.written());

@@ -15,17 +15,18 @@
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use bernstein_core::ledger::{
-    Append, AppendResult, LedgerPosition, Snapshot, Store, StoreError, StoreFacts,
-};
+use bernstein_core::Projection;
+use bernstein_core::ledger::{Append, AppendResult, LedgerPosition, Store, StoreError, StoreFacts};
+
+use bernstein_core::domain::Snapshot;
 
 /// What the opener returns: the store to serve (the real one, or a [`super::FailedStore`]), or
 /// why the server cannot run at all.
-pub type Opened = Result<Arc<dyn Store>, String>;
+pub type Opened = Result<Arc<dyn Store<Projection>>, String>;
 
 /// A store still being opened on another thread, then the store it opened.
 pub struct OpeningStore {
-    opened: OnceLock<Arc<dyn Store>>,
+    opened: OnceLock<Arc<dyn Store<Projection>>>,
     stage: Mutex<Stage>,
     changed: Condvar,
     began: Instant,
@@ -106,11 +107,11 @@ impl OpeningStore {
     }
 
     /// The store the opener returned, once it has.
-    pub fn opened(&self) -> Option<Arc<dyn Store>> {
+    pub fn opened(&self) -> Option<Arc<dyn Store<Projection>>> {
         self.opened.get().cloned()
     }
 
-    fn store(&self) -> Result<&Arc<dyn Store>, StoreError> {
+    fn store(&self) -> Result<&Arc<dyn Store<Projection>>, StoreError> {
         self.opened.get().ok_or_else(|| {
             StoreError::Unavailable(format!(
                 "the ledger is still being opened and verified ({:.1} s so far); retry shortly",
@@ -120,7 +121,7 @@ impl OpeningStore {
     }
 }
 
-impl Store for OpeningStore {
+impl Store<Projection> for OpeningStore {
     fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
         self.store()?.snapshot()
     }
@@ -173,7 +174,7 @@ mod tests {
         let (release, gate) = channel::<()>();
         let store = OpeningStore::start(move || {
             gate.recv().unwrap();
-            Ok(Arc::new(FailedStore::new("seq 3: HMAC tag missing")) as Arc<dyn Store>)
+            Ok(Arc::new(FailedStore::new("seq 3: HMAC tag missing")) as Arc<dyn Store<Projection>>)
         })
         .unwrap();
         assert_eq!(store.wait(Duration::from_millis(20)), None);

@@ -5,7 +5,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bernstein_core::ledger::{Append, AppendResult, Draft, Snapshot, Store, StoreError, seal};
+use bernstein_core::Projection;
+use bernstein_core::ledger::{Append, AppendResult, Draft, Store, StoreError, seal};
+
+use bernstein_core::domain::Snapshot;
 use serde_json::json;
 
 use super::FileStore;
@@ -32,7 +35,7 @@ impl Racing {
     }
 }
 
-impl Store for Racing {
+impl Store<Projection> for Racing {
     fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
         self.inner.snapshot()
     }

@@ -11,8 +11,11 @@
 use std::io::Write;
 use std::time::Instant;
 
-use bernstein_core::ledger::{Snapshot, Store};
-use bernstein_core::protocol::{Input, TransportFacts};
+use bernstein_core::ledger::Store;
+
+use bernstein_core::domain::Snapshot;
+use bernstein_core::domain::bound::Input;
+use bernstein_core::protocol::TransportFacts;
 use bernstein_core::{Config, Server, Timestamp};
 use bernstein_store_postgres::{PgOptions, PgStore, transfer};
 use serde_json::{Value, json};

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use bernstein_core::digest::{hmac_tag, verify_hmac_tag};
-use bernstein_core::ledger::Snapshot;
+use bernstein_core::domain::Snapshot;
 use postgres::Client;
 
 use crate::pool::describe;

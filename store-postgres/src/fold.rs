@@ -8,9 +8,10 @@
 
 use std::sync::Arc;
 
+use bernstein_core::domain::Snapshot;
 use bernstein_core::ledger::line::RecordKey;
 use bernstein_core::ledger::verify::check_extends;
-use bernstein_core::ledger::{LedgerPosition, Record, RecordError, Snapshot, StoreError};
+use bernstein_core::ledger::{LedgerPosition, Record, RecordError, StoreError};
 
 /// Name used for the ledger table in corruption reports (in place of a file name).
 pub const TABLE_NAME: &str = "postgres:bernstein_ledger";

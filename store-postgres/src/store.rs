@@ -19,9 +19,11 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bernstein_core::Projection;
+use bernstein_core::domain::Snapshot;
 use bernstein_core::ledger::verify::check_extends;
 use bernstein_core::ledger::{
-    Append, AppendResult, LedgerPosition, Record, Snapshot, Store, StoreError, StoreFacts,
+    Append, AppendResult, LedgerPosition, Record, Store, StoreError, StoreFacts,
 };
 
 use crate::fold::{self, Row, fold_rows};
@@ -345,7 +347,7 @@ fn is_conflict(e: &postgres::Error) -> bool {
         .is_some_and(|c| *c == SqlState::UNIQUE_VIOLATION || *c == SqlState::FOREIGN_KEY_VIOLATION)
 }
 
-impl Store for PgStore {
+impl Store<Projection> for PgStore {
     fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
         self.catch_up()
     }

@@ -15,7 +15,9 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Command;
 
-use bernstein_core::ledger::{Record, Snapshot};
+use bernstein_core::ledger::Record;
+
+use bernstein_core::domain::Snapshot;
 use serde_json::Value;
 
 fn rss_kib() -> i64 {

@@ -23,6 +23,9 @@ use std::sync::Arc;
 
 use bernstein_store_file::{FailedStore, FileStore, OpeningStore};
 
+/// A store the commands open, whichever kind it is.
+type SharedStore = Arc<dyn bernstein_core::ledger::Store<bernstein_core::Projection>>;
+
 /// The workdir's audit key. A missing key is created only while the ledger is empty: a new
 /// key could never verify records written under another, so none is made (or left behind)
 /// for a ledger that has records.
@@ -77,7 +80,7 @@ fn does_not_verify(e: &bernstein_core::ledger::StoreError) -> bool {
 /// What an HTTP server serves when its ledger does not verify: a [`FailedStore`] with the
 /// reason, so that `/healthz` answers, `/readyz` says why it is not ready (503), the dashboard
 /// shows it, and every MCP request is refused with it. Said on stderr once.
-fn failed_store(reason: &str) -> Arc<dyn bernstein_core::ledger::Store> {
+fn failed_store(reason: &str) -> SharedStore {
     bernstein_store_file::log_line!(
         "bernstein: NOT READY: the ledger cannot be served: {reason}. Answering /healthz, /readyz (503 with this reason) and the dashboard only; every MCP request is refused until the ledger is repaired and the server restarted."
     );
@@ -105,7 +108,7 @@ pub fn check_workdir(workdir: &Path) -> Result<(), String> {
 pub fn open_operator_store(
     workdir: &Path,
     store_flag: Option<&str>,
-) -> Result<(Arc<dyn bernstein_core::ledger::Store>, Vec<u8>), String> {
+) -> Result<(SharedStore, Vec<u8>), String> {
     open_operator_store_with(workdir, store_flag, false)
 }
 
@@ -115,7 +118,7 @@ pub fn open_operator_store_with(
     workdir: &Path,
     store_flag: Option<&str>,
     degrade: bool,
-) -> Result<(Arc<dyn bernstein_core::ledger::Store>, Vec<u8>), String> {
+) -> Result<(SharedStore, Vec<u8>), String> {
     let url = crate::settings::store_url(store_flag)?;
     let sdd = workdir.join(".sdd");
     if url.is_none() && !sdd.is_dir() {
@@ -177,7 +180,7 @@ pub fn open_serving_store(
     url: Option<&str>,
     migrate: bool,
     degrade: bool,
-) -> Result<(Arc<dyn bernstein_core::ledger::Store>, Vec<u8>), String> {
+) -> Result<(SharedStore, Vec<u8>), String> {
     let Some(url) = url else {
         let key = project_audit_key(workdir)?;
         if !degrade {
@@ -213,13 +216,10 @@ const BIND_EARLY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 /// every request with a clear reason until the ledger is verified. A ledger that does not
 /// verify is served as a [`FailedStore`]; any other failure is returned (or, after binding,
 /// ends the process).
-fn open_file_store_early(
-    workdir: &Path,
-    key: &[u8],
-) -> Result<Arc<dyn bernstein_core::ledger::Store>, String> {
+fn open_file_store_early(workdir: &Path, key: &[u8]) -> Result<SharedStore, String> {
     let (dir, k) = (workdir.to_path_buf(), key.to_vec());
     let opening = OpeningStore::start(move || match FileStore::open(&dir, k) {
-        Ok(store) => Ok(Arc::new(store) as Arc<dyn bernstein_core::ledger::Store>),
+        Ok(store) => Ok(Arc::new(store) as SharedStore),
         Err(e) if does_not_verify(&e) => Ok(failed_store(&e.to_string())),
         Err(e) => Err(e.to_string()),
     })

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use bernstein_core::Projection;
 use bernstein_core::domain::operator;
 use bernstein_core::domain::plans::{self, PlanDecision, PlanDocument};
 use bernstein_core::ledger::Store;
@@ -77,7 +78,7 @@ pub fn run(workdir: &Path, store: Option<&str>, command: PlanCommand) -> Result<
 }
 
 /// Opens the store an operator command works on (see `open_operator_store`).
-type OpenStore<'a> = &'a dyn Fn() -> Result<(Arc<dyn Store>, Vec<u8>), String>;
+type OpenStore<'a> = &'a dyn Fn() -> Result<(Arc<dyn Store<Projection>>, Vec<u8>), String>;
 
 fn list(open: OpenStore<'_>, as_json: bool) -> Result<ExitCode, String> {
     let (store, _) = open()?;

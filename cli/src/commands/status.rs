@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use bernstein_core::Config;
-use bernstein_core::protocol::registry::ToolContext;
+use bernstein_core::domain::bound::ToolContext;
 use bernstein_core::time::Clock;
 use serde_json::{Value, json};
 

@@ -8,9 +8,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use bernstein_core::Config;
+use bernstein_core::Projection;
+use bernstein_core::domain::Snapshot;
 use bernstein_core::domain::operator::{self, OperatorOutcome};
 use bernstein_core::engine::{Job, Round};
-use bernstein_core::ledger::{Append, Snapshot, Store, seal};
+use bernstein_core::ledger::{Append, Store, seal};
 use bernstein_core::protocol::Outcome;
 use bernstein_core::time::Timestamp;
 use bernstein_serve::driver::{Admission, Env, commit_job};
@@ -63,7 +65,7 @@ pub(crate) fn print_json(v: &serde_json::Value) -> Result<(), String> {
 /// again on the newer ledger after a lost race, durable before this returns. `Ok(Err(refusal))`
 /// when the command refused (nothing written); `Err` on a store failure.
 pub(crate) fn commit_operator<E>(
-    store: &dyn Store,
+    store: &dyn Store<Projection>,
     key: &[u8],
     command: impl FnMut(&Snapshot, Timestamp) -> Result<OperatorOutcome, E>,
 ) -> Result<Result<OperatorOutcome, E>, String> {
@@ -96,7 +98,8 @@ impl<F, E> Job for OperatorJob<'_, F, E>
 where
     F: FnMut(&Snapshot, Timestamp) -> Result<OperatorOutcome, E>,
 {
-    fn run(&mut self, round: Round<'_>) -> Outcome {
+    type Fold = Projection;
+    fn run(&mut self, round: Round<'_, Projection>) -> Outcome {
         let snap = round.snapshot;
         let decided = (self.command)(snap, round.now);
         let append = match &decided {

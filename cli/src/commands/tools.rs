@@ -83,5 +83,5 @@ fn estimated_tokens(bytes: usize) -> usize {
 fn listing_bytes(tier: Tier) -> usize {
     let mut config = bernstein_core::config::Config::new(Vec::new());
     config.tier = tier;
-    bernstein_core::protocol::listing::listing_bytes(&bernstein_core::protocol::Server::new(config))
+    bernstein_core::protocol::listing::listing_bytes(&bernstein_core::domain::Server::new(config))
 }

@@ -23,7 +23,8 @@ use serde_json::{Value, json};
 
 use crate::canonical::to_canonical_bytes;
 use crate::digest::Digest;
-use crate::ledger::{AUDIT_STREAM, Record, Snapshot};
+use crate::domain::Snapshot;
+use crate::ledger::{AUDIT_STREAM, Record};
 
 use super::artifacts::{ArtifactRecord, LINEAGE_STREAM};
 use super::ids::run_stream;

@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 
 use crate::config::{AuthMode, Config, Tier};
-use crate::protocol::registry::ResourceSpec;
+use crate::domain::bound::ResourceSpec;
 
 use super::prompts;
 use super::tiers;
@@ -160,7 +160,7 @@ mod tests {
     #[test]
     fn resource_contents_are_json_text() {
         let r = resource();
-        let contents = (r.read)(&Config::new(vec![]), &crate::ledger::Snapshot::genesis());
+        let contents = (r.read)(&Config::new(vec![]), &crate::domain::Snapshot::genesis());
         assert_eq!(contents.len(), 1);
         assert_eq!(contents[0]["uri"], CAPABILITY_URI);
         assert_eq!(contents[0]["mimeType"], "application/json");

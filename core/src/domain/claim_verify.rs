@@ -23,8 +23,9 @@
 use serde::Serialize;
 
 use crate::digest::Digest;
+use crate::domain::Snapshot;
 use crate::ledger::verify::{LedgerVerifier, VerifyReport};
-use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM, Record, Snapshot};
+use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM, Record};
 
 use super::claims::{self, ClaimEntry, ClaimReceipt, ReceiptFault};
 use super::lifecycle::TaskStatus;

@@ -36,7 +36,8 @@ use serde_json::{Value, json};
 
 use crate::canonical::to_canonical_bytes;
 use crate::digest::Digest;
-use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM, Snapshot};
+use crate::domain::Snapshot;
+use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM};
 
 pub use super::handle::SPEC_REVISION;
 use super::handle::known_spec_revision;

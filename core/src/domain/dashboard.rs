@@ -8,11 +8,12 @@ pub mod verify;
 
 use serde_json::{Map, Value, json};
 
+use crate::domain::Snapshot;
 use crate::domain::mailbox::{self, MailboxEntry};
 use crate::domain::projection::{Projection, TaskRow};
 use crate::domain::runs::RunView;
 use crate::domain::{lifecycle::TaskStatus, lineage, plans, task_view};
-use crate::ledger::{Snapshot, StoreFacts};
+use crate::ledger::StoreFacts;
 use crate::signing;
 use crate::time::Timestamp;
 

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use crate::canonical::to_canonical_bytes;
 use crate::digest::Digest;
-use crate::ledger::Snapshot;
+use crate::domain::Snapshot;
 
 use super::ids::{check_task_id, run_stream};
 use super::runs::RunStatus;

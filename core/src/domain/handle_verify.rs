@@ -13,8 +13,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::digest::Digest;
+use crate::domain::Snapshot;
+use crate::ledger::AUDIT_STREAM;
 use crate::ledger::verify::{LedgerVerifier, VerifyReport};
-use crate::ledger::{AUDIT_STREAM, Snapshot};
 
 use super::handle::{RunHandle, run_handle_at, verify_run_handle};
 use super::ids::run_stream;

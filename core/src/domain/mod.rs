@@ -35,6 +35,7 @@
 
 pub mod aliases;
 pub mod artifacts;
+pub mod bound;
 pub mod call_stats;
 pub mod capsule;
 pub mod card;
@@ -67,12 +68,14 @@ pub mod tools;
 pub mod trace;
 pub mod witness;
 
+pub use bound::Server;
 pub use handle::{RunHandle, verify_run_handle};
 pub use lifecycle::TaskStatus;
+pub use projection::{Projection, Snapshot};
 pub use runs::RunStatus;
 
 use crate::config::Config;
-use crate::protocol::{Catalog, Server};
+use bound::Catalog;
 
 /// Bernstein's full catalogue (the engine filters it by the active tier).
 pub fn catalog() -> Catalog {

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::lifecycle::{self, TaskStatus};
 use super::records;
 use super::testkit::Bench;
+use crate::ledger::Fold;
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -358,13 +359,13 @@ proptest! {
             }
         }
         // Replaying the ledger from genesis, and restoring a checkpoint, give the same projection.
-        let mut replay = crate::ledger::Snapshot::genesis();
+        let mut replay = crate::domain::Snapshot::genesis();
         for r in &b.log {
             replay.apply(r).unwrap();
         }
         prop_assert_eq!(&replay.domain, &b.snapshot.domain);
         let text = serde_json::to_string(&b.snapshot).unwrap();
-        let back: crate::ledger::Snapshot = serde_json::from_str(&text).unwrap();
+        let back: crate::domain::Snapshot = serde_json::from_str(&text).unwrap();
         prop_assert_eq!(&back.domain, &b.snapshot.domain);
     }
 }

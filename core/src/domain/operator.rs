@@ -14,8 +14,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::ledger::{AUDIT_STREAM, Draft, Snapshot};
-use crate::protocol::registry::{ToolContext, ToolError};
+use crate::domain::Snapshot;
+use crate::domain::bound::ToolContext;
+use crate::ledger::{AUDIT_STREAM, Draft};
+use crate::protocol::registry::ToolError;
 use crate::time::Timestamp;
 
 use super::dlp::Redactions;

@@ -33,8 +33,11 @@ use serde_json::Value;
 
 use crate::digest::Digest;
 use crate::ledger::{
-    AUDIT_STREAM, BACKLOG_STREAM, MAILBOX_STREAM_PREFIX, RUN_STREAM_PREFIX, Record,
+    AUDIT_STREAM, BACKLOG_STREAM, Fold, MAILBOX_STREAM_PREFIX, RUN_STREAM_PREFIX, Record,
 };
+
+/// A snapshot of Bernstein's ledger: positions, stream heads and the [`Projection`].
+pub type Snapshot = crate::ledger::Snapshot<Projection>;
 
 use super::artifacts::{self, ArtifactIndex};
 use super::call_stats::CallStats;
@@ -45,9 +48,8 @@ use super::mailbox::{MailboxEntry, MailboxHead};
 use super::records::{self, TaskCreated, TaskStatusChanged};
 use super::runs::RunView;
 
-pub mod compact;
 mod row;
-pub use compact::InlineStr;
+pub use crate::ledger::compact::{self, InlineStr};
 use compact::Shared;
 pub use row::{Rare, RareBox, TaskRow};
 
@@ -106,10 +108,10 @@ pub struct Projection {
     calls: CallStats,
 }
 
-impl Projection {
+impl Fold for Projection {
     /// Folds one record. Records were validated by the ledger; unknown kinds are ignored so that
     /// older servers can read newer ledgers.
-    pub fn apply(&mut self, rec: &Record) {
+    fn apply(&mut self, rec: &Record) {
         let [index, _] = rec.txn;
         if index <= 1 {
             self.txn.start_seq = rec.seq;
@@ -140,10 +142,12 @@ impl Projection {
     }
 
     /// Whether no transaction is half-folded.
-    pub fn at_txn_boundary(&self) -> bool {
+    fn at_txn_boundary(&self) -> bool {
         self.txn.at[0] >= self.txn.at[1]
     }
+}
 
+impl Projection {
     fn fold_backlog(&mut self, rec: &Record) -> bool {
         match rec.kind.as_str() {
             records::TASK_CREATED => {
@@ -524,10 +528,11 @@ mod sharing_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::Snapshot;
     use crate::domain::records::{
         Complexity, RunTaskStatus, Scope, new_run_drafts, new_subtask_drafts,
     };
-    use crate::ledger::{Draft, LedgerPosition, Snapshot, seal};
+    use crate::ledger::{Draft, LedgerPosition, seal};
     use serde_json::json;
 
     fn task(id: &str, run: &str, parent: Option<&str>) -> TaskCreated {

@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::ledger::{AUDIT_STREAM, Snapshot};
-use crate::protocol::registry::ResourceSpec;
+use crate::domain::Snapshot;
+use crate::domain::bound::ResourceSpec;
+use crate::ledger::AUDIT_STREAM;
 
 use crate::signing::{Signer, canonical_message, verify_signature};
 

@@ -20,8 +20,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::digest::Digest;
-use crate::ledger::{Draft, Snapshot};
-use crate::protocol::registry::{self, Task, TaskHooks};
+use crate::domain::Snapshot;
+use crate::domain::bound::TaskHooks;
+use crate::ledger::Draft;
+use crate::protocol::registry::{self, Task};
 use crate::time::Timestamp;
 
 use super::ids::check_task_id;

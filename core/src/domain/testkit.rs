@@ -5,9 +5,11 @@
 use serde_json::{Value, json};
 
 use crate::config::Config;
-use crate::ledger::{Draft, Record, Snapshot, seal};
+use crate::domain::Snapshot;
+use crate::domain::bound::ToolContext;
+use crate::ledger::{Draft, Record, seal};
 use crate::protocol::host::HostReply;
-use crate::protocol::registry::{ToolContext, ToolError, ToolOutput};
+use crate::protocol::registry::{ToolError, ToolOutput};
 use crate::time::Timestamp;
 
 use super::records;

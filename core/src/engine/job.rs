@@ -4,45 +4,63 @@
 
 use std::sync::Arc;
 
-use crate::ledger::Snapshot;
+use crate::ledger::{Fold, Snapshot};
 use crate::protocol::host::HostReply;
 use crate::protocol::{self, Outcome, Phase, Server, TransportFacts};
 use crate::time::Timestamp;
 
 /// One run of a job: the snapshot it decides on, the time, the host's replies so far and the
 /// phase of the wait.
-#[derive(Clone, Copy, Debug)]
-pub struct Round<'a> {
-    pub snapshot: &'a Snapshot,
+#[derive(Debug)]
+pub struct Round<'a, F> {
+    pub snapshot: &'a Snapshot<F>,
     pub now: Timestamp,
     pub host: &'a [HostReply],
     pub phase: Phase,
 }
+
+impl<F> Clone for Round<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F> Copy for Round<'_, F> {}
 
 /// A decision taken on a snapshot: the records to commit (`Outcome::append`, sealed against
 /// that snapshot's position), what to answer, and whether to wait or ask the host first. It
 /// may run many times (once per lost race, per host round, per wait); only the last run's
 /// records are committed.
 pub trait Job {
-    fn run(&mut self, round: Round<'_>) -> Outcome;
+    /// What the job's snapshots fold the ledger into.
+    type Fold: Fold;
+    fn run(&mut self, round: Round<'_, Self::Fold>) -> Outcome;
 }
 
 impl<J: Job + ?Sized> Job for &mut J {
-    fn run(&mut self, round: Round<'_>) -> Outcome {
+    type Fold = J::Fold;
+    fn run(&mut self, round: Round<'_, J::Fold>) -> Outcome {
         (**self).run(round)
     }
 }
 
 /// An MCP message (a stdio line, an HTTP body) served by `server`.
-#[derive(Clone, Copy, Debug)]
-pub struct Message<'a> {
-    pub server: &'a Server,
+#[derive(Debug)]
+pub struct Message<'a, F> {
+    pub server: &'a Server<F>,
     pub bytes: &'a [u8],
     pub facts: &'a TransportFacts,
 }
 
-impl Job for Message<'_> {
-    fn run(&mut self, round: Round<'_>) -> Outcome {
+impl<F> Clone for Message<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F> Copy for Message<'_, F> {}
+
+impl<F: Fold> Job for Message<'_, F> {
+    type Fold = F;
+    fn run(&mut self, round: Round<'_, F>) -> Outcome {
         self.server.handle_round(
             &protocol::Input {
                 bytes: self.bytes,
@@ -59,14 +77,15 @@ impl Job for Message<'_> {
 /// A [`Message`] that owns what it serves, for a request that outlives the call that started
 /// it (an HTTP answer parked while it waits for the ledger).
 #[derive(Clone, Debug)]
-pub struct OwnedMessage {
-    pub server: Arc<Server>,
+pub struct OwnedMessage<F> {
+    pub server: Arc<Server<F>>,
     pub bytes: Vec<u8>,
     pub facts: TransportFacts,
 }
 
-impl Job for OwnedMessage {
-    fn run(&mut self, round: Round<'_>) -> Outcome {
+impl<F: Fold> Job for OwnedMessage<F> {
+    type Fold = F;
+    fn run(&mut self, round: Round<'_, F>) -> Outcome {
         Message {
             server: &self.server,
             bytes: &self.bytes,

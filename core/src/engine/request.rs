@@ -12,10 +12,10 @@ use crate::protocol::{Outcome, Phase, Wait};
 
 /// What the world tells a request: each is the answer to the [`Output`] it names.
 #[derive(Debug)]
-pub enum Input<'a> {
+pub enum Input<'a, F> {
     /// [`Output::ReadSnapshot`]: the store's projection now (it may hold records whose fsync
     /// is still due; the request settles before it answers).
-    Snapshot(&'a Snapshot),
+    Snapshot(&'a Snapshot<F>),
     /// [`Output::Append`]: committed (not necessarily durable yet) or lost to another writer.
     Appended(AppendResult),
     /// [`Output::Host`]: what the host did.
@@ -169,7 +169,7 @@ impl<J: Job> Request<J> {
 
     /// Feeds the answer to the output the request is waiting on. An input it is not waiting
     /// for ends the request with [`Output::Failed`]: a runtime bug, never a silent mix-up.
-    pub fn handle_input(&mut self, now: Moment, input: Input<'_>) {
+    pub fn handle_input(&mut self, now: Moment, input: Input<'_, J::Fold>) {
         let expected = std::mem::replace(&mut self.expect, Expect::Nothing);
         match (expected, input) {
             (Expect::Turn, Input::Turn { held }) => {
@@ -242,7 +242,7 @@ impl<J: Job> Request<J> {
         self.push(Output::ReadSnapshot, Expect::Snapshot);
     }
 
-    fn run(&mut self, now: Moment, snapshot: &Snapshot) {
+    fn run(&mut self, now: Moment, snapshot: &Snapshot<J::Fold>) {
         let mut outcome = self.job.run(Round {
             snapshot,
             now: now.wall,

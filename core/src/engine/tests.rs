@@ -9,9 +9,11 @@ use serde_json::{Value, json};
 use super::turns::{Grant, Ticket, Turns};
 use super::*;
 use crate::config::{Config, Tier};
-use crate::ledger::{AppendResult, Snapshot, StoreError};
+use crate::domain::Snapshot;
+use crate::domain::bound::Server;
+use crate::ledger::{AppendResult, StoreError};
+use crate::protocol::TransportFacts;
 use crate::protocol::host::HostReply;
-use crate::protocol::{Server, TransportFacts};
 
 const KEY: &[u8] = &[7; 32];
 const WALL: Timestamp = Timestamp(1_780_000_000_000);
@@ -89,7 +91,7 @@ impl Sim {
     }
 
     /// Serves any job to the end, as [`Sim::serve`] does a message.
-    fn serve_job<J: Job>(
+    fn serve_job<J: Job<Fold = crate::domain::Projection>>(
         &mut self,
         job: J,
         wait: WaitPolicy,
@@ -595,7 +597,7 @@ fn host_rounds_feed_every_reply_back_until_the_tool_answers() {
     let mut config = Config::new(KEY.to_vec());
     config.cost_meter = false;
     let mut catalog = crate::domain::catalog();
-    catalog.tools = vec![crate::protocol::registry::ToolSpec {
+    catalog.tools = vec![crate::domain::bound::ToolSpec {
         name: "read_twice",
         title: "read twice",
         description: "test tool",
@@ -658,7 +660,8 @@ struct Note {
 }
 
 impl Job for Note {
-    fn run(&mut self, round: Round<'_>) -> crate::protocol::Outcome {
+    type Fold = crate::domain::Projection;
+    fn run(&mut self, round: Round<'_, Self::Fold>) -> crate::protocol::Outcome {
         self.runs += 1;
         let s = round.snapshot;
         let draft = crate::ledger::Draft::new("notes", "test.note", json!({"run": self.runs}));

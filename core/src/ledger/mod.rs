@@ -6,10 +6,13 @@
 //! - [`store`]: the interface a storage backend implements (file store, later PostgreSQL).
 //! - [`verify`]: offline verification of a ledger's bytes, naming the first bad record.
 //!
+//! - [`compact`]: small strings and packed persistent collections for folds.
+//!
 //! Byte formats are specified in docs/FORMATS.md. The ledger sits below the protocol engine and
-//! the domain and names neither (`tests/module_graph.rs`), except that [`Snapshot`] still embeds
-//! the domain's projection until it is made generic over a fold.
+//! the domain and names neither (`tests/module_graph.rs`): a [`Snapshot`] is generic over the
+//! [`Fold`] its records are folded into (the domain's is `domain::Projection`).
 
+pub mod compact;
 pub mod line;
 pub mod record;
 pub mod snapshot;
@@ -18,7 +21,7 @@ pub mod upgrade;
 pub mod verify;
 
 pub use record::{Draft, LedgerPosition, Record, RecordError, seal};
-pub use snapshot::Snapshot;
+pub use snapshot::{Fold, Snapshot};
 pub use store::{Append, AppendResult, Store, StoreError, StoreFacts, SyncFacts};
 
 /// Stream of the audit chain (one entry per tool call, receipts, mailbox mirrors).

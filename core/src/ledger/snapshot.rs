@@ -11,21 +11,40 @@ use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
-use crate::domain::projection::{InlineStr, Projection};
 
+use super::compact::InlineStr;
 use super::record::{LedgerPosition, Record};
+
+/// What a snapshot folds its records into: the domain's state (Bernstein's is
+/// `domain::Projection`). The ledger checks the chains and hands each record to the fold; the
+/// fold gives records their meaning. It must be a pure function of the records it folded, and
+/// cheap to clone (a store hands out clones while it appends).
+pub trait Fold: Clone + Default + core::fmt::Debug + Send + Sync + 'static {
+    /// Folds one record that extends the ledger and its stream.
+    fn apply(&mut self, rec: &Record);
+    /// Whether no transaction is half-folded, so a checkpoint may be taken here.
+    fn at_txn_boundary(&self) -> bool;
+}
+
+/// The empty fold: a snapshot of positions and stream heads only (what a verifier needs).
+impl Fold for () {
+    fn apply(&mut self, _rec: &Record) {}
+    fn at_txn_boundary(&self) -> bool {
+        true
+    }
+}
 
 /// The projected state at `position`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct Snapshot {
+pub struct Snapshot<F> {
     pub position: LedgerPosition,
     /// Hash of the last record of each stream (serialized in stream-name order; read back
     /// with full tree leaves, see `domain::projection::compact`). A stream name is kept inline
     /// up to 22 bytes, which a run's `run:T-…` is.
-    #[serde(deserialize_with = "crate::domain::projection::compact::map")]
+    #[serde(deserialize_with = "super::compact::map")]
     pub stream_heads: OrdMap<InlineStr, Digest>,
-    /// Bernstein's domain state (tasks, runs, mailboxes).
-    pub domain: Projection,
+    /// The fold of every record (Bernstein's: tasks, runs, mailboxes).
+    pub domain: F,
 }
 
 /// Why a record cannot extend a snapshot.
@@ -51,9 +70,9 @@ pub enum ApplyError {
     },
 }
 
-impl Snapshot {
+impl<F: Fold> Snapshot<F> {
     /// The empty ledger's snapshot.
-    pub fn genesis() -> Snapshot {
+    pub fn genesis() -> Snapshot<F> {
         Snapshot::default()
     }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::record::LedgerPosition;
 use super::record::Record;
-use super::snapshot::Snapshot;
+use super::snapshot::{Fold, Snapshot};
 use crate::histogram::Histogram;
 
 /// Records one request produces, to be committed together iff the head is still `expected`.
@@ -71,10 +71,10 @@ pub enum StoreError {
     Unavailable(String),
 }
 
-/// A ledger backend.
-pub trait Store: Send + Sync {
+/// A ledger backend whose snapshots fold the records into `F`.
+pub trait Store<F: Fold>: Send + Sync {
     /// The projection at the current head, folding whatever was appended since the last call.
-    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError>;
+    fn snapshot(&self) -> Result<Arc<Snapshot<F>>, StoreError>;
     /// Appends `append.records` atomically iff the head is `append.expected`; durable on
     /// `Committed`.
     fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError>;
@@ -92,7 +92,7 @@ pub trait Store: Send + Sync {
     /// append commits is covered, since its append extends what it read and is acknowledged
     /// only once durable. The default is [`Store::snapshot`] (stores whose snapshots only ever
     /// hold durable records).
-    fn snapshot_unsettled(&self) -> Result<Arc<Snapshot>, StoreError> {
+    fn snapshot_unsettled(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
         self.snapshot()
     }
     /// Blocks until every record handed out so far by [`Store::snapshot_unsettled`], and every

@@ -25,7 +25,7 @@ use super::AUDIT_STREAM;
 use super::line::{RecordKey, RecordLine, SealError};
 use super::record::LedgerPosition;
 use super::record::{Record, RecordError};
-use super::snapshot::Snapshot;
+use super::snapshot::{Fold, Snapshot};
 
 /// Kind of the audit entry every `tools/call` appends.
 pub const CALL_KIND: &str = "mcp.stateless_call";
@@ -186,7 +186,10 @@ pub fn chain_error_of(
 
 /// Checks that `records` extend `snapshot` as one or more whole transactions (seq, prev,
 /// sprev, framing), without changing it. On failure: the index of the first bad record and why.
-pub fn check_extends(snapshot: &Snapshot, records: &[Record]) -> Result<(), (usize, String)> {
+pub fn check_extends<F: Fold>(
+    snapshot: &Snapshot<F>,
+    records: &[Record],
+) -> Result<(), (usize, String)> {
     let mut at = snapshot.position;
     let mut heads: HashMap<&str, Digest> = HashMap::new();
     let mut framing = TxnFraming::default();
@@ -550,7 +553,7 @@ fn sorted_streams(streams: HashMap<String, (u64, Digest)>) -> BTreeMap<String, S
 
 /// Whether a verified ledger prefix ends exactly at `snapshot`'s position and stream heads
 /// (what a store checks before it trusts a checkpoint's projection).
-pub fn prefix_matches(report: &VerifyReport, snapshot: &Snapshot) -> bool {
+pub fn prefix_matches<F: Fold>(report: &VerifyReport, snapshot: &Snapshot<F>) -> bool {
     report.head == snapshot.position
         && report.streams.len() == snapshot.stream_heads.len()
         && report

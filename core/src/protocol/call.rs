@@ -24,6 +24,7 @@ use super::registry::{Progress, ToolContext, ToolError, ToolLookup, ToolOutput, 
 use super::validate::check_limits;
 use super::{MeterSlot, Phase, Server};
 use crate::digest::Digest;
+use crate::ledger::Fold;
 use crate::ledger::{AUDIT_STREAM, Draft, Record, Snapshot, run_stream, seal};
 use crate::time::Timestamp;
 
@@ -55,12 +56,12 @@ pub struct CallReply {
 }
 
 /// Everything a tool call reads.
-#[derive(Clone, Copy, Debug)]
-pub struct CallInput<'a> {
+#[derive(Debug)]
+pub struct CallInput<'a, F> {
     pub params: Option<&'a Value>,
     pub revision: Revision,
     pub ids: &'a RequestIds,
-    pub snapshot: &'a Snapshot,
+    pub snapshot: &'a Snapshot<F>,
     pub now: Timestamp,
     /// The runtime's replies to this call's host requests so far; `None` where host requests
     /// cannot be served (inside a batch).
@@ -69,8 +70,15 @@ pub struct CallInput<'a> {
     pub phase: Phase,
 }
 
+impl<F> Clone for CallInput<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F> Copy for CallInput<'_, F> {}
+
 /// Serves `tools/call`.
-pub fn call_tool(server: &Server, input: &CallInput<'_>) -> CallReply {
+pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallReply {
     let name = match input.params.and_then(|p| p.get("name")) {
         Some(Value::String(n)) => n.as_str(),
         Some(other) => {
@@ -193,9 +201,9 @@ pub fn call_tool(server: &Server, input: &CallInput<'_>) -> CallReply {
 
 /// Refuses a named `tools/call` before any handler runs (e.g. a task-augmented call of a tool
 /// that forbids tasks), with the call's audit record like every other refusal.
-pub(crate) fn refuse_call(
-    server: &Server,
-    input: &CallInput<'_>,
+pub(crate) fn refuse_call<F: Fold>(
+    server: &Server<F>,
+    input: &CallInput<'_, F>,
     error: RpcError,
     code: &str,
 ) -> CallReply {
@@ -223,10 +231,10 @@ pub(crate) fn refuse_call(
 /// Runs `tool` with `args` on behalf of a protocol method (e.g. `tasks/cancel` through the
 /// cancel gate): no tier or alias resolution, no argument validation beyond the handler's own,
 /// but the same result shaping and the same audit record as a `tools/call`.
-pub(crate) fn call_registered(
-    server: &Server,
-    input: &CallInput<'_>,
-    tool: &ToolSpec,
+pub(crate) fn call_registered<F: Fold>(
+    server: &Server<F>,
+    input: &CallInput<'_, F>,
+    tool: &ToolSpec<F>,
     args: &Value,
 ) -> CallReply {
     let audit = Audit {
@@ -241,10 +249,10 @@ pub(crate) fn call_registered(
 }
 
 /// Runs `tool`'s handler on `args` with the context of this call.
-fn run_handler(
-    server: &Server,
-    input: &CallInput<'_>,
-    tool: &ToolSpec,
+fn run_handler<F: Fold>(
+    server: &Server<F>,
+    input: &CallInput<'_, F>,
+    tool: &ToolSpec<F>,
     args: &Value,
 ) -> ToolOutput {
     let ctx = ToolContext {
@@ -262,11 +270,11 @@ fn run_handler(
 }
 
 /// Shapes the result of a handler that ran and seals its records.
-fn finish(
-    server: &Server,
-    input: &CallInput<'_>,
-    audit: &Audit<'_>,
-    tool: &ToolSpec,
+fn finish<F: Fold>(
+    server: &Server<F>,
+    input: &CallInput<'_, F>,
+    audit: &Audit<'_, F>,
+    tool: &ToolSpec<F>,
     alias: Option<&'static str>,
     output: ToolOutput,
 ) -> CallReply {
@@ -518,15 +526,15 @@ fn holds_float(v: &Value) -> bool {
 }
 
 /// The audit entry of one call.
-struct Audit<'a> {
+struct Audit<'a, F> {
     name: &'a str,
     args: &'a Value,
     alias_of: Option<&'static str>,
-    input: &'a CallInput<'a>,
-    server: &'a Server,
+    input: &'a CallInput<'a, F>,
+    server: &'a Server<F>,
 }
 
-impl Audit<'_> {
+impl<F: Fold> Audit<'_, F> {
     /// A call refused before or instead of its handler: the error reply plus the audit record.
     fn refuse(&self, error: RpcError, code: &str) -> CallReply {
         CallReply {

@@ -13,12 +13,13 @@ use serde_json::{Map, Value, json};
 use super::Server;
 use super::jsonrpc::{RpcError, kind_of, shorten};
 use super::resource_templates::variables;
+use crate::ledger::Fold;
 
 /// Most values one reply carries (the schema's `maxItems`).
 pub const MAX_VALUES: usize = 100;
 
 /// Serves `completion/complete`.
-pub fn complete(server: &Server, params: Option<&Value>) -> Result<Value, RpcError> {
+pub fn complete<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<Value, RpcError> {
     let params = params.unwrap_or(&Value::Null);
     let reference = object(params.get("ref"), "params.ref")?;
     let argument = object(params.get("argument"), "params.argument")?;

@@ -30,10 +30,16 @@ use super::resource_templates::list_resource_templates;
 use super::tally::{self, OTHER_METHOD, Tally, method_label};
 use super::tasks;
 use super::{Input, MeterSlot, Outcome, Phase, Response, Server, Wait, Watch};
+use crate::ledger::Fold;
 use crate::ledger::{Append, Record, Snapshot, run_stream};
 
 /// Handles one message (see the module docs).
-pub fn handle(server: &Server, input: &Input<'_>, host: &[HostReply], phase: Phase) -> Outcome {
+pub fn handle<F: Fold>(
+    server: &Server<F>,
+    input: &Input<'_, F>,
+    host: &[HostReply],
+    phase: Phase,
+) -> Outcome {
     let bytes = input.bytes;
     let limits = &server.config.limits;
     if bytes.len() > limits.max_message_bytes {
@@ -166,7 +172,11 @@ pub fn oversize_response(size: usize, limit: usize, ids: RequestIds) -> Response
 pub const LEDGER_UNAVAILABLE: &str = "ledger_unavailable";
 
 /// The reply to `request` when its records could not be committed.
-pub fn storage_failure_response(server: &Server, request: &[u8], reason: &str) -> Response {
+pub fn storage_failure_response<F: Fold>(
+    server: &Server<F>,
+    request: &[u8],
+    reason: &str,
+) -> Response {
     let limits = &server.config.limits;
     let scan = prescan(request, limits.max_json_depth);
     let id = scan.id_text(request, 0).and_then(id_from_raw);
@@ -188,9 +198,9 @@ fn id_from_raw(raw: &str) -> Option<Id> {
     }
 }
 
-fn handle_batch<'b>(
-    server: &Server,
-    input: &Input<'_>,
+fn handle_batch<'b, F: Fold>(
+    server: &Server<F>,
+    input: &Input<'_, F>,
     items: &[Value],
     raw_id: impl Fn(usize) -> Option<&'b str>,
 ) -> Outcome {
@@ -276,10 +286,10 @@ struct Served {
     method: Option<&'static str>,
 }
 
-fn serve_one(
-    server: &Server,
-    input: &Input<'_>,
-    snapshot: &Snapshot,
+fn serve_one<F: Fold>(
+    server: &Server<F>,
+    input: &Input<'_, F>,
+    snapshot: &Snapshot<F>,
     value: &Value,
     raw_id: Option<&str>,
     round: Round<'_>,
@@ -368,10 +378,10 @@ impl Routed {
     }
 }
 
-fn route(
-    server: &Server,
-    input: &Input<'_>,
-    snapshot: &Snapshot,
+fn route<F: Fold>(
+    server: &Server<F>,
+    input: &Input<'_, F>,
+    snapshot: &Snapshot<F>,
     method: &str,
     params: Option<&Value>,
     ids: &RequestIds,

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use super::Server;
 use super::era::{META_SERVER_INFO, Revision};
 use super::jsonrpc::{RpcError, kind_of};
+use crate::ledger::Fold;
 
 /// Freshness hint of cacheable stateless results: five minutes. Lists change only when the
 /// server restarts with another configuration.
@@ -19,7 +20,10 @@ pub const READ_TTL_MS: u64 = 60_000;
 
 /// `initialize`: negotiates a handshake revision (the newest when `protocolVersion` is
 /// absent) and describes the server.
-pub fn initialize(server: &Server, params: Option<&Value>) -> Result<(Value, Revision), RpcError> {
+pub fn initialize<F: Fold>(
+    server: &Server<F>,
+    params: Option<&Value>,
+) -> Result<(Value, Revision), RpcError> {
     let requested = match params.and_then(|p| p.get("protocolVersion")) {
         Some(Value::String(v)) => v.as_str(),
         Some(other) => {
@@ -48,7 +52,7 @@ pub fn initialize(server: &Server, params: Option<&Value>) -> Result<(Value, Rev
 }
 
 /// `server/discover`: everything a stateless client needs before its first call.
-pub fn discover(server: &Server) -> Value {
+pub fn discover<F: Fold>(server: &Server<F>) -> Value {
     let mut result = Map::new();
     result.insert(
         "supportedVersions".into(),
@@ -61,7 +65,7 @@ pub fn discover(server: &Server) -> Value {
     Value::Object(result)
 }
 
-fn insert_instructions_and_card(server: &Server, result: &mut Map<String, Value>) {
+fn insert_instructions_and_card<F: Fold>(server: &Server<F>, result: &mut Map<String, Value>) {
     let instructions = (server.catalog.instructions)(&server.config);
     if !instructions.is_empty() {
         result.insert("instructions".into(), Value::String(instructions));
@@ -83,7 +87,7 @@ pub fn capabilities() -> Value {
 
 /// [`capabilities`] plus what this server's catalogue adds: `completions` when a prompt
 /// argument or a resource template has a completer.
-pub fn capabilities_of(server: &Server) -> Value {
+pub fn capabilities_of<F: Fold>(server: &Server<F>) -> Value {
     let mut caps = capabilities();
     if server.catalog.has_completions() {
         caps["completions"] = json!({});
@@ -92,7 +96,7 @@ pub fn capabilities_of(server: &Server) -> Value {
 }
 
 /// The server's `Implementation` object for `revision`.
-pub fn server_info(server: &Server, _revision: Revision) -> Value {
+pub fn server_info<F: Fold>(server: &Server<F>, _revision: Revision) -> Value {
     json!({"name": server.config.server_name, "version": server.config.server_version})
 }
 
@@ -112,7 +116,12 @@ fn cache_hint(method: &str) -> Option<(u64, &'static str)> {
 /// Adds what every result of `revision` carries: in the stateless era `resultType`,
 /// `_meta["io.modelcontextprotocol/serverInfo"]` and, for cacheable methods, `ttlMs` and
 /// `cacheScope`. Handshake-era results are returned unchanged.
-pub fn decorate(server: &Server, revision: Revision, method: &str, result: Value) -> Value {
+pub fn decorate<F: Fold>(
+    server: &Server<F>,
+    revision: Revision,
+    method: &str,
+    result: Value,
+) -> Value {
     if !revision.is_modern() {
         return result;
     }
@@ -139,7 +148,8 @@ mod tests {
     use crate::config::Config;
     use crate::protocol::Catalog;
 
-    fn server() -> Server {
+    /// A catalogue of nothing over the empty fold: the handshake needs no domain.
+    fn server() -> Server<()> {
         let catalog = Catalog {
             tools: Vec::new(),
             prompts: Vec::new(),

@@ -13,6 +13,7 @@ use super::era::Revision;
 use super::jsonrpc::{RpcError, brief, kind_of, shorten};
 use super::registry::{PromptSpec, TaskSupport, ToolSpec};
 use super::validate::check_limits;
+use crate::ledger::Fold;
 
 /// Refuses a `cursor` param: every list fits in one page, so no cursor is ever valid.
 pub fn check_no_cursor(params: Option<&Value>) -> Result<(), RpcError> {
@@ -30,8 +31,8 @@ pub fn check_no_cursor(params: Option<&Value>) -> Result<(), RpcError> {
 }
 
 /// `tools/list`: the active tier's tools, sorted by name.
-pub fn list_tools(
-    server: &Server,
+pub fn list_tools<F: Fold>(
+    server: &Server<F>,
     revision: Revision,
     params: Option<&Value>,
 ) -> Result<Value, RpcError> {
@@ -47,7 +48,7 @@ pub fn list_tools(
 
 /// The `tools/list` result of `revision` as compact JSON bytes (decorated for its era),
 /// rendered once per server: the same bytes as rendering [`list_tools`]'s value.
-pub fn tools_list_bytes(server: &Server, revision: Revision) -> std::sync::Arc<[u8]> {
+pub fn tools_list_bytes<F: Fold>(server: &Server<F>, revision: Revision) -> std::sync::Arc<[u8]> {
     server.tool_listing(revision, || {
         let listed = list_tools(server, revision, None).unwrap_or_else(|_| json!({"tools": []}));
         let decorated = super::lifecycle::decorate(server, revision, "tools/list", listed);
@@ -57,7 +58,7 @@ pub fn tools_list_bytes(server: &Server, revision: Revision) -> std::sync::Arc<[
 
 /// The context cost of `server`'s tier: the bytes of its `tools/list` `tools` array as compact
 /// JSON, under 2025-11-25 (the revision with the most fields per tool).
-pub fn listing_bytes(server: &Server) -> usize {
+pub fn listing_bytes<F: Fold>(server: &Server<F>) -> usize {
     let tools = list_tools(server, Revision::V2025_11_25, None)
         .map(|r| r["tools"].clone())
         .unwrap_or_default();
@@ -65,7 +66,7 @@ pub fn listing_bytes(server: &Server) -> usize {
 }
 
 /// One `Tool` object as `revision` defines it.
-pub fn tool_value(server: &Server, tool: &ToolSpec, revision: Revision) -> Value {
+pub fn tool_value<F: Fold>(server: &Server<F>, tool: &ToolSpec<F>, revision: Revision) -> Value {
     let mut obj = Map::new();
     obj.insert("name".into(), Value::String(tool.name.into()));
     obj.insert("description".into(), Value::String(tool.description.into()));
@@ -102,8 +103,8 @@ pub fn tool_value(server: &Server, tool: &ToolSpec, revision: Revision) -> Value
 }
 
 /// `prompts/list`: every prompt, sorted by name.
-pub fn list_prompts(
-    server: &Server,
+pub fn list_prompts<F: Fold>(
+    server: &Server<F>,
     revision: Revision,
     params: Option<&Value>,
 ) -> Result<Value, RpcError> {
@@ -132,7 +133,7 @@ pub fn list_prompts(
 }
 
 /// `prompts/get`: renders a prompt from string arguments.
-pub fn get_prompt(server: &Server, params: Option<&Value>) -> Result<Value, RpcError> {
+pub fn get_prompt<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<Value, RpcError> {
     let name = match params.and_then(|p| p.get("name")) {
         Some(Value::String(n)) => n,
         Some(other) => {
@@ -213,8 +214,8 @@ pub fn get_prompt(server: &Server, params: Option<&Value>) -> Result<Value, RpcE
 }
 
 /// `resources/list`: every resource, sorted by URI.
-pub fn list_resources(
-    server: &Server,
+pub fn list_resources<F: Fold>(
+    server: &Server<F>,
     revision: Revision,
     params: Option<&Value>,
 ) -> Result<Value, RpcError> {
@@ -251,11 +252,11 @@ pub(crate) fn resource_entry(
 
 /// `resources/read`: the contents of one resource; an unknown URI gets the revision's
 /// resource-not-found error.
-pub fn read_resource(
-    server: &Server,
+pub fn read_resource<F: Fold>(
+    server: &Server<F>,
     revision: Revision,
     params: Option<&Value>,
-    snapshot: &crate::ledger::Snapshot,
+    snapshot: &crate::ledger::Snapshot<F>,
 ) -> Result<Value, RpcError> {
     let uri = match params.and_then(|p| p.get("uri")) {
         Some(Value::String(u)) => u,

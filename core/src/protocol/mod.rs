@@ -53,7 +53,7 @@ use era::Revision;
 use serde_json::Value;
 
 use crate::config::Config;
-use crate::ledger::{Append, LedgerPosition, Snapshot};
+use crate::ledger::{Append, Fold, LedgerPosition, Snapshot};
 use crate::time::Timestamp;
 use registry::ToolSpec;
 
@@ -90,13 +90,20 @@ impl TransportFacts {
 }
 
 /// One message to handle.
-#[derive(Clone, Copy, Debug)]
-pub struct Input<'a> {
+#[derive(Debug)]
+pub struct Input<'a, F> {
     pub bytes: &'a [u8],
-    pub snapshot: &'a Snapshot,
+    pub snapshot: &'a Snapshot<F>,
     pub now: Timestamp,
     pub transport: &'a TransportFacts,
 }
+
+impl<F> Clone for Input<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F> Copy for Input<'_, F> {}
 
 /// A response whose `_meter` timing is filled in by the runtime once measured.
 #[derive(Clone, Debug, PartialEq)]
@@ -183,7 +190,7 @@ pub struct Watch {
 impl Wait {
     /// Whether the answer may differ against `snapshot`: the watched stream, or else the
     /// ledger, moved since it was computed.
-    pub fn moved(&self, snapshot: &Snapshot) -> bool {
+    pub fn moved<F: Fold>(&self, snapshot: &Snapshot<F>) -> bool {
         match &self.watch {
             Some(w) => snapshot.stream_head(&w.stream) != w.head,
             None => snapshot.position != self.after,
@@ -212,9 +219,9 @@ pub enum Phase {
 
 /// The protocol server: immutable configuration plus a catalogue.
 #[derive(Clone, Debug)]
-pub struct Server {
+pub struct Server<F> {
     pub config: Config,
-    pub catalog: Catalog,
+    pub catalog: Catalog<F>,
     /// Each tool's advertised schemas, generated once from its types: they are a pure function
     /// of the catalogue and the configuration, so every request reuses them.
     schemas: HashMap<&'static str, ToolSchemas>,
@@ -231,10 +238,10 @@ struct ToolSchemas {
     output: Option<Value>,
 }
 
-impl Server {
+impl<F: Fold> Server<F> {
     /// A server over `catalog`. (`Server::new`, Bernstein's server, is defined in
     /// `domain`: the protocol never names the domain.)
-    pub fn with_catalog(config: Config, catalog: Catalog) -> Server {
+    pub fn with_catalog(config: Config, catalog: Catalog<F>) -> Server<F> {
         let schemas = catalog
             .tools
             .iter()
@@ -280,14 +287,14 @@ impl Server {
     }
 
     /// The input schema of a catalogue tool, generated once.
-    pub fn input_schema(&self, tool: &ToolSpec) -> Value {
+    pub fn input_schema(&self, tool: &ToolSpec<F>) -> Value {
         self.schemas
             .get(tool.name)
             .map_or_else(|| (tool.input_schema)(), |s| s.input.clone())
     }
 
     /// The advertised output schema of a catalogue tool (meter-wrapped when the meter is on).
-    pub fn output_schema(&self, tool: &ToolSpec) -> Option<Value> {
+    pub fn output_schema(&self, tool: &ToolSpec<F>) -> Option<Value> {
         match self.schemas.get(tool.name) {
             Some(s) => s.output.clone(),
             None => tool.output_schema.map(|f| {
@@ -304,7 +311,7 @@ impl Server {
     /// Validates arguments against a tool's cached input schema.
     pub(crate) fn validate_arguments(
         &self,
-        tool: &ToolSpec,
+        tool: &ToolSpec<F>,
         args: &Value,
     ) -> Result<Vec<validate::Violation>, validate::SchemaFault> {
         match self.schemas.get(tool.name) {
@@ -315,7 +322,7 @@ impl Server {
 
     /// Handles one message (a line of stdio, the body of an HTTP POST): a pure function of the
     /// input. Peer faults become error responses; nothing here panics on any input.
-    pub fn handle(&self, input: &Input<'_>) -> Outcome {
+    pub fn handle(&self, input: &Input<'_, F>) -> Outcome {
         dispatch::handle(self, input, &[], Phase::Live)
     }
 
@@ -324,7 +331,7 @@ impl Server {
     /// the answer may still wait, must settle, or was cancelled.
     pub fn handle_round(
         &self,
-        input: &Input<'_>,
+        input: &Input<'_, F>,
         host: &[host::HostReply],
         phase: Phase,
     ) -> Outcome {

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use super::Server;
 use super::call::{AUDIT_KIND, CallInput, CallReply};
 use super::registry::{Progress, TaskHooks};
+use crate::ledger::Fold;
 use crate::ledger::{AUDIT_STREAM, Draft, Record, seal};
 
 /// The progress token of a request, when it is a string or an integer.
@@ -68,9 +69,9 @@ fn note(token: &Value, step: &Progress) -> Option<Vec<u8>> {
 /// The tick of a ticking tool's long poll that is waiting (`reply` is pending): the
 /// serialized notification and the records that send it once (the tick record alone: the
 /// call's audit record is written with its result), or `None` when no tick is due.
-pub fn waiting_tick(
-    server: &Server,
-    input: &CallInput<'_>,
+pub fn waiting_tick<F: Fold>(
+    server: &Server<F>,
+    input: &CallInput<'_, F>,
     reply: &CallReply,
 ) -> Option<(Vec<u8>, Vec<Record>)> {
     let token = progress_token(input.params)?;
@@ -90,7 +91,11 @@ pub fn waiting_tick(
 }
 
 /// The run's tick when the call is a ticking one and the tick advances every tick sent.
-fn due(hooks: &TaskHooks, input: &CallInput<'_>, run_id: &str) -> Option<(Progress, Draft)> {
+fn due<F: Fold>(
+    hooks: &TaskHooks<F>,
+    input: &CallInput<'_, F>,
+    run_id: &str,
+) -> Option<(Progress, Draft)> {
     if input.params?.get("name")?.as_str()? != hooks.ticking_tool {
         return None;
     }
@@ -99,7 +104,11 @@ fn due(hooks: &TaskHooks, input: &CallInput<'_>, run_id: &str) -> Option<(Progre
 
 /// Adds the tick of a successful ticking call to `reply` (its record joins the call's
 /// transaction) and returns the serialized notification, or `None` when no tick is due.
-pub fn tick(server: &Server, input: &CallInput<'_>, reply: &mut CallReply) -> Option<Vec<u8>> {
+pub fn tick<F: Fold>(
+    server: &Server<F>,
+    input: &CallInput<'_, F>,
+    reply: &mut CallReply,
+) -> Option<Vec<u8>> {
     let token = progress_token(input.params)?;
     let ok = reply
         .result

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::host::{HostReply, HostRequest};
 use crate::config::{Config, Tier};
-use crate::ledger::{Draft, Snapshot};
+use crate::ledger::{Draft, Fold, Snapshot};
 use crate::time::Timestamp;
 
 /// What a tool does to the outside world, stated in its description.
@@ -29,10 +29,11 @@ pub enum TaskSupport {
     Required,
 }
 
-/// Everything a tool handler may read. Pure values only.
-#[derive(Clone, Copy, Debug)]
-pub struct ToolContext<'a> {
-    pub snapshot: &'a Snapshot,
+/// Everything a tool handler may read. Pure values only. `F` is what the catalogue's snapshots
+/// fold the ledger into; the protocol never looks inside it.
+#[derive(Debug)]
+pub struct ToolContext<'a, F> {
+    pub snapshot: &'a Snapshot<F>,
     pub config: &'a Config,
     pub now: Timestamp,
     /// Content-derived id of this call (see `protocol::ids`).
@@ -48,6 +49,13 @@ pub struct ToolContext<'a> {
     /// which `domain::trace` screens), `None` when absent or not called over MCP.
     pub meta: Option<&'a serde_json::Value>,
 }
+
+impl<F> Clone for ToolContext<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F> Copy for ToolContext<'_, F> {}
 
 /// A refusal: rendered as the structured tool error `{error, message, hint, ...extra}` with
 /// `isError: true`. Never a JSON-RPC error, never a panic.
@@ -163,8 +171,8 @@ impl ToolOutput {
 }
 
 /// One tool, declared once.
-#[derive(Clone, Debug)]
-pub struct ToolSpec {
+#[derive(Debug)]
+pub struct ToolSpec<F> {
     pub name: &'static str,
     pub title: &'static str,
     /// Must state whether the call reads files, writes files, spawns processes or makes
@@ -178,7 +186,13 @@ pub struct ToolSpec {
     pub effects: Effects,
     pub task_support: TaskSupport,
     /// The handler. Arguments have already been validated against `input_schema`.
-    pub call: fn(&ToolContext<'_>, Value) -> ToolOutput,
+    pub call: fn(&ToolContext<'_, F>, Value) -> ToolOutput,
+}
+
+impl<F> Clone for ToolSpec<F> {
+    fn clone(&self) -> Self {
+        ToolSpec { ..*self }
+    }
 }
 
 /// One prompt argument.
@@ -220,8 +234,8 @@ pub struct PromptSpec {
 }
 
 /// A static resource.
-#[derive(Clone, Debug)]
-pub struct ResourceSpec {
+#[derive(Debug)]
+pub struct ResourceSpec<F> {
     pub uri: &'static str,
     pub name: &'static str,
     pub title: &'static str,
@@ -229,7 +243,13 @@ pub struct ResourceSpec {
     pub mime_type: &'static str,
     /// Reads the resource's contents (`TextResourceContents` / `BlobResourceContents` objects).
     /// Reads the resource's contents at the snapshot the request was answered from.
-    pub read: fn(&Config, &crate::ledger::Snapshot) -> Vec<Value>,
+    pub read: fn(&Config, &Snapshot<F>) -> Vec<Value>,
+}
+
+impl<F> Clone for ResourceSpec<F> {
+    fn clone(&self) -> Self {
+        ResourceSpec { ..*self }
+    }
 }
 
 /// A family of resources named by an RFC 6570 level-1 URI template (`test://items/{id}`):
@@ -248,10 +268,10 @@ pub struct ResourceTemplateSpec {
 
 /// Everything a server offers. Tools are kept sorted by name (deterministic listing order).
 #[derive(Clone, Debug)]
-pub struct Catalog {
-    pub tools: Vec<ToolSpec>,
+pub struct Catalog<F> {
+    pub tools: Vec<ToolSpec<F>>,
     pub prompts: Vec<PromptSpec>,
-    pub resources: Vec<ResourceSpec>,
+    pub resources: Vec<ResourceSpec<F>>,
     /// Resource templates (none for Bernstein's own catalogue).
     pub resource_templates: Vec<ResourceTemplateSpec>,
     /// Deprecated tool names: (alias, replacement). Callable, never listed.
@@ -262,7 +282,7 @@ pub struct Catalog {
     pub capability_card: fn(&Config) -> Value,
     /// MCP tasks and progress ticks; `None`: no tool creates a task, so every task id is
     /// unknown, `tasks/list` is empty and no call ticks.
-    pub tasks: Option<TaskHooks>,
+    pub tasks: Option<TaskHooks<F>>,
 }
 
 /// The status of an MCP task (revision 2025-11-25 `TaskStatus`, the tasks extension's too).
@@ -325,25 +345,28 @@ impl Task {
 
 /// The root tasks after a task id (`None`: from the first) in id order, at most `limit` of
 /// them, and whether more follow.
-pub type TaskLister = fn(&Snapshot, Option<&str>, usize) -> (Vec<Task>, bool);
+pub type TaskLister<F> = fn(&Snapshot<F>, Option<&str>, usize) -> (Vec<Task>, bool);
+
+/// The tick due for a run (see [`TaskHooks::tick`]).
+pub type Ticker<F> = fn(&Snapshot<F>, &str) -> Option<(Progress, Draft)>;
 
 /// What the task layer (`protocol::tasks`) and the progress ticks (`protocol::progress`) ask of
 /// a catalogue that creates tasks. Every function is pure in the snapshot, so any instance over
 /// the same ledger answers alike.
-#[derive(Clone, Copy, Debug)]
-pub struct TaskHooks {
+#[derive(Debug)]
+pub struct TaskHooks<F> {
     /// The tool that starts tasks: a finished task's `tasks/result` answers (and is metered as)
     /// its call.
     pub start_tool: &'static str,
     /// Task `id` as it stands; `None` when unknown.
-    pub view: fn(&Snapshot, &str) -> Option<Task>,
+    pub view: fn(&Snapshot<F>, &str) -> Option<Task>,
     /// The `tasks/list` page.
-    pub list: TaskLister,
+    pub list: TaskLister<F>,
     /// Whether `id` is shaped as a task id (a `tasks/list` cursor naming anything else is
     /// refused).
     pub is_task_id: fn(&str) -> bool,
     /// The payload `start_tool` answers for task `id` as it stands.
-    pub answer: fn(&Snapshot, &str) -> Option<Value>,
+    pub answer: fn(&Snapshot<F>, &str) -> Option<Value>,
     /// The tool `tasks/cancel` goes through, and its arguments cancelling task `id`.
     pub cancel_tool: &'static str,
     pub cancel_args: fn(&str) -> Value,
@@ -351,8 +374,15 @@ pub struct TaskHooks {
     /// call read: the step, when it advances every tick already sent, and the record that
     /// says it was sent.
     pub ticking_tool: &'static str,
-    pub tick: fn(&Snapshot, &str) -> Option<(Progress, Draft)>,
+    pub tick: Ticker<F>,
 }
+
+impl<F> Clone for TaskHooks<F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F> Copy for TaskHooks<F> {}
 
 impl TaskSupport {
     /// The wire value of `execution.taskSupport`.
@@ -366,18 +396,18 @@ impl TaskSupport {
 }
 
 /// How a tool name resolves under a configuration.
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 #[non_exhaustive]
-pub enum ToolLookup<'a> {
+pub enum ToolLookup<'a, F> {
     /// A tool of the active tier.
-    Tool(&'a ToolSpec),
+    Tool(&'a ToolSpec<F>),
     /// A deprecated alias of a tool of the active tier (aliases enabled).
     Alias {
         alias: &'static str,
-        tool: &'a ToolSpec,
+        tool: &'a ToolSpec<F>,
     },
     /// A registered tool outside the active tier.
-    OutsideTier(&'a ToolSpec),
+    OutsideTier(&'a ToolSpec<F>),
     /// A deprecated alias while aliases are turned off, or whose replacement is out of tier.
     AliasUnavailable {
         alias: &'static str,
@@ -386,15 +416,22 @@ pub enum ToolLookup<'a> {
     Unknown,
 }
 
-impl Catalog {
+impl<F> Clone for ToolLookup<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F> Copy for ToolLookup<'_, F> {}
+
+impl<F: Fold> Catalog<F> {
     /// The tool registered under `name`, whatever its tier.
-    pub fn tool(&self, name: &str) -> Option<&ToolSpec> {
+    pub fn tool(&self, name: &str) -> Option<&ToolSpec<F>> {
         self.tools.iter().find(|t| t.name == name)
     }
 
     /// The tools the active tier offers, sorted by name.
-    pub fn tools_in_tier(&self, tier: Tier) -> Vec<&ToolSpec> {
-        let mut tools: Vec<&ToolSpec> = self
+    pub fn tools_in_tier(&self, tier: Tier) -> Vec<&ToolSpec<F>> {
+        let mut tools: Vec<&ToolSpec<F>> = self
             .tools
             .iter()
             .filter(|t| tier.includes(t.tier))
@@ -404,7 +441,7 @@ impl Catalog {
     }
 
     /// Resolves a tool name the way `tools/call` does.
-    pub fn lookup_tool(&self, name: &str, config: &Config) -> ToolLookup<'_> {
+    pub fn lookup_tool(&self, name: &str, config: &Config) -> ToolLookup<'_, F> {
         if let Some(t) = self.tool(name) {
             return if config.tier.includes(t.tier) {
                 ToolLookup::Tool(t)
@@ -427,7 +464,7 @@ impl Catalog {
         self.prompts.iter().find(|p| p.name == name)
     }
 
-    pub fn resource(&self, uri: &str) -> Option<&ResourceSpec> {
+    pub fn resource(&self, uri: &str) -> Option<&ResourceSpec<F>> {
         self.resources.iter().find(|r| r.uri == uri)
     }
 

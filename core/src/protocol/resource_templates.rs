@@ -16,6 +16,7 @@ use super::era::Revision;
 use super::jsonrpc::{RpcError, shorten};
 use super::listing::{check_no_cursor, resource_entry};
 use super::registry::ResourceTemplateSpec;
+use crate::ledger::Fold;
 
 /// One piece of a parsed template.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,8 +133,8 @@ fn decode(raw: &str) -> Option<String> {
 }
 
 /// `resources/templates/list`: every template, sorted by URI template.
-pub fn list_resource_templates(
-    server: &Server,
+pub fn list_resource_templates<F: Fold>(
+    server: &Server<F>,
     revision: Revision,
     params: Option<&Value>,
 ) -> Result<Value, RpcError> {
@@ -153,8 +154,8 @@ pub fn list_resource_templates(
 
 /// `resources/read` through the first template (in catalogue order) that matches `uri`;
 /// `None` when none does.
-pub fn read_templated(
-    server: &Server,
+pub fn read_templated<F: Fold>(
+    server: &Server<F>,
     revision: Revision,
     uri: &str,
 ) -> Option<Result<Value, RpcError>> {

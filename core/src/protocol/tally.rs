@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::Server;
 use super::call::AUDIT_KIND;
 use super::era::Revision;
+use crate::ledger::Fold;
 use crate::ledger::{AUDIT_STREAM, Record};
 
 /// The `method` of a request whose method this server does not serve (or that had none).
@@ -77,7 +78,7 @@ pub fn method_label(method: &str) -> &'static str {
 }
 
 /// The tool calls audited in `records`.
-pub fn audited_calls(server: &Server, records: &[Record]) -> Vec<CallFacts> {
+pub fn audited_calls<F: Fold>(server: &Server<F>, records: &[Record]) -> Vec<CallFacts> {
     records
         .iter()
         .filter(|r| r.stream == AUDIT_STREAM && r.kind == AUDIT_KIND)
@@ -85,7 +86,7 @@ pub fn audited_calls(server: &Server, records: &[Record]) -> Vec<CallFacts> {
         .collect()
 }
 
-fn call_facts(server: &Server, body: &Value) -> CallFacts {
+fn call_facts<F: Fold>(server: &Server<F>, body: &Value) -> CallFacts {
     let name = body.get("tool").and_then(Value::as_str).unwrap_or_default();
     let catalog = &server.catalog;
     let tool = catalog

@@ -39,6 +39,7 @@ use super::lifecycle::decorate;
 use super::prescan::prescan;
 use super::registry::{Task, TaskHooks, TaskStatus, TaskSupport, ToolLookup};
 use super::{MeterSlot, Phase, Server, Wait};
+use crate::ledger::Fold;
 use crate::ledger::{Record, Snapshot};
 
 /// Identifier of the stateless-era tasks extension.
@@ -73,7 +74,7 @@ pub fn handshake_capability() -> Value {
 }
 
 /// Serves a task-augmented (2025-11-25) `tools/call`.
-pub fn call_as_task(server: &Server, input: &CallInput<'_>) -> CallReply {
+pub fn call_as_task<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallReply {
     let name = input
         .params
         .and_then(|p| p.get("name"))
@@ -222,7 +223,7 @@ pub fn serves(method: &str, revision: Revision) -> bool {
 
 /// Serves `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` or `tasks/update`
 /// (callers check [`serves`] first).
-pub fn serve(server: &Server, method: &str, input: &CallInput<'_>) -> TaskReply {
+pub fn serve<F: Fold>(server: &Server<F>, method: &str, input: &CallInput<'_, F>) -> TaskReply {
     let modern = input.revision.is_modern();
     let hooks = server.catalog.tasks.as_ref();
     if method == "tasks/list" {
@@ -268,7 +269,12 @@ pub fn serve(server: &Server, method: &str, input: &CallInput<'_>) -> TaskReply 
 }
 
 /// `tasks/result`: the task's final answer, or a retryable error plus a wait.
-fn result(server: &Server, hooks: &TaskHooks, input: &CallInput<'_>, view: &Task) -> TaskReply {
+fn result<F: Fold>(
+    server: &Server<F>,
+    hooks: &TaskHooks<F>,
+    input: &CallInput<'_, F>,
+    view: &Task,
+) -> TaskReply {
     if !view.is_terminal() && input.phase == Phase::Cancelled {
         let (mut result, meter) = cancelled_result(server, hooks, input, view);
         result["_meta"] = json!({ META_RELATED_TASK: {"taskId": view.task_id} });
@@ -319,10 +325,10 @@ fn result(server: &Server, hooks: &TaskHooks, input: &CallInput<'_>, view: &Task
 
 /// The `CallToolResult` a finished task answers: what the start tool answers for the task as
 /// it stands now, metered like a tool call when the meter is on.
-fn call_tool_result(
-    server: &Server,
-    hooks: &TaskHooks,
-    input: &CallInput<'_>,
+fn call_tool_result<F: Fold>(
+    server: &Server<F>,
+    hooks: &TaskHooks<F>,
+    input: &CallInput<'_, F>,
     view: &Task,
 ) -> (Value, Option<MeterSlot>) {
     let payload = (hooks.answer)(input.snapshot, &view.task_id).unwrap_or(Value::Null);
@@ -338,10 +344,10 @@ fn call_tool_result(
 
 /// `payload` as the text of the start tool's result: in the `_meter` envelope when the meter
 /// is on (the runtime fills in the latency through the returned slot).
-fn metered(
-    server: &Server,
-    hooks: &TaskHooks,
-    input: &CallInput<'_>,
+fn metered<F: Fold>(
+    server: &Server<F>,
+    hooks: &TaskHooks<F>,
+    input: &CallInput<'_, F>,
     payload: Value,
     ok: bool,
 ) -> (Value, Option<MeterSlot>) {
@@ -360,10 +366,10 @@ fn metered(
 
 /// What a `tasks/result` cancelled while its task still runs answers: not an error, the task
 /// as it stood in `partial`, metered like the tool call it stands for.
-fn cancelled_result(
-    server: &Server,
-    hooks: &TaskHooks,
-    input: &CallInput<'_>,
+fn cancelled_result<F: Fold>(
+    server: &Server<F>,
+    hooks: &TaskHooks<F>,
+    input: &CallInput<'_, F>,
     view: &Task,
 ) -> (Value, Option<MeterSlot>) {
     let partial = json!([handshake_task(view)]);
@@ -385,7 +391,12 @@ fn cancelled_result(
     (result, meter)
 }
 
-fn detailed_task(server: &Server, hooks: &TaskHooks, input: &CallInput<'_>, view: &Task) -> Value {
+fn detailed_task<F: Fold>(
+    server: &Server<F>,
+    hooks: &TaskHooks<F>,
+    input: &CallInput<'_, F>,
+    view: &Task,
+) -> Value {
     let mut task = modern_task(view);
     match view.status {
         TaskStatus::Completed => {
@@ -406,7 +417,12 @@ fn detailed_task(server: &Server, hooks: &TaskHooks, input: &CallInput<'_>, view
 }
 
 /// `tasks/cancel` through the gate of the catalogue's cancel tool.
-fn cancel(server: &Server, hooks: &TaskHooks, input: &CallInput<'_>, view: &Task) -> TaskReply {
+fn cancel<F: Fold>(
+    server: &Server<F>,
+    hooks: &TaskHooks<F>,
+    input: &CallInput<'_, F>,
+    view: &Task,
+) -> TaskReply {
     if view.is_terminal() {
         return TaskReply::of(Err(RpcError::invalid_params(format!(
             "Cannot cancel task {}: already in terminal status {}",
@@ -462,7 +478,10 @@ fn cancel(server: &Server, hooks: &TaskHooks, input: &CallInput<'_>, view: &Task
 
 /// `tasks/list`: the catalogue's root tasks in id order, [`LIST_PAGE_SIZE`] per page; the
 /// cursor is the base64url of the last task id of the previous page.
-fn list(hooks: Option<&TaskHooks>, input: &CallInput<'_>) -> Result<Value, RpcError> {
+fn list<F: Fold>(
+    hooks: Option<&TaskHooks<F>>,
+    input: &CallInput<'_, F>,
+) -> Result<Value, RpcError> {
     let after = match input.params.and_then(|p| p.get("cursor")) {
         None | Some(Value::Null) => None,
         Some(Value::String(c)) => Some(decode_cursor(hooks, c)?),
@@ -492,7 +511,7 @@ fn list(hooks: Option<&TaskHooks>, input: &CallInput<'_>) -> Result<Value, RpcEr
 }
 
 /// A cursor's task id; without hooks no task id exists, so no cursor is valid.
-fn decode_cursor(hooks: Option<&TaskHooks>, cursor: &str) -> Result<String, RpcError> {
+fn decode_cursor<F: Fold>(hooks: Option<&TaskHooks<F>>, cursor: &str) -> Result<String, RpcError> {
     let bad = || {
         RpcError::invalid_params(format!(
             "Invalid cursor {:?}: pass back a nextCursor from tasks/list unchanged",
@@ -555,7 +574,7 @@ fn modern_task(view: &Task) -> Value {
 }
 
 /// `snapshot` with `records` folded in.
-fn applied(snapshot: &Snapshot, records: &[Record]) -> Snapshot {
+fn applied<F: Fold>(snapshot: &Snapshot<F>, records: &[Record]) -> Snapshot<F> {
     let mut after = snapshot.clone();
     for r in records {
         // Records sealed against this very snapshot always extend it.

@@ -4,10 +4,12 @@
 //! against; operator plan decisions through `domain::operator::decide_plan`, sealed likewise.
 
 use bernstein_core::config::{Config, Tier};
+use bernstein_core::domain::Snapshot;
+use bernstein_core::domain::bound::{Input, Server};
 use bernstein_core::domain::operator::decide_plan;
 use bernstein_core::domain::plans::PlanDecision;
-use bernstein_core::ledger::{Draft, Record, Snapshot, seal};
-use bernstein_core::protocol::{Input, Server, TransportFacts};
+use bernstein_core::ledger::{Draft, Record, seal};
+use bernstein_core::protocol::TransportFacts;
 use bernstein_core::time::Timestamp;
 use serde_json::{Value, json};
 

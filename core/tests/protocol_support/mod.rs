@@ -9,12 +9,14 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use bernstein_core::config::{Config, Tier};
-use bernstein_core::ledger::{Draft, Snapshot};
+use bernstein_core::domain::Snapshot;
+use bernstein_core::domain::bound::{Catalog, ResourceSpec, ToolContext, ToolSpec};
+use bernstein_core::domain::bound::{Input, Server};
+use bernstein_core::ledger::Draft;
 use bernstein_core::protocol::registry::{
-    Catalog, Effects, PromptArgument, PromptSpec, ResourceSpec, TaskSupport, ToolContext,
-    ToolError, ToolOutput, ToolSpec,
+    Effects, PromptArgument, PromptSpec, TaskSupport, ToolError, ToolOutput,
 };
-use bernstein_core::protocol::{Input, Outcome, Server, TransportFacts};
+use bernstein_core::protocol::{Outcome, TransportFacts};
 use bernstein_core::time::Timestamp;
 use schemars::JsonSchema;
 use serde::Deserialize;

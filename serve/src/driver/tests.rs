@@ -5,8 +5,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bernstein_core::Config;
+use bernstein_core::Projection;
+use bernstein_core::domain::Snapshot;
 use bernstein_core::ledger::verify::verify_ledger;
-use bernstein_core::ledger::{Append, AppendResult, Snapshot};
+use bernstein_core::ledger::{Append, AppendResult};
 use bernstein_core::protocol::TransportFacts;
 use bernstein_core::time::Timestamp;
 use serde_json::{Value, json};
@@ -23,7 +25,7 @@ static ADMISSION: std::sync::LazyLock<std::sync::Arc<Admission>> =
     std::sync::LazyLock::new(Default::default);
 const CLOCK: FixedClock = FixedClock(Timestamp(1_780_000_000_000));
 
-fn env(store: &dyn Store) -> Env<'_> {
+fn env(store: &dyn Store<Projection>) -> Env<'_> {
     Env {
         store,
         clock: &CLOCK,
@@ -127,7 +129,7 @@ fn endless_conflicts_give_up_with_an_error_and_no_response() {
 /// A store that refuses every append.
 struct Failing(FileStore);
 
-impl Store for Failing {
+impl Store<Projection> for Failing {
     fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
         self.0.snapshot()
     }
@@ -162,7 +164,7 @@ fn standard_server() -> Server {
 }
 
 /// Starts a task-augmented run and returns its task id.
-fn start_task(server: &Server, store: &dyn Store) -> String {
+fn start_task(server: &Server, store: &dyn Store<Projection>) -> String {
     let msg = task_message(
         1,
         "tools/call",

@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use bernstein_core::Projection;
 use bernstein_core::ledger::{LedgerPosition, Store};
 use bernstein_core::transport::http::operator::head_event;
 use bernstein_core::transport::http::sse;
@@ -76,7 +77,7 @@ impl Feeds {
 
     /// Adds a feed whose stream head was written to `sink`; it gets the current head within a
     /// look. `false` when at capacity (the caller answers 503). Starts the watcher if needed.
-    pub fn open(&self, store: &Arc<dyn Store>, sink: Arc<dyn EventSink>) -> bool {
+    pub fn open(&self, store: &Arc<dyn Store<Projection>>, sink: Arc<dyn EventSink>) -> bool {
         let mut st = lock(&self.state.0);
         if st.feeds.len() >= self.max {
             return false;
@@ -116,7 +117,7 @@ impl Feeds {
 
 /// The watcher: until no feed is open, look at the head and tell every feed that has not seen
 /// it yet; keep idle feeds alive; drop feeds whose peer left.
-fn watch(state: &(Mutex<State>, Condvar), store: &dyn Store) {
+fn watch(state: &(Mutex<State>, Condvar), store: &dyn Store<Projection>) {
     let mut last: Option<LedgerPosition> = None;
     let mut alive_at = Instant::now();
     loop {
@@ -252,7 +253,7 @@ mod tests {
         let dir = TestDir::in_memory("feeds");
         let key = vec![3u8; 32];
         let file_store = Arc::new(FileStore::open(dir.path(), key.clone()).unwrap());
-        let store: Arc<dyn Store> = file_store.clone();
+        let store: Arc<dyn Store<Projection>> = file_store.clone();
         let feeds = Feeds::new(2);
         let (a, a_rx) = sink();
         assert!(feeds.open(&store, a.clone()));

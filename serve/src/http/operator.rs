@@ -3,10 +3,10 @@
 //! from the store or the process's counters; nothing here writes to the ledger, so the
 //! read-only `bernstein dashboard` serves the same routes.
 
+use bernstein_core::domain::Snapshot;
 use bernstein_core::domain::dashboard::verify::PastedCheck;
 use bernstein_core::domain::dashboard::{self, ServerFacts};
 use bernstein_core::domain::signed_head::sign_head;
-use bernstein_core::ledger::Snapshot;
 use bernstein_core::transport::http::{HttpResponse, OperatorRequest, OperatorRoute, Status};
 use serde_json::{Value, json};
 

@@ -17,10 +17,12 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use bernstein_core::Projection;
+use bernstein_core::domain::Snapshot;
+use bernstein_core::domain::bound::Server;
 use bernstein_core::engine::OwnedMessage;
-use bernstein_core::ledger::Snapshot;
+use bernstein_core::protocol::TransportFacts;
 use bernstein_core::protocol::dispatch::request_span_id;
-use bernstein_core::protocol::{Server, TransportFacts};
 use bernstein_core::transport::http::exchange::{
     LegacyMessage, LegacyOpen, McpExchange, ServedParts, StreamedReply, body_span_id,
 };
@@ -541,7 +543,7 @@ impl HttpService {
 /// A request whose answer waits for the ledger, put aside by its connection
 /// ([`Action::Wait`]): it holds no thread while it waits.
 pub struct Waiting {
-    drive: Drive<OwnedMessage>,
+    drive: Drive<OwnedMessage<Projection>>,
     entry: Option<Entry>,
     answer: Answer,
     /// Whether the stream the answer goes to broke (the peer left).

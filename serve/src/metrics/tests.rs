@@ -5,9 +5,11 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bernstein_core::Config;
+use bernstein_core::Projection;
+use bernstein_core::domain::bound::Server;
 use bernstein_core::ledger::Store;
 use bernstein_core::ledger::verify::verify_ledger;
-use bernstein_core::protocol::{Server, TransportFacts};
+use bernstein_core::protocol::TransportFacts;
 use bernstein_core::time::Timestamp;
 use serde_json::{Value, json};
 
@@ -25,7 +27,7 @@ static ADMISSION: std::sync::LazyLock<std::sync::Arc<crate::driver::Admission>> 
 const CLOCK: FixedClock = FixedClock(Timestamp(1_780_000_000_000));
 const ERA: &str = "2025-11-25";
 
-fn env<'a>(store: &'a dyn Store, metrics: &'a Metrics) -> Env<'a> {
+fn env<'a>(store: &'a dyn Store<Projection>, metrics: &'a Metrics) -> Env<'a> {
     Env {
         store,
         clock: &CLOCK,

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use bernstein_core::ledger::{Append, AppendResult, Draft, Snapshot, Store, seal};
+use bernstein_core::ledger::{Append, AppendResult, Draft, Store, seal};
+
+use bernstein_core::domain::Snapshot;
 use bernstein_store_file::FileStore;
 
 pub use bernstein_store_file::test_dir::TestDir;

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use bernstein_core::ledger::{Append, AppendResult, Draft, Record, Snapshot, Store, seal};
+use bernstein_core::Projection;
+use bernstein_core::ledger::{Append, AppendResult, Draft, Record, Store, seal};
+
+use bernstein_core::domain::Snapshot;
 use bernstein_store_postgres::{PgOptions, PgStore};
 use postgres::{Client, NoTls};
 
@@ -76,7 +79,10 @@ pub fn open(url: &str) -> PgStore {
 }
 
 /// Seals `drafts` on `store`'s current snapshot and appends them (no retry).
-pub fn append_drafts(store: &dyn Store, drafts: Vec<Draft>) -> (AppendResult, Vec<Record>) {
+pub fn append_drafts(
+    store: &dyn Store<Projection>,
+    drafts: Vec<Draft>,
+) -> (AppendResult, Vec<Record>) {
     let snap = store.snapshot().unwrap();
     let records = seal(&snap.position, |s| snap.stream_head(s), drafts, KEY);
     let append = Append {
@@ -88,7 +94,7 @@ pub fn append_drafts(store: &dyn Store, drafts: Vec<Draft>) -> (AppendResult, Ve
 }
 
 /// Appends until committed, re-sealing on conflict; returns the attempts it took.
-pub fn append_retrying(store: &dyn Store, make: impl Fn() -> Vec<Draft>) -> usize {
+pub fn append_retrying(store: &dyn Store<Projection>, make: impl Fn() -> Vec<Draft>) -> usize {
     for attempt in 1..1000 {
         if let (AppendResult::Committed(_), _) = append_drafts(store, make()) {
             return attempt;

@@ -7,11 +7,12 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::config::{Config, Tier};
+use crate::domain::Snapshot;
+use crate::domain::bound::ToolLookup;
+use crate::domain::bound::{Input, Server};
 use crate::domain::testkit::doc_table;
 use crate::domain::{catalog, tiers, tools};
-use crate::ledger::Snapshot;
-use crate::protocol::registry::ToolLookup;
-use crate::protocol::{Input, Server, TransportFacts};
+use crate::protocol::TransportFacts;
 use crate::time::Timestamp;
 
 fn config(tier: Tier, aliases_on: bool) -> Config {

@@ -9,8 +9,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::*;
+use crate::domain::Snapshot;
 use crate::domain::testkit::Bench;
-use crate::ledger::Snapshot;
 
 /// A ledger that fills every index: many runs (several levels of tree nodes), subtasks,
 /// claims with leases, mailbox messages, artifacts, a capsule and a plan root.

@@ -9,10 +9,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::ledger::Draft;
-use crate::protocol::registry::{
-    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
-};
+use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
 use super::super::dlp::Redactions;
 use super::super::ids::{check_task_id, run_stream};

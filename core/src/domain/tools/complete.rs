@@ -15,9 +15,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::registry::{
-    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
-};
+use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+
+use crate::domain::bound::{ToolContext, ToolSpec};
 
 use super::super::completion::{ResumedParent, resume_parents};
 use super::super::dlp::Redactions;

@@ -19,10 +19,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::protocol::host::{DirEntry, EntryKind, HostFailure, HostReply, HostRequest};
-use crate::protocol::registry::{
-    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
-};
+use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
 use super::super::ids::quote_for_message;
 use super::super::schema;

@@ -65,7 +65,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::config::Tier;
-use crate::protocol::registry::{Effects, ToolError, ToolSpec};
+use crate::domain::bound::ToolSpec;
+use crate::protocol::registry::{Effects, ToolError};
 
 use super::ids::{IdError, quote_for_message};
 use super::tiers;

@@ -14,9 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::canonical::to_canonical_bytes;
-use crate::protocol::registry::{
-    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
-};
+use crate::domain::bound::{ToolContext, ToolSpec};
+use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
 use super::super::deps::check_dependencies;
 use super::super::dlp::Redactions;

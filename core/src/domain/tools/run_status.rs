@@ -7,9 +7,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::registry::{
-    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
-};
+use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+
+use crate::domain::bound::{ToolContext, ToolSpec};
 
 use super::super::handle::{RunHandle, run_handle};
 use super::super::ids::check_task_id;

@@ -19,11 +19,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::canonical::to_canonical_bytes;
+use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::ledger::Draft;
 use crate::protocol::host::{EntryKind, HostFailure, HostReply, HostRequest};
-use crate::protocol::registry::{
-    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
-};
+use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
 use super::super::dlp::{self, Redactions};
 use super::super::handle::RunHandle;

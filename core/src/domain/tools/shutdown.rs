@@ -14,11 +14,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::ledger::AUDIT_STREAM;
 use crate::protocol::host::{HostFailure, HostReply, HostRequest, MAX_PATH_BYTES};
-use crate::protocol::registry::{
-    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
-};
+use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
 use super::super::ids::quote_for_message;
 use super::super::records;

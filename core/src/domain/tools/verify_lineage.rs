@@ -15,10 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::digest::Digest;
+use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HOST_READ_BYTES};
-use crate::protocol::registry::{
-    Effects, TaskSupport, ToolContext, ToolError, ToolOutput, ToolSpec,
-};
+use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
 use super::super::artifacts::ArtifactContent;
 #[cfg(test)]

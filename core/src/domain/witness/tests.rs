@@ -4,9 +4,10 @@
 use serde_json::json;
 
 use super::*;
+use crate::domain::Snapshot;
 use crate::domain::signed_head::sign_head;
 use crate::ledger::verify::LedgerVerifier;
-use crate::ledger::{Draft, Record, Snapshot, seal};
+use crate::ledger::{Draft, Record, seal};
 use crate::signing::Signer;
 
 const KEY: &[u8] = b"witness-key";

@@ -155,7 +155,7 @@ fn framing_rules() {
 #[test]
 fn check_extends_names_the_first_bad_record() {
     let recs = sample();
-    let snap = Snapshot::genesis();
+    let snap = Snapshot::<()>::genesis();
     assert_eq!(check_extends(&snap, &recs), Ok(()));
     assert_eq!(check_extends(&snap, &recs[..2]).unwrap_err().0, 2);
     assert_eq!(check_extends(&snap, &recs[1..]).unwrap_err().0, 0);

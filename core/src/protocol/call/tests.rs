@@ -1,7 +1,8 @@
 use super::*;
 use crate::config::{Config, Tier};
+use crate::domain::Snapshot;
+use crate::domain::bound::{Catalog, Server, ToolContext, ToolSpec};
 use crate::ledger::Draft;
-use crate::protocol::Catalog;
 use crate::protocol::registry::{Effects, TaskSupport, ToolError};
 
 fn object_schema() -> Value {

@@ -2,9 +2,8 @@ use serde_json::json;
 
 use super::*;
 use crate::config::Config;
-use crate::protocol::registry::{
-    Catalog, Completer, PromptArgument, PromptSpec, ResourceSpec, ResourceTemplateSpec,
-};
+use crate::domain::bound::{Catalog, ResourceSpec, Server};
+use crate::protocol::registry::{Completer, PromptArgument, PromptSpec, ResourceTemplateSpec};
 
 fn colours(typed: &str, context: &Map<String, Value>) -> Vec<String> {
     // The context narrows the candidates: a "warm" mood offers warm colours only.

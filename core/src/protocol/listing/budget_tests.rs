@@ -3,8 +3,8 @@
 
 use super::list_tools;
 use crate::config::{Config, Tier};
+use crate::domain::bound::Server;
 use crate::domain::schema::portability_problems;
-use crate::protocol::Server;
 use crate::protocol::era::Revision;
 
 /// The most bytes each tier's `tools` array may take (issue 13: half the Python server's).

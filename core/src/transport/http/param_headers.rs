@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::headers::{BodyFacts, HeaderRejection, decode_sentinel, header_text};
 use super::request::Request;
+use crate::ledger::Fold;
 use crate::protocol::Server;
 use crate::protocol::jsonrpc::shorten;
 
@@ -125,7 +126,7 @@ fn is_tchar(b: u8) -> bool {
 
 impl ParamHeaders {
     /// The annotations of `server`'s tools (their advertised input schemas).
-    pub fn of(server: &Server) -> ParamHeaders {
+    pub fn of<F: Fold>(server: &Server<F>) -> ParamHeaders {
         let by_tool = server
             .catalog
             .tools

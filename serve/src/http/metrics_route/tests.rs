@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bernstein_core::Config;
-use bernstein_core::protocol::{Server, TransportFacts};
+use bernstein_core::domain::bound::Server;
+use bernstein_core::protocol::TransportFacts;
 use bernstein_core::transport::http::{HttpOptions, HttpPolicy};
 use serde_json::json;
 

@@ -191,7 +191,7 @@ fn the_same_ledger_replayed_gives_byte_identical_receipts() {
     let mut r0: ClaimReceipt = serde_json::from_value(rx[0].clone()).unwrap();
     // The task descriptor rides along the answer, outside the signed receipt.
     assert!(r0.task.take().is_some());
-    let mut snap = crate::ledger::Snapshot::genesis();
+    let mut snap = crate::domain::Snapshot::genesis();
     for rec in &x.log {
         if rec.kind == "task.claim_receipt" {
             break;
