@@ -18,13 +18,12 @@
 //! protocol's server are generic over a fold; the root re-exports them bound to the domain's
 //! [`Projection`] ([`Snapshot`], [`Server`], [`Input`]).
 
-pub mod canonical;
+pub use bernstein_ledger as ledger;
+pub use bernstein_ledger::{canonical, digest, histogram};
+
 pub mod config;
-pub mod digest;
 pub mod domain;
 pub mod engine;
-pub mod histogram;
-pub mod ledger;
 pub mod protocol;
 pub mod signing;
 pub mod time;

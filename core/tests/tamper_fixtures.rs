@@ -1,7 +1,7 @@
 //! Tampering with real recorded ledgers (tests/fixtures/) is detected at exactly the first
 //! affected record, by the verifier `bernstein audit verify` runs.
 //!
-//! `core/src/ledger/verify/tests.rs` proves the rules on generated ledgers; these tests prove
+//! `ledger/src/verify/tests.rs` proves the rules on generated ledgers; these tests prove
 //! them on ledgers the real server wrote (every record kind, keyed and unkeyed streams,
 //! multi-record transactions): flipping any byte of any line, deleting, duplicating, moving
 //! and reordering lines, cutting the file anywhere, and re-chaining an edited record without

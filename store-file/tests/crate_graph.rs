@@ -1,6 +1,7 @@
 //! The workspace's crates depend one way. Every crate has a layer in [`LAYERS`]; each normal
 //! or build dependency on another workspace crate must point to a strictly lower layer (so a
-//! cycle cannot be written), the core depends on no workspace crate, and neither a store crate
+//! cycle cannot be written), the ledger depends on no workspace crate (not even for tests), the
+//! core on none but the ledger, and neither a store crate
 //! nor the serving crate depends on a runtime crate, nor a runtime on another, not even for
 //! tests. The graph is `cargo metadata`'s.
 
@@ -12,18 +13,20 @@ use serde_json::Value;
 
 /// Every workspace crate and its layer: a crate may depend only on crates of lower layers.
 const LAYERS: &[(&str, u32)] = &[
-    ("bernstein-core", 0),
-    ("bernstein-store-file", 1),
-    ("bernstein-store-postgres", 2),
-    ("bernstein-serve", 2),
-    ("bernstein-runtime-std", 3),
-    ("bernstein-runtime-smol", 3),
-    ("bernstein-worker", 3),
-    ("bernstein-bench", 3),
-    ("bernstein-conformance-fixture", 4),
-    ("bernstein", 4),
+    ("bernstein-ledger", 0),
+    ("bernstein-core", 1),
+    ("bernstein-store-file", 2),
+    ("bernstein-store-postgres", 3),
+    ("bernstein-serve", 3),
+    ("bernstein-runtime-std", 4),
+    ("bernstein-runtime-smol", 4),
+    ("bernstein-worker", 4),
+    ("bernstein-bench", 4),
+    ("bernstein-conformance-fixture", 5),
+    ("bernstein", 5),
 ];
 
+const LEDGER: &str = "bernstein-ledger";
 const CORE: &str = "bernstein-core";
 const STORES: &[&str] = &["bernstein-store-file", "bernstein-store-postgres"];
 const SERVE: &str = "bernstein-serve";
@@ -67,11 +70,16 @@ fn violations(crates: &[String], edges: &[Edge]) -> Vec<String> {
                 bad.push(format!("{edge}: a runtime depends on another runtime"));
             }
         }
+        if e.from == LEDGER {
+            bad.push(format!("{edge}: the ledger depends on no workspace crate"));
+        }
         if e.kind == "dev" {
             continue;
         }
-        if e.from == CORE {
-            bad.push(format!("{edge}: the core depends on no workspace crate"));
+        if e.from == CORE && e.to != LEDGER {
+            bad.push(format!(
+                "{edge}: the core depends on no workspace crate but the ledger"
+            ));
         }
         if let (Some(from), Some(to)) = (layers.get(e.from.as_str()), layers.get(e.to.as_str()))
             && to >= from
@@ -150,6 +158,8 @@ fn offending_edges_are_named() {
         edge("bernstein-store-postgres", "bernstein-runtime-std", "dev"),
         edge("bernstein-store-file", "bernstein-store-postgres", "normal"),
         edge("bernstein-core", "bernstein-store-file", "normal"),
+        edge("bernstein-core", "bernstein-ledger", "normal"),
+        edge("bernstein-ledger", "bernstein-core", "dev"),
         edge("bernstein-runtime-std", "bernstein-store-file", "normal"),
         edge("bernstein-runtime-smol", "bernstein-runtime-std", "dev"),
         edge("bernstein-serve", "bernstein-runtime-smol", "normal"),
@@ -157,12 +167,13 @@ fn offending_edges_are_named() {
     let bad = violations(&crates, &edges);
     let expected = [
         "bernstein-store-postgres -> bernstein-runtime-std (dev): a store crate depends on a runtime crate",
-        "bernstein-store-file -> bernstein-store-postgres (normal): layer 1 may depend only on lower layers, not on layer 2",
-        "bernstein-core -> bernstein-store-file (normal): the core depends on no workspace crate",
-        "bernstein-core -> bernstein-store-file (normal): layer 0 may depend only on lower layers, not on layer 1",
+        "bernstein-store-file -> bernstein-store-postgres (normal): layer 2 may depend only on lower layers, not on layer 3",
+        "bernstein-core -> bernstein-store-file (normal): the core depends on no workspace crate but the ledger",
+        "bernstein-core -> bernstein-store-file (normal): layer 1 may depend only on lower layers, not on layer 2",
+        "bernstein-ledger -> bernstein-core (dev): the ledger depends on no workspace crate",
         "bernstein-runtime-smol -> bernstein-runtime-std (dev): a runtime depends on another runtime",
         "bernstein-serve -> bernstein-runtime-smol (normal): the serving crate depends on a runtime crate",
-        "bernstein-serve -> bernstein-runtime-smol (normal): layer 2 may depend only on lower layers, not on layer 3",
+        "bernstein-serve -> bernstein-runtime-smol (normal): layer 3 may depend only on lower layers, not on layer 4",
     ];
     assert_eq!(bad, expected);
     let mut more = crates.clone();

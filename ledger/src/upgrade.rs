@@ -130,8 +130,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::ledger::verify::verify_ledger;
-    use crate::ledger::{Draft, LedgerPosition, seal};
+    use crate::verify::verify_ledger;
+    use crate::{Draft, LedgerPosition, seal};
 
     const KEY: &[u8] = b"upgrade-key";
 

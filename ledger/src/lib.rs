@@ -1,18 +1,25 @@
-//! The ledger: the append-only, hash-chained record every response is derived from.
+//! Bernstein's ledger: the append-only, hash-chained record every response is derived from.
+//! Pure like the core above it (no IO, clock or environment; `clippy.toml` and the core's
+//! `tests/purity.rs` check it), and it depends on no other workspace crate.
 //!
+//! - [`canonical`], [`digest`]: canonical JSON bytes; SHA-256 digests and HMAC tags.
 //! - [`record`]: the record format, sealing drafts into chained records, parsing lines.
 //! - [`line`]: reading a stored line at hashing speed (the verifier's and the stores' path).
-//! - [`snapshot`]: the projection of a ledger prefix that the core reads.
-//! - [`store`]: the interface a storage backend implements (file store, later PostgreSQL).
-//! - [`verify`]: offline verification of a ledger's bytes, naming the first bad record.
-//!
+//! - [`snapshot`]: a ledger prefix's position, stream heads and [`Fold`] of its records.
 //! - [`compact`]: small strings and packed persistent collections for folds.
+//! - [`store`]: the interface a storage backend implements (the file store, PostgreSQL).
+//! - [`verify`], [`upgrade`]: offline verification of a ledger's bytes, naming the first bad
+//!   record; tagging an older ledger's records.
+//! - [`histogram`]: fixed-bucket histograms (what a store's fsyncs cost, the runtimes' metrics).
 //!
-//! Byte formats are specified in docs/FORMATS.md. The ledger sits below the protocol engine and
-//! the domain and names neither (`tests/module_graph.rs`): a [`Snapshot`] is generic over the
-//! [`Fold`] its records are folded into (the domain's is `domain::Projection`).
+//! Byte formats are specified in docs/FORMATS.md. The protocol engine and the domain sit above
+//! (`bernstein-core`); a [`Snapshot`] is generic over what its records are folded into (the
+//! domain's `Projection`), so the ledger names neither.
 
+pub mod canonical;
 pub mod compact;
+pub mod digest;
+pub mod histogram;
 pub mod line;
 pub mod record;
 pub mod snapshot;

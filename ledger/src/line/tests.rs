@@ -5,8 +5,8 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::ledger::record::LedgerPosition;
-use crate::ledger::record::{Draft, Record, seal};
+use crate::record::LedgerPosition;
+use crate::record::{Draft, Record, seal};
 
 const KEY: &[u8] = b"line-test-key";
 

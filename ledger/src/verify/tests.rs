@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::ledger::{Draft, seal};
+use crate::{Draft, seal};
 
 const KEY: &[u8] = b"verifier-test-key";
 
