@@ -14,11 +14,11 @@
 
 use serde_json::{Map, Value, json};
 
+use super::decorate::decorate;
 use super::era::Revision;
 use super::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
 use super::ids::{RequestIds, digest_of_value};
 use super::jsonrpc::{RpcError, kind_of, shorten};
-use super::lifecycle::decorate;
 use super::meter::envelope;
 use super::registry::{Progress, ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec};
 use super::validate::check_limits;

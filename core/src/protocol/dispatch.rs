@@ -16,16 +16,16 @@ use serde_json::{Value, json};
 
 use super::call::{CallInput, call_tool};
 use super::completion::complete;
+use super::decorate::decorate;
 use super::era::{self, META_PROTOCOL_VERSION, Revision};
 use super::host::{HostReply, HostRequest};
 use super::ids::{RequestIds, numbers_as_text};
 use super::jsonrpc::{Id, Incoming, RpcError, classify, is_integer_literal};
-use super::lifecycle::{decorate, discover, initialize};
-use super::listing::{
-    check_no_cursor, get_prompt, list_prompts, list_resources, read_resource, tools_list_bytes,
-};
+use super::lifecycle::{discover, initialize};
+use super::listing::{check_no_cursor, get_prompt, list_prompts, list_resources, tools_list_bytes};
 use super::prescan::prescan;
 use super::progress;
+use super::resource_read::read_resource;
 use super::resource_templates::list_resource_templates;
 use super::tally::{self, OTHER_METHOD, Tally, method_label};
 use super::tasks;

@@ -51,7 +51,7 @@ pub fn list_tools<F: Fold>(
 pub fn tools_list_bytes<F: Fold>(server: &Server<F>, revision: Revision) -> std::sync::Arc<[u8]> {
     server.tool_listing(revision, || {
         let listed = list_tools(server, revision, None).unwrap_or_else(|_| json!({"tools": []}));
-        let decorated = super::lifecycle::decorate(server, revision, "tools/list", listed);
+        let decorated = super::decorate::decorate(server, revision, "tools/list", listed);
         serde_json::to_vec(&decorated).unwrap_or_default()
     })
 }
@@ -250,50 +250,6 @@ pub(crate) fn resource_entry(
     Value::Object(obj)
 }
 
-/// `resources/read`: the contents of one resource; an unknown URI gets the revision's
-/// resource-not-found error.
-pub fn read_resource<F: Fold>(
-    server: &Server<F>,
-    revision: Revision,
-    params: Option<&Value>,
-    snapshot: &crate::ledger::Snapshot<F>,
-) -> Result<Value, RpcError> {
-    let uri = match params.and_then(|p| p.get("uri")) {
-        Some(Value::String(u)) => u,
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "params.uri must be a string, got {}",
-                kind_of(other)
-            )));
-        }
-        None => {
-            return Err(RpcError::invalid_params(
-                "params.uri is required: the resource to read",
-            ));
-        }
-    };
-    let Some(resource) = server.catalog.resource(uri) else {
-        if let Some(read) = super::resource_templates::read_templated(server, revision, uri) {
-            return read;
-        }
-        let known: Vec<&str> = server.catalog.resources.iter().map(|r| r.uri).collect();
-        return Err(RpcError::new(
-            revision.resource_not_found_code(),
-            format!(
-                "Resource not found: {} (available: {})",
-                shorten(uri, 200),
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ),
-        )
-        .with_data(json!({ "uri": uri })));
-    };
-    Ok(json!({ "contents": (resource.read)(&server.config, snapshot) }))
-}
-
 #[cfg(test)]
 mod budget_tests;
 
@@ -318,7 +274,7 @@ mod tests {
                 config.cost_meter = meter;
                 let server = Server::new(config);
                 for revision in Revision::SUPPORTED {
-                    let value = crate::protocol::lifecycle::decorate(
+                    let value = crate::protocol::decorate::decorate(
                         &server,
                         revision,
                         "tools/list",

@@ -27,6 +27,7 @@
 
 pub mod call;
 pub mod completion;
+pub mod decorate;
 pub mod dispatch;
 pub mod era;
 pub mod host;
@@ -39,6 +40,7 @@ pub mod prescan;
 pub mod progress;
 pub mod registry;
 pub mod render;
+pub mod resource_read;
 pub mod resource_templates;
 pub mod strict_json;
 pub mod tally;

@@ -33,9 +33,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
 
 use super::call::{CallInput, CallReply, call_registered, call_tool, refuse_call};
+use super::decorate::decorate;
 use super::era::Revision;
 use super::jsonrpc::{METHOD_NOT_FOUND, RpcError, kind_of, shorten};
-use super::lifecycle::decorate;
 use super::prescan::prescan;
 use super::registry::{Task, TaskHooks, TaskStatus, TaskSupport, ToolLookup};
 use super::{MeterSlot, Phase, Server, Wait};
