@@ -25,8 +25,6 @@
 //! lease has expired ([`lease`]); it is recorded in the claim entry (`at`) so a verifier can
 //! re-run the decision. This module never writes records; the tool drafts them.
 
-pub mod lease;
-
 use std::collections::BTreeSet;
 
 use base64::Engine as _;
@@ -42,6 +40,7 @@ use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM};
 pub use super::handle::SPEC_REVISION;
 use super::handle::known_spec_revision;
 use super::ids::check_task_id;
+use super::lease;
 use super::lifecycle::TaskStatus;
 use super::projection::{Projection, TaskRow};
 use crate::signing::{self, Signer};

@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::lifecycle::TaskStatus;
-use super::records::{ChangeNote, StatusChangeError, StatusChanges};
+use super::status_changes::{ChangeNote, StatusChangeError, StatusChanges};
 
 /// A parent the completion resumed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

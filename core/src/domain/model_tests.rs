@@ -7,7 +7,6 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::lifecycle::{self, TaskStatus};
-use super::records;
 use super::testkit::Bench;
 use crate::ledger::Fold;
 
@@ -311,8 +310,13 @@ fn step(b: &mut Bench, m: &mut Model, op: Op) {
             let Some(t) = pick(i) else { return };
             let from = m.tasks[t].status;
             let legal = lifecycle::transition(from, to).is_ok();
-            let drafted =
-                records::status_change_drafts(&b.snapshot.domain, &m.tasks[t].id, to, None, 0);
+            let drafted = crate::domain::status_changes::status_change_drafts(
+                &b.snapshot.domain,
+                &m.tasks[t].id,
+                to,
+                None,
+                0,
+            );
             assert_eq!(drafted.is_ok(), legal, "{from}->{to}");
             if legal {
                 b.force(&m.tasks[t].id, to);

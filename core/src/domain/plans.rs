@@ -24,7 +24,8 @@ use crate::ledger::Draft;
 use super::ids::{check_task_id, run_stream};
 use super::lifecycle::TaskStatus;
 use super::projection::{Projection, TaskRow};
-use super::records::{self, ChangeNote, Complexity, RunCancelled, Scope, StatusChanges};
+use super::records::{self, Complexity, RunCancelled, Scope};
+use super::status_changes::{ChangeNote, StatusChanges};
 
 /// Version of the plan document's shape.
 pub const PLAN_DOCUMENT_VERSION: u64 = 1;
@@ -201,7 +202,8 @@ pub fn decide(
     if doc.planned() == 0 {
         return Err(PlanError::NothingToDecide(plan_id.to_string()));
     }
-    let internal = |e: records::StatusChangeError| PlanError::Internal(e.to_string());
+    let internal =
+        |e: crate::domain::status_changes::StatusChangeError| PlanError::Internal(e.to_string());
     let mut changes = StatusChanges::new(p);
     let mut made = Vec::new();
     let planned: Vec<&PlanTask> = doc

@@ -41,17 +41,16 @@ pub type Snapshot = crate::ledger::Snapshot<Projection>;
 
 use super::artifacts::{self, ArtifactIndex};
 use super::call_stats::CallStats;
-use super::capsule::{self, CapsuleIndex};
-use super::claims::lease::{self, TaskLease, TaskReclaimed};
+use super::capsule_index::{self, CapsuleIndex};
+use super::lease::{self, TaskLease, TaskReclaimed};
 use super::lifecycle::{self, TaskStatus};
 use super::mailbox::{MailboxEntry, MailboxHead};
 use super::records::{self, TaskCreated, TaskStatusChanged};
 use super::runs::RunView;
 
-mod row;
+pub use super::task_row::{Rare, RareBox, TaskRow};
 pub use crate::ledger::compact::{self, InlineStr};
 use compact::Shared;
-pub use row::{Rare, RareBox, TaskRow};
 
 /// Per-role tallies for `bernstein_status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -348,7 +347,7 @@ impl Projection {
         self.audit_head = rec.hash;
         match rec.kind.as_str() {
             artifacts::ARTIFACT_MIRROR => return self.artifacts.fold_ref(rec, false),
-            capsule::CAPSULE_ISSUED => return self.capsules.fold_issued(rec, audit_head),
+            capsule_index::CAPSULE_ISSUED => return self.capsules.fold_issued(rec, audit_head),
             records::STATELESS_CALL => self.calls.fold(&rec.body),
             _ => return true,
         }
@@ -591,7 +590,7 @@ mod tests {
         assert!(p.at_txn_boundary());
 
         let (a, b) = new_subtask_drafts(&task("T-b", "T-a", Some("T-a")));
-        let (c, e) = records::status_change_drafts(
+        let (c, e) = crate::domain::status_changes::status_change_drafts(
             p,
             "T-a",
             TaskStatus::WaitingForSubtasks,
@@ -637,9 +636,14 @@ mod tests {
         assert_eq!(snap.domain.run("T-a").unwrap().chain_head, anchor);
         assert_eq!(snap.domain.audit_head(), poll[0].hash);
         // A journal write without an audit record: the anchor falls back to the audit head.
-        let (_, j) =
-            records::status_change_drafts(&snap.domain, "T-a", TaskStatus::Claimed, None, 7)
-                .unwrap();
+        let (_, j) = crate::domain::status_changes::status_change_drafts(
+            &snap.domain,
+            "T-a",
+            TaskStatus::Claimed,
+            None,
+            7,
+        )
+        .unwrap();
         commit(&mut snap, vec![j]);
         assert_eq!(snap.domain.run("T-a").unwrap().chain_head, poll[0].hash);
     }

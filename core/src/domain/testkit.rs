@@ -180,9 +180,14 @@ impl Bench {
     /// Moves `task` to `to` through the lifecycle (as a later gate would), with an audit record
     /// naming its run. Panics on an illegal edge.
     pub fn force(&mut self, task: &str, to: super::lifecycle::TaskStatus) {
-        let (b, j) =
-            records::status_change_drafts(&self.snapshot.domain, task, to, None, self.now.0)
-                .expect("a legal transition");
+        let (b, j) = crate::domain::status_changes::status_change_drafts(
+            &self.snapshot.domain,
+            task,
+            to,
+            None,
+            self.now.0,
+        )
+        .expect("a legal transition");
         let run = self
             .snapshot
             .domain

@@ -84,7 +84,7 @@ fn every_index_serializes_like_the_btree_it_replaced() {
     assert!(!p.plans.is_empty());
     assert!(!p.mailboxes.is_empty() && p.artifacts().latest("r0.md").is_some());
     let kinds: BTreeSet<&str> = b.log.iter().map(|r| r.kind.as_str()).collect();
-    assert!(kinds.contains(capsule::CAPSULE_ISSUED) && kinds.contains(lease::TASK_LEASE));
+    assert!(kinds.contains(capsule_index::CAPSULE_ISSUED) && kinds.contains(lease::TASK_LEASE));
     same_map("tasks", &p.tasks);
     same_map("by_creation", &p.by_creation);
     let by_status: OrdMap<TaskStatus, BTreeSet<u64>> = p

@@ -4,7 +4,7 @@
 //! Descendants are cancelled where the lifecycle allows; finished ones stay as they are, and
 //! ones that cannot be cancelled (orphaned, pending_approval) are listed. Cancelling a run's
 //! root also writes `run.cancelled` to the run journal. This handler must never change a status
-//! except through `records::status_change_drafts`.
+//! except through `crate::domain::status_changes::status_change_drafts`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -185,9 +185,14 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>)
         } else {
             Some(descendant_reason.as_str())
         };
-        let (b, j) =
-            records::status_change_drafts(p, &row.id, TaskStatus::Cancelled, reason, ctx.now.0)
-                .map_err(|e| internal(&e.to_string()))?;
+        let (b, j) = crate::domain::status_changes::status_change_drafts(
+            p,
+            &row.id,
+            TaskStatus::Cancelled,
+            reason,
+            ctx.now.0,
+        )
+        .map_err(|e| internal(&e.to_string()))?;
         backlog.push(b);
         journal.push(j);
         if row.id != id {

@@ -19,10 +19,12 @@ use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
 #[cfg(test)]
 use super::super::claims::ClaimReceipt;
-use super::super::claims::{self, ClaimEntry, ClaimFilter, ClaimedTask, Claimer, lease};
+use super::super::claims::{self, ClaimEntry, ClaimFilter, ClaimedTask, Claimer};
+use super::super::lease;
 use super::super::lifecycle::TaskStatus;
-use super::super::records::{self, ChangeNote, StatusChanges};
+use super::super::records;
 use super::super::schema;
+use super::super::status_changes::{ChangeNote, StatusChanges};
 use super::no_signer;
 use super::{check_name, internal, parse_args, tier};
 

@@ -23,8 +23,8 @@ use super::super::completion::{ResumedParent, resume_parents};
 use super::super::dlp::Redactions;
 use super::super::ids::check_task_id;
 use super::super::lifecycle::{self, TaskStatus};
-use super::super::records::{ChangeNote, StatusChanges};
 use super::super::schema;
+use super::super::status_changes::{ChangeNote, StatusChanges};
 use super::{internal, invalid_id, parse_args, tier, unknown_task};
 
 pub const NAME: &str = "bernstein_complete";

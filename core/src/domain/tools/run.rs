@@ -283,7 +283,7 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         (Some(parent), Some(to)) => {
             let (backlog, journal) = records::new_subtask_drafts(&task);
             let reason = format!("subtask {task_id} created");
-            let (pb, pj) = records::status_change_drafts(
+            let (pb, pj) = crate::domain::status_changes::status_change_drafts(
                 &ctx.snapshot.domain,
                 parent,
                 to,

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::Timestamp;
-use crate::domain::claims::lease::{TASK_LEASE, TASK_RECLAIMED, TaskReclaimed};
+use crate::domain::lease::{TASK_LEASE, TASK_RECLAIMED, TaskReclaimed};
 use crate::domain::testkit::Bench;
 use serde_json::json;
 

@@ -13,11 +13,11 @@ use serde::{Deserialize, Serialize};
 use crate::ledger::Draft;
 use crate::protocol::registry::ToolError;
 
-use super::super::super::claims::lease;
 use super::super::super::completion::resume_parents;
+use super::super::super::lease;
 use super::super::super::lifecycle::{self, TaskStatus};
 use super::super::super::projection::{Projection, TaskRow};
-use super::super::super::records::{ChangeNote, StatusChanges};
+use super::super::super::status_changes::{ChangeNote, StatusChanges};
 use super::super::internal;
 
 /// The statuses a claimer may move its task to with a message.

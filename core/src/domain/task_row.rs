@@ -14,9 +14,9 @@ use std::ops::Deref;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::compact::InlineStr;
 use crate::domain::lifecycle::TaskStatus;
 use crate::domain::records::{Complexity, Scope};
+use crate::ledger::compact::InlineStr;
 
 /// One task as the backlog describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,9 +18,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::ledger::{BACKLOG_STREAM, Draft};
 
-use super::super::lifecycle::TaskStatus;
-use super::super::projection::TaskRow;
-use super::super::records::draft;
+use super::lifecycle::TaskStatus;
+use super::records::draft;
+use super::task_row::TaskRow;
 
 /// Backlog: a claimer's lease on a task, granted with a claim or renewed by a message.
 pub const TASK_LEASE: &str = "task.lease";
