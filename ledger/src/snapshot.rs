@@ -1,11 +1,12 @@
-//! The snapshot: everything the core reads, projected from a ledger prefix.
+//! The snapshot: everything the core reads, folded from a ledger prefix.
 //!
 //! A snapshot is a pure fold of the records up to `position`; a store may cache and checkpoint
 //! it, but it is a memo of the stored bytes, never session state.
 //!
-//! Cloning a snapshot is O(1): its maps are persistent (`imbl`), so a store that appends while
-//! requests still read the previous snapshot copies only the paths the new records touch. Its
-//! maps are ordered, never hashed, so it serializes the same way on every run.
+//! Cloning a snapshot is O(1) when cloning its fold is (the domain's projection is): its stream
+//! heads are a persistent map (`imbl`), so a store that appends while requests still read the
+//! previous snapshot copies only the paths the new records touch. Its maps are ordered, never
+//! hashed, so it serializes the same way on every run.
 
 use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
