@@ -11,7 +11,7 @@
 use serde_json::{Map, Value, json};
 
 use super::Server;
-use super::jsonrpc::{RpcError, kind_of, shorten};
+use super::jsonrpc::{RpcError, kind_of, names_or_none, shorten, string_param};
 use super::resource_templates::variables;
 use crate::ledger::Fold;
 
@@ -23,8 +23,8 @@ pub fn complete<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<V
     let params = params.unwrap_or(&Value::Null);
     let reference = object(params.get("ref"), "params.ref")?;
     let argument = object(params.get("argument"), "params.argument")?;
-    let name = string(argument.get("name"), "params.argument.name")?;
-    let value = string(argument.get("value"), "params.argument.value")?;
+    let name = string_param(argument.get("name"), "params.argument.name", "")?;
+    let value = string_param(argument.get("value"), "params.argument.value", "")?;
     let empty = Map::new();
     let context = match params.get("context").and_then(|c| c.get("arguments")) {
         None | Some(Value::Null) => &empty,
@@ -36,9 +36,9 @@ pub fn complete<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<V
             )));
         }
     };
-    let candidates = match string(reference.get("type"), "params.ref.type")? {
+    let candidates = match string_param(reference.get("type"), "params.ref.type", "")? {
         "ref/prompt" => {
-            let prompt_name = string(reference.get("name"), "params.ref.name")?;
+            let prompt_name = string_param(reference.get("name"), "params.ref.name", "")?;
             let Some(prompt) = server.catalog.prompt(prompt_name) else {
                 return Err(RpcError::invalid_params(format!(
                     "Unknown prompt: {}",
@@ -52,7 +52,7 @@ pub fn complete<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<V
             arg.complete.map(|f| f(value, context)).unwrap_or_default()
         }
         "ref/resource" => {
-            let uri = string(reference.get("uri"), "params.ref.uri")?;
+            let uri = string_param(reference.get("uri"), "params.ref.uri", "")?;
             let template = server
                 .catalog
                 .resource_templates
@@ -94,11 +94,7 @@ fn no_such_argument(name: &str, owner: &str, known: &[&str]) -> RpcError {
     RpcError::invalid_params(format!(
         "{owner} takes no argument {} (expected one of: {})",
         shorten(name, 100),
-        if known.is_empty() {
-            "none".to_string()
-        } else {
-            known.join(", ")
-        }
+        names_or_none(known)
     ))
 }
 
@@ -107,17 +103,6 @@ fn object<'a>(v: Option<&'a Value>, path: &str) -> Result<&'a Map<String, Value>
         Some(Value::Object(m)) => Ok(m),
         Some(other) => Err(RpcError::invalid_params(format!(
             "{path} must be an object, got {}",
-            kind_of(other)
-        ))),
-        None => Err(RpcError::invalid_params(format!("{path} is required"))),
-    }
-}
-
-fn string<'a>(v: Option<&'a Value>, path: &str) -> Result<&'a str, RpcError> {
-    match v {
-        Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(RpcError::invalid_params(format!(
-            "{path} must be a string, got {}",
             kind_of(other)
         ))),
         None => Err(RpcError::invalid_params(format!("{path} is required"))),

@@ -277,6 +277,28 @@ pub fn brief(v: &Value) -> String {
     }
 }
 
+/// `v`, the string parameter at `path`; refused as `{path} must be a string, got …` or, when
+/// absent, `{path} is required` followed by `why` (say `": the prompt to render"`).
+pub fn string_param<'a>(v: Option<&'a Value>, path: &str, why: &str) -> Result<&'a str, RpcError> {
+    match v {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(RpcError::invalid_params(format!(
+            "{path} must be a string, got {}",
+            kind_of(other)
+        ))),
+        None => Err(RpcError::invalid_params(format!("{path} is required{why}"))),
+    }
+}
+
+/// The names an error offers instead (`a, b`), or `none`.
+pub fn names_or_none(names: &[&str]) -> String {
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
 /// `s` cut to at most `max` characters, with an ellipsis when cut.
 pub fn shorten(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {

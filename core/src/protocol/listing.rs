@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::Server;
 use super::era::Revision;
-use super::jsonrpc::{RpcError, brief, kind_of, shorten};
+use super::jsonrpc::{RpcError, brief, kind_of, names_or_none, shorten, string_param};
 use super::registry::{PromptSpec, TaskSupport, ToolSpec};
 use super::validate::check_limits;
 use crate::ledger::Fold;
@@ -134,30 +134,17 @@ pub fn list_prompts<F: Fold>(
 
 /// `prompts/get`: renders a prompt from string arguments.
 pub fn get_prompt<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<Value, RpcError> {
-    let name = match params.and_then(|p| p.get("name")) {
-        Some(Value::String(n)) => n,
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "params.name must be a string, got {}",
-                kind_of(other)
-            )));
-        }
-        None => {
-            return Err(RpcError::invalid_params(
-                "params.name is required: the prompt to render",
-            ));
-        }
-    };
+    let name = string_param(
+        params.and_then(|p| p.get("name")),
+        "params.name",
+        ": the prompt to render",
+    )?;
     let Some(prompt) = server.catalog.prompt(name) else {
         let known: Vec<&str> = server.catalog.prompts.iter().map(|p| p.name).collect();
         return Err(RpcError::invalid_params(format!(
             "Unknown prompt: {} (available: {})",
             shorten(name, 100),
-            if known.is_empty() {
-                "none".to_string()
-            } else {
-                known.join(", ")
-            }
+            names_or_none(&known)
         )));
     };
     let empty = Map::new();

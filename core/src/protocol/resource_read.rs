@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::Server;
 use super::era::Revision;
-use super::jsonrpc::{RpcError, kind_of, shorten};
+use super::jsonrpc::{RpcError, names_or_none, shorten, string_param};
 use super::resource_templates::read_templated;
 use crate::ledger::{Fold, Snapshot};
 
@@ -16,20 +16,11 @@ pub fn read_resource<F: Fold>(
     params: Option<&Value>,
     snapshot: &Snapshot<F>,
 ) -> Result<Value, RpcError> {
-    let uri = match params.and_then(|p| p.get("uri")) {
-        Some(Value::String(u)) => u,
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "params.uri must be a string, got {}",
-                kind_of(other)
-            )));
-        }
-        None => {
-            return Err(RpcError::invalid_params(
-                "params.uri is required: the resource to read",
-            ));
-        }
-    };
+    let uri = string_param(
+        params.and_then(|p| p.get("uri")),
+        "params.uri",
+        ": the resource to read",
+    )?;
     let Some(resource) = server.catalog.resource(uri) else {
         if let Some(read) = read_templated(server, revision, uri) {
             return read;
@@ -40,11 +31,7 @@ pub fn read_resource<F: Fold>(
             format!(
                 "Resource not found: {} (available: {})",
                 shorten(uri, 200),
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
+                names_or_none(&known)
             ),
         )
         .with_data(json!({ "uri": uri })));
