@@ -19,14 +19,13 @@
 //! [`Projection`] ([`Snapshot`], [`Server`], [`Input`]).
 
 pub use bernstein_ledger as ledger;
-pub use bernstein_ledger::{canonical, digest, histogram};
+pub use bernstein_ledger::{canonical, digest, histogram, time};
 
 pub mod config;
 pub mod domain;
 pub mod engine;
 pub mod protocol;
 pub mod signing;
-pub mod time;
 pub mod transport;
 
 pub use config::{Config, Tier};

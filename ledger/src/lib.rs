@@ -11,6 +11,8 @@
 //! - [`verify`], [`upgrade`]: offline verification of a ledger's bytes, naming the first bad
 //!   record; tagging an older ledger's records.
 //! - [`histogram`]: fixed-bucket histograms (what a store's fsyncs cost, the runtimes' metrics).
+//! - [`time`]: wall-clock time as a value ([`time::Timestamp`]) and the [`time::Clock`] a
+//!   runtime or store reads it from.
 //!
 //! Byte formats are specified in docs/FORMATS.md. The protocol engine and the domain sit above
 //! (`bernstein-core`); a [`Snapshot`] is generic over what its records are folded into (the
@@ -24,6 +26,7 @@ pub mod line;
 pub mod record;
 pub mod snapshot;
 pub mod store;
+pub mod time;
 pub mod upgrade;
 pub mod verify;
 

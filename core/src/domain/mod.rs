@@ -107,6 +107,9 @@ impl Server {
 pub(crate) mod testkit;
 
 #[cfg(test)]
+mod budget_tests;
+
+#[cfg(test)]
 mod model_tests;
 
 #[cfg(test)]

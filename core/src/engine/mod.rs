@@ -84,6 +84,3 @@ pub struct Served {
     /// "not ready" answer; a transport may serve the message again in the background instead).
     pub pending: bool,
 }
-
-#[cfg(test)]
-mod tests;

@@ -238,9 +238,6 @@ pub(crate) fn resource_entry(
 }
 
 #[cfg(test)]
-mod budget_tests;
-
-#[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::{Config, Tier};

@@ -45,6 +45,8 @@ pub mod resource_templates;
 pub mod strict_json;
 pub mod tally;
 pub mod tasks;
+#[cfg(test)]
+pub(crate) mod unit_fold;
 pub mod validate;
 
 use std::collections::HashMap;

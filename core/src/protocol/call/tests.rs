@@ -1,9 +1,8 @@
 use super::*;
 use crate::config::{Config, Tier};
-use crate::domain::Snapshot;
-use crate::domain::bound::{Catalog, Server, ToolContext, ToolSpec};
 use crate::ledger::Draft;
 use crate::protocol::registry::{Effects, TaskSupport, ToolError};
+use crate::protocol::unit_fold::{Catalog, Server, Snapshot, ToolContext, ToolSpec};
 
 fn object_schema() -> Value {
     json!({"type": "object", "properties": {"run": {"type": "string", "minLength": 1}}, "required": ["run"], "additionalProperties": false})

@@ -2,8 +2,8 @@ use serde_json::json;
 
 use super::*;
 use crate::config::Config;
-use crate::domain::bound::{Catalog, ResourceSpec, Server};
 use crate::protocol::registry::{Completer, PromptArgument, PromptSpec, ResourceTemplateSpec};
+use crate::protocol::unit_fold::{Catalog, ResourceSpec, Server};
 
 fn colours(typed: &str, context: &Map<String, Value>) -> Vec<String> {
     // The context narrows the candidates: a "warm" mood offers warm colours only.

@@ -1,9 +1,8 @@
 use super::*;
 use crate::config::{Config, Tier};
-use crate::domain::Snapshot;
-use crate::domain::bound::{Catalog, Input, Server, ToolContext, ToolSpec};
 use crate::ledger::Draft;
 use crate::protocol::registry::{Effects, TaskSupport, ToolOutput};
+use crate::protocol::unit_fold::{Catalog, Input, Server, Snapshot, ToolContext, ToolSpec};
 use crate::protocol::{TransportFacts, TransportKind};
 use crate::time::Timestamp;
 use serde_json::json;

@@ -2,8 +2,8 @@ use serde_json::json;
 
 use super::*;
 use crate::config::{Config, Tier};
-use crate::domain::bound::{Catalog, Server, ToolContext, ToolSpec};
 use crate::protocol::registry::{Effects, TaskSupport, ToolOutput};
+use crate::protocol::unit_fold::{Catalog, Server, ToolContext, ToolSpec};
 use crate::transport::http::headers::HEADER_MISMATCH;
 use crate::transport::http::headers::tests::req;
 use crate::transport::http::request::Header;

@@ -6,14 +6,15 @@ use std::collections::VecDeque;
 
 use serde_json::{Value, json};
 
-use super::turns::{Grant, Ticket, Turns};
-use super::*;
-use crate::config::{Config, Tier};
-use crate::domain::Snapshot;
-use crate::domain::bound::Server;
-use crate::ledger::{AppendResult, StoreError};
-use crate::protocol::TransportFacts;
-use crate::protocol::host::HostReply;
+use bernstein_core::Timestamp;
+use bernstein_core::config::{Config, Tier};
+use bernstein_core::domain::Snapshot;
+use bernstein_core::domain::bound::Server;
+use bernstein_core::engine::turns::{Grant, Ticket, Turns};
+use bernstein_core::engine::*;
+use bernstein_core::ledger::{AppendResult, StoreError};
+use bernstein_core::protocol::TransportFacts;
+use bernstein_core::protocol::host::HostReply;
 
 const KEY: &[u8] = &[7; 32];
 const WALL: Timestamp = Timestamp(1_780_000_000_000);
@@ -91,7 +92,7 @@ impl Sim {
     }
 
     /// Serves any job to the end, as [`Sim::serve`] does a message.
-    fn serve_job<J: Job<Fold = crate::domain::Projection>>(
+    fn serve_job<J: Job<Fold = bernstein_core::domain::Projection>>(
         &mut self,
         job: J,
         wait: WaitPolicy,
@@ -185,7 +186,7 @@ impl Sim {
         }
     }
 
-    fn append(&mut self, append: &crate::ledger::Append) -> AppendResult {
+    fn append(&mut self, append: &bernstein_core::ledger::Append) -> AppendResult {
         if append.expected != self.ledger.position {
             return AppendResult::Conflict {
                 current: self.ledger.position,
@@ -596,8 +597,8 @@ fn host_rounds_feed_every_reply_back_until_the_tool_answers() {
     let mut sim = Sim::new(Tier::Core);
     let mut config = Config::new(KEY.to_vec());
     config.cost_meter = false;
-    let mut catalog = crate::domain::catalog();
-    catalog.tools = vec![crate::domain::bound::ToolSpec {
+    let mut catalog = bernstein_core::domain::catalog();
+    catalog.tools = vec![bernstein_core::domain::bound::ToolSpec {
         name: "read_twice",
         title: "read twice",
         description: "test tool",
@@ -605,16 +606,18 @@ fn host_rounds_feed_every_reply_back_until_the_tool_answers() {
         input_schema: || json!({"type": "object"}),
         output_schema: None,
         effects: Default::default(),
-        task_support: crate::protocol::registry::TaskSupport::Forbidden,
+        task_support: bernstein_core::protocol::registry::TaskSupport::Forbidden,
         call: |ctx, _| match ctx.host.len() {
-            n @ (0 | 1) => crate::protocol::registry::ToolOutput::ask(
-                crate::protocol::host::HostRequest::Read {
+            n @ (0 | 1) => bernstein_core::protocol::registry::ToolOutput::ask(
+                bernstein_core::protocol::host::HostRequest::Read {
                     path: format!("f{n}"),
                     max_bytes: 10,
                     within: None,
                 },
             ),
-            _ => crate::protocol::registry::ToolOutput::ok(json!({"replies": ctx.host.len()})),
+            _ => bernstein_core::protocol::registry::ToolOutput::ok(
+                json!({"replies": ctx.host.len()}),
+            ),
         },
     }];
     sim.server = Server::with_catalog(config, catalog);
@@ -660,14 +663,16 @@ struct Note {
 }
 
 impl Job for Note {
-    type Fold = crate::domain::Projection;
-    fn run(&mut self, round: Round<'_, Self::Fold>) -> crate::protocol::Outcome {
+    type Fold = bernstein_core::domain::Projection;
+    fn run(&mut self, round: Round<'_, Self::Fold>) -> bernstein_core::protocol::Outcome {
         self.runs += 1;
         let s = round.snapshot;
-        let draft = crate::ledger::Draft::new("notes", "test.note", json!({"run": self.runs}));
-        let records = crate::ledger::seal(&s.position, |st| s.stream_head(st), vec![draft], KEY);
-        crate::protocol::Outcome {
-            append: Some(crate::ledger::Append {
+        let draft =
+            bernstein_core::ledger::Draft::new("notes", "test.note", json!({"run": self.runs}));
+        let records =
+            bernstein_core::ledger::seal(&s.position, |st| s.stream_head(st), vec![draft], KEY);
+        bernstein_core::protocol::Outcome {
+            append: Some(bernstein_core::ledger::Append {
                 expected: s.position,
                 records,
             }),

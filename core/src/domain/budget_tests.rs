@@ -1,11 +1,11 @@
 //! The context budget and the portability of every advertised schema, measured on the real
 //! catalogue's `tools/list` (compact JSON bytes of the `tools` array, as the server emits it).
 
-use super::list_tools;
+use super::bound::Server;
+use super::schema::portability_problems;
 use crate::config::{Config, Tier};
-use crate::domain::bound::Server;
-use crate::domain::schema::portability_problems;
 use crate::protocol::era::Revision;
+use crate::protocol::listing::list_tools;
 
 /// The most bytes each tier's `tools` array may take (issue 13: half the Python server's).
 pub const BUDGET: [(Tier, usize); 3] = [
