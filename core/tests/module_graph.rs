@@ -1,8 +1,9 @@
-//! The core's modules depend one way (docs/ARCHITECTURE.md, "Modules"): protocol below domain,
-//! both above the ledger crate. This test reads every `src/**/*.rs`, collects the module edges
-//! its paths name and fails on any strongly connected component of more than one module, at
-//! three granularities: the core's top-level modules, the ledger crate's modules, and the
-//! core's second-level modules (`domain::claims`, `protocol::registry`, ...).
+//! The pure crates' modules depend one way (docs/ARCHITECTURE.md, "The engine and the domain").
+//! Between crates a cycle cannot compile (the ledger below the MCP engine below the core's
+//! domain); inside each, this test reads every `src/**/*.rs`, collects the module edges its
+//! paths name and fails on any strongly connected component of more than one module, at two
+//! granularities: top-level modules (`protocol`, `engine`, ...) and second-level ones
+//! (`domain::claims`, `protocol::registry`, ...), in the ledger, MCP and core crates.
 //!
 //! What counts as an edge from module A to module B: a private `use` in A of a path that
 //! resolves into B, a path written inline in A's code (`crate::b::x`, `super::x`, a child
@@ -687,7 +688,7 @@ fn assert_acyclic(
     }
     assert!(
         found.is_empty(),
-        "{name}: modules must depend one way (in the core: protocol < domain){report}"
+        "{name}: modules must depend one way{report}"
     );
 }
 
@@ -704,22 +705,27 @@ fn depth(m: &ModPath, n: usize) -> Option<String> {
     (!m.is_empty()).then(|| join(&m[..m.len().min(n)]))
 }
 
-/// The core's sources.
-fn core() -> Crate {
-    Crate::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+/// The sources of the workspace crate in directory `dir` (`core`, `mcp`, `ledger`).
+fn krate(dir: &str) -> Crate {
+    Crate::read(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(dir)
+            .join("src"),
+    )
 }
+
+/// The crates whose modules are checked: the ledger, the MCP engine above it and the core (the
+/// domain) on top; the crate graph test keeps them in that order.
+const CRATES: [&str; 3] = ["ledger", "mcp", "core"];
 
 #[test]
 fn top_level_modules_have_no_cycle() {
-    assert_acyclic("top-level modules", &core(), &[], |m| depth(m, 1));
-}
-
-/// The ledger crate sits below the core (the crate graph test keeps it there); its own modules
-/// depend one way too.
-#[test]
-fn ledger_crate_modules_have_no_cycle() {
-    let ledger = Crate::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../ledger/src"));
-    assert_acyclic("the ledger crate's modules", &ledger, &[], |m| depth(m, 1));
+    for dir in CRATES {
+        assert_acyclic(&format!("{dir}'s modules"), &krate(dir), &[], |m| {
+            depth(m, 1)
+        });
+    }
 }
 
 /// Siblings among themselves: a parent's own file (`protocol/mod.rs`) is left out (its code
@@ -728,18 +734,20 @@ fn ledger_crate_modules_have_no_cycle() {
 /// the modules that read it (claims, capsules, handles, status changes) cannot be folded from.
 #[test]
 fn second_level_modules_have_no_cycle() {
-    let krate = core();
-    let parents: BTreeSet<ModPath> = krate
-        .modules
-        .keys()
-        .filter(|m| m.len() > 1)
-        .map(|m| m[..1].to_vec())
-        .collect();
-    assert_acyclic("second-level modules", &krate, &[], |m| {
-        (!(m.len() == 1 && parents.contains(m)))
-            .then(|| depth(m, 2))
-            .flatten()
-    });
+    for dir in CRATES {
+        let krate = krate(dir);
+        let parents: BTreeSet<ModPath> = krate
+            .modules
+            .keys()
+            .filter(|m| m.len() > 1)
+            .map(|m| m[..1].to_vec())
+            .collect();
+        assert_acyclic(&format!("{dir}'s second-level modules"), &krate, &[], |m| {
+            (!(m.len() == 1 && parents.contains(m)))
+                .then(|| depth(m, 2))
+                .flatten()
+        });
+    }
 }
 
 #[test]

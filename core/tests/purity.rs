@@ -1,7 +1,7 @@
 //! The core must stay pure (DESIGN.md §3). `clippy.toml` bans IO, clock and environment calls
-//! in its source and in the ledger crate's; this test fails if the core's normal dependency
-//! tree (the ledger crate's included) gains an IO runtime or an OS randomness source, and if
-//! either crate's non-test source names one.
+//! in its source and in the two crates below it (the MCP engine's and the ledger's); this test
+//! fails if the core's normal dependency tree (theirs included) gains an IO runtime or an OS
+//! randomness source, and if any of the three crates' non-test source names one.
 
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)] // test code may do IO
 use std::path::Path;
@@ -65,10 +65,12 @@ fn dependency_tree_holds_no_io_runtime() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    assert!(
-        crates.contains(&"bernstein-core"),
-        "unexpected cargo tree output:\n{tree}"
-    );
+    for pure in ["bernstein-core", "bernstein-mcp", "bernstein-ledger"] {
+        assert!(
+            crates.contains(&pure),
+            "unexpected cargo tree output (no {pure}):\n{tree}"
+        );
+    }
     let bad: Vec<&&str> = crates.iter().filter(|c| FORBIDDEN.contains(c)).collect();
     assert!(
         bad.is_empty(),
@@ -107,19 +109,24 @@ fn source_names_no_io() {
     ];
     let mut hits = Vec::new();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // The ledger crate is below the core and must be as pure (its `clippy.toml` is the core's).
-    for src in [root.join("src"), root.join("../ledger/src")] {
+    // The MCP and ledger crates are below the core and must be as pure (their `clippy.toml` is
+    // the core's).
+    for src in [
+        root.join("src"),
+        root.join("../mcp/src"),
+        root.join("../ledger/src"),
+    ] {
         scan(&src, &needles, &mut hits);
     }
     assert!(
         hits.is_empty(),
-        "impure lines in core/src or ledger/src:\n{}",
+        "impure lines in core/src, mcp/src or ledger/src:\n{}",
         hits.join("\n")
     );
 }
 
 fn scan(dir: &Path, needles: &[&str], hits: &mut Vec<String>) {
-    for entry in std::fs::read_dir(dir).expect("core/src is readable") {
+    for entry in std::fs::read_dir(dir).expect("the sources are readable") {
         let path = entry.expect("directory entry").path();
         if path.is_dir() {
             scan(&path, needles, hits);

@@ -1,11 +1,14 @@
-//! The context budget and the portability of every advertised schema, measured on the real
+//! The context budget, the portability of every advertised schema and the cached bytes of the real
 //! catalogue's `tools/list` (compact JSON bytes of the `tools` array, as the server emits it).
 
 use super::bound::Server;
 use super::schema::portability_problems;
 use crate::config::{Config, Tier};
+use crate::protocol::Response;
+use crate::protocol::decorate::decorate;
 use crate::protocol::era::Revision;
-use crate::protocol::listing::list_tools;
+use crate::protocol::jsonrpc::Id;
+use crate::protocol::listing::{list_tools, tools_list_bytes};
 
 /// The most bytes each tier's `tools` array may take (issue 13: half the Python server's).
 pub const BUDGET: [(Tier, usize); 3] = [
@@ -73,4 +76,39 @@ fn only_the_polled_tools_advertise_an_output_schema() {
         with,
         ["bernstein_run", "bernstein_run_status", "bernstein_status"]
     );
+}
+
+#[test]
+fn the_rendered_listing_is_the_bytes_of_rendering_the_value() {
+    let ids = [
+        Id::Int(7.into()),
+        Id::Str("req \"quoted\"".into()),
+        Id::Big("123456789012345678901234567890".into()),
+    ];
+    for tier in Tier::ALL {
+        for meter in [true, false] {
+            let mut config = Config::new(b"k".to_vec());
+            config.tier = tier;
+            config.cost_meter = meter;
+            let server = Server::new(config);
+            for revision in Revision::SUPPORTED {
+                let value = decorate(
+                    &server,
+                    revision,
+                    "tools/list",
+                    list_tools(&server, revision, None).unwrap(),
+                );
+                for id in &ids {
+                    let whole = Response::result(id, value.clone(), "s").render(0);
+                    let cached = tools_list_bytes(&server, revision);
+                    let spliced = Response::rendered(id, cached, "s").render(0);
+                    assert_eq!(
+                        String::from_utf8(spliced).unwrap(),
+                        String::from_utf8(whole).unwrap(),
+                        "{tier:?} {revision:?} {id:?}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -78,7 +78,6 @@ pub use lifecycle::TaskStatus;
 pub use projection::{Projection, Snapshot};
 pub use runs::RunStatus;
 
-use crate::config::Config;
 use bound::Catalog;
 
 /// Bernstein's full catalogue (the engine filters it by the active tier).
@@ -95,11 +94,10 @@ pub fn catalog() -> Catalog {
     }
 }
 
-impl Server {
-    /// Bernstein's server: the domain catalogue filtered by the configured tier. It is defined
-    /// here, not in `protocol`, because the protocol engine never names the domain.
-    pub fn new(config: Config) -> Server {
-        Server::with_catalog(config, catalog())
+/// Bernstein's server (`Server::new`) serves this catalogue.
+impl crate::protocol::registry::Domain for Projection {
+    fn catalog() -> Catalog {
+        catalog()
     }
 }
 

@@ -266,6 +266,14 @@ pub struct ResourceTemplateSpec {
     pub complete: Option<TemplateCompleter>,
 }
 
+/// A fold that comes with the catalogue written against it: what [`Server::new`] serves.
+/// Bernstein's domain implements it for its projection; the protocol never names one.
+///
+/// [`Server::new`]: super::Server::new
+pub trait Domain: Fold {
+    fn catalog() -> Catalog<Self>;
+}
+
 /// Everything a server offers. Tools are kept sorted by name (deterministic listing order).
 #[derive(Clone, Debug)]
 pub struct Catalog<F> {

@@ -242,9 +242,15 @@ struct ToolSchemas {
     output: Option<Value>,
 }
 
+impl<D: registry::Domain> Server<D> {
+    /// A server of the domain's own catalogue, filtered by the configured tier.
+    pub fn new(config: Config) -> Server<D> {
+        Server::with_catalog(config, D::catalog())
+    }
+}
+
 impl<F: Fold> Server<F> {
-    /// A server over `catalog`. (`Server::new`, Bernstein's server, is defined in
-    /// `domain`: the protocol never names the domain.)
+    /// A server over `catalog`.
     pub fn with_catalog(config: Config, catalog: Catalog<F>) -> Server<F> {
         let schemas = catalog
             .tools

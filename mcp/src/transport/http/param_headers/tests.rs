@@ -3,7 +3,7 @@ use serde_json::json;
 use super::*;
 use crate::config::{Config, Tier};
 use crate::protocol::registry::{Effects, TaskSupport, ToolOutput};
-use crate::protocol::unit_fold::{Catalog, Server, ToolContext, ToolSpec};
+use crate::protocol::unit_fold::{Server, ToolContext, ToolSpec, tools_only};
 use crate::transport::http::headers::HEADER_MISMATCH;
 use crate::transport::http::headers::tests::req;
 use crate::transport::http::request::Header;
@@ -39,23 +39,14 @@ fn server() -> Server {
         task_support: TaskSupport::Forbidden,
         call: echo,
     };
-    let catalog = Catalog {
-        tools: vec![
-            tool("routed", schema as fn() -> Value),
-            tool("plain", || json!({"type": "object"})),
-            tool(
-                "broken",
-                || json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}),
-            ),
-        ],
-        prompts: Vec::new(),
-        resources: Vec::new(),
-        resource_templates: Vec::new(),
-        aliases: Vec::new(),
-        instructions: |_| String::new(),
-        capability_card: |_| Value::Null,
-        tasks: None,
-    };
+    let catalog = tools_only(vec![
+        tool("routed", schema as fn() -> Value),
+        tool("plain", || json!({"type": "object"})),
+        tool(
+            "broken",
+            || json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}}),
+        ),
+    ]);
     Server::with_catalog(Config::new(b"k".to_vec()), catalog)
 }
 

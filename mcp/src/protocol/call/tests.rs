@@ -2,7 +2,7 @@ use super::*;
 use crate::config::{Config, Tier};
 use crate::ledger::Draft;
 use crate::protocol::registry::{Effects, TaskSupport, ToolError};
-use crate::protocol::unit_fold::{Catalog, Server, Snapshot, ToolContext, ToolSpec};
+use crate::protocol::unit_fold::{Server, Snapshot, ToolContext, ToolSpec, tools_only};
 
 fn object_schema() -> Value {
     json!({"type": "object", "properties": {"run": {"type": "string", "minLength": 1}}, "required": ["run"], "additionalProperties": false})
@@ -62,22 +62,13 @@ fn spec(
 }
 
 fn server(meter: bool) -> Server {
-    let catalog = Catalog {
-        tools: vec![
-            spec("broken", broken_schema, write_run),
-            spec("float", object_schema, float_draft),
-            spec("read", object_schema, read_run),
-            spec("refuse", object_schema, refuse_with_drafts),
-            spec("write", object_schema, write_run),
-        ],
-        prompts: Vec::new(),
-        resources: Vec::new(),
-        resource_templates: Vec::new(),
-        aliases: Vec::new(),
-        instructions: |_| String::new(),
-        capability_card: |_| Value::Null,
-        tasks: None,
-    };
+    let catalog = tools_only(vec![
+        spec("broken", broken_schema, write_run),
+        spec("float", object_schema, float_draft),
+        spec("read", object_schema, read_run),
+        spec("refuse", object_schema, refuse_with_drafts),
+        spec("write", object_schema, write_run),
+    ]);
     let mut config = Config::new(b"k".to_vec());
     config.cost_meter = meter;
     Server::with_catalog(config, catalog)

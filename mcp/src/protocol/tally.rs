@@ -119,8 +119,8 @@ fn is_code(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Config;
     use crate::ledger::{Draft, LedgerPosition, seal};
+    use crate::protocol::unit_fold::{plain_tool, server_of};
     use serde_json::json;
 
     fn audit(body: Value) -> Vec<Record> {
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn calls_are_read_from_the_audit_records_with_bounded_labels() {
-        let server = Server::new(Config::new(b"k".to_vec()));
+        let server = server_of(vec![plain_tool("t")]);
         let tool = server.catalog.tools[0].name;
         let ok = audit(json!({"tool": tool, "ok": true, "spec_revision": "2025-11-25"}));
         assert_eq!(

@@ -240,44 +240,6 @@ pub(crate) fn resource_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Config, Tier};
-    use crate::protocol::Response;
-    use crate::protocol::jsonrpc::Id;
-
-    #[test]
-    fn the_rendered_listing_is_the_bytes_of_rendering_the_value() {
-        let ids = [
-            Id::Int(7.into()),
-            Id::Str("req \"quoted\"".into()),
-            Id::Big("123456789012345678901234567890".into()),
-        ];
-        for tier in Tier::ALL {
-            for meter in [true, false] {
-                let mut config = Config::new(b"k".to_vec());
-                config.tier = tier;
-                config.cost_meter = meter;
-                let server = Server::new(config);
-                for revision in Revision::SUPPORTED {
-                    let value = crate::protocol::decorate::decorate(
-                        &server,
-                        revision,
-                        "tools/list",
-                        list_tools(&server, revision, None).unwrap(),
-                    );
-                    for id in &ids {
-                        let whole = Response::result(id, value.clone(), "s").render(0);
-                        let cached = tools_list_bytes(&server, revision);
-                        let spliced = Response::rendered(id, cached, "s").render(0);
-                        assert_eq!(
-                            String::from_utf8(spliced).unwrap(),
-                            String::from_utf8(whole).unwrap(),
-                            "{tier:?} {revision:?} {id:?}"
-                        );
-                    }
-                }
-            }
-        }
-    }
 
     #[test]
     fn cursors_are_refused_clearly() {

@@ -427,7 +427,7 @@ mod tests {
 
     #[test]
     fn a_ledger_that_cannot_record_is_503_with_retry_after_in_both_eras() {
-        let server = crate::Server::new(crate::Config::new(vec![1; 32]));
+        let server = crate::protocol::unit_fold::server_of(Vec::new());
         let request = br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}"#;
         let reply = server.storage_failure_reply(request, "database connection refused");
         for era in [Era::Handshake, Era::Stateless] {

@@ -2,7 +2,7 @@ use super::*;
 use crate::config::{Config, Tier};
 use crate::ledger::Draft;
 use crate::protocol::registry::{Effects, TaskSupport, ToolOutput};
-use crate::protocol::unit_fold::{Catalog, Input, Server, Snapshot, ToolContext, ToolSpec};
+use crate::protocol::unit_fold::{Input, Server, Snapshot, ToolContext, ToolSpec, tools_only};
 use crate::protocol::{TransportFacts, TransportKind};
 use crate::time::Timestamp;
 use serde_json::json;
@@ -26,17 +26,7 @@ fn server() -> Server {
         task_support: TaskSupport::Forbidden,
         call: journal,
     };
-    let catalog = Catalog {
-        tools: vec![tool],
-        prompts: Vec::new(),
-        resources: Vec::new(),
-        resource_templates: Vec::new(),
-        aliases: Vec::new(),
-        instructions: |_| String::new(),
-        capability_card: |_| Value::Null,
-        tasks: None,
-    };
-    Server::with_catalog(Config::new(b"k".to_vec()), catalog)
+    Server::with_catalog(Config::new(b"k".to_vec()), tools_only(vec![tool]))
 }
 
 fn serve(server: &Server, bytes: &[u8], version: Option<&str>) -> Outcome {
