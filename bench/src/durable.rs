@@ -9,7 +9,7 @@ use bernstein_core::protocol::TransportFacts;
 use bernstein_core::{Config, Server};
 use bernstein_serve::driver::{Env, serve_message};
 use bernstein_serve::host::NoHost;
-use bernstein_store_file::FileStore;
+type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_file::clock::SystemClock;
 use serde_json::json;
 

@@ -17,7 +17,7 @@ use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Config, Server, Tier};
 use bernstein_serve::driver::Backend;
 use bernstein_serve::host::ProjectHost;
-use bernstein_store_file::FileStore;
+type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_file::clock::SystemClock;
 
 struct Args {

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use bernstein_core::ledger::verify::verify_ledger;
 use bernstein_core::ledger::{Store, StoreError};
 use bernstein_fuzz::fixture;
-use bernstein_store_file::FileStore;
+type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use libfuzzer_sys::fuzz_target;
 
 /// One project directory per fuzzing process: under `$BERNSTEIN_FUZZ_TMP` (the smoke script

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bernstein_core::ledger::Store;
-use bernstein_store_file::FileStore;
+type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_file::keys::load_audit_key;
 use bernstein_store_file::verify_cmd::audit_verify;
 use replay_support::{McpProcess, Rng, SAFETY_TIMEOUT, Scratch, http_address, tool_payload};

@@ -17,7 +17,7 @@ use bernstein_core::time::Clock;
 use bernstein_serve::driver::Env;
 use bernstein_serve::host::NoHost;
 use bernstein_serve::stdio::StdioConnection;
-use bernstein_store_file::FileStore;
+type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_file::verify_cmd::audit_verify;
 use replay_support::fixtures::{all, first_difference, next_call_time, snapshot_value};
 use replay_support::{Scratch, copy_store};

@@ -1,5 +1,5 @@
-//! The projection checkpoint `.sdd/ledger/checkpoint.json`: a serialized [`Snapshot`] with the
-//! file offset it reflects, so that opening a large ledger folds only what came after it.
+//! The projection checkpoint `.sdd/ledger/checkpoint.json`: a serialized [`Snapshot`] (of
+//! the store's fold) with the file offset it reflects, so that opening a large ledger folds only what came after it.
 //!
 //! File form (one line): `{"checkpoint":<body>,"mac":"hmac-sha256:<hex>"}` where `<body>` is
 //! the JSON of [`Body`] and the tag is HMAC-SHA256 of exactly those body bytes under the audit
@@ -16,11 +16,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bernstein_core::digest::{HmacCheck, verify_hmac_tag};
-use bernstein_core::domain::Snapshot;
-use bernstein_core::ledger::LedgerPosition;
+use bernstein_ledger::digest::{HmacCheck, verify_hmac_tag};
+use bernstein_ledger::{LedgerPosition, Snapshot};
 use serde::{Deserialize, Serialize};
 
+use super::Checkpointed;
 use super::layout::{Layout, sync_dir};
 use super::ledger_file::Folded;
 
@@ -40,30 +40,36 @@ const TAG_LEN: usize = "hmac-sha256:".len() + 64;
 
 /// What a checkpoint records.
 #[derive(Debug, Serialize)]
-struct BodyRef<'a> {
+#[serde(bound = "F: Checkpointed")]
+struct BodyRef<'a, F> {
     format: u32,
     software: &'a str,
     offset: u64,
     last_line_start: u64,
     lines: u64,
-    snapshot: &'a Snapshot,
+    snapshot: &'a Snapshot<F>,
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Body {
+#[serde(deny_unknown_fields, bound = "F: Checkpointed")]
+struct Body<F> {
     format: u32,
     software: String,
     offset: u64,
     last_line_start: u64,
     lines: u64,
-    snapshot: Snapshot,
+    snapshot: Snapshot<F>,
 }
 
 /// Writes a checkpoint of `folded` (nothing when nothing is folded). The ledger (`ledger`, a
 /// handle of the ledger file) is synced first so that a checkpoint never points past durable
 /// records.
-pub fn write(layout: &Layout, key: &[u8], folded: &Folded, ledger: &File) -> io::Result<()> {
+pub fn write<F: Checkpointed>(
+    layout: &Layout,
+    key: &[u8],
+    folded: &Folded<F>,
+    ledger: &File,
+) -> io::Result<()> {
     if folded.lines == 0 {
         return Ok(());
     }
@@ -141,7 +147,7 @@ fn split(content: &[u8]) -> Option<(&[u8], &str)> {
     Some((body, tag))
 }
 
-fn read_body(path: &Path, key: Option<&[u8]>) -> Result<Option<Body>, String> {
+fn read_body<F: Checkpointed>(path: &Path, key: Option<&[u8]>) -> Result<Option<Body<F>>, String> {
     let content = match std::fs::read(path) {
         Ok(c) => c,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -178,9 +184,9 @@ pub fn peek_offset(layout: &Layout) -> Option<u64> {
 
 /// An authenticated checkpoint.
 #[derive(Debug)]
-pub struct Checkpoint {
+pub struct Checkpoint<F: Checkpointed> {
     /// What it records; its projection is usable only when [`Checkpoint::reusable`].
-    pub folded: Folded,
+    pub folded: Folded<F>,
     /// Written by this software and format, so its projection is what this software's fold
     /// would give (another version's checkpoint still pins the position).
     pub reusable: bool,
@@ -188,7 +194,7 @@ pub struct Checkpoint {
 
 /// The checkpoint, authenticated under `key`: `Ok(None)` when there is none, `Err` naming why
 /// one that is there cannot be trusted (never silently ignored: the server refuses to open).
-pub fn read(layout: &Layout, key: &[u8]) -> Result<Option<Checkpoint>, String> {
+pub fn read<F: Checkpointed>(layout: &Layout, key: &[u8]) -> Result<Option<Checkpoint<F>>, String> {
     let Some(b) = read_body(&layout.checkpoint_file(), Some(key))? else {
         return Ok(None);
     };

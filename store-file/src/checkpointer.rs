@@ -10,17 +10,18 @@ use std::fs::File;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 
-use bernstein_core::time::Clock;
+use bernstein_ledger::time::Clock;
 
+use super::Checkpointed;
 use super::checkpoint;
 use super::layout::Layout;
 use super::ledger_file::Folded;
 use crate::clock::SystemClock;
 
 #[derive(Debug, Default)]
-struct Slot {
+struct Slot<F: Checkpointed> {
     /// The newest state handed over and not yet started.
-    queued: Option<Folded>,
+    queued: Option<Folded<F>>,
     busy: bool,
     stop: bool,
     /// When (wall-clock ms) the last write finished, and the records it covered.
@@ -28,8 +29,8 @@ struct Slot {
 }
 
 #[derive(Debug)]
-struct Shared {
-    slot: Mutex<Slot>,
+struct Shared<F: Checkpointed> {
+    slot: Mutex<Slot<F>>,
     changed: Condvar,
     layout: Layout,
     key: Vec<u8>,
@@ -39,19 +40,19 @@ struct Shared {
 
 /// The writer thread of one store.
 #[derive(Debug)]
-pub struct Checkpointer {
-    shared: Arc<Shared>,
+pub struct Checkpointer<F: Checkpointed> {
+    shared: Arc<Shared<F>>,
     thread: Option<JoinHandle<()>>,
 }
 
-fn lock(m: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
+fn lock<F: Checkpointed>(m: &Mutex<Slot<F>>) -> MutexGuard<'_, Slot<F>> {
     // Every update is a single assignment: a panic cannot leave the slot torn.
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl Checkpointer {
+impl<F: Checkpointed> Checkpointer<F> {
     /// Starts the writer of checkpoints of the ledger `ledger` (a handle of its file).
-    pub fn start(layout: Layout, key: Vec<u8>, ledger: File) -> std::io::Result<Checkpointer> {
+    pub fn start(layout: Layout, key: Vec<u8>, ledger: File) -> std::io::Result<Checkpointer<F>> {
         let shared = Arc::new(Shared {
             slot: Mutex::default(),
             changed: Condvar::new(),
@@ -70,7 +71,7 @@ impl Checkpointer {
     }
 
     /// Queues `folded` to be written (replacing an older state not yet started).
-    pub fn hand_over(&self, folded: Folded) {
+    pub fn hand_over(&self, folded: Folded<F>) {
         lock(&self.shared.slot).queued = Some(folded);
         self.shared.changed.notify_all();
     }
@@ -107,7 +108,7 @@ impl Checkpointer {
     }
 }
 
-impl Drop for Checkpointer {
+impl<F: Checkpointed> Drop for Checkpointer<F> {
     fn drop(&mut self) {
         self.flush();
         lock(&self.shared.slot).stop = true;
@@ -118,7 +119,7 @@ impl Drop for Checkpointer {
     }
 }
 
-fn run(shared: &Shared) {
+fn run<F: Checkpointed>(shared: &Shared<F>) {
     loop {
         let folded = {
             let mut slot = lock(&shared.slot);

@@ -1,10 +1,10 @@
 //! The system's wall clock, the [`Clock`] a server hands the core (the trait and the
-//! [`FixedClock`](bernstein_core::time::FixedClock) of tests are the core's).
+//! [`FixedClock`](bernstein_ledger::time::FixedClock) of tests are the core's).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bernstein_core::Timestamp;
-use bernstein_core::time::Clock;
+use bernstein_ledger::time::Clock;
+use bernstein_ledger::time::Timestamp;
 
 /// The system's real-time clock (milliseconds since the Unix epoch; 0 if the clock is set
 /// before 1970).

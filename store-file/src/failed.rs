@@ -6,10 +6,7 @@
 
 use std::sync::Arc;
 
-use bernstein_core::Projection;
-use bernstein_core::ledger::{Append, AppendResult, Store, StoreError, StoreFacts};
-
-use bernstein_core::domain::Snapshot;
+use bernstein_ledger::{Append, AppendResult, Fold, Snapshot, Store, StoreError, StoreFacts};
 
 /// A store that failed to open, with the reason.
 #[derive(Debug)]
@@ -32,8 +29,8 @@ impl FailedStore {
     }
 }
 
-impl Store<Projection> for FailedStore {
-    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+impl<F: Fold> Store<F> for FailedStore {
+    fn snapshot(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
         Err(self.error())
     }
 
@@ -59,14 +56,15 @@ mod tests {
 
     #[test]
     fn every_operation_fails_with_the_reason() {
-        let s = FailedStore::new("ledger.jsonl:3 (seq 3): HMAC tag missing");
+        let failed = FailedStore::new("ledger.jsonl:3 (seq 3): HMAC tag missing");
+        let s: &dyn Store<()> = &failed;
         let why = s.snapshot().unwrap_err().to_string();
         assert!(
             why.contains("HMAC tag missing") && why.contains("restart"),
             "{why}"
         );
         let append = Append {
-            expected: bernstein_core::ledger::LedgerPosition::GENESIS,
+            expected: bernstein_ledger::LedgerPosition::GENESIS,
             records: Vec::new(),
         };
         assert!(s.compare_and_append(&append).is_err());

@@ -23,8 +23,8 @@ use std::io;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-use bernstein_core::histogram::{self, Histogram};
-use bernstein_core::ledger::SyncFacts;
+use bernstein_ledger::SyncFacts;
+use bernstein_ledger::histogram::{self, Histogram};
 
 /// The fsync of the ledger file, as the leader performs it.
 pub trait Fsync: Send + Sync {

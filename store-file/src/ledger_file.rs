@@ -16,18 +16,17 @@ use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bernstein_core::digest::Digest;
-use bernstein_core::domain::Snapshot;
-use bernstein_core::ledger::line::{RecordKey, RecordLine, SealError};
-use bernstein_core::ledger::verify::{TxnFraming, chain_error};
-use bernstein_core::ledger::{LedgerPosition, Record, RecordError, StoreError};
+use bernstein_ledger::digest::Digest;
+use bernstein_ledger::line::{RecordKey, RecordLine, SealError};
+use bernstein_ledger::verify::{TxnFraming, chain_error};
+use bernstein_ledger::{Fold, LedgerPosition, Record, RecordError, Snapshot, StoreError};
 
 use super::layout::sync_dir;
 
 /// The verified, folded prefix of the ledger.
 #[derive(Clone, Debug)]
-pub struct Folded {
-    pub snapshot: Arc<Snapshot>,
+pub struct Folded<F: Fold> {
+    pub snapshot: Arc<Snapshot<F>>,
     /// Byte offset just past the last folded record (always a transaction boundary).
     pub offset: u64,
     /// Byte offset where the last folded record's line starts (0 when nothing is folded).
@@ -36,9 +35,9 @@ pub struct Folded {
     pub lines: u64,
 }
 
-impl Folded {
+impl<F: Fold> Folded<F> {
     /// Nothing folded yet.
-    pub fn genesis() -> Folded {
+    pub fn genesis() -> Folded<F> {
         Folded {
             snapshot: Arc::new(Snapshot::genesis()),
             offset: 0,
@@ -185,9 +184,9 @@ impl LedgerFile {
     /// Folds the complete transactions after `folded.offset` into `folded`, verifying every
     /// record under `key`. A torn tail is cut or left according to `policy`. On `Err` the
     /// snapshot in `folded` may be partly updated and must be discarded.
-    pub fn catch_up(
+    pub fn catch_up<F: Fold>(
         &self,
-        folded: &mut Folded,
+        folded: &mut Folded<F>,
         key: &RecordKey,
         policy: TailPolicy,
     ) -> Result<CatchUp, StoreError> {
@@ -297,8 +296,8 @@ impl Corruption {
 
 /// The state of one catch-up: the records of the transaction being read, checked against the
 /// folded prefix plus themselves, applied when the transaction is complete.
-struct Scan<'a> {
-    folded: &'a mut Folded,
+struct Scan<'a, F: Fold> {
+    folded: &'a mut Folded<F>,
     key: &'a RecordKey,
     /// Byte offset of the next line.
     pos: u64,
@@ -311,8 +310,8 @@ struct Scan<'a> {
     torn: Option<String>,
 }
 
-impl<'a> Scan<'a> {
-    fn new(folded: &'a mut Folded, key: &'a RecordKey) -> Scan<'a> {
+impl<'a, F: Fold> Scan<'a, F> {
+    fn new(folded: &'a mut Folded<F>, key: &'a RecordKey) -> Scan<'a, F> {
         let pos = folded.offset;
         Scan {
             folded,

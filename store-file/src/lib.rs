@@ -1,8 +1,9 @@
 //! The embedded ledger store of the Bernstein MCP server: `.sdd/` in the project directory
 //! (layout in docs/FORMATS.md), its keys and the offline commands over it. It depends on the
-//! core and external crates only, never on a runtime.
+//! ledger crate and external crates only (never on the protocol, the domain or a runtime): the
+//! store is generic over the fold of its snapshots and checkpoints ([`Checkpointed`]).
 //!
-//! - [`FileStore`]: the core's [`Store`] over `.sdd/ledger/`; [`OpeningStore`] opens one in
+//! - [`FileStore`]: the ledger's [`Store`] over `.sdd/ledger/`; [`OpeningStore`] opens one in
 //!   the background, [`FailedStore`] stands in for one that does not verify.
 //! - [`keys`]: the audit key and the signing seed in `.sdd/keys/`.
 //! - [`clock`]: the wall clock handed to the core.
@@ -65,12 +66,14 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bernstein_core::Projection;
-use bernstein_core::domain::Snapshot;
-use bernstein_core::ledger::line::RecordKey;
-use bernstein_core::ledger::verify::check_extends;
-use bernstein_core::ledger::{Append, AppendResult, Record, Store, StoreError, StoreFacts};
-use bernstein_core::time::Clock as _;
+use bernstein_ledger::line::RecordKey;
+use bernstein_ledger::time::Clock as _;
+use bernstein_ledger::verify::check_extends;
+use bernstein_ledger::{
+    Append, AppendResult, Fold, Record, Snapshot, Store, StoreError, StoreFacts,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use self::checkpointer::Checkpointer;
 pub use self::failed::FailedStore;
@@ -97,27 +100,35 @@ impl Default for StoreOptions {
     }
 }
 
-/// The `.sdd/` file store.
+/// What a file store folds its records into: a [`Fold`] it can also checkpoint (serialize, and
+/// read back on open). Any such fold is one. A directory's checkpoint is read back into the
+/// fold of whoever opens it next, so every process opening one `.sdd/` uses the same fold (the
+/// server's: the domain's projection).
+pub trait Checkpointed: Fold + Serialize + DeserializeOwned {}
+
+impl<F: Fold + Serialize + DeserializeOwned> Checkpointed for F {}
+
+/// The `.sdd/` file store, folding its records into `F`.
 #[derive(Debug)]
-pub struct FileStore {
+pub struct FileStore<F: Checkpointed> {
     layout: Layout,
     key: Vec<u8>,
     /// The same key, prepared for checking many records.
     record_key: RecordKey,
     options: StoreOptions,
     lock: LedgerLock,
-    state: Mutex<State>,
+    state: Mutex<State<F>>,
     /// The durable offset of the ledger file; taken after `state` is released, never while.
     commit: GroupCommit<File>,
     /// Writes the checkpoints appends make due, off the request path.
-    checkpointer: Checkpointer,
+    checkpointer: Checkpointer<F>,
 }
 
 #[derive(Debug)]
-struct State {
+struct State<F: Checkpointed> {
     ledger: LedgerFile,
     /// `None` after a failed fold: rebuilt (from the checkpoint, else from the start) next time.
-    folded: Option<Folded>,
+    folded: Option<Folded<F>>,
     /// Records folded since the last checkpoint this process wrote or loaded.
     since_checkpoint: u64,
     /// When (wall-clock ms) this process last wrote or loaded a checkpoint, and the records
@@ -125,7 +136,7 @@ struct State {
     checkpoint: Option<(u64, u64)>,
 }
 
-impl State {
+impl<F: Checkpointed> State<F> {
     /// Notes a checkpoint of `records` records written or loaded now.
     fn checkpointed(&mut self, records: u64) {
         self.since_checkpoint = 0;
@@ -135,10 +146,10 @@ impl State {
     }
 }
 
-impl FileStore {
+impl<F: Checkpointed> FileStore<F> {
     /// Opens (creating `.sdd/` on first use) the store of `project_dir`. Records on keyed
     /// streams are verified with `audit_key`. Cuts a torn tail; refuses a corrupt ledger.
-    pub fn open(project_dir: &Path, audit_key: Vec<u8>) -> Result<FileStore, StoreError> {
+    pub fn open(project_dir: &Path, audit_key: Vec<u8>) -> Result<FileStore<F>, StoreError> {
         FileStore::open_with(project_dir, audit_key, StoreOptions::default())
     }
 
@@ -147,7 +158,7 @@ impl FileStore {
         project_dir: &Path,
         audit_key: Vec<u8>,
         options: StoreOptions,
-    ) -> Result<FileStore, StoreError> {
+    ) -> Result<FileStore<F>, StoreError> {
         let layout = Layout::in_project(project_dir);
         layout
             .create_dirs()
@@ -233,7 +244,7 @@ impl FileStore {
         ))
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    fn state(&self) -> MutexGuard<'_, State<F>> {
         // A panic while holding the lock leaves at worst a stale `folded`, which every
         // operation re-validates against the file; keep serving.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -248,7 +259,7 @@ impl FileStore {
 
     /// Folds what is new in the file (the caller holds the file lock matching `policy`). After
     /// a failure the cached projection is dropped, so the next call rebuilds it.
-    fn catch_up(&self, state: &mut State, policy: TailPolicy) -> Result<CatchUp, StoreError> {
+    fn catch_up(&self, state: &mut State<F>, policy: TailPolicy) -> Result<CatchUp, StoreError> {
         let mut folded = match state.folded.take() {
             Some(f) => f,
             None => {
@@ -269,7 +280,7 @@ impl FileStore {
     /// Where folding starts when nothing is folded: the checkpoint, once the ledger up to it
     /// verified and reached exactly its position (else the store refuses to open), or the
     /// start. Either way every byte of the ledger is verified before anything is served.
-    fn resume_point(&self, ledger: &LedgerFile) -> Result<Folded, StoreError> {
+    fn resume_point(&self, ledger: &LedgerFile) -> Result<Folded<F>, StoreError> {
         let path = self.layout.checkpoint_file();
         let name = path.display().to_string();
         // The ledger up to the offset the checkpoint claims is verified on a second thread
@@ -308,7 +319,7 @@ impl FileStore {
     /// Hands the folded state to the checkpoint writer when enough records were folded since
     /// the last checkpoint ([`checkpointer`]: written off the request path; a failure is only
     /// logged, as the checkpoint is an optimisation and the records are already durable).
-    fn maybe_checkpoint(&self, state: &mut State) {
+    fn maybe_checkpoint(&self, state: &mut State<F>) {
         let Some(folded) = &state.folded else { return };
         // A checkpoint costs the whole projection: at least a sixteenth of the ledger between
         // two keeps that a bounded share of the work at any size (a restart after a crash folds
@@ -331,7 +342,7 @@ impl FileStore {
     /// under this store's key (what is written must be what readers accept).
     fn checked_bytes(
         &self,
-        snapshot: &Snapshot,
+        snapshot: &Snapshot<F>,
         records: &[Record],
     ) -> Result<(Vec<u8>, u64), StoreError> {
         let refuse = |reason: String| {
@@ -352,7 +363,7 @@ impl FileStore {
     }
 }
 
-impl Store<Projection> for FileStore {
+impl<F: Checkpointed> Store<F> for FileStore<F> {
     fn facts(&self) -> StoreFacts {
         let state = self.state();
         let newest = state.checkpoint.max(self.checkpointer.written());
@@ -373,7 +384,7 @@ impl Store<Projection> for FileStore {
         scan::lines(&self.layout.ledger_file(), end, each)
     }
 
-    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+    fn snapshot(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
         let (snapshot, offset) = self.fold()?;
         // What was folded may have been written by a writer still waiting for its fsync (or
         // by another process): hand it out only once it is durable.
@@ -381,7 +392,7 @@ impl Store<Projection> for FileStore {
         Ok(snapshot)
     }
 
-    fn snapshot_unsettled(&self) -> Result<Arc<Snapshot>, StoreError> {
+    fn snapshot_unsettled(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
         self.commit.check().map_err(|e| self.sync_failed(&e))?;
         Ok(self.fold()?.0)
     }
@@ -408,10 +419,10 @@ impl Store<Projection> for FileStore {
     }
 }
 
-impl FileStore {
+impl<F: Checkpointed> FileStore<F> {
     /// The projection at the current head (folding what is new) and the file offset it
     /// reflects, noted with group commit as bytes a later fsync must cover; not yet durable.
-    fn fold(&self) -> Result<(Arc<Snapshot>, u64), StoreError> {
+    fn fold(&self) -> Result<(Arc<Snapshot<F>>, u64), StoreError> {
         let mut state = self.state();
         let len = state
             .ledger
@@ -492,7 +503,7 @@ impl FileStore {
     }
 }
 
-impl Drop for FileStore {
+impl<F: Checkpointed> Drop for FileStore<F> {
     fn drop(&mut self) {
         let dirty = self.state().since_checkpoint > 0;
         if dirty && let Err(e) = self.checkpoint() {
@@ -506,15 +517,16 @@ fn io_error(path: &Path, what: &str, e: &std::io::Error) -> StoreError {
 }
 
 /// Creates `.sdd/` in `project_dir` explicitly (ledger, keys with the audit key, runtime) and
-/// returns its path. Idempotent.
-pub fn init(project_dir: &Path) -> Result<PathBuf, StoreError> {
+/// returns its path. Idempotent. `F` is the fold the directory is served with (the store may
+/// write a checkpoint of it).
+pub fn init<F: Checkpointed>(project_dir: &Path) -> Result<PathBuf, StoreError> {
     let layout = Layout::in_project(project_dir);
     layout
         .create_dirs()
         .map_err(|e| io_error(&layout.sdd, "create", &e))?;
     let key = crate::keys::load_or_create_audit_key(&layout.sdd)
         .map_err(|e| StoreError::Io(e.to_string()))?;
-    drop(FileStore::open(project_dir, key)?);
+    drop(FileStore::<F>::open(project_dir, key)?);
     Ok(layout.sdd)
 }
 

@@ -6,10 +6,10 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
-use bernstein_core::ledger::verify::{
+use bernstein_ledger::verify::{
     KEY_MISMATCH, LedgerVerifier, VerifyFailure, VerifyReport, prefix_matches,
 };
-use bernstein_core::ledger::{LedgerPosition, StoreError};
+use bernstein_ledger::{Fold, LedgerPosition, StoreError};
 
 use super::ledger_file::{Folded, LedgerFile};
 use super::verify_cmd::{FeedError, feed_lines};
@@ -74,10 +74,10 @@ fn corrupt(f: VerifyFailure) -> StoreError {
 
 /// Checks a verified prefix against the (authenticated) checkpoint `cp`: the ledger must reach
 /// exactly its offset, position and stream heads.
-pub fn check_prefix(
+pub fn check_prefix<F: Fold>(
     prefix: Prefix,
     ledger_name: &str,
-    cp: &Folded,
+    cp: &Folded<F>,
     checkpoint_name: &str,
 ) -> Result<(), StoreError> {
     let want = cp.snapshot.position;
@@ -126,11 +126,11 @@ pub fn check_prefix(
     Ok(())
 }
 
-fn truncated(
+fn truncated<F: Fold>(
     reached: LedgerPosition,
     len: u64,
     ledger_name: &str,
-    cp: &Folded,
+    cp: &Folded<F>,
     checkpoint_name: &str,
 ) -> StoreError {
     let want = cp.snapshot.position;

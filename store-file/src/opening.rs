@@ -15,18 +15,17 @@
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use bernstein_core::Projection;
-use bernstein_core::ledger::{Append, AppendResult, LedgerPosition, Store, StoreError, StoreFacts};
-
-use bernstein_core::domain::Snapshot;
+use bernstein_ledger::{
+    Append, AppendResult, Fold, LedgerPosition, Snapshot, Store, StoreError, StoreFacts,
+};
 
 /// What the opener returns: the store to serve (the real one, or a [`super::FailedStore`]), or
 /// why the server cannot run at all.
-pub type Opened = Result<Arc<dyn Store<Projection>>, String>;
+pub type Opened<F> = Result<Arc<dyn Store<F>>, String>;
 
 /// A store still being opened on another thread, then the store it opened.
-pub struct OpeningStore {
-    opened: OnceLock<Arc<dyn Store<Projection>>>,
+pub struct OpeningStore<F: Fold> {
+    opened: OnceLock<Arc<dyn Store<F>>>,
     stage: Mutex<Stage>,
     changed: Condvar,
     began: Instant,
@@ -42,7 +41,7 @@ enum Stage {
     Failed(String),
 }
 
-impl std::fmt::Debug for OpeningStore {
+impl<F: Fold> std::fmt::Debug for OpeningStore<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpeningStore")
             .field("ready", &self.opened.get().is_some())
@@ -50,13 +49,13 @@ impl std::fmt::Debug for OpeningStore {
     }
 }
 
-impl OpeningStore {
+impl<F: Fold> OpeningStore<F> {
     /// Runs `open` on a thread of its own and returns at once. If `open` fails after the
     /// caller stopped waiting in [`Self::wait`], the server cannot go on: the reason is said on
     /// stderr and the process exits with status 2 (what a failure before binding does too).
     pub fn start(
-        open: impl FnOnce() -> Opened + Send + 'static,
-    ) -> std::io::Result<Arc<OpeningStore>> {
+        open: impl FnOnce() -> Opened<F> + Send + 'static,
+    ) -> std::io::Result<Arc<OpeningStore<F>>> {
         let store = Arc::new(OpeningStore {
             opened: OnceLock::new(),
             stage: Mutex::new(Stage::Opening { detached: false }),
@@ -70,7 +69,7 @@ impl OpeningStore {
         Ok(store)
     }
 
-    fn finish(&self, opened: Opened) {
+    fn finish(&self, opened: Opened<F>) {
         let mut stage = self.stage.lock().unwrap_or_else(PoisonError::into_inner);
         let detached = matches!(*stage, Stage::Opening { detached: true });
         match opened {
@@ -107,11 +106,11 @@ impl OpeningStore {
     }
 
     /// The store the opener returned, once it has.
-    pub fn opened(&self) -> Option<Arc<dyn Store<Projection>>> {
+    pub fn opened(&self) -> Option<Arc<dyn Store<F>>> {
         self.opened.get().cloned()
     }
 
-    fn store(&self) -> Result<&Arc<dyn Store<Projection>>, StoreError> {
+    fn store(&self) -> Result<&Arc<dyn Store<F>>, StoreError> {
         self.opened.get().ok_or_else(|| {
             StoreError::Unavailable(format!(
                 "the ledger is still being opened and verified ({:.1} s so far); retry shortly",
@@ -121,8 +120,8 @@ impl OpeningStore {
     }
 }
 
-impl Store<Projection> for OpeningStore {
-    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+impl<F: Fold> Store<F> for OpeningStore<F> {
+    fn snapshot(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
         self.store()?.snapshot()
     }
 
@@ -135,7 +134,7 @@ impl Store<Projection> for OpeningStore {
             .is_ok_and(|s| s.wait_for_change(after, timeout))
     }
 
-    fn snapshot_unsettled(&self) -> Result<Arc<Snapshot>, StoreError> {
+    fn snapshot_unsettled(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
         self.store()?.snapshot_unsettled()
     }
 
@@ -174,7 +173,7 @@ mod tests {
         let (release, gate) = channel::<()>();
         let store = OpeningStore::start(move || {
             gate.recv().unwrap();
-            Ok(Arc::new(FailedStore::new("seq 3: HMAC tag missing")) as Arc<dyn Store<Projection>>)
+            Ok(Arc::new(FailedStore::new("seq 3: HMAC tag missing")) as Arc<dyn Store<()>>)
         })
         .unwrap();
         assert_eq!(store.wait(Duration::from_millis(20)), None);
@@ -200,7 +199,8 @@ mod tests {
 
     #[test]
     fn a_failure_before_the_caller_stops_waiting_is_returned_to_it() {
-        let store = OpeningStore::start(|| Err("cannot lock .sdd/ledger/lock".into())).unwrap();
+        let store =
+            OpeningStore::<()>::start(|| Err("cannot lock .sdd/ledger/lock".into())).unwrap();
         assert_eq!(
             store.wait(Duration::from_secs(60)),
             Some(Err("cannot lock .sdd/ledger/lock".into()))

@@ -5,26 +5,23 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bernstein_core::Projection;
-use bernstein_core::ledger::{Append, AppendResult, Draft, Store, StoreError, seal};
-
-use bernstein_core::domain::Snapshot;
+use bernstein_ledger::{Append, AppendResult, Draft, Snapshot, Store, StoreError, seal};
 use serde_json::json;
 
-use super::FileStore;
+use super::{Checkpointed, FileStore};
 
-pub struct Racing {
-    inner: FileStore,
-    other: FileStore,
+pub struct Racing<F: Checkpointed> {
+    inner: FileStore<F>,
+    other: FileStore<F>,
     key: Vec<u8>,
     interfere: AtomicUsize,
     /// Appends asked of this store so far.
     pub attempts: AtomicUsize,
 }
 
-impl Racing {
+impl<F: Checkpointed> Racing<F> {
     /// The store of `dir` under `key`, losing its first `interfere` appends.
-    pub fn new(dir: &Path, key: &[u8], interfere: usize) -> Racing {
+    pub fn new(dir: &Path, key: &[u8], interfere: usize) -> Racing<F> {
         Racing {
             inner: FileStore::open(dir, key.to_vec()).unwrap(),
             other: FileStore::open(dir, key.to_vec()).unwrap(),
@@ -35,8 +32,8 @@ impl Racing {
     }
 }
 
-impl Store<Projection> for Racing {
-    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+impl<F: Checkpointed> Store<F> for Racing<F> {
+    fn snapshot(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
         self.inner.snapshot()
     }
 

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use bernstein_core::ledger::StoreError;
+use bernstein_ledger::StoreError;
 
 /// Feeds the lines of the first `end` bytes of `path` to `each` (without their newlines)
 /// until it returns `false`.

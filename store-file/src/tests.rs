@@ -10,6 +10,9 @@ use bernstein_core::ledger::{Draft, LedgerPosition, seal};
 use serde_json::json;
 
 use super::test_dir::TestDir;
+
+/// The store as the server opens it, over the domain's projection.
+type FileStore = super::FileStore<bernstein_core::Projection>;
 use super::*;
 
 const KEY: &[u8] = &[7; 32];
@@ -498,12 +501,12 @@ fn fold_matches_a_fresh_fold_after_many_appends() {
 #[test]
 fn init_creates_everything_and_is_idempotent() {
     let tmp = TestDir::new("store-init");
-    let sdd = init(tmp.path()).unwrap();
+    let sdd = init::<bernstein_core::Projection>(tmp.path()).unwrap();
     let layout = Layout::at(&sdd);
     assert!(layout.audit_key_file().is_file());
     assert!(layout.ledger_file().is_file());
     assert!(layout.runtime_dir().is_dir());
     let key = std::fs::read(layout.audit_key_file()).unwrap();
-    assert_eq!(init(tmp.path()).unwrap(), sdd);
+    assert_eq!(init::<bernstein_core::Projection>(tmp.path()).unwrap(), sdd);
     assert_eq!(std::fs::read(layout.audit_key_file()).unwrap(), key);
 }

@@ -1,5 +1,5 @@
 //! `bernstein ledger upgrade`: re-seals `.sdd/ledger/ledger.jsonl` from format 1 to format 2
-//! in place (see `bernstein_core::ledger::upgrade`), under the exclusive ledger lock: the new
+//! in place (see `bernstein_ledger::upgrade`), under the exclusive ledger lock: the new
 //! file is written beside the old one, fsynced and renamed over it, and the checkpoint (whose
 //! byte offsets no longer fit) is removed. A server that had the old file open refuses further
 //! appends until it is restarted.
@@ -8,8 +8,8 @@ use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 
-use bernstein_core::ledger::upgrade::{Upgraded, upgrade};
-use bernstein_core::ledger::verify::verify_ledger;
+use bernstein_ledger::upgrade::{Upgraded, upgrade};
+use bernstein_ledger::verify::verify_ledger;
 
 use crate::keys::load_audit_key;
 use crate::layout::{Layout, sync_dir};

@@ -12,8 +12,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use bernstein_core::domain::witness::Witness;
-use bernstein_core::ledger::verify::{LedgerVerifier, VerifyFailure, VerifyReport};
+use bernstein_ledger::digest::Digest;
+use bernstein_ledger::verify::{LedgerVerifier, VerifyFailure, VerifyReport};
 
 use crate::checkpoint;
 use crate::keys::{KeyError, load_audit_key};
@@ -31,9 +31,6 @@ pub enum AuditError {
     Io { path: PathBuf, source: io::Error },
     #[error("audit key: {0}")]
     Key(#[from] KeyError),
-    /// A witness the ledger no longer extends (or that does not verify on its own).
-    #[error("{0}")]
-    Witness(String),
 }
 
 /// What `audit verify` checks beyond the ledger itself.
@@ -41,8 +38,9 @@ pub enum AuditError {
 pub struct AuditOptions {
     /// List every recorded call in the report (memory grows with the ledger).
     pub calls: bool,
-    /// Saved objects the ledger must still extend.
-    pub witnesses: Vec<Witness>,
+    /// Record hashes the report must say whether the ledger holds (a saved witness's: the
+    /// caller then checks the witness against the report).
+    pub watch: Vec<Digest>,
 }
 
 /// Where the `.sdd` directory is, given either it or the project directory holding it.
@@ -66,7 +64,7 @@ pub fn audit_verify(dir: &Path) -> Result<VerifyReport, AuditError> {
     )
 }
 
-/// [`audit_verify`] with options: witnesses the ledger must extend, and whether to list calls.
+/// [`audit_verify`] with options: the record hashes to look for, and whether to list calls.
 pub fn audit_verify_with(dir: &Path, options: AuditOptions) -> Result<VerifyReport, AuditError> {
     let layout = Layout::at(&resolve_sdd(dir));
     let key = load_audit_key(&layout.sdd)?;
@@ -92,12 +90,8 @@ pub fn audit_verify_with(dir: &Path, options: AuditOptions) -> Result<VerifyRepo
     let verifier = LedgerVerifier::new(&name, key.as_deref())
         .with_anchor(anchor)
         .collect_calls(options.calls)
-        .watch(options.witnesses.iter().flat_map(Witness::hashes));
-    let report = feed(&mut file.take(len), verifier, io_err)?;
-    for w in &options.witnesses {
-        w.check(&report).map_err(AuditError::Witness)?;
-    }
-    Ok(report)
+        .watch(options.watch);
+    feed(&mut file.take(len), verifier, io_err)
 }
 
 /// Bytes read at a time. Small enough that the buffer stays in the CPU's cache between the
@@ -172,13 +166,14 @@ fn stable_len(layout: &Layout, file: &File) -> io::Result<u64> {
 
 #[cfg(test)]
 mod tests {
-    use bernstein_core::ledger::{Append, Draft, Store, seal};
+    use bernstein_ledger::{Append, Draft, Store, seal};
     use serde_json::json;
 
     use super::*;
-    use crate::FileStore;
     use crate::keys::load_or_create_audit_key;
     use crate::test_dir::TestDir;
+
+    type FileStore = crate::FileStore<bernstein_core::Projection>;
 
     /// A project with `n` one-call transactions, its store closed (checkpoint written).
     fn project(n: u64) -> (TestDir, Vec<u8>) {
@@ -190,7 +185,7 @@ mod tests {
             let body = json!({"tool": "bernstein_status", "call_id": format!("c{i}"), "ok": true});
             let drafts = vec![Draft::new(
                 "audit",
-                bernstein_core::ledger::verify::CALL_KIND,
+                bernstein_ledger::verify::CALL_KIND,
                 body,
             )];
             let records = seal(&snap.position, |s| snap.stream_head(s), drafts, &key);
@@ -277,8 +272,8 @@ mod tests {
     /// by every read, an unterminated tail, a bad line after a long one.
     #[test]
     fn feeding_in_chunks_is_verifying_in_memory() {
-        use bernstein_core::ledger::LedgerPosition;
-        use bernstein_core::ledger::verify::verify_ledger;
+        use bernstein_ledger::LedgerPosition;
+        use bernstein_ledger::verify::verify_ledger;
         let key = b"feed-key";
         let mut at = LedgerPosition::GENESIS;
         let mut bytes = Vec::new();

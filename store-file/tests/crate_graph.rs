@@ -1,9 +1,9 @@
 //! The workspace's crates depend one way. Every crate has a layer in [`LAYERS`]; each normal
 //! or build dependency on another workspace crate must point to a strictly lower layer (so a
 //! cycle cannot be written), the ledger depends on no workspace crate and the MCP engine on none
-//! but the ledger (neither even for tests), the core on none but the MCP engine, and neither a
-//! store crate nor the serving crate depends on a runtime crate, nor a runtime on another, not
-//! even for tests. The graph is `cargo metadata`'s.
+//! but the ledger (neither even for tests), the core on none but the MCP engine, the file store
+//! on none but the ledger (its tests may use the core), and neither a store crate nor the
+//! serving crate depends on a runtime crate, nor a runtime on another, not even for tests. The graph is `cargo metadata`'s.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,22 +15,23 @@ use serde_json::Value;
 const LAYERS: &[(&str, u32)] = &[
     ("bernstein-ledger", 0),
     ("bernstein-mcp", 1),
+    ("bernstein-store-file", 1),
     ("bernstein-core", 2),
-    ("bernstein-store-file", 3),
-    ("bernstein-store-postgres", 4),
-    ("bernstein-serve", 4),
-    ("bernstein-runtime-std", 5),
-    ("bernstein-runtime-smol", 5),
-    ("bernstein-worker", 5),
-    ("bernstein-bench", 5),
-    ("bernstein-conformance-fixture", 6),
-    ("bernstein", 6),
+    ("bernstein-store-postgres", 3),
+    ("bernstein-serve", 3),
+    ("bernstein-runtime-std", 4),
+    ("bernstein-runtime-smol", 4),
+    ("bernstein-worker", 4),
+    ("bernstein-bench", 4),
+    ("bernstein-conformance-fixture", 5),
+    ("bernstein", 5),
 ];
 
 const LEDGER: &str = "bernstein-ledger";
 const MCP: &str = "bernstein-mcp";
 const CORE: &str = "bernstein-core";
-const STORES: &[&str] = &["bernstein-store-file", "bernstein-store-postgres"];
+const FILE_STORE: &str = "bernstein-store-file";
+const STORES: &[&str] = &[FILE_STORE, "bernstein-store-postgres"];
 const SERVE: &str = "bernstein-serve";
 const RUNTIMES: &[&str] = &["bernstein-runtime-std", "bernstein-runtime-smol"];
 
@@ -86,6 +87,11 @@ fn violations(crates: &[String], edges: &[Edge]) -> Vec<String> {
         if e.from == CORE && e.to != MCP {
             bad.push(format!(
                 "{edge}: the core depends on no workspace crate but the MCP engine"
+            ));
+        }
+        if e.from == FILE_STORE && e.to != LEDGER {
+            bad.push(format!(
+                "{edge}: the file store depends on no workspace crate but the ledger"
             ));
         }
         if let (Some(from), Some(to)) = (layers.get(e.from.as_str()), layers.get(e.to.as_str()))
@@ -164,6 +170,7 @@ fn offending_edges_are_named() {
     let edges = [
         edge("bernstein-store-postgres", "bernstein-runtime-std", "dev"),
         edge("bernstein-store-file", "bernstein-store-postgres", "normal"),
+        edge("bernstein-store-file", "bernstein-core", "normal"),
         edge("bernstein-core", "bernstein-store-file", "normal"),
         edge("bernstein-core", "bernstein-mcp", "normal"),
         edge("bernstein-mcp", "bernstein-core", "dev"),
@@ -175,14 +182,16 @@ fn offending_edges_are_named() {
     let bad = violations(&crates, &edges);
     let expected = [
         "bernstein-store-postgres -> bernstein-runtime-std (dev): a store crate depends on a runtime crate",
-        "bernstein-store-file -> bernstein-store-postgres (normal): layer 3 may depend only on lower layers, not on layer 4",
+        "bernstein-store-file -> bernstein-store-postgres (normal): the file store depends on no workspace crate but the ledger",
+        "bernstein-store-file -> bernstein-store-postgres (normal): layer 1 may depend only on lower layers, not on layer 3",
+        "bernstein-store-file -> bernstein-core (normal): the file store depends on no workspace crate but the ledger",
+        "bernstein-store-file -> bernstein-core (normal): layer 1 may depend only on lower layers, not on layer 2",
         "bernstein-core -> bernstein-store-file (normal): the core depends on no workspace crate but the MCP engine",
-        "bernstein-core -> bernstein-store-file (normal): layer 2 may depend only on lower layers, not on layer 3",
         "bernstein-mcp -> bernstein-core (dev): the MCP engine depends on no workspace crate but the ledger",
         "bernstein-ledger -> bernstein-core (dev): the ledger depends on no workspace crate",
         "bernstein-runtime-smol -> bernstein-runtime-std (dev): a runtime depends on another runtime",
         "bernstein-serve -> bernstein-runtime-smol (normal): the serving crate depends on a runtime crate",
-        "bernstein-serve -> bernstein-runtime-smol (normal): layer 4 may depend only on lower layers, not on layer 5",
+        "bernstein-serve -> bernstein-runtime-smol (normal): layer 3 may depend only on lower layers, not on layer 4",
     ];
     assert_eq!(bad, expected);
     let mut more = crates.clone();

@@ -16,7 +16,7 @@ use std::sync::{Arc, Barrier};
 
 use bernstein_core::ledger::Store;
 use bernstein_core::ledger::verify::verify_ledger;
-use bernstein_store_file::FileStore;
+type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_file::keys::load_or_create_audit_key;
 use bernstein_store_file::verify_cmd::audit_verify;
 

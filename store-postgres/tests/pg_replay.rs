@@ -7,7 +7,7 @@ mod support;
 use std::path::Path;
 
 use bernstein_core::ledger::{Append, AppendResult, Record, Store};
-use bernstein_store_file::FileStore;
+type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_postgres::{PgOptions, PgStore, transfer};
 use support::*;
 

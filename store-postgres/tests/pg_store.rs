@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bernstein_core::ledger::{Append, AppendResult, LedgerPosition, Store, StoreError};
-use bernstein_store_file::FileStore;
+type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_postgres::schema::{self, SchemaError};
 use bernstein_store_postgres::{PgOptions, PgStore, PoolOptions, transfer};
 use postgres::{Client, NoTls};

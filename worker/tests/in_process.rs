@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use bernstein_core::{Config, Server};
 use bernstein_serve::driver::Backend;
 use bernstein_serve::host::ProjectHost;
-use bernstein_store_file::FileStore;
+type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_file::clock::SystemClock;
 use bernstein_store_file::keys::{load_or_create_audit_key, load_or_create_signing_key};
 use bernstein_worker::display::Display;

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use bernstein_core::domain::witness::witness_from_json;
+use bernstein_core::domain::witness::{Witness, witness_from_json};
 use bernstein_store_file::verify_cmd::AuditError;
 use clap::Subcommand;
 
@@ -87,7 +87,7 @@ pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
             }
             let options = bernstein_store_file::verify_cmd::AuditOptions {
                 calls: verbose,
-                witnesses,
+                watch: witnesses.iter().flat_map(Witness::hashes).collect(),
             };
             let verified = match &url {
                 Some(url) => verify_database(&sdd, url, options),
@@ -99,6 +99,11 @@ pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
                 }
                 Err(AuditError::Key(e)) => Err(format!("audit key: {e}")),
                 Ok(report) => {
+                    // A witness the ledger no longer extends fails the check like a bad record.
+                    if let Some(e) = witnesses.iter().find_map(|w| w.check(&report).err()) {
+                        say!("FAILED: {e}");
+                        return Ok(ExitCode::from(1));
+                    }
                     if verbose {
                         for call in &report.calls {
                             say!(
@@ -149,18 +154,9 @@ fn verify_database(
     let mut verifier =
         bernstein_core::ledger::verify::LedgerVerifier::new(lines.name(), key.as_deref())
             .collect_calls(options.calls)
-            .watch(
-                options
-                    .witnesses
-                    .iter()
-                    .flat_map(bernstein_core::domain::witness::Witness::hashes),
-            );
+            .watch(options.watch);
     lines
         .for_each_line(|line| verifier.push_line(line))
         .map_err(io)??;
-    let report = verifier.finish(&[])?;
-    for w in &options.witnesses {
-        w.check(&report).map_err(AuditError::Witness)?;
-    }
-    Ok(report)
+    Ok(verifier.finish(&[])?)
 }

@@ -21,6 +21,7 @@ pub mod worker;
 use std::path::Path;
 use std::sync::Arc;
 
+use bernstein_core::Projection;
 use bernstein_store_file::{FailedStore, FileStore, OpeningStore};
 
 /// A store the commands open, whichever kind it is.
@@ -48,7 +49,7 @@ fn audit_key_for(
 }
 
 /// Opens the project's store (creating `.sdd/` on first use) and its audit key.
-pub fn open_store(workdir: &Path) -> Result<(Arc<FileStore>, Vec<u8>), String> {
+pub fn open_store(workdir: &Path) -> Result<(Arc<FileStore<Projection>>, Vec<u8>), String> {
     let key = project_audit_key(workdir)?;
     let store = FileStore::open(workdir, key.clone()).map_err(|e| e.to_string())?;
     Ok((Arc::new(store), key))

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use bernstein_core::time::FixedClock;
-use bernstein_store_file::FileStore;
+type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_file::layout::Layout;
 use bernstein_store_file::racing::Racing;
 use bernstein_store_file::test_dir::TestDir;

@@ -236,7 +236,7 @@ mod tests {
         }
     }
 
-    fn append_note(store: &FileStore, key: &[u8], n: u64) {
+    fn append_note(store: &FileStore<Projection>, key: &[u8], n: u64) {
         let snap = store.snapshot().unwrap();
         let drafts = vec![Draft::new("notes", "test.note", json!({"n": n}))];
         let records = seal(&snap.position, |s| snap.stream_head(s), drafts, key);

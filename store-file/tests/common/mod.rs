@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bernstein_core::ledger::{Append, AppendResult, Draft, Store, seal};
 
 use bernstein_core::domain::Snapshot;
-use bernstein_store_file::FileStore;
+type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 
 pub use bernstein_store_file::test_dir::TestDir;
 

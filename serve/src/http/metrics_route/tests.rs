@@ -12,7 +12,7 @@ use serde_json::json;
 use super::*;
 use crate::driver::{Backend, serve_message};
 use crate::host::NoHost;
-use bernstein_store_file::FileStore;
+type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_file::clock::SystemClock;
 use bernstein_store_file::test_dir::TestDir;
 
