@@ -17,7 +17,9 @@ use bernstein_core::domain::Snapshot;
 use bernstein_core::domain::bound::Input;
 use bernstein_core::protocol::TransportFacts;
 use bernstein_core::{Config, Server, Timestamp};
-use bernstein_store_postgres::{PgOptions, PgStore, transfer};
+use bernstein_store_postgres::{PgOptions, transfer};
+
+type PgStore = bernstein_store_postgres::PgStore<bernstein_core::Projection>;
 use serde_json::{Value, json};
 
 fn call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {

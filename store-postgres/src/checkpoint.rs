@@ -10,8 +10,9 @@
 
 use std::sync::Arc;
 
-use bernstein_core::digest::{hmac_tag, verify_hmac_tag};
-use bernstein_core::domain::Snapshot;
+use bernstein_ledger::Snapshot;
+use bernstein_ledger::digest::{hmac_tag, verify_hmac_tag};
+use bernstein_store_file::Checkpointed;
 use postgres::Client;
 
 use crate::pool::describe;
@@ -20,7 +21,11 @@ use crate::pool::describe;
 pub const SOFTWARE: &str = concat!("bernstein-store-postgres ", env!("CARGO_PKG_VERSION"));
 
 /// Stores `snapshot` as the checkpoint unless a newer one is there.
-pub fn write(client: &mut Client, key: &[u8], snapshot: &Snapshot) -> Result<(), String> {
+pub fn write<F: Checkpointed>(
+    client: &mut Client,
+    key: &[u8],
+    snapshot: &Snapshot<F>,
+) -> Result<(), String> {
     if snapshot.position.seq == 0 || !snapshot.at_txn_boundary() {
         return Ok(());
     }
@@ -45,7 +50,10 @@ pub fn write(client: &mut Client, key: &[u8], snapshot: &Snapshot) -> Result<(),
 /// This software's checkpoint, authenticated under `key` and standing on a ledger record with
 /// its head: `Ok(None)` when there is none, `Err` naming why the one there cannot be trusted
 /// (the store then refuses to open; the caller still verifies the ledger up to it).
-pub fn load(client: &mut Client, key: &[u8]) -> Result<Option<Arc<Snapshot>>, String> {
+pub fn load<F: Checkpointed>(
+    client: &mut Client,
+    key: &[u8],
+) -> Result<Option<Arc<Snapshot<F>>>, String> {
     let row = client
         .query_opt(
             "SELECT c.seq, c.head, c.body, c.mac, l.hash
@@ -64,7 +72,7 @@ pub fn load(client: &mut Client, key: &[u8]) -> Result<Option<Arc<Snapshot>>, St
     if !verify_hmac_tag(key, &body, &mac) {
         return Err("its HMAC tag does not verify under this audit key".into());
     }
-    let snapshot: Snapshot =
+    let snapshot: Snapshot<F> =
         serde_json::from_slice(&body).map_err(|e| format!("unreadable body: {e}"))?;
     if snapshot.position.seq as i64 != seq || snapshot.position.head.0.as_slice() != head {
         return Err("its columns disagree with its body".into());

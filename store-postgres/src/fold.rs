@@ -8,10 +8,9 @@
 
 use std::sync::Arc;
 
-use bernstein_core::domain::Snapshot;
-use bernstein_core::ledger::line::RecordKey;
-use bernstein_core::ledger::verify::check_extends;
-use bernstein_core::ledger::{LedgerPosition, Record, RecordError, StoreError};
+use bernstein_ledger::line::RecordKey;
+use bernstein_ledger::verify::check_extends;
+use bernstein_ledger::{Fold, LedgerPosition, Record, RecordError, Snapshot, StoreError};
 
 /// Name used for the ledger table in corruption reports (in place of a file name).
 pub const TABLE_NAME: &str = "postgres:bernstein_ledger";
@@ -81,8 +80,8 @@ pub fn check_columns(row: &Row, record: LedgerPosition) -> Result<(), StoreError
 /// transaction. Returns how many records were applied. `complete` says the rows reach the
 /// ledger's head as one consistent read, so an unfinished transaction at their end is
 /// corruption rather than a batch cut short.
-pub fn fold_rows(
-    snapshot: &mut Arc<Snapshot>,
+pub fn fold_rows<F: Fold>(
+    snapshot: &mut Arc<Snapshot<F>>,
     rows: &[Row],
     key: &[u8],
     complete: bool,
@@ -125,8 +124,8 @@ pub fn fold_rows(
 
 #[cfg(test)]
 mod tests {
-    use bernstein_core::digest::Digest;
-    use bernstein_core::ledger::{Draft, seal};
+    use bernstein_ledger::digest::Digest;
+    use bernstein_ledger::{Draft, seal};
     use serde_json::json;
 
     use super::*;
@@ -149,7 +148,7 @@ mod tests {
     }
 
     fn two_txns() -> Vec<Record> {
-        let mut snap = Snapshot::genesis();
+        let mut snap = Snapshot::<()>::genesis();
         let mut out = Vec::new();
         for n in 0..2 {
             let recs = seal(
@@ -173,7 +172,7 @@ mod tests {
     fn folds_whole_transactions_and_skips_known_rows() {
         let recs = two_txns();
         let rows = rows_of(&recs);
-        let mut snap = Arc::new(Snapshot::genesis());
+        let mut snap = Arc::new(Snapshot::<()>::genesis());
         // A batch cut inside the second transaction folds only the first.
         assert_eq!(fold_rows(&mut snap, &rows[..3], KEY, false).unwrap(), 2);
         assert_eq!(snap.position.seq, 2);
@@ -186,7 +185,7 @@ mod tests {
     fn refuses_altered_rows_and_torn_transactions() {
         let recs = two_txns();
         let mut rows = rows_of(&recs);
-        let mut snap = Arc::new(Snapshot::genesis());
+        let mut snap = Arc::new(Snapshot::<()>::genesis());
         let err = fold_rows(&mut snap, &rows[..3], KEY, true).unwrap_err();
         assert!(err.to_string().contains("inside a transaction"), "{err}");
 
@@ -195,7 +194,7 @@ mod tests {
         assert!(matches!(err, StoreError::Corrupt { seq: 2, .. }), "{err}");
 
         let err = fold_rows(
-            &mut Arc::new(Snapshot::genesis()),
+            &mut Arc::new(Snapshot::<()>::genesis()),
             &rows_of(&recs),
             b"other",
             true,

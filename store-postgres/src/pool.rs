@@ -12,7 +12,7 @@ use std::str::FromStr;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use bernstein_core::ledger::StoreError;
+use bernstein_ledger::StoreError;
 use postgres::{Client, Config, NoTls, Statement};
 
 /// Limits of a [`Pool`].

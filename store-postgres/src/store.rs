@@ -19,12 +19,12 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bernstein_core::Projection;
-use bernstein_core::domain::Snapshot;
-use bernstein_core::ledger::verify::check_extends;
-use bernstein_core::ledger::{
-    Append, AppendResult, LedgerPosition, Record, Store, StoreError, StoreFacts,
+use bernstein_ledger::verify::check_extends;
+use bernstein_ledger::{
+    Append, AppendResult, Fold, LedgerPosition, Record, Snapshot, Store, StoreError, StoreFacts,
 };
+
+use bernstein_store_file::Checkpointed;
 
 use crate::fold::{self, Row, fold_rows};
 use crate::listen::Listener;
@@ -58,11 +58,11 @@ impl Default for PgOptions {
 }
 
 /// The PostgreSQL ledger store.
-pub struct PgStore {
+pub struct PgStore<F: Checkpointed> {
     pool: Pool,
     key: Vec<u8>,
     options: PgOptions,
-    state: Mutex<State>,
+    state: Mutex<State<F>>,
     /// Serializes this instance's appends: concurrent requests of one instance queue here
     /// instead of racing each other into the database (where all but one would be refused
     /// after waiting for the winner's commit). Instances still race each other, safely.
@@ -70,7 +70,7 @@ pub struct PgStore {
     listener: Option<Listener>,
 }
 
-impl std::fmt::Debug for PgStore {
+impl<F: Checkpointed> std::fmt::Debug for PgStore<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore")
             .field("options", &self.options)
@@ -79,8 +79,8 @@ impl std::fmt::Debug for PgStore {
 }
 
 #[derive(Debug)]
-struct State {
-    snapshot: Arc<Snapshot>,
+struct State<F: Checkpointed> {
+    snapshot: Arc<Snapshot<F>>,
     since_checkpoint: u64,
 }
 
@@ -96,10 +96,14 @@ const INSERT: &str = "WITH ins AS (
     )
     SELECT pg_notify('bernstein_ledger', max(seq)::text) FROM ins";
 
-impl PgStore {
+impl<F: Checkpointed> PgStore<F> {
     /// Connects to `url`, refuses a schema this software does not serve (see
     /// [`schema::check`]), and folds the ledger (from the checkpoint when there is a usable one).
-    pub fn open(url: &str, audit_key: Vec<u8>, options: PgOptions) -> Result<PgStore, StoreError> {
+    pub fn open(
+        url: &str,
+        audit_key: Vec<u8>,
+        options: PgOptions,
+    ) -> Result<PgStore<F>, StoreError> {
         let pool = Pool::new(url, options.pool.clone())?;
         let initial = {
             let mut lease = pool.get()?;
@@ -166,13 +170,13 @@ impl PgStore {
         Ok(())
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    fn state(&self) -> MutexGuard<'_, State<F>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Folds the rows committed after the snapshot's position; returns the new snapshot.
     /// The database is read without holding the state lock, so concurrent callers overlap.
-    fn catch_up(&self) -> Result<Arc<Snapshot>, StoreError> {
+    fn catch_up(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
         let mut lease = self.pool.get()?;
         loop {
             let from = self.state().snapshot.position.seq;
@@ -212,7 +216,7 @@ impl PgStore {
     /// read back as valid records under this store's key.
     fn checked_columns(
         &self,
-        snapshot: &Snapshot,
+        snapshot: &Snapshot<F>,
         records: &[Record],
     ) -> Result<Columns, StoreError> {
         let refuse = |reason: String| {
@@ -275,10 +279,14 @@ impl Columns {
 
 /// Verifies the rows up to `cp`'s seq with the offline verifier's rules and checks they end at
 /// its position and stream heads.
-fn verify_prefix(lease: &mut Lease<'_>, key: &[u8], cp: &Snapshot) -> Result<(), StoreError> {
-    use bernstein_core::ledger::verify::{KEY_MISMATCH, LedgerVerifier, prefix_matches};
+fn verify_prefix<F: Fold>(
+    lease: &mut Lease<'_>,
+    key: &[u8],
+    cp: &Snapshot<F>,
+) -> Result<(), StoreError> {
+    use bernstein_ledger::verify::{KEY_MISMATCH, LedgerVerifier, prefix_matches};
     let mut verifier = LedgerVerifier::new(fold::TABLE_NAME, Some(key)).collect_calls(false);
-    let fail = |f: bernstein_core::ledger::verify::VerifyFailure| {
+    let fail = |f: bernstein_ledger::verify::VerifyFailure| {
         if f.reason == KEY_MISMATCH {
             return StoreError::KeyMismatch { file: f.file };
         }
@@ -347,8 +355,8 @@ fn is_conflict(e: &postgres::Error) -> bool {
         .is_some_and(|c| *c == SqlState::UNIQUE_VIOLATION || *c == SqlState::FOREIGN_KEY_VIOLATION)
 }
 
-impl Store<Projection> for PgStore {
-    fn snapshot(&self) -> Result<Arc<Snapshot>, StoreError> {
+impl<F: Checkpointed> Store<F> for PgStore<F> {
+    fn snapshot(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
         self.catch_up()
     }
 

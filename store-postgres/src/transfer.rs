@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use bernstein_core::ledger::verify::{LedgerVerifier, VerifyReport};
+use bernstein_ledger::verify::{LedgerVerifier, VerifyReport};
 use bernstein_store_file::layout::{Layout, sync_dir};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{IsolationLevel, Row};
@@ -207,7 +207,7 @@ pub fn import(pool: &Pool, key: &[u8], dir: &Path) -> Result<Transferred, String
         }
         seq += 1;
         let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        let rec = bernstein_core::ledger::Record::parse_line(line, Some(key))
+        let rec = bernstein_ledger::Record::parse_line(line, Some(key))
             .map_err(|e| format!("{name}: line {seq}: {e}"))?;
         if seq < skip {
             continue;

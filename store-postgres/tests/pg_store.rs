@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bernstein_core::ledger::{Append, AppendResult, LedgerPosition, Store, StoreError};
 type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_postgres::schema::{self, SchemaError};
-use bernstein_store_postgres::{PgOptions, PgStore, PoolOptions, transfer};
+use bernstein_store_postgres::{PgOptions, PoolOptions, transfer};
 use postgres::{Client, NoTls};
 use support::*;
 
