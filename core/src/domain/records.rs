@@ -39,8 +39,8 @@ pub const RUN_TASK_STATUS: &str = "run.task_status";
 /// Run journal: the run's root was cancelled, and with it the run.
 pub const RUN_CANCELLED: &str = "run.cancelled";
 /// Audit: the protocol engine's record of one tools/call (written by the engine, read here
-/// only to anchor run handles).
-pub const STATELESS_CALL: &str = "mcp.stateless_call";
+/// only to anchor run handles and count calls). Defined once, by the ledger's verifier.
+pub const STATELESS_CALL: &str = crate::ledger::verify::CALL_KIND;
 /// Audit: a claim decision (granted or refused) and its signed receipt.
 pub const CLAIM_RECEIPT: &str = "task.claim_receipt";
 /// Mailbox: one signed message entry (stream `mailbox:<task_id>`).
