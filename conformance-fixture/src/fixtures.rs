@@ -379,6 +379,7 @@ pub fn catalog() -> Catalog {
         },
         capability_card: |c: &Config| json!({"fixture": "mcp-conformance", "tier": c.tier.as_str()}),
         tasks: None,
+        effects_in_descriptions: false,
     }
 }
 

@@ -91,6 +91,7 @@ pub fn catalog() -> Catalog {
         instructions: instructions::instructions,
         capability_card: card::capability_card,
         tasks: Some(task_view::hooks()),
+        effects_in_descriptions: true,
     }
 }
 

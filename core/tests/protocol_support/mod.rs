@@ -266,6 +266,7 @@ pub fn fixture_catalog() -> Catalog {
         instructions: |_| "Fixture server: call echo.".into(),
         capability_card: card,
         tasks: None,
+        effects_in_descriptions: false,
     }
 }
 

@@ -108,6 +108,7 @@ mod tests {
             instructions: |_| "Use the tools.".into(),
             capability_card: |c| json!({"tier": c.tier.as_str()}),
             tasks: None,
+            effects_in_descriptions: false,
         };
         Server::with_catalog(Config::new(b"k".to_vec()), catalog)
     }

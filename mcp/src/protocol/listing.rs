@@ -69,7 +69,12 @@ pub fn listing_bytes<F: Fold>(server: &Server<F>) -> usize {
 pub fn tool_value<F: Fold>(server: &Server<F>, tool: &ToolSpec<F>, revision: Revision) -> Value {
     let mut obj = Map::new();
     obj.insert("name".into(), Value::String(tool.name.into()));
-    obj.insert("description".into(), Value::String(tool.description.into()));
+    let description = if server.catalog.effects_in_descriptions {
+        format!("{} {}", tool.description, tool.effects.sentence())
+    } else {
+        tool.description.to_string()
+    };
+    obj.insert("description".into(), Value::String(description));
     obj.insert("inputSchema".into(), server.input_schema(tool));
     if revision.has_titles_and_structured_output() {
         obj.insert("title".into(), Value::String(tool.title.into()));
@@ -240,6 +245,26 @@ pub(crate) fn resource_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_catalogue_may_have_descriptions_end_with_the_sentence_of_the_effects() {
+        let mut tool = crate::protocol::unit_fold::plain_tool("t");
+        tool.description = "Does a thing.";
+        tool.effects.writes_files = true;
+        tool.effects.network = true;
+        let mut server = crate::protocol::unit_fold::server_of(vec![tool]);
+        let described = |s: &crate::protocol::unit_fold::Server| {
+            list_tools(s, Revision::LATEST_HANDSHAKE, None).unwrap()["tools"][0]["description"]
+                .clone()
+        };
+        assert_eq!(described(&server), "Does a thing.");
+        server.catalog.effects_in_descriptions = true;
+        assert_eq!(
+            described(&server),
+            "Does a thing. Effects: no file reads, writes files, no processes, makes network \
+             requests."
+        );
+    }
 
     #[test]
     fn cursors_are_refused_clearly() {

@@ -20,6 +20,22 @@ pub struct Effects {
     pub network: bool,
 }
 
+impl Effects {
+    /// The sentence `tools/list` ends every tool's description with: its host effects in the
+    /// fewest words that name all four (e.g. "Effects: reads files, no file writes, no
+    /// processes, no network.").
+    pub fn sentence(&self) -> String {
+        let say = |b: bool, yes: &'static str, no: &'static str| if b { yes } else { no };
+        format!(
+            "Effects: {}, {}, {}, {}.",
+            say(self.reads_files, "reads files", "no file reads"),
+            say(self.writes_files, "writes files", "no file writes"),
+            say(self.spawns_processes, "spawns processes", "no processes"),
+            say(self.network, "makes network requests", "no network")
+        )
+    }
+}
+
 /// `execution.taskSupport` of a tool (revision 2025-11-25).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TaskSupport {
@@ -175,8 +191,10 @@ impl ToolOutput {
 pub struct ToolSpec<F> {
     pub name: &'static str,
     pub title: &'static str,
-    /// Must state whether the call reads files, writes files, spawns processes or makes
-    /// network requests (checked by a test against `effects`).
+    /// What the call does. In a catalogue with [`Catalog::effects_in_descriptions`],
+    /// `tools/list` appends the sentence of its [`Effects`] (whether it reads files, writes
+    /// files, spawns processes or makes network requests), so the description never states
+    /// them itself.
     pub description: &'static str,
     pub tier: Tier,
     /// JSON Schema of the arguments, generated from the Rust type that parses them.
@@ -291,6 +309,9 @@ pub struct Catalog<F> {
     /// MCP tasks and progress ticks; `None`: no tool creates a task, so every task id is
     /// unknown, `tasks/list` is empty and no call ticks.
     pub tasks: Option<TaskHooks<F>>,
+    /// Whether `tools/list` ends each tool's description with the sentence of its [`Effects`]
+    /// ([`Effects::sentence`]); a catalogue that does not states them in its own words.
+    pub effects_in_descriptions: bool,
 }
 
 /// The status of an MCP task (revision 2025-11-25 `TaskStatus`, the tasks extension's too).

@@ -20,6 +20,7 @@ pub fn tools_only(tools: Vec<ToolSpec>) -> Catalog {
         instructions: |_| String::new(),
         capability_card: |_| serde_json::Value::Null,
         tasks: None,
+        effects_in_descriptions: false,
     }
 }
 

@@ -34,8 +34,7 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Approve a pending_approval task: it moves to done, the note its \
-summary. Plans: `bernstein plan approve`. Effects: reads files, writes files, no processes, no \
-network.";
+summary. Plans: `bernstein plan approve`.";
 
 /// Arguments of `bernstein_approve`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

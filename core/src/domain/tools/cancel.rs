@@ -33,7 +33,7 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Cancel a task and its subtask tree (a run's root: the run); a finished \
-task is reported as is. Effects: reads files, writes files, no processes, no network.";
+task is reported as is.";
 
 /// Arguments of `bernstein_cancel`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

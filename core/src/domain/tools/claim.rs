@@ -42,8 +42,7 @@ const EFFECTS: Effects = Effects {
 
 const DESCRIPTION: &str = "Claim the next open task matching the filters whose depends_on are \
 done, for lease_seconds. Answers a signed receipt {taskId, granted, ...} (taskId \"\" when none); \
-`bernstein backlog verify-claim` checks it. Effects: reads files, writes files, no processes, no \
-network.";
+`bernstein backlog verify-claim` checks it.";
 
 /// Arguments of `bernstein_claim`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

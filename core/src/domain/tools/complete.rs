@@ -40,7 +40,7 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Finish an open, claimed or in_progress task: done, or pending_approval \
-if it needs approval. Effects: reads files, writes files, no processes, no network.";
+if it needs approval.";
 
 /// Arguments of `bernstein_complete`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -43,7 +43,7 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "The index of templates/skills/, or one skill's files as text (never \
-run). Effects: reads files, no file writes, no processes, no network.";
+run).";
 
 /// Arguments of `load_skill`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -38,13 +38,13 @@
 //! Only the three polled tools (`bernstein_run`, `bernstein_run_status`, `bernstein_status`)
 //! advertise an `outputSchema` and return `structuredContent`; the others answer the same
 //! JSON in their text block, which keeps `tools/list` within its byte budget
-//! (`protocol::listing`). Descriptions say what the call does and end with its effects.
+//! (`protocol::listing`). Descriptions say what the call does; the listing ends each with the
+//! sentence of the tool's effects (`Effects::sentence`), so the two cannot disagree.
 //!
 //! Handlers are pure: they read the snapshot in their [`ToolContext`] and return a payload
 //! plus the drafts to append, or a structured refusal with no drafts. Arguments were validated
 //! against the advertised schema already; a deserialization failure still becomes the refusal
-//! `invalid_arguments`, never a panic. Tiers come from [`super::tiers`]; every description
-//! ends with the host-effects sentence built by [`effects_sentence`].
+//! `invalid_arguments`, never a panic. Tiers come from [`super::tiers`].
 
 pub mod approve;
 pub mod cancel;
@@ -66,7 +66,7 @@ use serde_json::Value;
 
 use crate::config::Tier;
 use crate::domain::bound::ToolSpec;
-use crate::protocol::registry::{Effects, ToolError};
+use crate::protocol::registry::ToolError;
 
 use super::ids::{IdError, quote_for_message};
 use super::tiers;
@@ -211,21 +211,6 @@ pub(crate) fn internal(tool: &str, detail: &str) -> ToolError {
     )
 }
 
-/// The sentence every tool description ends with, stating its host effects in the fewest
-/// words that name all four (e.g. "Effects: reads files, no file writes, no processes, no
-/// network."). Descriptions are static strings; a test checks each one ends with the sentence
-/// for its [`Effects`].
-pub fn effects_sentence(e: &Effects) -> String {
-    let say = |b: bool, yes: &'static str, no: &'static str| if b { yes } else { no };
-    format!(
-        "Effects: {}, {}, {}, {}.",
-        say(e.reads_files, "reads files", "no file reads"),
-        say(e.writes_files, "writes files", "no file writes"),
-        say(e.spawns_processes, "spawns processes", "no processes"),
-        say(e.network, "makes network requests", "no network")
-    )
-}
-
 #[cfg(test)]
 mod redaction_tests;
 
@@ -233,16 +218,13 @@ mod redaction_tests;
 mod tests {
     use super::*;
 
+    /// The listing states a tool's effects from its `Effects`; a description that stated them
+    /// too could disagree.
     #[test]
-    fn descriptions_state_their_effects() {
+    fn descriptions_leave_their_effects_to_the_listing() {
         for t in registered() {
-            let sentence = effects_sentence(&t.effects);
-            assert!(
-                t.description.ends_with(&sentence),
-                "{}: description must end with {sentence:?}",
-                t.name
-            );
-            assert_eq!(t.description.matches("Effects:").count(), 1, "{}", t.name);
+            assert!(!t.description.contains("Effects:"), "{}", t.name);
+            assert!(t.description.ends_with('.'), "{}", t.name);
         }
     }
 

@@ -50,7 +50,7 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Add a version of a task artifact key (report, table or link; 64 KiB; \
-secrets redacted; hash-chained). Effects: reads files, writes files, no processes, no network.";
+secrets redacted; hash-chained).";
 
 /// Arguments of `bernstein_post_artifact`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

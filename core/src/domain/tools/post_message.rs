@@ -53,8 +53,7 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Post to a task's signed mailbox (secrets redacted). From the claimer it \
-renews the lease; status moves the task. Effects: reads files, writes files, no processes, no \
-network.";
+renews the lease; status moves the task.";
 
 /// Arguments of `bernstein_post_message`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

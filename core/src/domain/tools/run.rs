@@ -46,8 +46,7 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Start a run for a goal; returns at once with task_id (the run id) and \
-poll_after_ms. Runs take minutes to hours: poll bernstein_run_status, never call again to wait. \
-Effects: reads files, writes files, no processes, no network.";
+poll_after_ms. Runs take minutes to hours: poll bernstein_run_status, never call again to wait.";
 
 /// Arguments of `bernstein_run`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -27,7 +27,7 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Poll a run's signed handle tens of seconds apart; stop at completed, \
-failed or cancelled. Effects: reads files, no file writes, no processes, no network.";
+failed or cancelled.";
 
 /// Arguments of `bernstein_run_status`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -52,7 +52,7 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Scenarios (task sets): list, run (one new run; poll \
-bernstein_run_status) or status. Effects: reads files, writes files, no processes, no network.";
+bernstein_run_status) or status.";
 
 /// What `bernstein_scenario` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -43,8 +43,7 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Stop a project's whole orchestrator (all runs, workers) via \
-.sdd/runtime/signals/SHUTDOWN; for one run use bernstein_cancel. Effects: reads files, writes \
-files, no processes, no network.";
+.sdd/runtime/signals/SHUTDOWN; for one run use bernstein_cancel.";
 
 /// Arguments of `bernstein_shutdown_orchestrator`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

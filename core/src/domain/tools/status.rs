@@ -28,7 +28,7 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Task counts by status, cost by role; status or detail=true lists tasks \
-(newest 200). Effects: reads files, no file writes, no processes, no network.";
+(newest 200).";
 
 /// Arguments of `bernstein_status`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]

@@ -32,8 +32,7 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Cut a task's signed context capsule, or check one (verify). Effects: \
-reads files, writes files, no processes, no network.";
+const DESCRIPTION: &str = "Cut a task's signed context capsule, or check one (verify).";
 
 /// Arguments of `bernstein_task_capsule`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -36,7 +36,7 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Check an artifact key's version chain; check_file also hashes the file \
-at that path. Effects: reads files, no file writes, no processes, no network.";
+at that path.";
 
 /// Arguments of `bernstein_verify_lineage`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -66,6 +66,7 @@ fn catalog(with_completers: bool) -> Catalog {
         instructions: |_| String::new(),
         capability_card: |_| Value::Null,
         tasks: None,
+        effects_in_descriptions: false,
     }
 }
 
