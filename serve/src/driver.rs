@@ -8,7 +8,6 @@
 //! waits can be put aside ([`Step::Asleep`]) and resumed on another thread; [`serve_message`]
 //! and [`commit_job`] nap on the caller's thread instead.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -17,6 +16,7 @@ use std::time::{Duration, Instant};
 use bernstein_core::Projection;
 use bernstein_core::domain::Snapshot;
 use bernstein_core::domain::bound::Server;
+use bernstein_core::engine::WaitSlots;
 use bernstein_core::engine::turns::{Grant, Ticket, Turns};
 use bernstein_core::engine::{Finished, Input, Job, Message, Moment, Output, Request};
 use bernstein_core::ledger::{Store, StoreError};
@@ -414,19 +414,15 @@ fn seed() -> u64 {
     u64::from_le_bytes(bytes)
 }
 
-/// What a server's requests share: the turn ([`Turns`]) behind a lock, with a condition its
-/// queued writers wait on, and the wait slots.
+/// What a server's requests share, as the engine decides it: the turn ([`Turns`]) behind a
+/// lock, with a condition its queued writers wait on, and the wait slots ([`WaitSlots`]).
 #[derive(Debug)]
 pub struct Admission {
     turns: Mutex<Turns>,
     handed: Condvar,
     /// [`Turns::contended`] as last seen, so uncontended requests skip the lock.
     contended: AtomicUsize,
-    waiting: AtomicUsize,
-    max_waiting: AtomicUsize,
-    /// Waits by peer address, and the most one address may hold.
-    by_peer: Mutex<BTreeMap<IpAddr, usize>>,
-    max_per_peer: AtomicUsize,
+    waits: Mutex<WaitSlots>,
 }
 
 impl Admission {
@@ -436,10 +432,7 @@ impl Admission {
             turns: Mutex::new(Turns::new()),
             handed: Condvar::new(),
             contended: AtomicUsize::new(0),
-            waiting: AtomicUsize::new(0),
-            max_waiting: AtomicUsize::new(usize::MAX),
-            by_peer: Mutex::new(BTreeMap::new()),
-            max_per_peer: AtomicUsize::new(usize::MAX),
+            waits: Mutex::new(WaitSlots::new()),
         }
     }
 
@@ -447,44 +440,12 @@ impl Admission {
     /// address (each at least one); beyond that a wait is refused (the engine answers with a
     /// clear, retryable error).
     pub fn limit_waits(&self, max: usize, per_peer: usize) {
-        self.max_waiting.store(max.max(1), Ordering::Release);
-        self.max_per_peer.store(per_peer.max(1), Ordering::Release);
+        self.waits().limit(max, per_peer);
     }
 
-    fn claim_wait(&self, peer: Option<IpAddr>) -> bool {
-        let max = self.max_waiting.load(Ordering::Acquire);
-        let claimed = self
-            .waiting
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .is_ok();
-        let Some(peer) = peer.filter(|_| claimed) else {
-            return claimed;
-        };
-        let per_peer = self.max_per_peer.load(Ordering::Acquire);
-        let mut by_peer = self.by_peer.lock().unwrap_or_else(PoisonError::into_inner);
-        let held = by_peer.entry(peer).or_default();
-        if *held < per_peer {
-            *held += 1;
-            return true;
-        }
-        drop(by_peer);
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
-        false
-    }
-
-    fn release_wait(&self, peer: Option<IpAddr>) {
-        if let Some(peer) = peer {
-            let mut by_peer = self.by_peer.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(held) = by_peer.get_mut(&peer) {
-                *held -= 1;
-                if *held == 0 {
-                    by_peer.remove(&peer);
-                }
-            }
-        }
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
+    fn waits(&self) -> std::sync::MutexGuard<'_, WaitSlots> {
+        // Every update is one call on the table, which leaves it whole: keep serving.
+        self.waits.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -566,13 +527,13 @@ impl AdmissionHold {
     }
 
     fn claim_wait(&mut self) -> bool {
-        self.slot = self.admission.claim_wait(self.peer);
+        self.slot = self.admission.waits().claim(self.peer);
         self.slot
     }
 
     fn release_wait(&mut self) {
         if std::mem::take(&mut self.slot) {
-            self.admission.release_wait(self.peer);
+            self.admission.waits().release(self.peer);
         }
     }
 }

@@ -8,20 +8,27 @@
 //! it (a [`Job`]; for a message, [`Server::handle_round`]), the host-request rounds, compare-and-append with re-runs from
 //! a fresh snapshot on conflict (at most [`MAX_ATTEMPTS`] runs), the fairness turn taken once
 //! a request has lost a race ([`turns`]), the wait of a pending answer for the ledger head to
-//! move (its wait slot, deadline, backoff, stop), and the settle/cancel round that ends a wait. Time and
-//! randomness only arrive as arguments ([`Moment`], the request's seed); the engine never
-//! blocks and performs no IO.
+//! move (its wait slot, deadline, backoff, stop), and the settle/cancel round that ends a wait.
+//! What a server's requests share is decided here too, as plain values the runtime keeps
+//! behind its lock: the turn ([`turns`]), the wait slots and their caps ([`wait_slots`]) and
+//! the requests a `notifications/cancelled` reaches ([`cancels`]). Time and randomness only
+//! arrive as arguments ([`Moment`], the request's seed); the engine never blocks and performs
+//! no IO.
 //!
 //! [`Server::handle_round`]: crate::protocol::Server::handle_round
 
+pub mod cancels;
 pub mod job;
 mod request;
 pub mod turns;
+pub mod wait_slots;
 
 use core::time::Duration;
 
+pub use cancels::Cancels;
 pub use job::{Job, Message, OwnedMessage, Round};
 pub use request::{Finished, Input, Output, Request};
+pub use wait_slots::WaitSlots;
 
 use crate::time::Timestamp;
 
