@@ -58,22 +58,18 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
                 if let Line::Message(bytes) = &line {
                     cs.cancel_named(bytes);
                 }
-                Some(
-                    c.serve_line_now(&srv, &be.env(), line)
-                        .map_err(|d| (d, c.facts.clone())),
-                )
+                Some(c.serve_line_now(&srv, &be.env(), line))
             })
             .await;
             match out {
                 None => break,
                 Some(Ok(lines)) => write_lines(&output, &lines).await?,
-                Some(Err((deferred, facts))) => {
+                Some(Err(mut deferred)) => {
                     // The ticks already due go out before the wait starts.
-                    write_lines(&output, &deferred.lines).await?;
-                    let bytes = deferred.bytes;
+                    write_lines(&output, &std::mem::take(&mut deferred.lines)).await?;
                     let (srv, be, eof, output) =
                         (server.clone(), backend.clone(), eof.clone(), output.clone());
-                    let entry = cancels.enter_message(&bytes);
+                    let entry = cancels.enter_message(&deferred.bytes);
                     waiting.push(smol::spawn(async move {
                         let out = output.clone();
                         let lines = smol::unblock(move || {
@@ -86,8 +82,7 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
                                 }
                             };
                             let stop = || deferred_stop(entry.as_ref(), &eof);
-                            let lines =
-                                serve_deferred(&srv, &be.env(), &bytes, &facts, &stop, &notify);
+                            let lines = serve_deferred(&srv, &be.env(), deferred, &stop, &notify);
                             drop(entry);
                             lines
                         })

@@ -11,26 +11,25 @@
 //! (`{cancelled: true, partial}`).
 
 use std::io::{self, Read, Write};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-use bernstein_core::protocol::TransportFacts;
 
 use bernstein_core::domain::bound::Server;
 use bernstein_core::transport::Line;
 use bernstein_serve::driver::Env;
 use bernstein_serve::inflight::Inflight;
-use bernstein_serve::stdio::{StdioConnection, deferred_stop, serve_deferred};
+use bernstein_serve::stdio::{Deferred, StdioConnection, deferred_stop, serve_deferred};
 
 /// Serves stdin/stdout until end of input.
-pub fn serve_stdio(server: &Server, env: &Env<'_>) -> io::Result<()> {
+pub fn serve_stdio(server: &Arc<Server>, env: &Env<'_>) -> io::Result<()> {
     let eof = AtomicBool::new(false);
     let stdout = io::stdout();
     // Deferred requests by id, for the `notifications/cancelled` that names one.
     let waiting = Inflight::default();
     std::thread::scope(|scope| {
-        let deferred = |bytes: Vec<u8>, facts: TransportFacts| {
+        let deferred = |d: Deferred| {
             let (eof, stdout) = (&eof, &stdout);
-            let entry = waiting.enter_message(&bytes);
+            let entry = waiting.enter_message(&d.bytes);
             scope.spawn(move || {
                 let stop = || deferred_stop(entry.as_ref(), eof);
                 let notify = |n: &[u8]| {
@@ -40,7 +39,7 @@ pub fn serve_stdio(server: &Server, env: &Env<'_>) -> io::Result<()> {
                         );
                     }
                 };
-                let out = serve_deferred(server, env, &bytes, &facts, &stop, &notify);
+                let out = serve_deferred(server, env, d, &stop, &notify);
                 drop(entry);
                 if let Err(e) = write_lines(stdout, &out) {
                     bernstein_store_file::log_line!(
@@ -58,10 +57,10 @@ pub fn serve_stdio(server: &Server, env: &Env<'_>) -> io::Result<()> {
 }
 
 fn read_loop(
-    server: &Server,
+    server: &Arc<Server>,
     env: &Env<'_>,
     stdout: &io::Stdout,
-    deferred: impl Fn(Vec<u8>, TransportFacts),
+    deferred: impl Fn(Deferred),
     cancel: impl Fn(&[u8]),
 ) -> io::Result<()> {
     let mut conn = StdioConnection::open(server, env);
@@ -84,9 +83,9 @@ fn read_loop(
             }
             match conn.serve_line_now(server, env, line) {
                 Ok(out) => write_lines(stdout, &out)?,
-                Err(d) => {
-                    write_lines(stdout, &d.lines)?;
-                    deferred(d.bytes, conn.facts.clone());
+                Err(mut d) => {
+                    write_lines(stdout, &std::mem::take(&mut d.lines))?;
+                    deferred(d);
                 }
             }
         }

@@ -158,20 +158,7 @@ fn drive<J: Job<Fold = Projection>>(
     stop: &dyn Fn() -> Option<Stop>,
     notify: &dyn Fn(&[u8]),
 ) -> Result<Finished, StoreError> {
-    let mut drive = Drive::new(env, job, wait);
-    loop {
-        match drive.run(env, stop, notify) {
-            Step::Done(finished) => return finished,
-            Step::Asleep => {
-                if let Some((pending, until)) = &drive.asleep {
-                    let nap = until.saturating_duration_since(Instant::now());
-                    if !env.store.wait_for_change(&pending.after, nap) {
-                        std::thread::sleep(nap);
-                    }
-                }
-            }
-        }
-    }
+    Drive::new(env, job, wait).finish(env, stop, notify)
 }
 
 /// What [`Drive::run`] stopped at.
@@ -247,6 +234,27 @@ impl<J: Job<Fold = Projection>> Drive<J> {
         Moment {
             mono: self.origin.elapsed(),
             wall: env.clock.now(),
+        }
+    }
+
+    /// Runs the request to its answer on this thread, napping here whenever it waits (until
+    /// the head moves or the nap ends). A request put aside at [`Step::Asleep`] resumes here.
+    pub fn finish(
+        &mut self,
+        env: &Env<'_>,
+        stop: &dyn Fn() -> Option<Stop>,
+        notify: &dyn Fn(&[u8]),
+    ) -> Result<Finished, StoreError> {
+        loop {
+            if let Some((pending, until)) = &self.asleep {
+                let nap = until.saturating_duration_since(Instant::now());
+                if !env.store.wait_for_change(&pending.after, nap) {
+                    std::thread::sleep(nap);
+                }
+            }
+            if let Step::Done(finished) = self.run(env, stop, notify) {
+                return finished;
+            }
         }
     }
 

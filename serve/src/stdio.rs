@@ -1,20 +1,22 @@
 //! What both runtimes' stdio loops share: the per-connection state of a stdio peer (the line
 //! framer and the revision `initialize` negotiated, a transport fact like the HTTP
-//! `MCP-Protocol-Version` header), serving a line now or deferring a message whose answer must
-//! wait for the ledger (`tasks/result` of a running task, a long poll), serving a deferred
-//! message on a thread of its own, and when such a wait stops (a `notifications/cancelled`
-//! naming it, end of input).
+//! `MCP-Protocol-Version` header), serving a line until it is answered or waits for the ledger
+//! (`tasks/result` of a running task, a long poll), finishing such a wait on a thread of its
+//! own (the same request, resumed: it is never served again), and when such a wait stops (a
+//! `notifications/cancelled` naming it, end of input).
 
+use std::cell::RefCell;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bernstein_core::protocol::TransportFacts;
-
+use bernstein_core::Projection;
 use bernstein_core::domain::bound::Server;
+use bernstein_core::engine::OwnedMessage;
+use bernstein_core::ledger::StoreError;
+use bernstein_core::protocol::TransportFacts;
 use bernstein_core::transport::{Line, LineFramer};
 
-use crate::driver::{
-    DEFAULT_WAIT, Env, Stop, serve_message, serve_message_streaming, serve_message_with,
-};
+use crate::driver::{DEFAULT_WAIT, Drive, Env, Served, Step, Stop, serve_message};
 use crate::inflight::Entry;
 
 /// Most answers a stdio connection lets wait at once, each on a thread (or task) of its own;
@@ -22,12 +24,14 @@ use crate::inflight::Entry;
 /// make the server start threads without bound.
 pub const MAX_WAITS: usize = 64;
 
-/// A message whose answer waits: the lines to write now (progress ticks already due), and the
-/// message to serve with [`serve_deferred`].
+/// A message whose answer waits: the lines to write now (progress ticks already due), the
+/// message, and its request, put aside at its first wait, to finish with [`serve_deferred`].
 #[derive(Debug)]
 pub struct Deferred {
     pub lines: Vec<Vec<u8>>,
     pub bytes: Vec<u8>,
+    /// Boxed: a request's state is large, and most lines are answered at once.
+    request: Box<Drive<OwnedMessage<Projection>>>,
 }
 
 /// Per-connection state of a stdio peer: the framer and the negotiated revision.
@@ -70,11 +74,12 @@ impl StdioConnection {
         self.lines(server, &bytes, served)
     }
 
-    /// Like [`StdioConnection::serve_line`], but never waits: a message whose answer is still
-    /// pending comes back as [`Deferred`], to be served with [`serve_deferred`].
+    /// Like [`StdioConnection::serve_line`], but never waits: a message whose answer waits
+    /// for the ledger comes back as [`Deferred`] at its first wait, to be finished with
+    /// [`serve_deferred`].
     pub fn serve_line_now(
         &mut self,
-        server: &Server,
+        server: &Arc<Server>,
         env: &Env<'_>,
         line: Line,
     ) -> Result<Vec<Vec<u8>>, Deferred> {
@@ -82,15 +87,28 @@ impl StdioConnection {
             Line::Message(b) if !b.iter().all(u8::is_ascii_whitespace) => b,
             other => return Ok(self.serve_line(server, env, other)),
         };
-        let served = serve_message_with(server, env, &bytes, &self.facts, &DEFAULT_WAIT, &|| {
-            Some(Stop::Defer)
-        });
-        match served {
-            Ok(s) if s.pending => Err(Deferred {
-                lines: s.notifications,
+        let job = OwnedMessage {
+            server: server.clone(),
+            bytes: bytes.clone(),
+            facts: self.facts.clone(),
+        };
+        let mut request = Drive::new(env, job, &DEFAULT_WAIT);
+        let notes = RefCell::new(Vec::new());
+        let step = request.run(env, &|| None, &|n| notes.borrow_mut().push(n.to_vec()));
+        let lines = notes.into_inner();
+        match step {
+            Step::Asleep => Err(Deferred {
+                lines,
                 bytes,
+                request: Box::new(request),
             }),
-            other => Ok(self.lines(server, &bytes, other)),
+            Step::Done(finished) => {
+                let served = finished.map(|f| Served {
+                    notifications: lines,
+                    ..f.served
+                });
+                Ok(self.lines(server, &bytes, served))
+            }
         }
     }
 
@@ -98,7 +116,7 @@ impl StdioConnection {
         &mut self,
         server: &Server,
         bytes: &[u8],
-        served: Result<crate::driver::Served, bernstein_core::ledger::StoreError>,
+        served: Result<Served, StoreError>,
     ) -> Vec<Vec<u8>> {
         match served {
             Ok(served) => {
@@ -117,21 +135,20 @@ impl StdioConnection {
     }
 }
 
-/// Serves a message whose answer waits for the ledger, until it is final or `stop` says so;
+/// Finishes a request whose answer waits for the ledger, until it is final or `stop` says so;
 /// `notify` gets each notification as it happens, the answer is returned.
 pub fn serve_deferred(
     server: &Server,
     env: &Env<'_>,
-    bytes: &[u8],
-    facts: &TransportFacts,
+    mut deferred: Deferred,
     stop: &dyn Fn() -> Option<Stop>,
     notify: &dyn Fn(&[u8]),
 ) -> Vec<Vec<u8>> {
-    match serve_message_streaming(server, env, bytes, facts, &DEFAULT_WAIT, stop, notify) {
-        Ok(served) => served.response.into_iter().collect(),
+    match deferred.request.finish(env, stop, notify) {
+        Ok(finished) => finished.served.response.into_iter().collect(),
         Err(e) => {
             bernstein_store_file::log_line!("bernstein: ledger error: {e}");
-            vec![server.storage_failure_reply(bytes, &e.to_string())]
+            vec![server.storage_failure_reply(&deferred.bytes, &e.to_string())]
         }
     }
 }
