@@ -313,7 +313,6 @@ fn a_call_commits_settles_then_answers_with_the_measured_latency() {
     let r = reply(&done);
     assert_eq!(r["result"]["structuredContent"]["_meter"]["latency_ms"], 7);
     assert_eq!(done.tally.calls.len(), 1);
-    assert!(!done.deferred && !done.served.pending);
     assert!(sim.ledger.position.seq > 0);
 }
 
@@ -469,7 +468,7 @@ fn the_policy_caps_a_longer_wait_the_request_asked_for() {
 }
 
 #[test]
-fn a_cancelled_wait_answers_partial_and_a_deferred_one_hands_the_state_back() {
+fn a_cancelled_wait_answers_partial_and_a_settled_one_answers_as_things_stand() {
     let (mut sim, run) = with_run();
     let poll = long_poll(&run, 60_000);
     // The peer goes away after the second look.
@@ -486,17 +485,9 @@ fn a_cancelled_wait_answers_partial_and_a_deferred_one_hands_the_state_back() {
 
     sim.trace.clear();
     let done = sim
-        .serve(&poll, DEFAULT_WAIT, &mut |_| Some(Stop::Defer))
-        .unwrap();
-    assert!(done.deferred && done.served.pending);
-    assert_eq!(sim.count("wait"), 0);
-    assert_eq!(sim.count("read"), 1, "deferring runs no extra round");
-
-    sim.trace.clear();
-    let done = sim
         .serve(&poll, DEFAULT_WAIT, &mut |_| Some(Stop::Settle))
         .unwrap();
-    assert!(!done.deferred && !done.served.pending);
+    assert_eq!(sim.count("wait"), 0, "settled at the first question");
     assert!(reply(&done)["result"].get("cancelled").is_none());
 }
 
@@ -515,7 +506,6 @@ fn without_a_free_wait_slot_a_pending_answer_is_refused_at_once() {
     assert_eq!(sim.count("wait"), 0);
     assert_eq!(sim.count("read"), 2, "live, then settled at once");
     assert_eq!(done.took, sim.fsync * 2, "no time spent waiting");
-    assert!(!done.deferred);
 }
 
 #[test]

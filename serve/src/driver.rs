@@ -405,10 +405,7 @@ impl<J: Job<Fold = Projection>> Drive<J> {
     fn done(&mut self, env: &Env<'_>, finished: Result<Finished, StoreError>) -> Step {
         self.waiting = None;
         self.serving = None;
-        // A deferred answer is counted when it is served again.
-        if let (Some(m), Ok(f)) = (env.metrics, &finished)
-            && !f.deferred
-        {
+        if let (Some(m), Ok(f)) = (env.metrics, &finished) {
             m.served(&f.tally, f.took);
         }
         Step::Done(finished)

@@ -70,9 +70,6 @@ pub enum Stop {
     /// The client cancelled the request (`notifications/cancelled`, a closed response
     /// stream): answer `{cancelled: true, partial}` (a long poll) instead.
     Cancel,
-    /// Don't wait at all and don't settle: hand the pending state back (`Served::pending`),
-    /// so the caller can serve the message again somewhere it may wait.
-    Defer,
 }
 
 /// What serving one message produced, ready to write.
@@ -87,7 +84,4 @@ pub struct Served {
     pub span_id: Option<String>,
     /// Set by `initialize`: the revision the connection speaks from now on.
     pub negotiated_version: Option<String>,
-    /// Whether the answer was still pending when the wait ended (it is then a retryable
-    /// "not ready" answer; a transport may serve the message again in the background instead).
-    pub pending: bool,
 }

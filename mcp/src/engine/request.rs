@@ -86,9 +86,6 @@ pub struct Finished {
     pub tally: Tally,
     /// From [`Request::start`] to the answer.
     pub took: Duration,
-    /// The wait was handed back ([`Stop::Defer`]): the message will be served again, and
-    /// counted then.
-    pub deferred: bool,
 }
 
 /// The input a request waits for.
@@ -309,7 +306,7 @@ impl<J: Job> Request<J> {
             (Some(pending), Phase::Live) => pending.max_wait_ms.map_or(self.wait.max_wait, |ms| {
                 self.wait.max_wait.min(Duration::from_millis(ms))
             }),
-            _ => return self.finish(now, false),
+            _ => return self.finish(now),
         };
         self.deadline = self.started + limit;
         self.pause = self.wait.min_backoff;
@@ -322,7 +319,6 @@ impl<J: Job> Request<J> {
 
     fn stop(&mut self, now: Moment, why: Option<Stop>) {
         match why {
-            Some(Stop::Defer) => return self.finish(now, true),
             Some(Stop::Settle) => self.phase = Phase::Settle,
             Some(Stop::Cancel) => self.phase = Phase::Cancelled,
             None if now.mono >= self.deadline => self.phase = Phase::Settle,
@@ -348,7 +344,7 @@ impl<J: Job> Request<J> {
         }
     }
 
-    fn finish(&mut self, now: Moment, deferred: bool) {
+    fn finish(&mut self, now: Moment) {
         self.release_slot();
         let Some(outcome) = self.outcome.take() else {
             return self.fail("the request engine finished without an outcome".into());
@@ -360,13 +356,11 @@ impl<J: Job> Request<J> {
             span_id: outcome.response.as_ref().map(|r| r.span_id.clone()),
             response: outcome.response.map(|r| r.render(latency_ms)),
             negotiated_version: outcome.negotiated_version,
-            pending: outcome.pending.is_some(),
         };
         self.out.push_back(Output::Done(Finished {
             served,
             tally: outcome.tally,
             took,
-            deferred,
         }));
     }
 

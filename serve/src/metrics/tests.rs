@@ -14,7 +14,7 @@ use bernstein_core::time::Timestamp;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::driver::{DEFAULT_WAIT, Env, Stop, serve_message, serve_message_with};
+use crate::driver::{Env, Stop, serve_message};
 use bernstein_core::time::FixedClock;
 type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_file::layout::Layout;
@@ -170,29 +170,27 @@ fn a_long_poll_is_a_wait_while_it_waits_and_one_call_when_answered() {
             ("bernstein_run_status", ERA, "ok".into(), 1),
         ]
     );
-    // Deferred, the pending answer is not counted: it is counted when served again.
-    let result = message(3, "tasks/result", json!({"taskId": id}));
-    let served = serve_message_with(
-        &server,
-        &env(&store, &metrics),
-        &result,
-        &facts(),
-        &DEFAULT_WAIT,
-        &|| Some(Stop::Defer),
-    )
-    .unwrap();
-    assert!(served.pending);
+    // Put aside on stdio at its first wait, the pending answer is not counted yet; resumed,
+    // it is counted once.
+    let server = std::sync::Arc::new(server);
+    let mut conn = crate::stdio::StdioConnection::new(&server);
+    let line =
+        bernstein_core::transport::Line::Message(message(3, "tasks/result", json!({"taskId": id})));
+    let Err(deferred) = conn.serve_line_now(&server, &env(&store, &metrics), line) else {
+        panic!("tasks/result of a running task waits");
+    };
     assert_eq!(metrics.counts().requests.get("tasks/result"), None);
-    serve_message_with(
+    assert_eq!(metrics.waits(), 1, "it holds its wait while put aside");
+    let answer = crate::stdio::serve_deferred(
         &server,
         &env(&store, &metrics),
-        &result,
-        &facts(),
-        &DEFAULT_WAIT,
+        deferred,
         &|| Some(Stop::Settle),
-    )
-    .unwrap();
+        &|_| {},
+    );
+    assert_eq!(answer.len(), 1);
     assert_eq!(metrics.counts().requests.get("tasks/result"), Some(&1));
+    assert_eq!((metrics.waits(), metrics.in_flight()), (0, 0));
 }
 
 #[test]
