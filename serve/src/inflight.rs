@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bernstein_core::engine::Cancels;
 use bernstein_core::engine::cancels::Entered;
+use bernstein_core::protocol::tasks::{cancelled_request, request_id};
 
 /// The registry of cancellable requests; clones share it.
 #[derive(Clone, Debug, Default)]
@@ -28,15 +29,17 @@ impl Inflight {
         self.entry(entered)
     }
 
-    /// Registers the request `body` carries, if it is one with an id.
+    /// Registers the request `body` carries, if it is one with an id (read outside the lock:
+    /// every HTTP message passes here).
     pub fn enter_message(&self, body: &[u8]) -> Option<Entry> {
-        let entered = self.lock().enter_message(body)?;
-        Some(self.entry(entered))
+        request_id(body).map(|id| self.enter(id))
     }
 
     /// If `body` is a `notifications/cancelled`, cancels the request it names.
     pub fn cancel_named(&self, body: &[u8]) {
-        self.lock().cancel_named(body);
+        if let Some(id) = cancelled_request(body) {
+            self.cancel(&id);
+        }
     }
 
     /// Cancels every request in flight with this id; an unknown id is a no-op.
@@ -95,5 +98,24 @@ mod tests {
         assert_eq!(r.len(), 1);
         drop(b);
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn messages_are_entered_and_cancelled_by_the_ids_they_carry() {
+        let r = Inflight::default();
+        let call = br#"{"jsonrpc":"2.0","id":"job-7","method":"tools/call","params":{}}"#;
+        let e = r.enter_message(call).expect("a request with an id");
+        assert!(
+            r.enter_message(br#"{"jsonrpc":"2.0","method":"ping"}"#)
+                .is_none()
+        );
+        r.cancel_named(
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#,
+        );
+        assert!(!e.cancelled(), "7 is not \"job-7\"");
+        r.cancel_named(call);
+        assert!(!e.cancelled(), "a request is no cancellation");
+        r.cancel_named(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"job-7"}}"#);
+        assert!(e.cancelled());
     }
 }

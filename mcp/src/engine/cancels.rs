@@ -3,14 +3,13 @@
 //! keeps no sessions, so the only name a cancellation carries is the request id: every request
 //! in flight with that id is cancelled; an id nobody uses cancels nothing.
 //!
-//! The runtime keeps one `Cancels` per server behind its lock: it enters a request when it
-//! starts serving it, gives the engine's [`super::Output::AskStop`] the answer
-//! [`Cancels::is_cancelled`] gives, and leaves when the request ends. Entries live exactly as
-//! long as their request; nothing here outlives one.
+//! The runtime keeps one `Cancels` per server behind its lock: it enters a request (by the id
+//! `protocol::tasks::request_id` reads) when it starts serving it, cancels the id a
+//! `notifications/cancelled` names (`protocol::tasks::cancelled_request`), gives the engine's
+//! [`super::Output::AskStop`] the answer [`Cancels::is_cancelled`] gives, and leaves when the
+//! request ends. Entries live exactly as long as their request; nothing here outlives one.
 
 use std::collections::{BTreeMap, BTreeSet};
-
-use crate::protocol::tasks::{cancelled_request, request_id};
 
 /// One entered request, handed out by [`Cancels::enter`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -41,16 +40,6 @@ impl Cancels {
         self.by_id.entry(id.clone()).or_default().insert(e);
         self.entries.insert(e, (id, false));
         e
-    }
-
-    /// Enters the request message `body` is, if it is one with an id.
-    pub fn enter_message(&mut self, body: &[u8]) -> Option<Entered> {
-        request_id(body).map(|id| self.enter(id))
-    }
-
-    /// If `body` is a `notifications/cancelled`, cancels the requests it names; how many.
-    pub fn cancel_named(&mut self, body: &[u8]) -> usize {
-        cancelled_request(body).map_or(0, |id| self.cancel(&id))
     }
 
     /// Cancels every request in flight with this id; how many.
@@ -119,23 +108,5 @@ mod tests {
         c.leave(x);
         assert!(c.is_empty());
         assert!(c.by_id.is_empty());
-    }
-
-    #[test]
-    fn messages_are_entered_and_cancelled_by_the_ids_they_carry() {
-        let mut c = Cancels::new();
-        let call = br#"{"jsonrpc":"2.0","id":"job-7","method":"tools/call","params":{}}"#;
-        let e = c.enter_message(call).expect("a request with an id");
-        assert_eq!(
-            c.enter_message(br#"{"jsonrpc":"2.0","method":"ping"}"#),
-            None
-        );
-        let other =
-            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#;
-        assert_eq!(c.cancel_named(other), 0, "7 is not \"job-7\"");
-        let named = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"job-7"}}"#;
-        assert_eq!(c.cancel_named(named), 1);
-        assert!(c.is_cancelled(e));
-        assert_eq!(c.cancel_named(call), 0, "a request is no cancellation");
     }
 }
