@@ -69,7 +69,7 @@ async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
                     write_lines(&output, &std::mem::take(&mut deferred.lines)).await?;
                     let (srv, be, eof, output) =
                         (server.clone(), backend.clone(), eof.clone(), output.clone());
-                    let entry = cancels.enter_message(&deferred.bytes);
+                    let entry = cancels.enter_message(deferred.bytes());
                     waiting.push(smol::spawn(async move {
                         let out = output.clone();
                         let lines = smol::unblock(move || {

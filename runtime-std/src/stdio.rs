@@ -29,7 +29,7 @@ pub fn serve_stdio(server: &Arc<Server>, env: &Env<'_>) -> io::Result<()> {
     std::thread::scope(|scope| {
         let deferred = |d: Deferred| {
             let (eof, stdout) = (&eof, &stdout);
-            let entry = waiting.enter_message(&d.bytes);
+            let entry = waiting.enter_message(d.bytes());
             scope.spawn(move || {
                 let stop = || deferred_stop(entry.as_ref(), eof);
                 let notify = |n: &[u8]| {

@@ -258,6 +258,11 @@ impl<J: Job<Fold = Projection>> Drive<J> {
         }
     }
 
+    /// What the request runs.
+    pub fn job(&self) -> &J {
+        self.request.job()
+    }
+
     /// When the nap of a waiting request ends.
     pub fn wakes_at(&self) -> Option<Instant> {
         self.asleep.as_ref().map(|(_, until)| *until)

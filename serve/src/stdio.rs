@@ -24,14 +24,20 @@ use crate::inflight::Entry;
 /// make the server start threads without bound.
 pub const MAX_WAITS: usize = 64;
 
-/// A message whose answer waits: the lines to write now (progress ticks already due), the
-/// message, and its request, put aside at its first wait, to finish with [`serve_deferred`].
+/// A message whose answer waits: the lines to write now (progress ticks already due) and its
+/// request, put aside at its first wait, to finish with [`serve_deferred`].
 #[derive(Debug)]
 pub struct Deferred {
     pub lines: Vec<Vec<u8>>,
-    pub bytes: Vec<u8>,
     /// Boxed: a request's state is large, and most lines are answered at once.
     request: Box<Drive<OwnedMessage<Projection>>>,
+}
+
+impl Deferred {
+    /// The message (its id names the request a `notifications/cancelled` may cancel).
+    pub fn bytes(&self) -> &[u8] {
+        &self.request.job().bytes
+    }
 }
 
 /// Per-connection state of a stdio peer: the framer and the negotiated revision.
@@ -89,7 +95,7 @@ impl StdioConnection {
         };
         let job = OwnedMessage {
             server: server.clone(),
-            bytes: bytes.clone(),
+            bytes,
             facts: self.facts.clone(),
         };
         let mut request = Drive::new(env, job, &DEFAULT_WAIT);
@@ -99,7 +105,6 @@ impl StdioConnection {
         match step {
             Step::Asleep => Err(Deferred {
                 lines,
-                bytes,
                 request: Box::new(request),
             }),
             Step::Done(finished) => {
@@ -107,7 +112,7 @@ impl StdioConnection {
                     notifications: lines,
                     ..f.served
                 });
-                Ok(self.lines(server, &bytes, served))
+                Ok(self.lines(server, &request.job().bytes, served))
             }
         }
     }
@@ -148,7 +153,7 @@ pub fn serve_deferred(
         Ok(finished) => finished.served.response.into_iter().collect(),
         Err(e) => {
             bernstein_store_file::log_line!("bernstein: ledger error: {e}");
-            vec![server.storage_failure_reply(&deferred.bytes, &e.to_string())]
+            vec![server.storage_failure_reply(deferred.bytes(), &e.to_string())]
         }
     }
 }

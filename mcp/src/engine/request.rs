@@ -129,6 +129,11 @@ pub struct Request<J> {
 }
 
 impl<J: Job> Request<J> {
+    /// What the request runs.
+    pub fn job(&self) -> &J {
+        &self.job
+    }
+
     /// A request running `job`, waiting under `wait` if its answer is pending; `seed` is the
     /// randomness its jittered pauses draw on.
     pub fn new(job: J, wait: WaitPolicy, seed: u64) -> Request<J> {

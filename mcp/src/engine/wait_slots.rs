@@ -71,11 +71,6 @@ impl WaitSlots {
         }
         self.held = self.held.saturating_sub(1);
     }
-
-    /// How many waits are held now.
-    pub fn held(&self) -> usize {
-        self.held
-    }
 }
 
 #[cfg(test)]
@@ -99,7 +94,7 @@ mod tests {
         assert!(!s.claim(None), "also for a peer without an address");
         s.release(ip(1));
         assert!(s.claim(ip(1)), "a slot given back can be taken again");
-        assert_eq!(s.held(), 3);
+        assert_eq!(s.held, 3);
         s.release(ip(2));
         s.release(ip(1));
         s.release(ip(1));
