@@ -8,6 +8,8 @@
 //! - [`snapshot`]: a ledger prefix's position, stream heads and [`Fold`] of its records.
 //! - [`compact`]: small strings and packed persistent collections for folds.
 //! - [`store`]: the interface a storage backend implements (the file store, PostgreSQL).
+//! - [`rebase`]: which transactions a store may seal again after a later head (a call that
+//!   wrote nothing), and the re-sealing.
 //! - [`verify`], [`upgrade`]: offline verification of a ledger's bytes, naming the first bad
 //!   record; tagging an older ledger's records.
 //! - [`histogram`]: fixed-bucket histograms (what a store's fsyncs cost, the runtimes' metrics).
@@ -23,6 +25,7 @@ pub mod compact;
 pub mod digest;
 pub mod histogram;
 pub mod line;
+pub mod rebase;
 pub mod record;
 pub mod snapshot;
 pub mod store;

@@ -1,0 +1,173 @@
+//! Which transactions a store may seal again after a later head instead of refusing them as
+//! stale, and the re-sealing itself.
+//!
+//! A transaction that is one `mcp.stateless_call` record alone is a call that wrote nothing (a
+//! read, or a refusal that recorded nothing else). Its body says what the call was and, with
+//! `run_id`, the run journal's head it answered from (`journal_head`); nothing in it depends on
+//! where the record stands. So after other writers moved the head, the same record can be
+//! placed after the new head and still say only true things, provided that run's journal has not
+//! moved meanwhile (then `journal_head` would no longer be the journal's head after this
+//! transaction, docs/RECORDS.md, and the call is served again instead). A store that shares one
+//! head among several processes (PostgreSQL) uses this to commit many such records in one round
+//! trip without refusing any (docs/POSTGRES.md). Every other transaction is compare-and-append.
+
+use serde_json::Value;
+
+use crate::digest::Digest;
+use crate::line::RecordKey;
+use crate::record::{Draft, LedgerPosition, Record, seal};
+use crate::store::Append;
+use crate::verify::CALL_KIND;
+use crate::{AUDIT_STREAM, run_stream};
+
+/// The draft of `append`'s record when `append` is one call audit record alone, sealed under
+/// `key` (so it may be sealed again after a later head); `None` for every other append. A
+/// store never seals again what was not sealed with its own key.
+pub fn lone_call_audit(append: &Append, key: &[u8]) -> Option<Draft> {
+    let [rec] = append.records.as_slice() else {
+        return None;
+    };
+    if rec.stream != AUDIT_STREAM || rec.kind != CALL_KIND || rec.txn != [1, 1] {
+        return None;
+    }
+    let line = rec.to_line();
+    Record::from_line(&line[..line.len() - 1], Some(&RecordKey::new(key))).ok()?;
+    Some(Draft::new(
+        rec.stream.clone(),
+        rec.kind.clone(),
+        rec.body.clone(),
+    ))
+}
+
+/// `append` placed after `at` instead of after its `expected`, when it is a lone call audit
+/// sealed under `key` that may move there ([`lone_call_audit`], [`reseal`]); `None` otherwise.
+pub fn moved(
+    append: &Append,
+    at: &LedgerPosition,
+    stream_head: impl Fn(&str) -> Digest,
+    key: &[u8],
+) -> Option<Append> {
+    let draft = lone_call_audit(append, key)?;
+    let rec = reseal(draft, at, stream_head, key)?;
+    Some(Append {
+        expected: *at,
+        records: vec![rec],
+    })
+}
+
+/// Seals `draft` (from [`lone_call_audit`]) as a transaction of its own after `at`, where
+/// `stream_head` answers each stream's head; `None` when the body's `journal_head` is no longer
+/// the head of its run's journal there (the call must be served again).
+pub fn reseal(
+    draft: Draft,
+    at: &LedgerPosition,
+    stream_head: impl Fn(&str) -> Digest,
+    key: &[u8],
+) -> Option<Record> {
+    let read = |field: &str| draft.body.get(field).and_then(Value::as_str);
+    match (read("run_id"), read("journal_head")) {
+        (Some(run), Some(head)) if stream_head(&run_stream(run)).to_string() != head => {
+            return None;
+        }
+        (Some(_), None) | (None, Some(_)) => return None,
+        _ => {}
+    }
+    seal(at, stream_head, vec![draft], key).pop()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const KEY: &[u8] = b"key";
+
+    fn append_of(drafts: Vec<Draft>) -> Append {
+        let at = LedgerPosition::GENESIS;
+        Append {
+            expected: at,
+            records: seal(&at, |_| Digest::ZERO, drafts, KEY),
+        }
+    }
+
+    fn call(body: Value) -> Draft {
+        Draft::new(AUDIT_STREAM, CALL_KIND, body)
+    }
+
+    #[test]
+    fn only_a_lone_call_audit_sealed_under_the_key_may_move() {
+        let key = KEY;
+        let lone = append_of(vec![call(json!({"tool": "bernstein_status"}))]);
+        assert_eq!(
+            lone_call_audit(&lone, key).map(|d| d.body),
+            Some(json!({"tool": "bernstein_status"}))
+        );
+        assert_eq!(lone_call_audit(&lone, b"other"), None);
+        let mut edited = lone.clone();
+        edited.records[0].body = json!({"tool": "bernstein_run"});
+        assert_eq!(lone_call_audit(&edited, key), None);
+        let with_write = append_of(vec![
+            Draft::new("backlog", "task.created", json!({"id": "T-1"})),
+            call(json!({"tool": "bernstein_run"})),
+        ]);
+        assert_eq!(lone_call_audit(&with_write, key), None);
+        let other_kind = append_of(vec![Draft::new(
+            AUDIT_STREAM,
+            "task.claim_receipt",
+            json!({}),
+        )]);
+        assert_eq!(lone_call_audit(&other_kind, key), None);
+        let other_stream = append_of(vec![Draft::new("backlog", CALL_KIND, json!({}))]);
+        assert_eq!(lone_call_audit(&other_stream, key), None);
+    }
+
+    #[test]
+    fn a_resealed_record_chains_after_the_new_head_with_the_same_body() {
+        let at = LedgerPosition {
+            seq: 41,
+            head: Digest::of(b"head"),
+        };
+        let audit_head = Digest::of(b"audit head");
+        let body = json!({"tool": "bernstein_status", "ok": true});
+        let rec = reseal(
+            call(body.clone()),
+            &at,
+            |s| {
+                if s == AUDIT_STREAM {
+                    audit_head
+                } else {
+                    Digest::ZERO
+                }
+            },
+            KEY,
+        )
+        .unwrap();
+        assert_eq!((rec.seq, rec.prev, rec.sprev), (42, at.head, audit_head));
+        assert_eq!((rec.txn, &rec.body), ([1, 1], &body));
+        let line = rec.to_line();
+        assert_eq!(
+            Record::parse_line(&line[..line.len() - 1], Some(KEY)),
+            Ok(rec)
+        );
+    }
+
+    #[test]
+    fn a_read_of_a_run_moves_only_while_its_journal_stands_still() {
+        let journal = Digest::of(b"journal");
+        let body = json!({"tool": "bernstein_run_status", "run_id": "T-1",
+                          "journal_head": journal.to_string()});
+        let heads = |moved: bool| {
+            move |s: &str| match s {
+                "run:T-1" if moved => Digest::of(b"later"),
+                "run:T-1" => journal,
+                _ => Digest::ZERO,
+            }
+        };
+        let at = LedgerPosition::GENESIS;
+        assert!(reseal(call(body.clone()), &at, heads(false), KEY).is_some());
+        assert!(reseal(call(body), &at, heads(true), KEY).is_none());
+        // Half a claim about a run is never moved.
+        let half = json!({"tool": "x", "run_id": "T-1"});
+        assert!(reseal(call(half), &at, heads(false), KEY).is_none());
+    }
+}
