@@ -23,6 +23,17 @@ pub struct Row {
     pub line: Vec<u8>,
 }
 
+impl Row {
+    /// A row of `SELECT seq, hash, line FROM bernstein_ledger …`.
+    pub fn of(r: &postgres::Row) -> Row {
+        Row {
+            seq: r.get(0),
+            hash: r.get(1),
+            line: r.get(2),
+        }
+    }
+}
+
 pub fn corrupt(seq: u64, reason: impl Into<String>) -> StoreError {
     StoreError::Corrupt {
         file: TABLE_NAME.to_string(),

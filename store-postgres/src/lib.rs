@@ -3,6 +3,7 @@
 //!
 //! - [`store`]: [`PgStore`], the core's `Store` over PostgreSQL (compare-and-append as one
 //!   transaction refused by constraints when stale; incremental per-instance folding).
+//! - [`group`]: group commit of the audit records of calls that wrote nothing.
 //! - [`fold`]: verifying and folding rows into a snapshot (the file store's rules).
 //! - [`checkpoint`]: projection checkpoints in the database.
 //! - [`listen`]: LISTEN/NOTIFY wake-ups for blocking waits.
@@ -16,6 +17,7 @@
 
 pub mod checkpoint;
 pub mod fold;
+pub mod group;
 pub mod listen;
 pub mod pool;
 pub mod schema;

@@ -12,6 +12,9 @@
 //! - projection checkpoints in `bernstein_checkpoint` let a new instance skip the folded prefix.
 //! - the commit sends `NOTIFY bernstein_ledger` in the same transaction, which [`Listener`]
 //!   turns into wake-ups for blocking waits.
+//! - the audit record of a call that wrote nothing is not compare-and-appended: it joins this
+//!   instance's group commit ([`crate::group`]), sealed again after whatever head the leader
+//!   reads, so reads never refuse each other across instances.
 //!
 //! It must never acknowledge an append before COMMIT returned, never merge, and never hand out
 //! a snapshot built from records it did not verify.
@@ -19,14 +22,17 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use bernstein_ledger::rebase::{lone_call_audit, reseal};
 use bernstein_ledger::verify::check_extends;
 use bernstein_ledger::{
-    Append, AppendResult, Fold, LedgerPosition, Record, Snapshot, Store, StoreError, StoreFacts,
+    Append, AppendResult, Draft, Fold, LedgerPosition, Record, Snapshot, Store, StoreError,
+    StoreFacts,
 };
 
 use bernstein_store_file::Checkpointed;
 
 use crate::fold::{self, Row, fold_rows};
+use crate::group::{Group, Outcome};
 use crate::listen::Listener;
 use crate::pool::{Lease, Pool, PoolOptions, describe, unavailable};
 use crate::{checkpoint, schema};
@@ -35,6 +41,8 @@ use crate::{checkpoint, schema};
 pub const CHANNEL: &str = "bernstein_ledger";
 /// Rows read per query while folding.
 const BATCH: i64 = 5000;
+/// How often a group commit may lose the head to other instances before its calls fail.
+const MAX_RACES: u32 = 100;
 
 /// Tunables of a [`PgStore`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +75,8 @@ pub struct PgStore<F: Checkpointed> {
     /// instead of racing each other into the database (where all but one would be refused
     /// after waiting for the winner's commit). Instances still race each other, safely.
     writer: Mutex<()>,
+    /// The queue of call audits waiting for one transaction (see [`crate::group`]).
+    group: Group,
     listener: Option<Listener>,
 }
 
@@ -131,6 +141,7 @@ impl<F: Checkpointed> PgStore<F> {
                 since_checkpoint: 0,
             }),
             writer: Mutex::new(()),
+            group: Group::default(),
             listener,
         };
         store.catch_up()?;
@@ -178,38 +189,163 @@ impl<F: Checkpointed> PgStore<F> {
     /// The database is read without holding the state lock, so concurrent callers overlap.
     fn catch_up(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
         let mut lease = self.pool.get()?;
+        let (snapshot, due) = self.fold_new(|from, limit| read_rows(&mut lease, from, limit))?;
+        if due {
+            self.write_checkpoint(lease.client(), &snapshot);
+        }
+        Ok(snapshot)
+    }
+
+    /// Reads with `read` (rows after a seq, at most a limit) and folds the rows after this
+    /// instance's head until a short read; the new snapshot, and whether a checkpoint fell due.
+    fn fold_new(
+        &self,
+        mut read: impl FnMut(u64, i64) -> Result<Vec<Row>, StoreError>,
+    ) -> Result<(Arc<Snapshot<F>>, bool), StoreError> {
         loop {
             let from = self.state().snapshot.position.seq;
-            let rows = read_rows(&mut lease, from, BATCH)?;
+            let rows = read(from, BATCH)?;
             let full = rows.len() as i64 == BATCH;
             let mut state = self.state();
             let folded = fold_rows(&mut state.snapshot, &rows, &self.key, !full)?;
             state.since_checkpoint += folded;
             if !full {
-                let snapshot = state.snapshot.clone();
                 // The cost of a checkpoint grows with the projection, so on a large ledger
                 // they are spaced out (every tenth of the ledger at most): constant cost per
                 // record, amortized.
                 let every = self
                     .options
                     .checkpoint_every
-                    .max(snapshot.position.seq / 10);
+                    .max(state.snapshot.position.seq / 10);
                 let due = self.options.checkpoint_every > 0 && state.since_checkpoint >= every;
                 if due {
                     state.since_checkpoint = 0;
                 }
-                drop(state);
-                if due {
-                    // An optimisation only: the records are durable without it.
-                    if let Err(e) = checkpoint::write(lease.client(), &self.key, &snapshot) {
-                        bernstein_store_file::log_line!(
-                            "bernstein: cannot write the PostgreSQL checkpoint: {e}"
-                        );
-                    }
-                }
-                return Ok(snapshot);
+                return Ok((state.snapshot.clone(), due));
             }
         }
+    }
+
+    /// Writes a checkpoint of `snapshot`: an optimisation only, so a failure is logged.
+    fn write_checkpoint(&self, client: &mut postgres::Client, snapshot: &Snapshot<F>) {
+        if let Err(e) = checkpoint::write(client, &self.key, snapshot) {
+            bernstein_store_file::log_line!(
+                "bernstein: cannot write the PostgreSQL checkpoint: {e}"
+            );
+        }
+    }
+
+    /// Folds records this instance just committed after `expected`, unless another thread
+    /// folded past it meanwhile (then they are folded from the table like any other).
+    fn fold_own(&self, expected: &LedgerPosition, records: &[Record]) {
+        let mut state = self.state();
+        if state.snapshot.position == *expected {
+            let snap = Arc::make_mut(&mut state.snapshot);
+            for rec in records {
+                snap.apply(rec)
+                    .expect("check_extends accepted these records, so they extend the snapshot");
+            }
+            state.since_checkpoint += records.len() as u64;
+        }
+    }
+
+    /// Commits a call's lone audit record through the group commit: durable on `Committed`,
+    /// at the position it was sealed at (after the head the leader read).
+    fn commit_call_audit(&self, draft: Draft) -> Result<AppendResult, StoreError> {
+        match self.group.submit(draft, |batch| self.commit_batch(batch)) {
+            Outcome::Committed(at) => Ok(AppendResult::Committed(at)),
+            Outcome::Stale(current) => Ok(AppendResult::Conflict { current }),
+            Outcome::Failed(why) => Err(StoreError::Unavailable(why)),
+        }
+    }
+
+    /// The group commit's leader: seals `batch` after the head, one transaction per record, and
+    /// inserts them all in one database transaction, reading the head again when another
+    /// instance took it first.
+    fn commit_batch(&self, batch: Vec<(u64, Draft)>) -> Vec<(u64, Outcome)> {
+        let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let fail = |why: String| -> Vec<(u64, Outcome)> {
+            let each = |(t, _): &(u64, Draft)| (*t, Outcome::Failed(why.clone()));
+            batch.iter().map(each).collect()
+        };
+        let mut lease = match self.pool.get() {
+            Ok(l) => l,
+            Err(e) => return fail(e.to_string()),
+        };
+        for race in 0..MAX_RACES {
+            match self.lead(&mut lease, &batch) {
+                Ok(Some(outcomes)) => return outcomes,
+                Ok(None) => pause_after_losing(race),
+                Err(why) => {
+                    lease.discard();
+                    return fail(why);
+                }
+            }
+        }
+        fail(format!(
+            "the ledger head moved {MAX_RACES} times while committing {} call audit records",
+            batch.len()
+        ))
+    }
+
+    /// One try of the leader: `None` when another instance took the head first.
+    fn lead(
+        &self,
+        lease: &mut Lease<'_>,
+        batch: &[(u64, Draft)],
+    ) -> Result<Option<Vec<(u64, Outcome)>>, String> {
+        let (snapshot, due) = self
+            .fold_new(|from, limit| read_rows(lease, from, limit))
+            .map_err(|e| e.to_string())?;
+        if due {
+            self.write_checkpoint(lease.client(), &snapshot);
+        }
+        let mut outcomes = Vec::with_capacity(batch.len());
+        let mut sealed: Vec<(u64, Record)> = Vec::with_capacity(batch.len());
+        let mut at = snapshot.position;
+        for (ticket, draft) in batch {
+            let head = |stream: &str| {
+                let mine = sealed.iter().rev().find(|(_, r)| r.stream == stream);
+                mine.map_or_else(|| snapshot.stream_head(stream), |(_, r)| r.hash)
+            };
+            match reseal(draft.clone(), &at, head, &self.key) {
+                Some(rec) => {
+                    at = LedgerPosition {
+                        seq: rec.seq,
+                        head: rec.hash,
+                    };
+                    sealed.push((*ticket, rec));
+                }
+                None => outcomes.push((*ticket, Outcome::Stale(snapshot.position))),
+            }
+        }
+        if sealed.is_empty() {
+            return Ok(Some(outcomes));
+        }
+        let records: Vec<Record> = sealed.iter().map(|(_, r)| r.clone()).collect();
+        let cols = self
+            .checked_columns(&snapshot, &records)
+            .map_err(|e| e.to_string())?;
+        match cols.insert_committed(lease) {
+            Ok(()) => {}
+            Err(e) if is_conflict(&e) => return Ok(None),
+            // The outcome of a COMMIT whose answer was lost is unknown: none is acknowledged.
+            Err(e) => {
+                return Err(format!(
+                    "PostgreSQL: the append was not acknowledged: {}",
+                    describe(&e)
+                ));
+            }
+        }
+        self.fold_own(&snapshot.position, &records);
+        outcomes.extend(sealed.into_iter().map(|(t, r)| {
+            let at = LedgerPosition {
+                seq: r.seq,
+                head: r.hash,
+            };
+            (t, Outcome::Committed(at))
+        }));
+        Ok(Some(outcomes))
     }
 
     /// The records' columns, after checking they extend `snapshot` as whole transactions and
@@ -337,14 +473,20 @@ pub(crate) fn read_rows(
             lease.discard();
             unavailable(e)
         })?;
-    Ok(rows
-        .iter()
-        .map(|r| Row {
-            seq: r.get(0),
-            hash: r.get(1),
-            line: r.get(2),
-        })
-        .collect())
+    Ok(rows.iter().map(Row::of).collect())
+}
+
+/// After losing the head to another instance twice in a row, a short pause that grows with the
+/// losses and is jittered, so that leaders of several instances stop colliding in lockstep.
+fn pause_after_losing(race: u32) {
+    if race < 2 {
+        return;
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let micros = 100 * u64::from(race.min(20)) + u64::from(nanos % 200);
+    std::thread::sleep(Duration::from_micros(micros));
 }
 
 /// Whether the error is the database refusing a stale append (a seq already taken, or a
@@ -388,6 +530,9 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
     }
 
     fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
+        if let Some(draft) = lone_call_audit(append, &self.key) {
+            return self.commit_call_audit(draft);
+        }
         let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let mut snapshot = self.state().snapshot.clone();
         if snapshot.position.seq > append.expected.seq {
@@ -430,15 +575,7 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
         }
         drop(lease);
         // Durable now. Fold our own records (checked above) unless another thread moved on.
-        let mut state = self.state();
-        if state.snapshot.position == append.expected {
-            let snap = Arc::make_mut(&mut state.snapshot);
-            for rec in &append.records {
-                snap.apply(rec)
-                    .expect("check_extends accepted these records, so they extend the snapshot");
-            }
-            state.since_checkpoint += append.records.len() as u64;
-        }
+        self.fold_own(&append.expected, &append.records);
         Ok(AppendResult::Committed(append.new_position()))
     }
 }

@@ -1,6 +1,6 @@
 //! The PostgreSQL store against a real throwaway cluster (see tests/support): schema checks,
-//! compare-and-append between instances, byte-identical records with the file store,
-//! checkpoints, export/import, LISTEN wake-ups, and an unreachable database.
+//! compare-and-append between instances, the group commit of call audits, byte-identical
+//! records with the file store, checkpoints, export/import, LISTEN wake-ups, and an unreachable database.
 
 mod support;
 
@@ -138,6 +138,148 @@ fn racing_writers_on_three_instances_lose_nothing() {
     let done = transfer::export(stores[0].pool(), Some(KEY), out.path()).unwrap();
     assert_eq!(done.report.records, 300);
     assert_eq!(done.report.transactions, 150);
+}
+
+/// The drafts of a call that wrote nothing: its audit record alone.
+fn call_audit(body: serde_json::Value) -> Vec<bernstein_core::ledger::Draft> {
+    vec![bernstein_core::ledger::Draft::new(
+        "audit",
+        "mcp.stateless_call",
+        body,
+    )]
+}
+
+#[test]
+fn call_audits_of_three_instances_commit_without_refusing_each_other() {
+    let Some(url) = migrated_db("call_audits") else {
+        return;
+    };
+    let stores: Vec<Arc<PgStore>> = (0..3).map(|_| Arc::new(open(&url))).collect();
+    // Every append is built on the snapshot the thread read first, so all but the first are
+    // stale by the time they arrive: as compare-and-append they would all be refused.
+    let threads: Vec<_> = (0..12)
+        .map(|t| {
+            let store = stores[t % 3].clone();
+            std::thread::spawn(move || {
+                let snap = store.snapshot().unwrap();
+                for i in 0..20 {
+                    let body = serde_json::json!({"tool": "bernstein_status", "call_id": format!("c-{t}-{i}"), "ok": true});
+                    let records = bernstein_core::ledger::seal(
+                        &snap.position,
+                        |s| snap.stream_head(s),
+                        call_audit(body.clone()),
+                        KEY,
+                    );
+                    let append = Append {
+                        expected: snap.position,
+                        records,
+                    };
+                    let got = store.compare_and_append(&append).unwrap();
+                    let AppendResult::Committed(at) = got else {
+                        panic!("call audit {t}-{i}: {got:?}")
+                    };
+                    assert!(at.seq > snap.position.seq);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let heads: Vec<LedgerPosition> = stores
+        .iter()
+        .map(|s| s.snapshot().unwrap().position)
+        .collect();
+    assert_eq!(heads[0].seq, 240);
+    assert!(heads.iter().all(|h| *h == heads[0]));
+    // Each call's record is there exactly once, each its own transaction, and the whole ledger
+    // verifies offline.
+    let out = TestDir::new("call-audits-export");
+    let done = transfer::export(stores[0].pool(), Some(KEY), out.path()).unwrap();
+    assert_eq!(done.report.records, 240);
+    assert_eq!(done.report.transactions, 240);
+    let text = std::fs::read_to_string(out.path().join(".sdd/ledger/ledger.jsonl")).unwrap();
+    for t in 0..12 {
+        for i in 0..20 {
+            let needle = format!("\"call_id\":\"c-{t}-{i}\"");
+            assert_eq!(text.matches(&needle).count(), 1, "{needle}");
+        }
+    }
+}
+
+#[test]
+fn a_call_audit_moves_only_while_the_run_it_read_stands_still() {
+    let Some(url) = migrated_db("call_audit_stale") else {
+        return;
+    };
+    let a = open(&url);
+    let b = open(&url);
+    let journal = |n: u64| {
+        vec![bernstein_core::ledger::Draft::new(
+            "run:T-1",
+            "test.note",
+            serde_json::json!({ "n": n }),
+        )]
+    };
+    append_retrying(&a, || journal(1));
+    // b reads run T-1 at its journal's head, then a writes to another stream and to T-1.
+    let read = b.snapshot().unwrap();
+    let read_head = read.stream_head("run:T-1");
+    let poll = |call: &str| {
+        let body = serde_json::json!({"tool": "bernstein_run_status", "call_id": call,
+            "ok": true, "run_id": "T-1", "journal_head": read_head.to_string()});
+        Append {
+            expected: read.position,
+            records: bernstein_core::ledger::seal(
+                &read.position,
+                |s| read.stream_head(s),
+                call_audit(body),
+                KEY,
+            ),
+        }
+    };
+    append_retrying(&a, || txn(2));
+    let moved = b.compare_and_append(&poll("c-1")).unwrap();
+    assert!(
+        matches!(moved, AppendResult::Committed(at) if at.seq == 4),
+        "{moved:?}"
+    );
+    append_retrying(&a, || journal(3));
+    let stale = b.compare_and_append(&poll("c-2")).unwrap();
+    let AppendResult::Conflict { current } = stale else {
+        panic!("a poll of a journal that moved was committed: {stale:?}")
+    };
+    assert_eq!(current, a.snapshot().unwrap().position);
+    assert_eq!(current.seq, 5);
+    // A call that wrote something besides its audit record stays compare-and-append.
+    let mut drafts = journal(4);
+    drafts.extend(call_audit(serde_json::json!({"tool": "bernstein_run"})));
+    let written = Append {
+        expected: read.position,
+        records: bernstein_core::ledger::seal(&read.position, |s| read.stream_head(s), drafts, KEY),
+    };
+    assert!(matches!(
+        b.compare_and_append(&written).unwrap(),
+        AppendResult::Conflict { .. }
+    ));
+    // A record sealed under another key is never sealed again under this one: stale, it is a
+    // conflict; at the head, it is refused.
+    let forged = |at: LedgerPosition| Append {
+        expected: at,
+        records: bernstein_core::ledger::seal(
+            &at,
+            |s| b.snapshot().unwrap().stream_head(s),
+            call_audit(serde_json::json!({"tool": "bernstein_status"})),
+            b"another key, not the audit key.",
+        ),
+    };
+    let stale = b.compare_and_append(&forged(read.position)).unwrap();
+    assert!(matches!(stale, AppendResult::Conflict { .. }), "{stale:?}");
+    assert!(matches!(
+        b.compare_and_append(&forged(current)),
+        Err(StoreError::Unavailable(m)) if m.contains("malformed")
+    ));
+    assert_eq!(b.snapshot().unwrap().position.seq, 5);
 }
 
 #[test]
