@@ -67,6 +67,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bernstein_ledger::line::RecordKey;
+use bernstein_ledger::rebase;
 use bernstein_ledger::time::Clock as _;
 use bernstein_ledger::verify::check_extends;
 use bernstein_ledger::{
@@ -467,9 +468,19 @@ impl<F: Checkpointed> FileStore<F> {
             .as_mut()
             .expect("catch_up leaves a folded state on success");
         let current = folded.snapshot.position;
-        if current != append.expected {
-            return Ok((AppendResult::Conflict { current }, folded.offset));
-        }
+        // A call that wrote nothing is placed after the head it finds instead of being served
+        // again (`bernstein_ledger::rebase`): concurrent reads no longer refuse each other.
+        let moved;
+        let append = if current == append.expected {
+            append
+        } else {
+            let heads = |s: &str| folded.snapshot.stream_head(s);
+            moved = rebase::moved(append, &current, heads, &self.key);
+            match &moved {
+                Some(m) => m,
+                None => return Ok((AppendResult::Conflict { current }, folded.offset)),
+            }
+        };
         if append.records.is_empty() {
             return Ok((AppendResult::Committed(current), folded.offset));
         }

@@ -116,6 +116,78 @@ fn append_then_conflict_on_a_stale_head() {
 }
 
 #[test]
+fn a_stale_call_that_wrote_nothing_is_placed_after_the_head_unless_its_run_moved() {
+    let tmp = TestDir::new("store-rebase");
+    let store = open(tmp.path());
+    assert!(matches!(
+        append(&store, vec![note("run:R", 1)]),
+        AppendResult::Committed(_)
+    ));
+    let read = store.snapshot().unwrap();
+    let journal = read.stream_head("run:R");
+    let poll = |call_id: &str| {
+        let body = json!({"tool": "poll", "call_id": call_id, "ok": true, "run_id": "R",
+                          "journal_head": journal.to_string()});
+        let records = seal(
+            &read.position,
+            |s| read.stream_head(s),
+            vec![Draft::new("audit", "mcp.stateless_call", body)],
+            KEY,
+        );
+        Append {
+            expected: read.position,
+            records,
+        }
+    };
+    // Others append meanwhile: calls that wrote nothing, and a note elsewhere.
+    for n in 0..3 {
+        assert!(matches!(
+            append(&store, vec![call(n)]),
+            AppendResult::Committed(_)
+        ));
+    }
+    assert!(matches!(
+        append(&store, vec![note("backlog", 2)]),
+        AppendResult::Committed(_)
+    ));
+    let head = store.snapshot().unwrap().position;
+    let got = store.compare_and_append(&poll("p-1")).unwrap();
+    let AppendResult::Committed(at) = got else {
+        panic!("a stale read of an unmoved run was refused: {got:?}")
+    };
+    assert_eq!(at.seq, head.seq + 1);
+    // Its run's journal moves: the same read is stale now, and nothing is written.
+    assert!(matches!(
+        append(&store, vec![note("run:R", 3)]),
+        AppendResult::Committed(_)
+    ));
+    let len = ledger_bytes(tmp.path()).len();
+    let current = store.snapshot().unwrap().position;
+    let got = store.compare_and_append(&poll("p-2")).unwrap();
+    assert_eq!(got, AppendResult::Conflict { current });
+    assert_eq!(ledger_bytes(tmp.path()).len(), len);
+    // A stale call record not sealed under the store's key is never sealed again.
+    let forged = Append {
+        expected: read.position,
+        records: seal(
+            &read.position,
+            |s| read.stream_head(s),
+            vec![call(9)],
+            &[8; 32],
+        ),
+    };
+    let got = store.compare_and_append(&forged).unwrap();
+    assert_eq!(got, AppendResult::Conflict { current });
+    let bytes = ledger_bytes(tmp.path());
+    let report = verify_ledger(&bytes, "l", Some(KEY)).unwrap();
+    assert_eq!(report.transactions, 7);
+    assert_eq!(
+        String::from_utf8(bytes).unwrap().matches("\"p-1\"").count(),
+        1
+    );
+}
+
+#[test]
 fn malformed_appends_are_refused_without_writing() {
     let tmp = TestDir::new("store-malformed");
     let store = open(tmp.path());
