@@ -312,9 +312,20 @@ pub struct Load {
 /// `clients` threads, each on its own keep-alive connection (initialized first), send the
 /// message `make(client, i)` back to back for `period`.
 pub fn load(served: &Served, clients: usize, period: Duration, make: MakeMessage) -> Load {
+    load_spread(&[served], clients, period, make)
+}
+
+/// [`load`] with the clients spread round-robin over several servers.
+pub fn load_spread(
+    servers: &[&Served],
+    clients: usize,
+    period: Duration,
+    make: MakeMessage,
+) -> Load {
     let start = Arc::new(Barrier::new(clients + 1));
     let threads: Vec<_> = (0..clients)
         .map(|c| {
+            let served = servers[c % servers.len()];
             let (addr, token) = (served.addr.clone(), served.token.clone());
             let (start, make) = (start.clone(), make.clone());
             std::thread::spawn(move || {

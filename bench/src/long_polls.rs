@@ -130,7 +130,7 @@ fn measure(bin: &Path, runtime: &str, polls: usize) -> Result<String, String> {
 }
 
 /// The `run_id` in a `bernstein_run` answer (JSON, or the last event of an SSE body).
-fn run_id(body: &[u8]) -> Option<String> {
+pub fn run_id(body: &[u8]) -> Option<String> {
     let v: serde_json::Value = serde_json::from_slice(body).ok()?;
     let text = v["result"]["content"][0]["text"].as_str()?;
     let payload: serde_json::Value = serde_json::from_str(text).ok()?;

@@ -12,7 +12,8 @@
 //! `bench/peers/`, see [`wrk`]) and `polls` (1,000 long polls held open, 10,000 with `--full`,
 //! on both runtimes: threads, memory, CPU and `tools/list` latency meanwhile) and `memory`
 //! (resident memory through a 60 s `bernstein_run` load, 20 s quick, against a fresh process
-//! on the resulting ledger).
+//! on the resulting ledger). `postgres` (1, 2 and 3 instances on one database, reads and
+//! writes) runs only when named.
 //! It asserts nothing about speed: it reports. `bernstein-bench write-ledger DIR N` writes a
 //! project holding an N-record ledger, for timing start-up and `audit verify` from outside.
 
@@ -23,6 +24,7 @@ mod http_load;
 mod ledger;
 mod ledger_file;
 mod long_polls;
+mod postgres;
 mod process;
 mod python;
 mod stats;
@@ -98,6 +100,10 @@ fn main() {
         }
         if wanted("memory") {
             write_memory::row(bin, full);
+        }
+        // Only when named: it starts (and may install) a PostgreSQL cluster.
+        if only.contains(&"postgres") {
+            postgres::instances(bin, full);
         }
     } else {
         println!(

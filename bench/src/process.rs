@@ -10,8 +10,12 @@ use serde_json::json;
 use crate::ledger::request;
 use crate::stats::{Summary, fmt, time_each};
 
-/// The release server next to this benchmark binary.
+/// The server under test: `BERNSTEIN_BENCH_SERVER` when set (to measure another build), else
+/// the release server next to this benchmark binary.
 pub fn binary() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os("BERNSTEIN_BENCH_SERVER") {
+        return Some(PathBuf::from(bin));
+    }
     let exe = std::env::current_exe().ok()?;
     let bin = exe.parent()?.join("bernstein");
     bin.exists().then_some(bin)
