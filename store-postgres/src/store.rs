@@ -188,50 +188,42 @@ impl<F: Checkpointed> PgStore<F> {
     /// Folds the rows committed after the snapshot's position; returns the new snapshot.
     /// The database is read without holding the state lock, so concurrent callers overlap.
     fn catch_up(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
-        let mut lease = self.pool.get()?;
-        let (snapshot, due) = self.fold_new(|from, limit| read_rows(&mut lease, from, limit))?;
-        if due {
-            self.write_checkpoint(lease.client(), &snapshot);
-        }
-        Ok(snapshot)
+        self.catch_up_on(&mut self.pool.get()?)
     }
 
-    /// Reads with `read` (rows after a seq, at most a limit) and folds the rows after this
-    /// instance's head until a short read; the new snapshot, and whether a checkpoint fell due.
-    fn fold_new(
-        &self,
-        mut read: impl FnMut(u64, i64) -> Result<Vec<Row>, StoreError>,
-    ) -> Result<(Arc<Snapshot<F>>, bool), StoreError> {
+    /// [`PgStore::catch_up`] on a connection the caller holds.
+    fn catch_up_on(&self, lease: &mut Lease<'_>) -> Result<Arc<Snapshot<F>>, StoreError> {
         loop {
             let from = self.state().snapshot.position.seq;
-            let rows = read(from, BATCH)?;
+            let rows = read_rows(lease, from, BATCH)?;
             let full = rows.len() as i64 == BATCH;
             let mut state = self.state();
             let folded = fold_rows(&mut state.snapshot, &rows, &self.key, !full)?;
             state.since_checkpoint += folded;
             if !full {
+                let snapshot = state.snapshot.clone();
                 // The cost of a checkpoint grows with the projection, so on a large ledger
                 // they are spaced out (every tenth of the ledger at most): constant cost per
                 // record, amortized.
                 let every = self
                     .options
                     .checkpoint_every
-                    .max(state.snapshot.position.seq / 10);
+                    .max(snapshot.position.seq / 10);
                 let due = self.options.checkpoint_every > 0 && state.since_checkpoint >= every;
                 if due {
                     state.since_checkpoint = 0;
                 }
-                return Ok((state.snapshot.clone(), due));
+                drop(state);
+                if due {
+                    // An optimisation only: the records are durable without it.
+                    if let Err(e) = checkpoint::write(lease.client(), &self.key, &snapshot) {
+                        bernstein_store_file::log_line!(
+                            "bernstein: cannot write the PostgreSQL checkpoint: {e}"
+                        );
+                    }
+                }
+                return Ok(snapshot);
             }
-        }
-    }
-
-    /// Writes a checkpoint of `snapshot`: an optimisation only, so a failure is logged.
-    fn write_checkpoint(&self, client: &mut postgres::Client, snapshot: &Snapshot<F>) {
-        if let Err(e) = checkpoint::write(client, &self.key, snapshot) {
-            bernstein_store_file::log_line!(
-                "bernstein: cannot write the PostgreSQL checkpoint: {e}"
-            );
         }
     }
 
@@ -294,12 +286,7 @@ impl<F: Checkpointed> PgStore<F> {
         lease: &mut Lease<'_>,
         batch: &[(u64, Draft)],
     ) -> Result<Option<Vec<(u64, Outcome)>>, String> {
-        let (snapshot, due) = self
-            .fold_new(|from, limit| read_rows(lease, from, limit))
-            .map_err(|e| e.to_string())?;
-        if due {
-            self.write_checkpoint(lease.client(), &snapshot);
-        }
+        let snapshot = self.catch_up_on(lease).map_err(|e| e.to_string())?;
         let mut outcomes = Vec::with_capacity(batch.len());
         let mut sealed: Vec<(u64, Record)> = Vec::with_capacity(batch.len());
         let mut at = snapshot.position;
