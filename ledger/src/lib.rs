@@ -9,7 +9,7 @@
 //! - [`compact`]: small strings and packed persistent collections for folds.
 //! - [`store`]: the interface a storage backend implements (the file store, PostgreSQL).
 //! - [`rebase`]: which transactions a store may seal again after a later head (a call that
-//!   wrote nothing), and the re-sealing.
+//!   succeeded and wrote nothing: a read), and the re-sealing.
 //! - [`verify`], [`upgrade`]: offline verification of a ledger's bytes, naming the first bad
 //!   record; tagging an older ledger's records.
 //! - [`histogram`]: fixed-bucket histograms (what a store's fsyncs cost, the runtimes' metrics).

@@ -1,15 +1,17 @@
 //! Which transactions a store may seal again after a later head instead of refusing them as
 //! stale, and the re-sealing itself.
 //!
-//! A transaction that is one `mcp.stateless_call` record alone is a call that wrote nothing (a
-//! read, or a refusal that recorded nothing else). Its body says what the call was and, with
-//! `run_id`, the run journal's head it answered from (`journal_head`); nothing in it depends on
-//! where the record stands. So after other writers moved the head, the same record can be
-//! placed after the new head and still say only true things, provided that run's journal has not
-//! moved meanwhile (then `journal_head` would no longer be the journal's head after this
-//! transaction, docs/RECORDS.md, and the call is served again instead). A store that shares one
-//! head among several processes (PostgreSQL) uses this to commit many such records in one round
-//! trip without refusing any (docs/POSTGRES.md). Every other transaction is compare-and-append.
+//! A transaction that is one `mcp.stateless_call` record alone, with `ok: true`, is a call that
+//! wrote nothing and succeeded (a read). Its body says what the call was and, with `run_id`, the
+//! run journal's head it answered from (`journal_head`); nothing in it depends on where it
+//! stands. So after other writers moved the head, the same record can be placed after the new
+//! head and still say only true things, provided that run's journal has not moved meanwhile
+//! (then `journal_head` would no longer be the journal's head after this transaction,
+//! docs/RECORDS.md, and the call is served again instead). A refusal stays compare-and-append:
+//! its `error` was decided on the state before it, and its record keeps standing right after
+//! that state. The file store uses this so that concurrent reads stop refusing each other, and
+//! PostgreSQL, whose head several instances share, to commit many such records in one round
+//! trip (docs/POSTGRES.md). Every other transaction is compare-and-append.
 
 use serde_json::Value;
 
@@ -20,14 +22,15 @@ use crate::store::Append;
 use crate::verify::CALL_KIND;
 use crate::{AUDIT_STREAM, run_stream};
 
-/// The draft of `append`'s record when `append` is one call audit record alone, sealed under
-/// `key` (so it may be sealed again after a later head); `None` for every other append. A
-/// store never seals again what was not sealed with its own key.
+/// The draft of `append`'s record when `append` is one call audit record alone of a call that
+/// succeeded, sealed under `key` (so it may be sealed again after a later head); `None` for
+/// every other append. A store never seals again what was not sealed with its own key.
 pub fn lone_call_audit(append: &Append, key: &[u8]) -> Option<Draft> {
     let [rec] = append.records.as_slice() else {
         return None;
     };
-    if rec.stream != AUDIT_STREAM || rec.kind != CALL_KIND || rec.txn != [1, 1] {
+    let ok = rec.body.get("ok") == Some(&Value::Bool(true));
+    if rec.stream != AUDIT_STREAM || rec.kind != CALL_KIND || rec.txn != [1, 1] || !ok {
         return None;
     }
     let line = rec.to_line();
@@ -95,29 +98,29 @@ mod tests {
     }
 
     #[test]
-    fn only_a_lone_call_audit_sealed_under_the_key_may_move() {
+    fn only_a_lone_audit_of_a_call_that_succeeded_sealed_under_the_key_may_move() {
         let key = KEY;
-        let lone = append_of(vec![call(json!({"tool": "bernstein_status"}))]);
-        assert_eq!(
-            lone_call_audit(&lone, key).map(|d| d.body),
-            Some(json!({"tool": "bernstein_status"}))
-        );
+        let read = json!({"tool": "bernstein_status", "ok": true});
+        let lone = append_of(vec![call(read.clone())]);
+        assert_eq!(lone_call_audit(&lone, key).map(|d| d.body), Some(read));
+        let refusal = json!({"tool": "bernstein_complete", "ok": false, "error": "not_claimer"});
+        assert_eq!(lone_call_audit(&append_of(vec![call(refusal)]), key), None);
         assert_eq!(lone_call_audit(&lone, b"other"), None);
         let mut edited = lone.clone();
-        edited.records[0].body = json!({"tool": "bernstein_run"});
+        edited.records[0].body = json!({"tool": "bernstein_run", "ok": true});
         assert_eq!(lone_call_audit(&edited, key), None);
         let with_write = append_of(vec![
             Draft::new("backlog", "task.created", json!({"id": "T-1"})),
-            call(json!({"tool": "bernstein_run"})),
+            call(json!({"tool": "bernstein_run", "ok": true})),
         ]);
         assert_eq!(lone_call_audit(&with_write, key), None);
         let other_kind = append_of(vec![Draft::new(
             AUDIT_STREAM,
             "task.claim_receipt",
-            json!({}),
+            json!({"ok": true}),
         )]);
         assert_eq!(lone_call_audit(&other_kind, key), None);
-        let other_stream = append_of(vec![Draft::new("backlog", CALL_KIND, json!({}))]);
+        let other_stream = append_of(vec![Draft::new("backlog", CALL_KIND, json!({"ok": true}))]);
         assert_eq!(lone_call_audit(&other_stream, key), None);
     }
 

@@ -468,8 +468,9 @@ impl<F: Checkpointed> FileStore<F> {
             .as_mut()
             .expect("catch_up leaves a folded state on success");
         let current = folded.snapshot.position;
-        // A call that wrote nothing is placed after the head it finds instead of being served
-        // again (`bernstein_ledger::rebase`): concurrent reads no longer refuse each other.
+        // A read (a call that succeeded and wrote nothing) is placed after the head it finds
+        // instead of being served again (`bernstein_ledger::rebase`): concurrent reads no longer
+        // refuse each other.
         let moved;
         let append = if current == append.expected {
             append

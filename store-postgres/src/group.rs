@@ -1,5 +1,5 @@
-//! Group commit of call audits: the `mcp.stateless_call` records of calls that wrote nothing
-//! (`bernstein_ledger::rebase`) queue here, and one waiting thread at a time (the leader) seals
+//! Group commit of reads' audit records: the `mcp.stateless_call` records of calls that succeeded
+//! and wrote nothing (`bernstein_ledger::rebase`) queue here, and one waiting thread at a time (the leader) seals
 //! the whole queue after the head it reads and inserts it in one database transaction while the
 //! others wait for its outcome. Since such a record may be sealed again after a later head, a
 //! leader that loses the race for the head to another instance reads the new head and tries

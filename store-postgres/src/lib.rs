@@ -3,7 +3,7 @@
 //!
 //! - [`store`]: [`PgStore`], the core's `Store` over PostgreSQL (compare-and-append as one
 //!   transaction refused by constraints when stale; incremental per-instance folding).
-//! - [`group`]: group commit of the audit records of calls that wrote nothing.
+//! - [`group`]: group commit of the audit records of reads (calls that wrote nothing).
 //! - [`fold`]: verifying and folding rows into a snapshot (the file store's rules).
 //! - [`checkpoint`]: projection checkpoints in the database.
 //! - [`listen`]: LISTEN/NOTIFY wake-ups for blocking waits.

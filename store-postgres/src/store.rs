@@ -12,9 +12,10 @@
 //! - projection checkpoints in `bernstein_checkpoint` let a new instance skip the folded prefix.
 //! - the commit sends `NOTIFY bernstein_ledger` in the same transaction, which [`Listener`]
 //!   turns into wake-ups for blocking waits.
-//! - the audit record of a call that wrote nothing is not compare-and-appended: it joins this
-//!   instance's group commit ([`crate::group`]), sealed again after whatever head the leader
-//!   reads, so reads never refuse each other across instances.
+//! - the audit record of a read (a call that succeeded and wrote nothing) is not
+//!   compare-and-appended: it joins this instance's group commit ([`crate::group`]), sealed
+//!   again after whatever head the leader reads, so reads never refuse each other across
+//!   instances.
 //!
 //! It must never acknowledge an append before COMMIT returned, never merge, and never hand out
 //! a snapshot built from records it did not verify.

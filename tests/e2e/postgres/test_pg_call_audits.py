@@ -1,9 +1,9 @@
-"""Reads over three PostgreSQL instances (issue 15): the audit record of a call that wrote
-nothing joins its instance's group commit and is sealed after whatever head the leader finds,
+"""Reads over three PostgreSQL instances (issue 15): the audit record of a read (a call that
+succeeded and wrote nothing) joins its instance's group commit and is sealed after whatever head the leader finds,
 so concurrent reads on different instances never refuse each other. Seen from outside: every
 call answers, the exported ledger verifies, it holds exactly one `mcp.stateless_call` per call,
-and each audit record naming a run states the run journal's head where it stands, even while
-that run's journal moves under the reads.
+and each read's audit record naming a run states the run journal's head where it stands, even
+while that run's journal moves under the reads.
 """
 
 from __future__ import annotations
@@ -69,6 +69,6 @@ def test_concurrent_reads_on_three_instances_are_each_audited_once(pg_servers, p
     for r in records:
         heads[r["stream"]] = r["hash"]
         body = r["body"]
-        if r["kind"] == "mcp.stateless_call" and "run_id" in body and r["txn"] == [1, 1]:
-            # A call that wrote nothing: the journal head it states is the head where it stands.
+        if r["kind"] == "mcp.stateless_call" and "run_id" in body and r["txn"] == [1, 1] and body["ok"]:
+            # A read: the journal head it states is the head where it stands.
             assert body["journal_head"] == heads.get("run:" + body["run_id"]), (r["seq"], body)
