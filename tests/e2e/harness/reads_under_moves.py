@@ -1,0 +1,83 @@
+"""Concurrent reads while the runs they read move (issue 15): the stores place a read's audit
+record after whatever head they find instead of refusing it, unless the run it read moved.
+
+`reads_under_moves(bases)` polls four runs from 12 raw HTTP clients spread over the servers at
+`bases` (one ledger) while a mover claims and completes each run through the last server;
+`check_audits(records, made)` then checks the ledger from outside: exactly one
+`mcp.stateless_call` per call, and every read's record naming a run states that run's journal
+head where it stands.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+
+from .http_raw import HANDSHAKE, call_tool
+
+READERS = 12
+CALLS = 40
+
+
+def _payload(reply) -> dict:
+    assert reply.status == 200, reply.body[:300]
+    resp = reply.rpc_response()
+    assert "result" in resp and not resp["result"].get("isError"), resp
+    doc = json.loads(resp["result"]["content"][0]["text"])
+    return doc.get("result", doc) if isinstance(doc, dict) else doc
+
+
+def reads_under_moves(bases: list[str]) -> Counter[str]:
+    """Runs the load; the calls made, by tool."""
+    made: Counter[str] = Counter()
+
+    def call(base: str, tool: str, args: dict) -> dict:
+        made[tool] += 1
+        return _payload(call_tool(base, tool, args, version=HANDSHAKE))
+
+    watched = [call(bases[n % len(bases)], "bernstein_run", {"goal": f"polled run {n}"}) for n in range(4)]
+    errors: list[str] = []
+    lock = threading.Lock()
+    counts: Counter[str] = Counter()
+
+    def reader(n: int) -> None:
+        base = bases[n % len(bases)]
+        for i in range(CALLS):
+            tool, args = (
+                ("bernstein_status", {}) if i % 5 == 4
+                else ("bernstein_run_status", {"run_id": watched[(n + i) % 4]["run_id"]})
+            )
+            reply = call_tool(base, tool, args, version=HANDSHAKE, id_=i)
+            with lock:
+                if reply.status != 200 or "result" not in reply.rpc_response():
+                    errors.append(f"{reply.status} {reply.body[:200]!r}")
+                else:
+                    counts[tool] += 1
+
+    threads = [threading.Thread(target=reader, args=(n,)) for n in range(READERS)]
+    for t in threads:
+        t.start()
+    # Meanwhile each polled run's journal moves twice.
+    for run in watched:
+        claimed = call(bases[-1], "bernstein_claim", {"claimer_id": "mover"})
+        assert claimed["granted"] is True and claimed["taskId"] == run["task_id"], claimed
+        call(bases[-1], "bernstein_complete", {"task_id": run["task_id"], "result_summary": "moved under the reads"})
+    for t in threads:
+        t.join(timeout=240)
+    assert not errors, errors[:3]
+    assert sum(counts.values()) == READERS * CALLS
+    made.update(counts)
+    return made
+
+
+def check_audits(records: list[dict], made: Counter[str]) -> None:
+    """One audit record per call, and each read's record true where it stands."""
+    audits = [r for r in records if r["kind"] == "mcp.stateless_call"]
+    assert Counter(a["body"]["tool"] for a in audits) == made
+    heads: dict[str, str] = {}
+    for r in records:
+        heads[r["stream"]] = r["hash"]
+        body = r["body"]
+        if r["kind"] == "mcp.stateless_call" and "run_id" in body and r["txn"] == [1, 1] and body["ok"]:
+            assert body["journal_head"] == heads.get("run:" + body["run_id"]), (r["seq"], body)
