@@ -1,9 +1,10 @@
-//! Group commit of reads' audit records: the `mcp.stateless_call` records of calls that succeeded
-//! and wrote nothing (`bernstein_ledger::rebase`) queue here, and one waiting thread at a time (the leader) seals
-//! the whole queue after the head it reads and inserts it in one database transaction while the
-//! others wait for its outcome. Since such a record may be sealed again after a later head, a
-//! leader that loses the race for the head to another instance reads the new head and tries
-//! again instead of refusing the calls: reads of many instances no longer refuse one another.
+//! Group commit of reads' audit records: the `mcp.stateless_call` records of calls that
+//! succeeded and wrote nothing (`bernstein_ledger::rebase`) queue here, and one waiting thread at
+//! a time (the leader) seals the whole queue after the head it reads and inserts it in one
+//! database transaction while the others wait for its outcome. Since such a record may be
+//! sealed again after a later head, a leader that loses the race for the head to another
+//! instance reads the new head and tries again instead of refusing the calls: reads of many
+//! instances no longer refuse one another.
 //!
 //! It must never hand a waiter another waiter's outcome, and never leave waiters behind when a
 //! leader fails or panics: every ticket taken gets exactly one outcome.
