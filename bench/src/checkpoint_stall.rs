@@ -52,7 +52,6 @@ pub fn appends_at_size(full: bool) {
             store: &store,
             clock: &SystemClock,
             host: &NoHost,
-            metrics: None,
             admission: &ADMISSION,
         };
         let facts = TransportFacts::stdio(None);

@@ -56,7 +56,6 @@ fn measure(writers: usize) -> (f64, Summary, f64) {
                     store: &*store,
                     clock: &SystemClock,
                     host: &NoHost,
-                    metrics: None,
                     admission: &ADMISSION,
                 };
                 let mut samples = Vec::new();

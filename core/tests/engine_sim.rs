@@ -10,8 +10,11 @@ use bernstein_core::Timestamp;
 use bernstein_core::config::{Config, Tier};
 use bernstein_core::domain::Snapshot;
 use bernstein_core::domain::bound::Server;
+use bernstein_core::engine::request::{Input, Output};
 use bernstein_core::engine::turns::{Grant, Ticket, Turns};
-use bernstein_core::engine::*;
+use bernstein_core::engine::{
+    DEFAULT_WAIT, Finished, Job, MAX_ATTEMPTS, Message, Moment, Request, Round, Stop, WaitPolicy,
+};
 use bernstein_core::ledger::{AppendResult, StoreError};
 use bernstein_core::protocol::TransportFacts;
 use bernstein_core::protocol::host::HostReply;

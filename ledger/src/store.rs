@@ -107,6 +107,14 @@ pub trait Store<F: Fold>: Send + Sync {
     fn compare_and_append_unsettled(&self, append: &Append) -> Result<AppendResult, StoreError> {
         self.compare_and_append(append)
     }
+    /// Whether [`Store::snapshot_unsettled`] and [`Store::compare_and_append_unsettled`] return
+    /// without waiting on anything but this machine's file system (no network round trip, no
+    /// fsync: the file store), so that an event loop may perform them on its own thread and
+    /// hand only [`Store::settle`] to another. The default, `false`, sends every call off the
+    /// loop.
+    fn local(&self) -> bool {
+        false
+    }
     /// What the operator's views show of the store itself (everything optional).
     fn facts(&self) -> StoreFacts {
         StoreFacts::default()

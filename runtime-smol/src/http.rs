@@ -1,51 +1,45 @@
-//! The HTTP transports on smol: streamable HTTP (`POST /mcp`) and the legacy HTTP+SSE transport
-//! (`GET /sse`, `POST /messages?stream=…`) on one port, one async task per connection.
+//! The HTTP transports on smol: streamable HTTP (`POST /mcp`), the legacy HTTP+SSE transport
+//! (`GET /sse`, `POST /messages?stream=…`) and the operator's routes on one port.
 //!
-//! Tasks only move bytes and keep time (keep-alive, read timeouts, the connection cap; the
-//! legacy streams' keep-alive and idle timers are the core's, fired by one timer task);
-//! framing, routing and every HTTP decision are the core's, and serving an MCP body (ledger IO,
-//! fsync) runs on a fixed pool of threads ([`pool`], sized by `limits.workers`) through
-//! the shared [`HttpService`](bernstein_serve::http::HttpService), never on the
-//! executor. (A dedicated pool, not `smol::unblock`: it bounds concurrent ledger work and
-//! measured about half the hand-off latency on a loaded two-core machine.) A legacy
-//! SSE stream is a task that owns its connection and drains a bounded channel; the registry maps
-//! its token to the channel's sender, so a POST for a stream whose task ended gets 404.
+//! One task owns the server's [`Engine`] and everything it asks for: it takes what the
+//! connection tasks read, the performer's results and its own timeouts, and sends each
+//! connection task what to write and when to close. A connection task owns its socket: it
+//! reads a chunk, hands it over and waits until the engine wants the next (a message framed
+//! behind the one being served waits, as TCP makes it), and writes what it is sent under a
+//! write deadline. Everything runs on one executor thread; the store, host and operator
+//! outputs go to the shared [`Performer`].
 
+use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::rc::Rc;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use bernstein_core::Projection;
 use bernstein_core::domain::bound::Server;
-use bernstein_core::transport::http::exchange::LegacyOpen;
-use bernstein_core::transport::http::operator::feed_head;
-use bernstein_core::transport::http::read_clock::{Expired, ReadClock};
-use bernstein_core::transport::http::response::{over_capacity, request_timeout, route_span_id};
-use bernstein_core::transport::http::{
-    CONTINUE, Decision, Frame, HttpOptions, HttpResponse, RequestParser, Status, sse,
-};
+use bernstein_core::engine::{ConnId, Engine, EngineConfig, Input, Moment, Output, Peer};
+use bernstein_core::time::Clock;
+use bernstein_core::transport::http::HttpOptions;
 use bernstein_serve::driver::Backend;
-use bernstein_serve::http::peer::peer_closed_nonblocking;
-use bernstein_serve::http::service::Early;
-use bernstein_serve::http::{
-    Action, ConnectionSlot, EventSink, HttpService, Parked, Waiting, is_loopback, log,
-    open_listener,
-};
+use bernstein_serve::http::operator::Operator;
+use bernstein_serve::http::{Announcement, open_listener};
+use bernstein_serve::perform::{Performer, moment, seed};
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
-use smol::{Async, Executor, Timer, future};
+use smol::{Async, LocalExecutor, Timer, future};
 
-mod pool;
-
-use pool::BlockingPool;
+/// How long a shutdown waits for requests in flight before it ends what is left.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// A running server.
 #[derive(Debug)]
 pub struct HttpServerHandle {
     local_addr: SocketAddr,
-    stop: Sender<()>,
-    service: Arc<HttpService>,
+    stop: Sender<Event>,
+    announcement: Announcement,
     thread: Option<JoinHandle<io::Result<()>>>,
 }
 
@@ -60,34 +54,55 @@ impl HttpServerHandle {
         self.join()
     }
 
-    /// Stops accepting, drops every connection task and closes the legacy streams.
+    /// Stops accepting, answers waiting requests as they stand, closes the legacy streams and
+    /// feeds, and returns once the requests in flight are answered.
     pub fn shutdown(mut self) {
-        self.stop.close();
+        let _ = self.stop.try_send(Event::Stop);
         let _ = self.join();
     }
 
     fn join(&mut self) -> io::Result<()> {
-        let Some(t) = self.thread.take() else {
-            return Ok(());
-        };
-        let result = t
-            .join()
-            .map_err(|_| io::Error::other("the smol HTTP thread panicked"))?;
-        self.service.waits.shutdown();
-        self.service.legacy.clear();
-        self.service.feeds.clear();
-        result
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| io::Error::other("the smol HTTP thread panicked"))?,
+            None => Ok(()),
+        }
     }
 }
 
 impl Drop for HttpServerHandle {
     fn drop(&mut self) {
-        self.stop.close();
-        let _ = self.join();
+        if self.thread.is_some() {
+            let _ = self.stop.try_send(Event::Stop);
+            let _ = self.join();
+        }
     }
 }
 
-/// Binds and starts serving on a background thread running a smol executor.
+/// What reaches the engine's task.
+#[derive(Debug)]
+pub(crate) enum Event {
+    Accepted(u64, SocketAddr, Sender<ToConn>),
+    Bytes(u64, Vec<u8>),
+    Closed(u64),
+    /// The performer has results.
+    Woken,
+    Stop,
+}
+
+/// What the engine's task tells a connection task.
+#[derive(Debug)]
+pub(crate) enum ToConn {
+    Send(Vec<u8>),
+    /// Read the next chunk.
+    More,
+    Close {
+        finish: bool,
+    },
+}
+
+/// Binds and starts serving on a thread running a smol executor.
 pub fn bind(
     server: Arc<Server>,
     backend: Backend,
@@ -95,62 +110,99 @@ pub fn bind(
 ) -> io::Result<HttpServerHandle> {
     let (listener, policy) = open_listener(&server.config, &options)?;
     let local_addr = listener.local_addr()?;
+    let announcement = Announcement::new(&policy, &options);
+    let (tx, rx) = smol::channel::unbounded::<Event>();
+    let operator = Operator::new(
+        server.clone(),
+        backend.store.clone(),
+        backend.clock.clone(),
+        !options.mcp,
+    );
+    let (wake, woken) = waker(tx.clone());
+    let performer = Performer::new(
+        backend.store.clone(),
+        backend.host.clone(),
+        Some(operator),
+        options.limits.workers,
+        wake,
+    )?;
+    let write_timeout = options.limits.read_timeout;
+    let origin = Instant::now();
+    let config = EngineConfig::http(policy, options, seed()?);
+    let engine = Engine::new(server, config, moment(origin, &*backend.clock));
     let listener = Async::new(listener)?;
-    let service = Arc::new(HttpService::new(server, backend, policy, options));
-    let (stop, stopped) = smol::channel::bounded::<()>(1);
-    let svc = service.clone();
-    let pool = Arc::new(BlockingPool::new(service.options.limits.workers)?);
+    let events = tx.clone();
+    let clock = backend.clock.clone();
     let thread = thread::Builder::new()
         .name("bernstein-smol-http".into())
         .spawn(move || {
-            let ex = Arc::new(Executor::new());
-            ex.spawn(stream_timers(svc.clone())).detach();
-            let accepting = accept_loop(ex.clone(), listener, svc, pool.clone(), stopped);
-            let result = smol::block_on(ex.run(accepting));
-            pool.close();
-            result
+            // One thread: the engine's task and every connection task run here.
+            let ex = Rc::new(LocalExecutor::new());
+            let live = Arc::new(AtomicUsize::new(0));
+            let accepting = ex.spawn(accept(
+                ex.clone(),
+                listener,
+                events,
+                write_timeout,
+                live.clone(),
+            ));
+            let hub = Hub {
+                engine,
+                performer,
+                woken,
+                conns: HashMap::new(),
+                paused: BTreeSet::new(),
+                clock,
+                origin,
+                accepting: Some(accepting),
+                stopping: None,
+                live,
+            };
+            smol::block_on(ex.run(hub.run(rx)))
         })?;
     Ok(HttpServerHandle {
         local_addr,
-        stop,
-        service,
+        stop: tx,
+        announcement,
         thread: Some(thread),
     })
-}
-
-/// Fires the legacy streams' timers (keep-alives, idle closes) when the core says they are
-/// due; it ends with the executor.
-async fn stream_timers(svc: Arc<HttpService>) {
-    loop {
-        Timer::after(svc.tick_streams(Duration::from_millis(50))).await;
-    }
 }
 
 /// Binds, announces the endpoint on stderr and serves until the process ends.
 pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
     let handle = bind(server, backend, options)?;
-    bernstein_serve::http::announce(&handle.service, handle.local_addr(), "runtime smol");
+    handle
+        .announcement
+        .announce(handle.local_addr(), "runtime smol");
     handle.wait()
 }
 
-async fn accept_loop(
-    ex: Arc<Executor<'static>>,
+/// The performer's wake-up: one [`Event::Woken`] per batch of results (the flag is cleared by
+/// whoever drains them).
+pub(crate) fn waker(tx: Sender<Event>) -> (Arc<dyn Fn() + Send + Sync>, Arc<AtomicBool>) {
+    let woken = Arc::new(AtomicBool::new(false));
+    let flag = woken.clone();
+    let wake = Arc::new(move || {
+        if !flag.swap(true, Ordering::AcqRel) {
+            let _ = tx.try_send(Event::Woken);
+        }
+    });
+    (wake, woken)
+}
+
+/// Accepts connections and starts a task for each.
+async fn accept(
+    ex: Rc<LocalExecutor<'static>>,
     listener: Async<TcpListener>,
-    svc: Arc<HttpService>,
-    pool: Arc<BlockingPool>,
-    stopped: Receiver<()>,
-) -> io::Result<()> {
-    let counter = svc.connection_counter();
+    events: Sender<Event>,
+    write_timeout: Duration,
+    live: Arc<AtomicUsize>,
+) {
+    let mut next: u64 = 1;
     loop {
-        let accepted = future::or(async { Some(listener.accept().await) }, async {
-            let _ = stopped.recv().await;
-            None
-        })
-        .await;
-        let (stream, peer) = match accepted {
-            None => return Ok(()),
-            Some(Ok(x)) => x,
-            Some(Err(e)) => {
+        let (stream, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
                 bernstein_store_file::log_line!("bernstein http: accept failed: {e}");
                 Timer::after(Duration::from_millis(20)).await;
@@ -158,217 +210,104 @@ async fn accept_loop(
             }
         };
         let _ = stream.get_ref().set_nodelay(true);
-        match counter.try_acquire() {
-            Some(slot) => ex
-                .spawn(connection(svc.clone(), pool.clone(), stream, peer, slot))
-                .detach(),
-            None => {
-                log(
-                    &peer,
-                    format_args!(
-                        "503: over the connection cap ({})",
-                        svc.options.limits.max_connections
-                    ),
-                );
-                ex.spawn(async move {
-                    let mut stream = stream;
-                    let _ = write_timed(
-                        &mut stream,
-                        &over_capacity().to_bytes(),
-                        Duration::from_secs(1),
-                    )
-                    .await;
-                })
-                .detach();
-            }
+        let id = next;
+        next += 1;
+        let (tx, rx) = smol::channel::unbounded::<ToConn>();
+        if events.send(Event::Accepted(id, peer, tx)).await.is_err() {
+            return;
         }
+        let events = events.clone();
+        let live = Live::count(&live);
+        ex.spawn(async move {
+            connection(id, stream, events, rx, write_timeout).await;
+            drop(live);
+        })
+        .detach();
     }
 }
 
-/// Serves one connection: keep-alive, pipelining, read timeouts.
+/// One running connection task, counted while it lives (a shutdown waits for them to write
+/// their last bytes).
+struct Live(Arc<AtomicUsize>);
+
+impl Live {
+    fn count(n: &Arc<AtomicUsize>) -> Live {
+        n.fetch_add(1, Ordering::AcqRel);
+        Live(n.clone())
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What a connection task does next.
+enum Step {
+    Told(Option<ToConn>),
+    Read(io::Result<usize>),
+}
+
+/// One connection: reads a chunk when the engine asks for it, writes what it is sent, ends
+/// when told to close (or when a read or write fails).
 async fn connection(
-    svc: Arc<HttpService>,
-    pool: Arc<BlockingPool>,
+    id: u64,
     mut stream: Async<TcpStream>,
-    peer: SocketAddr,
-    slot: ConnectionSlot,
+    events: Sender<Event>,
+    rx: Receiver<ToConn>,
+    write_timeout: Duration,
 ) {
-    let limits = svc.options.limits.clone();
-    let peer_loopback = is_loopback(&peer);
-    let mut parser = RequestParser::new(limits.parser());
     let mut buf = vec![0u8; 16 * 1024];
-    let origin = Instant::now();
-    let mut clock = ReadClock::new(Duration::ZERO, limits.read_timeout);
+    // The first chunk is wanted at once; each later one when the engine says so.
+    let mut wanted = true;
+    let mut eof = false;
     loop {
-        while let Some(frame) = parser.poll_frame() {
-            match frame {
-                Frame::Continue => {
-                    if write_timed(&mut stream, CONTINUE, limits.read_timeout)
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-                Frame::Error(e) => {
-                    log(&peer, format_args!("{}: {e}", e.status().code()));
-                    let _ = write_timed(&mut stream, &e.response().to_bytes(), limits.read_timeout)
-                        .await;
-                    return finish(stream).await;
-                }
-                Frame::Request(request) => {
-                    clock.request_served();
-                    let action = match svc.route(request, peer_loopback) {
-                        Decision::Respond(r) => Action::Write(r),
-                        Decision::OpenLegacyStream(open) => Action::OpenLegacy(open),
-                        other => match serve(&svc, &pool, &mut stream, peer, other).await {
-                            Some(action) => action,
-                            // The room dropped a waiting request (shutdown).
-                            None => return,
-                        },
-                    };
-                    match action {
-                        Action::Streamed => return finish(stream).await,
-                        Action::Write(response) => {
-                            note_refusal(&peer, &response);
-                            if write_timed(&mut stream, &response.to_bytes(), limits.read_timeout)
-                                .await
-                                .is_err()
-                            {
-                                return;
-                            }
-                            if response.close {
-                                return finish(stream).await;
-                            }
-                        }
-                        Action::OpenLegacy(open) => {
-                            return legacy_stream(svc, stream, peer, slot, open).await;
-                        }
-                        Action::OpenFeed(span) => {
-                            return feed_stream(svc, stream, peer, slot, span).await;
-                        }
-                        Action::Wait(_) => return,
-                    }
+        let step = if wanted && !eof {
+            future::or(async { Step::Told(rx.recv().await.ok()) }, async {
+                Step::Read(stream.read(&mut buf).await)
+            })
+            .await
+        } else {
+            Step::Told(rx.recv().await.ok())
+        };
+        match step {
+            Step::Told(None) => return,
+            Step::Told(Some(ToConn::More)) => wanted = true,
+            Step::Told(Some(ToConn::Send(bytes))) => {
+                if write_timed(&mut stream, &bytes, write_timeout)
+                    .await
+                    .is_err()
+                {
+                    let _ = events.send(Event::Closed(id)).await;
+                    return;
                 }
             }
-        }
-        if parser.is_idle() {
-            clock.parser_idle();
-        }
-        let deadline = origin + clock.deadline();
-        let read = future::or(async { Some(stream.read(&mut buf).await) }, async {
-            Timer::at(deadline).await;
-            None
-        })
-        .await;
-        let expired = match read {
-            Some(Ok(0)) | Some(Err(_)) => return,
-            // Bytes that arrive after the deadline do not save an overdue request.
-            Some(Ok(n)) => match clock.expired(origin.elapsed()) {
-                Some(Expired::Overdue) => Expired::Overdue,
-                _ => {
-                    parser.handle_bytes(&buf[..n]);
-                    clock.bytes_arrived(origin.elapsed(), parser.is_idle());
-                    continue;
+            Step::Told(Some(ToConn::Close { finish })) => {
+                if finish {
+                    finish_stream(stream).await;
                 }
-            },
-            None => clock.expiry(),
-        };
-        if let Some(line) = expired.log_line(clock.timeout()) {
-            log(&peer, format_args!("{line}"));
-        }
-        if expired == Expired::Overdue {
-            let _ = write_timed(
-                &mut stream,
-                &request_timeout().to_bytes(),
-                limits.read_timeout,
-            )
-            .await;
-            let _ = stream.get_ref().shutdown(Shutdown::Write);
-        }
-        return;
-    }
-}
-
-/// Carries out a routing decision on the blocking pool. An answer that waits for the ledger
-/// is put in the service's waiting room meanwhile, so it holds no pool thread: this task
-/// awaits the room's hand-back, then resumes it on the pool; `None` if the room dropped it.
-async fn serve(
-    svc: &Arc<HttpService>,
-    pool: &BlockingPool,
-    stream: &mut Async<TcpStream>,
-    peer: SocketAddr,
-    decision: Decision,
-) -> Option<Action> {
-    let mut action = on_pool(svc, pool, stream, move |s, gone, early| {
-        s.act(decision, peer.ip(), gone, early)
-    })
-    .await;
-    while let Action::Wait(waiting) = action {
-        let (tx, rx) = smol::channel::bounded(1);
-        let probe = stream.get_ref().try_clone().ok();
-        svc.waits.park(waiting, Box::new(ParkedTask { probe, tx }));
-        let waiting = rx.recv().await.ok()?;
-        action = on_pool(svc, pool, stream, move |s, gone, early| {
-            s.resume(waiting, gone, early)
-        })
-        .await;
-    }
-    Some(action)
-}
-
-/// Runs `work` on the blocking pool. A clone of the socket (non-blocking, like the original)
-/// lets it notice that the peer left; what it streams (an SSE answer as it is produced) comes
-/// back over a channel and is written here meanwhile.
-async fn on_pool(
-    svc: &Arc<HttpService>,
-    pool: &BlockingPool,
-    stream: &mut Async<TcpStream>,
-    work: impl FnOnce(&HttpService, &dyn Fn() -> bool, Early<'_>) -> Action + Send + 'static,
-) -> Action {
-    let s = svc.clone();
-    let limit = svc.options.limits.read_timeout;
-    let probe = stream.get_ref().try_clone().ok();
-    let gone = move || probe.as_ref().is_some_and(peer_closed_nonblocking);
-    let (tx, rx) = smol::channel::bounded::<Vec<u8>>(16);
-    let work = pool.run(move || {
-        let early = |bytes: &[u8]| {
-            tx.send_blocking(bytes.to_vec())
-                .map_err(|_| io::ErrorKind::BrokenPipe.into())
-        };
-        work(&s, &gone, &early)
-    });
-    let drain = async {
-        while let Ok(bytes) = rx.recv().await {
-            if write_timed(stream, &bytes, limit).await.is_err() {
-                rx.close();
+                return;
+            }
+            Step::Read(Ok(0)) => {
+                eof = true;
+                let _ = events.send(Event::Closed(id)).await;
+            }
+            Step::Read(Ok(n)) => {
+                wanted = false;
+                if events
+                    .send(Event::Bytes(id, buf[..n].to_vec()))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Step::Read(Err(_)) => {
+                let _ = events.send(Event::Closed(id)).await;
+                return;
             }
         }
-    };
-    future::zip(work, drain).await.0
-}
-
-/// A connection task's end of a waiting request: the room hands the request back over a
-/// channel the task awaits.
-struct ParkedTask {
-    probe: Option<TcpStream>,
-    tx: Sender<Box<Waiting>>,
-}
-
-impl Parked for ParkedTask {
-    fn gone(&self) -> bool {
-        self.probe.as_ref().is_some_and(peer_closed_nonblocking)
-    }
-
-    fn wake(self: Box<Self>, waiting: Box<Waiting>) {
-        let _ = self.tx.try_send(waiting);
-    }
-}
-
-fn note_refusal(peer: &SocketAddr, response: &HttpResponse) {
-    let code = response.status.code();
-    if matches!(code, 401 | 403 | 413 | 421 | 431 | 503) {
-        log(peer, format_args!("{code} {}", response.status.reason()));
     }
 }
 
@@ -387,14 +326,14 @@ async fn write_timed(
 /// Ends a connection after its last response: half-close, then read and drop what the peer
 /// is still sending (briefly, boundedly), so closing does not reset the connection before the
 /// peer has read the response.
-async fn finish(mut stream: Async<TcpStream>) {
+async fn finish_stream(mut stream: Async<TcpStream>) {
     let _ = stream.get_ref().shutdown(Shutdown::Write);
     let deadline = Instant::now() + Duration::from_millis(500);
     let mut scratch = [0u8; 8192];
     let mut budget: usize = 1 << 20;
     while budget > 0 {
         let read = future::or(async { Some(stream.read(&mut scratch).await) }, async {
-            Timer::at(deadline.min(Instant::now() + Duration::from_millis(100))).await;
+            Timer::at(deadline).await;
             None
         })
         .await;
@@ -405,178 +344,145 @@ async fn finish(mut stream: Async<TcpStream>) {
     }
 }
 
-/// A legacy stream's end of the registry: a bounded channel to the task that owns the socket.
-struct ChannelSink(Sender<Vec<u8>>);
-
-impl EventSink for ChannelSink {
-    /// Called on the blocking pool only (from `HttpService::serve_legacy`).
-    fn send(&self, events: &[u8]) -> io::Result<()> {
-        self.0
-            .send_blocking(events.to_vec())
-            .map_err(|_| io::ErrorKind::BrokenPipe.into())
-    }
-
-    fn is_open(&self) -> bool {
-        !self.0.is_closed()
-    }
-
-    /// Called on the executor (the timer task): never waits. A full channel means the stream
-    /// has events queued anyway, so the comment is not needed.
-    fn keep_alive(&self) -> io::Result<()> {
-        match self.0.try_send(sse::KEEPALIVE.to_vec()) {
-            Err(smol::channel::TrySendError::Closed(_)) => Err(io::ErrorKind::BrokenPipe.into()),
-            _ => Ok(()),
-        }
-    }
-
-    /// The stream task writes what is queued, then ends and closes the socket.
-    fn close(&self, farewell: &[u8]) {
-        let _ = self.0.try_send(farewell.to_vec());
-        self.0.close();
-    }
+/// The engine's task: everything the engine asks for is performed from here.
+struct Hub {
+    engine: Engine<Projection>,
+    performer: Performer,
+    /// Set while a wake-up from the performer is pending.
+    woken: Arc<AtomicBool>,
+    conns: HashMap<u64, Sender<ToConn>>,
+    /// Connections whose next chunk waits until the engine wants it.
+    paused: BTreeSet<u64>,
+    clock: Arc<dyn Clock>,
+    origin: Instant,
+    accepting: Option<smol::Task<()>>,
+    stopping: Option<Instant>,
+    /// Connection tasks still running.
+    live: Arc<AtomicUsize>,
 }
 
-enum StreamEvent {
-    Send(Vec<u8>),
-    Ignore,
-    Closed,
-}
-
-/// Turns a connection into a legacy SSE stream until either side closes it.
-async fn legacy_stream(
-    svc: Arc<HttpService>,
-    mut stream: Async<TcpStream>,
-    peer: SocketAddr,
-    slot: ConnectionSlot,
-    open: LegacyOpen,
-) {
-    let limits = svc.options.limits.clone();
-    let (tx, rx) = smol::channel::bounded::<Vec<u8>>(64);
-    let token = match svc.legacy.register(Arc::new(ChannelSink(tx)), svc.clock()) {
-        Ok(Some(token)) => token,
-        Ok(None) => {
-            log(
-                &peer,
-                format_args!(
-                    "503: over the legacy SSE stream cap ({})",
-                    limits.max_legacy_streams
-                ),
-            );
-            let _ = write_timed(
-                &mut stream,
-                &over_capacity().to_bytes(),
-                limits.read_timeout,
-            )
-            .await;
-            return;
-        }
-        Err(e) => {
-            log(&peer, format_args!("500: cannot open a legacy stream: {e}"));
-            let span = route_span_id("500", "legacy");
-            let r = HttpResponse::problem(
-                Status::INTERNAL_SERVER_ERROR,
-                &span,
-                "internal",
-                "no stream token",
-            )
-            .closing();
-            let _ = write_timed(&mut stream, &r.to_bytes(), limits.read_timeout).await;
-            return;
-        }
-    };
-    let mut first = open.head();
-    first.extend(open.endpoint_event(&token));
-    pump(&mut stream, &first, &rx, limits.read_timeout).await;
-    rx.close();
-    svc.legacy.remove(&token);
-    drop(slot);
-}
-
-/// Writes `first`, then what arrives on `rx`, until either side closes (the peer hanging up
-/// is seen by a read that returns).
-async fn pump(
-    stream: &mut Async<TcpStream>,
-    first: &[u8],
-    rx: &smol::channel::Receiver<Vec<u8>>,
-    limit: Duration,
-) {
-    if write_timed(stream, first, limit).await.is_err() {
-        return;
+impl Hub {
+    fn now(&self) -> Moment {
+        moment(self.origin, &*self.clock)
     }
-    let mut probe = [0u8; 512];
-    loop {
-        let next = future::or(
-            async {
-                rx.recv()
+
+    async fn run(mut self, rx: Receiver<Event>) -> io::Result<()> {
+        loop {
+            let mut at = self.engine.poll_timeout().map(|d| self.origin + d);
+            if self.stopping.is_some() {
+                let soon = Instant::now() + Duration::from_millis(50);
+                at = Some(at.map_or(soon, |a| a.min(soon)));
+            }
+            let first = match at {
+                None => rx.recv().await.ok(),
+                Some(at) => {
+                    future::or(async { rx.recv().await.ok() }, async {
+                        Timer::at(at).await;
+                        None
+                    })
                     .await
-                    .map_or(StreamEvent::Closed, StreamEvent::Send)
-            },
-            async {
-                match stream.read(&mut probe).await {
-                    Ok(0) | Err(_) => StreamEvent::Closed,
-                    Ok(_) => StreamEvent::Ignore,
                 }
-            },
-        )
-        .await;
-        let bytes: &[u8] = match &next {
-            StreamEvent::Send(events) => events,
-            StreamEvent::Ignore => continue,
-            StreamEvent::Closed => return,
-        };
-        if write_timed(stream, bytes, limit).await.is_err() {
-            return;
+            };
+            for event in first
+                .into_iter()
+                .chain(std::iter::from_fn(|| rx.try_recv().ok()))
+            {
+                self.event(event);
+            }
+            self.woken.store(false, Ordering::Release);
+            let now = self.now();
+            if self.engine.poll_timeout().is_some_and(|t| t <= now.mono) {
+                self.engine.handle_input(now, Input::Tick);
+            }
+            self.pump();
+            if let Some(began) = self.stopping
+                && (self.engine.requests_in_flight() == 0 || began.elapsed() > SHUTDOWN_GRACE)
+            {
+                for (_, tx) in self.conns.drain() {
+                    let _ = tx.try_send(ToConn::Close { finish: false });
+                }
+                // The connection tasks write what they were sent, then end.
+                let until = Instant::now() + Duration::from_secs(1);
+                while self.live.load(Ordering::Acquire) > 0 && Instant::now() < until {
+                    Timer::after(Duration::from_millis(5)).await;
+                }
+                return Ok(());
+            }
         }
     }
-}
 
-/// A dashboard feed's end of the service's feed registry: a bounded channel to the task that
-/// owns the socket. It never blocks the watcher: a feed too slow to take its events is dropped
-/// (the page reconnects and gets the current head at once).
-struct FeedSink(Sender<Vec<u8>>);
-
-impl EventSink for FeedSink {
-    fn send(&self, events: &[u8]) -> io::Result<()> {
-        self.0
-            .try_send(events.to_vec())
-            .map_err(|_| io::ErrorKind::BrokenPipe.into())
+    fn event(&mut self, event: Event) {
+        let now = self.now();
+        match event {
+            Event::Accepted(id, peer, tx) => {
+                self.conns.insert(id, tx);
+                let conn = ConnId(id);
+                let peer = Peer::Http(peer);
+                self.engine.handle_input(now, Input::Opened { conn, peer });
+            }
+            Event::Bytes(id, bytes) => {
+                let conn = ConnId(id);
+                self.engine.handle_input(
+                    now,
+                    Input::Received {
+                        conn,
+                        bytes: &bytes,
+                    },
+                );
+                self.paused.insert(id);
+            }
+            Event::Closed(id) => {
+                self.engine
+                    .handle_input(now, Input::Closed { conn: ConnId(id) });
+            }
+            Event::Woken => {}
+            Event::Stop => {
+                if self.stopping.is_none() {
+                    self.stopping = Some(Instant::now());
+                    // Dropping the accept task stops accepting.
+                    self.accepting = None;
+                    self.engine.handle_input(now, Input::Shutdown);
+                }
+            }
+        }
     }
 
-    fn is_open(&self) -> bool {
-        !self.0.is_closed()
+    /// Performs the engine's outputs until it has none; then asks the connections whose bytes
+    /// the engine wants again for their next chunk.
+    fn pump(&mut self) {
+        let (origin, clock) = (self.origin, self.clock.clone());
+        let now = || moment(origin, &*clock);
+        let mut io = Vec::new();
+        self.performer.pump(&mut self.engine, &now, &mut io);
+        for output in io {
+            match output {
+                Output::Send { conn, bytes } => {
+                    if let Some(tx) = self.conns.get(&conn.0) {
+                        let _ = tx.try_send(ToConn::Send(bytes));
+                    }
+                }
+                Output::Close { conn, finish } => {
+                    self.paused.remove(&conn.0);
+                    if let Some(tx) = self.conns.remove(&conn.0) {
+                        let _ = tx.try_send(ToConn::Close { finish });
+                    }
+                }
+                other => bernstein_store_file::log_line!(
+                    "bernstein http: an output nobody performs: {other:?}"
+                ),
+            }
+        }
+        let resumed: Vec<u64> = self
+            .paused
+            .iter()
+            .copied()
+            .filter(|id| self.engine.wants_bytes(ConnId(*id)))
+            .collect();
+        for id in resumed {
+            self.paused.remove(&id);
+            if let Some(tx) = self.conns.get(&id) {
+                let _ = tx.try_send(ToConn::More);
+            }
+        }
     }
-
-    fn close(&self, farewell: &[u8]) {
-        let _ = self.0.try_send(farewell.to_vec());
-        self.0.close();
-    }
-}
-
-/// Turns a connection into a dashboard feed until either side closes it.
-async fn feed_stream(
-    svc: Arc<HttpService>,
-    mut stream: Async<TcpStream>,
-    peer: SocketAddr,
-    slot: ConnectionSlot,
-    span: String,
-) {
-    let limits = svc.options.limits.clone();
-    if !svc.feeds.has_room() {
-        log(&peer, format_args!("503: over the dashboard feed cap"));
-        let _ = write_timed(
-            &mut stream,
-            &over_capacity().to_bytes(),
-            limits.read_timeout,
-        )
-        .await;
-        return;
-    }
-    let (tx, rx) = smol::channel::bounded::<Vec<u8>>(64);
-    // The head is queued first, so nothing the watcher sends can precede it.
-    let head = feed_head(&span);
-    let sink = Arc::new(FeedSink(tx));
-    svc.open_feed(sink.clone());
-    pump(&mut stream, &head, &rx, limits.read_timeout).await;
-    rx.close();
-    drop(slot);
 }

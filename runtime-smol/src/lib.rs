@@ -1,7 +1,11 @@
-//! The async runtime on smol / async-io. It moves bytes only: framing, routing and every
-//! protocol decision are the core's; serving a message (the request driver, the waiting room,
-//! the HTTP service) is `bernstein-serve`'s, as for `runtime-std` (blocking store calls run on
-//! a blocking pool, never on the executor).
+//! The async runtime on smol / async-io: one task drives the server's engine
+//! (`bernstein_core::engine::Engine`) and one task per connection moves its bytes. Framing,
+//! routing, timeouts, waits and every protocol decision are the engine's; the store, host and
+//! operator outputs are performed by `bernstein-serve`'s `Performer` (off the executor
+//! whenever they may wait), as for `runtime-std`.
+//!
+//! - [`stdio`]: newline-delimited JSON-RPC on stdin/stdout.
+//! - [`http`]: the HTTP server ([`http::bind`], [`http::serve_http`]).
 
 pub mod http;
 pub mod stdio;

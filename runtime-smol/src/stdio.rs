@@ -1,123 +1,107 @@
-//! The stdio transport on smol: async reads from stdin, one message at a time, each served on
-//! the blocking pool (the ledger store does file IO and fsync). Framing and per-connection
-//! state are the shared [`StdioConnection`]'s. A message whose answer waits for
-//! the ledger (`tasks/result` of a running task) is served in a background task so that later
-//! lines keep flowing; at end of input such waits end and their answers are sent before exit,
-//! and a `notifications/cancelled` naming one ends it with the core's cancelled answer.
+//! The stdio transport on smol: async reads from stdin and writes to stdout, driven by the
+//! server's [`Engine`] like the HTTP server. Stdin is read a chunk at a time, and only while
+//! the engine wants more (a line being served holds the ones behind it, as a pipe would); the
+//! store and host outputs go to the shared [`Performer`]. Every rule (one line at a time,
+//! answers that wait for the ledger letting later lines through, end of input settling them,
+//! `notifications/cancelled`) is the engine's.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use bernstein_core::domain::bound::Server;
-use bernstein_core::transport::Line;
+use bernstein_core::engine::{Engine, Input, Output, STDIO};
 use bernstein_serve::driver::Backend;
-use bernstein_serve::inflight::Inflight;
-use bernstein_serve::stdio::{StdioConnection, deferred_stop, serve_deferred};
+use bernstein_serve::perform::{Performer, moment, seed};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
+use smol::{Timer, future};
 
-/// Serves stdin/stdout until end of input, on a smol executor.
-pub fn serve_stdio(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
+use crate::http::{Event, waker};
+
+/// What woke the loop.
+enum Step {
+    Read(io::Result<usize>),
+    Woken,
+    Timeout,
+}
+
+/// Serves stdin/stdout until end of input (and every answer is written), on a smol executor.
+pub fn serve_stdio(server: Arc<Server>, backend: Backend) -> io::Result<()> {
     smol::block_on(serve(server, backend))
 }
 
-async fn serve(server: Arc<Server>, backend: Backend) -> std::io::Result<()> {
-    let mut input = smol::Unblock::new(std::io::stdin());
-    let output = Arc::new(smol::lock::Mutex::new(
-        smol::Unblock::new(std::io::stdout()),
-    ));
-    let eof = Arc::new(AtomicBool::new(false));
-    let mut waiting = Vec::new();
-    // Deferred requests by id, for the `notifications/cancelled` that names one.
-    let cancels = Inflight::default();
-    let conn = Arc::new(Mutex::new(StdioConnection::open(&server, &backend.env())));
+async fn serve(server: Arc<Server>, backend: Backend) -> io::Result<()> {
+    let mut input = smol::Unblock::new(io::stdin());
+    let mut output = smol::Unblock::new(io::stdout());
+    let (tx, rx) = smol::channel::unbounded::<Event>();
+    let (wake, woken) = waker(tx);
+    let performer = Performer::new(backend.store.clone(), backend.host.clone(), None, 1, wake)?;
+    let origin = Instant::now();
+    let clock = backend.clock.clone();
+    let now = || moment(origin, &*clock);
+    let mut engine = Engine::stdio(server, seed()?, now());
     let mut buf = vec![0u8; 64 * 1024];
+    let mut reading = true;
+    let mut failure: Option<io::Error> = None;
+    let mut wire: Vec<Output> = Vec::new();
     loop {
-        let n = input.read(&mut buf).await?;
-        {
-            let mut c = conn
-                .lock()
-                .expect("the connection lock is never poisoned: serve_line does not panic");
-            if n == 0 {
-                c.framer.handle_eof();
-            } else {
-                c.framer.handle_bytes(&buf[..n]);
-            }
-        }
-        loop {
-            let (srv, be, cn, cs) = (
-                server.clone(),
-                backend.clone(),
-                conn.clone(),
-                cancels.clone(),
-            );
-            let out = smol::unblock(move || {
-                let mut c = cn
-                    .lock()
-                    .expect("the connection lock is never poisoned: serve_line does not panic");
-                let line = c.framer.poll_line()?;
-                if let Line::Message(bytes) = &line {
-                    cs.cancel_named(bytes);
+        let wanted = reading && engine.wants_bytes(STDIO);
+        let at = engine.poll_timeout().map(|d| origin + d);
+        let timer = async {
+            match at {
+                Some(at) => {
+                    Timer::at(at).await;
                 }
-                Some(c.serve_line_now(&srv, &be.env(), line))
-            })
-            .await;
-            match out {
-                None => break,
-                Some(Ok(lines)) => write_lines(&output, &lines).await?,
-                Some(Err(mut deferred)) => {
-                    // The ticks already due go out before the wait starts.
-                    write_lines(&output, &std::mem::take(&mut deferred.lines)).await?;
-                    let (srv, be, eof, output) =
-                        (server.clone(), backend.clone(), eof.clone(), output.clone());
-                    let entry = cancels.enter_message(deferred.bytes());
-                    waiting.push(smol::spawn(async move {
-                        let out = output.clone();
-                        let lines = smol::unblock(move || {
-                            // Called on this blocking thread: each tick is written as it happens.
-                            let notify = |n: &[u8]| {
-                                if let Err(e) = smol::block_on(write_lines(&out, &[n.to_vec()])) {
-                                    bernstein_store_file::log_line!(
-                                        "bernstein: could not write a progress notification: {e}"
-                                    );
-                                }
-                            };
-                            let stop = || deferred_stop(entry.as_ref(), &eof);
-                            let lines = serve_deferred(&srv, &be.env(), deferred, &stop, &notify);
-                            drop(entry);
-                            lines
-                        })
-                        .await;
-                        if let Err(e) = write_lines(&output, &lines).await {
-                            bernstein_store_file::log_line!(
-                                "bernstein: could not write a deferred answer: {e}"
-                            );
-                        }
-                    }));
-                }
+                None => future::pending::<()>().await,
+            }
+            Step::Timeout
+        };
+        let woke = async {
+            let _ = rx.recv().await;
+            Step::Woken
+        };
+        let step = if wanted {
+            let read = async { Step::Read(input.read(&mut buf).await) };
+            future::or(read, future::or(woke, timer)).await
+        } else {
+            future::or(woke, timer).await
+        };
+        match step {
+            Step::Read(Ok(0)) => {
+                reading = false;
+                engine.handle_input(now(), Input::Closed { conn: STDIO });
+            }
+            Step::Read(Ok(n)) => engine.handle_input(
+                now(),
+                Input::Received {
+                    conn: STDIO,
+                    bytes: &buf[..n],
+                },
+            ),
+            Step::Read(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+            Step::Read(Err(e)) => {
+                reading = false;
+                failure = Some(e);
+                engine.handle_input(now(), Input::Closed { conn: STDIO });
+            }
+            Step::Woken | Step::Timeout => {}
+        }
+        woken.store(false, Ordering::Release);
+        if engine.poll_timeout().is_some_and(|t| t <= now().mono) {
+            engine.handle_input(now(), Input::Tick);
+        }
+        let mut closed = false;
+        performer.pump(&mut engine, &now, &mut wire);
+        for sent in wire.drain(..) {
+            match sent {
+                Output::Send { bytes, .. } => output.write_all(&bytes).await?,
+                _ => closed = true,
             }
         }
-        if n == 0 {
-            // Waiting answers stop waiting and are sent before the loop ends.
-            eof.store(true, Ordering::SeqCst);
-            for task in waiting {
-                task.await;
-            }
-            return Ok(());
+        output.flush().await?;
+        if closed {
+            return failure.map_or(Ok(()), Err);
         }
     }
-}
-
-async fn write_lines(
-    output: &smol::lock::Mutex<smol::Unblock<std::io::Stdout>>,
-    lines: &[Vec<u8>],
-) -> std::io::Result<()> {
-    if lines.is_empty() {
-        return Ok(());
-    }
-    let mut out = output.lock().await;
-    for m in lines {
-        out.write_all(m).await?;
-        out.write_all(b"\n").await?;
-    }
-    out.flush().await
 }

@@ -1,108 +1,131 @@
-//! The stdio transport on std: newline-delimited JSON-RPC on stdin/stdout, one message at a
-//! time, logs only on stderr. The connection remembers nothing but the protocol revision that
-//! `initialize` negotiated (a transport fact, like the HTTP `MCP-Protocol-Version` header).
+//! The stdio transport on std: newline-delimited JSON-RPC on stdin/stdout, logs only on
+//! stderr, driven by the server's [`Engine`] like the HTTP loop.
 //!
-//! A message whose answer must wait for the ledger (`tasks/result` of a running task, a long
-//! poll of `bernstein_run_status`) is served on a background thread so that later lines keep
-//! flowing; the notifications it produces meanwhile (a long poll's progress ticks: the current
-//! one at once, then one each time the ledger moves) are written as they happen, the answer
-//! last. At end of input such waits end and send the answer they have, and a
-//! `notifications/cancelled` naming one ends it with the core's cancelled answer
-//! (`{cancelled: true, partial}`).
+//! A reader thread reads stdin one chunk at a time and hands each to the loop, which reads on
+//! only while the engine wants more (a line being served holds the ones behind it, as a
+//! pipe would); the loop writes what the engine sends to stdout, performs the store and host
+//! outputs through the shared [`Performer`] and wakes the engine at its timeouts. Every rule
+//! (one line at a time, answers that wait for the ledger letting later lines through, end of
+//! input settling them, `notifications/cancelled`) is the engine's.
 
 use std::io::{self, Read, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
 
 use bernstein_core::domain::bound::Server;
-use bernstein_core::transport::Line;
-use bernstein_serve::driver::Env;
-use bernstein_serve::inflight::Inflight;
-use bernstein_serve::stdio::{Deferred, StdioConnection, deferred_stop, serve_deferred};
+use bernstein_core::engine::{Engine, Input, Output, STDIO};
+use bernstein_serve::driver::Backend;
+use bernstein_serve::perform::{Performer, moment, seed};
 
-/// Serves stdin/stdout until end of input.
-pub fn serve_stdio(server: &Arc<Server>, env: &Env<'_>) -> io::Result<()> {
-    let eof = AtomicBool::new(false);
-    let stdout = io::stdout();
-    // Deferred requests by id, for the `notifications/cancelled` that names one.
-    let waiting = Inflight::default();
-    std::thread::scope(|scope| {
-        let deferred = |d: Deferred| {
-            let (eof, stdout) = (&eof, &stdout);
-            let entry = waiting.enter_message(d.bytes());
-            scope.spawn(move || {
-                let stop = || deferred_stop(entry.as_ref(), eof);
-                let notify = |n: &[u8]| {
-                    if let Err(e) = write_lines(stdout, &[n.to_vec()]) {
-                        bernstein_store_file::log_line!(
-                            "bernstein: could not write a progress notification: {e}"
-                        );
-                    }
-                };
-                let out = serve_deferred(server, env, d, &stop, &notify);
-                drop(entry);
-                if let Err(e) = write_lines(stdout, &out) {
-                    bernstein_store_file::log_line!(
-                        "bernstein: could not write a deferred answer: {e}"
-                    );
-                }
-            });
-        };
-        let cancel = |bytes: &[u8]| waiting.cancel_named(bytes);
-        let read = read_loop(server, env, &stdout, deferred, cancel);
-        // End of input (or a broken pipe): waiting answers stop waiting and are sent.
-        eof.store(true, Ordering::SeqCst);
-        read
-    })
+/// What reaches the loop.
+enum Event {
+    Bytes(Vec<u8>),
+    End(Option<io::Error>),
+    /// The performer has results.
+    Woken,
 }
 
-fn read_loop(
-    server: &Arc<Server>,
-    env: &Env<'_>,
-    stdout: &io::Stdout,
-    deferred: impl Fn(Deferred),
-    cancel: impl Fn(&[u8]),
-) -> io::Result<()> {
-    let mut conn = StdioConnection::open(server, env);
+/// Serves stdin/stdout until end of input (and every answer is written).
+pub fn serve_stdio(server: Arc<Server>, backend: &Backend) -> io::Result<()> {
+    let (tx, rx) = mpsc::channel::<Event>();
+    // The reader takes one chunk, then waits until the loop asks for the next.
+    let (more_tx, more_rx) = mpsc::sync_channel::<()>(1);
+    let reader_tx = tx.clone();
+    thread::Builder::new()
+        .name("bernstein-stdin".into())
+        .spawn(move || read_stdin(&reader_tx, &more_rx))?;
+    let woken = Mutex::new(tx);
+    let performer = Performer::new(
+        backend.store.clone(),
+        backend.host.clone(),
+        None,
+        1,
+        Arc::new(move || {
+            let _ = woken
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .send(Event::Woken);
+        }),
+    )?;
+    let origin = Instant::now();
+    let clock = backend.clock.clone();
+    let now = || moment(origin, &*clock);
+    let mut engine = Engine::stdio(server, seed()?, now());
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut reading = true;
+    let mut asked = true;
+    let mut failure: Option<io::Error> = None;
+    let mut wire: Vec<Output> = Vec::new();
+    loop {
+        let event = next_event(&rx, engine.poll_timeout(), origin);
+        for event in event.into_iter().chain(rx.try_iter()) {
+            match event {
+                Event::Bytes(bytes) => {
+                    asked = false;
+                    engine.handle_input(
+                        now(),
+                        Input::Received {
+                            conn: STDIO,
+                            bytes: &bytes,
+                        },
+                    );
+                }
+                Event::End(error) => {
+                    reading = false;
+                    failure = error;
+                    engine.handle_input(now(), Input::Closed { conn: STDIO });
+                }
+                Event::Woken => {}
+            }
+        }
+        if engine.poll_timeout().is_some_and(|at| at <= now().mono) {
+            engine.handle_input(now(), Input::Tick);
+        }
+        let mut closed = false;
+        performer.pump(&mut engine, &now, &mut wire);
+        for output in wire.drain(..) {
+            match output {
+                Output::Send { bytes, .. } => out.write_all(&bytes)?,
+                _ => closed = true,
+            }
+        }
+        out.flush()?;
+        if closed {
+            return failure.map_or(Ok(()), Err);
+        }
+        if reading && !asked && engine.wants_bytes(STDIO) {
+            asked = more_tx.try_send(()).is_ok();
+        }
+    }
+}
+
+/// The next event, waiting at most until the engine's next timeout.
+fn next_event(rx: &Receiver<Event>, timeout: Option<Duration>, origin: Instant) -> Option<Event> {
+    match timeout {
+        None => rx.recv().ok(),
+        Some(at) => {
+            let wait = (origin + at).saturating_duration_since(Instant::now());
+            rx.recv_timeout(wait).ok()
+        }
+    }
+}
+
+/// Reads stdin a chunk at a time, each after the loop asked for it (the first at once).
+fn read_stdin(tx: &Sender<Event>, more: &Receiver<()>) {
     let mut stdin = io::stdin().lock();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        let n = match stdin.read(&mut buf) {
-            Ok(n) => n,
+        let event = match stdin.read(&mut buf) {
+            Ok(0) => Event::End(None),
+            Ok(n) => Event::Bytes(buf[..n].to_vec()),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+            Err(e) => Event::End(Some(e)),
         };
-        if n == 0 {
-            conn.framer.handle_eof();
-        } else {
-            conn.framer.handle_bytes(&buf[..n]);
-        }
-        while let Some(line) = conn.framer.poll_line() {
-            if let Line::Message(bytes) = &line {
-                cancel(bytes);
-            }
-            match conn.serve_line_now(server, env, line) {
-                Ok(out) => write_lines(stdout, &out)?,
-                Err(mut d) => {
-                    write_lines(stdout, &std::mem::take(&mut d.lines))?;
-                    deferred(d);
-                }
-            }
-        }
-        if n == 0 {
-            return Ok(());
+        let end = matches!(event, Event::End(_));
+        if tx.send(event).is_err() || end || more.recv().is_err() {
+            return;
         }
     }
-}
-
-fn write_lines(stdout: &io::Stdout, messages: &[Vec<u8>]) -> io::Result<()> {
-    if messages.is_empty() {
-        return Ok(());
-    }
-    let mut out = stdout.lock();
-    for m in messages {
-        out.write_all(m)?;
-        out.write_all(b"\n")?;
-    }
-    out.flush()
 }

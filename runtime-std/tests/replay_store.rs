@@ -1,5 +1,5 @@
-//! Recorded journals replay through the runtime: the stdio connection, the request driver and
-//! the file store.
+//! Recorded journals replay through the runtime: the engine's stdio connection and the file
+//! store.
 //! - Re-serving a fixture's recorded requests (fed through the stdio framing, as `bernstein mcp`
 //!   reads them) against a fresh `.sdd/` writes the recorded ledger byte for byte and answers
 //!   the recorded lines (the measured `_meter.latency_ms` aside).
@@ -11,20 +11,17 @@ mod replay_support;
 
 use std::sync::Mutex;
 
+use std::time::Duration;
+
 use bernstein_core::Timestamp;
+use bernstein_core::engine::{ConnId, Engine, EngineConfig, Input, Moment, Output, Peer};
 use bernstein_core::ledger::Store;
+use bernstein_core::protocol::host::{HostFailure, HostReply};
 use bernstein_core::time::Clock;
-use bernstein_serve::driver::Env;
-use bernstein_serve::host::NoHost;
-use bernstein_serve::stdio::StdioConnection;
 type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_file::verify_cmd::audit_verify;
 use replay_support::fixtures::{all, first_difference, next_call_time, snapshot_value};
 use replay_support::{Scratch, copy_store};
-
-/// The turn every request of this file takes once contended (they share one ledger).
-static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_serve::driver::Admission>> =
-    std::sync::LazyLock::new(Default::default);
 
 /// A clock the test sets before each request: the value the recording's audit record holds.
 struct ReplayClock(Mutex<Timestamp>);
@@ -62,22 +59,70 @@ fn recorded_requests_replay_through_the_stdio_connection_and_the_store() {
             FileStore::open(scratch.path(), fx.audit_key.clone()).expect("a fresh store opens");
         let recorded = fx.records();
         let clock = ReplayClock(Mutex::new(Timestamp(0)));
-        let mut conn = StdioConnection::new(&server);
-        conn.framer.handle_bytes(&fx.requests);
-        conn.framer.handle_eof();
-        let mut lines: Vec<Vec<u8>> = Vec::new();
-        while let Some(line) = conn.framer.poll_line() {
+        // Every input carries the time the recording's next audit record holds at the ledger's
+        // position then: the core stamps a request's records with the time its snapshot arrives.
+        let now = || {
             let at = store.snapshot().expect("snapshot").position.seq as usize;
             *clock.0.lock().unwrap() = next_call_time(&recorded, at);
-            let env = Env {
-                store: &store,
-                clock: &clock,
-                host: &NoHost,
-                metrics: None,
-                admission: &ADMISSION,
-            };
-            lines.extend(conn.serve_line(&server, &env, line));
+            Moment {
+                mono: Duration::ZERO,
+                wall: clock.now(),
+            }
+        };
+        let mut engine = Engine::new(
+            std::sync::Arc::new(server),
+            EngineConfig::stdio([0; 32]),
+            now(),
+        );
+        let conn = ConnId(0);
+        engine.handle_input(
+            now(),
+            Input::Opened {
+                conn,
+                peer: Peer::Stdio,
+            },
+        );
+        let bytes = &fx.requests;
+        engine.handle_input(now(), Input::Received { conn, bytes });
+        engine.handle_input(now(), Input::Closed { conn });
+        let mut out: Vec<u8> = Vec::new();
+        while let Some(output) = engine.poll_output() {
+            match output {
+                Output::ReadSnapshot { req } => {
+                    let snapshot = store.snapshot_unsettled().expect("snapshot");
+                    engine.handle_input(
+                        now(),
+                        Input::Snapshot {
+                            req,
+                            snapshot: &snapshot,
+                        },
+                    );
+                }
+                Output::Append { req, append } => {
+                    let result = store.compare_and_append_unsettled(&append).expect("append");
+                    engine.handle_input(now(), Input::Appended { req, result });
+                }
+                Output::Settle { req } => {
+                    store.settle().expect("settle");
+                    engine.handle_input(now(), Input::Settled { req });
+                }
+                Output::Host { req, .. } => {
+                    let reply = HostReply::Failed(HostFailure::Unsupported);
+                    engine.handle_input(now(), Input::Host { req, reply });
+                }
+                Output::Send { bytes, .. } => out.extend(bytes),
+                Output::Close { .. } | Output::Log(_) => {}
+                other => panic!(
+                    "{}: an output the replay does not expect: {other:?}",
+                    fx.name
+                ),
+            }
         }
+        let lines: Vec<Vec<u8>> = out
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect();
         drop(store);
         let ledger = std::fs::read(scratch.path().join(".sdd/ledger/ledger.jsonl")).unwrap();
         if ledger != fx.ledger {

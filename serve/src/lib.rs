@@ -1,21 +1,17 @@
-//! Serving MCP messages against a ledger store and the host, the same way on every runtime:
-//! the request driver that performs what the core's request engine asks for (snapshots,
-//! compare-and-append, host requests, the fsync, the turn, naps), the waiting room where HTTP
-//! answers wait without a thread, the in-flight registry for cancellation, host IO confined to
-//! the project root, the process's metrics, the HTTP service and the stdio connection state.
-//! It blocks (file IO, fsync) and moves no bytes: the runtimes (`runtime-std`, `runtime-smol`)
-//! read and write sockets and pipes and call in here. It holds no protocol or domain logic.
+//! What every runtime performs for the engine the same way, and the blocking driver of one job:
+//! it does the IO (file reads and writes, fsync, the store's network calls, host requests) and
+//! moves no bytes: the runtimes (`runtime-std`, `runtime-smol`) read and write sockets and
+//! pipes, drive the core's [`Engine`](bernstein_core::engine::Engine) and call in here. It holds
+//! no protocol or domain logic.
 //!
-//! - [`driver`]: performs the engine's outputs ([`driver::Drive`]).
+//! - [`perform`]: the engine's store, host and operator outputs ([`perform::Performer`]: the
+//!   store on the runtime's thread or a pool, group commit on a syncer thread).
+//! - [`driver`]: one job driven to its answer on the caller's thread (the command line's
+//!   operator commands, an in-process worker, benchmarks).
 //! - [`host`]: file listings, reads and the shutdown signal the core asks for.
-//! - [`metrics`]: the process's counters behind `GET /metrics`.
-//! - [`inflight`]: requests in flight by id, for `notifications/cancelled`.
-//! - [`http`]: the HTTP service, the waiting room and what both HTTP servers share.
-//! - [`stdio`]: the state of a stdio connection and its deferred answers.
+//! - [`http`]: binding, the startup announcement and the operator's routes.
 
 pub mod driver;
 pub mod host;
 pub mod http;
-pub mod inflight;
-pub mod metrics;
-pub mod stdio;
+pub mod perform;

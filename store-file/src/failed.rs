@@ -38,6 +38,10 @@ impl<F: Fold> Store<F> for FailedStore {
         Err(self.error())
     }
 
+    fn local(&self) -> bool {
+        true
+    }
+
     fn facts(&self) -> StoreFacts {
         StoreFacts {
             kind: "failed",

@@ -365,6 +365,10 @@ impl<F: Checkpointed> FileStore<F> {
 }
 
 impl<F: Checkpointed> Store<F> for FileStore<F> {
+    fn local(&self) -> bool {
+        true
+    }
+
     fn facts(&self) -> StoreFacts {
         let state = self.state();
         let newest = state.checkpoint.max(self.checkpointer.written());

@@ -146,6 +146,11 @@ impl<F: Fold> Store<F> for OpeningStore<F> {
         self.store()?.compare_and_append_unsettled(append)
     }
 
+    /// Local while opening (every call fails at once), then whatever the opened store is.
+    fn local(&self) -> bool {
+        self.opened.get().is_none_or(|s| s.local())
+    }
+
     fn facts(&self) -> StoreFacts {
         match self.opened.get() {
             Some(s) => s.facts(),

@@ -74,7 +74,6 @@ pub(crate) fn commit_operator<E>(
         store,
         clock: &SystemClock,
         host: &NoHost,
-        metrics: None,
         admission: &admission,
     };
     let mut job = OperatorJob {

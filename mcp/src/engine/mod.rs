@@ -1,33 +1,41 @@
-//! The request engine: the state machine of one request from its bytes (or an operator's
-//! command, see [`Job`]) to its durable answer, with the world outside reduced to [`Input`]s
-//! and [`Output`]s (the shape of quinn-proto's `Connection` and str0m's `Rtc`). A runtime creates a [`Request`], then repeatedly performs
-//! what [`Request::poll_output`] asks for and feeds the result back with
-//! [`Request::handle_input`], until [`Output::Done`].
+//! The engine: a server's connections and requests as one value ([`Engine`], in [`server`]),
+//! driven by [`Engine::handle_input`] with what happened ([`Input`]) and drained with
+//! [`Engine::poll_output`] ([`Output`]: what to do) and [`Engine::poll_timeout`] (when to wake
+//! it): the shape of quinn-proto's `Endpoint` and str0m's `Rtc`. A runtime is a loop that
+//! moves bytes and performs those outputs.
 //!
-//! What lives here, as explicit per-request state: reading a snapshot and running the core on
-//! it (a [`Job`]; for a message, [`Server::handle_round`]), the host-request rounds, compare-and-append with re-runs from
-//! a fresh snapshot on conflict (at most [`MAX_ATTEMPTS`] runs), the fairness turn taken once
-//! a request has lost a race ([`turns`]), the wait of a pending answer for the ledger head to
-//! move (its wait slot, deadline, backoff, stop), and the settle/cancel round that ends a wait.
-//! What a server's requests share is decided here too, as plain values the runtime keeps
-//! behind its lock: the turn ([`turns`]), the wait slots and their caps ([`wait_slots`]) and
-//! the requests a `notifications/cancelled` reaches ([`cancels`]). Time and randomness only
-//! arrive as arguments ([`Moment`], the request's seed); the engine never blocks and performs
-//! no IO.
+//! Inside it, each request is a state machine of its own ([`request::Request`]): reading a
+//! snapshot and running the core on it (a [`Job`]; for a message, [`Server::handle_round`]),
+//! the host-request rounds, compare-and-append with re-runs from a fresh snapshot on conflict
+//! (at most [`MAX_ATTEMPTS`] runs), the fairness turn taken once a request has lost a race
+//! ([`turns`]), the wait of a pending answer for the ledger head to move (its wait slot,
+//! deadline, backoff, stop), and the settle/cancel round that ends a wait. A caller that runs
+//! one job alone (the command line's operator commands, an in-process worker) drives a
+//! [`request::Request`] directly. What a server's requests share is plain values here: the
+//! turn ([`turns`]), the wait slots and their caps ([`wait_slots`]), the requests a
+//! `notifications/cancelled` reaches ([`cancels`]) and the [`Counters`]. Time and randomness
+//! only arrive as arguments ([`Moment`], the seeds); the engine never blocks and performs no
+//! IO.
 //!
 //! [`Server::handle_round`]: crate::protocol::Server::handle_round
 
 pub mod cancels;
+pub mod counters;
 pub mod job;
-mod request;
+pub mod request;
+pub mod server;
+#[cfg(any(test, feature = "sim"))]
+pub mod sim;
 pub mod turns;
 pub mod wait_slots;
 
 use core::time::Duration;
 
 pub use cancels::Cancels;
+pub use counters::Counters;
 pub use job::{Job, Message, OwnedMessage, Round};
-pub use request::{Finished, Input, Output, Request};
+pub use request::{Finished, Request};
+pub use server::{ConnId, Engine, EngineConfig, HttpConfig, Input, Output, Peer, ReqId, STDIO};
 pub use wait_slots::WaitSlots;
 
 use crate::time::Timestamp;

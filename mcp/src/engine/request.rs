@@ -134,6 +134,11 @@ impl<J: Job> Request<J> {
         &self.job
     }
 
+    /// When it started (the `mono` of [`Request::start`]'s instant).
+    pub fn started(&self) -> Duration {
+        self.started
+    }
+
     /// A request running `job`, waiting under `wait` if its answer is pending; `seed` is the
     /// randomness its jittered pauses draw on.
     pub fn new(job: J, wait: WaitPolicy, seed: u64) -> Request<J> {

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 
 /// One request's place at the turn, handed out by [`Turns::ticket`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Ticket(u64);
 
 /// What [`Turns::request`] decided.

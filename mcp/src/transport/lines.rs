@@ -66,6 +66,11 @@ impl LineFramer {
         self.ready.pop_front()
     }
 
+    /// Whether a complete frame waits to be taken.
+    pub fn has_line(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
     fn end_line(&mut self) {
         let mut line = std::mem::take(&mut self.partial);
         if line.last() == Some(&b'\r') {

@@ -1,8 +1,496 @@
-//! The HTTP transports on std: streamable HTTP (`POST /mcp`) and the legacy HTTP+SSE transport
-//! (`GET /sse`, `POST /messages?stream=…`) on one port, served by a minimal blocking HTTP/1.1
-//! server — `std::net::TcpListener`, a bounded pool of worker threads, keep-alive, read
-//! timeouts and a connection cap ([`server`]).
+//! The HTTP transports on one event loop: streamable HTTP (`POST /mcp`), the legacy HTTP+SSE
+//! transport (`GET /sse`, `POST /messages?stream=…`) and the operator's routes on one port.
+//!
+//! One thread runs a `mio` poll over the listener and every connection and drives the server's
+//! [`Engine`]: it accepts, reads what arrives and hands it in, writes what the engine asks to
+//! send (what the kernel does not take at once waits with the socket, under a write deadline),
+//! closes, wakes the engine at its timeouts, and hands the store, host and operator outputs to
+//! the shared [`Performer`] (whose threads wake the loop when their results are in). Framing,
+//! routing, timeouts, waits, cancellation and every HTTP decision are the engine's: this
+//! module moves bytes and keeps time.
 
-pub mod server;
+mod sock;
 
-pub use server::{HttpServerHandle, bind, serve_http};
+use std::collections::{BTreeSet, HashMap};
+use std::io::{self, Read};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use bernstein_core::Projection;
+use bernstein_core::domain::bound::Server;
+use bernstein_core::engine::{ConnId, Engine, EngineConfig, Input, Moment, Output, Peer};
+use bernstein_core::time::Clock;
+use bernstein_core::transport::http::HttpOptions;
+use bernstein_serve::driver::Backend;
+use bernstein_serve::http::operator::Operator;
+use bernstein_serve::http::{Announcement, open_listener};
+use bernstein_serve::perform::{Performer, moment, seed};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
+
+use self::sock::{Fate, Sock};
+
+const LISTENER: Token = Token(0);
+const WAKER: Token = Token(1);
+/// Connection ids start above the loop's own tokens (an id is its token).
+const FIRST_CONN: u64 = 2;
+/// How long a shutdown waits for requests in flight before it closes what is left.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// A running server.
+#[derive(Debug)]
+pub struct HttpServerHandle {
+    local_addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+    announcement: Announcement,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl HttpServerHandle {
+    /// The address actually bound (port 0 resolved).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Blocks until the server stops (it runs until [`Self::shutdown`] or process exit).
+    pub fn wait(mut self) -> io::Result<()> {
+        self.join()
+    }
+
+    /// Stops accepting, answers waiting requests as they stand, closes the legacy streams and
+    /// feeds, and returns once the requests in flight are answered.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.waker.wake();
+        let _ = self.join();
+    }
+
+    fn join(&mut self) -> io::Result<()> {
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| io::Error::other("the HTTP loop thread panicked"))?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for HttpServerHandle {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.stop();
+        }
+    }
+}
+
+/// Binds and starts serving on a thread of its own.
+pub fn bind(
+    server: Arc<Server>,
+    backend: Backend,
+    options: HttpOptions,
+) -> io::Result<HttpServerHandle> {
+    let (listener, policy) = open_listener(&server.config, &options)?;
+    let local_addr = listener.local_addr()?;
+    let announcement = Announcement::new(&policy, &options);
+    let poll = Poll::new()?;
+    let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    let stop = Arc::new(AtomicBool::new(false));
+    let operator = Operator::new(
+        server.clone(),
+        backend.store.clone(),
+        backend.clock.clone(),
+        !options.mcp,
+    );
+    let wake = waker.clone();
+    let performer = Performer::new(
+        backend.store.clone(),
+        backend.host.clone(),
+        Some(operator),
+        options.limits.workers,
+        Arc::new(move || {
+            let _ = wake.wake();
+        }),
+    )?;
+    let write_timeout = options.limits.read_timeout;
+    let origin = Instant::now();
+    let config = EngineConfig::http(policy, options, seed()?);
+    let now = moment(origin, &*backend.clock);
+    let engine = Engine::new(server, config, now);
+    listener.set_nonblocking(true)?;
+    let mut event_loop = Loop {
+        poll,
+        listener: Some(mio::net::TcpListener::from_std(listener)),
+        socks: HashMap::new(),
+        paused: BTreeSet::new(),
+        timed: BTreeSet::new(),
+        engine,
+        performer,
+        clock: backend.clock.clone(),
+        origin,
+        next_conn: FIRST_CONN,
+        stop: stop.clone(),
+        stopping: None,
+        write_timeout,
+    };
+    let thread = thread::Builder::new()
+        .name("bernstein-http".into())
+        .spawn(move || event_loop.run())?;
+    Ok(HttpServerHandle {
+        local_addr,
+        stop,
+        waker,
+        announcement,
+        thread: Some(thread),
+    })
+}
+
+/// Binds, announces the endpoint on stderr and serves until the process ends.
+pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
+    let handle = bind(server, backend, options)?;
+    handle
+        .announcement
+        .announce(handle.local_addr(), "runtime std, one event loop");
+    handle.wait()
+}
+
+struct Loop {
+    poll: Poll,
+    listener: Option<mio::net::TcpListener>,
+    socks: HashMap<u64, Sock>,
+    /// Sockets whose reading waits until the engine wants their bytes.
+    paused: BTreeSet<u64>,
+    /// Sockets with a deadline (a stalled write, a drain).
+    timed: BTreeSet<u64>,
+    engine: Engine<Projection>,
+    performer: Performer,
+    clock: Arc<dyn Clock>,
+    origin: Instant,
+    next_conn: u64,
+    stop: Arc<AtomicBool>,
+    /// When the shutdown began.
+    stopping: Option<Instant>,
+    write_timeout: Duration,
+}
+
+impl Loop {
+    fn run(&mut self) -> io::Result<()> {
+        if let Some(l) = self.listener.as_mut() {
+            self.poll
+                .registry()
+                .register(l, LISTENER, Interest::READABLE)?;
+        }
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let timeout = self.timeout();
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept(),
+                    WAKER => {}
+                    Token(t) => {
+                        let id = t as u64;
+                        if event.is_writable() {
+                            self.flush(id);
+                        }
+                        if event.is_readable() || event.is_read_closed() || event.is_error() {
+                            self.read(id);
+                        }
+                    }
+                }
+            }
+            if self.stop.load(Ordering::SeqCst) && self.stopping.is_none() {
+                self.begin_shutdown();
+            }
+            self.expire();
+            self.settle_outputs();
+            if let Some(began) = self.stopping {
+                // Done once every request is answered and every answer written.
+                let written = self.socks.values().all(|s| !s.has_pending());
+                let idle = self.engine.requests_in_flight() == 0 && written;
+                if idle || began.elapsed() > SHUTDOWN_GRACE {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn now(&self) -> Moment {
+        moment(self.origin, &*self.clock)
+    }
+
+    /// How long the poll may sleep: until the engine's next timer or a socket's deadline.
+    fn timeout(&self) -> Option<Duration> {
+        let engine = self.engine.poll_timeout().map(|d| self.origin + d);
+        let socks = self
+            .timed
+            .iter()
+            .filter_map(|id| self.socks.get(id)?.deadline(self.write_timeout))
+            .min();
+        let at = match (engine, socks) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        // While shutting down, look again regularly.
+        let at = match (at, self.stopping) {
+            (at, Some(_)) => Some(at.map_or(Instant::now() + Duration::from_millis(50), |a| {
+                a.min(Instant::now() + Duration::from_millis(50))
+            })),
+            (at, None) => at,
+        };
+        at.map(|at| at.saturating_duration_since(Instant::now()))
+    }
+
+    fn accept(&mut self) {
+        loop {
+            let Some(listener) = self.listener.as_ref() else {
+                return;
+            };
+            let (mut stream, peer) = match listener.accept() {
+                Ok(accepted) => accepted,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // Out of file descriptors and the like: the next connection retries.
+                    bernstein_store_file::log_line!("bernstein http: accept failed: {e}");
+                    return;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let id = self.next_conn;
+            self.next_conn += 1;
+            if register(self.poll.registry(), &mut stream, id, false).is_err() {
+                continue;
+            }
+            self.socks.insert(id, Sock::new(stream));
+            let now = self.now();
+            self.engine.handle_input(
+                now,
+                Input::Opened {
+                    conn: ConnId(id),
+                    peer: Peer::Http(peer),
+                },
+            );
+            self.settle_outputs();
+        }
+    }
+
+    /// Reads what a socket has, handing it to the engine, until the kernel has no more or the
+    /// engine wants no more for now.
+    fn read(&mut self, id: u64) {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            let Some(sock) = self.socks.get_mut(&id) else {
+                return;
+            };
+            if matches!(sock.ending, sock::Ending::Draining { .. }) {
+                if sock.drain(Instant::now()) == Fate::Gone {
+                    self.drop_sock(id);
+                }
+                return;
+            }
+            if sock.eof || sock.ending != sock::Ending::Open {
+                return;
+            }
+            if !self.engine.wants_bytes(ConnId(id)) {
+                sock.paused = true;
+                self.paused.insert(id);
+                return;
+            }
+            let read = sock.stream.read(&mut buf);
+            if let Ok(0) = read {
+                sock.eof = true;
+            }
+            let now = self.now();
+            match read {
+                Ok(0) => {
+                    let conn = ConnId(id);
+                    return self.engine.handle_input(now, Input::Closed { conn });
+                }
+                Ok(n) => {
+                    let (conn, bytes) = (ConnId(id), &buf[..n]);
+                    self.engine
+                        .handle_input(now, Input::Received { conn, bytes });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.broken(id),
+            }
+        }
+    }
+
+    /// Writes what waits on a socket that became writable.
+    fn flush(&mut self, id: u64) {
+        let Some(sock) = self.socks.get_mut(&id) else {
+            return;
+        };
+        let fate = sock.flush(Instant::now());
+        self.after(id, fate);
+    }
+
+    /// Performs the engine's outputs until it has none, then reads from the sockets it wants
+    /// bytes from again, until neither gives anything more to do.
+    fn settle_outputs(&mut self) {
+        let mut io = Vec::new();
+        loop {
+            let (origin, clock) = (self.origin, self.clock.clone());
+            let now = || moment(origin, &*clock);
+            self.performer.pump(&mut self.engine, &now, &mut io);
+            for output in io.drain(..) {
+                match output {
+                    Output::Send { conn, bytes } => self.send(conn.0, &bytes),
+                    Output::Close { conn, finish } => self.close(conn.0, finish),
+                    other => bernstein_store_file::log_line!(
+                        "bernstein http: an output nobody performs: {other:?}"
+                    ),
+                }
+            }
+            if self.engine.has_output() {
+                continue;
+            }
+            let resumed: Vec<u64> = self
+                .paused
+                .iter()
+                .copied()
+                .filter(|id| self.engine.wants_bytes(ConnId(*id)))
+                .collect();
+            if resumed.is_empty() {
+                return;
+            }
+            for id in resumed {
+                self.paused.remove(&id);
+                if let Some(s) = self.socks.get_mut(&id) {
+                    s.paused = false;
+                }
+                self.read(id);
+            }
+        }
+    }
+
+    fn send(&mut self, id: u64, bytes: &[u8]) {
+        let Some(sock) = self.socks.get_mut(&id) else {
+            return;
+        };
+        let fate = sock.send(bytes, Instant::now());
+        self.after(id, fate);
+    }
+
+    fn close(&mut self, id: u64, finish: bool) {
+        let Some(sock) = self.socks.get_mut(&id) else {
+            return;
+        };
+        let fate = sock.close(finish, Instant::now());
+        self.after(id, fate);
+    }
+
+    /// Keeps the registration in step with what the socket waits for, or drops it.
+    fn after(&mut self, id: u64, fate: Fate) {
+        let Some(sock) = self.socks.get_mut(&id) else {
+            return;
+        };
+        match fate {
+            Fate::Gone if sock.has_pending() || sock.ending == sock::Ending::Open => {
+                self.broken(id)
+            }
+            Fate::Gone => self.drop_sock(id),
+            Fate::Alive => {
+                if sock.has_pending() || sock.ending != sock::Ending::Open {
+                    self.timed.insert(id);
+                } else {
+                    self.timed.remove(&id);
+                }
+                let wants_write = sock.has_pending();
+                if wants_write != sock.wants_write {
+                    sock.wants_write = wants_write;
+                    let _ = reregister(self.poll.registry(), &mut sock.stream, id, wants_write);
+                }
+            }
+        }
+    }
+
+    /// A socket failed: drop it and tell the engine its peer is gone.
+    fn broken(&mut self, id: u64) {
+        self.drop_sock(id);
+        let now = self.now();
+        self.engine
+            .handle_input(now, Input::Closed { conn: ConnId(id) });
+    }
+
+    fn drop_sock(&mut self, id: u64) {
+        if let Some(mut sock) = self.socks.remove(&id) {
+            let _ = self.poll.registry().deregister(&mut sock.stream);
+        }
+        self.paused.remove(&id);
+        self.timed.remove(&id);
+    }
+
+    /// Fires the engine's due timers and the sockets' deadlines (stalled writes, drains).
+    fn expire(&mut self) {
+        let now = self.now();
+        if self.engine.poll_timeout().is_some_and(|at| at <= now.mono) {
+            self.engine.handle_input(now, Input::Tick);
+        }
+        let instant = Instant::now();
+        let due: Vec<u64> = self
+            .timed
+            .iter()
+            .copied()
+            .filter(|id| {
+                self.socks
+                    .get(id)
+                    .and_then(|s| s.deadline(self.write_timeout))
+                    .is_some_and(|d| d <= instant)
+            })
+            .collect();
+        for id in due {
+            let draining = self
+                .socks
+                .get(&id)
+                .is_some_and(|s| matches!(s.ending, sock::Ending::Draining { .. }));
+            if draining {
+                self.drop_sock(id);
+            } else {
+                // A peer that does not read within the write timeout is dropped.
+                self.broken(id);
+            }
+        }
+    }
+
+    /// Stops accepting and tells the engine; it answers what waits and closes what is idle.
+    fn begin_shutdown(&mut self) {
+        self.stopping = Some(Instant::now());
+        if let Some(mut l) = self.listener.take() {
+            let _ = self.poll.registry().deregister(&mut l);
+        }
+        let now = self.now();
+        self.engine.handle_input(now, Input::Shutdown);
+    }
+}
+
+fn register(registry: &Registry, stream: &mut TcpStream, id: u64, write: bool) -> io::Result<()> {
+    registry.register(stream, Token(id as usize), interest(write))
+}
+
+fn reregister(registry: &Registry, stream: &mut TcpStream, id: u64, write: bool) -> io::Result<()> {
+    registry.reregister(stream, Token(id as usize), interest(write))
+}
+
+fn interest(write: bool) -> Interest {
+    if write {
+        Interest::READABLE | Interest::WRITABLE
+    } else {
+        Interest::READABLE
+    }
+}

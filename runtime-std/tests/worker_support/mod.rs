@@ -75,7 +75,6 @@ impl Worker {
                 store: &self.store,
                 clock: &SystemClock,
                 host: &NoHost,
-                metrics: None,
                 admission: &ADMISSION,
             },
             &serde_json::to_vec(&msg).unwrap(),

@@ -30,7 +30,6 @@ fn env(store: &dyn Store<Projection>) -> Env<'_> {
         store,
         clock: &CLOCK,
         host: &crate::host::NoHost,
-        metrics: None,
         admission: &ADMISSION,
     }
 }

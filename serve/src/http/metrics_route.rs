@@ -1,5 +1,5 @@
-//! `GET /metrics`: this process's counters ([`crate::metrics`]) and the ledger's figures read
-//! from the store, in the Prometheus text format (the families are listed in
+//! `GET /metrics`: the engine's counters ([`Counters`]) and the ledger's figures read from the
+//! store, in the Prometheus text format (the families are listed in
 //! docs/OPERATIONS.md). Nothing here writes; a store that cannot be read leaves out the
 //! families derived from it and the process counters are still answered.
 
@@ -9,47 +9,37 @@ use bernstein_core::protocol::tally::METHODS;
 use bernstein_core::transport::http::prometheus::{CONTENT_TYPE, Exposition, Kind};
 use bernstein_core::transport::http::{HttpResponse, Status};
 
-use super::ConnectionCounter;
-use super::service::HttpService;
-use crate::metrics::Counts;
+use super::operator::Operator;
+use bernstein_core::engine::Counters;
 
-impl HttpService {
-    /// The exposition of this process's metrics.
-    pub(super) fn metrics_response(&self, span: &str) -> HttpResponse {
+impl Operator {
+    /// The exposition of this server's metrics.
+    pub(super) fn metrics_response(&self, span: &str, counters: &Counters) -> HttpResponse {
         let mut r = HttpResponse::new(Status::OK, span).with_header("Content-Type", CONTENT_TYPE);
-        r.body = self.exposition().into_bytes();
+        r.body = self.exposition(counters).into_bytes();
         r
     }
 
-    /// The counter of open connections capped at the configured maximum, counting into this
-    /// server's `bernstein_http_connections_open` (each runtime takes one when it binds).
-    pub fn connection_counter(&self) -> ConnectionCounter {
-        ConnectionCounter::sharing(
-            self.options.limits.max_connections,
-            self.backend.metrics.connections(),
-        )
-    }
-
-    fn exposition(&self) -> String {
-        let metrics = &self.backend.metrics;
+    /// The exposition text of `counters` and the store's figures.
+    pub fn exposition(&self, counters: &Counters) -> String {
         let mut x = Exposition::new();
-        served(&mut x, &metrics.counts());
+        served(&mut x, counters);
         self.ledger(&mut x);
         let gauges = [
             (
                 "bernstein_http_connections_open",
                 "HTTP connections open now.",
-                metrics.connections_open(),
+                counters.connections,
             ),
             (
                 "bernstein_requests_in_flight",
                 "JSON-RPC messages being served now (waits included).",
-                metrics.in_flight(),
+                counters.in_flight,
             ),
             (
                 "bernstein_waits_in_flight",
                 "Answers held back now until the ledger moves (long polls, tasks/result).",
-                metrics.waits(),
+                counters.waits,
             ),
         ];
         for (name, help, n) in gauges {
@@ -60,19 +50,19 @@ impl HttpService {
             Kind::Counter,
             "Answers that would have waited for the ledger but were sent at once: every wait slot was taken.",
         )
-        .sample(&[], metrics.waits_refused() as f64);
+        .sample(&[], counters.waits_refused as f64);
         x.family(
             "bernstein_process_start_time_seconds",
             Kind::Gauge,
             "When this server started, in seconds since the Unix epoch.",
         )
-        .sample(&[], seconds(metrics.started_at().0));
+        .sample(&[], seconds(counters.started_at.0));
         x.finish()
     }
 
     /// The families read from the store: fsyncs, size, tasks, checkpoint.
     fn ledger(&self, x: &mut Exposition) {
-        let store = &self.backend.store;
+        let store = &self.store;
         let facts = store.facts();
         if let Some(syncs) = &facts.syncs {
             histogram(
@@ -125,7 +115,7 @@ impl HttpService {
             .sample(&[], bytes as f64);
         }
         if let Some(at) = facts.checkpoint_at_ms {
-            let age = self.backend.clock.now().0.saturating_sub(at);
+            let age = self.clock.now().0.saturating_sub(at);
             x.family(
                 "bernstein_checkpoint_age_seconds",
                 Kind::Gauge,
@@ -136,8 +126,8 @@ impl HttpService {
     }
 }
 
-/// The families counted by the request driver.
-fn served(x: &mut Exposition, counts: &Counts) {
+/// The families the engine counts.
+fn served(x: &mut Exposition, counts: &Counters) {
     x.family(
         "bernstein_tool_calls_total",
         Kind::Counter,

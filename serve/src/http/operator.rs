@@ -1,20 +1,62 @@
-//! Serves the operator's routes the core parsed ([`bernstein_core::transport::http::operator`]):
-//! the probes, the dashboard's JSON API, its live feed and the metrics. Every answer is read
-//! from the store or the process's counters; nothing here writes to the ledger, so the
-//! read-only `bernstein dashboard` serves the same routes.
+//! Answers the operator's routes the core parsed ([`bernstein_core::transport::http::operator`]):
+//! the probes, the dashboard's JSON API and the metrics (the live feed is the engine's). Every
+//! answer is read from the store or the engine's counters; nothing here writes to the ledger,
+//! so the read-only `bernstein dashboard` serves the same routes. It may block on the store:
+//! runtimes call it off their loop (see [`crate::perform`]).
 
+use std::sync::Arc;
+
+use bernstein_core::Projection;
 use bernstein_core::domain::Snapshot;
+use bernstein_core::domain::bound::Server;
 use bernstein_core::domain::dashboard::verify::PastedCheck;
 use bernstein_core::domain::dashboard::{self, ServerFacts};
 use bernstein_core::domain::signed_head::sign_head;
+use bernstein_core::engine::Counters;
+use bernstein_core::ledger::Store;
+use bernstein_core::time::Clock;
 use bernstein_core::transport::http::{HttpResponse, OperatorRequest, OperatorRoute, Status};
 use serde_json::{Value, json};
 
-use super::service::{Action, HttpService};
+/// What answering the operator's routes reads.
+pub struct Operator {
+    pub(super) server: Arc<Server>,
+    pub(super) store: Arc<dyn Store<Projection>>,
+    pub(super) clock: Arc<dyn Clock>,
+    /// Whether the server serves no MCP (`bernstein dashboard`).
+    read_only: bool,
+}
 
-impl HttpService {
-    /// Serves an operator route (may block on the store).
-    pub fn serve_operator(&self, req: OperatorRequest) -> Action {
+impl std::fmt::Debug for Operator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Operator")
+            .field("read_only", &self.read_only)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `503` for a route nobody can answer now (the server is shutting down).
+pub fn unavailable(span: &str) -> HttpResponse {
+    not_ready(span, "the server is shutting down")
+}
+
+impl Operator {
+    pub fn new(
+        server: Arc<Server>,
+        store: Arc<dyn Store<Projection>>,
+        clock: Arc<dyn Clock>,
+        read_only: bool,
+    ) -> Operator {
+        Operator {
+            server,
+            store,
+            clock,
+            read_only,
+        }
+    }
+
+    /// Answers an operator route with the engine's `counters` as they were when it was asked.
+    pub fn answer(&self, req: OperatorRequest, counters: &Counters) -> HttpResponse {
         let span = req.span_id.as_str();
         let r =
             match req.route {
@@ -22,19 +64,18 @@ impl HttpService {
                     HttpResponse::json(Status::OK, span, &json!({"status": "ok"}))
                 }
                 OperatorRoute::Readyz => self.readiness(span),
-                OperatorRoute::Metrics => self.metrics_response(span),
-                OperatorRoute::Events => return Action::OpenFeed(req.span_id),
+                OperatorRoute::Metrics => self.metrics_response(span, counters),
                 OperatorRoute::Overview { window_s } => self.with_snapshot(span, |s| {
                     let facts =
                         ServerFacts {
                             version: &self.server.config.server_version,
-                            read_only: !self.options.mcp,
-                            store: self.backend.store.facts(),
+                            read_only: self.read_only,
+                            store: self.store.facts(),
                             signed_head: self.server.config.signing_key.as_ref().map(|k| {
                                 serde_json::to_value(sign_head(s, k)).unwrap_or(Value::Null)
                             }),
                         };
-                    let now = self.backend.clock.now();
+                    let now = self.clock.now();
                     ok(span, &dashboard::overview(s, &facts, now, window_s))
                 }),
                 OperatorRoute::Task { id } => self.with_snapshot(span, |s| {
@@ -56,7 +97,7 @@ impl HttpService {
                     &format!("{other:?} is not served here"),
                 ),
             };
-        Action::Write(if req.keep_alive { r } else { r.closing() })
+        if req.keep_alive { r } else { r.closing() }
     }
 
     fn signer_pem(&self) -> Option<&str> {
@@ -69,7 +110,7 @@ impl HttpService {
 
     /// Answers from a snapshot, or 503 with the store's reason.
     fn with_snapshot(&self, span: &str, f: impl FnOnce(&Snapshot) -> HttpResponse) -> HttpResponse {
-        match self.backend.store.snapshot() {
+        match self.store.snapshot() {
             Ok(s) => f(&s),
             Err(e) => not_ready(span, &e.to_string()),
         }
@@ -99,7 +140,7 @@ impl HttpService {
                 }
             };
             if check.wants_lines() {
-                let scanned = self.backend.store.scan_lines(&mut |line| {
+                let scanned = self.store.scan_lines(&mut |line| {
                     check.push_line(line);
                     check.wants_lines()
                 });

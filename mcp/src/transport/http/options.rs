@@ -74,7 +74,8 @@ pub struct HttpLimits {
     pub read_timeout: Duration,
     /// Most simultaneous connections, legacy SSE streams included (503 beyond).
     pub max_connections: usize,
-    /// Threads that serve requests (runtime-std's worker pool).
+    /// Threads that call a store which may wait on the network (PostgreSQL); requests
+    /// themselves are served by one event loop.
     pub workers: usize,
     /// Most answers waiting for the ledger at once (long polls, open `tasks/result`s); a
     /// waiting answer holds its connection but no thread. Beyond it a wait is refused with a

@@ -4,27 +4,70 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bernstein_core::Config;
+use bernstein_core::Projection;
 use bernstein_core::domain::bound::Server;
-use bernstein_core::protocol::TransportFacts;
+use bernstein_core::engine::{ConnId, Engine, EngineConfig, Input, Moment, Peer};
+use bernstein_core::ledger::Store;
+use bernstein_core::time::Clock;
 use bernstein_core::transport::http::{HttpOptions, HttpPolicy};
 use serde_json::json;
 
 use super::*;
-use crate::driver::{Backend, serve_message};
 use crate::host::NoHost;
+use crate::perform::run_inline;
 type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
 use bernstein_store_file::clock::SystemClock;
 use bernstein_store_file::test_dir::TestDir;
 
 const KEY: &[u8] = &[9; 32];
 
-fn service(dir: &std::path::Path) -> HttpService {
+/// An HTTP server's operator over the file store in `dir`, and an engine that served
+/// `messages` on a stdio connection (one HTTP connection open beside it).
+fn served(dir: &std::path::Path, messages: &[Vec<u8>]) -> (Operator, Engine<Projection>) {
     let config = Config::new(KEY.to_vec());
     let options = HttpOptions::default();
     let policy = HttpPolicy::new(&config, &options, "127.0.0.1:8053", true).unwrap();
-    let store = FileStore::open(dir, KEY.to_vec()).unwrap();
-    let backend = Backend::new(Arc::new(store), Arc::new(SystemClock), Arc::new(NoHost));
-    HttpService::new(Arc::new(Server::new(config)), backend, policy, options)
+    let store: Arc<dyn Store<Projection>> = Arc::new(FileStore::open(dir, KEY.to_vec()).unwrap());
+    let server = Arc::new(Server::new(config));
+    let now = || Moment {
+        mono: std::time::Duration::ZERO,
+        wall: SystemClock.now(),
+    };
+    let mut engine = Engine::new(
+        server.clone(),
+        EngineConfig::http(policy, options, [0; 32]),
+        now(),
+    );
+    let stdio = ConnId(0);
+    engine.handle_input(
+        now(),
+        Input::Opened {
+            conn: stdio,
+            peer: Peer::Stdio,
+        },
+    );
+    let peer = Peer::Http("127.0.0.1:4000".parse().unwrap());
+    engine.handle_input(
+        now(),
+        Input::Opened {
+            conn: ConnId(1),
+            peer,
+        },
+    );
+    for m in messages {
+        let mut line = m.clone();
+        line.push(b'\n');
+        engine.handle_input(
+            now(),
+            Input::Received {
+                conn: stdio,
+                bytes: &line,
+            },
+        );
+        run_inline(&mut engine, &*store, &NoHost, &now);
+    }
+    let op = Operator::new(server, store, Arc::new(SystemClock), false);
+    (op, engine)
 }
 
 /// Sample lines by series (`name{labels}`), checking that every family has one HELP and one
@@ -57,10 +100,9 @@ fn samples(text: &str) -> BTreeMap<String, f64> {
 }
 
 #[test]
-fn the_exposition_counts_what_the_backend_served() {
+fn the_exposition_counts_what_the_engine_served() {
     let tmp = TestDir::new("metrics-route");
-    let svc = service(tmp.path());
-    let facts = TransportFacts::stdio(Some("2025-11-25".into()));
+    let mut messages = vec![initialize()];
     for (id, tool, args) in [
         (1, "bernstein_run", json!({"goal": "one"})),
         (2, "bernstein_run", json!({"goal": "two"})),
@@ -68,12 +110,10 @@ fn the_exposition_counts_what_the_backend_served() {
     ] {
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": tool, "arguments": args}});
-        let bytes = serde_json::to_vec(&msg).unwrap();
-        serve_message(&svc.server, &svc.backend.env(), &bytes, &facts).unwrap();
+        messages.push(serde_json::to_vec(&msg).unwrap());
     }
-    let counter = svc.connection_counter();
-    let _slot = counter.try_acquire().unwrap();
-    let r = svc.metrics_response("span");
+    let (op, engine) = served(tmp.path(), &messages);
+    let r = op.metrics_response("span", engine.counters());
     assert_eq!(r.header("Content-Type"), Some(CONTENT_TYPE));
     let text = String::from_utf8(r.body).unwrap();
     let s = samples(&text);
@@ -90,6 +130,7 @@ fn the_exposition_counts_what_the_backend_served() {
     );
     assert_eq!(get(r#"bernstein_requests_total{method="tools/call"}"#), 3.0);
     assert_eq!(get(r#"bernstein_requests_total{method="ping"}"#), 0.0);
+    assert_eq!(get(r#"bernstein_requests_total{method="initialize"}"#), 1.0);
     assert_eq!(
         get(r#"bernstein_tool_call_duration_seconds_count{tool="bernstein_run"}"#),
         2.0
@@ -98,7 +139,7 @@ fn the_exposition_counts_what_the_backend_served() {
         get(r#"bernstein_tool_call_duration_seconds_bucket{tool="bernstein_run",le="+Inf"}"#),
         2.0
     );
-    let records = svc.backend.store.snapshot().unwrap().position.seq;
+    let records = op.store.snapshot().unwrap().position.seq;
     assert_eq!(get("bernstein_ledger_records"), records as f64);
     let bytes = std::fs::metadata(
         bernstein_store_file::layout::Layout::in_project(tmp.path()).ledger_file(),
@@ -130,16 +171,22 @@ fn the_exposition_counts_what_the_backend_served() {
 fn a_checkpoint_shows_its_age() {
     let tmp = TestDir::new("metrics-checkpoint");
     {
-        let svc = service(tmp.path());
         let msg = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bernstein_run","arguments":{"goal":"g"}}}"#;
-        let facts = TransportFacts::stdio(Some("2025-11-25".into()));
-        serve_message(&svc.server, &svc.backend.env(), msg, &facts).unwrap();
         // Dropping the store writes its checkpoint.
+        drop(served(tmp.path(), &[initialize(), msg.to_vec()]));
     }
-    let svc = service(tmp.path());
-    let text = String::from_utf8(svc.metrics_response("s").body).unwrap();
+    let (op, engine) = served(tmp.path(), &[]);
+    let text = String::from_utf8(op.metrics_response("s", engine.counters()).body).unwrap();
     let age = samples(&text)["bernstein_checkpoint_age_seconds"];
     assert!((0.0..60.0).contains(&age), "{age}");
-    let records = svc.backend.store.snapshot().unwrap().position.seq;
-    assert_eq!(svc.backend.store.facts().checkpoint_records, Some(records));
+    let records = op.store.snapshot().unwrap().position.seq;
+    assert_eq!(op.store.facts().checkpoint_records, Some(records));
+}
+
+/// `initialize` at 2025-11-25, so that the calls after it are served in that revision.
+fn initialize() -> Vec<u8> {
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}))
+    .unwrap()
 }

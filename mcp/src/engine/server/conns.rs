@@ -1,0 +1,515 @@
+//! The engine's connections: framing what arrives (stdio lines, HTTP/1.1 requests routed by
+//! the [`HttpPolicy`](crate::transport::http::HttpPolicy)), one message at a time per
+//! connection, their clocks (read timeouts, legacy streams' keep-alives and idle closes,
+//! feeds' keep-alives), the legacy streams by token and the dashboards' feeds.
+
+use core::net::SocketAddr;
+
+use super::timers::{self, Due};
+use super::{
+    Answer, Busy, Conn, ConnId, Engine, FEED_KEEPALIVE, FEED_LOOK, FeedConn, HttpConn, LegacyConn,
+    Output, Peer, StdioConn,
+};
+use crate::ledger::{Fold, LedgerPosition};
+use crate::protocol::TransportFacts;
+use crate::protocol::dispatch::request_span_id;
+use crate::transport::http::exchange::{LegacyMessage, LegacyOpen};
+use crate::transport::http::operator::{feed_head, head_event};
+use crate::transport::http::read_clock::{Expired, ReadClock};
+use crate::transport::http::response::{over_capacity, request_timeout};
+use crate::transport::http::sse::{self, EventIds};
+use crate::transport::http::{
+    CONTINUE, Decision, Frame, HttpResponse, OperatorRequest, OperatorRoute, RequestParser,
+    StreamClock,
+};
+use crate::transport::{Line, LineFramer};
+
+impl<F: Fold> Engine<F> {
+    pub(super) fn opened(&mut self, conn: ConnId, peer: Peer) {
+        let addr = match peer {
+            Peer::Stdio => {
+                let limit = self.server.config.limits.max_message_bytes;
+                let stdio = StdioConn {
+                    framer: LineFramer::new(limit),
+                    facts: TransportFacts::stdio(None),
+                    foreground: None,
+                    open: 0,
+                    eof: false,
+                };
+                self.conns.insert(conn, Conn::Stdio(stdio));
+                return;
+            }
+            Peer::Http(addr) => addr,
+        };
+        let Some(http) = &self.http else {
+            self.log(format!(
+                "bernstein: an HTTP connection from {addr} on a stdio server"
+            ));
+            return self.push(Output::Close {
+                conn,
+                finish: false,
+            });
+        };
+        let limits = &http.options.limits;
+        if self.shutting_down {
+            return self.push(Output::Close {
+                conn,
+                finish: false,
+            });
+        }
+        if self.counters.connections >= limits.max_connections {
+            let max = limits.max_connections;
+            self.log_peer(&addr, format_args!("503: over the connection cap ({max})"));
+            self.send(conn, over_capacity().to_bytes());
+            return self.push(Output::Close {
+                conn,
+                finish: false,
+            });
+        }
+        let h = HttpConn {
+            peer: addr,
+            parser: RequestParser::new(limits.parser()),
+            clock: ReadClock::new(self.now.mono, limits.read_timeout),
+            busy: None,
+            eof: false,
+            armed: None,
+        };
+        self.conns.insert(conn, Conn::Http(h));
+        self.counters.connections += 1;
+        self.arm_conn(conn);
+    }
+
+    /// Whether the runtime should read more from `conn` now: not while a connection's next
+    /// message is already framed behind the one being served (the peer waits, as TCP makes it).
+    pub fn wants_bytes(&self, conn: ConnId) -> bool {
+        match self.conns.get(&conn) {
+            Some(Conn::Http(h)) => h.busy.is_none() || h.parser.is_idle(),
+            Some(Conn::Stdio(s)) => s.foreground.is_none() || !s.framer.has_line(),
+            Some(Conn::Legacy(_) | Conn::Feed(_)) => true,
+            None => false,
+        }
+    }
+
+    pub(super) fn received(&mut self, conn: ConnId, bytes: &[u8]) {
+        let now = self.now.mono;
+        match self.conns.get_mut(&conn) {
+            Some(Conn::Stdio(s)) => {
+                s.framer.handle_bytes(bytes);
+                self.advance_stdio(conn);
+            }
+            Some(Conn::Http(h)) if h.busy.is_some() => h.parser.handle_bytes(bytes),
+            Some(Conn::Http(h)) => {
+                // Bytes that arrive after the deadline do not save an overdue request.
+                if h.clock.expired(now) == Some(Expired::Overdue) {
+                    return self.expire(conn, Expired::Overdue);
+                }
+                h.parser.handle_bytes(bytes);
+                h.clock.bytes_arrived(now, h.parser.is_idle());
+                self.advance_http(conn);
+            }
+            // What a stream's or a feed's peer sends is not read.
+            Some(Conn::Legacy(_) | Conn::Feed(_)) | None => {}
+        }
+    }
+
+    pub(super) fn closed(&mut self, conn: ConnId) {
+        match self.conns.get_mut(&conn) {
+            Some(Conn::Stdio(s)) => {
+                s.eof = true;
+                s.framer.handle_eof();
+                self.wake_requests_of(conn);
+                self.advance_stdio(conn);
+            }
+            Some(Conn::Http(h)) => {
+                h.eof = true;
+                match h.busy {
+                    // A waiting request whose peer left ends as cancelled.
+                    Some(Busy::Request(req)) => self.wake(req),
+                    Some(Busy::Operator) => {}
+                    None => self.advance_http(conn),
+                }
+            }
+            Some(Conn::Legacy(_) | Conn::Feed(_)) => {
+                self.close(conn, false);
+                // Requests answering to a stream that is gone end as cancelled.
+                self.wake_requests_of(conn);
+            }
+            None => {}
+        }
+    }
+
+    /// Forgets a connection (the caller asks the runtime to close it).
+    fn forget(&mut self, conn: ConnId) {
+        match self.conns.remove(&conn) {
+            Some(Conn::Legacy(l)) => {
+                self.legacy.remove(&l.token);
+                self.counters.connections -= 1;
+            }
+            Some(Conn::Http(_) | Conn::Feed(_)) => self.counters.connections -= 1,
+            Some(Conn::Stdio(_)) | None => {}
+        }
+    }
+
+    /// Asks the runtime to close `conn` and forgets it.
+    pub(super) fn close(&mut self, conn: ConnId, finish: bool) {
+        if self.conns.contains_key(&conn) {
+            self.forget(conn);
+            self.push(Output::Close { conn, finish });
+        }
+    }
+
+    pub(super) fn conn_timer(&mut self, conn: ConnId, at: core::time::Duration) {
+        let now = self.now.mono;
+        match self.conns.get_mut(&conn) {
+            Some(Conn::Http(h)) => {
+                timers::fired(&mut h.armed, at);
+                if h.busy.is_none()
+                    && let Some(expired) = h.clock.expired(now)
+                {
+                    return self.expire(conn, expired);
+                }
+            }
+            Some(Conn::Legacy(l)) => {
+                timers::fired(&mut l.armed, at);
+                match l.clock.handle_timeout(now) {
+                    Some(crate::transport::http::StreamTick::KeepAlive) => {
+                        self.send(conn, sse::KEEPALIVE.to_vec());
+                    }
+                    Some(crate::transport::http::StreamTick::Close) => {
+                        let idle = self.http_limits().map(|l| l.sse_idle).unwrap_or_default();
+                        self.log(format!(
+                            "bernstein http: closed a legacy SSE stream: no message for {idle:?}"
+                        ));
+                        self.send(conn, sse::IDLE_CLOSE.to_vec());
+                        self.close(conn, false);
+                        return self.wake_requests_of(conn);
+                    }
+                    None => {}
+                }
+            }
+            Some(Conn::Feed(f)) => {
+                timers::fired(&mut f.armed, at);
+                if now >= f.keepalive_at {
+                    f.keepalive_at = now + FEED_KEEPALIVE;
+                    self.send(conn, sse::KEEPALIVE.to_vec());
+                }
+            }
+            Some(Conn::Stdio(_)) | None => return,
+        }
+        self.arm_conn(conn);
+    }
+
+    /// Arms the timer of a connection's clock.
+    fn arm_conn(&mut self, conn: ConnId) {
+        let (at, armed) = match self.conns.get_mut(&conn) {
+            Some(Conn::Http(h)) if h.busy.is_none() => (h.clock.deadline(), &mut h.armed),
+            Some(Conn::Legacy(l)) => (l.clock.poll_timeout(), &mut l.armed),
+            Some(Conn::Feed(f)) => (f.keepalive_at, &mut f.armed),
+            _ => return,
+        };
+        self.timers.arm(armed, at, Due::Conn(conn));
+    }
+
+    /// Closes a connection whose request is overdue (`408`) or that idled past the read
+    /// timeout.
+    fn expire(&mut self, conn: ConnId, expired: Expired) {
+        let Some(Conn::Http(h)) = self.conns.get(&conn) else {
+            return;
+        };
+        let peer = h.peer;
+        if let Some(line) = expired.log_line(h.clock.timeout()) {
+            self.log_peer(&peer, format_args!("{line}"));
+        }
+        if expired == Expired::Overdue {
+            self.send(conn, request_timeout().to_bytes());
+            self.close(conn, true);
+        } else {
+            self.close(conn, false);
+        }
+    }
+
+    /// Serves what an HTTP connection has framed, one request at a time, while it is free.
+    pub(super) fn advance_http(&mut self, conn: ConnId) {
+        loop {
+            let shutting_down = self.shutting_down;
+            let Some(Conn::Http(h)) = self.conns.get_mut(&conn) else {
+                return;
+            };
+            if h.busy.is_some() {
+                return;
+            }
+            let frame = if shutting_down {
+                None
+            } else {
+                h.parser.poll_frame()
+            };
+            let Some(frame) = frame else {
+                if h.parser.is_idle() {
+                    h.clock.parser_idle();
+                }
+                if h.eof || shutting_down {
+                    return self.close(conn, false);
+                }
+                return self.arm_conn(conn);
+            };
+            let peer = h.peer;
+            match frame {
+                Frame::Continue => self.send(conn, CONTINUE.to_vec()),
+                Frame::Error(e) => {
+                    self.log_peer(&peer, format_args!("{}: {e}", e.status().code()));
+                    self.send(conn, e.response().to_bytes());
+                    return self.close(conn, true);
+                }
+                Frame::Request(request) => {
+                    h.clock.request_served();
+                    let Some(http) = &self.http else { return };
+                    let loopback = peer.ip().to_canonical().is_loopback();
+                    let decision = http.policy.route(request, loopback, self.now.wall);
+                    self.act(conn, peer, decision);
+                }
+            }
+        }
+    }
+
+    /// Carries out a routing decision for a request on `conn`.
+    fn act(&mut self, conn: ConnId, peer: SocketAddr, decision: Decision) {
+        match decision {
+            Decision::Respond(r) => self.respond(conn, r),
+            Decision::Mcp(x) => {
+                let (body, facts) = (x.body.clone(), x.facts.clone());
+                let answer = Answer::Mcp { x, stream: None };
+                let req = self.start_request(conn, body, facts, answer, Some(peer));
+                self.set_busy(conn, Some(Busy::Request(req)));
+            }
+            Decision::OpenLegacyStream(open) => self.open_legacy(conn, peer, &open),
+            Decision::LegacyMessage(m) => self.legacy_message(conn, peer, m),
+            Decision::Operator(request) => self.operator(conn, peer, request),
+        }
+    }
+
+    /// Writes a response on `conn`; closes it if the response says so, else serves on.
+    pub(super) fn respond(&mut self, conn: ConnId, response: HttpResponse) {
+        let Some(Conn::Http(h)) = self.conns.get(&conn) else {
+            return;
+        };
+        let peer = h.peer;
+        let code = response.status.code();
+        if matches!(code, 401 | 403 | 413 | 421 | 431 | 503) {
+            let reason = response.status.reason();
+            self.log_peer(&peer, format_args!("{code} {reason}"));
+        }
+        self.send(conn, response.to_bytes());
+        if response.close {
+            self.close(conn, true);
+        }
+    }
+
+    /// Marks what `conn` is busy with; freeing it restarts its read clock (a kept-alive
+    /// connection idles from its last answer) and serves the frames behind.
+    pub(super) fn set_busy(&mut self, conn: ConnId, busy: Option<Busy>) {
+        let now = self.now.mono;
+        let Some(Conn::Http(h)) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        h.busy = busy;
+        if busy.is_none() {
+            h.clock.bytes_arrived(now, h.parser.is_idle());
+            self.advance_http(conn);
+        }
+    }
+
+    /// `GET /sse`: the connection becomes a legacy stream under a fresh token.
+    fn open_legacy(&mut self, conn: ConnId, peer: SocketAddr, open: &LegacyOpen) {
+        let Some(limits) = self.http_limits().cloned() else {
+            return;
+        };
+        if self.legacy.len() >= limits.max_legacy_streams {
+            let max = limits.max_legacy_streams;
+            self.log_peer(
+                &peer,
+                format_args!("503: over the legacy SSE stream cap ({max})"),
+            );
+            self.send(conn, over_capacity().to_bytes());
+            return self.close(conn, false);
+        }
+        let token = self.entropy.token();
+        let mut first = open.head();
+        first.extend(open.endpoint_event(&token));
+        self.send(conn, first);
+        self.legacy.insert(token.clone(), conn);
+        let stream = LegacyConn {
+            clock: StreamClock::new(self.now.mono, limits.sse_keepalive, limits.sse_idle),
+            ids: EventIds::legacy(&token),
+            token,
+            version: None,
+            armed: None,
+        };
+        self.conns.insert(conn, Conn::Legacy(stream));
+        self.arm_conn(conn);
+    }
+
+    /// `POST /messages?stream=…`: serves the body with its answer on the stream, or `404`
+    /// when no live stream has the token.
+    fn legacy_message(&mut self, conn: ConnId, peer: SocketAddr, m: LegacyMessage) {
+        let now = self.now.mono;
+        let stream = self.legacy.get(&m.token).copied();
+        let Some(Conn::Legacy(l)) = stream.and_then(|s| self.conns.get_mut(&s)) else {
+            return self.respond(conn, m.stream_gone());
+        };
+        let mut facts = m.facts.clone();
+        if facts.protocol_version.is_none() {
+            facts.protocol_version = l.version.clone();
+        }
+        l.clock.message_started(now);
+        let stream = stream.unwrap_or(conn);
+        let span = m.span(request_span_id(&m.body).as_deref());
+        let body = m.body.clone();
+        let answer = Answer::Legacy { m, stream, span };
+        let req = self.start_request(conn, body, facts, answer, Some(peer));
+        self.set_busy(conn, Some(Busy::Request(req)));
+    }
+
+    /// An operator route: the dashboards' feed is the engine's; every other route is
+    /// answered by the runtime ([`Output::Operator`]).
+    fn operator(&mut self, conn: ConnId, peer: SocketAddr, request: OperatorRequest) {
+        if request.route != OperatorRoute::Events {
+            self.set_busy(conn, Some(Busy::Operator));
+            return self.push(Output::Operator { conn, request });
+        }
+        let max = self.http_limits().map_or(0, |l| l.max_legacy_streams);
+        let feeds = self
+            .conns
+            .values()
+            .filter(|c| matches!(c, Conn::Feed(_)))
+            .count();
+        if feeds >= max {
+            self.log_peer(&peer, format_args!("503: over the dashboard feed cap"));
+            self.send(conn, over_capacity().to_bytes());
+            return self.close(conn, false);
+        }
+        self.send(conn, feed_head(&request.span_id));
+        let feed = FeedConn {
+            told: None,
+            keepalive_at: self.now.mono + FEED_KEEPALIVE,
+            armed: None,
+        };
+        self.conns.insert(conn, Conn::Feed(feed));
+        self.arm_conn(conn);
+        // The new feed gets the head within a look.
+        match self.durable {
+            Some(p) => self.tell_feeds(p),
+            None => self.ask_look(),
+        }
+        self.arm_feeds();
+    }
+
+    pub(super) fn operator_answered(&mut self, conn: ConnId, response: HttpResponse) {
+        match self.conns.get(&conn) {
+            Some(Conn::Http(h)) if h.busy == Some(Busy::Operator) => {}
+            _ => return,
+        }
+        let close = response.close;
+        self.respond(conn, response);
+        if !close {
+            self.set_busy(conn, None);
+        }
+    }
+
+    /// The feeds look at the head while any is open.
+    pub(super) fn feeds_timer(&mut self) {
+        if self.conns.values().any(|c| matches!(c, Conn::Feed(_))) {
+            self.ask_look();
+            self.arm_feeds();
+        }
+    }
+
+    fn arm_feeds(&mut self) {
+        let at = self.now.mono + FEED_LOOK;
+        self.timers.arm(&mut self.feeds_armed, at, Due::Feeds);
+    }
+
+    /// Tells every feed that has not seen it the head `p` (durable).
+    pub(super) fn tell_feeds(&mut self, p: LedgerPosition) {
+        if self.durable.is_none_or(|d| p.seq >= d.seq) {
+            self.durable = Some(p);
+        }
+        let Some(p) = self.durable else { return };
+        let mut due = Vec::new();
+        for (id, c) in &mut self.conns {
+            if let Conn::Feed(f) = c
+                && f.told != Some(p)
+            {
+                f.told = Some(p);
+                due.push(*id);
+            }
+        }
+        for conn in due {
+            self.send(conn, head_event(p.seq, &p.head.to_string()));
+        }
+    }
+
+    /// Serves what a stdio connection has framed, one line at a time: a line whose answer
+    /// waits for the ledger lets the next ones through.
+    pub(super) fn advance_stdio(&mut self, conn: ConnId) {
+        loop {
+            let Some(Conn::Stdio(s)) = self.conns.get_mut(&conn) else {
+                return;
+            };
+            if s.foreground.is_some() {
+                return;
+            }
+            let Some(line) = s.framer.poll_line() else {
+                if s.eof && s.open == 0 {
+                    self.close(conn, false);
+                }
+                return;
+            };
+            let bytes = match line {
+                Line::Message(b) if b.iter().all(u8::is_ascii_whitespace) => continue,
+                Line::Message(b) => b,
+                Line::Oversize(n) => {
+                    let limit = self.server.config.limits.max_message_bytes;
+                    self.log(format!(
+                        "bernstein: refused a {n}-byte message (limit {limit} bytes)"
+                    ));
+                    let mut reply = self.server.oversize_reply(n);
+                    reply.push(b'\n');
+                    self.send(conn, reply);
+                    continue;
+                }
+            };
+            let facts = s.facts.clone();
+            s.open += 1;
+            let req = self.start_request(conn, bytes, facts, Answer::Stdio, None);
+            if let Some(Conn::Stdio(s)) = self.conns.get_mut(&conn) {
+                s.foreground = Some(req);
+            }
+        }
+    }
+
+    /// Shutdown: waiting answers are sent as they stand, streams and feeds close, idle
+    /// connections close and busy ones after their answer.
+    pub(super) fn shutdown(&mut self) {
+        self.shutting_down = true;
+        let waiting: Vec<_> = self.reqs.keys().copied().collect();
+        for req in waiting {
+            self.wake(req);
+        }
+        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+        for conn in conns {
+            match self.conns.get(&conn) {
+                Some(Conn::Legacy(_) | Conn::Feed(_)) => self.close(conn, false),
+                Some(Conn::Http(h)) if h.busy.is_none() => self.close(conn, false),
+                _ => {}
+            }
+        }
+    }
+
+    pub(super) fn http_limits(&self) -> Option<&crate::transport::http::HttpLimits> {
+        self.http.as_ref().map(|h| &h.options.limits)
+    }
+
+    pub(super) fn log_peer(&mut self, peer: &SocketAddr, message: core::fmt::Arguments<'_>) {
+        self.log(format!("bernstein http: {peer}: {message}"));
+    }
+}

@@ -1,0 +1,520 @@
+//! One engine per server: every connection and every request of it, as one value driven by
+//! [`Engine::handle_input`] and drained with [`Engine::poll_output`] and
+//! [`Engine::poll_timeout`] (the shape of quinn-proto's `Endpoint` and str0m's `Rtc`).
+//!
+//! [`Input`] is the whole list of what the world can tell it: a connection opened, bytes
+//! arrived on it, its peer is done; a snapshot was read, an append committed or conflicted,
+//! what was written is durable, a host request was answered, the head was looked at; an
+//! operator route was answered; time passed; the server is shutting down. [`Output`] is the
+//! whole list of what it can ask for: send bytes on a connection, close it, read a snapshot,
+//! compare-and-append, wait until durable, perform a host request, look at the head, answer an
+//! operator route, log a line; and [`Engine::poll_timeout`] says when to wake it.
+//!
+//! What lives here, as explicit state: per connection its framing (stdio lines, HTTP/1.1), its
+//! read and stream clocks and the revision a stdio peer negotiated; per request its state
+//! machine ([`Request`]: rounds, re-runs on conflict, host rounds, the wait and its deadline),
+//! where its answer goes (a stdio line, a JSON or SSE answer, a legacy stream), its turn, its
+//! wait slot and its cancellation entry; per server the turn ([`Turns`]), the wait slots
+//! ([`WaitSlots`]), the requests a `notifications/cancelled` reaches ([`Cancels`]), the legacy
+//! streams by token, the dashboards' feeds, the timers and the [`Counters`]. Time only ever
+//! arrives as an argument; the engine never blocks and performs no IO.
+
+mod conns;
+mod entropy;
+mod requests;
+mod timers;
+
+#[cfg(test)]
+mod tests;
+
+use core::net::{IpAddr, SocketAddr};
+use core::time::Duration;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use self::entropy::Entropy;
+use self::timers::{Due, Timers};
+use super::counters::Counters;
+use super::job::OwnedMessage;
+use super::request::Request;
+use super::turns::{Ticket, Turns};
+use super::{Cancels, Moment, WaitPolicy, WaitSlots};
+use crate::ledger::{Append, AppendResult, Fold, LedgerPosition, Snapshot, StoreError};
+use crate::protocol::host::{HostReply, HostRequest};
+use crate::protocol::{Server, TransportFacts, Wait};
+use crate::transport::LineFramer;
+use crate::transport::http::exchange::{LegacyMessage, McpExchange, StreamedReply};
+use crate::transport::http::read_clock::ReadClock;
+use crate::transport::http::sse::EventIds;
+use crate::transport::http::{
+    HttpOptions, HttpPolicy, HttpResponse, OperatorRequest, ParamHeaders, RequestParser,
+    StreamClock,
+};
+
+/// A connection, named by the runtime. An id is never reused while the engine knows it: the
+/// engine forgets a connection when it asks to close it or is told it is gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnId(pub u64);
+
+/// The connection of a stdio server's one peer ([`Engine::stdio`]).
+pub const STDIO: ConnId = ConnId(0);
+
+/// A request being served, named by the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ReqId(u64);
+
+/// Who is at the other end of a new connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// The stdio peer: newline-delimited JSON-RPC.
+    Stdio,
+    /// An HTTP client at this address.
+    Http(SocketAddr),
+}
+
+/// What the world tells the engine. Each answer names the request or connection it answers.
+#[derive(Debug)]
+pub enum Input<'a, F> {
+    /// A connection was opened (the runtime accepted it).
+    Opened { conn: ConnId, peer: Peer },
+    /// Bytes arrived on a connection.
+    Received { conn: ConnId, bytes: &'a [u8] },
+    /// The peer will send nothing more: end of input (stdio), a closed or broken connection
+    /// (HTTP: the runtime no longer writes to it either once a write failed).
+    Closed { conn: ConnId },
+    /// [`Output::ReadSnapshot`]: the store's projection now (records not yet durable may be
+    /// in it: the request settles before it answers).
+    Snapshot {
+        req: ReqId,
+        snapshot: &'a Snapshot<F>,
+    },
+    /// [`Output::Append`]: committed (durable only after a settle) or lost to another writer.
+    Appended { req: ReqId, result: AppendResult },
+    /// [`Output::Settle`]: everything the request read or appended is durable.
+    Settled { req: ReqId },
+    /// [`Output::Host`]: what the host did.
+    Host { req: ReqId, reply: HostReply },
+    /// Any store output of a request failed: it is answered with the failure.
+    Failed { req: ReqId, error: StoreError },
+    /// [`Output::Look`]: the head as it stands, every record in it durable.
+    Head(&'a Snapshot<F>),
+    /// [`Output::Look`] failed: the waits look again at their next nap.
+    HeadFailed(StoreError),
+    /// [`Output::Operator`]: the response to write.
+    Operator {
+        conn: ConnId,
+        response: HttpResponse,
+    },
+    /// Time passed: whatever [`Engine::poll_timeout`] named may be due.
+    Tick,
+    /// Stop: waiting answers are sent as they stand, streams and feeds close, and no
+    /// connection is served after its current request.
+    Shutdown,
+}
+
+/// What the engine asks of the world, in order.
+#[derive(Debug)]
+pub enum Output {
+    /// Write these bytes on the connection (after what was asked before).
+    Send { conn: ConnId, bytes: Vec<u8> },
+    /// Close the connection once what was sent is written; `finish`: half-close first and
+    /// read what the peer still sends for a moment, so that closing does not reset a
+    /// connection whose response the peer has not read yet. The engine has forgotten it.
+    Close { conn: ConnId, finish: bool },
+    /// Read the store's snapshot (records not yet durable included) →
+    /// [`Input::Snapshot`].
+    ReadSnapshot { req: ReqId },
+    /// Compare-and-append → [`Input::Appended`].
+    Append { req: ReqId, append: Append },
+    /// Wait until everything read and appended so far is durable → [`Input::Settled`].
+    Settle { req: ReqId },
+    /// Perform a host request → [`Input::Host`].
+    Host { req: ReqId, request: HostRequest },
+    /// Read the head as it is durable → [`Input::Head`].
+    Look,
+    /// Answer an operator route (dashboard, metrics, probes) → [`Input::Operator`].
+    Operator {
+        conn: ConnId,
+        request: OperatorRequest,
+    },
+    /// A line for the server's log.
+    Log(String),
+}
+
+/// How a server's engine is configured.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// How long and how often pending answers wait.
+    pub wait: WaitPolicy,
+    /// Most answers waiting at once, and for one peer address (stdio: one peer).
+    pub max_waits: usize,
+    pub max_waits_per_peer: usize,
+    /// The HTTP side: its routing policy and options (limits, whether MCP is served).
+    pub http: Option<HttpConfig>,
+    /// Secret randomness from the OS: stream tokens and jitter are drawn from it.
+    pub seed: [u8; 32],
+}
+
+/// What an HTTP server's engine needs besides the catalogue.
+#[derive(Clone, Debug)]
+pub struct HttpConfig {
+    pub policy: HttpPolicy,
+    pub options: HttpOptions,
+}
+
+/// Most answers a stdio connection lets wait at once; beyond, a wait is refused with the
+/// engine's `too_many_waits`.
+pub const STDIO_MAX_WAITS: usize = 64;
+
+impl EngineConfig {
+    /// A stdio server's engine.
+    pub fn stdio(seed: [u8; 32]) -> EngineConfig {
+        EngineConfig {
+            wait: super::DEFAULT_WAIT,
+            max_waits: STDIO_MAX_WAITS,
+            max_waits_per_peer: STDIO_MAX_WAITS,
+            http: None,
+            seed,
+        }
+    }
+
+    /// An HTTP server's engine.
+    pub fn http(policy: HttpPolicy, options: HttpOptions, seed: [u8; 32]) -> EngineConfig {
+        EngineConfig {
+            wait: super::DEFAULT_WAIT,
+            max_waits: options.limits.max_waits,
+            max_waits_per_peer: options.limits.max_waits_per_peer,
+            http: Some(HttpConfig { policy, options }),
+            seed,
+        }
+    }
+}
+
+/// A server's connections and requests (see the module docs).
+pub struct Engine<F: Fold> {
+    server: Arc<Server<F>>,
+    wait: WaitPolicy,
+    http: Option<HttpConfig>,
+    now: Moment,
+    conns: BTreeMap<ConnId, Conn>,
+    reqs: BTreeMap<ReqId, Req<F>>,
+    issued: u64,
+    turns: Turns,
+    /// Requests queued for the turn, by ticket.
+    queued: BTreeMap<Ticket, ReqId>,
+    slots: WaitSlots,
+    cancels: Cancels,
+    /// Open legacy SSE streams by token.
+    legacy: BTreeMap<String, ConnId>,
+    /// Napping requests by the stream their answer watches.
+    watching: BTreeMap<String, BTreeSet<ReqId>>,
+    /// Requests whose nap ended, waiting for the head ([`Output::Look`]).
+    looking: Vec<ReqId>,
+    look_asked: bool,
+    /// The newest head known durable, and when the feeds look next.
+    durable: Option<LedgerPosition>,
+    feeds_armed: Option<Duration>,
+    timers: Timers,
+    /// Requests with outputs to take.
+    ready: VecDeque<ReqId>,
+    out: VecDeque<Output>,
+    counters: Counters,
+    entropy: Entropy,
+    shutting_down: bool,
+}
+
+impl<F: Fold> std::fmt::Debug for Engine<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("conns", &self.conns.len())
+            .field("requests", &self.reqs.len())
+            .field("shutting_down", &self.shutting_down)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How often the feeds look at the head while any is open (another process may move it).
+const FEED_LOOK: Duration = Duration::from_millis(250);
+/// How often an idle feed gets a keep-alive comment.
+const FEED_KEEPALIVE: Duration = Duration::from_secs(15);
+
+impl<F: Fold> Engine<F> {
+    /// The engine of a server of `server`'s catalogue, started at `now`.
+    pub fn new(server: Arc<Server<F>>, config: EngineConfig, now: Moment) -> Engine<F> {
+        let mut slots = WaitSlots::new();
+        slots.limit(config.max_waits, config.max_waits_per_peer);
+        // The tools' `Mcp-Param-*` bindings (SEP-2243), read once from their input schemas.
+        let http = config.http.map(|h| HttpConfig {
+            policy: h.policy.with_param_headers(ParamHeaders::of(&server)),
+            options: h.options,
+        });
+        Engine {
+            server,
+            wait: config.wait,
+            http,
+            now,
+            conns: BTreeMap::new(),
+            reqs: BTreeMap::new(),
+            issued: 0,
+            turns: Turns::new(),
+            queued: BTreeMap::new(),
+            slots,
+            cancels: Cancels::new(),
+            legacy: BTreeMap::new(),
+            watching: BTreeMap::new(),
+            looking: Vec::new(),
+            look_asked: false,
+            durable: None,
+            feeds_armed: None,
+            timers: Timers::default(),
+            ready: VecDeque::new(),
+            out: VecDeque::new(),
+            counters: Counters::new(now.wall),
+            entropy: Entropy::new(config.seed),
+            shutting_down: false,
+        }
+    }
+
+    /// The engine of a stdio server, its one peer connected as [`STDIO`].
+    pub fn stdio(server: Arc<Server<F>>, seed: [u8; 32], now: Moment) -> Engine<F> {
+        let mut engine = Engine::new(server, EngineConfig::stdio(seed), now);
+        engine.handle_input(
+            now,
+            Input::Opened {
+                conn: STDIO,
+                peer: Peer::Stdio,
+            },
+        );
+        engine
+    }
+
+    /// The catalogue this engine serves.
+    pub fn server(&self) -> &Arc<Server<F>> {
+        &self.server
+    }
+
+    /// The HTTP side's configuration, if this engine serves HTTP.
+    pub fn http(&self) -> Option<&HttpConfig> {
+        self.http.as_ref()
+    }
+
+    /// What the engine counted so far (with its gauges as of now).
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Whether nothing is left to do: no request in flight and no connection open.
+    pub fn is_idle(&self) -> bool {
+        self.reqs.is_empty() && self.conns.is_empty() && self.out.is_empty()
+    }
+
+    /// Requests being served now (waits included).
+    pub fn requests_in_flight(&self) -> usize {
+        self.reqs.len()
+    }
+
+    /// The next thing the engine asks for; `None` until an input gives it more to do.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// Whether [`Engine::poll_output`] has something.
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
+    /// When the engine must be woken with [`Input::Tick`] at the latest.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        self.timers.next()
+    }
+
+    /// Feeds what happened at `now` (a monotonic reading of any origin, the same for every
+    /// input, and the wall clock).
+    pub fn handle_input(&mut self, now: Moment, input: Input<'_, F>) {
+        self.now = now;
+        match input {
+            Input::Opened { conn, peer } => self.opened(conn, peer),
+            Input::Received { conn, bytes } => self.received(conn, bytes),
+            Input::Closed { conn } => self.closed(conn),
+            Input::Snapshot { req, snapshot } => {
+                self.feed(req, super::request::Input::Snapshot(snapshot))
+            }
+            Input::Appended { req, result } => self.appended(req, result),
+            Input::Settled { req } => self.settled(req),
+            Input::Host { req, reply } => self.feed(req, super::request::Input::Host(reply)),
+            Input::Failed { req, error } => self.failed(req, error),
+            Input::Head(snapshot) => self.head(Ok(snapshot)),
+            Input::HeadFailed(error) => self.head(Err(error)),
+            Input::Operator { conn, response } => self.operator_answered(conn, response),
+            Input::Tick => self.tick(),
+            Input::Shutdown => self.shutdown(),
+        }
+        self.run_ready();
+        self.counters.in_flight = self.reqs.len();
+    }
+
+    /// Fires every timer due now.
+    fn tick(&mut self) {
+        while let Some((at, due)) = self.timers.pop_due(self.now.mono) {
+            match due {
+                Due::Conn(conn) => self.conn_timer(conn, at),
+                Due::Req(req) => self.req_timer(req, at),
+                Due::Feeds => {
+                    timers::fired(&mut self.feeds_armed, at);
+                    self.feeds_timer();
+                }
+            }
+        }
+    }
+
+    fn next_req_id(&mut self) -> ReqId {
+        self.issued += 1;
+        ReqId(self.issued)
+    }
+
+    fn push(&mut self, output: Output) {
+        self.out.push_back(output);
+    }
+
+    fn send(&mut self, conn: ConnId, bytes: Vec<u8>) {
+        if !bytes.is_empty() {
+            self.push(Output::Send { conn, bytes });
+        }
+    }
+
+    fn log(&mut self, line: String) {
+        self.push(Output::Log(line));
+    }
+}
+
+/// One connection, by what it carries.
+#[derive(Debug)]
+enum Conn {
+    Stdio(StdioConn),
+    Http(HttpConn),
+    Legacy(LegacyConn),
+    Feed(FeedConn),
+}
+
+/// One request being served: its state machine and what the engine keeps around it.
+#[derive(Debug)]
+struct Req<F: Fold> {
+    machine: Request<OwnedMessage<F>>,
+    /// The connection whose message this is.
+    conn: ConnId,
+    answer: Answer,
+    /// The peer address its wait counts against (HTTP).
+    peer: Option<IpAddr>,
+    ticket: Option<Ticket>,
+    /// Whether its ticket counts as contended.
+    counted: bool,
+    /// Its entry in the cancellation table (a request with an id).
+    entered: Option<super::cancels::Entered>,
+    /// Whether it holds a wait slot.
+    slot: bool,
+    /// Whether it counts in the waits gauge (it started waiting).
+    waited: bool,
+    /// The streams its pending append writes, and where its last append committed (told to
+    /// the feeds once durable).
+    appending: Vec<String>,
+    committed: Option<LedgerPosition>,
+    /// Where it stands while no output of it is being performed.
+    park: Park,
+    armed: Option<Duration>,
+}
+
+/// What a request waits for inside the engine.
+#[derive(Clone, Debug)]
+enum Park {
+    /// Its outputs are taken (it waits for an input the runtime gives, or is ready).
+    Running,
+    /// Queued for the turn.
+    Turn,
+    /// Paused until this instant (jitter after lost races).
+    Pause(Duration),
+    /// Its answer waits for the ledger until the nap ends.
+    Nap(Nap),
+    /// Its nap ended: it waits for the head ([`Output::Look`]).
+    Look(Wait),
+}
+
+/// Where the answer of a request goes.
+#[derive(Debug)]
+enum Answer {
+    /// A line on the stdio connection that sent it.
+    Stdio,
+    /// The response to a `POST /mcp` (streamed once a notification opened the stream).
+    Mcp {
+        x: McpExchange,
+        stream: Option<StreamedReply>,
+    },
+    /// A legacy stream (`POST /messages?stream=…`): events on `stream`, then `202` on the
+    /// connection that posted.
+    Legacy {
+        m: LegacyMessage,
+        stream: ConnId,
+        span: String,
+    },
+}
+
+/// The pieces of an HTTP connection's state that requests read.
+#[derive(Debug)]
+struct HttpConn {
+    peer: SocketAddr,
+    parser: RequestParser,
+    clock: ReadClock,
+    /// What the connection is busy with: frames behind it wait.
+    busy: Option<Busy>,
+    /// The peer sent everything it will.
+    eof: bool,
+    armed: Option<Duration>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Busy {
+    Request(ReqId),
+    Operator,
+}
+
+/// A stdio peer: its framer, the revision `initialize` negotiated (a transport fact, like the
+/// HTTP `MCP-Protocol-Version` header) and the line being served.
+#[derive(Debug)]
+struct StdioConn {
+    framer: LineFramer,
+    facts: TransportFacts,
+    /// The request whose line is being served; later lines wait until it is answered or
+    /// waits for the ledger.
+    foreground: Option<ReqId>,
+    /// Requests of this connection in flight.
+    open: usize,
+    eof: bool,
+}
+
+/// A legacy SSE stream: its token, clocks, event ids and the revision it negotiated.
+#[derive(Debug)]
+struct LegacyConn {
+    token: String,
+    clock: StreamClock,
+    ids: EventIds,
+    version: Option<String>,
+    armed: Option<Duration>,
+}
+
+/// A dashboard feed: the head it was last told.
+#[derive(Debug)]
+struct FeedConn {
+    told: Option<LedgerPosition>,
+    keepalive_at: Duration,
+    armed: Option<Duration>,
+}
+
+/// The wait a napping request is in.
+#[derive(Clone, Debug)]
+struct Nap {
+    until: Wait,
+    wake: Duration,
+}
+
+fn peer_ip(peer: Option<SocketAddr>) -> Option<IpAddr> {
+    peer.map(|p| p.ip().to_canonical())
+}

@@ -1,0 +1,604 @@
+//! The engine's requests: each one's state machine ([`Request`]) driven through the outputs the
+//! engine performs itself (the turn, pauses, the stop question, wait slots, naps and looks at
+//! the head) and the ones it hands to the runtime (snapshots, appends, settles, host
+//! requests), and its answer delivered where it goes.
+
+use core::net::SocketAddr;
+use core::time::Duration;
+
+use super::timers::{self, Due};
+use super::{Answer, Conn, ConnId, Engine, Nap, Output, Park, Req, ReqId};
+use crate::engine::job::OwnedMessage;
+use crate::engine::request::{self, Finished, Request};
+use crate::engine::turns::Grant;
+use crate::engine::{Served, Stop};
+use crate::ledger::{AppendResult, Fold, Snapshot, StoreError};
+use crate::protocol::TransportFacts;
+use crate::protocol::dispatch::request_span_id;
+use crate::protocol::tally::Tally;
+use crate::protocol::tasks::{cancelled_request, request_id};
+use crate::transport::http::exchange::{ServedParts, StreamedReply, body_span_id};
+
+impl<F: Fold> Engine<F> {
+    /// Starts serving `bytes` from `conn`; its answer goes to `answer`. A
+    /// `notifications/cancelled` first cancels the requests it names.
+    pub(super) fn start_request(
+        &mut self,
+        conn: ConnId,
+        bytes: Vec<u8>,
+        facts: TransportFacts,
+        answer: Answer,
+        peer: Option<SocketAddr>,
+    ) -> ReqId {
+        if let Some(named) = cancelled_request(&bytes) {
+            self.cancel(&named);
+        }
+        let entered = request_id(&bytes).map(|id| self.cancels.enter(id));
+        let job = OwnedMessage {
+            server: self.server.clone(),
+            bytes,
+            facts,
+        };
+        let mut machine = Request::new(job, self.wait, self.entropy.request_seed());
+        machine.start(self.now);
+        let id = self.next_req_id();
+        self.reqs.insert(
+            id,
+            Req {
+                machine,
+                conn,
+                answer,
+                peer: super::peer_ip(peer),
+                ticket: None,
+                counted: false,
+                entered,
+                slot: false,
+                waited: false,
+                appending: Vec::new(),
+                committed: None,
+                park: Park::Running,
+                armed: None,
+            },
+        );
+        self.ready.push_back(id);
+        id
+    }
+
+    /// Cancels every request in flight with this id (the JSON text of a request id) and
+    /// wakes those that wait, so that they answer at once.
+    fn cancel(&mut self, id: &str) {
+        if self.cancels.cancel(id) == 0 {
+            return;
+        }
+        let named: Vec<ReqId> = self
+            .reqs
+            .iter()
+            .filter(|(_, r)| r.entered.is_some_and(|e| self.cancels.is_cancelled(e)))
+            .map(|(id, _)| *id)
+            .collect();
+        for req in named {
+            self.wake(req);
+        }
+    }
+
+    /// Takes every ready request's outputs until each waits for an input.
+    pub(super) fn run_ready(&mut self) {
+        while let Some(id) = self.ready.pop_front() {
+            self.pump(id);
+        }
+    }
+
+    /// Feeds a request the input it waits for, then takes its outputs.
+    pub(super) fn feed(&mut self, id: ReqId, input: request::Input<'_, F>) {
+        let now = self.now;
+        if let Some(r) = self.reqs.get_mut(&id) {
+            r.machine.handle_input(now, input);
+            self.pump(id);
+        }
+    }
+
+    /// Performs what a request asks for until it waits for an input.
+    fn pump(&mut self, id: ReqId) {
+        use request::Input as In;
+        use request::Output as Out;
+        loop {
+            let now = self.now;
+            let Some(output) = self.reqs.get_mut(&id).and_then(|r| r.machine.poll_output()) else {
+                return;
+            };
+            let input = match output {
+                Out::ReadSnapshot => {
+                    self.push(Output::ReadSnapshot { req: id });
+                    continue;
+                }
+                Out::Append(append) => {
+                    if let Some(r) = self.reqs.get_mut(&id) {
+                        r.appending = append
+                            .records
+                            .iter()
+                            .map(|rec| rec.stream.clone())
+                            .collect();
+                    }
+                    self.push(Output::Append { req: id, append });
+                    continue;
+                }
+                Out::Host(request) => {
+                    self.push(Output::Host { req: id, request });
+                    continue;
+                }
+                Out::Settle => {
+                    self.push(Output::Settle { req: id });
+                    continue;
+                }
+                Out::TakeTurn {
+                    only_if_contended,
+                    contend,
+                } => match self.take_turn(id, only_if_contended, contend) {
+                    Some(held) => In::Turn { held },
+                    None => return,
+                },
+                Out::LeaveTurn { uncount } => {
+                    let ticket = self.reqs.get_mut(&id).and_then(|r| {
+                        r.counted &= !uncount;
+                        r.ticket
+                    });
+                    if let Some(ticket) = ticket {
+                        self.leave_turn(ticket, uncount);
+                    }
+                    continue;
+                }
+                Out::Pause(d) => {
+                    let at = now.mono + d;
+                    if let Some(r) = self.reqs.get_mut(&id) {
+                        r.park = Park::Pause(at);
+                        self.timers.arm(&mut r.armed, at, Due::Req(id));
+                    }
+                    return;
+                }
+                Out::Notify(n) => {
+                    self.notify(id, n);
+                    continue;
+                }
+                Out::AskStop => {
+                    if let Some(r) = self.reqs.get_mut(&id)
+                        && !r.waited
+                    {
+                        r.waited = true;
+                        self.counters.waits += 1;
+                    }
+                    In::Stop(self.stop_rule(id))
+                }
+                Out::ClaimWaitSlot => {
+                    let Some(r) = self.reqs.get_mut(&id) else {
+                        return;
+                    };
+                    let granted = self.slots.claim(r.peer);
+                    r.slot = granted;
+                    if !granted {
+                        self.counters.waits_refused += 1;
+                    }
+                    In::WaitSlot { granted }
+                }
+                Out::ReleaseWaitSlot => {
+                    if let Some(r) = self.reqs.get_mut(&id)
+                        && std::mem::take(&mut r.slot)
+                    {
+                        self.slots.release(r.peer);
+                    }
+                    continue;
+                }
+                Out::WaitForHead { until, nap } => {
+                    let wake = now.mono + nap;
+                    if let Some(w) = &until.watch {
+                        self.watching
+                            .entry(w.stream.clone())
+                            .or_default()
+                            .insert(id);
+                    }
+                    if let Some(r) = self.reqs.get_mut(&id) {
+                        r.park = Park::Nap(Nap { until, wake });
+                        self.timers.arm(&mut r.armed, wake, Due::Req(id));
+                    }
+                    self.detach(id);
+                    return;
+                }
+                Out::Failed(e) => return self.answer_failure(id, e),
+                Out::Done(finished) => return self.answer(id, finished),
+            };
+            if let Some(r) = self.reqs.get_mut(&id) {
+                r.machine.handle_input(now, input);
+            }
+        }
+    }
+
+    /// Asks for the server's turn: whether it is held now (`false`: not needed), or `None`
+    /// when the request queued for it (it runs on once the turn is handed to it).
+    fn take_turn(&mut self, id: ReqId, only_if_contended: bool, contend: bool) -> Option<bool> {
+        let r = self.reqs.get_mut(&id)?;
+        let ticket = *r.ticket.get_or_insert_with(|| self.turns.ticket());
+        r.counted |= contend;
+        match self.turns.request(ticket, only_if_contended, contend) {
+            Grant::NotNeeded => Some(false),
+            Grant::Granted => Some(true),
+            Grant::Queued => {
+                r.park = Park::Turn;
+                self.queued.insert(ticket, id);
+                None
+            }
+        }
+    }
+
+    /// Gives up a turn and hands it to the request next in line.
+    fn leave_turn(&mut self, ticket: crate::engine::turns::Ticket, uncount: bool) {
+        self.turns.leave(ticket, uncount);
+        let next = self.queued.keys().copied().find(|t| self.turns.holds(*t));
+        if let Some(t) = next
+            && let Some(id) = self.queued.remove(&t)
+        {
+            if let Some(r) = self.reqs.get_mut(&id) {
+                r.park = Park::Running;
+                r.machine
+                    .handle_input(self.now, request::Input::Turn { held: true });
+            }
+            self.ready.push_back(id);
+        }
+    }
+
+    /// A waiting stdio request lets the lines behind it through.
+    fn detach(&mut self, id: ReqId) {
+        let Some(conn) = self.reqs.get(&id).map(|r| r.conn) else {
+            return;
+        };
+        if let Some(Conn::Stdio(s)) = self.conns.get_mut(&conn)
+            && s.foreground == Some(id)
+        {
+            s.foreground = None;
+            self.advance_stdio(conn);
+        }
+    }
+
+    /// Why a waiting request must stop now, if it must: shutdown or end of input settle it;
+    /// a cancellation naming it, or its peer (or its stream) gone, cancels it.
+    fn stop_rule(&self, id: ReqId) -> Option<Stop> {
+        if self.shutting_down {
+            return Some(Stop::Settle);
+        }
+        let r = self.reqs.get(&id)?;
+        if r.entered.is_some_and(|e| self.cancels.is_cancelled(e)) {
+            return Some(Stop::Cancel);
+        }
+        let gone = match &r.answer {
+            Answer::Stdio => {
+                return match self.conns.get(&r.conn) {
+                    Some(Conn::Stdio(s)) if !s.eof => None,
+                    _ => Some(Stop::Settle),
+                };
+            }
+            Answer::Mcp { .. } => match self.conns.get(&r.conn) {
+                Some(Conn::Http(h)) => h.eof,
+                _ => true,
+            },
+            Answer::Legacy { stream, .. } => !self.conns.contains_key(stream),
+        };
+        gone.then_some(Stop::Cancel)
+    }
+
+    /// Wakes a napping request so that it asks at once whether to stop.
+    pub(super) fn wake(&mut self, id: ReqId) {
+        let Some(r) = self.reqs.get_mut(&id) else {
+            return;
+        };
+        if let Park::Nap(nap) = &r.park {
+            let nap = nap.clone();
+            r.park = Park::Running;
+            self.unwatch(id, &nap);
+            self.feed(id, request::Input::Looked { moved: false });
+        }
+    }
+
+    /// Wakes the requests of `conn`, or answering to it (a legacy stream).
+    pub(super) fn wake_requests_of(&mut self, conn: ConnId) {
+        let of: Vec<ReqId> = self
+            .reqs
+            .iter()
+            .filter(|(_, r)| {
+                r.conn == conn
+                    || matches!(&r.answer, Answer::Legacy { stream, .. } if *stream == conn)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in of {
+            self.wake(id);
+        }
+    }
+
+    fn unwatch(&mut self, id: ReqId, nap: &Nap) {
+        if let Some(w) = &nap.until.watch
+            && let Some(set) = self.watching.get_mut(&w.stream)
+        {
+            set.remove(&id);
+            if set.is_empty() {
+                self.watching.remove(&w.stream);
+            }
+        }
+    }
+
+    pub(super) fn req_timer(&mut self, id: ReqId, at: Duration) {
+        let now = self.now.mono;
+        let Some(r) = self.reqs.get_mut(&id) else {
+            return;
+        };
+        timers::fired(&mut r.armed, at);
+        match r.park.clone() {
+            Park::Pause(until) if until <= now => {
+                r.park = Park::Running;
+                self.feed(id, request::Input::Paused);
+            }
+            Park::Nap(nap) if nap.wake <= now => {
+                r.park = Park::Look(nap.until.clone());
+                self.unwatch(id, &nap);
+                self.looking.push(id);
+                self.ask_look();
+            }
+            Park::Pause(at) | Park::Nap(super::Nap { wake: at, .. }) => {
+                self.timers.arm(&mut r.armed, at, Due::Req(id));
+            }
+            Park::Running | Park::Turn | Park::Look(_) => {}
+        }
+    }
+
+    /// Asks for one look at the head for every request whose nap ended meanwhile.
+    pub(super) fn ask_look(&mut self) {
+        if !self.look_asked {
+            self.look_asked = true;
+            self.push(Output::Look);
+        }
+    }
+
+    /// The head, looked at: the requests whose nap ended see whether their answer may differ
+    /// now, and the feeds are told it.
+    pub(super) fn head(&mut self, head: Result<&Snapshot<F>, StoreError>) {
+        self.look_asked = false;
+        let looking = std::mem::take(&mut self.looking);
+        if let Ok(s) = head {
+            self.tell_feeds(s.position);
+        }
+        if let Err(e) = &head {
+            self.log(format!("bernstein: a look at the ledger head failed: {e}"));
+        }
+        for id in looking {
+            let Some(r) = self.reqs.get_mut(&id) else {
+                continue;
+            };
+            let Park::Look(until) = std::mem::replace(&mut r.park, Park::Running) else {
+                continue;
+            };
+            // A failed look lets the request run again: it reads the store and reports.
+            let moved = head.as_ref().map_or(true, |s| until.moved(s));
+            self.feed(id, request::Input::Looked { moved });
+        }
+    }
+
+    pub(super) fn appended(&mut self, id: ReqId, result: AppendResult) {
+        let woken = match (&result, self.reqs.get_mut(&id)) {
+            (AppendResult::Committed(p), Some(r)) => {
+                r.committed = Some(*p);
+                std::mem::take(&mut r.appending)
+            }
+            _ => Vec::new(),
+        };
+        self.feed(id, request::Input::Appended(result));
+        // Long polls watching a stream this request wrote wake now, not at their next look.
+        for stream in woken {
+            let ids: Vec<ReqId> = self
+                .watching
+                .get(&stream)
+                .map(|s| s.iter().copied().collect())
+                .unwrap_or_default();
+            for w in ids {
+                let Some(r) = self.reqs.get_mut(&w) else {
+                    continue;
+                };
+                if let Park::Nap(nap) = &r.park {
+                    let nap = nap.clone();
+                    r.park = Park::Running;
+                    self.unwatch(w, &nap);
+                    self.feed(w, request::Input::Looked { moved: true });
+                }
+            }
+        }
+    }
+
+    pub(super) fn settled(&mut self, id: ReqId) {
+        if let Some(p) = self.reqs.get_mut(&id).and_then(|r| r.committed.take()) {
+            self.tell_feeds(p);
+        }
+        self.feed(id, request::Input::Settled);
+    }
+
+    pub(super) fn failed(&mut self, id: ReqId, error: StoreError) {
+        self.answer_failure(id, error);
+    }
+
+    /// Sends a notification of a request being served where its answer goes: a stdio line,
+    /// an event on its SSE answer (opened by the first one; a client that takes JSON only
+    /// gets none), an event on its legacy stream.
+    fn notify(&mut self, id: ReqId, n: Vec<u8>) {
+        let Some(r) = self.reqs.get_mut(&id) else {
+            return;
+        };
+        let conn = r.conn;
+        match &mut r.answer {
+            Answer::Stdio => {
+                let mut line = n;
+                line.push(b'\n');
+                self.send(conn, line);
+            }
+            Answer::Mcp { x, stream } => {
+                if !self.conns.contains_key(&conn) {
+                    return;
+                }
+                if stream.is_none() {
+                    let span = request_span_id(&x.body).unwrap_or_else(|| body_span_id(&x.body));
+                    let Some(s) = StreamedReply::open(x, &span) else {
+                        return;
+                    };
+                    let head = s.head();
+                    *stream = Some(s);
+                    self.out.push_back(Output::Send { conn, bytes: head });
+                }
+                if let Some(s) = stream.as_mut() {
+                    let event = s.event(&n);
+                    self.out.push_back(Output::Send { conn, bytes: event });
+                }
+            }
+            Answer::Legacy { m, stream, span } => {
+                let stream = *stream;
+                let Some(Conn::Legacy(l)) = self.conns.get_mut(&stream) else {
+                    return;
+                };
+                let served = ServedParts {
+                    notifications: std::slice::from_ref(&n),
+                    response: None,
+                    span_id: Some(span),
+                };
+                let events = m.events(&mut l.ids, served);
+                self.send(stream, events);
+            }
+        }
+    }
+
+    /// Ends a request the store failed: answered with the failure (nothing it ran was
+    /// acknowledged).
+    fn answer_failure(&mut self, id: ReqId, e: StoreError) {
+        let Some(r) = self.reqs.get(&id) else {
+            return;
+        };
+        let prefix = match r.answer {
+            Answer::Stdio => "bernstein",
+            _ => "bernstein http",
+        };
+        let reply = self
+            .server
+            .storage_failure_reply(&r.machine.job().bytes, &e.to_string());
+        let took = self.now.mono.saturating_sub(r.machine.started());
+        self.log(format!("{prefix}: ledger error: {e}"));
+        let finished = Finished {
+            served: Served {
+                response: Some(reply),
+                ..Served::default()
+            },
+            tally: Tally::default(),
+            took,
+        };
+        self.deliver(id, finished, false);
+    }
+
+    fn answer(&mut self, id: ReqId, finished: Finished) {
+        self.deliver(id, finished, true);
+    }
+
+    /// Takes a finished request out of the engine and writes its answer where it goes.
+    fn deliver(&mut self, id: ReqId, finished: Finished, count: bool) {
+        let Some(r) = self.reqs.remove(&id) else {
+            return;
+        };
+        self.release(&r, id);
+        if count {
+            self.counters.served(&finished.tally, finished.took);
+        }
+        let served = finished.served;
+        let conn = r.conn;
+        match r.answer {
+            Answer::Stdio => {
+                let Some(Conn::Stdio(s)) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                if let Some(v) = &served.negotiated_version {
+                    s.facts.protocol_version = Some(v.clone());
+                }
+                s.open = s.open.saturating_sub(1);
+                if s.foreground == Some(id) {
+                    s.foreground = None;
+                }
+                let mut lines = Vec::new();
+                for m in served.notifications.iter().chain(served.response.iter()) {
+                    lines.extend_from_slice(m);
+                    lines.push(b'\n');
+                }
+                self.send(conn, lines);
+                self.advance_stdio(conn);
+            }
+            Answer::Mcp { x, stream } => match stream {
+                None => {
+                    let response = x.reply(parts(&served));
+                    let close = response.close;
+                    self.respond(conn, response);
+                    if !close {
+                        self.set_busy(conn, None);
+                    }
+                }
+                // The answer was streamed: its last event ends the body, and the connection.
+                Some(mut s) => {
+                    if let Some(reply) = &served.response
+                        && self.conns.contains_key(&conn)
+                    {
+                        let event = s.event(reply);
+                        self.send(conn, event);
+                    }
+                    self.close(conn, true);
+                }
+            },
+            Answer::Legacy { m, stream, .. } => {
+                let now = self.now.mono;
+                let response = match self.conns.get_mut(&stream) {
+                    Some(Conn::Legacy(l)) => {
+                        l.clock.message_finished(now);
+                        if let Some(v) = &served.negotiated_version {
+                            l.version = Some(v.clone());
+                        }
+                        let events = m.events(&mut l.ids, parts(&served));
+                        self.send(stream, events);
+                        m.accepted(served.span_id.as_deref())
+                    }
+                    _ => m.stream_gone(),
+                };
+                let close = response.close;
+                self.respond(conn, response);
+                if !close {
+                    self.set_busy(conn, None);
+                }
+            }
+        }
+    }
+
+    /// Gives back what a request held: its wait slot, its turn or place in line, its
+    /// cancellation entry, its watch, its count in the waits gauge.
+    fn release(&mut self, r: &Req<F>, id: ReqId) {
+        if r.slot {
+            self.slots.release(r.peer);
+        }
+        if let Some(ticket) = r.ticket {
+            self.queued.remove(&ticket);
+            self.leave_turn(ticket, r.counted);
+        }
+        if let Some(e) = r.entered {
+            self.cancels.leave(e);
+        }
+        if let Park::Nap(nap) = &r.park {
+            self.unwatch(id, nap);
+        }
+        self.looking.retain(|l| *l != id);
+        if r.waited {
+            self.counters.waits = self.counters.waits.saturating_sub(1);
+        }
+    }
+}
+
+fn parts(served: &Served) -> ServedParts<'_> {
+    ServedParts {
+        notifications: &served.notifications,
+        response: served.response.as_deref(),
+        span_id: served.span_id.as_deref(),
+    }
+}

@@ -1,0 +1,419 @@
+//! Simulations of the server engine over a catalogue of plain tools: connections, framing,
+//! clocks, streams, feeds, store failures and counting, each driven through whole lifecycles
+//! in a [`World`] (fake clock, in-memory ledger, fsyncs the test releases). Bernstein's own
+//! long polls, cancellations and waits are simulated beside its catalogue
+//! (`core/tests/engine_server_sim.rs`).
+
+use core::time::Duration;
+use std::sync::Arc;
+
+use super::{ConnId, Input};
+use crate::engine::sim::{World, get, post, responses};
+use crate::ledger::StoreError;
+use crate::protocol::unit_fold::{plain_tool, tools_only};
+use crate::protocol::{Server, TransportFacts};
+use crate::transport::http::{HttpOptions, HttpResponse, Status};
+
+const JSON_OR_SSE: &str = "Accept: application/json, text/event-stream";
+const ERA: &str = "MCP-Protocol-Version: 2025-06-18";
+
+fn server(max_message: usize) -> Arc<Server<()>> {
+    let mut config = crate::config::Config::new(b"k".to_vec());
+    config.limits.max_message_bytes = max_message;
+    Arc::new(Server::with_catalog(
+        config,
+        tools_only(vec![plain_tool("t")]),
+    ))
+}
+
+fn call(id: u64) -> Vec<u8> {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t","arguments":{{}}}}}}"#)
+        .into_bytes()
+}
+
+fn line(bytes: &[u8]) -> Vec<u8> {
+    let mut l = bytes.to_vec();
+    l.push(b'\n');
+    l
+}
+
+fn http_world(limits: impl FnOnce(&mut crate::transport::http::HttpLimits)) -> World<()> {
+    let mut options = HttpOptions::default();
+    limits(&mut options.limits);
+    World::http(server(1 << 20), options)
+}
+
+fn post_call(id: u64) -> Vec<u8> {
+    post("/mcp", &call(id), &[JSON_OR_SSE, ERA])
+}
+
+fn ids(bytes: &[u8]) -> Vec<u64> {
+    responses(bytes)
+        .iter()
+        .map(|(_, body)| {
+            let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+            v["id"].as_u64().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn stdio_lines_are_served_one_at_a_time_each_answered_once_durable() {
+    let mut w = World::stdio(server(1 << 20));
+    w.auto_sync = false;
+    let mut input = line(&call(1));
+    input.extend(line(&call(2)));
+    w.bytes(0, &input);
+    // The first call appended and waits for its fsync; the second waits behind it.
+    assert_eq!(w.pending_settles(), 1);
+    assert!(
+        w.take(0).is_empty(),
+        "no answer before its records are durable"
+    );
+    assert!(
+        !w.engine.wants_bytes(ConnId(0)),
+        "a line waits behind the one served"
+    );
+    w.sync();
+    let out = w.take_text(0);
+    assert!(
+        out.starts_with(r#"{"id":1,"#) && out.ends_with('\n'),
+        "{out}"
+    );
+    assert_eq!(out.lines().count(), 1);
+    assert!(w.engine.wants_bytes(ConnId(0)));
+    w.sync();
+    assert!(w.take_text(0).starts_with(r#"{"id":2,"#));
+    // End of input: closed once everything is answered.
+    w.hang_up(0);
+    assert_eq!(w.closed.get(&ConnId(0)), Some(&false));
+    assert_eq!(w.engine.counters().requests.get("tools/call"), Some(&2));
+    assert!(w.engine.is_idle());
+}
+
+#[test]
+fn an_oversize_stdio_line_is_refused_and_the_next_one_served() {
+    let mut w = World::stdio(server(64));
+    let mut input = line(&[b'x'; 100]);
+    input.extend(line(br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#));
+    w.bytes(0, &input);
+    let out = w.take_text(0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0].contains("-32600") || lines[0].contains("too large") || lines[0].contains("limit"),
+        "{out}"
+    );
+    assert!(lines[1].contains(r#""id":5"#), "{out}");
+    assert!(
+        w.logs
+            .iter()
+            .any(|l| l.contains("refused a 100-byte message")),
+        "{:?}",
+        w.logs
+    );
+    // A line of whitespace is nothing to answer.
+    w.bytes(0, b"  \n");
+    assert!(w.take(0).is_empty());
+}
+
+#[test]
+fn http_answers_pipelined_requests_in_order_on_a_kept_alive_connection() {
+    let mut w = http_world(|_| {});
+    w.auto_sync = false;
+    w.connect(1, "127.0.0.1:40000");
+    let mut both = post_call(1);
+    both.extend(post_call(2));
+    w.bytes(1, &both);
+    assert_eq!(w.pending_settles(), 1);
+    assert!(w.take(1).is_empty());
+    assert!(
+        !w.engine.wants_bytes(ConnId(1)),
+        "the second request is framed behind"
+    );
+    w.sync();
+    assert_eq!(ids(&w.take(1)), vec![1]);
+    w.sync();
+    assert_eq!(ids(&w.take(1)), vec![2]);
+    assert!(w.engine.wants_bytes(ConnId(1)));
+    assert!(w.closed.is_empty(), "kept alive");
+    // The peer leaves between requests: the connection is closed and forgotten.
+    w.hang_up(1);
+    assert_eq!(w.closed.get(&ConnId(1)), Some(&false));
+    assert_eq!(w.engine.counters().connections, 0);
+}
+
+#[test]
+fn one_fsync_answers_every_connection_that_appended_meanwhile() {
+    let mut w = http_world(|_| {});
+    w.auto_sync = false;
+    for c in 1..=3 {
+        w.connect(c, "127.0.0.1:40000");
+        w.bytes(c, &post_call(c));
+    }
+    assert_eq!(w.pending_settles(), 3);
+    w.sync();
+    assert_eq!(w.fsyncs, 1);
+    for c in 1..=3 {
+        assert_eq!(ids(&w.take(c)), vec![c]);
+    }
+}
+
+#[test]
+fn a_lost_race_runs_the_request_again_and_counts_it_once() {
+    let mut w = http_world(|_| {});
+    let server = w.engine.server().clone();
+    w.racers.push_back(line(&call(99)));
+    w.connect(1, "127.0.0.1:40000");
+    w.bytes(1, &post_call(1));
+    assert_eq!(w.conflicts, 1);
+    assert_eq!(ids(&w.take(1)), vec![1]);
+    let c = w.engine.counters();
+    assert_eq!(c.requests.get("tools/call"), Some(&1));
+    assert_eq!(c.calls.values().sum::<u64>(), 1);
+    // Both calls are in the ledger, each audited once.
+    let _ = server;
+    assert_eq!(w.ledger.position.seq, 2);
+}
+
+#[test]
+fn the_connection_cap_answers_503_and_closes() {
+    let mut w = http_world(|l| l.max_connections = 1);
+    w.connect(1, "127.0.0.1:40000");
+    w.connect(2, "127.0.0.1:40001");
+    let r = responses(&w.take(2));
+    assert_eq!(r[0].0, 503);
+    assert_eq!(w.closed.get(&ConnId(2)), Some(&false));
+    assert!(!w.closed.contains_key(&ConnId(1)));
+    assert_eq!(w.engine.counters().connections, 1);
+    assert!(
+        w.logs
+            .iter()
+            .any(|l| l.contains("over the connection cap (1)")),
+        "{:?}",
+        w.logs
+    );
+}
+
+#[test]
+fn a_request_past_the_read_timeout_gets_408_and_a_silent_connection_closes() {
+    let mut w = http_world(|l| l.read_timeout = Duration::from_secs(2));
+    w.connect(1, "127.0.0.1:40000");
+    w.connect(2, "127.0.0.1:40001");
+    let request = post_call(1);
+    w.bytes(1, &request[..20]);
+    w.advance(Duration::from_secs(1));
+    assert!(w.closed.is_empty());
+    w.advance(Duration::from_millis(1500));
+    assert_eq!(responses(&w.take(1))[0].0, 408);
+    assert_eq!(
+        w.closed.get(&ConnId(1)),
+        Some(&true),
+        "half-closed after the 408"
+    );
+    assert!(w.take(2).is_empty());
+    assert_eq!(w.closed.get(&ConnId(2)), Some(&false));
+    assert!(w.logs.iter().any(|l| l.contains("408")));
+    assert!(w.logs.iter().any(|l| l.contains("no request within")));
+    // Bytes that arrive for a forgotten connection change nothing.
+    w.bytes(1, &request[20..]);
+    assert!(w.take(1).is_empty());
+}
+
+#[test]
+fn a_kept_alive_connection_idles_from_its_last_answer() {
+    let mut w = http_world(|l| l.read_timeout = Duration::from_secs(2));
+    w.auto_sync = false;
+    w.connect(1, "127.0.0.1:40000");
+    w.bytes(1, &post_call(1));
+    // The answer takes longer than the read timeout: the connection is not idle meanwhile.
+    w.advance(Duration::from_secs(5));
+    assert!(w.closed.is_empty());
+    w.sync();
+    assert_eq!(ids(&w.take(1)), vec![1]);
+    w.advance(Duration::from_secs(1));
+    assert!(w.closed.is_empty());
+    w.advance(Duration::from_millis(1500));
+    assert_eq!(w.closed.get(&ConnId(1)), Some(&false));
+}
+
+#[test]
+fn expect_continue_is_answered_before_the_body() {
+    let mut w = http_world(|_| {});
+    w.connect(1, "127.0.0.1:40000");
+    let body = call(1);
+    let full = post("/mcp", &body, &[JSON_OR_SSE, ERA, "Expect: 100-continue"]);
+    let head_len = full.len() - body.len();
+    w.bytes(1, &full[..head_len]);
+    assert_eq!(w.take_text(1), "HTTP/1.1 100 Continue\r\n\r\n");
+    w.bytes(1, &full[head_len..]);
+    assert_eq!(ids(&w.take(1)), vec![1]);
+}
+
+fn open_stream(w: &mut World<()>, conn: u64) -> String {
+    w.connect(conn, "127.0.0.1:41000");
+    w.bytes(conn, &get("/sse", &["Accept: text/event-stream"]));
+    let text = w.take_text(conn);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    let at = text.find("/messages?stream=").expect("an endpoint event") + 17;
+    text[at..].split('\n').next().unwrap().to_string()
+}
+
+#[test]
+fn a_legacy_stream_carries_the_answers_of_the_messages_posted_for_it() {
+    let mut w = http_world(|l| l.max_legacy_streams = 1);
+    let token = open_stream(&mut w, 1);
+    assert_eq!(token.len(), 32);
+    w.connect(2, "127.0.0.1:41001");
+    w.bytes(
+        2,
+        &post(&format!("/messages?stream={token}"), &call(7), &[]),
+    );
+    assert_eq!(responses(&w.take(2))[0].0, 202);
+    let events = w.take_text(1);
+    assert!(
+        events.contains("event: message\ndata: {\"id\":7,"),
+        "{events}"
+    );
+    // Another token is no stream.
+    w.bytes(2, &post("/messages?stream=nope", &call(8), &[]));
+    assert_eq!(responses(&w.take(2))[0].0, 404);
+    // The cap: a second stream is refused.
+    w.connect(3, "127.0.0.1:41002");
+    w.bytes(3, &get("/sse", &["Accept: text/event-stream"]));
+    assert_eq!(responses(&w.take(3))[0].0, 503);
+    // The stream's peer leaves: its token is gone and its place free.
+    w.hang_up(1);
+    w.bytes(
+        2,
+        &post(&format!("/messages?stream={token}"), &call(9), &[]),
+    );
+    assert_eq!(responses(&w.take(2))[0].0, 404);
+    let again = open_stream(&mut w, 4);
+    assert_ne!(again, token);
+}
+
+#[test]
+fn an_idle_legacy_stream_gets_keep_alives_then_is_closed_and_frees_its_place() {
+    let mut w = http_world(|l| {
+        l.max_legacy_streams = 1;
+        l.sse_keepalive = Duration::from_secs(15);
+        l.sse_idle = Duration::from_secs(40);
+    });
+    open_stream(&mut w, 1);
+    w.advance(Duration::from_secs(16));
+    assert_eq!(w.take_text(1), ": keep-alive\n\n");
+    w.advance(Duration::from_secs(30));
+    let text = w.take_text(1);
+    assert!(text.ends_with(": idle timeout, closing\n\n"), "{text:?}");
+    assert_eq!(w.closed.get(&ConnId(1)), Some(&false));
+    assert!(
+        w.logs
+            .iter()
+            .any(|l| l.contains("closed a legacy SSE stream"))
+    );
+    open_stream(&mut w, 2);
+}
+
+#[test]
+fn a_feed_hears_the_head_when_it_opens_and_each_time_it_moves() {
+    let mut w = http_world(|_| {});
+    w.connect(1, "127.0.0.1:42000");
+    w.bytes(1, &get("/api/events", &[]));
+    let head = w.take_text(1);
+    assert!(
+        head.starts_with("HTTP/1.1 200") && head.contains("retry: 2000"),
+        "{head}"
+    );
+    assert!(
+        head.contains("event: head\ndata: {\"head\":"),
+        "the head within a look: {head}"
+    );
+    // A call on another connection moves the head: told once it is durable.
+    w.auto_sync = false;
+    w.connect(2, "127.0.0.1:42001");
+    w.bytes(2, &post_call(1));
+    assert!(w.take(1).is_empty());
+    w.sync();
+    let moved = w.take_text(1);
+    assert!(moved.contains("id: 1\nevent: head"), "{moved}");
+    // Another process moves it: the feed's next look sees it.
+    let server = w.engine.server().clone();
+    w.other_writer(&server, &call(2));
+    w.advance(Duration::from_millis(300));
+    assert!(w.take_text(1).contains("id: 2\nevent: head"));
+    // Idle feeds get keep-alives; a feed whose peer left is forgotten.
+    w.advance(Duration::from_secs(15));
+    assert!(w.take_text(1).contains(": keep-alive"));
+    w.hang_up(1);
+    assert!(w.closed.contains_key(&ConnId(1)));
+    let looks = w.looks;
+    w.advance(Duration::from_secs(2));
+    assert_eq!(w.looks, looks, "no feed, no looks");
+}
+
+#[test]
+fn an_operator_route_is_answered_by_the_runtime_and_holds_its_connection() {
+    let mut w = http_world(|_| {});
+    w.connect(1, "127.0.0.1:43000");
+    let mut two = get("/healthz", &[]);
+    two.extend(post_call(1));
+    w.bytes(1, &two);
+    assert_eq!(w.operator.len(), 1);
+    assert!(w.take(1).is_empty(), "the call waits behind the route");
+    w.answer_operator(HttpResponse::new(Status::OK, "s"));
+    let r = responses(&w.take(1));
+    assert_eq!(r.iter().map(|r| r.0).collect::<Vec<_>>(), vec![200, 200]);
+}
+
+#[test]
+fn a_store_failure_is_answered_503_and_changes_nothing() {
+    let mut w = http_world(|_| {});
+    w.fail_next = Some(StoreError::Unavailable("the disk is gone".into()));
+    w.connect(1, "127.0.0.1:44000");
+    w.bytes(1, &post_call(1));
+    let r = responses(&w.take(1));
+    assert_eq!(r[0].0, 503);
+    assert!(String::from_utf8_lossy(&r[0].1).contains("the disk is gone"));
+    assert_eq!(w.ledger.position.seq, 0);
+    assert!(w.logs.iter().any(|l| l.contains("ledger error")));
+    assert!(
+        w.engine.counters().calls.is_empty(),
+        "a failure is not a served call"
+    );
+    // The connection serves on.
+    w.bytes(1, &post_call(2));
+    assert_eq!(ids(&w.take(1)), vec![2]);
+}
+
+#[test]
+fn shutdown_closes_idle_connections_and_streams_and_lets_busy_ones_answer() {
+    let mut w = http_world(|_| {});
+    w.auto_sync = false;
+    w.connect(1, "127.0.0.1:45000");
+    open_stream(&mut w, 2);
+    w.connect(3, "127.0.0.1:45001");
+    w.bytes(3, &post_call(1));
+    w.input(Input::Shutdown);
+    assert!(w.closed.contains_key(&ConnId(1)) && w.closed.contains_key(&ConnId(2)));
+    assert!(!w.closed.contains_key(&ConnId(3)));
+    w.sync();
+    assert_eq!(ids(&w.take(3)), vec![1]);
+    assert!(w.closed.contains_key(&ConnId(3)));
+    // No new connection is served.
+    w.connect(4, "127.0.0.1:45002");
+    assert!(w.closed.contains_key(&ConnId(4)));
+    assert!(w.engine.is_idle());
+}
+
+#[test]
+fn notifications_are_acknowledged_and_count_nothing() {
+    let mut w = http_world(|_| {});
+    w.connect(1, "127.0.0.1:46000");
+    let note = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    w.bytes(1, &post("/mcp", note, &[JSON_OR_SSE, ERA]));
+    assert_eq!(responses(&w.take(1))[0].0, 202);
+    assert!(w.engine.counters().requests.is_empty());
+    assert_eq!(w.ledger.position.seq, 0);
+    let _ = TransportFacts::stdio(None);
+}

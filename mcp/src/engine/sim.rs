@@ -1,0 +1,342 @@
+//! A world to drive an [`Engine`] in, for simulations (the `sim` feature, and this crate's own
+//! tests): a fake clock, one in-memory ledger, a store whose fsyncs the test releases, scripted
+//! peers (bytes on connections, a host, an operator, writers of another process) and
+//! everything the engine sent, by connection. No thread, socket or sleep: a test runs whole
+//! lifecycles (waits, conflicts, timeouts, peers leaving) in microseconds and deterministically.
+
+use core::time::Duration;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use super::request::{Input as RequestInput, Output as RequestOutput};
+use super::server::{ConnId, Engine, EngineConfig, Input, Output, Peer, ReqId};
+use super::{DEFAULT_WAIT, Message, Moment, Request};
+use crate::ledger::{Append, AppendResult, Fold, Snapshot, StoreError};
+use crate::protocol::host::{HostFailure, HostReply};
+use crate::protocol::{Server, TransportFacts};
+use crate::time::Timestamp;
+use crate::transport::http::{HttpOptions, HttpPolicy, HttpResponse, OperatorRequest};
+
+/// The wall clock of every simulation.
+pub const WALL: Timestamp = Timestamp(1_780_000_000_000);
+
+/// The authority a simulated HTTP server is bound at.
+pub const BOUND: &str = "127.0.0.1:8053";
+
+/// An engine and the world around it.
+pub struct World<F: Fold> {
+    pub engine: Engine<F>,
+    /// The one ledger: every committed append (this engine's and other writers').
+    pub ledger: Snapshot<F>,
+    pub mono: Duration,
+    sent: BTreeMap<ConnId, Vec<u8>>,
+    /// Connections the engine asked to close, with `finish`.
+    pub closed: BTreeMap<ConnId, bool>,
+    pub logs: Vec<String>,
+    /// Operator routes asked for, to answer with [`World::answer_operator`].
+    pub operator: Vec<(ConnId, OperatorRequest)>,
+    /// Settles asked for and not answered yet (see [`World::sync`]).
+    unsettled: Vec<ReqId>,
+    /// Answer settles at once (an fsync that takes no time).
+    pub auto_sync: bool,
+    /// What the host answers, in order (then `Unsupported`).
+    pub host: VecDeque<HostReply>,
+    /// Messages other writers serve on this ledger right before the engine's next appends,
+    /// one per append (the engine loses that race).
+    pub racers: VecDeque<Vec<u8>>,
+    /// The next store call fails with this error.
+    pub fail_next: Option<StoreError>,
+    /// Outputs performed: appends, conflicts, looks, settles (what the store saw).
+    pub appends: usize,
+    pub conflicts: usize,
+    pub looks: usize,
+    pub fsyncs: usize,
+}
+
+impl<F: Fold> World<F> {
+    pub fn new(server: Arc<Server<F>>, config: EngineConfig) -> World<F> {
+        let now = Moment {
+            mono: Duration::ZERO,
+            wall: WALL,
+        };
+        World {
+            engine: Engine::new(server, config, now),
+            ledger: Snapshot::genesis(),
+            mono: Duration::ZERO,
+            sent: BTreeMap::new(),
+            closed: BTreeMap::new(),
+            logs: Vec::new(),
+            operator: Vec::new(),
+            unsettled: Vec::new(),
+            auto_sync: true,
+            host: VecDeque::new(),
+            racers: VecDeque::new(),
+            fail_next: None,
+            appends: 0,
+            conflicts: 0,
+            looks: 0,
+            fsyncs: 0,
+        }
+    }
+
+    /// A world whose engine serves HTTP at [`BOUND`] with `options`.
+    pub fn http(server: Arc<Server<F>>, options: HttpOptions) -> World<F> {
+        let policy = HttpPolicy::new(&server.config, &options, BOUND, true)
+            .expect("a loopback bind needs no token");
+        World::new(server, EngineConfig::http(policy, options, [9; 32]))
+    }
+
+    /// A world whose engine serves one stdio peer (connection 0, opened).
+    pub fn stdio(server: Arc<Server<F>>) -> World<F> {
+        let mut w = World::new(server.clone(), EngineConfig::stdio([9; 32]));
+        w.engine = Engine::stdio(server, [9; 32], w.now());
+        w.run();
+        w
+    }
+
+    pub fn now(&self) -> Moment {
+        Moment {
+            mono: self.mono,
+            wall: WALL,
+        }
+    }
+
+    /// Feeds one input, then performs what follows until the engine waits for the world.
+    pub fn input(&mut self, input: Input<'_, F>) {
+        let now = self.now();
+        self.engine.handle_input(now, input);
+        self.run();
+    }
+
+    /// An HTTP client connects from `peer` (`ip:port`).
+    pub fn connect(&mut self, conn: u64, peer: &str) {
+        let peer = Peer::Http(peer.parse().expect("a socket address"));
+        self.input(Input::Opened {
+            conn: ConnId(conn),
+            peer,
+        });
+    }
+
+    /// Bytes arrive on `conn`.
+    pub fn bytes(&mut self, conn: u64, bytes: &[u8]) {
+        self.input(Input::Received {
+            conn: ConnId(conn),
+            bytes,
+        });
+    }
+
+    /// The peer of `conn` is done (end of input, a closed connection).
+    pub fn hang_up(&mut self, conn: u64) {
+        self.input(Input::Closed { conn: ConnId(conn) });
+    }
+
+    /// Moves the clock to `mono + d`, firing every timer due on the way, in order.
+    pub fn advance(&mut self, d: Duration) {
+        let until = self.mono + d;
+        while let Some(at) = self.engine.poll_timeout().filter(|at| *at <= until) {
+            self.mono = self.mono.max(at);
+            self.input(Input::Tick);
+        }
+        self.mono = until;
+    }
+
+    /// The fsync ends: every settle asked so far is answered.
+    pub fn sync(&mut self) {
+        let settles = std::mem::take(&mut self.unsettled);
+        if !settles.is_empty() {
+            self.fsyncs += 1;
+        }
+        let now = self.now();
+        for req in settles {
+            self.engine.handle_input(now, Input::Settled { req });
+        }
+        self.run();
+    }
+
+    /// Whether settles wait for [`World::sync`].
+    pub fn pending_settles(&self) -> usize {
+        self.unsettled.len()
+    }
+
+    /// What the engine sent on `conn` since the last take.
+    pub fn take(&mut self, conn: u64) -> Vec<u8> {
+        self.sent.remove(&ConnId(conn)).unwrap_or_default()
+    }
+
+    /// [`World::take`] as text.
+    pub fn take_text(&mut self, conn: u64) -> String {
+        String::from_utf8(self.take(conn)).expect("the engine sends UTF-8 here")
+    }
+
+    /// Answers the oldest operator route asked for.
+    pub fn answer_operator(&mut self, response: HttpResponse) {
+        let (conn, _) = self.operator.remove(0);
+        self.input(Input::Operator { conn, response });
+    }
+
+    /// Performs the engine's outputs until it has none.
+    pub fn run(&mut self) {
+        while let Some(output) = self.engine.poll_output() {
+            let now = self.now();
+            match output {
+                Output::ReadSnapshot { req } => {
+                    if let Some(error) = self.fail_next.take() {
+                        self.engine.handle_input(now, Input::Failed { req, error });
+                        continue;
+                    }
+                    let snapshot = self.ledger.clone();
+                    self.engine.handle_input(
+                        now,
+                        Input::Snapshot {
+                            req,
+                            snapshot: &snapshot,
+                        },
+                    );
+                }
+                Output::Append { req, append } => {
+                    if let Some(racer) = self.racers.pop_front() {
+                        let server = self.engine.server().clone();
+                        self.other_writer(&server, &racer);
+                    }
+                    let result = self.append(&append);
+                    self.engine
+                        .handle_input(now, Input::Appended { req, result });
+                }
+                Output::Settle { req } => {
+                    self.unsettled.push(req);
+                    if self.auto_sync {
+                        self.sync();
+                    }
+                }
+                Output::Host { req, .. } => {
+                    let reply = self
+                        .host
+                        .pop_front()
+                        .unwrap_or(HostReply::Failed(HostFailure::Unsupported));
+                    self.engine.handle_input(now, Input::Host { req, reply });
+                }
+                Output::Look => {
+                    self.looks += 1;
+                    let head = self.ledger.clone();
+                    self.engine.handle_input(now, Input::Head(&head));
+                }
+                Output::Operator { conn, request } => self.operator.push((conn, request)),
+                Output::Send { conn, bytes } => self.sent.entry(conn).or_default().extend(bytes),
+                Output::Close { conn, finish } => {
+                    self.closed.insert(conn, finish);
+                }
+                Output::Log(line) => self.logs.push(line),
+            }
+        }
+    }
+
+    fn append(&mut self, append: &Append) -> AppendResult {
+        if append.expected != self.ledger.position {
+            self.conflicts += 1;
+            return AppendResult::Conflict {
+                current: self.ledger.position,
+            };
+        }
+        self.appends += 1;
+        for r in &append.records {
+            self.ledger
+                .apply(r)
+                .expect("the engine's records extend the head");
+        }
+        AppendResult::Committed(self.ledger.position)
+    }
+
+    /// A writer of another process serves `bytes` on this ledger, to its end, right now.
+    pub fn other_writer(&mut self, server: &Server<F>, bytes: &[u8]) {
+        let facts = TransportFacts::stdio(None);
+        let job = Message {
+            server,
+            bytes,
+            facts: &facts,
+        };
+        let mut request = Request::new(job, DEFAULT_WAIT, 1);
+        request.start(self.now());
+        loop {
+            let now = self.now();
+            let Some(output) = request.poll_output() else {
+                panic!("the other writer's request stalled");
+            };
+            let input = match output {
+                RequestOutput::ReadSnapshot => {
+                    let snapshot = self.ledger.clone();
+                    request.handle_input(now, RequestInput::Snapshot(&snapshot));
+                    continue;
+                }
+                RequestOutput::Append(append) => {
+                    let result = self.append(&append);
+                    self.appends -= 1;
+                    RequestInput::Appended(result)
+                }
+                RequestOutput::TakeTurn { .. } => RequestInput::Turn { held: false },
+                RequestOutput::Settle => RequestInput::Settled,
+                RequestOutput::AskStop => RequestInput::Stop(Some(super::Stop::Settle)),
+                RequestOutput::Done(_) => return,
+                RequestOutput::Failed(e) => panic!("the other writer failed: {e}"),
+                RequestOutput::LeaveTurn { .. }
+                | RequestOutput::Notify(_)
+                | RequestOutput::ReleaseWaitSlot => continue,
+                other => panic!("the other writer asked for {other:?}"),
+            };
+            request.handle_input(now, input);
+        }
+    }
+}
+
+/// An HTTP/1.1 `POST` of `body` to `path` on [`BOUND`], with `headers` (`Name: value` lines).
+pub fn post(path: &str, body: &[u8], headers: &[&str]) -> Vec<u8> {
+    let mut out = format!(
+        "POST {path} HTTP/1.1\r\nHost: {BOUND}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for h in headers {
+        out.push_str(h);
+        out.push_str("\r\n");
+    }
+    out.push_str("\r\n");
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// An HTTP/1.1 `GET` of `path` on [`BOUND`].
+pub fn get(path: &str, headers: &[&str]) -> Vec<u8> {
+    let mut out = format!("GET {path} HTTP/1.1\r\nHost: {BOUND}\r\n");
+    for h in headers {
+        out.push_str(h);
+        out.push_str("\r\n");
+    }
+    out.push_str("\r\n");
+    out.into_bytes()
+}
+
+/// The responses in `bytes` that carry a `Content-Length` (status, body), in order.
+pub fn responses(bytes: &[u8]) -> Vec<(u16, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
+        let head = String::from_utf8_lossy(&rest[..end]).to_string();
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let len = head
+            .lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse::<usize>().ok())?
+            })
+            .unwrap_or(0);
+        let body_start = end + 4;
+        let body_end = (body_start + len).min(rest.len());
+        out.push((status, rest[body_start..body_end].to_vec()));
+        rest = &rest[body_end..];
+    }
+    out
+}

@@ -1,0 +1,500 @@
+//! Performs what the engine asks of the store, the host and the operator's routes, for any
+//! runtime: the runtime takes each [`Output`] that is not about a socket, hands it to
+//! [`Performer::perform`], and feeds back what comes out ([`Done`]) — at once for what was
+//! performed on its thread, or later from [`Performer::drain`] after the performer woke it.
+//!
+//! Where each output runs:
+//! - a store that is [`local`](Store::local) (the file store) is read and appended to on the
+//!   runtime's thread: a snapshot is a lock and an `fstat`, an append a positional write under
+//!   the file lock. Only what waits for the disk goes to the syncer thread: every
+//!   [`Output::Settle`] and [`Output::Look`] queued while one fsync runs is answered by the
+//!   next, so one fsync covers every request that appended meanwhile (group commit), and the
+//!   runtime's thread never waits for one;
+//! - any other store (PostgreSQL) is called on a pool of threads;
+//! - host requests (reads under the project root) run on the runtime's thread;
+//! - operator routes (dashboard, metrics, probes: whole-ledger reads, durable snapshots) run on
+//!   a thread of their own.
+//!
+//! Nothing here decides anything: the engine does. It must never answer a settle before a
+//! store settle that began after the request asked.
+
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread;
+
+use bernstein_core::Projection;
+use bernstein_core::domain::Snapshot;
+use bernstein_core::engine::{ConnId, Counters, Engine, Input, Moment, Output, ReqId};
+use bernstein_core::ledger::{AppendResult, Store, StoreError};
+use bernstein_core::protocol::host::HostReply;
+use bernstein_core::transport::http::{HttpResponse, OperatorRequest};
+
+use crate::host::HostIo;
+use crate::http::operator::Operator;
+
+/// What a performed output came to: the input to feed the engine.
+#[derive(Debug)]
+pub enum Done {
+    Snapshot {
+        req: ReqId,
+        snapshot: Arc<Snapshot>,
+    },
+    Appended {
+        req: ReqId,
+        result: AppendResult,
+    },
+    Settled {
+        req: ReqId,
+    },
+    Host {
+        req: ReqId,
+        reply: HostReply,
+    },
+    Failed {
+        req: ReqId,
+        error: StoreError,
+    },
+    Head(Arc<Snapshot>),
+    HeadFailed(StoreError),
+    Operator {
+        conn: ConnId,
+        response: HttpResponse,
+    },
+}
+
+impl Done {
+    /// Feeds this result to `engine` at `now`.
+    pub fn feed(self, engine: &mut Engine<Projection>, now: Moment) {
+        let input = match self {
+            Done::Snapshot { req, snapshot } => {
+                let snapshot = &*snapshot;
+                return engine.handle_input(now, Input::Snapshot { req, snapshot });
+            }
+            Done::Head(snapshot) => return engine.handle_input(now, Input::Head(&snapshot)),
+            Done::Appended { req, result } => Input::Appended { req, result },
+            Done::Settled { req } => Input::Settled { req },
+            Done::Host { req, reply } => Input::Host { req, reply },
+            Done::Failed { req, error } => Input::Failed { req, error },
+            Done::HeadFailed(error) => Input::HeadFailed(error),
+            Done::Operator { conn, response } => Input::Operator { conn, response },
+        };
+        engine.handle_input(now, input);
+    }
+}
+
+/// Wakes the runtime's loop (results are waiting in [`Performer::drain`]).
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// Results of outputs performed off the runtime's thread, and how to wake it.
+struct Mailbox {
+    done: Mutex<Vec<Done>>,
+    wake: Wake,
+}
+
+impl Mailbox {
+    fn post(&self, done: Done) {
+        self.post_all(vec![done]);
+    }
+
+    fn post_all(&self, done: Vec<Done>) {
+        if done.is_empty() {
+            return;
+        }
+        lock(&self.done).extend(done);
+        (self.wake)();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every update is a push or a whole take: a panic cannot leave the contents torn.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Performs the engine's outputs that are not about a socket (see the module docs).
+pub struct Performer {
+    store: Arc<dyn Store<Projection>>,
+    host: Arc<dyn HostIo>,
+    mailbox: Arc<Mailbox>,
+    syncer: Syncer,
+    pool: Option<Pool>,
+    operator: Option<OperatorQueue>,
+    operator_thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Drop for Performer {
+    /// Returns once every thread of the performer (and its hold on the store) is gone, so that
+    /// the store is dropped (and checkpointed) by the runtime that stops, not after it.
+    fn drop(&mut self) {
+        self.operator = None;
+        if let Some(t) = self.operator_thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for Performer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Performer")
+            .field("pooled", &self.pool.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Performer {
+    /// A performer over `store` and `host`; `operator` answers operator routes (HTTP servers),
+    /// `workers` threads call a store that is not local. `wake` is called whenever results
+    /// wait in [`Performer::drain`].
+    pub fn new(
+        store: Arc<dyn Store<Projection>>,
+        host: Arc<dyn HostIo>,
+        operator: Option<Operator>,
+        workers: usize,
+        wake: Wake,
+    ) -> std::io::Result<Performer> {
+        let mailbox = Arc::new(Mailbox {
+            done: Mutex::new(Vec::new()),
+            wake,
+        });
+        let syncer = Syncer::start(store.clone(), mailbox.clone())?;
+        let pool = if store.local() {
+            None
+        } else {
+            Some(Pool::start(store.clone(), mailbox.clone(), workers)?)
+        };
+        let (operator, operator_thread) = match operator {
+            Some(op) => {
+                let (tx, t) = start_operator(op, mailbox.clone())?;
+                (Some(tx), Some(t))
+            }
+            None => (None, None),
+        };
+        Ok(Performer {
+            store,
+            host,
+            mailbox,
+            syncer,
+            pool,
+            operator,
+            operator_thread,
+        })
+    }
+
+    /// Performs `output`; `Some` when it was performed here and now (feed it to the engine at
+    /// once), `None` when its result comes later through [`Performer::drain`]. Socket outputs
+    /// (`Send`, `Close`) and `Log` are the runtime's and come back as they went.
+    pub fn perform(&self, output: Output, counters: &Counters) -> Result<Option<Done>, Output> {
+        let done = match output {
+            Output::ReadSnapshot { req } => match &self.pool {
+                Some(pool) => return Ok(pool.queue(Job::Snapshot(req))),
+                None => match self.store.snapshot_unsettled() {
+                    Ok(snapshot) => Done::Snapshot { req, snapshot },
+                    Err(error) => Done::Failed { req, error },
+                },
+            },
+            Output::Append { req, append } => match &self.pool {
+                Some(pool) => return Ok(pool.queue(Job::Append(req, append))),
+                None => match self.store.compare_and_append_unsettled(&append) {
+                    Ok(result) => Done::Appended { req, result },
+                    Err(error) => Done::Failed { req, error },
+                },
+            },
+            Output::Settle { req } => return Ok(self.syncer.queue(Wanted::Settle(req))),
+            Output::Look => match &self.pool {
+                Some(pool) => return Ok(pool.queue(Job::Look)),
+                None => match self.store.snapshot_unsettled() {
+                    Ok(snapshot) => return Ok(self.syncer.queue(Wanted::Head(snapshot))),
+                    Err(error) => Done::HeadFailed(error),
+                },
+            },
+            Output::Host { req, request } => Done::Host {
+                req,
+                reply: self.host.perform(&request),
+            },
+            Output::Operator { conn, request } => {
+                let sent = self
+                    .operator
+                    .as_ref()
+                    .is_some_and(|tx| tx.send((conn, request.clone(), counters.clone())).is_ok());
+                if sent {
+                    return Ok(None);
+                }
+                let span = request.span_id.clone();
+                Done::Operator {
+                    conn,
+                    response: crate::http::operator::unavailable(&span),
+                }
+            }
+            other @ (Output::Send { .. } | Output::Close { .. } | Output::Log(_)) => {
+                return Err(other);
+            }
+        };
+        Ok(Some(done))
+    }
+
+    /// What was performed off the runtime's thread since the last call.
+    pub fn drain(&self) -> Vec<Done> {
+        std::mem::take(&mut *lock(&self.mailbox.done))
+    }
+
+    /// Feeds `engine` what was performed off the runtime's thread, then takes its outputs
+    /// until it has none: performs the store, host and operator ones (feeding back at once
+    /// what was performed here), writes `Log` lines on stderr, and leaves the socket ones
+    /// (`Send`, `Close`) in `io`, in order, for the runtime.
+    pub fn pump(
+        &self,
+        engine: &mut Engine<Projection>,
+        now: &dyn Fn() -> Moment,
+        io: &mut Vec<Output>,
+    ) {
+        for done in self.drain() {
+            done.feed(engine, now());
+        }
+        while let Some(output) = engine.poll_output() {
+            match self.perform(output, engine.counters()) {
+                Ok(Some(done)) => done.feed(engine, now()),
+                Ok(None) => {}
+                Err(Output::Log(line)) => bernstein_store_file::log_line!("{line}"),
+                Err(socket) => io.push(socket),
+            }
+        }
+    }
+}
+
+/// 32 bytes from the OS, for an engine to draw its stream tokens and jitter from.
+pub fn seed() -> std::io::Result<[u8; 32]> {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).map_err(|e| std::io::Error::other(format!("OS randomness: {e}")))?;
+    Ok(seed)
+}
+
+/// The engine's `now`: monotonic time since `origin` and the wall clock.
+pub fn moment(origin: std::time::Instant, clock: &dyn bernstein_core::time::Clock) -> Moment {
+    Moment {
+        mono: origin.elapsed(),
+        wall: clock.now(),
+    }
+}
+
+/// What the syncer answers once what was written before it was asked is durable.
+enum Wanted {
+    Settle(ReqId),
+    Head(Arc<Snapshot>),
+}
+
+/// The thread that waits for the disk: each round takes everything queued and performs one
+/// store settle for all of it.
+struct Syncer {
+    state: Arc<(Mutex<SyncQueue>, Condvar)>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct SyncQueue {
+    wanted: Vec<Wanted>,
+    closed: bool,
+}
+
+impl Syncer {
+    fn start(store: Arc<dyn Store<Projection>>, mailbox: Arc<Mailbox>) -> std::io::Result<Syncer> {
+        let state: Arc<(Mutex<SyncQueue>, Condvar)> = Arc::default();
+        let s = state.clone();
+        let thread = thread::Builder::new()
+            .name("bernstein-sync".into())
+            .spawn(move || sync_loop(&s, &*store, &mailbox))?;
+        Ok(Syncer {
+            state,
+            thread: Some(thread),
+        })
+    }
+
+    fn queue(&self, wanted: Wanted) -> Option<Done> {
+        lock(&self.state.0).wanted.push(wanted);
+        self.state.1.notify_one();
+        None
+    }
+}
+
+impl Drop for Syncer {
+    /// Answers what is queued, then stops; returns once the thread (and its hold on the
+    /// store) is gone.
+    fn drop(&mut self) {
+        lock(&self.state.0).closed = true;
+        self.state.1.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn sync_loop(
+    state: &(Mutex<SyncQueue>, Condvar),
+    store: &dyn Store<Projection>,
+    mailbox: &Mailbox,
+) {
+    loop {
+        let batch = {
+            let mut q = lock(&state.0);
+            while q.wanted.is_empty() && !q.closed {
+                q = state.1.wait(q).unwrap_or_else(PoisonError::into_inner);
+            }
+            if q.wanted.is_empty() {
+                return;
+            }
+            std::mem::take(&mut q.wanted)
+        };
+        // Began after every request in the batch asked: it covers what each wrote or read.
+        let settled = store.settle();
+        let done = batch
+            .into_iter()
+            .map(|w| match (w, &settled) {
+                (Wanted::Settle(req), Ok(())) => Done::Settled { req },
+                (Wanted::Settle(req), Err(e)) => Done::Failed {
+                    req,
+                    error: StoreError::Io(e.to_string()),
+                },
+                (Wanted::Head(s), Ok(())) => Done::Head(s),
+                (Wanted::Head(_), Err(e)) => Done::HeadFailed(StoreError::Io(e.to_string())),
+            })
+            .collect();
+        mailbox.post_all(done);
+    }
+}
+
+/// A store call for the pool.
+enum Job {
+    Snapshot(ReqId),
+    Append(ReqId, bernstein_core::ledger::Append),
+    Look,
+}
+
+/// Threads that call a store which may wait on the network (PostgreSQL), so the runtime's
+/// thread never does.
+struct Pool {
+    jobs: Option<Mutex<Sender<Job>>>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl Pool {
+    fn start(
+        store: Arc<dyn Store<Projection>>,
+        mailbox: Arc<Mailbox>,
+        workers: usize,
+    ) -> std::io::Result<Pool> {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let mut threads = Vec::new();
+        for i in 0..workers.max(1) {
+            let (store, mailbox, rx) = (store.clone(), mailbox.clone(), rx.clone());
+            threads.push(
+                thread::Builder::new()
+                    .name(format!("bernstein-store-{i}"))
+                    .spawn(move || pool_loop(&rx, &*store, &mailbox))?,
+            );
+        }
+        Ok(Pool {
+            jobs: Some(Mutex::new(tx)),
+            threads,
+        })
+    }
+
+    fn queue(&self, job: Job) -> Option<Done> {
+        if let Some(jobs) = &self.jobs {
+            let _ = lock(jobs).send(job);
+        }
+        None
+    }
+}
+
+impl Drop for Pool {
+    /// The workers drain the queue and exit; returns once they have.
+    fn drop(&mut self) {
+        self.jobs = None;
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn pool_loop(rx: &Mutex<Receiver<Job>>, store: &dyn Store<Projection>, mailbox: &Mailbox) {
+    loop {
+        let job = lock(rx).recv();
+        let Ok(job) = job else { return };
+        let done = match job {
+            Job::Snapshot(req) => match store.snapshot_unsettled() {
+                Ok(snapshot) => Done::Snapshot { req, snapshot },
+                Err(error) => Done::Failed { req, error },
+            },
+            Job::Append(req, append) => match store.compare_and_append_unsettled(&append) {
+                Ok(result) => Done::Appended { req, result },
+                Err(error) => Done::Failed { req, error },
+            },
+            Job::Look => match store.snapshot() {
+                Ok(s) => Done::Head(s),
+                Err(e) => Done::HeadFailed(e),
+            },
+        };
+        mailbox.post(done);
+    }
+}
+
+/// The thread that answers operator routes, one at a time.
+type OperatorQueue = Sender<(ConnId, OperatorRequest, Counters)>;
+
+fn start_operator(
+    op: Operator,
+    mailbox: Arc<Mailbox>,
+) -> std::io::Result<(OperatorQueue, thread::JoinHandle<()>)> {
+    let (tx, rx) = mpsc::channel::<(ConnId, OperatorRequest, Counters)>();
+    let t = thread::Builder::new()
+        .name("bernstein-operator".into())
+        .spawn(move || {
+            for (conn, request, counters) in rx {
+                let response = op.answer(request, &counters);
+                mailbox.post(Done::Operator { conn, response });
+            }
+        })?;
+    Ok((tx, t))
+}
+
+/// Performs every output of `engine` on this thread, blocking on the store and the host where
+/// it must, until the engine asks for nothing more; returns the outputs it does not perform
+/// (`Send`, `Close`, `Log`, `Operator`), in order. For tools and tests that hand an engine a
+/// whole input at once; servers use a runtime's loop and a [`Performer`].
+pub fn run_inline(
+    engine: &mut Engine<Projection>,
+    store: &dyn Store<Projection>,
+    host: &dyn HostIo,
+    now: &dyn Fn() -> Moment,
+) -> Vec<Output> {
+    let mut rest = Vec::new();
+    while let Some(output) = engine.poll_output() {
+        let done = match output {
+            Output::ReadSnapshot { req } => match store.snapshot_unsettled() {
+                Ok(snapshot) => Done::Snapshot { req, snapshot },
+                Err(error) => Done::Failed { req, error },
+            },
+            Output::Append { req, append } => match store.compare_and_append_unsettled(&append) {
+                Ok(result) => Done::Appended { req, result },
+                Err(error) => Done::Failed { req, error },
+            },
+            Output::Settle { req } => match store.settle() {
+                Ok(()) => Done::Settled { req },
+                Err(error) => Done::Failed { req, error },
+            },
+            Output::Look => match store.snapshot() {
+                Ok(s) => Done::Head(s),
+                Err(e) => Done::HeadFailed(e),
+            },
+            Output::Host { req, request } => Done::Host {
+                req,
+                reply: host.perform(&request),
+            },
+            other => {
+                rest.push(other);
+                continue;
+            }
+        };
+        done.feed(engine, now());
+    }
+    rest
+}
