@@ -47,7 +47,7 @@ pub enum AppendResult {
 }
 
 /// A storage failure (IO, corruption, lock). Never a peer fault.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
     #[error("ledger IO failed: {0}")]

@@ -43,9 +43,8 @@ pub enum Done {
         req: ReqId,
         result: AppendResult,
     },
-    Settled {
-        req: ReqId,
-    },
+    Synced,
+    SyncFailed(StoreError),
     Host {
         req: ReqId,
         reply: HostReply,
@@ -72,7 +71,8 @@ impl Done {
             }
             Done::Head(snapshot) => return engine.handle_input(now, Input::Head(&snapshot)),
             Done::Appended { req, result } => Input::Appended { req, result },
-            Done::Settled { req } => Input::Settled { req },
+            Done::Synced => Input::Synced,
+            Done::SyncFailed(error) => Input::SyncFailed(error),
             Done::Host { req, reply } => Input::Host { req, reply },
             Done::Failed { req, error } => Input::Failed { req, error },
             Done::HeadFailed(error) => Input::HeadFailed(error),
@@ -198,7 +198,7 @@ impl Performer {
                     Err(error) => Done::Failed { req, error },
                 },
             },
-            Output::Settle { req } => return Ok(self.syncer.queue(Wanted::Settle(req))),
+            Output::Sync => return Ok(self.syncer.queue(Wanted::Sync)),
             Output::Look => match &self.pool {
                 Some(pool) => return Ok(pool.queue(Job::Look)),
                 None => match self.store.snapshot_unsettled() {
@@ -277,7 +277,7 @@ pub fn moment(origin: std::time::Instant, clock: &dyn bernstein_core::time::Cloc
 
 /// What the syncer answers once what was written before it was asked is durable.
 enum Wanted {
-    Settle(ReqId),
+    Sync,
     Head(Arc<Snapshot>),
 }
 
@@ -347,13 +347,10 @@ fn sync_loop(
         let done = batch
             .into_iter()
             .map(|w| match (w, &settled) {
-                (Wanted::Settle(req), Ok(())) => Done::Settled { req },
-                (Wanted::Settle(req), Err(e)) => Done::Failed {
-                    req,
-                    error: StoreError::Io(e.to_string()),
-                },
+                (Wanted::Sync, Ok(())) => Done::Synced,
+                (Wanted::Sync, Err(e)) => Done::SyncFailed(e.clone()),
                 (Wanted::Head(s), Ok(())) => Done::Head(s),
-                (Wanted::Head(_), Err(e)) => Done::HeadFailed(StoreError::Io(e.to_string())),
+                (Wanted::Head(_), Err(e)) => Done::HeadFailed(e.clone()),
             })
             .collect();
         mailbox.post_all(done);
@@ -477,9 +474,9 @@ pub fn run_inline(
                 Ok(result) => Done::Appended { req, result },
                 Err(error) => Done::Failed { req, error },
             },
-            Output::Settle { req } => match store.settle() {
-                Ok(()) => Done::Settled { req },
-                Err(error) => Done::Failed { req, error },
+            Output::Sync => match store.settle() {
+                Ok(()) => Done::Synced,
+                Err(error) => Done::SyncFailed(error),
             },
             Output::Look => match store.snapshot() {
                 Ok(s) => Done::Head(s),

@@ -82,6 +82,8 @@ pub struct CatchUp {
 pub struct LedgerFile {
     path: PathBuf,
     file: File,
+    /// The device and inode of the open file (they never change while it is open).
+    identity: (u64, u64),
 }
 
 impl LedgerFile {
@@ -105,8 +107,10 @@ impl LedgerFile {
             }
             Err(e) => return Err(e),
         };
+        let meta = file.metadata()?;
         Ok(LedgerFile {
             path: path.to_path_buf(),
+            identity: (meta.dev(), meta.ino()),
             file,
         })
     }
@@ -123,9 +127,8 @@ impl LedgerFile {
     /// Whether the path still names the file this handle has open (it was not replaced or
     /// removed behind the store's back).
     pub fn still_at_path(&self) -> io::Result<bool> {
-        let here = self.file.metadata()?;
         match std::fs::metadata(&self.path) {
-            Ok(there) => Ok(here.dev() == there.dev() && here.ino() == there.ino()),
+            Ok(there) => Ok(self.identity == (there.dev(), there.ino())),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e),
         }

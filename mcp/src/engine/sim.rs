@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use super::request::{Input as RequestInput, Output as RequestOutput};
-use super::server::{ConnId, Engine, EngineConfig, Input, Output, Peer, ReqId};
+use super::server::{ConnId, Engine, EngineConfig, Input, Output, Peer};
 use super::{DEFAULT_WAIT, Message, Moment, Request};
 use crate::ledger::{Append, AppendResult, Fold, Snapshot, StoreError};
 use crate::protocol::host::{HostFailure, HostReply};
@@ -35,9 +35,9 @@ pub struct World<F: Fold> {
     pub logs: Vec<String>,
     /// Operator routes asked for, to answer with [`World::answer_operator`].
     pub operator: Vec<(ConnId, OperatorRequest)>,
-    /// Settles asked for and not answered yet (see [`World::sync`]).
-    unsettled: Vec<ReqId>,
-    /// Answer settles at once (an fsync that takes no time).
+    /// Whether the engine asked for a sync not answered yet (see [`World::sync`]).
+    sync_asked: bool,
+    /// Answer syncs at once (an fsync that takes no time).
     pub auto_sync: bool,
     /// What the host answers, in order (then `Unsupported`).
     pub host: VecDeque<HostReply>,
@@ -67,7 +67,7 @@ impl<F: Fold> World<F> {
             closed: BTreeMap::new(),
             logs: Vec::new(),
             operator: Vec::new(),
-            unsettled: Vec::new(),
+            sync_asked: false,
             auto_sync: true,
             host: VecDeque::new(),
             racers: VecDeque::new(),
@@ -140,22 +140,17 @@ impl<F: Fold> World<F> {
         self.mono = until;
     }
 
-    /// The fsync ends: every settle asked so far is answered.
+    /// The fsync the engine asked for ends.
     pub fn sync(&mut self) {
-        let settles = std::mem::take(&mut self.unsettled);
-        if !settles.is_empty() {
+        if std::mem::take(&mut self.sync_asked) {
             self.fsyncs += 1;
+            self.input(Input::Synced);
         }
-        let now = self.now();
-        for req in settles {
-            self.engine.handle_input(now, Input::Settled { req });
-        }
-        self.run();
     }
 
-    /// Whether settles wait for [`World::sync`].
-    pub fn pending_settles(&self) -> usize {
-        self.unsettled.len()
+    /// Whether the engine asked for a sync that [`World::sync`] has not answered yet.
+    pub fn sync_asked(&self) -> bool {
+        self.sync_asked
     }
 
     /// What the engine sent on `conn` since the last take.
@@ -202,8 +197,9 @@ impl<F: Fold> World<F> {
                     self.engine
                         .handle_input(now, Input::Appended { req, result });
                 }
-                Output::Settle { req } => {
-                    self.unsettled.push(req);
+                Output::Sync => {
+                    assert!(!self.sync_asked, "one sync at a time");
+                    self.sync_asked = true;
                     if self.auto_sync {
                         self.sync();
                     }

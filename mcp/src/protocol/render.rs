@@ -75,6 +75,17 @@ impl Response {
         self.message.get("error")?.get("code")?.as_i64()
     }
 
+    /// [`Response::render`] of a response that is not needed afterwards: its metered result is
+    /// filled in place instead of in a copy.
+    pub fn into_bytes(mut self, latency_ms: u64) -> Vec<u8> {
+        if self.batch.is_none()
+            && let Some(slot) = self.meter.take()
+        {
+            fill_meter(&mut self.message, &slot, latency_ms);
+        }
+        self.render(latency_ms)
+    }
+
     /// The bytes to send, with `latency_ms` (measured by the runtime from receipt to now) in the
     /// `_meter` envelope of a metered tool result.
     pub fn render(&self, latency_ms: u64) -> Vec<u8> {
@@ -139,8 +150,14 @@ impl Response {
 /// one after a tool's own content blocks) and structured content, when present, replaced by
 /// the envelope of `slot` measured at `latency_ms`.
 fn with_meter(message: &Value, slot: &MeterSlot, latency_ms: u64) -> Value {
-    let env = envelope(slot, latency_ms);
     let mut out = message.clone();
+    fill_meter(&mut out, slot, latency_ms);
+    out
+}
+
+/// [`with_meter`] in place.
+fn fill_meter(out: &mut Value, slot: &MeterSlot, latency_ms: u64) {
+    let env = envelope(slot, latency_ms);
     if let Some(result) = out.get_mut("result").and_then(Value::as_object_mut) {
         if let Some(text) = result
             .get_mut("content")
@@ -154,7 +171,6 @@ fn with_meter(message: &Value, slot: &MeterSlot, latency_ms: u64) -> Value {
             *sc = env;
         }
     }
-    out
 }
 
 fn to_bytes(v: &Value) -> Vec<u8> {

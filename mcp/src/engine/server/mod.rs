@@ -22,6 +22,7 @@
 mod conns;
 mod entropy;
 mod requests;
+mod syncs;
 mod timers;
 
 #[cfg(test)]
@@ -90,8 +91,10 @@ pub enum Input<'a, F> {
     },
     /// [`Output::Append`]: committed (durable only after a settle) or lost to another writer.
     Appended { req: ReqId, result: AppendResult },
-    /// [`Output::Settle`]: everything the request read or appended is durable.
-    Settled { req: ReqId },
+    /// [`Output::Sync`]: everything written before it was asked for is durable.
+    Synced,
+    /// [`Output::Sync`] failed: nothing since the last sync can be proven durable.
+    SyncFailed(StoreError),
     /// [`Output::Host`]: what the host did.
     Host { req: ReqId, reply: HostReply },
     /// Any store output of a request failed: it is answered with the failure.
@@ -126,8 +129,9 @@ pub enum Output {
     ReadSnapshot { req: ReqId },
     /// Compare-and-append → [`Input::Appended`].
     Append { req: ReqId, append: Append },
-    /// Wait until everything read and appended so far is durable → [`Input::Settled`].
-    Settle { req: ReqId },
+    /// Make everything written so far durable (one fsync for every request waiting: group
+    /// commit, see `syncs.rs`) → [`Input::Synced`]. At most one is asked at a time.
+    Sync,
     /// Perform a host request → [`Input::Host`].
     Host { req: ReqId, request: HostRequest },
     /// Read the head as it is durable → [`Input::Head`].
@@ -215,8 +219,12 @@ pub struct Engine<F: Fold> {
     durable: Option<LedgerPosition>,
     feeds_armed: Option<Duration>,
     timers: Timers,
+    /// Group commit: the requests waiting for the next fsync, and when to ask for it.
+    syncs: syncs::Syncs,
     /// Requests with outputs to take.
     ready: VecDeque<ReqId>,
+    /// Whether the request being pumped goes on after an input (see `ask_store`).
+    continuing: bool,
     out: VecDeque<Output>,
     counters: Counters,
     entropy: Entropy,
@@ -267,7 +275,9 @@ impl<F: Fold> Engine<F> {
             durable: None,
             feeds_armed: None,
             timers: Timers::default(),
+            syncs: syncs::Syncs::default(),
             ready: VecDeque::new(),
+            continuing: false,
             out: VecDeque::new(),
             counters: Counters::new(now.wall),
             entropy: Entropy::new(config.seed),
@@ -337,10 +347,16 @@ impl<F: Fold> Engine<F> {
             Input::Received { conn, bytes } => self.received(conn, bytes),
             Input::Closed { conn } => self.closed(conn),
             Input::Snapshot { req, snapshot } => {
+                let seq = snapshot.position.seq;
+                self.syncs.saw(seq);
+                if let Some(r) = self.reqs.get_mut(&req) {
+                    r.read = seq;
+                }
                 self.feed(req, super::request::Input::Snapshot(snapshot))
             }
             Input::Appended { req, result } => self.appended(req, result),
-            Input::Settled { req } => self.settled(req),
+            Input::Synced => self.synced(),
+            Input::SyncFailed(error) => self.sync_failed(error),
             Input::Host { req, reply } => self.feed(req, super::request::Input::Host(reply)),
             Input::Failed { req, error } => self.failed(req, error),
             Input::Head(snapshot) => self.head(Ok(snapshot)),
@@ -362,6 +378,10 @@ impl<F: Fold> Engine<F> {
                 Due::Feeds => {
                     timers::fired(&mut self.feeds_armed, at);
                     self.feeds_timer();
+                }
+                Due::Sync => {
+                    timers::fired(&mut self.syncs.armed, at);
+                    self.maybe_sync();
                 }
             }
         }
@@ -418,6 +438,8 @@ struct Req<F: Fold> {
     /// the feeds once durable).
     appending: Vec<String>,
     committed: Option<LedgerPosition>,
+    /// The position of the last snapshot it read.
+    read: u64,
     /// Where it stands while no output of it is being performed.
     park: Park,
     armed: Option<Duration>,

@@ -7,7 +7,7 @@ use core::net::SocketAddr;
 use core::time::Duration;
 
 use super::timers::{self, Due};
-use super::{Answer, Conn, ConnId, Engine, Nap, Output, Park, Req, ReqId};
+use super::{Answer, Conn, ConnId, Engine, Nap, Output, Park, Req, ReqId, syncs};
 use crate::engine::job::OwnedMessage;
 use crate::engine::request::{self, Finished, Request};
 use crate::engine::turns::Grant;
@@ -56,6 +56,7 @@ impl<F: Fold> Engine<F> {
                 waited: false,
                 appending: Vec::new(),
                 committed: None,
+                read: 0,
                 park: Park::Running,
                 armed: None,
             },
@@ -93,7 +94,23 @@ impl<F: Fold> Engine<F> {
         let now = self.now;
         if let Some(r) = self.reqs.get_mut(&id) {
             r.machine.handle_input(now, input);
+            let outer = std::mem::replace(&mut self.continuing, true);
             self.pump(id);
+            self.continuing = outer;
+        }
+    }
+
+    /// Asks the store for something on a request's behalf. A request that goes on after an
+    /// input (its snapshot arrived, its append committed) is served depth first: its next
+    /// store output goes before those of requests that have not started, so that a runtime
+    /// performing them in order reads, appends and settles one request before it reads for
+    /// the next (whose snapshot then holds the first one's records: no lost race, no
+    /// re-sealed audit record). Socket outputs keep their order.
+    fn ask_store(&mut self, output: Output) {
+        if self.continuing {
+            self.out.push_front(output);
+        } else {
+            self.out.push_back(output);
         }
     }
 
@@ -108,7 +125,7 @@ impl<F: Fold> Engine<F> {
             };
             let input = match output {
                 Out::ReadSnapshot => {
-                    self.push(Output::ReadSnapshot { req: id });
+                    self.ask_store(Output::ReadSnapshot { req: id });
                     continue;
                 }
                 Out::Append(append) => {
@@ -119,16 +136,20 @@ impl<F: Fold> Engine<F> {
                             .map(|rec| rec.stream.clone())
                             .collect();
                     }
-                    self.push(Output::Append { req: id, append });
+                    self.ask_store(Output::Append { req: id, append });
                     continue;
                 }
                 Out::Host(request) => {
-                    self.push(Output::Host { req: id, request });
+                    self.ask_store(Output::Host { req: id, request });
                     continue;
                 }
                 Out::Settle => {
-                    self.push(Output::Settle { req: id });
-                    continue;
+                    let Some(r) = self.reqs.get(&id) else { return };
+                    let need = r.committed.map_or(r.read, |p| p.seq);
+                    match self.syncs.ask(id, need, now.mono) {
+                        syncs::Durable::Now => In::Settled,
+                        syncs::Durable::Wait => return self.maybe_sync(),
+                    }
                 }
                 Out::TakeTurn {
                     only_if_contended,
@@ -380,6 +401,9 @@ impl<F: Fold> Engine<F> {
     }
 
     pub(super) fn appended(&mut self, id: ReqId, result: AppendResult) {
+        if let AppendResult::Committed(p) = &result {
+            self.syncs.saw(p.seq);
+        }
         let woken = match (&result, self.reqs.get_mut(&id)) {
             (AppendResult::Committed(p), Some(r)) => {
                 r.committed = Some(*p);
@@ -409,7 +433,35 @@ impl<F: Fold> Engine<F> {
         }
     }
 
-    pub(super) fn settled(&mut self, id: ReqId) {
+    /// Asks for the next sync when group commit says so, else arms its hold.
+    pub(super) fn maybe_sync(&mut self) {
+        let now = self.now.mono;
+        match self.syncs.due(now) {
+            Ok(()) => {
+                self.syncs.start(now);
+                self.ask_store(Output::Sync);
+            }
+            Err(Some(at)) => self.timers.arm(&mut self.syncs.armed, at, Due::Sync),
+            Err(None) => {}
+        }
+    }
+
+    /// The sync completed: every request it covers goes on.
+    pub(super) fn synced(&mut self) {
+        for id in self.syncs.finished(self.now.mono) {
+            self.settled(id);
+        }
+        self.maybe_sync();
+    }
+
+    /// The sync failed: every request waiting for one is answered with the failure.
+    pub(super) fn sync_failed(&mut self, error: StoreError) {
+        for id in self.syncs.failed() {
+            self.answer_failure(id, error.clone());
+        }
+    }
+
+    fn settled(&mut self, id: ReqId) {
         if let Some(p) = self.reqs.get_mut(&id).and_then(|r| r.committed.take()) {
             self.tell_feeds(p);
         }
@@ -585,6 +637,7 @@ impl<F: Fold> Engine<F> {
         if let Some(e) = r.entered {
             self.cancels.leave(e);
         }
+        self.syncs.forget(id);
         if let Park::Nap(nap) = &r.park {
             self.unwatch(id, nap);
         }

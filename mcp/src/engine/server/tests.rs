@@ -65,7 +65,7 @@ fn stdio_lines_are_served_one_at_a_time_each_answered_once_durable() {
     input.extend(line(&call(2)));
     w.bytes(0, &input);
     // The first call appended and waits for its fsync; the second waits behind it.
-    assert_eq!(w.pending_settles(), 1);
+    assert!(w.sync_asked());
     assert!(
         w.take(0).is_empty(),
         "no answer before its records are durable"
@@ -125,7 +125,7 @@ fn http_answers_pipelined_requests_in_order_on_a_kept_alive_connection() {
     let mut both = post_call(1);
     both.extend(post_call(2));
     w.bytes(1, &both);
-    assert_eq!(w.pending_settles(), 1);
+    assert!(w.sync_asked());
     assert!(w.take(1).is_empty());
     assert!(
         !w.engine.wants_bytes(ConnId(1)),
@@ -144,19 +144,64 @@ fn http_answers_pipelined_requests_in_order_on_a_kept_alive_connection() {
 }
 
 #[test]
-fn one_fsync_answers_every_connection_that_appended_meanwhile() {
+fn one_fsync_answers_every_connection_that_appended_while_the_last_one_ran() {
+    let mut w = http_world(|_| {});
+    w.auto_sync = false;
+    for c in 1..=4 {
+        w.connect(c, "127.0.0.1:40000");
+        w.bytes(c, &post_call(c));
+    }
+    // The first call's fsync started at once; the three after it wait for the next.
+    w.sync();
+    assert_eq!(ids(&w.take(1)), vec![1]);
+    assert!(w.take(2).is_empty());
+    assert!(
+        w.sync_asked(),
+        "asked at once: the three it waited for are all in"
+    );
+    w.sync();
+    assert_eq!(w.fsyncs, 2);
+    for c in 2..=4 {
+        assert_eq!(ids(&w.take(c)), vec![c]);
+    }
+}
+
+#[test]
+fn a_sync_is_held_briefly_for_the_clients_the_last_one_answered() {
     let mut w = http_world(|_| {});
     w.auto_sync = false;
     for c in 1..=3 {
         w.connect(c, "127.0.0.1:40000");
-        w.bytes(c, &post_call(c));
     }
-    assert_eq!(w.pending_settles(), 3);
+    w.bytes(1, &post_call(1));
+    w.advance(Duration::from_micros(800));
+    w.bytes(2, &post_call(2));
+    w.bytes(3, &post_call(3));
+    // The first fsync took 800 µs and answered one client; two waited meanwhile.
     w.sync();
-    assert_eq!(w.fsyncs, 1);
-    for c in 1..=3 {
-        assert_eq!(ids(&w.take(c)), vec![c]);
-    }
+    assert_eq!(ids(&w.take(1)), vec![1]);
+    assert!(
+        !w.sync_asked(),
+        "held: three clients are expected, two wait"
+    );
+    w.advance(Duration::from_micros(100));
+    w.bytes(1, &post_call(4));
+    assert!(
+        w.sync_asked(),
+        "the answered client is back: one fsync for all three"
+    );
+    w.advance(Duration::from_micros(100));
+    w.sync();
+    assert_eq!(w.fsyncs, 2);
+    assert_eq!(ids(&w.take(1)), vec![4]);
+    assert_eq!((ids(&w.take(2)), ids(&w.take(3))), (vec![2], vec![3]));
+    // A client that does not come back holds the next sync at most half the last one's time.
+    w.bytes(2, &post_call(5));
+    assert!(!w.sync_asked());
+    w.advance(Duration::from_micros(49));
+    assert!(!w.sync_asked());
+    w.advance(Duration::from_micros(2));
+    assert!(w.sync_asked());
 }
 
 #[test]

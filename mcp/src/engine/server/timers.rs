@@ -21,6 +21,8 @@ pub(super) enum Due {
     Req(ReqId),
     /// The open feeds' next look at the head.
     Feeds,
+    /// The held sync is due (group commit).
+    Sync,
 }
 
 #[derive(Debug, Default)]
