@@ -124,6 +124,7 @@ pub fn bind(
         backend.host.clone(),
         Some(operator),
         options.limits.workers,
+        1,
         wake,
     )?;
     let write_timeout = options.limits.read_timeout;
@@ -453,23 +454,28 @@ impl Hub {
         let (origin, clock) = (self.origin, self.clock.clone());
         let now = || moment(origin, &*clock);
         let mut io = Vec::new();
-        self.performer.pump(&mut self.engine, &now, &mut io);
-        for output in io {
-            match output {
-                Output::Send { conn, bytes } => {
-                    if let Some(tx) = self.conns.get(&conn.0) {
-                        let _ = tx.try_send(ToConn::Send(bytes));
+        loop {
+            self.performer.pump(&mut self.engine, &now, &mut io);
+            if io.is_empty() {
+                break;
+            }
+            for output in io.drain(..) {
+                match output {
+                    Output::Send { conn, bytes } => {
+                        if let Some(tx) = self.conns.get(&conn.0) {
+                            let _ = tx.try_send(ToConn::Send(bytes));
+                        }
                     }
-                }
-                Output::Close { conn, finish } => {
-                    self.paused.remove(&conn.0);
-                    if let Some(tx) = self.conns.remove(&conn.0) {
-                        let _ = tx.try_send(ToConn::Close { finish });
+                    Output::Close { conn, finish } => {
+                        self.paused.remove(&conn.0);
+                        if let Some(tx) = self.conns.remove(&conn.0) {
+                            let _ = tx.try_send(ToConn::Close { finish });
+                        }
                     }
+                    other => bernstein_store_file::log_line!(
+                        "bernstein http: an output nobody performs: {other:?}"
+                    ),
                 }
-                other => bernstein_store_file::log_line!(
-                    "bernstein http: an output nobody performs: {other:?}"
-                ),
             }
         }
         let resumed: Vec<u64> = self

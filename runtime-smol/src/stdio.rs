@@ -36,7 +36,14 @@ async fn serve(server: Arc<Server>, backend: Backend) -> io::Result<()> {
     let mut output = smol::Unblock::new(io::stdout());
     let (tx, rx) = smol::channel::unbounded::<Event>();
     let (wake, woken) = waker(tx);
-    let performer = Performer::new(backend.store.clone(), backend.host.clone(), None, 1, wake)?;
+    let performer = Performer::new(
+        backend.store.clone(),
+        backend.host.clone(),
+        None,
+        1,
+        usize::MAX,
+        wake,
+    )?;
     let origin = Instant::now();
     let clock = backend.clock.clone();
     let now = || moment(origin, &*clock);
@@ -92,11 +99,18 @@ async fn serve(server: Arc<Server>, backend: Backend) -> io::Result<()> {
             engine.handle_input(now(), Input::Tick);
         }
         let mut closed = false;
-        performer.pump(&mut engine, &now, &mut wire);
-        for sent in wire.drain(..) {
-            match sent {
-                Output::Send { bytes, .. } => output.write_all(&bytes).await?,
-                _ => closed = true,
+        loop {
+            performer.pump(&mut engine, &now, &mut wire);
+            for sent in wire.drain(..) {
+                match sent {
+                    Output::Send { bytes, .. } => output.write_all(&bytes).await?,
+                    _ => closed = true,
+                }
+            }
+            // Each answer goes out as soon as it is ready.
+            output.flush().await?;
+            if !engine.has_output() {
+                break;
             }
         }
         output.flush().await?;

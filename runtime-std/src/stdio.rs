@@ -1,131 +1,118 @@
 //! The stdio transport on std: newline-delimited JSON-RPC on stdin/stdout, logs only on
 //! stderr, driven by the server's [`Engine`] like the HTTP loop.
 //!
-//! A reader thread reads stdin one chunk at a time and hands each to the loop, which reads on
-//! only while the engine wants more (a line being served holds the ones behind it, as a
-//! pipe would); the loop writes what the engine sends to stdout, performs the store and host
-//! outputs through the shared [`Performer`] and wakes the engine at its timeouts. Every rule
-//! (one line at a time, answers that wait for the ledger letting later lines through, end of
-//! input settling them, `notifications/cancelled`) is the engine's.
+//! One thread does everything: it `poll`s stdin (only while the engine wants more bytes: a
+//! line being served holds the ones behind it, as a pipe would) and a wake-up pipe, until the
+//! engine's next timeout; reads what is there straight from the file descriptor; writes what
+//! the engine sends to stdout; and performs the store and host outputs through the shared
+//! [`Performer`] on this thread, fsyncs included (one peer: nothing is to be served while an
+//! fsync runs that would pay for a thread hand-off). Only a store that may wait on the network
+//! is called on other threads, which wake the loop through the pipe. Every rule (one line at
+//! a time, answers that wait for the ledger letting later lines through, end of input settling
+//! them, `notifications/cancelled`) is the engine's.
 
-use std::io::{self, Read, Write};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::io::{self, Write};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::time::Instant;
 
 use bernstein_core::domain::bound::Server;
 use bernstein_core::engine::{Engine, Input, Output, STDIO};
 use bernstein_serve::driver::Backend;
 use bernstein_serve::perform::{Performer, moment, seed};
-
-/// What reaches the loop.
-enum Event {
-    Bytes(Vec<u8>),
-    End(Option<io::Error>),
-    /// The performer has results.
-    Woken,
-}
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
 /// Serves stdin/stdout until end of input (and every answer is written).
 pub fn serve_stdio(server: Arc<Server>, backend: &Backend) -> io::Result<()> {
-    let (tx, rx) = mpsc::channel::<Event>();
-    // The reader takes one chunk, then waits until the loop asks for the next.
-    let (more_tx, more_rx) = mpsc::sync_channel::<()>(1);
-    let reader_tx = tx.clone();
-    thread::Builder::new()
-        .name("bernstein-stdin".into())
-        .spawn(move || read_stdin(&reader_tx, &more_rx))?;
-    let woken = Mutex::new(tx);
+    let (wake_rx, wake_tx) = rustix::pipe::pipe()?;
+    rustix::fs::fcntl_setfl(&wake_rx, rustix::fs::OFlags::NONBLOCK)?;
+    let wake_tx = Arc::new(wake_tx);
     let performer = Performer::new(
         backend.store.clone(),
         backend.host.clone(),
         None,
         1,
+        usize::MAX,
         Arc::new(move || {
-            let _ = woken
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .send(Event::Woken);
+            let _ = rustix::io::write(&*wake_tx, &[1]);
         }),
     )?;
     let origin = Instant::now();
     let clock = backend.clock.clone();
     let now = || moment(origin, &*clock);
     let mut engine = Engine::stdio(server, seed()?, now());
+    let stdin = io::stdin();
+    let stdin = stdin.as_fd();
     let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut buf = vec![0u8; 64 * 1024];
     let mut reading = true;
-    let mut asked = true;
     let mut failure: Option<io::Error> = None;
     let mut wire: Vec<Output> = Vec::new();
     loop {
-        let event = next_event(&rx, engine.poll_timeout(), origin);
-        for event in event.into_iter().chain(rx.try_iter()) {
-            match event {
-                Event::Bytes(bytes) => {
-                    asked = false;
-                    engine.handle_input(
-                        now(),
-                        Input::Received {
-                            conn: STDIO,
-                            bytes: &bytes,
-                        },
-                    );
-                }
-                Event::End(error) => {
+        let wanted = reading && engine.wants_bytes(STDIO);
+        let timeout = engine.poll_timeout().map(|at| {
+            let wait = (origin + at).saturating_duration_since(Instant::now());
+            Timespec::try_from(wait).unwrap_or(Timespec {
+                tv_sec: i64::MAX,
+                tv_nsec: 0,
+            })
+        });
+        let mut fds = vec![PollFd::new(&wake_rx, PollFlags::IN)];
+        if wanted {
+            fds.push(PollFd::new(&stdin, PollFlags::IN));
+        }
+        match poll(&mut fds, timeout.as_ref()) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+        let stdin_ready = fds.get(1).is_some_and(|f| !f.revents().is_empty());
+        if !fds[0].revents().is_empty() {
+            let mut drain = [0u8; 64];
+            while matches!(rustix::io::read(&wake_rx, &mut drain), Ok(n) if n > 0) {}
+        }
+        if stdin_ready {
+            match rustix::io::read(stdin, &mut buf) {
+                Ok(0) => {
                     reading = false;
-                    failure = error;
                     engine.handle_input(now(), Input::Closed { conn: STDIO });
                 }
-                Event::Woken => {}
+                Ok(n) => engine.handle_input(
+                    now(),
+                    Input::Received {
+                        conn: STDIO,
+                        bytes: &buf[..n],
+                    },
+                ),
+                Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
+                Err(e) => {
+                    reading = false;
+                    failure = Some(e.into());
+                    engine.handle_input(now(), Input::Closed { conn: STDIO });
+                }
             }
         }
         if engine.poll_timeout().is_some_and(|at| at <= now().mono) {
             engine.handle_input(now(), Input::Tick);
         }
         let mut closed = false;
-        performer.pump(&mut engine, &now, &mut wire);
-        for output in wire.drain(..) {
-            match output {
-                Output::Send { bytes, .. } => out.write_all(&bytes)?,
-                _ => closed = true,
+        loop {
+            performer.pump(&mut engine, &now, &mut wire);
+            for output in wire.drain(..) {
+                match output {
+                    Output::Send { bytes, .. } => out.write_all(&bytes)?,
+                    _ => closed = true,
+                }
+            }
+            // Each answer goes out as soon as it is ready.
+            out.flush()?;
+            if !engine.has_output() {
+                break;
             }
         }
         out.flush()?;
         if closed {
             return failure.map_or(Ok(()), Err);
-        }
-        if reading && !asked && engine.wants_bytes(STDIO) {
-            asked = more_tx.try_send(()).is_ok();
-        }
-    }
-}
-
-/// The next event, waiting at most until the engine's next timeout.
-fn next_event(rx: &Receiver<Event>, timeout: Option<Duration>, origin: Instant) -> Option<Event> {
-    match timeout {
-        None => rx.recv().ok(),
-        Some(at) => {
-            let wait = (origin + at).saturating_duration_since(Instant::now());
-            rx.recv_timeout(wait).ok()
-        }
-    }
-}
-
-/// Reads stdin a chunk at a time, each after the loop asked for it (the first at once).
-fn read_stdin(tx: &Sender<Event>, more: &Receiver<()>) {
-    let mut stdin = io::stdin().lock();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let event = match stdin.read(&mut buf) {
-            Ok(0) => Event::End(None),
-            Ok(n) => Event::Bytes(buf[..n].to_vec()),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => Event::End(Some(e)),
-        };
-        let end = matches!(event, Event::End(_));
-        if tx.send(event).is_err() || end || more.recv().is_err() {
-            return;
         }
     }
 }

@@ -102,7 +102,7 @@ fn recorded_requests_replay_through_the_stdio_connection_and_the_store() {
                     let result = store.compare_and_append_unsettled(&append).expect("append");
                     engine.handle_input(now(), Input::Appended { req, result });
                 }
-                Output::Sync => {
+                Output::Sync { .. } => {
                     store.settle().expect("settle");
                     engine.handle_input(now(), Input::Synced);
                 }

@@ -115,7 +115,9 @@ pub struct Performer {
     store: Arc<dyn Store<Projection>>,
     host: Arc<dyn HostIo>,
     mailbox: Arc<Mailbox>,
-    syncer: Syncer,
+    /// Where syncs that more than `inline_syncs` requests wait for run (`None`: all here).
+    syncer: Option<Syncer>,
+    inline_syncs: usize,
     pool: Option<Pool>,
     operator: Option<OperatorQueue>,
     operator_thread: Option<thread::JoinHandle<()>>,
@@ -142,20 +144,29 @@ impl std::fmt::Debug for Performer {
 
 impl Performer {
     /// A performer over `store` and `host`; `operator` answers operator routes (HTTP servers),
-    /// `workers` threads call a store that is not local. `wake` is called whenever results
-    /// wait in [`Performer::drain`].
+    /// `workers` threads call a store that is not local. A sync that at most `inline_syncs`
+    /// requests wait for runs on the runtime's thread (a thread hand-off there and back costs
+    /// more than the fsync's wait when nothing else is to be served meanwhile); a larger one on
+    /// the syncer thread, so that the runtime serves on while it runs (`usize::MAX`: no
+    /// syncer thread, every sync here; a stdio peer's). `wake` is called whenever results wait
+    /// in [`Performer::drain`].
     pub fn new(
         store: Arc<dyn Store<Projection>>,
         host: Arc<dyn HostIo>,
         operator: Option<Operator>,
         workers: usize,
+        inline_syncs: usize,
         wake: Wake,
     ) -> std::io::Result<Performer> {
         let mailbox = Arc::new(Mailbox {
             done: Mutex::new(Vec::new()),
             wake,
         });
-        let syncer = Syncer::start(store.clone(), mailbox.clone())?;
+        let syncer = if inline_syncs == usize::MAX {
+            None
+        } else {
+            Some(Syncer::start(store.clone(), mailbox.clone())?)
+        };
         let pool = if store.local() {
             None
         } else {
@@ -173,6 +184,7 @@ impl Performer {
             host,
             mailbox,
             syncer,
+            inline_syncs,
             pool,
             operator,
             operator_thread,
@@ -198,12 +210,24 @@ impl Performer {
                     Err(error) => Done::Failed { req, error },
                 },
             },
-            Output::Sync => return Ok(self.syncer.queue(Wanted::Sync)),
-            Output::Look => match &self.pool {
-                Some(pool) => return Ok(pool.queue(Job::Look)),
-                None => match self.store.snapshot_unsettled() {
-                    Ok(snapshot) => return Ok(self.syncer.queue(Wanted::Head(snapshot))),
+            Output::Sync { waiting } => match &self.syncer {
+                Some(syncer) if waiting > self.inline_syncs => {
+                    return Ok(syncer.queue(Wanted::Sync));
+                }
+                _ => match self.store.settle() {
+                    Ok(()) => Done::Synced,
+                    Err(error) => Done::SyncFailed(error),
+                },
+            },
+            Output::Look => match (&self.pool, &self.syncer) {
+                (Some(pool), _) => return Ok(pool.queue(Job::Look)),
+                (None, Some(syncer)) => match self.store.snapshot_unsettled() {
+                    Ok(snapshot) => return Ok(syncer.queue(Wanted::Head(snapshot))),
                     Err(error) => Done::HeadFailed(error),
+                },
+                (None, None) => match self.store.snapshot() {
+                    Ok(s) => Done::Head(s),
+                    Err(e) => Done::HeadFailed(e),
                 },
             },
             Output::Host { req, request } => Done::Host {
@@ -237,9 +261,11 @@ impl Performer {
     }
 
     /// Feeds `engine` what was performed off the runtime's thread, then takes its outputs
-    /// until it has none: performs the store, host and operator ones (feeding back at once
-    /// what was performed here), writes `Log` lines on stderr, and leaves the socket ones
-    /// (`Send`, `Close`) in `io`, in order, for the runtime.
+    /// until it has none, or until one is about a socket: performs the store, host and
+    /// operator ones (feeding back at once what was performed here) and writes `Log` lines on
+    /// stderr; a socket output (`Send`, `Close`) is left in `io` and returned at once, so that
+    /// the runtime writes each answer as soon as it is ready (call again while
+    /// [`Engine::has_output`]).
     pub fn pump(
         &self,
         engine: &mut Engine<Projection>,
@@ -254,7 +280,10 @@ impl Performer {
                 Ok(Some(done)) => done.feed(engine, now()),
                 Ok(None) => {}
                 Err(Output::Log(line)) => bernstein_store_file::log_line!("{line}"),
-                Err(socket) => io.push(socket),
+                Err(socket) => {
+                    io.push(socket);
+                    return;
+                }
             }
         }
     }
@@ -474,7 +503,7 @@ pub fn run_inline(
                 Ok(result) => Done::Appended { req, result },
                 Err(error) => Done::Failed { req, error },
             },
-            Output::Sync => match store.settle() {
+            Output::Sync { .. } => match store.settle() {
                 Ok(()) => Done::Synced,
                 Err(error) => Done::SyncFailed(error),
             },

@@ -197,7 +197,7 @@ impl<F: Fold> World<F> {
                     self.engine
                         .handle_input(now, Input::Appended { req, result });
                 }
-                Output::Sync => {
+                Output::Sync { .. } => {
                     assert!(!self.sync_asked, "one sync at a time");
                     self.sync_asked = true;
                     if self.auto_sync {

@@ -115,6 +115,7 @@ pub fn bind(
         backend.host.clone(),
         Some(operator),
         options.limits.workers,
+        1,
         Arc::new(move || {
             let _ = wake.wake();
         }),

@@ -130,8 +130,10 @@ pub enum Output {
     /// Compare-and-append → [`Input::Appended`].
     Append { req: ReqId, append: Append },
     /// Make everything written so far durable (one fsync for every request waiting: group
-    /// commit, see `syncs.rs`) → [`Input::Synced`]. At most one is asked at a time.
-    Sync,
+    /// commit, see `syncs.rs`) → [`Input::Synced`]. At most one is asked at a time; `waiting`
+    /// is how many requests wait for it (a runtime may perform a sync that one request waits
+    /// for on its own thread, and hand a larger one to another so that it serves meanwhile).
+    Sync { waiting: usize },
     /// Perform a host request → [`Input::Host`].
     Host { req: ReqId, request: HostRequest },
     /// Read the head as it is durable → [`Input::Head`].
@@ -225,6 +227,9 @@ pub struct Engine<F: Fold> {
     ready: VecDeque<ReqId>,
     /// Whether the request being pumped goes on after an input (see `ask_store`).
     continuing: bool,
+    /// Requests with a store output (snapshot, append, host) out: they are working towards
+    /// their wait for the next sync.
+    working: usize,
     out: VecDeque<Output>,
     counters: Counters,
     entropy: Entropy,
@@ -278,6 +283,7 @@ impl<F: Fold> Engine<F> {
             syncs: syncs::Syncs::default(),
             ready: VecDeque::new(),
             continuing: false,
+            working: 0,
             out: VecDeque::new(),
             counters: Counters::new(now.wall),
             entropy: Entropy::new(config.seed),
@@ -342,6 +348,14 @@ impl<F: Fold> Engine<F> {
     /// input, and the wall clock).
     pub fn handle_input(&mut self, now: Moment, input: Input<'_, F>) {
         self.now = now;
+        if let Input::Snapshot { req, .. }
+        | Input::Appended { req, .. }
+        | Input::Host { req, .. }
+        | Input::Failed { req, .. } = &input
+            && self.reqs.contains_key(req)
+        {
+            self.working = self.working.saturating_sub(1);
+        }
         match input {
             Input::Opened { conn, peer } => self.opened(conn, peer),
             Input::Received { conn, bytes } => self.received(conn, bytes),
@@ -366,6 +380,7 @@ impl<F: Fold> Engine<F> {
             Input::Shutdown => self.shutdown(),
         }
         self.run_ready();
+        self.maybe_sync();
         self.counters.in_flight = self.reqs.len();
     }
 

@@ -107,6 +107,12 @@ impl<F: Fold> Engine<F> {
     /// the next (whose snapshot then holds the first one's records: no lost race, no
     /// re-sealed audit record). Socket outputs keep their order.
     fn ask_store(&mut self, output: Output) {
+        if matches!(
+            output,
+            Output::ReadSnapshot { .. } | Output::Append { .. } | Output::Host { .. }
+        ) {
+            self.working += 1;
+        }
         if self.continuing {
             self.out.push_front(output);
         } else {
@@ -436,10 +442,10 @@ impl<F: Fold> Engine<F> {
     /// Asks for the next sync when group commit says so, else arms its hold.
     pub(super) fn maybe_sync(&mut self) {
         let now = self.now.mono;
-        match self.syncs.due(now) {
+        match self.syncs.due(now, self.working) {
             Ok(()) => {
-                self.syncs.start(now);
-                self.ask_store(Output::Sync);
+                let waiting = self.syncs.start(now);
+                self.ask_store(Output::Sync { waiting });
             }
             Err(Some(at)) => self.timers.arm(&mut self.syncs.armed, at, Due::Sync),
             Err(None) => {}

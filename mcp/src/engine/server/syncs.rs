@@ -8,10 +8,12 @@
 //! before it began). So a request already covered answers at once, one covered by the sync in
 //! flight waits for it, and the others wait for the next.
 //!
-//! The next sync is asked for as soon as the last one completed and as many requests wait as
-//! can be expected: those that waited meanwhile and those the last sync answered, whose
-//! clients are likely to send their next request within a round trip. If they do not come,
-//! it starts anyway after half the last sync's duration (at most [`MAX_HOLD`]). Asking at
+//! The next sync is asked for as soon as the last one completed, no request is between its
+//! snapshot and its wait (it would wait for the next sync too: a burst of requests read
+//! together shares one sync), and as many requests wait as can be expected: those that waited
+//! meanwhile and those the last sync answered, whose clients are likely to send their next
+//! request within a round trip. If they do not come, it starts anyway after half the last
+//! sync's duration (at most [`MAX_HOLD`]). Asking at
 //! once instead splits closed-loop clients into two groups that alternate, each waiting for
 //! two fsyncs per request; holding briefly lets one fsync cover them all.
 //!
@@ -39,6 +41,9 @@ pub(super) struct Syncs {
     expect: usize,
     /// When the next sync is asked for even if fewer wait.
     hold_until: Option<Duration>,
+    /// When the oldest waiting request began to wait: the next sync is asked for
+    /// [`MAX_HOLD`] after it whatever else is on its way.
+    first_wait: Option<Duration>,
     /// How long the last sync took.
     last_took: Duration,
     /// The timer entry of the hold.
@@ -74,8 +79,11 @@ impl Syncs {
         match &mut self.in_flight {
             Some((_, covers, reqs)) if need <= *covers => reqs.push(req),
             _ => {
-                if self.waiting.is_empty() && self.hold_until.is_none() {
-                    self.hold_until = Some(now + self.hold());
+                if self.waiting.is_empty() {
+                    self.first_wait = Some(now);
+                    if self.hold_until.is_none() {
+                        self.hold_until = Some(now + self.hold());
+                    }
                 }
                 self.waiting.push(req);
             }
@@ -83,24 +91,33 @@ impl Syncs {
         Durable::Wait
     }
 
-    /// Whether the next sync should be asked for now; when not, the instant it will be at the
-    /// latest (if anything waits).
-    pub(super) fn due(&self, now: Duration) -> Result<(), Option<Duration>> {
+    /// Whether the next sync should be asked for now, `working` requests being between their
+    /// snapshot and their wait (they will wait for it too, within this burst of work); when
+    /// not, the instant it will be at the latest (if anything waits).
+    pub(super) fn due(&self, now: Duration, working: usize) -> Result<(), Option<Duration>> {
         if self.in_flight.is_some() || self.waiting.is_empty() {
             return Err(None);
         }
-        match self.hold_until {
-            _ if self.waiting.len() >= self.expect => Ok(()),
-            Some(at) if at <= now => Ok(()),
-            at => Err(at),
+        let latest = self.first_wait.map_or(now, |t| t + MAX_HOLD);
+        let expected =
+            self.waiting.len() >= self.expect || self.hold_until.is_none_or(|t| t <= now);
+        if (expected && working == 0) || latest <= now {
+            return Ok(());
         }
+        Err(Some(match self.hold_until {
+            Some(at) if working == 0 => at.min(latest),
+            _ => latest,
+        }))
     }
 
-    /// The sync is asked for now.
-    pub(super) fn start(&mut self, now: Duration) {
+    /// The sync is asked for now; how many requests wait for it.
+    pub(super) fn start(&mut self, now: Duration) -> usize {
         let reqs = std::mem::take(&mut self.waiting);
+        let n = reqs.len();
         self.in_flight = Some((now, self.seen, reqs));
         self.hold_until = None;
+        self.first_wait = None;
+        n
     }
 
     /// The sync in flight completed: the requests it answers.
@@ -121,12 +138,16 @@ impl Syncs {
         let mut all = self.in_flight.take().map(|(_, _, r)| r).unwrap_or_default();
         all.append(&mut self.waiting);
         self.hold_until = None;
+        self.first_wait = None;
         all
     }
 
     /// Forgets a request that ended otherwise.
     pub(super) fn forget(&mut self, req: ReqId) {
         self.waiting.retain(|r| *r != req);
+        if self.waiting.is_empty() {
+            self.first_wait = None;
+        }
         if let Some((_, _, reqs)) = &mut self.in_flight {
             reqs.retain(|r| *r != req);
         }
@@ -150,14 +171,19 @@ mod tests {
         let mut s = Syncs::default();
         s.saw(3);
         assert_eq!(s.ask(ReqId(1), 3, us(0)), Durable::Wait);
-        assert_eq!(s.due(us(0)), Ok(()), "nothing expected: ask at once");
+        assert_eq!(
+            s.due(us(0), 1),
+            Err(Some(MAX_HOLD)),
+            "another request is on its way"
+        );
+        assert_eq!(s.due(us(0), 0), Ok(()), "nothing expected: ask at once");
         s.start(us(0));
         // Seen before the sync began: covered by it.
         assert_eq!(s.ask(ReqId(2), 2, us(10)), Durable::Wait);
         // Written after it began: the next one.
         s.saw(4);
         assert_eq!(s.ask(ReqId(3), 4, us(20)), Durable::Wait);
-        assert_eq!(s.due(us(20)), Err(None), "one sync at a time");
+        assert_eq!(s.due(us(20), 0), Err(None), "one sync at a time");
         assert_eq!(s.finished(us(400)), vec![ReqId(1), ReqId(2)]);
         assert_eq!(s.durable(), 3);
         assert_eq!(s.ask(ReqId(4), 3, us(401)), Durable::Now);
@@ -177,14 +203,15 @@ mod tests {
             s.ask(ReqId(r), r + 1, us(100));
         }
         assert_eq!(s.finished(us(800)).len(), 8);
-        // Eight wait, sixteen are expected: held for half the last sync's 800 µs.
-        assert_eq!(s.due(us(801)), Err(Some(us(1200))));
+        // Eight wait, sixteen are expected: held for half the last sync's 800 µs, but no longer
+        // than a millisecond after the first of the eight began to wait.
+        assert_eq!(s.due(us(801), 0), Err(Some(us(1100))));
         for r in 0..8 {
             s.saw(100 + r);
             s.ask(ReqId(100 + r), 100 + r, us(850));
         }
         assert_eq!(
-            s.due(us(850)),
+            s.due(us(850), 0),
             Ok(()),
             "all sixteen are in: one sync for all"
         );
@@ -196,8 +223,8 @@ mod tests {
             s.saw(200 + r);
             s.ask(ReqId(200 + r), 200 + r, us(1700));
         }
-        assert_eq!(s.due(us(1700)), Err(Some(us(2100))));
-        assert_eq!(s.due(us(2100)), Ok(()));
+        assert_eq!(s.due(us(1700), 0), Err(Some(us(2100))));
+        assert_eq!(s.due(us(2100), 0), Ok(()));
         s.start(us(2100));
         assert_eq!(s.finished(us(2900)).len(), 15);
         assert_eq!(s.expect, 15);
@@ -219,6 +246,6 @@ mod tests {
         s.saw(3);
         s.ask(ReqId(4), 3, Duration::from_millis(42));
         assert_eq!(s.failed(), vec![ReqId(2), ReqId(4)]);
-        assert_eq!(s.due(Duration::from_millis(50)), Err(None));
+        assert_eq!(s.due(Duration::from_millis(50), 0), Err(None));
     }
 }
