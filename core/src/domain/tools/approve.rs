@@ -1,4 +1,4 @@
-//! `bernstein_approve` (tier standard): an operator signs off finished work. Accepted only from
+//! `bernstein_approve`: an operator signs off finished work. Accepted only from
 //! the approvable statuses (pending_approval, derived from the lifecycle table): the task moves
 //! to `done`, the note (when given) is recorded as its result summary, and a parent waiting on
 //! it resumes ([`crate::domain::completion`]). Every other status is refused with
@@ -9,17 +9,17 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
+use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 
 use super::super::completion::{ResumedParent, resume_parents};
 use super::super::dlp::Redactions;
 use super::super::ids::check_task_id;
 use super::super::lifecycle::{self, TaskStatus};
-use super::super::schema;
 use super::super::status_changes::{ChangeNote, StatusChanges};
-use super::{internal, invalid_id, parse_args, tier, unknown_task};
+use super::{Called, Tool, internal, invalid_id, unknown_task};
 
 pub const NAME: &str = "bernstein_approve";
 
@@ -68,25 +68,30 @@ pub struct ApproveAnswer {
     pub redacted_kinds: Vec<String>,
 }
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Approve finished work",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<ApproveArgs>,
-        output_schema: None,
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
+/// `bernstein_approve`, declared once (see [`Tool`]).
+pub struct Approve;
+
+impl Tool for Approve {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Approve finished work";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::Standard;
+    const EFFECTS: Effects = EFFECTS;
+    type Args = ApproveArgs;
+    type Answer = ApproveAnswer;
+
+    fn call(ctx: &ToolContext<'_>, args: ApproveArgs) -> Called<ApproveAnswer> {
+        approve(ctx, args).unwrap_or_else(Called::refused)
     }
 }
 
+pub fn spec() -> ToolSpec {
+    super::spec::<Approve>()
+}
+
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    match approve(ctx, args) {
-        Ok(out) => out,
-        Err(e) => ToolOutput::refused(e),
-    }
+    super::call::<Approve>(ctx, args)
 }
 
 /// The refusal for a task that is not awaiting approval. It names both the approvable and the
@@ -125,8 +130,7 @@ pub fn not_awaiting_approval(task_id: &str, status: TaskStatus) -> ToolError {
     )
 }
 
-fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: ApproveArgs = parse_args(NAME, args)?;
+fn approve(ctx: &ToolContext<'_>, args: ApproveArgs) -> Result<Called<ApproveAnswer>, ToolError> {
     let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
     let note = args.note.as_deref().map(str::trim);
     if note.is_some_and(|n| n.is_empty() || n.chars().count() > MAX_NOTE_CHARS) {
@@ -171,14 +175,10 @@ fn approve(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> 
         redactions: redactions.counts(),
         redacted_kinds: redactions.kinds(),
     };
-    Ok(ToolOutput {
-        result: Ok(serde_json::to_value(&answer).expect("an approval answer always serializes")),
+    Ok(Called {
         drafts,
         run_id: Some(task.run_id.to_string()),
-        content: None,
-        host: None,
-        progress: Vec::new(),
-        wait_ms: None,
+        ..Called::ok(answer)
     })
 }
 

@@ -1,4 +1,4 @@
-//! `bernstein_cancel` (tier standard): cancel a task and its whole subtask tree in one set of
+//! `bernstein_cancel`: cancel a task and its whole subtask tree in one set of
 //! drafts (one commit). Refusals (malformed id, unknown task, a status the lifecycle cannot
 //! cancel) carry no drafts. An already-finished task is reported with its status, not refused.
 //! Descendants are cancelled where the lifecycle allows; finished ones stay as they are, and
@@ -9,16 +9,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::ledger::Draft;
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::dlp::Redactions;
 use super::super::ids::{check_task_id, run_stream};
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::records::{self, RunCancelled};
-use super::super::schema;
-use super::{invalid_id, parse_args, tier, unknown_task};
+use super::{Called, Tool, invalid_id, unknown_task};
 
 pub const NAME: &str = "bernstein_cancel";
 
@@ -81,37 +81,40 @@ pub struct CancelAnswer {
     pub redacted_kinds: Vec<String>,
 }
 
+/// `bernstein_cancel`, declared once (see [`Tool`]).
+pub struct Cancel;
+
+impl Tool for Cancel {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Cancel a task tree";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::Standard;
+    const EFFECTS: Effects = EFFECTS;
+    type Args = CancelArgs;
+    type Answer = CancelAnswer;
+
+    fn call(ctx: &ToolContext<'_>, args: CancelArgs) -> Called<CancelAnswer> {
+        match plan(ctx, args) {
+            Ok((answer, drafts)) => Called {
+                run_id: Some(answer.run_id.clone()),
+                drafts,
+                ..Called::ok(answer)
+            },
+            Err(e) => Called::refused(e),
+        }
+    }
+}
+
 pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Cancel a task tree",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<CancelArgs>,
-        output_schema: None,
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
-    }
+    super::spec::<Cancel>()
 }
 
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    match plan(ctx, args) {
-        Ok((answer, drafts)) => ToolOutput {
-            run_id: Some(answer.run_id.clone()),
-            result: Ok(serde_json::to_value(&answer).expect("a cancel answer always serializes")),
-            drafts,
-            content: None,
-            host: None,
-            progress: Vec::new(),
-            wait_ms: None,
-        },
-        Err(e) => ToolOutput::refused(e),
-    }
+    super::call::<Cancel>(ctx, args)
 }
 
-fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<(CancelAnswer, Vec<Draft>), ToolError> {
-    let args: CancelArgs = parse_args(NAME, args)?;
+fn plan(ctx: &ToolContext<'_>, args: CancelArgs) -> Result<(CancelAnswer, Vec<Draft>), ToolError> {
     let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
     if args
         .reason

@@ -1,4 +1,4 @@
-//! `bernstein_claim` (tier standard): the pull-worker's claim. Offers the first open task the
+//! `bernstein_claim`: the pull-worker's claim. Offers the first open task the
 //! filter admits (claim order, dependencies done) and answers a signed claim receipt; a filter
 //! that matches nothing answers a signed refusal receipt (`granted: false`, `taskId: ""`).
 //!
@@ -13,20 +13,19 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::ledger::AUDIT_STREAM;
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
-#[cfg(test)]
 use super::super::claims::ClaimReceipt;
 use super::super::claims::{self, ClaimEntry, ClaimFilter, ClaimedTask, Claimer};
 use super::super::lease;
 use super::super::lifecycle::TaskStatus;
 use super::super::records;
-use super::super::schema;
 use super::super::status_changes::{ChangeNote, StatusChanges};
 use super::no_signer;
-use super::{check_name, internal, parse_args, tier};
+use super::{Called, Tool, check_name, internal};
 
 pub const NAME: &str = "bernstein_claim";
 
@@ -78,25 +77,30 @@ pub struct ClaimArgs {
     pub lease_seconds: Option<u64>,
 }
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Claim a task",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<ClaimArgs>,
-        output_schema: None,
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
+/// `bernstein_claim`, declared once (see [`Tool`]).
+pub struct Claim;
+
+impl Tool for Claim {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Claim a task";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::Standard;
+    const EFFECTS: Effects = EFFECTS;
+    type Args = ClaimArgs;
+    type Answer = ClaimReceipt;
+
+    fn call(ctx: &ToolContext<'_>, args: ClaimArgs) -> Called<ClaimReceipt> {
+        claim(ctx, args).unwrap_or_else(Called::refused)
     }
 }
 
+pub fn spec() -> ToolSpec {
+    super::spec::<Claim>()
+}
+
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    match claim(ctx, args) {
-        Ok(out) => out,
-        Err(e) => ToolOutput::refused(e),
-    }
+    super::call::<Claim>(ctx, args)
 }
 
 /// The filter of validated arguments.
@@ -185,8 +189,7 @@ fn lease_ms_of(args: &ClaimArgs) -> Result<u64, ToolError> {
     Ok(secs * 1000)
 }
 
-fn claim(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: ClaimArgs = parse_args(NAME, args)?;
+fn claim(ctx: &ToolContext<'_>, args: ClaimArgs) -> Result<Called<ClaimReceipt>, ToolError> {
     let filter = filter_of(&args)?;
     let lease_ms = lease_ms_of(&args)?;
     let signer = ctx
@@ -238,15 +241,10 @@ fn claim(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
     drafts.push(records::draft(AUDIT_STREAM, records::CLAIM_RECEIPT, &entry));
     let mut receipt = decision.receipt.clone();
     receipt.task = decision.task.map(|t| ClaimedTask::of(t, now, lease_ms));
-    let payload = serde_json::to_value(&receipt).expect("a claim receipt always serializes");
-    Ok(ToolOutput {
-        result: Ok(payload),
+    Ok(Called {
         drafts,
         run_id: decision.task.map(|t| t.run_id.to_string()),
-        content: None,
-        host: None,
-        progress: Vec::new(),
-        wait_ms: None,
+        ..Called::ok(receipt)
     })
 }
 

@@ -1,4 +1,4 @@
-//! `bernstein_complete` (tier standard): the worker's completion gate. Accepted only from the
+//! `bernstein_complete`: the worker's completion gate. Accepted only from the
 //! worker-completable statuses (open, claimed, in_progress, derived from the lifecycle table);
 //! every other status is refused with `task_not_completable` and no drafts. Completing an `open`
 //! task claims it on the way, so it passes the claim's dependency gate: while a task it depends
@@ -15,17 +15,17 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
+use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 
 use super::super::completion::{ResumedParent, resume_parents};
 use super::super::dlp::Redactions;
 use super::super::ids::check_task_id;
 use super::super::lifecycle::{self, TaskStatus};
-use super::super::schema;
 use super::super::status_changes::{ChangeNote, StatusChanges};
-use super::{internal, invalid_id, parse_args, tier, unknown_task};
+use super::{Called, Tool, internal, invalid_id, unknown_task};
 
 pub const NAME: &str = "bernstein_complete";
 
@@ -74,25 +74,30 @@ pub struct CompleteAnswer {
     pub redacted_kinds: Vec<String>,
 }
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Complete a task",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<CompleteArgs>,
-        output_schema: None,
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
+/// `bernstein_complete`, declared once (see [`Tool`]).
+pub struct Complete;
+
+impl Tool for Complete {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Complete a task";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::Standard;
+    const EFFECTS: Effects = EFFECTS;
+    type Args = CompleteArgs;
+    type Answer = CompleteAnswer;
+
+    fn call(ctx: &ToolContext<'_>, args: CompleteArgs) -> Called<CompleteAnswer> {
+        complete(ctx, args).unwrap_or_else(Called::refused)
     }
 }
 
+pub fn spec() -> ToolSpec {
+    super::spec::<Complete>()
+}
+
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    match complete(ctx, args) {
-        Ok(out) => out,
-        Err(e) => ToolOutput::refused(e),
-    }
+    super::call::<Complete>(ctx, args)
 }
 
 /// The refusal for a task the worker may not complete.
@@ -120,8 +125,10 @@ pub fn not_completable(task_id: &str, status: TaskStatus) -> ToolError {
     )
 }
 
-fn complete(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: CompleteArgs = parse_args(NAME, args)?;
+fn complete(
+    ctx: &ToolContext<'_>,
+    args: CompleteArgs,
+) -> Result<Called<CompleteAnswer>, ToolError> {
     let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
     let summary = args.result_summary.trim();
     if summary.is_empty() || args.result_summary.chars().count() > MAX_SUMMARY_CHARS {
@@ -185,14 +192,10 @@ fn complete(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError>
         redactions: redactions.counts(),
         redacted_kinds: redactions.kinds(),
     };
-    Ok(ToolOutput {
-        result: Ok(serde_json::to_value(&answer).expect("a completion answer always serializes")),
+    Ok(Called {
         drafts,
         run_id: Some(task.run_id.to_string()),
-        content: None,
-        host: None,
-        progress: Vec::new(),
-        wait_ms: None,
+        ..Called::ok(answer)
     })
 }
 

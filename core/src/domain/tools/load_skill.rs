@@ -1,4 +1,4 @@
-//! `load_skill` (tier standard): the project's skills as text. Without `name`: an index of the
+//! `load_skill`: the project's skills as text. Without `name`: an index of the
 //! skills folder ([`SKILLS_DIR`]); with `name`: that skill's `SKILL.md`, the files of its
 //! `references/` and `scripts/` folders, and the content of the `reference` or `script` asked
 //! for. It returns file contents only and never runs anything.
@@ -19,16 +19,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::protocol::host::{DirEntry, EntryKind, HostFailure, HostReply, HostRequest};
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::ids::quote_for_message;
-use super::super::schema;
 use super::super::skills::{
     self, MAX_SKILL_FILE_BYTES, REFERENCES_DIR, SCRIPTS_DIR, SKILLS_DIR, SkillHeader,
 };
-use super::{internal, parse_args, tier};
+use super::{Called, Tool};
 
 pub const NAME: &str = "load_skill";
 
@@ -130,18 +130,25 @@ pub struct SkillAnswer {
     pub script: Option<SkillFile>,
 }
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Load a skill",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<LoadSkillArgs>,
-        output_schema: None,
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
+/// `load_skill`, declared once (see [`Tool`]).
+pub struct LoadSkill;
+
+impl Tool for LoadSkill {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Load a skill";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::Standard;
+    const EFFECTS: Effects = EFFECTS;
+    type Args = LoadSkillArgs;
+    type Answer = SkillAnswer;
+
+    fn call(ctx: &ToolContext<'_>, args: LoadSkillArgs) -> Called<SkillAnswer> {
+        load(ctx, args)
     }
+}
+
+pub fn spec() -> ToolSpec {
+    super::spec::<LoadSkill>()
 }
 
 /// Either the next host request or the finished answer.
@@ -150,28 +157,32 @@ enum Step {
     Done(Box<SkillAnswer>),
 }
 
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    let step = parse_args::<LoadSkillArgs>(NAME, args).and_then(|args| match &args.name {
+    super::call::<LoadSkill>(ctx, args)
+}
+
+fn load(ctx: &ToolContext<'_>, args: LoadSkillArgs) -> Called<SkillAnswer> {
+    let step = match &args.name {
         None => {
             if args.reference.is_some() || args.script.is_some() {
-                return Err(ToolError::new(
-                    "invalid_arguments",
-                    "reference and script need name: the skill they belong to",
-                    "Call load_skill without arguments for the index, then pass name.",
-                )
-                .with("field", "name"));
+                return Called::refused(
+                    ToolError::new(
+                        "invalid_arguments",
+                        "reference and script need name: the skill they belong to",
+                        "Call load_skill without arguments for the index, then pass name.",
+                    )
+                    .with("field", "name"),
+                );
             }
             index(ctx.host)
         }
         Some(name) => one_skill(ctx.host, name, &args),
-    });
+    };
     match step {
-        Ok(Step::Ask(request)) => ToolOutput::ask(request),
-        Ok(Step::Done(answer)) => match serde_json::to_value(&*answer) {
-            Ok(v) => ToolOutput::ok(v),
-            Err(e) => ToolOutput::refused(internal(NAME, &e.to_string())),
-        },
-        Err(e) => ToolOutput::refused(e),
+        Ok(Step::Ask(request)) => Called::ask(request),
+        Ok(Step::Done(answer)) => Called::ok(*answer),
+        Err(e) => Called::refused(e),
     }
 }
 

@@ -15,36 +15,24 @@
 //! - [`load_skill`]: `load_skill` — the project's skills index, or one skill's files as text.
 //! - [`scenario`]: `bernstein_scenario` — list scenarios, run one as a run, report its handle.
 //!
-//! The full list, with each tool's tier and host effects (a test checks it against the tier
-//! table and the live registry; every effect is also stated in the tool's description):
-//!
-//! | tool | tier | reads files | writes files | spawns processes | network |
-//! |---|---|---|---|---|---|
-//! | `bernstein_run` | core | yes | yes | no | no |
-//! | `bernstein_run_status` | core | yes | no | no | no |
-//! | `bernstein_status` | core | yes | no | no | no |
-//! | `bernstein_approve` | standard | yes | yes | no | no |
-//! | `bernstein_cancel` | standard | yes | yes | no | no |
-//! | `bernstein_claim` | standard | yes | yes | no | no |
-//! | `bernstein_complete` | standard | yes | yes | no | no |
-//! | `bernstein_post_artifact` | standard | yes | yes | no | no |
-//! | `bernstein_post_message` | standard | yes | yes | no | no |
-//! | `bernstein_shutdown_orchestrator` | standard | yes | yes | no | no |
-//! | `bernstein_task_capsule` | standard | yes | yes | no | no |
-//! | `load_skill` | standard | yes | no | no | no |
-//! | `bernstein_scenario` | all | yes | yes | no | no |
-//! | `bernstein_verify_lineage` | all | yes | no | no | no |
+//! Each tool is a type implementing [`Tool`]: its name, title, description, tier, host effects
+//! and the types of its arguments and answer, in one place. [`spec`] makes the catalogue's
+//! [`ToolSpec`] of it (the input schema generated from the arguments' type, the answer
+//! serialized from the answer's), and everything else reads the tools: the tier table
+//! ([`super::tiers`]), the capability card, `bernstein mcp tools` and the README's table (which
+//! a test regenerates and compares).
 //!
 //! Only the three polled tools (`bernstein_run`, `bernstein_run_status`, `bernstein_status`)
-//! advertise an `outputSchema` and return `structuredContent`; the others answer the same
-//! JSON in their text block, which keeps `tools/list` within its byte budget
-//! (`protocol::listing`). Descriptions say what the call does; the listing ends each with the
-//! sentence of the tool's effects (`Effects::sentence`), so the two cannot disagree.
+//! advertise an `outputSchema` and return `structuredContent` ([`Tool::ADVERTISES_ANSWER`]);
+//! the others answer the same JSON in their text block, which keeps `tools/list` within its
+//! byte budget (`protocol::listing`). Descriptions say what the call does; the listing ends
+//! each with the sentence of the tool's effects (`Effects::sentence`), so the two cannot
+//! disagree.
 //!
-//! Handlers are pure: they read the snapshot in their [`ToolContext`] and return a payload
-//! plus the drafts to append, or a structured refusal with no drafts. Arguments were validated
+//! Handlers are pure: they read the snapshot in their [`ToolContext`] and return an answer plus
+//! the drafts to append, or a structured refusal with no drafts. Arguments were validated
 //! against the advertised schema already; a deserialization failure still becomes the refusal
-//! `invalid_arguments`, never a panic. Tiers come from [`super::tiers`].
+//! `invalid_arguments`, never a panic.
 
 pub mod approve;
 pub mod cancel;
@@ -61,15 +49,130 @@ pub mod status;
 pub mod task_capsule;
 pub mod verify_lineage;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::config::Tier;
-use crate::domain::bound::ToolSpec;
-use crate::protocol::registry::ToolError;
+use crate::domain::bound::{ToolContext, ToolSpec};
+use crate::ledger::Draft;
+use crate::protocol::host::HostRequest;
+use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
 use super::ids::{IdError, quote_for_message};
-use super::tiers;
+use super::schema;
+
+/// A Bernstein tool, declared once: what `tools/list` says of it, the tier that introduces it,
+/// what it does to the host, the types of its arguments and answer, and what a call does.
+pub trait Tool {
+    const NAME: &'static str;
+    const TITLE: &'static str;
+    /// What the call does; the listing appends the sentence of [`Tool::EFFECTS`].
+    const DESCRIPTION: &'static str;
+    /// The tier that introduces it (tiers are cumulative).
+    const TIER: Tier;
+    const EFFECTS: Effects;
+    const TASK_SUPPORT: TaskSupport = TaskSupport::Forbidden;
+    /// Whether `tools/list` advertises the answer's schema as `outputSchema` (and the answer
+    /// comes back as `structuredContent` too): the polled tools only.
+    const ADVERTISES_ANSWER: bool = false;
+    /// The arguments: their schema is the advertised `inputSchema`, and a call's arguments are
+    /// parsed into this type (a mismatch is the refusal `invalid_arguments`).
+    type Args: DeserializeOwned + schemars::JsonSchema;
+    /// The answer, serialized as the call's payload.
+    type Answer: Serialize + schemars::JsonSchema;
+    fn call(ctx: &ToolContext<'_>, args: Self::Args) -> Called<Self::Answer>;
+}
+
+/// What a call of a [`Tool`] produced: its answer or its refusal, and what goes with it (each
+/// field as in [`ToolOutput`]: the drafts committed with the call's audit record, the run the
+/// audit record binds, the long poll's wait, a host request to perform first).
+#[derive(Debug)]
+pub struct Called<A> {
+    pub answer: Result<A, ToolError>,
+    pub drafts: Vec<Draft>,
+    pub run_id: Option<String>,
+    pub wait_ms: Option<u64>,
+    pub host: Option<HostRequest>,
+}
+
+impl<A> Called<A> {
+    pub fn ok(answer: A) -> Called<A> {
+        Called::from(Ok(answer))
+    }
+
+    pub fn refused(error: ToolError) -> Called<A> {
+        Called::from(Err(error))
+    }
+
+    /// Asks the runtime to perform `request` and call again with its reply (the answer is
+    /// not read while a host request is out).
+    pub fn ask(request: HostRequest) -> Called<A> {
+        let pending = ToolError::new("host_request", "the call waits for the host", "");
+        Called {
+            host: Some(request),
+            ..Called::refused(pending)
+        }
+    }
+}
+
+impl<A> From<Result<A, ToolError>> for Called<A> {
+    fn from(answer: Result<A, ToolError>) -> Called<A> {
+        Called {
+            answer,
+            drafts: Vec::new(),
+            run_id: None,
+            wait_ms: None,
+            host: None,
+        }
+    }
+}
+
+/// The catalogue's entry of `T`.
+pub fn spec<T: Tool>() -> ToolSpec {
+    ToolSpec {
+        name: T::NAME,
+        title: T::TITLE,
+        description: T::DESCRIPTION,
+        tier: T::TIER,
+        input_schema: schema::input_schema::<T::Args>,
+        output_schema: T::ADVERTISES_ANSWER.then_some(schema::output_schema::<T::Answer>),
+        effects: T::EFFECTS,
+        task_support: T::TASK_SUPPORT,
+        call: call::<T>,
+    }
+}
+
+/// Calls `T` with arguments as the peer sent them: parsed into `T::Args`, answered, and the
+/// answer serialized.
+pub fn call<T: Tool>(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    let args = match parse_args::<T::Args>(T::NAME, args) {
+        Ok(a) => a,
+        Err(e) => return ToolOutput::refused(e),
+    };
+    let called = T::call(ctx, args);
+    if let Some(request) = called.host {
+        return ToolOutput::ask(request);
+    }
+    let result = match called.answer {
+        // An answer is plain data (strings, numbers, objects with string keys): it serializes.
+        Ok(a) => serde_json::to_value(&a).map_err(|e| internal(T::NAME, &e.to_string())),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(payload) => ToolOutput {
+            drafts: called.drafts,
+            run_id: called.run_id,
+            wait_ms: called.wait_ms,
+            ..ToolOutput::ok(payload)
+        },
+        // A refusal appends nothing but the call's audit record.
+        Err(e) => ToolOutput {
+            run_id: called.run_id,
+            ..ToolOutput::refused(e)
+        },
+    }
+}
 
 /// The refusal of a tool that must sign when the server has no signing key.
 pub fn no_signer(tool: &str) -> ToolError {
@@ -102,12 +205,6 @@ pub fn registered() -> Vec<ToolSpec> {
     ];
     tools.sort_by_key(|t| t.name);
     tools
-}
-
-/// The tier of a registered tool, from the tier table.
-pub(crate) fn tier(name: &str) -> Tier {
-    // Every registered tool is in the table: `tiers::tests::table_and_registry_agree`.
-    tiers::tier_of(name).expect("every registered tool is declared in the tier table")
 }
 
 /// Deserializes validated arguments; a mismatch is the refusal `invalid_arguments`.
@@ -245,45 +342,6 @@ mod tests {
             }
             assert!(!t.title.is_empty());
         }
-    }
-
-    #[test]
-    fn module_docs_list_every_tool_with_its_tier_and_effects() {
-        let yn = |b: bool| if b { "yes" } else { "no" };
-        let mut docs = crate::domain::testkit::doc_table(include_str!("mod.rs"), 6);
-        docs.sort();
-        let mut live: Vec<Vec<String>> = registered()
-            .iter()
-            .map(|t| {
-                let e = t.effects;
-                [
-                    t.name,
-                    t.tier.as_str(),
-                    yn(e.reads_files),
-                    yn(e.writes_files),
-                    yn(e.spawns_processes),
-                    yn(e.network),
-                ]
-                .map(str::to_string)
-                .to_vec()
-            })
-            .collect();
-        live.sort();
-        assert_eq!(
-            docs, live,
-            "the module docs' tool table and the registry disagree"
-        );
-        let mut table: Vec<(String, String)> = tiers::TOOL_TIERS
-            .iter()
-            .map(|(n, t)| (n.to_string(), t.as_str().to_string()))
-            .collect();
-        table.sort();
-        let documented: Vec<(String, String)> =
-            docs.iter().map(|r| (r[0].clone(), r[1].clone())).collect();
-        assert_eq!(
-            documented, table,
-            "the module docs and the tier table disagree"
-        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `bernstein_post_artifact` (tier standard): attach a report, table or link to a task as the
+//! `bernstein_post_artifact`: attach a report, table or link to a task as the
 //! next version of an artifact key. The content is DLP-redacted ([`crate::domain::dlp`]),
 //! content-hashed, chained onto the key's lineage and written to the lineage spine, the task's
 //! run journal and the audit chain in one transaction ([`crate::domain::artifacts`]). The host's
@@ -12,10 +12,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::Tier;
 use crate::digest::Digest;
 use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::ledger::AUDIT_STREAM;
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::artifacts::{
     self, ARTIFACT_MIRROR, ARTIFACT_POSTED, ArtifactContent, ArtifactKind, ArtifactRecord,
@@ -25,9 +26,8 @@ use super::super::dlp;
 use super::super::ids::{check_task_id, run_stream};
 use super::super::lineage::check_key;
 use super::super::records;
-use super::super::schema;
 use super::super::trace::TraceRef;
-use super::{check_name, invalid_id, parse_args, tier, unfinished_task};
+use super::{Called, Tool, check_name, invalid_id, unfinished_task};
 
 pub const NAME: &str = "bernstein_post_artifact";
 
@@ -71,25 +71,30 @@ pub struct PostArtifactArgs {
     pub poster: Option<String>,
 }
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Post a task artifact",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<PostArtifactArgs>,
-        output_schema: None,
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
+/// `bernstein_post_artifact`, declared once (see [`Tool`]).
+pub struct PostArtifact;
+
+impl Tool for PostArtifact {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Post a task artifact";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::Standard;
+    const EFFECTS: Effects = EFFECTS;
+    type Args = PostArtifactArgs;
+    type Answer = ArtifactRecord;
+
+    fn call(ctx: &ToolContext<'_>, args: PostArtifactArgs) -> Called<ArtifactRecord> {
+        post(ctx, args).unwrap_or_else(Called::refused)
     }
 }
 
+pub fn spec() -> ToolSpec {
+    super::spec::<PostArtifact>()
+}
+
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    match post(ctx, args) {
-        Ok(out) => out,
-        Err(e) => ToolOutput::refused(e),
-    }
+    super::call::<PostArtifact>(ctx, args)
 }
 
 fn bad(field: &str, message: String, hint: &str) -> ToolError {
@@ -180,8 +185,10 @@ fn check_content(args: &PostArtifactArgs) -> Result<(), ToolError> {
     Ok(())
 }
 
-fn post(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-    let mut args: PostArtifactArgs = parse_args(NAME, args)?;
+fn post(
+    ctx: &ToolContext<'_>,
+    mut args: PostArtifactArgs,
+) -> Result<Called<ArtifactRecord>, ToolError> {
     let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
     check_key(&args.key).map_err(|m| {
         bad(
@@ -229,9 +236,9 @@ fn post(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
     if let Some(v) = latest
         && v.record.content_hash == content_hash
     {
-        return Ok(ToolOutput {
+        return Ok(Called {
             run_id: Some(task.run_id.to_string()),
-            ..ToolOutput::ok(artifacts::record_value(&v.record))
+            ..Called::ok(v.record.clone())
         });
     }
     let record = artifacts::seal(ArtifactRecord {
@@ -259,10 +266,10 @@ fn post(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         records::draft(run_stream(&record.run_id), RUN_ARTIFACT, &reference),
         records::draft(AUDIT_STREAM, ARTIFACT_MIRROR, &reference),
     ];
-    Ok(ToolOutput {
+    Ok(Called {
         drafts,
         run_id: Some(record.run_id.clone()),
-        ..ToolOutput::ok(artifacts::record_value(&record))
+        ..Called::ok(record)
     })
 }
 

@@ -1,4 +1,4 @@
-//! `bernstein_post_message` (tier standard): a worker's progress report. The body is
+//! `bernstein_post_message`: a worker's progress report. The body is
 //! DLP-redacted ([`crate::domain::dlp`]), appended to the task's mailbox (stream
 //! `mailbox:<task_id>`, HMAC-tagged by the ledger) as an Ed25519-signed entry chained to the
 //! previous one, and mirrored into the audit chain as `task.mailbox_message`, all in one
@@ -16,19 +16,18 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::ledger::AUDIT_STREAM;
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::dlp;
 use super::super::ids::check_task_id;
-#[cfg(test)]
 use super::super::mailbox::MailboxEntry;
 use super::super::mailbox::{MailboxMirror, MessageKind, NewEntry, mailbox_stream, seal_entry};
 use super::super::records;
-use super::super::schema;
 use super::no_signer;
-use super::{check_name, invalid_id, parse_args, tier, unfinished_task};
+use super::{Called, Tool, check_name, invalid_id, unfinished_task};
 
 pub mod claimer;
 
@@ -77,29 +76,33 @@ pub struct PostMessageArgs {
     pub status: Option<MessageStatus>,
 }
 
+/// `bernstein_post_message`, declared once (see [`Tool`]).
+pub struct PostMessage;
+
+impl Tool for PostMessage {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Post a task message";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::Standard;
+    const EFFECTS: Effects = EFFECTS;
+    type Args = PostMessageArgs;
+    type Answer = MailboxEntry;
+
+    fn call(ctx: &ToolContext<'_>, args: PostMessageArgs) -> Called<MailboxEntry> {
+        post(ctx, args).unwrap_or_else(Called::refused)
+    }
+}
+
 pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Post a task message",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<PostMessageArgs>,
-        output_schema: None,
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
-    }
+    super::spec::<PostMessage>()
 }
 
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    match post(ctx, args) {
-        Ok(out) => out,
-        Err(e) => ToolOutput::refused(e),
-    }
+    super::call::<PostMessage>(ctx, args)
 }
 
-fn post(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: PostMessageArgs = parse_args(NAME, args)?;
+fn post(ctx: &ToolContext<'_>, args: PostMessageArgs) -> Result<Called<MailboxEntry>, ToolError> {
     let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
     if args.body.is_empty() || args.body.len() > MAX_BODY_BYTES {
         return Err(ToolError::new(
@@ -167,14 +170,9 @@ fn post(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         records::MAILBOX_MIRROR,
         &MailboxMirror::of(&entry),
     ));
-    Ok(ToolOutput {
-        result: Ok(serde_json::to_value(&entry).expect("a mailbox entry always serializes")),
+    Ok(Called {
         drafts,
-        run_id: None,
-        content: None,
-        host: None,
-        progress: Vec::new(),
-        wait_ms: None,
+        ..Called::ok(entry)
     })
 }
 

@@ -1,4 +1,4 @@
-//! `bernstein_run` (tier core): record a task for a goal and answer at once with its ids.
+//! `bernstein_run`: record a task for a goal and answer at once with its ids.
 //!
 //! Without `parent_task_id` the task is the root of a new run and its id is the run id. With
 //! it, the task joins the parent's run as a subtask: an open, claimed or in-progress parent
@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::canonical::to_canonical_bytes;
+use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
@@ -22,8 +23,7 @@ use super::super::dlp::Redactions;
 use super::super::ids::{check_task_id, derive_task_id};
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::records::{self, Complexity, Scope, TaskCreated};
-use super::super::schema;
-use super::{invalid_id, parse_args, tier, unknown_task};
+use super::{Called, Tool, invalid_id, unknown_task};
 
 pub const NAME: &str = "bernstein_run";
 
@@ -121,18 +121,27 @@ pub struct RunAnswer {
     pub redacted_kinds: Vec<String>,
 }
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Start a run",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<RunArgs>,
-        output_schema: Some(schema::output_schema::<RunAnswer>),
-        effects: EFFECTS,
-        task_support: TaskSupport::Optional,
-        call: handle,
+/// `bernstein_run`, declared once (see [`Tool`]).
+pub struct Run;
+
+impl Tool for Run {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Start a run";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::Core;
+    const EFFECTS: Effects = EFFECTS;
+    const TASK_SUPPORT: TaskSupport = TaskSupport::Optional;
+    const ADVERTISES_ANSWER: bool = true;
+    type Args = RunArgs;
+    type Answer = RunAnswer;
+
+    fn call(ctx: &ToolContext<'_>, args: RunArgs) -> Called<RunAnswer> {
+        plan(ctx, args).unwrap_or_else(Called::refused)
     }
+}
+
+pub fn spec() -> ToolSpec {
+    super::spec::<Run>()
 }
 
 /// The title of a goal: its first non-blank line, trimmed, at most 80 characters.
@@ -158,15 +167,12 @@ struct Placement {
     parent_moves_to: Option<TaskStatus>,
 }
 
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    match plan(ctx, args) {
-        Ok(out) => out,
-        Err(e) => ToolOutput::refused(e),
-    }
+    super::call::<Run>(ctx, args)
 }
 
-fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: RunArgs = parse_args(NAME, args)?;
+fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolError> {
     let goal_chars = args.goal.chars().count();
     if args.goal.trim().is_empty() || goal_chars > 8192 {
         return Err(ToolError::new(
@@ -306,15 +312,10 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         redactions: redactions.counts(),
         redacted_kinds: redactions.kinds(),
     };
-    let payload = serde_json::to_value(&answer).expect("a run answer always serializes");
-    Ok(ToolOutput {
-        result: Ok(payload),
+    Ok(Called {
         drafts,
         run_id: Some(run_id),
-        content: None,
-        host: None,
-        progress: Vec::new(),
-        wait_ms: None,
+        ..Called::ok(answer)
     })
 }
 

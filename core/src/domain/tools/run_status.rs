@@ -1,4 +1,4 @@
-//! `bernstein_run_status` (tier core): the verifiable handle of a run, by run id or by the id of
+//! `bernstein_run_status`: the verifiable handle of a run, by run id or by the id of
 //! any task of the run. The id is checked for shape before it is looked up; an unknown or
 //! malformed id is a structured refusal. Polls append only the engine's audit record, which
 //! never moves a handle, so two polls of an unchanged run answer byte-identically.
@@ -7,15 +7,15 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
+use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 
 use super::super::handle::{RunHandle, run_handle};
 use super::super::ids::check_task_id;
 use super::super::runs::RunStatus;
-use super::super::schema;
-use super::{invalid_id, parse_args, tier};
+use super::{Called, Tool, invalid_id};
 
 pub const NAME: &str = "bernstein_run_status";
 
@@ -45,40 +45,44 @@ pub struct RunStatusArgs {
     pub since: Option<String>,
 }
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Poll a run",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<RunStatusArgs>,
-        output_schema: Some(schema::output_schema::<RunHandle>),
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
+/// `bernstein_run_status`, declared once (see [`Tool`]).
+pub struct PollRun;
+
+impl Tool for PollRun {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Poll a run";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::Core;
+    const EFFECTS: Effects = EFFECTS;
+    const ADVERTISES_ANSWER: bool = true;
+    type Args = RunStatusArgs;
+    type Answer = RunHandle;
+
+    fn call(ctx: &ToolContext<'_>, args: RunStatusArgs) -> Called<RunHandle> {
+        match resolve(ctx, &args) {
+            Ok((run_id, h)) => {
+                let settled = matches!(
+                    h.status,
+                    RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
+                ) || args.since.as_deref().is_some_and(|s| s != h.journal_head);
+                Called {
+                    run_id: Some(run_id),
+                    wait_ms: args.wait_ms.filter(|_| !settled).map(u64::from),
+                    ..Called::ok(h)
+                }
+            }
+            Err(e) => Called::refused(e),
+        }
     }
 }
 
+pub fn spec() -> ToolSpec {
+    super::spec::<PollRun>()
+}
+
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    let args: RunStatusArgs = match parse_args(NAME, args) {
-        Ok(a) => a,
-        Err(e) => return ToolOutput::refused(e),
-    };
-    match resolve(ctx, &args) {
-        Ok((run_id, h)) => {
-            let settled = matches!(
-                h.status,
-                RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
-            ) || args.since.as_deref().is_some_and(|s| s != h.journal_head);
-            ToolOutput {
-                result: Ok(serde_json::to_value(&h).expect("a run handle always serializes")),
-                run_id: Some(run_id),
-                wait_ms: args.wait_ms.filter(|_| !settled).map(u64::from),
-                ..ToolOutput::ok(Value::Null)
-            }
-        }
-        Err(e) => ToolOutput::refused(e),
-    }
+    super::call::<PollRun>(ctx, args)
 }
 
 fn resolve(ctx: &ToolContext<'_>, args: &RunStatusArgs) -> Result<(String, RunHandle), ToolError> {

@@ -1,4 +1,4 @@
-//! `bernstein_scenario` (tier all): scenarios (see [`crate::domain::scenarios`]) listed, run
+//! `bernstein_scenario`: scenarios (see [`crate::domain::scenarios`]) listed, run
 //! and followed through one `action` selector (when absent: `run` with a `scenario_id`,
 //! `status` with a `run_id`, `list` otherwise).
 //!
@@ -19,10 +19,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::canonical::to_canonical_bytes;
+use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::ledger::Draft;
 use crate::protocol::host::{EntryKind, HostFailure, HostReply, HostRequest};
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::dlp::{self, Redactions};
 use super::super::handle::RunHandle;
@@ -30,12 +31,11 @@ use super::super::ids::{derive_task_id, quote_for_message};
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::records::{self, TaskCreated};
 use super::super::scenarios::{self, Scenario, Source};
-use super::super::schema;
 use super::super::skills;
 use super::run::{
     DEFAULT_ESTIMATED_MINUTES, DEFAULT_PRIORITY, DEFAULT_ROLE, POLL_AFTER_MS, title_of,
 };
-use super::{parse_args, run_status, tier};
+use super::{Called, Tool, run_status};
 
 pub const NAME: &str = "bernstein_scenario";
 
@@ -155,25 +155,33 @@ pub struct ScenarioAnswer {
     pub handle: Option<RunHandle>,
 }
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Scenarios: list, run, status",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<ScenarioArgs>,
-        output_schema: None,
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
+/// `bernstein_scenario`, declared once (see [`Tool`]).
+pub struct ScenarioTool;
+
+impl Tool for ScenarioTool {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Scenarios: list, run, status";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::All;
+    const EFFECTS: Effects = EFFECTS;
+    type Args = ScenarioArgs;
+    type Answer = ScenarioAnswer;
+
+    fn call(ctx: &ToolContext<'_>, args: ScenarioArgs) -> Called<ScenarioAnswer> {
+        plan(ctx, args)
     }
 }
 
+pub fn spec() -> ToolSpec {
+    super::spec::<ScenarioTool>()
+}
+
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    let args: ScenarioArgs = match parse_args(NAME, args) {
-        Ok(a) => a,
-        Err(e) => return ToolOutput::refused(e),
-    };
+    super::call::<ScenarioTool>(ctx, args)
+}
+
+fn plan(ctx: &ToolContext<'_>, args: ScenarioArgs) -> Called<ScenarioAnswer> {
     let action = args
         .action
         .unwrap_or(match (&args.scenario_id, &args.run_id) {
@@ -186,7 +194,7 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
         Action::Run => run(ctx, &args),
         Action::Status => status(ctx, &args),
     };
-    out.unwrap_or_else(ToolOutput::refused)
+    out.unwrap_or_else(Called::refused)
 }
 
 fn answer(action: Action) -> ScenarioAnswer {
@@ -198,10 +206,6 @@ fn answer(action: Action) -> ScenarioAnswer {
         run: None,
         handle: None,
     }
-}
-
-fn payload(a: &ScenarioAnswer) -> ToolOutput {
-    ToolOutput::ok(serde_json::to_value(a).expect("a scenario answer always serializes"))
 }
 
 fn read(path: String) -> HostRequest {
@@ -221,9 +225,9 @@ fn missing(field: &str, action: &str) -> ToolError {
     .with("field", field)
 }
 
-fn list(replies: &[HostReply]) -> Result<ToolOutput, ToolError> {
+fn list(replies: &[HostReply]) -> Result<Called<ScenarioAnswer>, ToolError> {
     let Some(listing) = replies.first() else {
-        return Ok(ToolOutput::ask(HostRequest::List {
+        return Ok(Called::ask(HostRequest::List {
             path: scenarios::PROJECT_DIR.into(),
             within: None,
         }));
@@ -245,7 +249,7 @@ fn list(replies: &[HostReply]) -> Result<ToolOutput, ToolError> {
     let wanted = files.len().min(MAX_PROJECT_FILES);
     if reads.len() < wanted {
         let id = scenarios::id_of_file(&files[reads.len()]).unwrap_or_default();
-        return Ok(ToolOutput::ask(read(scenarios::project_file(id))));
+        return Ok(Called::ask(read(scenarios::project_file(id))));
     }
     let mut by_id: std::collections::BTreeMap<String, ScenarioSummary> = scenarios::builtin()
         .iter()
@@ -267,7 +271,7 @@ fn list(replies: &[HostReply]) -> Result<ToolOutput, ToolError> {
     a.scenarios = Some(by_id.into_values().collect());
     a.problems = Some(problems);
     a.truncated = Some(files.len() > MAX_PROJECT_FILES);
-    Ok(payload(&a))
+    Ok(Called::ok(a))
 }
 
 fn summary(s: &Scenario, source: Source) -> ScenarioSummary {
@@ -297,7 +301,7 @@ fn project_definition(file: &str, reply: &HostReply) -> Result<Scenario, String>
     }
 }
 
-fn run(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<ToolOutput, ToolError> {
+fn run(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<Called<ScenarioAnswer>, ToolError> {
     let id = args
         .scenario_id
         .as_deref()
@@ -320,7 +324,7 @@ fn run(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<ToolOutput, ToolErr
         .with("field", "context"));
     }
     let Some(reply) = ctx.host.first() else {
-        return Ok(ToolOutput::ask(read(scenarios::project_file(id))));
+        return Ok(Called::ask(read(scenarios::project_file(id))));
     };
     let (scenario, source) = match reply {
         HostReply::Failed(HostFailure::NotFound) => match scenarios::builtin_named(id) {
@@ -355,10 +359,11 @@ fn run(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<ToolOutput, ToolErr
     let run_id = created.run_id.clone();
     let mut a = answer(Action::Run);
     a.run = Some(created);
-    let mut out = payload(&a);
-    out.drafts = drafts;
-    out.run_id = Some(run_id);
-    Ok(out)
+    Ok(Called {
+        drafts,
+        run_id: Some(run_id),
+        ..Called::ok(a)
+    })
 }
 
 /// The drafts of a scenario run: the root as a new run, then each subtask, in order.
@@ -475,21 +480,23 @@ fn task(id: &str, run_id: &str, parent: Option<&str>, goal: &str, at: u64) -> Ta
     }
 }
 
-fn status(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<ToolOutput, ToolError> {
+fn status(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<Called<ScenarioAnswer>, ToolError> {
     let run_id = args
         .run_id
         .as_deref()
         .ok_or_else(|| missing("run_id", "status"))?;
-    let polled = run_status::handle(ctx, json!({"run_id": run_id}));
-    let handle: RunHandle = match polled.result {
-        Ok(v) => serde_json::from_value(v).map_err(|e| super::internal(NAME, &e.to_string()))?,
-        Err(e) => return Err(e),
+    let poll = run_status::RunStatusArgs {
+        run_id: run_id.to_string(),
+        wait_ms: None,
+        since: None,
     };
+    let polled = run_status::PollRun::call(ctx, poll);
     let mut a = answer(Action::Status);
-    a.handle = Some(handle);
-    let mut out = payload(&a);
-    out.run_id = polled.run_id;
-    Ok(out)
+    a.handle = Some(polled.answer?);
+    Ok(Called {
+        run_id: polled.run_id,
+        ..Called::ok(a)
+    })
 }
 
 fn host_refusal(what: &str, reply: &HostReply) -> ToolError {

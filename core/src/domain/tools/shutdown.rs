@@ -1,4 +1,4 @@
-//! `bernstein_shutdown_orchestrator` (tier standard): ask every worker of a project to stop by
+//! `bernstein_shutdown_orchestrator`: ask every worker of a project to stop by
 //! writing the signal file `<workdir>/.sdd/runtime/signals/SHUTDOWN`, which workers poll.
 //!
 //! The handler screens `workdir` for shape with no filesystem call (at most
@@ -14,15 +14,15 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::ledger::AUDIT_STREAM;
 use crate::protocol::host::{HostFailure, HostReply, HostRequest, MAX_PATH_BYTES};
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::ids::quote_for_message;
 use super::super::records;
-use super::super::schema;
-use super::{internal, parse_args, tier};
+use super::{Called, Tool, internal};
 
 pub const NAME: &str = "bernstein_shutdown_orchestrator";
 
@@ -80,25 +80,30 @@ pub struct ShutdownRequested {
     pub at: u64,
 }
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Shut down the orchestrator",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<ShutdownArgs>,
-        output_schema: None,
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
+/// `bernstein_shutdown_orchestrator`, declared once (see [`Tool`]).
+pub struct Shutdown;
+
+impl Tool for Shutdown {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Shut down the orchestrator";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::Standard;
+    const EFFECTS: Effects = EFFECTS;
+    type Args = ShutdownArgs;
+    type Answer = ShutdownAnswer;
+
+    fn call(ctx: &ToolContext<'_>, args: ShutdownArgs) -> Called<ShutdownAnswer> {
+        plan(ctx, args).unwrap_or_else(Called::refused)
     }
 }
 
+pub fn spec() -> ToolSpec {
+    super::spec::<Shutdown>()
+}
+
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    match plan(ctx, args) {
-        Ok(out) => out,
-        Err(e) => ToolOutput::refused(e),
-    }
+    super::call::<Shutdown>(ctx, args)
 }
 
 /// The signal file's body: who asked and when (JSON, one line).
@@ -106,12 +111,11 @@ pub fn signal_body(call_id: &str, at: u64) -> String {
     json!({"call_id": call_id, "requested_at": at, "tool": NAME}).to_string()
 }
 
-fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: ShutdownArgs = parse_args(NAME, args)?;
+fn plan(ctx: &ToolContext<'_>, args: ShutdownArgs) -> Result<Called<ShutdownAnswer>, ToolError> {
     let workdir = args.workdir.unwrap_or_else(|| DEFAULT_WORKDIR.to_string());
     check_workdir(&workdir)?;
     let Some(reply) = ctx.host.first() else {
-        return Ok(ToolOutput::ask(HostRequest::SignalShutdown {
+        return Ok(Called::ask(HostRequest::SignalShutdown {
             workdir,
             body: signal_body(ctx.call_id, ctx.now.0),
         }));
@@ -140,10 +144,10 @@ fn plan(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         call_id: ctx.call_id.to_string(),
         at: ctx.now.0,
     };
-    let mut out =
-        ToolOutput::ok(serde_json::to_value(&answer).expect("a shutdown answer always serializes"));
-    out.drafts = vec![records::draft(AUDIT_STREAM, SHUTDOWN_REQUESTED, &record)];
-    Ok(out)
+    Ok(Called {
+        drafts: vec![records::draft(AUDIT_STREAM, SHUTDOWN_REQUESTED, &record)],
+        ..Called::ok(answer)
+    })
 }
 
 /// Screens `workdir` for shape, with no filesystem call.

@@ -1,4 +1,4 @@
-//! `bernstein_status` (tier core): liveness, task counts by status, cost by role, and task rows
+//! `bernstein_status`: liveness, task counts by status, cost by role, and task rows
 //! on request — all answered from the projection's indexes, never by scanning the ledger or
 //! counting tasks one by one. Rows come newest first, at most [`MAX_ROWS`] of them.
 //! This handler must never write records.
@@ -6,14 +6,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
+use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 
 use super::super::lifecycle::TaskStatus;
 use super::super::projection::Projection;
-use super::super::schema;
-use super::{parse_args, tier};
+use super::{Called, Tool};
 
 pub const NAME: &str = "bernstein_status";
 
@@ -136,35 +136,38 @@ pub struct StatusAnswer {
     pub truncated: Option<bool>,
 }
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Task counts and cost",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<StatusArgs>,
-        output_schema: Some(schema::output_schema::<StatusAnswer>),
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
+/// `bernstein_status`, declared once (see [`Tool`]).
+pub struct Status;
+
+impl Tool for Status {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Task counts and cost";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::Core;
+    const EFFECTS: Effects = EFFECTS;
+    const ADVERTISES_ANSWER: bool = true;
+    type Args = StatusArgs;
+    type Answer = StatusAnswer;
+
+    fn call(ctx: &ToolContext<'_>, args: StatusArgs) -> Called<StatusAnswer> {
+        answer(ctx, args).into()
     }
 }
 
+pub fn spec() -> ToolSpec {
+    super::spec::<Status>()
+}
+
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    match answer(ctx, args) {
-        Ok(a) => {
-            ToolOutput::ok(serde_json::to_value(&a).expect("a status answer always serializes"))
-        }
-        Err(e) => ToolOutput::refused(e),
-    }
+    super::call::<Status>(ctx, args)
 }
 
 fn micro_to_usd(micro: u64) -> f64 {
     micro as f64 / 1_000_000.0
 }
 
-fn answer(ctx: &ToolContext<'_>, args: Value) -> Result<StatusAnswer, ToolError> {
-    let args: StatusArgs = parse_args(NAME, args)?;
+fn answer(ctx: &ToolContext<'_>, args: StatusArgs) -> Result<StatusAnswer, ToolError> {
     let p = &ctx.snapshot.domain;
     let per_role: Vec<RoleCost> = p
         .roles()

@@ -1,4 +1,4 @@
-//! `bernstein_task_capsule` (tier standard): the signed context capsule of a task
+//! `bernstein_task_capsule`: the signed context capsule of a task
 //! ([`crate::domain::capsule`]) — the task, its mailbox entries, the artifact versions it
 //! posted and the chain heads it was cut at — and, with `verify: true` and a `capsule`, the
 //! check of a capsule against this ledger.
@@ -12,16 +12,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::ledger::AUDIT_STREAM;
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::capsule::{self, CAPSULE_ISSUED};
 use super::super::ids::check_task_id;
 use super::super::records;
-use super::super::schema;
 use super::no_signer;
-use super::{invalid_id, parse_args, tier, unknown_task};
+use super::{Called, Tool, invalid_id, unknown_task};
 
 pub const NAME: &str = "bernstein_task_capsule";
 
@@ -55,29 +55,36 @@ pub enum CapsuleAnswer {
     Verdict(capsule::CapsuleVerdict),
 }
 
+/// `bernstein_task_capsule`, declared once (see [`Tool`]).
+pub struct TaskCapsuleTool;
+
+impl Tool for TaskCapsuleTool {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Get or verify a task capsule";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::Standard;
+    const EFFECTS: Effects = EFFECTS;
+    type Args = TaskCapsuleArgs;
+    type Answer = CapsuleAnswer;
+
+    fn call(ctx: &ToolContext<'_>, args: TaskCapsuleArgs) -> Called<CapsuleAnswer> {
+        answer(ctx, args).unwrap_or_else(Called::refused)
+    }
+}
+
 pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Get or verify a task capsule",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<TaskCapsuleArgs>,
-        output_schema: None,
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
-    }
+    super::spec::<TaskCapsuleTool>()
 }
 
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    match answer(ctx, args) {
-        Ok(out) => out,
-        Err(e) => ToolOutput::refused(e),
-    }
+    super::call::<TaskCapsuleTool>(ctx, args)
 }
 
-fn answer(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: TaskCapsuleArgs = parse_args(NAME, args)?;
+fn answer(
+    ctx: &ToolContext<'_>,
+    args: TaskCapsuleArgs,
+) -> Result<Called<CapsuleAnswer>, ToolError> {
     let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
     let p = &ctx.snapshot.domain;
     let task = p
@@ -95,8 +102,7 @@ fn answer(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
                     .problems
                     .push(format!("the capsule is of another task than {id}"));
             }
-            let v = serde_json::to_value(&verdict).expect("a verdict always serializes");
-            Ok(ToolOutput::ok(v))
+            Ok(Called::ok(CapsuleAnswer::Verdict(verdict)))
         }
         (verify, capsule) if verify != capsule.is_some() => Err(ToolError::new(
             "invalid_arguments",
@@ -108,9 +114,9 @@ fn answer(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
             let signer = signer.ok_or_else(|| no_signer(NAME))?;
             let c = capsule::build(ctx.snapshot, task, ctx.spec_revision, signer);
             let issued = capsule::issued_record(&c, ctx.now.0);
-            Ok(ToolOutput {
+            Ok(Called {
                 drafts: vec![records::draft(AUDIT_STREAM, CAPSULE_ISSUED, &issued)],
-                ..ToolOutput::ok(serde_json::to_value(&c).expect("a capsule always serializes"))
+                ..Called::ok(CapsuleAnswer::Capsule(Box::new(c)))
             })
         }
     }

@@ -1,4 +1,4 @@
-//! `bernstein_verify_lineage` (tier all): walk an artifact key's lineage (`key` or
+//! `bernstein_verify_lineage`: walk an artifact key's lineage (`key` or
 //! `key@version`) and check every link ([`crate::domain::lineage`]): content hashes, link
 //! hashes, parent pointers, and the journal and audit records of each version. The report
 //! names the trace context the newest checked version was posted under.
@@ -14,17 +14,16 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::config::Tier;
 use crate::digest::Digest;
 use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HOST_READ_BYTES};
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::artifacts::ArtifactContent;
-#[cfg(test)]
 use super::super::lineage::LineageReport;
 use super::super::lineage::{self, FileCheck};
-use super::super::schema;
-use super::{parse_args, tier};
+use super::{Called, Tool};
 
 pub const NAME: &str = "bernstein_verify_lineage";
 
@@ -50,29 +49,36 @@ pub struct VerifyLineageArgs {
     pub check_file: bool,
 }
 
+/// `bernstein_verify_lineage`, declared once (see [`Tool`]).
+pub struct VerifyLineage;
+
+impl Tool for VerifyLineage {
+    const NAME: &'static str = NAME;
+    const TITLE: &'static str = "Verify an artifact's lineage";
+    const DESCRIPTION: &'static str = DESCRIPTION;
+    const TIER: Tier = Tier::All;
+    const EFFECTS: Effects = EFFECTS;
+    type Args = VerifyLineageArgs;
+    type Answer = LineageReport;
+
+    fn call(ctx: &ToolContext<'_>, args: VerifyLineageArgs) -> Called<LineageReport> {
+        verify(ctx, args).unwrap_or_else(Called::refused)
+    }
+}
+
 pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME,
-        title: "Verify an artifact's lineage",
-        description: DESCRIPTION,
-        tier: tier(NAME),
-        input_schema: schema::input_schema::<VerifyLineageArgs>,
-        output_schema: None,
-        effects: EFFECTS,
-        task_support: TaskSupport::Forbidden,
-        call: handle,
-    }
+    super::spec::<VerifyLineage>()
 }
 
+/// A call with arguments as the peer sent them.
 pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    match verify(ctx, args) {
-        Ok(out) => out,
-        Err(e) => ToolOutput::refused(e),
-    }
+    super::call::<VerifyLineage>(ctx, args)
 }
 
-fn verify(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
-    let args: VerifyLineageArgs = parse_args(NAME, args)?;
+fn verify(
+    ctx: &ToolContext<'_>,
+    args: VerifyLineageArgs,
+) -> Result<Called<LineageReport>, ToolError> {
     let (key, version) = lineage::parse_path(&args.artefact_path).map_err(|m| {
         ToolError::new(
             "invalid_arguments",
@@ -85,7 +91,7 @@ fn verify(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
     if args.check_file {
         screen_file(key, report.versions.is_empty())?;
         let Some(reply) = ctx.host.first() else {
-            return Ok(ToolOutput::ask(HostRequest::Read {
+            return Ok(Called::ask(HostRequest::Read {
                 path: key.to_string(),
                 max_bytes: MAX_HOST_READ_BYTES,
                 within: None,
@@ -95,9 +101,9 @@ fn verify(ctx: &ToolContext<'_>, args: Value) -> Result<ToolOutput, ToolError> {
         report.file = Some(compare_file(ctx, key, report.versions.len(), reply));
     }
     let run_id = report.versions.last().map(|v| v.run_id.clone());
-    Ok(ToolOutput {
+    Ok(Called {
         run_id,
-        ..ToolOutput::ok(serde_json::to_value(&report).expect("a lineage report always serializes"))
+        ..Called::ok(report)
     })
 }
 
