@@ -4,6 +4,7 @@
 //! - [`store`]: [`PgStore`], the core's `Store` over PostgreSQL (compare-and-append as one
 //!   transaction refused by constraints when stale; incremental per-instance folding).
 //! - [`group`]: group commit of the audit records of reads (calls that wrote nothing).
+//! - `insert`: a compare-and-append's rows as columns, inserted and notified in one statement.
 //! - [`fold`]: verifying and folding rows into a snapshot (the file store's rules).
 //! - [`checkpoint`]: projection checkpoints in the database.
 //! - [`listen`]: LISTEN/NOTIFY wake-ups for blocking waits.
@@ -18,6 +19,7 @@
 pub mod checkpoint;
 pub mod fold;
 pub mod group;
+mod insert;
 pub mod listen;
 pub mod pool;
 pub mod schema;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::{Config, NoTls};
 
-use crate::store::CHANNEL;
+use crate::insert::CHANNEL;
 
 /// How often the thread looks at its stop flag.
 const TICK: Duration = Duration::from_millis(500);

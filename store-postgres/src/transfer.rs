@@ -18,8 +18,8 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::{IsolationLevel, Row};
 
 use crate::fold::TABLE_NAME;
+use crate::insert::Columns;
 use crate::pool::{Pool, describe};
-use crate::store::Columns;
 
 /// Rows inserted per statement by an import.
 const IMPORT_BATCH: usize = 2000;

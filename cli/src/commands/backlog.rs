@@ -8,8 +8,6 @@
 //! append is never half-read), the audit key if present (HMAC tags), and the signing key if
 //! present (to insist the receipt carries this project's public key).
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -17,8 +15,6 @@ use bernstein_core::domain::claim_verify::{ClaimCheck, ClaimFailure, ClaimVerifi
 use bernstein_core::domain::claims::parse_receipt;
 use bernstein_core::signing::Signer;
 use bernstein_store_file::keys::{load_audit_key, load_signing_key};
-use bernstein_store_file::layout::Layout;
-use bernstein_store_file::lock::LedgerLock;
 use clap::Subcommand;
 
 mod paths;
@@ -137,59 +133,5 @@ impl ProjectKeys {
             }
         };
         Ok(ProjectKeys { audit, public_pem })
-    }
-}
-
-/// The ledger file, read up to the length it had while no writer was mid-append.
-pub(crate) struct StableLedger {
-    pub name: String,
-    file: File,
-    len: u64,
-}
-
-impl StableLedger {
-    pub fn open(sdd: &Path) -> Result<StableLedger, String> {
-        let layout = Layout::at(sdd);
-        let path = layout.ledger_file();
-        let name = path.display().to_string();
-        let io = |e: std::io::Error| format!("{name}: {e}");
-        let file = File::open(&path).map_err(io)?;
-        let lock = LedgerLock::open_existing(&layout.lock_file()).map_err(io)?;
-        let guard = lock
-            .as_ref()
-            .map(LedgerLock::shared)
-            .transpose()
-            .map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
-        drop(guard);
-        Ok(StableLedger { name, file, len })
-    }
-
-    /// Feeds every complete line (without `\n`) to `f`; returns the bytes after the last
-    /// `\n` (empty for a well-formed file), or the first error `f` returned.
-    pub fn for_each_line<E>(
-        self,
-        mut f: impl FnMut(&[u8]) -> Result<(), E>,
-    ) -> Result<Result<Vec<u8>, E>, String> {
-        let name = self.name.clone();
-        let mut reader = BufReader::with_capacity(1 << 20, self.file.take(self.len));
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            let n = reader
-                .read_until(b'\n', &mut line)
-                .map_err(|e| format!("{name}: {e}"))?;
-            if n == 0 {
-                return Ok(Ok(Vec::new()));
-            }
-            match line.strip_suffix(b"\n") {
-                Some(body) => {
-                    if let Err(e) = f(body) {
-                        return Ok(Err(e));
-                    }
-                }
-                None => return Ok(Ok(line)),
-            }
-        }
     }
 }

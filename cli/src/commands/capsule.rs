@@ -13,8 +13,9 @@ use bernstein_core::ledger::verify::LedgerVerifier;
 use bernstein_store_file::verify_cmd::resolve_sdd;
 use clap::Subcommand;
 
-use super::backlog::{ProjectKeys, StableLedger};
+use super::backlog::ProjectKeys;
 use super::handles::read_json;
+use super::lines::StableLedger;
 
 #[derive(Debug, Subcommand)]
 pub enum CapsuleCommand {

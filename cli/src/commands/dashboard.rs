@@ -15,7 +15,7 @@ use bernstein_serve::host::ProjectHost;
 use bernstein_store_file::clock::SystemClock;
 use clap::Args;
 
-use super::mcp::Runtime;
+use super::http_serve::Runtime;
 use crate::settings;
 
 #[derive(Debug, Args)]

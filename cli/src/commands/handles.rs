@@ -10,7 +10,8 @@ use std::process::ExitCode;
 use bernstein_core::domain::handle_verify::{HandleVerifier, extract_handle};
 use serde_json::Value;
 
-use super::backlog::{ProjectKeys, StableLedger};
+use super::backlog::ProjectKeys;
+use super::lines::StableLedger;
 
 /// Reads a JSON file (for a handle or a capsule).
 pub(crate) fn read_json(path: &Path) -> Result<Value, String> {

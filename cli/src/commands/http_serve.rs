@@ -8,8 +8,14 @@ use bernstein_core::Server;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_serve::driver::Backend;
 
-use super::mcp::Runtime;
 use crate::settings;
+
+/// The runtime that moves a server's bytes (`--runtime`).
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Runtime {
+    Std,
+    Smol,
+}
 
 /// The HTTP options of a server bound at `host:port`.
 pub fn options(

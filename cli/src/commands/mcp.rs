@@ -11,6 +11,7 @@ use bernstein_serve::host::ProjectHost;
 use bernstein_store_file::clock::SystemClock;
 use clap::{Args, Subcommand, ValueEnum};
 
+use super::http_serve::Runtime;
 use crate::settings;
 
 #[derive(Debug, Args)]
@@ -71,12 +72,6 @@ enum Transport {
     Stdio,
     /// Streamable HTTP on `POST /mcp` and legacy HTTP+SSE on `/sse`, one port.
     Http,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Runtime {
-    Std,
-    Smol,
 }
 
 impl McpArgs {
