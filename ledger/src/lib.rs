@@ -8,6 +8,8 @@
 //! - [`snapshot`]: a ledger prefix's position, stream heads and [`Fold`] of its records.
 //! - [`compact`]: small strings and packed persistent collections for folds.
 //! - [`store`]: the interface a storage backend implements (the file store, PostgreSQL).
+//! - [`audit`]: the body of a `tools/call`'s audit record, typed once for its writer and
+//!   readers.
 //! - [`rebase`]: which transactions a store may seal again after a later head (a call that
 //!   succeeded and wrote nothing: a read), and the re-sealing.
 //! - [`verify`], [`upgrade`]: offline verification of a ledger's bytes, naming the first bad
@@ -20,6 +22,7 @@
 //! (`bernstein-core`); a [`Snapshot`] is generic over what its records are folded into (the
 //! domain's `Projection`), so the ledger names neither.
 
+pub mod audit;
 pub mod canonical;
 pub mod compact;
 pub mod digest;

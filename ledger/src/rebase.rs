@@ -13,13 +13,11 @@
 //! PostgreSQL, whose head several instances share, to commit many such records in one round
 //! trip (docs/POSTGRES.md). Every other transaction is compare-and-append.
 
-use serde_json::Value;
-
+use crate::audit::{CALL_KIND, CallAudit};
 use crate::digest::Digest;
 use crate::line::RecordKey;
 use crate::record::{Draft, LedgerPosition, Record, seal};
 use crate::store::Append;
-use crate::verify::CALL_KIND;
 use crate::{AUDIT_STREAM, run_stream};
 
 /// The draft of `append`'s record when `append` is one call audit record alone of a call that
@@ -29,8 +27,10 @@ pub fn lone_call_audit(append: &Append, key: &[u8]) -> Option<Draft> {
     let [rec] = append.records.as_slice() else {
         return None;
     };
-    let ok = rec.body.get("ok") == Some(&Value::Bool(true));
-    if rec.stream != AUDIT_STREAM || rec.kind != CALL_KIND || rec.txn != [1, 1] || !ok {
+    if rec.stream != AUDIT_STREAM || rec.kind != CALL_KIND || rec.txn != [1, 1] {
+        return None;
+    }
+    if !CallAudit::read(&rec.body).ok {
         return None;
     }
     let line = rec.to_line();
@@ -67,8 +67,8 @@ pub fn reseal(
     stream_head: impl Fn(&str) -> Digest,
     key: &[u8],
 ) -> Option<Record> {
-    let read = |field: &str| draft.body.get(field).and_then(Value::as_str);
-    match (read("run_id"), read("journal_head")) {
+    let audit = CallAudit::read(&draft.body);
+    match (audit.run_id.as_deref(), audit.journal_head.as_deref()) {
         (Some(run), Some(head)) if stream_head(&run_stream(run)).to_string() != head => {
             return None;
         }
@@ -81,7 +81,7 @@ pub fn reseal(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     const KEY: &[u8] = b"key";
 

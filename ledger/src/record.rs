@@ -249,7 +249,7 @@ mod tests {
                 Draft::new("backlog", "task.created", json!({"id": "T-1"})),
                 Draft::new(
                     "audit",
-                    crate::verify::CALL_KIND,
+                    crate::audit::CALL_KIND,
                     json!({"tool": "bernstein_run"}),
                 ),
             ],

@@ -27,8 +27,8 @@ use super::record::LedgerPosition;
 use super::record::{Record, RecordError};
 use super::snapshot::{Fold, Snapshot};
 
-/// Kind of the audit entry every `tools/call` appends.
-pub const CALL_KIND: &str = "mcp.stateless_call";
+use super::audit::CALL_KIND;
+use super::audit::CallAudit;
 
 /// The first bad entry of a ledger.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
@@ -475,14 +475,19 @@ impl LedgerVerifier {
         if raw.stream == AUDIT_STREAM && raw.kind == CALL_KIND {
             r.call_count += 1;
             if self.collect_calls {
-                let body: CallBody<'_> = serde_json::from_slice(raw.body).unwrap_or_default();
-                let text =
-                    |s: Option<Cow<'_, str>>| s.map_or_else(|| "?".to_string(), Cow::into_owned);
+                let body = CallAudit::read_bytes(raw.body);
+                let text = |s: Cow<'_, str>| {
+                    if s.is_empty() {
+                        "?".to_string()
+                    } else {
+                        s.into_owned()
+                    }
+                };
                 r.calls.push(CallEntry {
                     seq: raw.seq,
                     tool: text(body.tool),
                     call_id: text(body.call_id),
-                    ok: body.ok.unwrap_or(false),
+                    ok: body.ok,
                 });
             }
         }
@@ -564,17 +569,6 @@ pub fn prefix_matches<F: Fold>(report: &VerifyReport, snapshot: &Snapshot<F>) ->
 
 /// Why record 1 fails its MAC: a key mismatch, named as such.
 pub const KEY_MISMATCH: &str = "HMAC tag does not verify under this audit key, and no record before it does: this instance's audit key does not match the ledger's (copy .sdd/keys from an instance that wrote it), or the first record was forged";
-
-/// The fields of an `mcp.stateless_call` body the report lists.
-#[derive(Debug, Default, serde::Deserialize)]
-struct CallBody<'a> {
-    #[serde(borrow, default)]
-    tool: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    call_id: Option<Cow<'a, str>>,
-    #[serde(default)]
-    ok: Option<bool>,
-}
 
 /// Verifies a whole ledger held in memory. See [`LedgerVerifier`] for the checks.
 pub fn verify_ledger(

@@ -185,7 +185,7 @@ mod tests {
             let body = json!({"tool": "bernstein_status", "call_id": format!("c{i}"), "ok": true});
             let drafts = vec![Draft::new(
                 "audit",
-                bernstein_ledger::verify::CALL_KIND,
+                bernstein_ledger::audit::CALL_KIND,
                 body,
             )];
             let records = seal(&snap.position, |s| snap.stream_head(s), drafts, &key);

@@ -139,7 +139,11 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn draft(n: u64) -> Draft {
-        Draft::new("audit", "mcp.stateless_call", json!({ "n": n }))
+        Draft::new(
+            "audit",
+            bernstein_ledger::audit::CALL_KIND,
+            json!({ "n": n }),
+        )
     }
 
     fn at(seq: u64) -> LedgerPosition {

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+use crate::ledger::audit::CallAudit;
 
 /// How many minutes of tallies are kept (a day).
 pub const KEPT_MINUTES: u64 = 24 * 60;
@@ -42,21 +43,19 @@ pub struct WindowTally {
 
 impl CallStats {
     /// Folds the body of one `mcp.stateless_call` record.
-    pub(crate) fn fold(&mut self, body: &Value) {
-        let (Some(tool), Some(ts)) = (
-            body.get("tool").and_then(Value::as_str),
-            body.get("ts").and_then(Value::as_u64),
-        ) else {
+    pub(crate) fn fold(&mut self, audit: &CallAudit<'_>) {
+        let (tool, ts) = (audit.tool.as_ref(), audit.ts);
+        if tool.is_empty() {
             return;
-        };
+        }
         let minute = ts / 60_000;
         if minute + KEPT_MINUTES <= self.newest {
             return;
         }
         let tally = self.minutes.entry(minute).or_default();
         *tally.calls.entry(tool.to_string()).or_default() += 1;
-        if body.get("ok").and_then(Value::as_bool) == Some(false) {
-            let code = body.get("error").and_then(Value::as_str).unwrap_or("error");
+        if !audit.ok {
+            let code = audit.error.as_deref().unwrap_or("error");
             *tally.refusals.entry(code.to_string()).or_default() += 1;
         }
         if minute > self.newest {
@@ -99,7 +98,7 @@ impl CallStats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn call(tool: &str, ts: u64, error: Option<&str>) -> Value {
         match error {
@@ -108,18 +107,25 @@ mod tests {
         }
     }
 
+    impl CallStats {
+        /// Folds an audit body as the projection reads it.
+        fn fold_value(&mut self, body: &Value) {
+            self.fold(&CallAudit::read(body));
+        }
+    }
+
     #[test]
     fn a_window_counts_its_minutes_only() {
         let mut s = CallStats::default();
         let t0 = 1_000 * 60_000;
-        s.fold(&call("bernstein_run", t0, None));
-        s.fold(&call("bernstein_run", t0 + 1_000, None));
-        s.fold(&call(
+        s.fold_value(&call("bernstein_run", t0, None));
+        s.fold_value(&call("bernstein_run", t0 + 1_000, None));
+        s.fold_value(&call(
             "bernstein_status",
             t0 + 60_000,
             Some("invalid_arguments"),
         ));
-        s.fold(&call("bernstein_status", t0 + 5 * 60_000, None));
+        s.fold_value(&call("bernstein_status", t0 + 5 * 60_000, None));
         let w = s.window(t0 + 60_000, 2);
         assert_eq!(w.by_tool.get("bernstein_run"), Some(&2));
         assert_eq!(w.by_tool.get("bernstein_status"), Some(&1));
@@ -134,16 +140,16 @@ mod tests {
     fn only_a_day_is_kept() {
         let mut s = CallStats::default();
         for m in 0..(KEPT_MINUTES + 10) {
-            s.fold(&call("t", m * 60_000, None));
+            s.fold_value(&call("t", m * 60_000, None));
         }
         assert_eq!(s.minutes.len() as u64, KEPT_MINUTES);
         assert_eq!(s.minutes.get_min().map(|(m, _)| *m), Some(10));
         // A straggler older than the kept day is not counted.
-        s.fold(&call("t", 60_000, None));
+        s.fold_value(&call("t", 60_000, None));
         assert_eq!(s.minutes.len() as u64, KEPT_MINUTES);
         // Records without a tool or a time are not calls.
-        s.fold(&json!({"ts": 5}));
-        s.fold(&json!({"tool": "t"}));
+        s.fold_value(&json!({"ts": 5}));
+        s.fold_value(&json!({"tool": "t"}));
         assert_eq!(
             s.window((KEPT_MINUTES + 9) * 60_000, KEPT_MINUTES)
                 .per_minute

@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::digest::Digest;
+use crate::ledger::audit::CallAudit;
 use crate::ledger::{
     AUDIT_STREAM, BACKLOG_STREAM, Fold, MAILBOX_STREAM_PREFIX, RUN_STREAM_PREFIX, Record,
 };
@@ -348,10 +349,12 @@ impl Projection {
         match rec.kind.as_str() {
             artifacts::ARTIFACT_MIRROR => return self.artifacts.fold_ref(rec, false),
             capsule_index::CAPSULE_ISSUED => return self.capsules.fold_issued(rec, audit_head),
-            records::STATELESS_CALL => self.calls.fold(&rec.body),
+            records::STATELESS_CALL => {}
             _ => return true,
         }
-        let Some(run_id) = rec.body.get("run_id").and_then(Value::as_str) else {
+        let audit = CallAudit::read(&rec.body);
+        self.calls.fold(&audit);
+        let Some(run_id) = audit.run_id.as_deref() else {
             return true;
         };
         let start = self.txn.start_seq;

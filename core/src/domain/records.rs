@@ -40,7 +40,7 @@ pub const RUN_TASK_STATUS: &str = "run.task_status";
 pub const RUN_CANCELLED: &str = "run.cancelled";
 /// Audit: the protocol engine's record of one tools/call (written by the engine, read here
 /// only to anchor run handles and count calls). Defined once, by the ledger's verifier.
-pub const STATELESS_CALL: &str = crate::ledger::verify::CALL_KIND;
+pub const STATELESS_CALL: &str = crate::ledger::audit::CALL_KIND;
 /// Audit: a claim decision (granted or refused) and its signed receipt.
 pub const CLAIM_RECEIPT: &str = "task.claim_receipt";
 /// Mailbox: one signed message entry (stream `mailbox:<task_id>`).

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use bernstein_core::config::{Config, Tier};
 use bernstein_core::domain::Snapshot;
 use bernstein_core::domain::bound::{Input, Server};
-use bernstein_core::ledger::verify::CALL_KIND;
+use bernstein_core::ledger::audit::CALL_KIND;
 use bernstein_core::ledger::{AUDIT_STREAM, Record};
 use bernstein_core::protocol::TransportFacts;
 use bernstein_core::time::Timestamp;

@@ -31,7 +31,8 @@ use crate::time::Timestamp;
 /// The release that removes the deprecated tool aliases.
 pub const ALIAS_REMOVAL_RELEASE: &str = "v3.12.0";
 /// Kind of the audit record every tool call appends (defined once, by the ledger's verifier).
-pub use crate::ledger::verify::CALL_KIND as AUDIT_KIND;
+pub use crate::ledger::audit::CALL_KIND as AUDIT_KIND;
+use crate::ledger::audit::CallAudit;
 
 /// What serving one `tools/call` produced.
 #[derive(Debug)]
@@ -560,27 +561,20 @@ impl<F: Fold> Audit<'_, F> {
         let input = self.input;
         let snapshot = input.snapshot;
         let key = &self.server.config.audit_key;
-        let mut body = Map::new();
-        body.insert("tool".into(), Value::String(self.name.into()));
-        body.insert("call_id".into(), Value::String(input.ids.call_id.clone()));
-        body.insert("trace_id".into(), Value::String(input.ids.trace_id.clone()));
-        body.insert("span_id".into(), Value::String(input.ids.span_id.clone()));
-        body.insert("ok".into(), Value::Bool(ok));
-        body.insert(
-            "args_digest".into(),
-            Value::String(digest_of_value(self.args).to_string()),
-        );
-        body.insert(
-            "spec_revision".into(),
-            Value::String(input.revision.as_str().into()),
-        );
-        body.insert("ts".into(), Value::from(input.now.0));
-        if let Some(e) = error {
-            body.insert("error".into(), Value::String(e.into()));
-        }
-        if let Some(a) = self.alias_of {
-            body.insert("alias_of".into(), Value::String(a.into()));
-        }
+        let mut audit = CallAudit {
+            tool: self.name.into(),
+            call_id: input.ids.call_id.as_str().into(),
+            trace_id: input.ids.trace_id.as_str().into(),
+            span_id: input.ids.span_id.as_str().into(),
+            ok,
+            args_digest: digest_of_value(self.args).to_string().into(),
+            spec_revision: input.revision.as_str().into(),
+            ts: input.now.0,
+            error: error.map(Into::into),
+            alias_of: self.alias_of.map(Into::into),
+            run_id: None,
+            journal_head: None,
+        };
         if let Some(run) = run_id {
             let stream = run_stream(run);
             let head = if drafts.iter().any(|d| d.stream == stream) {
@@ -598,10 +592,10 @@ impl<F: Fold> Audit<'_, F> {
             } else {
                 snapshot.stream_head(&stream)
             };
-            body.insert("run_id".into(), Value::String(run.into()));
-            body.insert("journal_head".into(), Value::String(head.to_string()));
+            audit.run_id = Some(run.into());
+            audit.journal_head = Some(head.to_string().into());
         }
-        drafts.push(Draft::new(AUDIT_STREAM, AUDIT_KIND, Value::Object(body)));
+        drafts.push(Draft::new(AUDIT_STREAM, AUDIT_KIND, audit.to_value()));
         seal(&snapshot.position, |s| snapshot.stream_head(s), drafts, key)
     }
 }

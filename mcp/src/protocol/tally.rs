@@ -15,6 +15,7 @@ use super::Server;
 use super::call::AUDIT_KIND;
 use super::era::Revision;
 use crate::ledger::Fold;
+use crate::ledger::audit::CallAudit;
 use crate::ledger::{AUDIT_STREAM, Record};
 
 /// The `method` of a request whose method this server does not serve (or that had none).
@@ -87,7 +88,8 @@ pub fn audited_calls<F: Fold>(server: &Server<F>, records: &[Record]) -> Vec<Cal
 }
 
 fn call_facts<F: Fold>(server: &Server<F>, body: &Value) -> CallFacts {
-    let name = body.get("tool").and_then(Value::as_str).unwrap_or_default();
+    let audit = CallAudit::read(body);
+    let name = audit.tool.as_ref();
     let catalog = &server.catalog;
     let tool = catalog
         .tools
@@ -96,13 +98,9 @@ fn call_facts<F: Fold>(server: &Server<F>, body: &Value) -> CallFacts {
         .chain(catalog.aliases.iter().map(|(alias, _)| *alias))
         .find(|n| *n == name)
         .unwrap_or(UNKNOWN_TOOL);
-    let era = body
-        .get("spec_revision")
-        .and_then(Value::as_str)
-        .and_then(Revision::parse)
-        .map_or(UNKNOWN, Revision::as_str);
-    let outcome = match body.get("error").and_then(Value::as_str) {
-        _ if body.get("ok") == Some(&Value::Bool(true)) => OK.to_string(),
+    let era = Revision::parse(&audit.spec_revision).map_or(UNKNOWN, Revision::as_str);
+    let outcome = match audit.error.as_deref() {
+        _ if audit.ok => OK.to_string(),
         Some(code) if is_code(code) => code.to_string(),
         _ => UNKNOWN.to_string(),
     };
