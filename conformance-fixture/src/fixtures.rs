@@ -24,6 +24,13 @@ pub const PNG_1X1: &str =
 /// A 44-byte WAV header with no samples, base64.
 pub const WAV_EMPTY: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=";
 
+bernstein_core::refusal_codes! {
+    /// The fixtures' one refusal.
+    enum Fixture {
+        TestError = "test_error",
+    }
+}
+
 const NO_EFFECTS: &str = "Conformance fixture: reads no files, writes no files, spawns no \
                           processes, makes no network requests.";
 
@@ -123,7 +130,7 @@ fn tools() -> Vec<ToolSpec> {
             empty_schema,
             |_, _| {
                 ToolOutput::refused(ToolError::new(
-                    "test_error",
+                    Fixture::TestError,
                     "This tool intentionally returns an error for testing",
                     "nothing to fix: the conformance suite expects this refusal",
                 ))

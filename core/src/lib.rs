@@ -17,7 +17,8 @@
 //! (`tests/module_graph.rs`).
 
 pub use bernstein_mcp::{
-    canonical, config, digest, engine, histogram, ledger, protocol, signing, time, transport,
+    canonical, config, digest, engine, histogram, ledger, protocol, refusal_codes, signing, time,
+    transport,
 };
 
 pub mod domain;

@@ -10,6 +10,8 @@
 //!
 //! This module reads the projection only; it never drafts records.
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::Common;
 use std::collections::BTreeSet;
 
 use crate::protocol::registry::ToolError;
@@ -34,7 +36,7 @@ pub fn check_dependencies(
 ) -> Result<Vec<String>, ToolError> {
     if depends_on.len() > MAX_DEPENDENCIES {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             format!(
                 "depends_on names {} tasks; at most {MAX_DEPENDENCIES} are allowed",
                 depends_on.len()
@@ -48,7 +50,7 @@ pub fn check_dependencies(
         check_task_id(id).map_err(|e| invalid_id("depends_on", id, e))?;
         if p.task(id).is_none() {
             return Err(ToolError::new(
-                "unknown_dependency",
+                Refusal::UnknownDependency,
                 format!("depends_on names {id}, which is no task in this project's ledger"),
                 "Name tasks that already exist (ids bernstein_run returned); create the dependency first.",
             )
@@ -63,7 +65,7 @@ pub fn check_dependencies(
         for d in &out {
             if waits_for(p, d, parent)? {
                 return Err(ToolError::new(
-                    "dependency_cycle",
+                    Refusal::DependencyCycle,
                     format!(
                         "depends_on {d} would close a cycle: {d} already waits for {parent}, \
                          which would wait for the new subtask"
@@ -104,7 +106,7 @@ pub fn dependencies_not_done(p: &Projection, row: &TaskRow, verb: &str) -> Optio
         .collect();
     Some(
         ToolError::new(
-            "dependencies_not_done",
+            Refusal::DependenciesNotDone,
             format!(
                 "task {} cannot be {verb}: it depends on {} not done yet",
                 row.id,
@@ -132,7 +134,7 @@ fn waits_for(p: &Projection, from: &str, target: &str) -> Result<bool, ToolError
         }
         if seen.len() > MAX_CYCLE_SEARCH {
             return Err(ToolError::new(
-                "dependency_graph_too_large",
+                Refusal::DependencyGraphTooLarge,
                 format!(
                     "checking depends_on for cycles visited more than {MAX_CYCLE_SEARCH} tasks"
                 ),

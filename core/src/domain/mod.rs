@@ -7,7 +7,8 @@
 //! - [`records`]: the record kinds of the backlog and the run journals (docs/RECORDS.md).
 //! - [`projection`], [`runs`]: the state folded from those records; run status rule.
 //! - [`handle`]: the verifiable run handle and `verify_run_handle`.
-//! - [`tools`], [`tiers`]: the tools and the table of their tiers.
+//! - [`tools`], [`tiers`]: the tools and the table of their tiers; [`refusal`]: their
+//!   refusal codes.
 //! - [`aliases`]: the deprecated tool names and their replacements (never listed).
 //! - [`skills`], [`scenarios`]: skill files and scenario definitions (`load_skill`,
 //!   `bernstein_scenario`).
@@ -54,6 +55,7 @@ pub mod plans;
 pub mod projection;
 pub mod prompts;
 pub mod records;
+pub mod refusal;
 pub mod runs;
 pub mod scenarios;
 pub mod schema;

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::config::Config;
 use crate::domain::Snapshot;
 use crate::domain::bound::ResourceSpec;
+use crate::domain::refusal::Refusal;
 use crate::ledger::AUDIT_STREAM;
 
 use crate::signing::{Signer, canonical_message, verify_signature};
@@ -100,7 +101,11 @@ fn read_head(config: &Config, snapshot: &Snapshot) -> Vec<Value> {
     let text = match &config.signing_key {
         Some(signer) => serde_json::to_string(&sign_head(snapshot, signer))
             .expect("a signed head always serializes"),
-        None => json!({"error": "signing_key_unavailable", "message": "this server has no signing key, so it signs no heads"}).to_string(),
+        None => json!({
+            "error": Refusal::SigningKeyUnavailable.as_str(),
+            "message": "this server has no signing key, so it signs no heads",
+        })
+        .to_string(),
     };
     vec![json!({"uri": SIGNED_HEAD_URI, "mimeType": "application/json", "text": text})]
 }

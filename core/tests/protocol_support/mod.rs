@@ -5,6 +5,7 @@
 // Reads the official schema files: test code, outside the purity rules of core/src.
 #![allow(clippy::disallowed_methods)]
 
+use bernstein_core::protocol::refusal::Common;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -21,6 +22,13 @@ use bernstein_core::time::Timestamp;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+
+bernstein_core::refusal_codes! {
+    /// This fixture's own refusal.
+    enum Fixture {
+        NotAllowed = "not_allowed",
+    }
+}
 
 /// 2026-01-01T00:00:00Z.
 pub const NOW: Timestamp = Timestamp(1_767_225_600_000);
@@ -76,7 +84,7 @@ fn schema<T: JsonSchema>() -> Value {
 
 fn parse<T: for<'de> Deserialize<'de>>(args: Value) -> Result<T, ToolError> {
     serde_json::from_value(args)
-        .map_err(|e| ToolError::new("invalid_arguments", e.to_string(), "fix the arguments"))
+        .map_err(|e| ToolError::new(Common::InvalidArguments, e.to_string(), "fix the arguments"))
 }
 
 fn echo(_: &ToolContext<'_>, args: Value) -> ToolOutput {
@@ -94,7 +102,7 @@ fn echo(_: &ToolContext<'_>, args: Value) -> ToolOutput {
 fn refuse(_: &ToolContext<'_>, _: Value) -> ToolOutput {
     let mut out = ToolOutput::refused(
         ToolError::new(
-            "not_allowed",
+            Fixture::NotAllowed,
             "the fixture refuses every call",
             "call echo instead",
         )

@@ -20,6 +20,7 @@ use super::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
 use super::ids::{RequestIds, digest_of_value};
 use super::jsonrpc::{RpcError, kind_of, shorten};
 use super::meter::envelope;
+use super::refusal::Common;
 use super::registry::{Progress, ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec};
 use super::validate::check_limits;
 use super::{MeterSlot, Phase, Server};
@@ -113,7 +114,7 @@ pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallR
             );
             return audit.refuse(
                 RpcError::invalid_params(why).with_data(json!({"tool": name})),
-                "unknown_tool",
+                Common::UnknownTool,
             );
         }
         ToolLookup::AliasUnavailable { alias, replacement } => {
@@ -122,14 +123,14 @@ pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallR
             );
             return audit.refuse(
                 RpcError::invalid_params(why).with_data(json!({"tool": alias})),
-                "unknown_tool",
+                Common::UnknownTool,
             );
         }
         ToolLookup::Unknown => {
             let why = format!("Unknown tool: {}", shorten(name, 100));
             return audit.refuse(
                 RpcError::invalid_params(why).with_data(json!({"tool": shorten(name, 100)})),
-                "unknown_tool",
+                Common::UnknownTool,
             );
         }
     };
@@ -140,7 +141,7 @@ pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallR
     let invalid = |message: String, violations: Vec<Value>| -> CallReply {
         if input.revision.reports_argument_errors_in_result() {
             let refusal = ToolError::new(
-                "invalid_arguments",
+                Common::InvalidArguments,
                 message,
                 format!(
                     "Call {} again with arguments that match its inputSchema.",
@@ -159,7 +160,7 @@ pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallR
         } else {
             let e =
                 RpcError::invalid_params(message).with_data(json!({ "violations": violations }));
-            audit.refuse(e, "invalid_arguments")
+            audit.refuse(e, Common::InvalidArguments)
         }
     };
     if !raw_args.is_object() {
@@ -192,7 +193,7 @@ pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallR
         Err(fault) => {
             return audit.refuse(
                 RpcError::internal(format!("tool {name}: {fault}")),
-                "internal_error",
+                Common::InternalError,
             );
         }
     }
@@ -206,7 +207,7 @@ pub(crate) fn refuse_call<F: Fold>(
     server: &Server<F>,
     input: &CallInput<'_, F>,
     error: RpcError,
-    code: &str,
+    code: Common,
 ) -> CallReply {
     let name = input
         .params
@@ -293,7 +294,7 @@ fn finish<F: Fold>(
             return CallReply::needs_host(request);
         }
         (Some(_), Some(_)) => Err(ToolError::new(
-            "host_rounds_exceeded",
+            Common::HostRoundsExceeded,
             format!(
                 "{} asked the host for more than {MAX_HOST_ROUNDS} things in one call",
                 tool.name
@@ -301,7 +302,7 @@ fn finish<F: Fold>(
             "This is a bug in the server; the ledger was not changed.",
         )),
         (Some(_), None) => Err(ToolError::new(
-            "host_unavailable",
+            Common::HostUnavailable,
             format!(
                 "{} needs the host's files, which a batched call cannot reach",
                 tool.name
@@ -313,7 +314,7 @@ fn finish<F: Fold>(
     // No wait slot was free: the call fails, saying why, and changes nothing.
     let result = match (wait_ms, input.phase) {
         (Some(_), Phase::Refused) if result.is_ok() => Err(ToolError::new(
-            "too_many_waits",
+            Common::TooManyWaits,
             format!(
                 "{} cannot wait: the server already holds as many waiting answers as it allows",
                 tool.name
@@ -343,8 +344,8 @@ fn finish<F: Fold>(
     let content = content.filter(|_| result.is_ok() && !cancelled);
     let ok = result.is_ok() && !cancelled;
     let error_code = match &result {
-        Err(e) => Some(e.error.clone()),
-        Ok(_) if cancelled => Some("cancelled".to_string()),
+        Err(e) => Some(e.error),
+        Ok(_) if cancelled => Some(Common::Cancelled.as_str()),
         Ok(_) => None,
     };
     let task_id = result
@@ -360,7 +361,7 @@ fn finish<F: Fold>(
             "tool {} produced a {} record holding a float",
             tool.name, d.kind
         ));
-        return audit.refuse(e, "internal_error");
+        return audit.refuse(e, Common::InternalError);
     }
     let is_error = result.is_err();
     let payload = match (result, alias) {
@@ -537,11 +538,11 @@ struct Audit<'a, F> {
 
 impl<F: Fold> Audit<'_, F> {
     /// A call refused before or instead of its handler: the error reply plus the audit record.
-    fn refuse(&self, error: RpcError, code: &str) -> CallReply {
+    fn refuse(&self, error: RpcError, code: Common) -> CallReply {
         CallReply {
             result: Err(error),
             meter: None,
-            records: self.seal(Vec::new(), false, Some(code), None),
+            records: self.seal(Vec::new(), false, Some(code.as_str()), None),
             task_id: None,
             run_id: None,
             host: None,

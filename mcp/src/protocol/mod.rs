@@ -14,7 +14,8 @@
 //! - [`lifecycle`]: `initialize`, `ping`, `server/discover`, stateless result decoration.
 //! - [`listing`]: `tools/list`, prompts and resources; [`resource_templates`]: templated
 //!   resources; [`completion`]: `completion/complete`.
-//! - [`call`]: `tools/call` with validation, meter envelope and audit record.
+//! - [`call`]: `tools/call` with validation, meter envelope and audit record; [`refusal`]:
+//!   refusal codes, each declared once in an enum.
 //! - [`validate`]: argument limits and the JSON Schema subset validator.
 //! - [`ids`]: content-derived span, trace and call ids.
 //! - [`meter`], [`render`]: the `_meter` envelope and response bytes.
@@ -38,6 +39,7 @@ pub mod listing;
 pub mod meter;
 pub mod prescan;
 pub mod progress;
+pub mod refusal;
 pub mod registry;
 pub mod render;
 pub mod resource_read;

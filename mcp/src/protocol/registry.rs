@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::host::{HostReply, HostRequest};
+use super::refusal::RefusalCode;
 use crate::config::{Config, Tier};
 use crate::ledger::{Draft, Fold, Snapshot};
 use crate::time::Timestamp;
@@ -77,7 +78,8 @@ impl<F> Copy for ToolContext<'_, F> {}
 /// `isError: true`. Never a JSON-RPC error, never a panic.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolError {
-    pub error: String,
+    /// The refusal code (see [`super::refusal`]).
+    pub error: &'static str,
     pub message: String,
     pub hint: String,
     /// Further fields merged into the error object (e.g. `task_id`, `current_status`).
@@ -86,12 +88,12 @@ pub struct ToolError {
 
 impl ToolError {
     pub fn new(
-        error: impl Into<String>,
+        error: impl RefusalCode,
         message: impl Into<String>,
         hint: impl Into<String>,
     ) -> ToolError {
         ToolError {
-            error: error.into(),
+            error: error.as_str(),
             message: message.into(),
             hint: hint.into(),
             extra: Map::new(),
@@ -106,7 +108,7 @@ impl ToolError {
     /// The error object as a tool result payload.
     pub fn to_value(&self) -> Value {
         let mut obj = self.extra.clone();
-        obj.insert("error".into(), self.error.clone().into());
+        obj.insert("error".into(), self.error.into());
         obj.insert("message".into(), self.message.clone().into());
         obj.insert("hint".into(), self.hint.clone().into());
         Value::Object(obj)

@@ -37,6 +37,7 @@ use super::decorate::decorate;
 use super::era::Revision;
 use super::jsonrpc::{METHOD_NOT_FOUND, RpcError, kind_of, shorten};
 use super::prescan::prescan;
+use super::refusal::Common;
 use super::registry::{Task, TaskHooks, TaskStatus, TaskSupport, ToolLookup};
 use super::{MeterSlot, Phase, Server, Wait};
 use crate::ledger::Fold;
@@ -96,7 +97,7 @@ pub fn call_as_task<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> Ca
                 ),
             )
             .with_data(json!({ "tool": name }));
-            return refuse_call(server, input, error, "task_not_supported");
+            return refuse_call(server, input, error, Common::TaskNotSupported);
         }
         _ => {}
     }
@@ -288,7 +289,7 @@ fn result<F: Fold>(
             (
                 "the server already holds as many waiting answers as it allows, so this one \
                  cannot wait; call tasks/result again in a moment, or poll tasks/get",
-                json!({"taskId": view.task_id, "status": view.status.as_str(), "reason": "too_many_waits"}),
+                json!({"taskId": view.task_id, "status": view.status.as_str(), "reason": Common::TooManyWaits.as_str()}),
             )
         } else {
             (

@@ -16,6 +16,7 @@ use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use bernstein_core::domain::refusal::Refusal as Reason;
 use bernstein_core::protocol::host::{HostFailure, MAX_PATH_BYTES};
 
 /// The signal file, relative to the project root (declared once, by the tool that writes it).
@@ -24,22 +25,22 @@ pub use bernstein_core::domain::tools::shutdown::SIGNAL_FILE;
 /// Why the barrier refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
-    /// A stable code: `invalid_workdir`, `workdir_not_found`, `not_a_project`,
+    /// One of the domain's codes: `invalid_workdir`, `workdir_not_found`, `not_a_project`,
     /// `symlink_escape`, `not_a_directory`, `not_a_file`, `io_error`.
-    pub reason: &'static str,
+    pub reason: Reason,
     pub detail: String,
 }
 
 impl From<Refusal> for HostFailure {
     fn from(r: Refusal) -> HostFailure {
         HostFailure::Refused {
-            reason: r.reason.to_string(),
+            reason: r.reason.as_str().to_string(),
             detail: r.detail,
         }
     }
 }
 
-fn refuse(reason: &'static str, detail: impl Into<String>) -> Refusal {
+fn refuse(reason: Reason, detail: impl Into<String>) -> Refusal {
     Refusal {
         reason,
         detail: detail.into(),
@@ -52,14 +53,14 @@ pub fn signal_shutdown(base: &Path, workdir: &str, body: &str) -> Result<PathBuf
     // Shape first, with no filesystem call.
     if workdir.is_empty() || workdir.len() > MAX_PATH_BYTES || workdir.contains('\0') {
         return Err(refuse(
-            "invalid_workdir",
+            Reason::InvalidWorkdir,
             "workdir must be a non-empty path without NUL bytes, at most 4095 bytes",
         ));
     }
     let given = Path::new(workdir);
     if given.components().any(|c| c == Component::ParentDir) {
         return Err(refuse(
-            "invalid_workdir",
+            Reason::InvalidWorkdir,
             "workdir must not contain a `..` segment",
         ));
     }
@@ -69,12 +70,14 @@ pub fn signal_shutdown(base: &Path, workdir: &str, body: &str) -> Result<PathBuf
         base.join(given)
     };
     let root = fs::canonicalize(&joined).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => refuse("workdir_not_found", format!("{workdir} does not exist")),
-        _ => refuse("io_error", format!("{workdir}: {e}")),
+        io::ErrorKind::NotFound => {
+            refuse(Reason::WorkdirNotFound, format!("{workdir} does not exist"))
+        }
+        _ => refuse(Reason::IoError, format!("{workdir}: {e}")),
     })?;
     if !root.is_dir() {
         return Err(refuse(
-            "not_a_directory",
+            Reason::NotADirectory,
             format!("{} is not a directory", root.display()),
         ));
     }
@@ -89,13 +92,15 @@ pub fn signal_shutdown(base: &Path, workdir: &str, body: &str) -> Result<PathBuf
                 match fs::create_dir(&dir) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(refuse("io_error", format!("{}: {e}", dir.display()))),
+                    Err(e) => {
+                        return Err(refuse(Reason::IoError, format!("{}: {e}", dir.display())));
+                    }
                 }
             }
         }
         if let Some(i) = check_chain(&root)?.filter(|i| *i < 3) {
             return Err(refuse(
-                "io_error",
+                Reason::IoError,
                 format!("{} vanished while it was created", CHAIN[i]),
             ));
         }
@@ -103,15 +108,15 @@ pub fn signal_shutdown(base: &Path, workdir: &str, body: &str) -> Result<PathBuf
     let signals = root.join(".sdd/runtime/signals");
     // The directory may have been swapped since the checks: resolve it once more.
     let resolved = fs::canonicalize(&signals)
-        .map_err(|e| refuse("io_error", format!("{}: {e}", signals.display())))?;
+        .map_err(|e| refuse(Reason::IoError, format!("{}: {e}", signals.display())))?;
     if !resolved.starts_with(&root) {
         return Err(refuse(
-            "symlink_escape",
+            Reason::SymlinkEscape,
             format!("{} resolves outside {}", signals.display(), root.display()),
         ));
     }
     write_atomically(&resolved, body)
-        .map_err(|e| refuse("io_error", format!("{}: {e}", resolved.display())))
+        .map_err(|e| refuse(Reason::IoError, format!("{}: {e}", resolved.display())))
 }
 
 /// The entries from the project root to the signal file.
@@ -128,20 +133,20 @@ fn check_chain(root: &Path) -> Result<Option<usize>, Refusal> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 if i == 0 {
                     return Err(refuse(
-                        "not_a_project",
+                        Reason::NotAProject,
                         format!("{} holds no .sdd directory", root.display()),
                     ));
                 }
                 return Ok(Some(i));
             }
-            Err(e) => return Err(refuse("io_error", format!("{}: {e}", at.display()))),
+            Err(e) => return Err(refuse(Reason::IoError, format!("{}: {e}", at.display()))),
         };
         if meta.file_type().is_symlink() {
             let target = link_target(&at)
-                .map_err(|e| refuse("io_error", format!("{}: {e}", at.display())))?;
+                .map_err(|e| refuse(Reason::IoError, format!("{}: {e}", at.display())))?;
             if !target.starts_with(root) {
                 return Err(refuse(
-                    "symlink_escape",
+                    Reason::SymlinkEscape,
                     format!(
                         "{} is a symlink to {}, outside {}",
                         at.display(),
@@ -154,13 +159,13 @@ fn check_chain(root: &Path) -> Result<Option<usize>, Refusal> {
         let is_last = i + 1 == CHAIN.len();
         if !is_last && !at.is_dir() {
             return Err(refuse(
-                "not_a_directory",
+                Reason::NotADirectory,
                 format!("{} is not a directory", at.display()),
             ));
         }
         if is_last && at.is_dir() {
             return Err(refuse(
-                "not_a_file",
+                Reason::NotAFile,
                 format!("{} is a directory, not a signal file", at.display()),
             ));
         }

@@ -6,6 +6,8 @@
 //! are decided as a whole (`bernstein plan approve`). Atomic like every gate: decided on the
 //! call's snapshot, committed by compare-and-append against it.
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -114,7 +116,7 @@ pub fn not_awaiting_approval(task_id: &str, status: TaskStatus) -> ToolError {
         _ => "Only tasks in pending_approval can be approved; a worker completes the task first.".into(),
     };
     ToolError::new(
-        "task_not_awaiting_approval",
+        Refusal::TaskNotAwaitingApproval,
         format!("task {task_id} is {status}, not awaiting approval"),
         hint,
     )
@@ -135,7 +137,7 @@ fn approve(ctx: &ToolContext<'_>, args: ApproveArgs) -> Result<Called<ApproveAns
     let note = args.note.as_deref().map(str::trim);
     if note.is_some_and(|n| n.is_empty() || n.chars().count() > MAX_NOTE_CHARS) {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             format!("note must hold 1 to {MAX_NOTE_CHARS} characters of non-blank text"),
             "Omit note to keep the worker's result summary.",
         )
@@ -144,7 +146,7 @@ fn approve(ctx: &ToolContext<'_>, args: ApproveArgs) -> Result<Called<ApproveAns
     let p = &ctx.snapshot.domain;
     let task = p
         .task(id)
-        .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
+        .ok_or_else(|| unknown_task(Refusal::UnknownTask, "task_id", id))?;
     if !lifecycle::approvable().contains(&task.status) {
         return Err(not_awaiting_approval(id, task.status));
     }

@@ -6,6 +6,8 @@
 //! root also writes `run.cancelled` to the run journal. This handler must never change a status
 //! except through `crate::domain::status_changes::status_change_drafts`.
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -122,7 +124,7 @@ fn plan(ctx: &ToolContext<'_>, args: CancelArgs) -> Result<(CancelAnswer, Vec<Dr
         .is_some_and(|r| r.chars().count() > 4096)
     {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             "reason must be at most 4096 characters",
             "Shorten the reason; it is recorded in the ledger.",
         )
@@ -131,7 +133,7 @@ fn plan(ctx: &ToolContext<'_>, args: CancelArgs) -> Result<(CancelAnswer, Vec<Dr
     let p = &ctx.snapshot.domain;
     let task = p
         .task(id)
-        .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
+        .ok_or_else(|| unknown_task(Refusal::UnknownTask, "task_id", id))?;
     let mut answer = CancelAnswer {
         task_id: task.id.to_string(),
         status: task.status,
@@ -150,7 +152,7 @@ fn plan(ctx: &ToolContext<'_>, args: CancelArgs) -> Result<(CancelAnswer, Vec<Dr
     }
     if lifecycle::transition(task.status, TaskStatus::Cancelled).is_err() {
         return Err(ToolError::new(
-            "task_not_cancellable",
+            Refusal::TaskNotCancellable,
             format!("task {id} is {} and cannot be cancelled", task.status),
             "Only planned, open, claimed, in_progress, blocked and waiting_for_subtasks tasks can be cancelled; \
              a task awaiting approval is decided with the approval gate.",
@@ -223,7 +225,7 @@ fn plan(ctx: &ToolContext<'_>, args: CancelArgs) -> Result<(CancelAnswer, Vec<Dr
 
 fn internal(detail: &str) -> ToolError {
     ToolError::new(
-        "internal_error",
+        Common::InternalError,
         format!("bernstein_cancel could not record the cancellation: {detail}"),
         "This is a bug in the server; the ledger was not changed.",
     )

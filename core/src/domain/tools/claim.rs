@@ -8,6 +8,7 @@
 //! win one task: the loser's append conflicts and it is decided again on the newer ledger.
 //! Without a signing key the call is refused; it never answers an unsigned receipt.
 
+use crate::protocol::refusal::Common;
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
@@ -124,7 +125,7 @@ fn filter_of(args: &ClaimArgs) -> Result<ClaimFilter, ToolError> {
         None => None,
         Some(ids) if ids.len() > MAX_COMPLETED_IDS => {
             return Err(ToolError::new(
-                "invalid_arguments",
+                Common::InvalidArguments,
                 format!(
                     "completed_ids lists {} ids; at most {MAX_COMPLETED_IDS}",
                     ids.len()
@@ -142,7 +143,7 @@ fn filter_of(args: &ClaimArgs) -> Result<ClaimFilter, ToolError> {
     };
     if args.max_attempts.is_some_and(|m| m > 100_000) {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             "max_attempts must be from 0 to 100000",
             "Omit max_attempts to offer tasks however often they were claimed.",
         )
@@ -162,7 +163,7 @@ fn check_text(field: &str, value: &str, max: usize) -> Result<(), ToolError> {
     if value.trim().is_empty() || value.chars().count() > max || value.chars().any(char::is_control)
     {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             format!("{field} must hold 1 to {max} characters of text without control characters"),
             "Omit the field to leave that part of the filter open.",
         )
@@ -176,7 +177,7 @@ fn lease_ms_of(args: &ClaimArgs) -> Result<u64, ToolError> {
     let secs = args.lease_seconds.unwrap_or(lease::DEFAULT_LEASE_SECONDS);
     if !(lease::MIN_LEASE_SECONDS..=lease::MAX_LEASE_SECONDS).contains(&secs) {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             format!(
                 "lease_seconds must be from {} to {}",
                 lease::MIN_LEASE_SECONDS,

@@ -12,6 +12,8 @@
 //! again on the newer ledger and refused. This handler changes statuses only through
 //! `StatusChanges`.
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -113,7 +115,7 @@ pub fn not_completable(task_id: &str, status: TaskStatus) -> ToolError {
         _ => "Only open, claimed or in_progress tasks can be completed.",
     };
     ToolError::new(
-        "task_not_completable",
+        Refusal::TaskNotCompletable,
         format!("task {task_id} is {status} and cannot be completed by a worker"),
         hint,
     )
@@ -133,7 +135,7 @@ fn complete(
     let summary = args.result_summary.trim();
     if summary.is_empty() || args.result_summary.chars().count() > MAX_SUMMARY_CHARS {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             format!(
                 "result_summary must hold 1 to {MAX_SUMMARY_CHARS} characters of non-blank text"
             ),
@@ -144,7 +146,7 @@ fn complete(
     let p = &ctx.snapshot.domain;
     let task = p
         .task(id)
-        .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
+        .ok_or_else(|| unknown_task(Refusal::UnknownTask, "task_id", id))?;
     if !lifecycle::worker_completable().contains(&task.status) {
         return Err(not_completable(id, task.status));
     }

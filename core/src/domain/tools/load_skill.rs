@@ -16,6 +16,8 @@
 //! inside it, so the index skips links that leave it and a call by name is refused. This handler must never build a
 //! host path from an unscreened name, and never write records.
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::{Code, Common};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -168,7 +170,7 @@ fn load(ctx: &ToolContext<'_>, args: LoadSkillArgs) -> Called<SkillAnswer> {
             if args.reference.is_some() || args.script.is_some() {
                 return Called::refused(
                     ToolError::new(
-                        "invalid_arguments",
+                        Common::InvalidArguments,
                         "reference and script need name: the skill they belong to",
                         "Call load_skill without arguments for the index, then pass name.",
                     )
@@ -322,7 +324,7 @@ fn one_skill(replies: &[HostReply], name: &str, args: &LoadSkillArgs) -> Result<
     {
         return Err(match first {
             HostReply::Failed(HostFailure::NotFound) => ToolError::new(
-                "unknown_skill",
+                Refusal::UnknownSkill,
                 format!("no skill {} in {SKILLS_DIR}", quote_for_message(name)),
                 "Call load_skill without arguments for the index of skills.",
             )
@@ -360,7 +362,7 @@ fn one_skill(replies: &[HostReply], name: &str, args: &LoadSkillArgs) -> Result<
 fn screen(field: &str, value: &str) -> Result<(), ToolError> {
     skills::check_name(value).map_err(|e| {
         ToolError::new(
-            "invalid_name",
+            Refusal::InvalidName,
             format!("{field} {} {e}", quote_for_message(value)),
             "Pass a bare file or folder name such as backend or python-conventions.md, never a path.",
         )
@@ -393,7 +395,11 @@ fn requested(
             content: text.clone(),
         }),
         HostReply::Failed(HostFailure::NotFound) => Err(ToolError::new(
-            format!("unknown_{field}"),
+            if field == "script" {
+                Refusal::UnknownScript
+            } else {
+                Refusal::UnknownReference
+            },
             format!("the skill has no {field} {}", quote_for_message(name)),
             format!("Pick one of the skill's {field}s listed in `available`."),
         )
@@ -422,24 +428,27 @@ fn failure_text(reply: &HostReply) -> String {
 fn host_refusal(what: &str, reply: &HostReply) -> ToolError {
     let (code, hint) = match reply {
         HostReply::Failed(HostFailure::Escapes) => (
-            "path_escapes",
+            Code::of(Refusal::PathEscapes),
             "Skills must live inside templates/skills; a symlink out of it is not followed.",
         ),
         HostReply::Failed(HostFailure::Private) => (
-            "private_path",
+            Code::of(Refusal::PrivatePath),
             "No tool reads the project's .sdd directory (ledger, keys); remove the link.",
         ),
         HostReply::Failed(HostFailure::TooLarge { .. }) => (
-            "file_too_large",
+            Code::of(Refusal::FileTooLarge),
             "Skill files are returned up to 256 KiB; split the file.",
         ),
-        HostReply::Failed(HostFailure::NotText) => ("not_text", "Skill files must be UTF-8 text."),
+        HostReply::Failed(HostFailure::NotText) => (
+            Code::of(Refusal::NotText),
+            "Skill files must be UTF-8 text.",
+        ),
         HostReply::Failed(HostFailure::Unsupported) => (
-            "host_unavailable",
+            Code::of(Common::HostUnavailable),
             "This server runtime does not serve project files.",
         ),
         _ => (
-            "io_error",
+            Code::of(Refusal::IoError),
             "Check the skills folder's permissions; nothing was changed.",
         ),
     };

@@ -49,6 +49,8 @@ pub mod status;
 pub mod task_capsule;
 pub mod verify_lineage;
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::Common;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -108,7 +110,7 @@ impl<A> Called<A> {
     /// Asks the runtime to perform `request` and call again with its reply (the answer is
     /// not read while a host request is out).
     pub fn ask(request: HostRequest) -> Called<A> {
-        let pending = ToolError::new("host_request", "the call waits for the host", "");
+        let pending = ToolError::new(Common::HostRequest, "the call waits for the host", "");
         Called {
             host: Some(request),
             ..Called::refused(pending)
@@ -177,7 +179,7 @@ pub fn call<T: Tool>(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
 /// The refusal of a tool that must sign when the server has no signing key.
 pub fn no_signer(tool: &str) -> ToolError {
     ToolError::new(
-        "signing_key_unavailable",
+        Refusal::SigningKeyUnavailable,
         format!("{tool} returns an Ed25519-signed object, and this server has no signing key loaded"),
         "Start the server with `bernstein mcp` in a project whose .sdd/keys/signing.ed25519 is readable \
          (mode 0600); it is created on first use. Nothing was recorded.",
@@ -218,7 +220,7 @@ pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result
         }
         _ => {
             return Err(ToolError::new(
-                "invalid_arguments",
+                Common::InvalidArguments,
                 format!("{tool}: arguments must be a JSON object"),
                 "Pass the arguments as an object of named fields (tools/list shows the inputSchema).",
             ));
@@ -226,7 +228,7 @@ pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result
     };
     serde_json::from_value(args).map_err(|e| {
         ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             format!("{tool}: {e}"),
             "Check the arguments against the tool's inputSchema (tools/list).",
         )
@@ -236,7 +238,7 @@ pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result
 /// The refusal for a peer-supplied id of the wrong shape.
 pub(crate) fn invalid_id(field: &str, value: &str, err: IdError) -> ToolError {
     ToolError::new(
-        "invalid_id",
+        Refusal::InvalidId,
         format!("{field} {} is not a task id: {err}", quote_for_message(value)),
         "Pass a task_id or run_id exactly as bernstein_run returned it (T- followed by 16 hex digits).",
     )
@@ -244,7 +246,7 @@ pub(crate) fn invalid_id(field: &str, value: &str, err: IdError) -> ToolError {
 }
 
 /// The refusal for a well-formed id that names no task.
-pub(crate) fn unknown_task(error: &str, field: &str, id: &str) -> ToolError {
+pub(crate) fn unknown_task(error: Refusal, field: &str, id: &str) -> ToolError {
     ToolError::new(
         error,
         format!("{field} {id} names no task in this project's ledger"),
@@ -264,10 +266,10 @@ pub(crate) fn unfinished_task<'p>(
 ) -> Result<&'p super::projection::TaskRow, ToolError> {
     let task = p
         .task(id)
-        .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
+        .ok_or_else(|| unknown_task(Refusal::UnknownTask, "task_id", id))?;
     if task.status.is_terminal() {
         return Err(ToolError::new(
-            "task_finished",
+            Refusal::TaskFinished,
             format!("task {id} is {} and takes no more {takes}", task.status),
             "Post while the task is being worked on; start a new task for follow-up work.",
         )
@@ -289,7 +291,7 @@ pub(crate) fn check_name(field: &str, value: &str, max: usize) -> Result<(), Too
         return Ok(());
     }
     Err(ToolError::new(
-        "invalid_arguments",
+        Common::InvalidArguments,
         format!(
             "{field} {} must be 1 to {max} characters of letters, digits and _.:-",
             quote_for_message(value)
@@ -302,7 +304,7 @@ pub(crate) fn check_name(field: &str, value: &str, max: usize) -> Result<(), Too
 /// A broken invariant met while drafting: reported, never a panic.
 pub(crate) fn internal(tool: &str, detail: &str) -> ToolError {
     ToolError::new(
-        "internal_error",
+        Common::InternalError,
         format!("{tool} could not draft its records: {detail}"),
         "This is a bug in the server; the ledger was not changed.",
     )

@@ -9,6 +9,8 @@
 //! tasks, a key of another run, a content whose shape is not its kind's, and oversized bodies.
 //! The handler never changes a task's status.
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -98,7 +100,7 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
 }
 
 fn bad(field: &str, message: String, hint: &str) -> ToolError {
-    ToolError::new("invalid_arguments", message, hint).with("field", field)
+    ToolError::new(Common::InvalidArguments, message, hint).with("field", field)
 }
 
 /// Checks the content against its kind and the size bounds.
@@ -208,7 +210,7 @@ fn post(
         && v.record.run_id != task.run_id
     {
         return Err(ToolError::new(
-            "artifact_key_taken",
+            Refusal::ArtifactKeyTaken,
             format!(
                 "key {} belongs to run {}, not to task {id}'s run",
                 args.key, v.record.run_id

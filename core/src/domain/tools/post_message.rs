@@ -13,6 +13,8 @@
 //! sender whose claim was reclaimed (stale), a status from anyone but the claimer or along an
 //! edge the lifecycle forbids, and any call while the server has no signing key.
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -106,7 +108,7 @@ fn post(ctx: &ToolContext<'_>, args: PostMessageArgs) -> Result<Called<MailboxEn
     let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
     if args.body.is_empty() || args.body.len() > MAX_BODY_BYTES {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             format!(
                 "body must hold 1 to {MAX_BODY_BYTES} bytes of UTF-8 (got {} bytes)",
                 args.body.len()
@@ -126,7 +128,7 @@ fn post(ctx: &ToolContext<'_>, args: PostMessageArgs) -> Result<Called<MailboxEn
     let head = p.mailbox(id);
     if head.entries >= MAX_UNCONSUMED {
         return Err(ToolError::new(
-            "mailbox_full",
+            Refusal::MailboxFull,
             format!("task {id}'s mailbox already holds {MAX_UNCONSUMED} unconsumed messages"),
             "Summarize instead of posting more; complete the task with bernstein_complete.",
         )

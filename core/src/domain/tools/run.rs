@@ -10,6 +10,8 @@
 //! see [`crate::domain::deps`]). The task id is derived from the ledger head and the
 //! normalized arguments. This handler must never wait for the work itself.
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -176,7 +178,7 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
     let goal_chars = args.goal.chars().count();
     if args.goal.trim().is_empty() || goal_chars > 8192 {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             format!("goal must hold 1 to 8192 characters and some non-blank text (got {goal_chars} characters)"),
             "Describe the goal in words; its first line becomes the task title.",
         )
@@ -186,7 +188,7 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
         && (role.trim().is_empty() || role.chars().count() > 64)
     {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             "role must hold 1 to 64 characters of non-blank text",
             "Omit role for the default, or name a specialist role such as backend or qa.",
         )
@@ -196,7 +198,7 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
     // (the CLI, a test) gets the same answer.
     if args.priority.is_some_and(|p| !(1..=3).contains(&p)) {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             "priority must be 1 (critical), 2 (normal) or 3 (nice to have)",
             "Omit priority for the default, 2.",
         )
@@ -207,7 +209,7 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
         .is_some_and(|m| !(1..=10_080).contains(&m))
     {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             "estimated_minutes must be from 1 to 10080 (a week)",
             "Omit estimated_minutes for the default, 30.",
         )
@@ -216,7 +218,7 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
     let plan_root = args.plan == Some(true);
     if plan_root && args.parent_task_id.is_some() {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             "plan: true starts a new run and cannot be combined with parent_task_id",
             "Create the plan's root without parent_task_id; subtasks added under a planned task are planned too.",
         )
@@ -240,7 +242,7 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
     let task_id = derive_task_id(&ctx.snapshot.position.head, &canonical);
     if ctx.snapshot.domain.task(&task_id).is_some() {
         return Err(ToolError::new(
-            "id_collision",
+            Refusal::IdCollision,
             format!("the derived task id {task_id} already exists"),
             "This should not happen; retry the call (the ledger head will have moved).",
         )
@@ -334,11 +336,11 @@ fn place(ctx: &ToolContext<'_>, parent: Option<&str>) -> Result<Placement, ToolE
         .snapshot
         .domain
         .task(parent)
-        .ok_or_else(|| unknown_task("unknown_parent", "parent_task_id", parent))?;
+        .ok_or_else(|| unknown_task(Refusal::UnknownParent, "parent_task_id", parent))?;
     let (status, parent_moves_to) = match row.status {
         s if s.is_terminal() => {
             return Err(ToolError::new(
-                "parent_terminal",
+                Refusal::ParentTerminal,
                 format!("parent task {parent} is {s}: a finished task takes no subtasks"),
                 "Start a new run with bernstein_run (no parent_task_id) instead.",
             )
@@ -353,7 +355,7 @@ fn place(ctx: &ToolContext<'_>, parent: Option<&str>) -> Result<Placement, ToolE
         ),
         s => {
             return Err(ToolError::new(
-                "parent_not_accepting_subtasks",
+                Refusal::ParentNotAcceptingSubtasks,
                 format!("parent task {parent} is {s} and cannot take subtasks now"),
                 "Resolve the parent first (it is blocked, orphaned or awaiting approval), or start a new run.",
             )
@@ -376,7 +378,7 @@ fn place(ctx: &ToolContext<'_>, parent: Option<&str>) -> Result<Placement, ToolE
 fn check_labels(args: &RunArgs) -> Result<(), ToolError> {
     let bad = |field: &str, why: &str| {
         ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             format!("{field} {why}"),
             "Use short plain labels such as api or python.",
         )
@@ -422,7 +424,7 @@ pub fn accepting_statuses() -> Vec<&'static str> {
 
 fn internal(detail: &str) -> ToolError {
     ToolError::new(
-        "internal_error",
+        Common::InternalError,
         format!("bernstein_run could not record the subtask: {detail}"),
         "This is a bug in the server; the ledger was not changed.",
     )

@@ -4,6 +4,7 @@
 //! never moves a handle, so two polls of an unchanged run answer byte-identically.
 //! This handler must never write records.
 
+use crate::domain::refusal::Refusal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -94,7 +95,7 @@ fn resolve(ctx: &ToolContext<'_>, args: &RunStatusArgs) -> Result<(String, RunHa
         task.run_id.to_string()
     } else {
         return Err(ToolError::new(
-            "unknown_run",
+            Refusal::UnknownRun,
             format!("run_id {id} names no run and no task in this project's ledger"),
             "Pass the task_id or run_id that bernstein_run returned in this project.",
         )
@@ -102,7 +103,7 @@ fn resolve(ctx: &ToolContext<'_>, args: &RunStatusArgs) -> Result<(String, RunHa
     };
     let h = run_handle(ctx.snapshot, &run_id).ok_or_else(|| {
         ToolError::new(
-            "unknown_run",
+            Refusal::UnknownRun,
             format!("task {id} belongs to run {run_id}, whose journal is missing"),
             "The ledger is inconsistent; run `bernstein audit verify`.",
         )

@@ -15,6 +15,8 @@
 //! This handler must never write anything for `list` or `status`, and never create part of a
 //! scenario: a run is all its tasks or nothing.
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::{Code, Common};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -218,7 +220,7 @@ fn read(path: String) -> HostRequest {
 
 fn missing(field: &str, action: &str) -> ToolError {
     ToolError::new(
-        "invalid_arguments",
+        Common::InvalidArguments,
         format!("action={action} needs {field}"),
         format!("Pass {field}; action=list shows the scenarios."),
     )
@@ -308,7 +310,7 @@ fn run(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<Called<ScenarioAnsw
         .ok_or_else(|| missing("scenario_id", "run"))?;
     skills::check_name(id).map_err(|e| {
         ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             format!("scenario_id {} {e}", quote_for_message(id)),
             "Pass an id exactly as action=list shows it.",
         )
@@ -317,7 +319,7 @@ fn run(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<Called<ScenarioAnsw
     let context = args.context.as_deref().unwrap_or("").trim();
     if context.chars().count() > 4000 {
         return Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             "context must be at most 4000 characters",
             "Shorten the context; it is appended to every task's goal.",
         )
@@ -331,7 +333,7 @@ fn run(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<Called<ScenarioAnsw
             Some(s) => (s, Source::Builtin),
             None => {
                 return Err(ToolError::new(
-                    "unknown_scenario",
+                    Refusal::UnknownScenario,
                     format!(
                         "no scenario {} (built in or in {})",
                         quote_for_message(id),
@@ -345,7 +347,7 @@ fn run(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<Called<ScenarioAnsw
         HostReply::File { .. } => {
             let s = project_definition(&format!("{id}.json"), reply).map_err(|problem| {
                 ToolError::new(
-                    "invalid_scenario",
+                    Refusal::InvalidScenario,
                     format!("{}: {problem}", scenarios::project_file(id)),
                     "Fix the definition file; action=list reports every problem.",
                 )
@@ -435,7 +437,7 @@ fn draft_run(
         .find(|(i, id)| ctx.snapshot.domain.task(id).is_some() || all[..*i].contains(id))
     {
         return Err(ToolError::new(
-            "id_collision",
+            Refusal::IdCollision,
             format!("the derived task id {} already exists", clash.1),
             "This should not happen; retry the call (the ledger head will have moved).",
         ));
@@ -502,19 +504,19 @@ fn status(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<Called<ScenarioA
 fn host_refusal(what: &str, reply: &HostReply) -> ToolError {
     let (code, hint) = match reply {
         HostReply::Failed(HostFailure::Escapes) => (
-            "path_escapes",
+            Code::of(Refusal::PathEscapes),
             "Scenario files must live inside the project; a symlink out of it is not followed.",
         ),
         HostReply::Failed(HostFailure::TooLarge { .. }) => (
-            "file_too_large",
+            Code::of(Refusal::FileTooLarge),
             "Scenario definitions are read up to 64 KiB.",
         ),
         HostReply::Failed(HostFailure::Unsupported) => (
-            "host_unavailable",
+            Code::of(Common::HostUnavailable),
             "This server runtime does not serve project files.",
         ),
         _ => (
-            "io_error",
+            Code::of(Refusal::IoError),
             "Check the scenario folder; nothing was changed.",
         ),
     };

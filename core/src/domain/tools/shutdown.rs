@@ -11,6 +11,8 @@
 //! becomes a structured refusal with the barrier's reason code and appends nothing but the
 //! engine's audit record. This handler must never touch the filesystem itself.
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::{Code, Common};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -154,7 +156,7 @@ fn plan(ctx: &ToolContext<'_>, args: ShutdownArgs) -> Result<Called<ShutdownAnsw
 pub fn check_workdir(workdir: &str) -> Result<(), ToolError> {
     let bad = |why: &str| {
         ToolError::new(
-            "invalid_workdir",
+            Refusal::InvalidWorkdir,
             format!("workdir {why}"),
             "Pass the project directory (the one holding .sdd) as a plain path, or omit workdir for the server's own project.",
         )
@@ -186,12 +188,16 @@ fn refusal(workdir: &str, failure: &HostFailure) -> ToolError {
     let hint = "Pass the directory of an existing Bernstein project (it holds .sdd) whose .sdd/runtime/signals \
                 path stays inside the project; nothing was written.";
     let (code, message) = match failure {
-        HostFailure::Refused { reason, detail } => (reason.clone(), detail.clone()),
+        // The barrier's reasons are the domain's codes; one it does not know is an IO error.
+        HostFailure::Refused { reason, detail } => (
+            Code::of(Refusal::from_code(reason).unwrap_or(Refusal::IoError)),
+            detail.clone(),
+        ),
         HostFailure::Unsupported => (
-            "host_unavailable".to_string(),
+            Code::of(Common::HostUnavailable),
             "this server runtime cannot write the shutdown signal".to_string(),
         ),
-        other => ("io_error".to_string(), format!("{other:?}")),
+        other => (Code::of(Refusal::IoError), format!("{other:?}")),
     };
     ToolError::new(code, message, hint).with("workdir", workdir)
 }

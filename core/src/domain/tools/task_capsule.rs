@@ -9,6 +9,8 @@
 //! has no signing key. A capsule that fails its checks is a report `{valid: false, problems}`,
 //! not a refusal.
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -89,7 +91,7 @@ fn answer(
     let p = &ctx.snapshot.domain;
     let task = p
         .task(id)
-        .ok_or_else(|| unknown_task("unknown_task", "task_id", id))?;
+        .ok_or_else(|| unknown_task(Refusal::UnknownTask, "task_id", id))?;
     let signer = ctx.config.signing_key.as_ref();
     match (args.verify, args.capsule) {
         (true, Some(c)) => {
@@ -105,7 +107,7 @@ fn answer(
             Ok(Called::ok(CapsuleAnswer::Verdict(verdict)))
         }
         (verify, capsule) if verify != capsule.is_some() => Err(ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             "verify: true and capsule go together: pass both to check a capsule, neither to get one",
             "Call with {task_id} to get a capsule, or {task_id, verify: true, capsule} to check one.",
         )

@@ -11,6 +11,8 @@
 //! unknown key without `check_file` is an invalid report, not a refusal. This handler must
 //! never write records.
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -81,7 +83,7 @@ fn verify(
 ) -> Result<Called<LineageReport>, ToolError> {
     let (key, version) = lineage::parse_path(&args.artefact_path).map_err(|m| {
         ToolError::new(
-            "invalid_arguments",
+            Common::InvalidArguments,
             format!("artefact_path: {m}"),
             "Pass a key bernstein_post_artifact accepted, optionally followed by @<version>.",
         )
@@ -111,7 +113,7 @@ fn verify(
 /// starting with `.`: `.sdd` holds the ledger and keys, `.env` and `.git` secrets), so the
 /// hash never turns into an oracle for files the ledger does not vouch for.
 fn screen_file(key: &str, unrecorded: bool) -> Result<(), ToolError> {
-    let refusal = |code: &str, why: String| {
+    let refusal = |code: Refusal, why: String| {
         ToolError::new(
             code,
             why,
@@ -122,7 +124,7 @@ fn screen_file(key: &str, unrecorded: bool) -> Result<(), ToolError> {
     };
     if key.split('/').any(|s| s.starts_with('.')) {
         return Err(refusal(
-            "private_path",
+            Refusal::PrivatePath,
             format!(
                 "check_file does not read hidden paths such as {key:?} (.sdd, .env, .git hold keys and secrets)"
             ),
@@ -130,7 +132,7 @@ fn screen_file(key: &str, unrecorded: bool) -> Result<(), ToolError> {
     }
     if unrecorded {
         return Err(refusal(
-            "file_not_recorded",
+            Refusal::FileNotRecorded,
             format!("no artifact record names {key:?}, so its file is not hashed"),
         ));
     }
@@ -140,10 +142,13 @@ fn screen_file(key: &str, unrecorded: bool) -> Result<(), ToolError> {
 /// Refuses when the key's path resolved (through a symlink) outside the project or into `.sdd`.
 fn refuse_unsafe_file(key: &str, reply: &HostReply) -> Result<(), ToolError> {
     let (code, why) = match reply {
-        HostReply::Failed(HostFailure::Escapes) => ("path_escapes", "resolves outside the project"),
-        HostReply::Failed(HostFailure::Private) => {
-            ("private_path", "resolves into the project's .sdd directory")
+        HostReply::Failed(HostFailure::Escapes) => {
+            (Refusal::PathEscapes, "resolves outside the project")
         }
+        HostReply::Failed(HostFailure::Private) => (
+            Refusal::PrivatePath,
+            "resolves into the project's .sdd directory",
+        ),
         _ => return Ok(()),
     };
     Err(ToolError::new(

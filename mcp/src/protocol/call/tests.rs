@@ -30,8 +30,15 @@ fn read_run(_: &ToolContext<'_>, args: Value) -> ToolOutput {
     out
 }
 
+crate::refusal_codes! {
+    /// This fixture's refusals.
+    enum Fixture {
+        Nope = "nope",
+    }
+}
+
 fn refuse_with_drafts(_: &ToolContext<'_>, _: Value) -> ToolOutput {
-    let mut out = ToolOutput::refused(ToolError::new("nope", "refused", "don't"));
+    let mut out = ToolOutput::refused(ToolError::new(Fixture::Nope, "refused", "don't"));
     out.drafts.push(Draft::new("backlog", "t.leak", json!({})));
     out
 }

@@ -77,7 +77,7 @@ impl World {
         let before = (tree(self.root()), tree(self.out()));
         let got = signal_shutdown(self.root(), workdir, BODY);
         let refusal = got.expect_err("the barrier must refuse");
-        assert_eq!(refusal.reason, reason, "{refusal:?}");
+        assert_eq!(refusal.reason.as_str(), reason, "{refusal:?}");
         assert_eq!(
             (tree(self.root()), tree(self.out())),
             before,

@@ -20,7 +20,7 @@ fn post(b: &mut Bench, task: &str, sender: &str, status: Option<&str>) -> Result
     b.call("bernstein_post_message", args)
         .result
         .map(drop)
-        .map_err(|e| e.error)
+        .map_err(|e| e.error.to_string())
 }
 
 fn verifies(b: &Bench, r: &ClaimReceipt) {

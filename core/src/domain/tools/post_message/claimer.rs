@@ -8,6 +8,7 @@
 //! a reclaim (its lease expired) is refused as stale whatever it posts. This module drafts the
 //! status and lease records; it never writes the mailbox entry (the tool does).
 
+use crate::domain::refusal::Refusal;
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::Draft;
@@ -49,7 +50,7 @@ pub const MAX_REASON_CHARS: usize = 512;
 pub fn check_not_stale(row: &TaskRow, sender: &str) -> Result<(), ToolError> {
     if lease::is_stale_claimer(row, sender) {
         return Err(ToolError::new(
-            "stale_claim",
+            Refusal::StaleClaim,
             format!(
                 "{sender}'s lease on task {} expired and the task was reclaimed{}",
                 row.id,
@@ -72,7 +73,7 @@ pub fn check_holds(row: &TaskRow, claimer: &str) -> Result<(), ToolError> {
     check_not_stale(row, claimer)?;
     if row.claimer.as_deref() != Some(claimer) {
         return Err(ToolError::new(
-            "not_claimer",
+            Refusal::NotClaimer,
             format!("{claimer} does not hold task {}", row.id),
             "Claim the task with bernstein_claim first, or omit claimer_id.",
         )
@@ -97,7 +98,7 @@ pub fn claimer_drafts(
     if let Some(want) = status {
         if !holds {
             return Err(ToolError::new(
-                "not_claimer",
+                Refusal::NotClaimer,
                 format!(
                     "only the claimer of task {} may change its status; {sender} does not hold it",
                     row.id
@@ -112,7 +113,7 @@ pub fn claimer_drafts(
         if !no_change {
             lifecycle::transition(row.status, to).map_err(|_| {
                 ToolError::new(
-                    "illegal_transition",
+                    Refusal::IllegalTransition,
                     format!("task {} cannot move from {} to {}", row.id, row.status, to),
                     "Read the task's status with bernstein_status; only claimed or in_progress tasks take a status from their claimer.",
                 )

@@ -183,7 +183,7 @@ mod claimer_status {
         )
         .result
         .map(drop)
-        .map_err(|e| e.error)
+        .map_err(|e| e.error.to_string())
     }
 
     #[test]

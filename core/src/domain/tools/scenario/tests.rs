@@ -168,7 +168,7 @@ fn arguments_are_checked_before_any_host_call() {
         assert!(out.host.is_none(), "{args}");
         let e = out.result.unwrap_err();
         assert_eq!(
-            (e.error.as_str(), e.extra["field"].as_str()),
+            (e.error, e.extra["field"].as_str()),
             ("invalid_arguments", Some(field)),
             "{args}"
         );
