@@ -10,10 +10,10 @@
 //!
 //! This module reads the projection only; it never drafts records.
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::Common;
 use std::collections::BTreeSet;
 
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::Common;
 use crate::protocol::registry::ToolError;
 
 use super::claims::dependency_done;

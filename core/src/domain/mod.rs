@@ -13,7 +13,8 @@
 //! - [`skills`], [`scenarios`]: skill files and scenario definitions (`load_skill`,
 //!   `bernstein_scenario`).
 //! - [`prompts`], [`card`], [`instructions`]: the rest of the catalogue.
-//! - [`schema`]: advertised JSON Schemas generated from the Rust types.
+//! - [`schema`]: advertised JSON Schemas generated from the Rust types; [`args`]: argument
+//!   newtypes whose limits are both their schema and their check.
 //! - [`deps`]: `depends_on` checks (unknown tasks, cycles).
 //! - [`claims`], [`claim_verify`]: claim selection, signed claim receipts, their verifier.
 //! - [`mailbox`], [`dlp`]: signed mailbox entries, their verifier, secret redaction.
@@ -30,6 +31,7 @@
 //! randomness. The domain never frames messages or writes records itself; it returns drafts.
 
 pub mod aliases;
+pub mod args;
 pub mod artifacts;
 pub mod bound;
 pub mod call_stats;

@@ -435,7 +435,7 @@ fn finish<F: Fold>(
     if !cancelled {
         result.insert("isError".into(), Value::Bool(is_error));
     }
-    let records = audit.seal(drafts, ok, error_code.as_deref(), run_id.as_deref());
+    let records = audit.seal(drafts, ok, error_code, run_id.as_deref());
     CallReply {
         task_id,
         run_id: if ok { run_id } else { None },

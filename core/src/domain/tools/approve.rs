@@ -6,16 +6,16 @@
 //! are decided as a whole (`bernstein plan approve`). Atomic like every gate: decided on the
 //! call's snapshot, committed by compare-and-append against it.
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::domain::refusal::Refusal;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 
+use super::super::args::Text;
 use super::super::completion::{ResumedParent, resume_parents};
 use super::super::dlp::Redactions;
 use super::super::ids::check_task_id;
@@ -45,8 +45,7 @@ pub struct ApproveArgs {
     pub task_id: String,
     /// Recorded as the result summary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 4096))]
-    pub note: Option<String>,
+    pub note: Option<Text<1, MAX_NOTE_CHARS>>,
 }
 
 /// Payload of `bernstein_approve`.
@@ -135,14 +134,6 @@ pub fn not_awaiting_approval(task_id: &str, status: TaskStatus) -> ToolError {
 fn approve(ctx: &ToolContext<'_>, args: ApproveArgs) -> Result<Called<ApproveAnswer>, ToolError> {
     let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
     let note = args.note.as_deref().map(str::trim);
-    if note.is_some_and(|n| n.is_empty() || n.chars().count() > MAX_NOTE_CHARS) {
-        return Err(ToolError::new(
-            Common::InvalidArguments,
-            format!("note must hold 1 to {MAX_NOTE_CHARS} characters of non-blank text"),
-            "Omit note to keep the worker's result summary.",
-        )
-        .with("field", "note"));
-    }
     let p = &ctx.snapshot.domain;
     let task = p
         .task(id)

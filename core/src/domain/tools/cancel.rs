@@ -6,16 +6,17 @@
 //! root also writes `run.cancelled` to the run journal. This handler must never change a status
 //! except through `crate::domain::status_changes::status_change_drafts`.
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
+use crate::domain::refusal::Refusal;
 use crate::ledger::Draft;
+use crate::protocol::refusal::Common;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
+use super::super::args::Text;
 use super::super::dlp::Redactions;
 use super::super::ids::{check_task_id, run_stream};
 use super::super::lifecycle::{self, TaskStatus};
@@ -45,8 +46,7 @@ pub struct CancelArgs {
     pub task_id: String,
     /// Why (recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 4096))]
-    pub reason: Option<String>,
+    pub reason: Option<Text<0, 4096>>,
 }
 
 /// A descendant the call could not cancel.
@@ -118,18 +118,6 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
 
 fn plan(ctx: &ToolContext<'_>, args: CancelArgs) -> Result<(CancelAnswer, Vec<Draft>), ToolError> {
     let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
-    if args
-        .reason
-        .as_ref()
-        .is_some_and(|r| r.chars().count() > 4096)
-    {
-        return Err(ToolError::new(
-            Common::InvalidArguments,
-            "reason must be at most 4096 characters",
-            "Shorten the reason; it is recorded in the ledger.",
-        )
-        .with("field", "reason"));
-    }
     let p = &ctx.snapshot.domain;
     let task = p
         .task(id)

@@ -8,7 +8,6 @@
 //! win one task: the loser's append conflicts and it is decided again on the newer ledger.
 //! Without a signing key the call is refused; it never answers an unsigned receipt.
 
-use crate::protocol::refusal::Common;
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
@@ -19,6 +18,7 @@ use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::ledger::AUDIT_STREAM;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
+use super::super::args::{Ident, Int, Label, List};
 use super::super::claims::ClaimReceipt;
 use super::super::claims::{self, ClaimEntry, ClaimFilter, ClaimedTask, Claimer};
 use super::super::lease;
@@ -26,7 +26,7 @@ use super::super::lifecycle::TaskStatus;
 use super::super::records;
 use super::super::status_changes::{ChangeNote, StatusChanges};
 use super::no_signer;
-use super::{Called, Tool, check_name, internal};
+use super::{Called, Tool, check_items, internal};
 
 pub const NAME: &str = "bernstein_claim";
 
@@ -49,33 +49,25 @@ done, for lease_seconds. Answers a signed receipt {taskId, granted, ...} (taskId
 #[serde(deny_unknown_fields)]
 pub struct ClaimArgs {
     /// The worker's identity.
-    #[schemars(length(min = 1, max = 256))]
-    pub claimer_id: String,
+    pub claimer_id: Ident<256>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 64))]
-    pub role: Option<String>,
+    pub role: Option<Label<64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 256))]
-    pub project: Option<String>,
+    pub project: Option<Label<256>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 256))]
-    pub capability: Option<String>,
+    pub capability: Option<Label<256>>,
     /// Done tasks this worker holds: a task is offered only if all its dependencies are here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 4096))]
-    pub completed_ids: Option<Vec<String>>,
+    pub completed_ids: Option<List<String, MAX_COMPLETED_IDS>>,
     /// Skip tasks claimed this often.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(max = 100000))]
-    pub max_attempts: Option<u32>,
+    pub max_attempts: Option<Int<u32, 0, 100_000>>,
     /// `sha256:` agent card fingerprint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 256))]
-    pub claimer_card_fingerprint: Option<String>,
+    pub claimer_card_fingerprint: Option<Ident<256>>,
     /// Renewed by each message of the claimer (default 300).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 86400))]
-    pub lease_seconds: Option<u64>,
+    pub lease_seconds: Option<Int<u64, { lease::MIN_LEASE_SECONDS }, { lease::MAX_LEASE_SECONDS }>>,
 }
 
 /// `bernstein_claim`, declared once (see [`Tool`]).
@@ -104,95 +96,33 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
     super::call::<Claim>(ctx, args)
 }
 
-/// The filter of validated arguments.
+/// The filter of validated arguments (each argument's limits are its type's).
 fn filter_of(args: &ClaimArgs) -> Result<ClaimFilter, ToolError> {
-    check_name("claimer_id", &args.claimer_id, 256)?;
-    for (field, value, max) in [
-        ("role", &args.role, 64),
-        ("project", &args.project, 256),
-        ("capability", &args.capability, 256),
-        (
-            "claimer_card_fingerprint",
-            &args.claimer_card_fingerprint,
-            256,
-        ),
-    ] {
-        if let Some(v) = value {
-            check_text(field, v, max)?;
-        }
-    }
-    let completed_ids = match &args.completed_ids {
-        None => None,
-        Some(ids) if ids.len() > MAX_COMPLETED_IDS => {
-            return Err(ToolError::new(
-                Common::InvalidArguments,
-                format!(
-                    "completed_ids lists {} ids; at most {MAX_COMPLETED_IDS}",
-                    ids.len()
-                ),
-                "List only the dependencies whose results this worker holds.",
-            )
-            .with("field", "completed_ids"));
-        }
-        Some(ids) => {
-            for id in ids {
-                check_name("completed_ids", id, 256)?;
-            }
-            Some(ids.iter().cloned().collect::<BTreeSet<String>>())
-        }
-    };
-    if args.max_attempts.is_some_and(|m| m > 100_000) {
-        return Err(ToolError::new(
-            Common::InvalidArguments,
-            "max_attempts must be from 0 to 100000",
-            "Omit max_attempts to offer tasks however often they were claimed.",
-        )
-        .with("field", "max_attempts"));
-    }
+    let completed = args.completed_ids.as_deref().unwrap_or_default();
+    check_items("completed_ids", completed, Ident::<256>::check)?;
     Ok(ClaimFilter {
-        role: args.role.clone(),
-        project: args.project.clone(),
-        capability: args.capability.clone(),
-        completed_ids,
-        max_attempts: args.max_attempts,
+        role: args.role.clone().map(Label::into_string),
+        project: args.project.clone().map(Label::into_string),
+        capability: args.capability.clone().map(Label::into_string),
+        completed_ids: args
+            .completed_ids
+            .as_ref()
+            .map(|ids| ids.iter().cloned().collect::<BTreeSet<String>>()),
+        max_attempts: args.max_attempts.map(Int::get),
     })
 }
 
-/// A free-text filter value: non-blank, at most `max` characters, no control characters.
-fn check_text(field: &str, value: &str, max: usize) -> Result<(), ToolError> {
-    if value.trim().is_empty() || value.chars().count() > max || value.chars().any(char::is_control)
-    {
-        return Err(ToolError::new(
-            Common::InvalidArguments,
-            format!("{field} must hold 1 to {max} characters of text without control characters"),
-            "Omit the field to leave that part of the filter open.",
-        )
-        .with("field", field));
-    }
-    Ok(())
-}
-
 /// The lease length in ms of validated arguments.
-fn lease_ms_of(args: &ClaimArgs) -> Result<u64, ToolError> {
-    let secs = args.lease_seconds.unwrap_or(lease::DEFAULT_LEASE_SECONDS);
-    if !(lease::MIN_LEASE_SECONDS..=lease::MAX_LEASE_SECONDS).contains(&secs) {
-        return Err(ToolError::new(
-            Common::InvalidArguments,
-            format!(
-                "lease_seconds must be from {} to {}",
-                lease::MIN_LEASE_SECONDS,
-                lease::MAX_LEASE_SECONDS
-            ),
-            "Omit lease_seconds for the default of 300 seconds.",
-        )
-        .with("field", "lease_seconds"));
-    }
-    Ok(secs * 1000)
+fn lease_ms_of(args: &ClaimArgs) -> u64 {
+    let secs = args
+        .lease_seconds
+        .map_or(lease::DEFAULT_LEASE_SECONDS, Int::get);
+    secs * 1000
 }
 
 fn claim(ctx: &ToolContext<'_>, args: ClaimArgs) -> Result<Called<ClaimReceipt>, ToolError> {
     let filter = filter_of(&args)?;
-    let lease_ms = lease_ms_of(&args)?;
+    let lease_ms = lease_ms_of(&args);
     let signer = ctx
         .config
         .signing_key

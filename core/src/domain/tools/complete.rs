@@ -12,16 +12,16 @@
 //! again on the newer ledger and refused. This handler changes statuses only through
 //! `StatusChanges`.
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::domain::refusal::Refusal;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 
+use super::super::args::{Ident, Text};
 use super::super::completion::{ResumedParent, resume_parents};
 use super::super::dlp::Redactions;
 use super::super::ids::check_task_id;
@@ -49,12 +49,10 @@ if it needs approval.";
 #[serde(deny_unknown_fields)]
 pub struct CompleteArgs {
     pub task_id: String,
-    #[schemars(length(min = 1, max = 4096))]
-    pub result_summary: String,
+    pub result_summary: Text<1, MAX_SUMMARY_CHARS>,
     /// When given, refused unless this claimer holds the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 256))]
-    pub claimer_id: Option<String>,
+    pub claimer_id: Option<Ident<256>>,
 }
 
 /// Payload of `bernstein_complete`.
@@ -133,16 +131,6 @@ fn complete(
 ) -> Result<Called<CompleteAnswer>, ToolError> {
     let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
     let summary = args.result_summary.trim();
-    if summary.is_empty() || args.result_summary.chars().count() > MAX_SUMMARY_CHARS {
-        return Err(ToolError::new(
-            Common::InvalidArguments,
-            format!(
-                "result_summary must hold 1 to {MAX_SUMMARY_CHARS} characters of non-blank text"
-            ),
-            "Say in a sentence or two what was done; it is recorded as the task's result.",
-        )
-        .with("field", "result_summary"));
-    }
     let p = &ctx.snapshot.domain;
     let task = p
         .task(id)

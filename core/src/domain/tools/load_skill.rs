@@ -16,14 +16,14 @@
 //! inside it, so the index skips links that leave it and a call by name is refused. This handler must never build a
 //! host path from an unscreened name, and never write records.
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::{Code, Common};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
+use crate::domain::refusal::Refusal;
 use crate::protocol::host::{DirEntry, EntryKind, HostFailure, HostReply, HostRequest};
+use crate::protocol::refusal::{Code, Common};
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::ids::quote_for_message;

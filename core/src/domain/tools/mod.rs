@@ -31,8 +31,9 @@
 //!
 //! Handlers are pure: they read the snapshot in their [`ToolContext`] and return an answer plus
 //! the drafts to append, or a structured refusal with no drafts. Arguments were validated
-//! against the advertised schema already; a deserialization failure still becomes the refusal
-//! `invalid_arguments`, never a panic.
+//! against the advertised schema already; what a schema cannot say is checked as they parse,
+//! by the newtypes of [`super::args`] that carry each argument's limits, and a failed parse is
+//! the refusal `invalid_arguments` naming the argument, never a panic.
 
 pub mod approve;
 pub mod cancel;
@@ -49,16 +50,16 @@ pub mod status;
 pub mod task_capsule;
 pub mod verify_lineage;
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::Common;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
+use crate::domain::refusal::Refusal;
 use crate::ledger::Draft;
 use crate::protocol::host::HostRequest;
+use crate::protocol::refusal::Common;
 use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
 use super::ids::{IdError, quote_for_message};
@@ -209,7 +210,8 @@ pub fn registered() -> Vec<ToolSpec> {
     tools
 }
 
-/// Deserializes validated arguments; a mismatch is the refusal `invalid_arguments`.
+/// Deserializes validated arguments; a mismatch (a type, or a check of `super::args`) is the
+/// refusal `invalid_arguments`, naming the argument as `field`.
 pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
     let args = match args {
         Value::Null => Value::Object(Default::default()),
@@ -226,12 +228,21 @@ pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result
             ));
         }
     };
-    serde_json::from_value(args).map_err(|e| {
-        ToolError::new(
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let path = e.path().to_string();
+        let refusal = ToolError::new(
             Common::InvalidArguments,
-            format!("{tool}: {e}"),
+            format!("{tool}: {path}: {}", e.inner()),
             "Check the arguments against the tool's inputSchema (tools/list).",
-        )
+        );
+        // The argument the failure is in: the first segment of the path (`completed_ids` of
+        // `completed_ids[3]`); none when the arguments as a whole failed.
+        let field = path.split(['.', '[']).next().unwrap_or_default();
+        if field.is_empty() {
+            refusal
+        } else {
+            refusal.with("field", field)
+        }
     })
 }
 
@@ -279,26 +290,25 @@ pub(crate) fn unfinished_task<'p>(
     Ok(task)
 }
 
-/// Checks a peer-supplied name (claimer, sender, completed id, fingerprint): 1 to `max` bytes
-/// of ASCII letters, digits and `_.:-`.
-pub(crate) fn check_name(field: &str, value: &str, max: usize) -> Result<(), ToolError> {
-    let ok = !value.is_empty()
-        && value.len() <= max
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'));
-    if ok {
-        return Ok(());
+/// Checks each item of a list argument with an item type's check (`super::args`), for lists
+/// whose advertised items say only `string` (as the recorded listings have them); the first
+/// failure is the refusal `invalid_arguments` naming the list as `field`.
+pub(crate) fn check_items(
+    field: &str,
+    items: &[String],
+    check: fn(&str) -> Result<(), String>,
+) -> Result<(), ToolError> {
+    for (i, item) in items.iter().enumerate() {
+        if let Err(why) = check(item) {
+            return Err(ToolError::new(
+                Common::InvalidArguments,
+                format!("{field}[{i}] {why}"),
+                "Check the arguments against the tool's inputSchema (tools/list).",
+            )
+            .with("field", field));
+        }
     }
-    Err(ToolError::new(
-        Common::InvalidArguments,
-        format!(
-            "{field} {} must be 1 to {max} characters of letters, digits and _.:-",
-            quote_for_message(value)
-        ),
-        "Use a plain identifier such as worker-1 or sha256:<hex>.",
-    )
-    .with("field", field))
+    Ok(())
 }
 
 /// A broken invariant met while drafting: reported, never a panic.

@@ -9,17 +9,18 @@
 //! tasks, a key of another run, a content whose shape is not its kind's, and oversized bodies.
 //! The handler never changes a task's status.
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::Tier;
 use crate::digest::Digest;
 use crate::domain::bound::{ToolContext, ToolSpec};
+use crate::domain::refusal::Refusal;
 use crate::ledger::AUDIT_STREAM;
+use crate::protocol::refusal::Common;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
+use super::super::args::Ident;
 use super::super::artifacts::{
     self, ARTIFACT_MIRROR, ARTIFACT_POSTED, ArtifactContent, ArtifactKind, ArtifactRecord,
     ArtifactRef, LINEAGE_STREAM, RUN_ARTIFACT,
@@ -29,7 +30,7 @@ use super::super::ids::{check_task_id, run_stream};
 use super::super::lineage::check_key;
 use super::super::records;
 use super::super::trace::TraceRef;
-use super::{Called, Tool, check_name, invalid_id, unfinished_task};
+use super::{Called, Tool, invalid_id, unfinished_task};
 
 pub const NAME: &str = "bernstein_post_artifact";
 
@@ -69,8 +70,7 @@ pub struct PostArtifactArgs {
     /// By kind.
     pub content: ArtifactContent,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 256))]
-    pub poster: Option<String>,
+    pub poster: Option<Ident<256>>,
 }
 
 /// `bernstein_post_artifact`, declared once (see [`Tool`]).
@@ -199,9 +199,6 @@ fn post(
             "Use a name such as reports/summary.md (letters, digits, _.-/).",
         )
     })?;
-    if let Some(p) = &args.poster {
-        check_name("poster", p, 256)?;
-    }
     check_content(&args)?;
     let p = &ctx.snapshot.domain;
     let task = unfinished_task(p, id, "artifacts")?;
@@ -255,7 +252,7 @@ fn post(
         content_hash: String::new(),
         redactions,
         redacted_kinds: kinds.into_iter().map(str::to_string).collect(),
-        poster: args.poster,
+        poster: args.poster.map(Ident::into_string),
         trace: TraceRef::from_meta(ctx.meta),
         parent_lineage_head: latest
             .map_or(Digest::ZERO.to_string(), |v| v.record.lineage_head.clone()),

@@ -13,23 +13,23 @@
 //! sender whose claim was reclaimed (stale), a status from anyone but the claimer or along an
 //! edge the lifecycle forbids, and any call while the server has no signing key.
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
+use crate::domain::refusal::Refusal;
 use crate::ledger::AUDIT_STREAM;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
+use super::super::args::{Bytes, Ident};
 use super::super::dlp;
 use super::super::ids::check_task_id;
 use super::super::mailbox::MailboxEntry;
 use super::super::mailbox::{MailboxMirror, MessageKind, NewEntry, mailbox_stream, seal_entry};
 use super::super::records;
 use super::no_signer;
-use super::{Called, Tool, check_name, invalid_id, unfinished_task};
+use super::{Called, Tool, invalid_id, unfinished_task};
 
 pub mod claimer;
 
@@ -62,17 +62,14 @@ renews the lease; status moves the task.";
 pub struct PostMessageArgs {
     pub task_id: String,
     /// At most 4096 bytes.
-    #[schemars(length(min = 1, max = 4096))]
-    pub body: String,
+    pub body: Bytes<MAX_BODY_BYTES>,
     pub kind: MessageKind,
     /// Default anonymous.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 256))]
-    pub sender: Option<String>,
+    pub sender: Option<Ident<256>>,
     /// `sha256:` agent card fingerprint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 256))]
-    pub sender_card_fingerprint: Option<String>,
+    pub sender_card_fingerprint: Option<Ident<256>>,
     /// Claimer only: started, failed (body = reason) or open (released).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<MessageStatus>,
@@ -106,23 +103,6 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
 
 fn post(ctx: &ToolContext<'_>, args: PostMessageArgs) -> Result<Called<MailboxEntry>, ToolError> {
     let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
-    if args.body.is_empty() || args.body.len() > MAX_BODY_BYTES {
-        return Err(ToolError::new(
-            Common::InvalidArguments,
-            format!(
-                "body must hold 1 to {MAX_BODY_BYTES} bytes of UTF-8 (got {} bytes)",
-                args.body.len()
-            ),
-            "Post long output as an artefact_ref pointing at where it is stored.",
-        )
-        .with("field", "body"));
-    }
-    if let Some(s) = &args.sender {
-        check_name("sender", s, 256)?;
-    }
-    if let Some(f) = &args.sender_card_fingerprint {
-        check_name("sender_card_fingerprint", f, 256)?;
-    }
     let p = &ctx.snapshot.domain;
     let task = unfinished_task(p, id, "messages")?;
     let head = p.mailbox(id);

@@ -10,22 +10,23 @@
 //! see [`crate::domain::deps`]). The task id is derived from the ledger head and the
 //! normalized arguments. This handler must never wait for the work itself.
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::canonical::to_canonical_bytes;
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
+use crate::domain::refusal::Refusal;
+use crate::protocol::refusal::Common;
 use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
+use super::super::args::{Int, Label, List, Text};
 use super::super::deps::check_dependencies;
 use super::super::dlp::Redactions;
 use super::super::ids::{check_task_id, derive_task_id};
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::records::{self, Complexity, Scope, TaskCreated};
-use super::{Called, Tool, invalid_id, unknown_task};
+use super::{Called, Tool, check_items, invalid_id, unknown_task};
 
 pub const NAME: &str = "bernstein_run";
 
@@ -55,16 +56,13 @@ poll_after_ms. Runs take minutes to hours: poll bernstein_run_status, never call
 #[serde(deny_unknown_fields)]
 pub struct RunArgs {
     /// First line: the title.
-    #[schemars(length(min = 1, max = 8192))]
-    pub goal: String,
+    pub goal: Text<1, 8192>,
     /// Default backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 64))]
-    pub role: Option<String>,
+    pub role: Option<Text<1, 64>>,
     /// 1 critical, 2 normal (default), 3 low.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 3))]
-    pub priority: Option<u8>,
+    pub priority: Option<Int<u8, 1, 3>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(description = "Default medium.")]
     pub scope: Option<Scope>,
@@ -73,15 +71,13 @@ pub struct RunArgs {
     pub complexity: Option<Complexity>,
     /// Default 30.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 10080))]
-    pub estimated_minutes: Option<u32>,
+    pub estimated_minutes: Option<Int<u32, 1, 10080>>,
     /// Add a subtask to this task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_task_id: Option<String>,
     /// Tasks that must be done first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 64))]
-    pub depends_on: Option<Vec<String>>,
+    pub depends_on: Option<List<String, 64>>,
     /// Completion needs bernstein_approve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requires_approval: Option<bool>,
@@ -89,11 +85,9 @@ pub struct RunArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 256))]
-    pub project: Option<String>,
+    pub project: Option<Label<256>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 16))]
-    pub capabilities: Option<Vec<String>>,
+    pub capabilities: Option<List<String, 16>>,
 }
 
 /// Payload of `bernstein_run`.
@@ -175,46 +169,6 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
 }
 
 fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolError> {
-    let goal_chars = args.goal.chars().count();
-    if args.goal.trim().is_empty() || goal_chars > 8192 {
-        return Err(ToolError::new(
-            Common::InvalidArguments,
-            format!("goal must hold 1 to 8192 characters and some non-blank text (got {goal_chars} characters)"),
-            "Describe the goal in words; its first line becomes the task title.",
-        )
-        .with("field", "goal"));
-    }
-    if let Some(role) = &args.role
-        && (role.trim().is_empty() || role.chars().count() > 64)
-    {
-        return Err(ToolError::new(
-            Common::InvalidArguments,
-            "role must hold 1 to 64 characters of non-blank text",
-            "Omit role for the default, or name a specialist role such as backend or qa.",
-        )
-        .with("field", "role"));
-    }
-    // The engine validated these against the schema already; a handler called some other way
-    // (the CLI, a test) gets the same answer.
-    if args.priority.is_some_and(|p| !(1..=3).contains(&p)) {
-        return Err(ToolError::new(
-            Common::InvalidArguments,
-            "priority must be 1 (critical), 2 (normal) or 3 (nice to have)",
-            "Omit priority for the default, 2.",
-        )
-        .with("field", "priority"));
-    }
-    if args
-        .estimated_minutes
-        .is_some_and(|m| !(1..=10_080).contains(&m))
-    {
-        return Err(ToolError::new(
-            Common::InvalidArguments,
-            "estimated_minutes must be from 1 to 10080 (a week)",
-            "Omit estimated_minutes for the default, 30.",
-        )
-        .with("field", "estimated_minutes"));
-    }
     let plan_root = args.plan == Some(true);
     if plan_root && args.parent_task_id.is_some() {
         return Err(ToolError::new(
@@ -266,17 +220,22 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
         title: title_of(&goal),
         goal,
         role,
-        priority: args.priority.unwrap_or(DEFAULT_PRIORITY),
+        priority: args.priority.map_or(DEFAULT_PRIORITY, Int::get),
         scope: args.scope.unwrap_or_default(),
         complexity: args.complexity.unwrap_or_default(),
-        estimated_minutes: args.estimated_minutes.unwrap_or(DEFAULT_ESTIMATED_MINUTES),
+        estimated_minutes: args
+            .estimated_minutes
+            .map_or(DEFAULT_ESTIMATED_MINUTES, Int::get),
         status: placement.status,
         created_at: ctx.now.0,
         depends_on,
         requires_approval: args.requires_approval == Some(true),
         plan: plan_root,
-        project: args.project.clone(),
-        capabilities: args.capabilities.clone().unwrap_or_default(),
+        project: args.project.clone().map(Label::into_string),
+        capabilities: args
+            .capabilities
+            .clone()
+            .map_or_else(Vec::new, List::into_vec),
         redactions: redactions.counts(),
         redacted_kinds: redactions.kinds(),
     };
@@ -375,41 +334,17 @@ fn place(ctx: &ToolContext<'_>, parent: Option<&str>) -> Result<Placement, ToolE
 
 /// Checks `project` and `capabilities` (the schema bounds them; this also refuses blanks,
 /// control characters and duplicates).
+/// Each capability is a label, none listed twice (the list's own limit is its type's).
 fn check_labels(args: &RunArgs) -> Result<(), ToolError> {
-    let bad = |field: &str, why: &str| {
-        ToolError::new(
+    let caps = args.capabilities.as_deref().unwrap_or_default();
+    check_items("capabilities", caps, Label::<64>::check)?;
+    if caps.iter().enumerate().any(|(i, c)| caps[..i].contains(c)) {
+        return Err(ToolError::new(
             Common::InvalidArguments,
-            format!("{field} {why}"),
+            "capabilities lists a capability twice",
             "Use short plain labels such as api or python.",
         )
-        .with("field", field)
-    };
-    let usable = |v: &str, max: usize| {
-        !v.trim().is_empty() && v.chars().count() <= max && !v.chars().any(char::is_control)
-    };
-    if let Some(p) = &args.project
-        && !usable(p, 256)
-    {
-        return Err(bad(
-            "project",
-            "must hold 1 to 256 characters without control characters",
-        ));
-    }
-    if let Some(caps) = &args.capabilities {
-        if caps.len() > 16 {
-            return Err(bad("capabilities", "may list at most 16 capabilities"));
-        }
-        for (i, c) in caps.iter().enumerate() {
-            if !usable(c, 64) {
-                return Err(bad(
-                    "capabilities",
-                    "entries must hold 1 to 64 characters without control characters",
-                ));
-            }
-            if caps[..i].contains(c) {
-                return Err(bad("capabilities", "lists a capability twice"));
-            }
-        }
+        .with("field", "capabilities"));
     }
     Ok(())
 }

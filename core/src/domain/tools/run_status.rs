@@ -4,15 +4,16 @@
 //! never moves a handle, so two polls of an unchanged run answer byte-identically.
 //! This handler must never write records.
 
-use crate::domain::refusal::Refusal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::domain::refusal::Refusal;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 
+use super::super::args::Int;
 use super::super::handle::{RunHandle, run_handle};
 use super::super::ids::check_task_id;
 use super::super::runs::RunStatus;
@@ -38,8 +39,7 @@ pub struct RunStatusArgs {
     pub run_id: String,
     /// Long poll: wait this long for the end (or a move past `since`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 120000))]
-    pub wait_ms: Option<u32>,
+    pub wait_ms: Option<Int<u32, 1, 120_000>>,
     /// The journalHead last seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
@@ -68,7 +68,10 @@ impl Tool for PollRun {
                 ) || args.since.as_deref().is_some_and(|s| s != h.journal_head);
                 Called {
                     run_id: Some(run_id),
-                    wait_ms: args.wait_ms.filter(|_| !settled).map(u64::from),
+                    wait_ms: args
+                        .wait_ms
+                        .filter(|_| !settled)
+                        .map(|w| u64::from(w.get())),
                     ..Called::ok(h)
                 }
             }

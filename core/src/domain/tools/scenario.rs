@@ -15,18 +15,19 @@
 //! This handler must never write anything for `list` or `status`, and never create part of a
 //! scenario: a run is all its tasks or nothing.
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::{Code, Common};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::canonical::to_canonical_bytes;
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
+use crate::domain::refusal::Refusal;
 use crate::ledger::Draft;
 use crate::protocol::host::{EntryKind, HostFailure, HostReply, HostRequest};
+use crate::protocol::refusal::{Code, Common};
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
+use super::super::args::Text;
 use super::super::dlp::{self, Redactions};
 use super::super::handle::RunHandle;
 use super::super::ids::{derive_task_id, quote_for_message};
@@ -78,8 +79,7 @@ pub struct ScenarioArgs {
     pub scenario_id: Option<String>,
     /// For run: text appended to every goal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 4000))]
-    pub context: Option<String>,
+    pub context: Option<Text<0, 4000>>,
     /// For status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
@@ -317,14 +317,6 @@ fn run(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<Called<ScenarioAnsw
         .with("field", "scenario_id")
     })?;
     let context = args.context.as_deref().unwrap_or("").trim();
-    if context.chars().count() > 4000 {
-        return Err(ToolError::new(
-            Common::InvalidArguments,
-            "context must be at most 4000 characters",
-            "Shorten the context; it is appended to every task's goal.",
-        )
-        .with("field", "context"));
-    }
     let Some(reply) = ctx.host.first() else {
         return Ok(Called::ask(read(scenarios::project_file(id))));
     };

@@ -11,15 +11,15 @@
 //! becomes a structured refusal with the barrier's reason code and appends nothing but the
 //! engine's audit record. This handler must never touch the filesystem itself.
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::{Code, Common};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
+use crate::domain::refusal::Refusal;
 use crate::ledger::AUDIT_STREAM;
 use crate::protocol::host::{HostFailure, HostReply, HostRequest, MAX_PATH_BYTES};
+use crate::protocol::refusal::{Code, Common};
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::ids::quote_for_message;

@@ -9,14 +9,14 @@
 //! has no signing key. A capsule that fails its checks is a report `{valid: false, problems}`,
 //! not a refusal.
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
+use crate::domain::refusal::Refusal;
 use crate::ledger::AUDIT_STREAM;
+use crate::protocol::refusal::Common;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::capsule::{self, CAPSULE_ISSUED};

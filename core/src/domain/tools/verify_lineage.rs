@@ -11,15 +11,15 @@
 //! unknown key without `check_file` is an invalid report, not a refusal. This handler must
 //! never write records.
 
-use crate::domain::refusal::Refusal;
-use crate::protocol::refusal::Common;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::Tier;
 use crate::digest::Digest;
 use crate::domain::bound::{ToolContext, ToolSpec};
+use crate::domain::refusal::Refusal;
 use crate::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HOST_READ_BYTES};
+use crate::protocol::refusal::Common;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::artifacts::ArtifactContent;

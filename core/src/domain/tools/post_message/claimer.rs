@@ -8,9 +8,9 @@
 //! a reclaim (its lease expired) is refused as stale whatever it posts. This module drafts the
 //! status and lease records; it never writes the mailbox entry (the tool does).
 
-use crate::domain::refusal::Refusal;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::refusal::Refusal;
 use crate::ledger::Draft;
 use crate::protocol::registry::ToolError;
 

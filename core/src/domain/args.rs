@@ -1,0 +1,286 @@
+//! Argument newtypes: each carries its limits as const parameters, and both the schema a tool
+//! advertises and the check its arguments pass when they are parsed are read off them, so the
+//! two are one fact. The engine validates a call's arguments against the advertised schema
+//! before any handler runs; what a schema cannot say (non-blank text, no control characters,
+//! an identifier's alphabet) is checked on parse, which any caller that parses arguments (the
+//! engine's tools, the CLI, a test) goes through. A failed check is a serde error naming what
+//! was wrong; `tools::parse_args` turns it into the refusal `invalid_arguments` with the
+//! argument's path as `field`.
+//!
+//! Each serializes as its inner value, so a tool's canonical arguments (which derive its task
+//! ids) are unchanged by the wrapping.
+
+use std::borrow::Cow;
+use std::ops::Deref;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserialize, Deserializer};
+use serde::{Serialize, Serializer};
+
+use super::ids::quote_for_message;
+
+/// `MIN` to `MAX` characters of text; when `MIN` is at least 1, some of them not blank (a goal,
+/// a note, a reason).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Text<const MIN: usize, const MAX: usize>(String);
+
+/// 1 to `MAX` characters of non-blank text without control characters (a label or a filter
+/// value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label<const MAX: usize>(String);
+
+/// 1 to `MAX` bytes of UTF-8 (a message body whose size is what is bounded); the schema's
+/// `maxLength` (characters) is `MAX` too, which no longer text can meet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bytes<const MAX: usize>(String);
+
+/// 1 to `MAX` ASCII letters, digits and `_.:-` (a worker, a sender, a fingerprint).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ident<const MAX: usize>(String);
+
+/// An integer from `MIN` to `MAX`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Int<T, const MIN: u64, const MAX: u64>(T);
+
+/// At most `MAX` items.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct List<T, const MAX: usize>(Vec<T>);
+
+impl<const MIN: usize, const MAX: usize> Text<MIN, MAX> {
+    pub fn check(text: &str) -> Result<(), String> {
+        let chars = text.chars().count();
+        if chars < MIN || chars > MAX || (MIN > 0 && text.trim().is_empty()) {
+            let blank = if MIN > 0 {
+                " and some non-blank text"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "must hold {MIN} to {MAX} characters{blank} (got {chars} characters)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<const MAX: usize> Label<MAX> {
+    pub fn check(text: &str) -> Result<(), String> {
+        if text.trim().is_empty()
+            || text.chars().count() > MAX
+            || text.chars().any(char::is_control)
+        {
+            return Err(format!(
+                "must hold 1 to {MAX} characters of text without control characters"
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<const MAX: usize> Bytes<MAX> {
+    pub fn check(text: &str) -> Result<(), String> {
+        if text.is_empty() || text.len() > MAX {
+            return Err(format!(
+                "must hold 1 to {MAX} bytes of UTF-8 (got {} bytes)",
+                text.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<const MAX: usize> Ident<MAX> {
+    pub fn check(text: &str) -> Result<(), String> {
+        let ok = !text.is_empty()
+            && text.len() <= MAX
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'));
+        if ok {
+            return Ok(());
+        }
+        Err(format!(
+            "{} must be 1 to {MAX} characters of letters, digits and _.:-",
+            quote_for_message(text)
+        ))
+    }
+}
+
+/// The string newtypes: their value, construction through the check, and transparent serde.
+macro_rules! string_newtype {
+    ($name:ident < $(const $p:ident : usize),+ >, $min:expr, $max:expr) => {
+        impl<$(const $p: usize),+> $name<$($p),+> {
+            /// The value, when it passes the check.
+            pub fn new(text: impl Into<String>) -> Result<Self, String> {
+                let text = text.into();
+                Self::check(&text)?;
+                Ok($name(text))
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        impl<$(const $p: usize),+> Deref for $name<$($p),+> {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl<$(const $p: usize),+> std::fmt::Display for $name<$($p),+> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl<$(const $p: usize),+> Serialize for $name<$($p),+> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                self.0.serialize(s)
+            }
+        }
+
+        impl<'de, $(const $p: usize),+> Deserialize<'de> for $name<$($p),+> {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                $name::new(String::deserialize(d)?).map_err(de::Error::custom)
+            }
+        }
+
+        impl<$(const $p: usize),+> JsonSchema for $name<$($p),+> {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> Cow<'static, str> {
+                Cow::Owned(format!("{}_{}_{}", stringify!($name), $min, $max))
+            }
+
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                string_schema($min, $max)
+            }
+        }
+    };
+}
+
+string_newtype!(Text<const MIN: usize, const MAX: usize>, MIN, MAX);
+string_newtype!(Label<const MAX: usize>, 1, MAX);
+string_newtype!(Bytes<const MAX: usize>, 1, MAX);
+string_newtype!(Ident<const MAX: usize>, 1, MAX);
+
+/// `{"type": "string", "minLength": min, "maxLength": max}` (no `minLength` for 0).
+fn string_schema(min: usize, max: usize) -> Schema {
+    let mut schema = json_schema!({"type": "string"});
+    if min > 0 {
+        schema.insert("minLength".into(), min.into());
+    }
+    schema.insert("maxLength".into(), max.into());
+    schema
+}
+
+impl<T: Copy + Into<u64>, const MIN: u64, const MAX: u64> Int<T, MIN, MAX> {
+    pub fn new(value: T) -> Result<Self, String> {
+        let v: u64 = value.into();
+        if !(MIN..=MAX).contains(&v) {
+            return Err(format!("must be from {MIN} to {MAX} (got {v})"));
+        }
+        Ok(Int(value))
+    }
+
+    pub fn get(self) -> T {
+        self.0
+    }
+}
+
+impl<T: Serialize, const MIN: u64, const MAX: u64> Serialize for Int<T, MIN, MAX> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de, T, const MIN: u64, const MAX: u64> Deserialize<'de> for Int<T, MIN, MAX>
+where
+    T: Copy + Into<u64> + Deserialize<'de>,
+{
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Int::new(T::deserialize(d)?).map_err(de::Error::custom)
+    }
+}
+
+impl<T: JsonSchema, const MIN: u64, const MAX: u64> JsonSchema for Int<T, MIN, MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Owned(format!("Int_{}_{MIN}_{MAX}", T::schema_name()))
+    }
+
+    /// The inner integer's schema with these bounds (which `schema::portable` keeps over the
+    /// integer format's own).
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut schema = T::json_schema(generator);
+        schema.insert("minimum".into(), MIN.into());
+        schema.insert("maximum".into(), MAX.into());
+        schema
+    }
+}
+
+impl<T, const MAX: usize> List<T, MAX> {
+    pub fn as_slice(&self) -> &[T] {
+        &self.0
+    }
+
+    pub fn into_vec(self) -> Vec<T> {
+        self.0
+    }
+}
+
+impl<T, const MAX: usize> Deref for List<T, MAX> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T: Serialize, const MAX: usize> Serialize for List<T, MAX> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de, T: Deserialize<'de>, const MAX: usize> Deserialize<'de> for List<T, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let items = Vec::<T>::deserialize(d)?;
+        if items.len() > MAX {
+            return Err(de::Error::custom(format!(
+                "lists {} items; at most {MAX}",
+                items.len()
+            )));
+        }
+        Ok(List(items))
+    }
+}
+
+impl<T: JsonSchema, const MAX: usize> JsonSchema for List<T, MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Owned(format!("List_{}_{MAX}", T::schema_name()))
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut schema = Vec::<T>::json_schema(generator);
+        schema.insert("maxItems".into(), MAX.into());
+        schema
+    }
+}
+
+#[cfg(test)]
+mod tests;
