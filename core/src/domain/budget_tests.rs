@@ -95,7 +95,7 @@ fn the_rendered_listing_is_the_bytes_of_rendering_the_value() {
                 let value = decorate(
                     &server,
                     revision,
-                    "tools/list",
+                    crate::protocol::model::Method::ToolsList,
                     list_tools(&server, revision, None).unwrap(),
                 );
                 for id in &ids {

@@ -20,6 +20,7 @@ use super::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
 use super::ids::{RequestIds, digest_of_value};
 use super::jsonrpc::{RpcError, kind_of, shorten};
 use super::meter::envelope;
+use super::model::Method;
 use super::refusal::Common;
 use super::registry::{Progress, ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec};
 use super::validate::check_limits;
@@ -442,7 +443,7 @@ fn finish<F: Fold>(
         result: Ok(decorate(
             server,
             input.revision,
-            "tools/call",
+            Method::ToolsCall,
             Value::Object(result),
         )),
         meter,

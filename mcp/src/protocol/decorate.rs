@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::Server;
 use super::era::{META_SERVER_INFO, Revision};
+use super::model::Method;
 use crate::ledger::Fold;
 
 /// Freshness hint of cacheable stateless results: five minutes. Lists change only when the
@@ -20,14 +21,14 @@ pub fn server_info<F: Fold>(server: &Server<F>, _revision: Revision) -> Value {
 }
 
 /// How long and how widely a stateless result may be cached, by method.
-fn cache_hint(method: &str) -> Option<(u64, &'static str)> {
+fn cache_hint(method: Method) -> Option<(u64, &'static str)> {
     match method {
-        "server/discover"
-        | "tools/list"
-        | "prompts/list"
-        | "resources/list"
-        | "resources/templates/list" => Some((LIST_TTL_MS, "public")),
-        "resources/read" => Some((READ_TTL_MS, "private")),
+        Method::ServerDiscover
+        | Method::ToolsList
+        | Method::PromptsList
+        | Method::ResourcesList
+        | Method::ResourcesTemplatesList => Some((LIST_TTL_MS, "public")),
+        Method::ResourcesRead => Some((READ_TTL_MS, "private")),
         _ => None,
     }
 }
@@ -38,7 +39,7 @@ fn cache_hint(method: &str) -> Option<(u64, &'static str)> {
 pub fn decorate<F: Fold>(
     server: &Server<F>,
     revision: Revision,
-    method: &str,
+    method: Method,
     result: Value,
 ) -> Value {
     if !revision.is_modern() {

@@ -23,11 +23,12 @@ use super::ids::{RequestIds, numbers_as_text};
 use super::jsonrpc::{Id, Incoming, RpcError, classify, is_integer_literal};
 use super::lifecycle::{discover, initialize};
 use super::listing::{check_no_cursor, get_prompt, list_prompts, list_resources, tools_list_bytes};
+use super::model::Method;
 use super::prescan::prescan;
 use super::progress;
 use super::resource_read::read_resource;
 use super::resource_templates::list_resource_templates;
-use super::tally::{self, OTHER_METHOD, Tally, method_label};
+use super::tally::{self, OTHER_METHOD, Tally};
 use super::tasks;
 use super::{Input, MeterSlot, Outcome, Phase, Response, Server, Wait, Watch};
 use crate::ledger::Fold;
@@ -316,7 +317,16 @@ fn serve_one<F: Fold>(
         Incoming::Request { id, method, params } => (id, method, params),
     };
     let ids = RequestIds::of_request(method, params);
-    let routed = route(server, input, snapshot, method, params, &ids, round);
+    let known = Method::parse(method);
+    let routed = route(
+        server,
+        input,
+        snapshot,
+        (method, known),
+        params,
+        &ids,
+        round,
+    );
     if routed.host.is_some() || routed.withheld {
         // Not answered yet: the runtime performs the host request, or waits, and asks again
         // (a waiting long poll may still send a progress tick now).
@@ -343,7 +353,7 @@ fn serve_one<F: Fold>(
         notifications: routed.notifications,
         pending: routed.pending,
         host: None,
-        method: Some(method_label(method)),
+        method: Some(known.map_or(OTHER_METHOD, Method::as_str)),
     }
 }
 
@@ -382,7 +392,7 @@ fn route<F: Fold>(
     server: &Server<F>,
     input: &Input<'_, F>,
     snapshot: &Snapshot<F>,
-    method: &str,
+    (name, method): (&str, Option<Method>),
     params: Option<&Value>,
     ids: &RequestIds,
     round: Round<'_>,
@@ -393,7 +403,7 @@ fn route<F: Fold>(
         .and_then(|m| m.get(META_PROTOCOL_VERSION))
         .is_some();
     // `initialize` always belongs to the handshake era unless its envelope says otherwise.
-    let revision = if method == "initialize" && !has_envelope {
+    let revision = if method == Some(Method::Initialize) && !has_envelope {
         Revision::LATEST_HANDSHAKE
     } else {
         match era::select(method, params, input.transport) {
@@ -401,7 +411,12 @@ fn route<F: Fold>(
             Err(e) => return Routed::of(Err(e)),
         }
     };
-    if method == "initialize" && !revision.is_modern() {
+    // The era is chosen (and its envelope checked) before the method is: an unknown method
+    // under a malformed envelope is the envelope's error.
+    let Some(method) = method else {
+        return Routed::of(Err(RpcError::method_not_found(name, "")));
+    };
+    if method == Method::Initialize && !revision.is_modern() {
         return match initialize(server, params) {
             Ok((result, negotiated)) => Routed {
                 negotiated: Some(negotiated),
@@ -422,7 +437,7 @@ fn route<F: Fold>(
         phase,
     };
     match method {
-        "tools/call" => {
+        Method::ToolsCall => {
             let mut reply = if tasks::augmented(revision, params) {
                 tasks::call_as_task(server, &call)
             } else {
@@ -477,35 +492,35 @@ fn route<F: Fold>(
                 ..Routed::of(reply.result)
             }
         }
-        "tools/list" => match check_no_cursor(params) {
+        Method::ToolsList => match check_no_cursor(params) {
             Ok(()) => Routed {
                 rendered: Some(tools_list_bytes(server, revision)),
                 ..Routed::of(Ok(Value::Null))
             },
             Err(e) => Routed::of(Err(e)),
         },
-        "prompts/list" => finish(list_prompts(server, revision, params)),
-        "prompts/get" => finish(get_prompt(server, params)),
-        "resources/list" => finish(list_resources(server, revision, params)),
-        "resources/read" => finish(read_resource(server, revision, params, snapshot)),
-        "resources/templates/list" => finish(list_resource_templates(server, revision, params)),
-        "completion/complete" if server.catalog.has_completions() => {
+        Method::PromptsList => finish(list_prompts(server, revision, params)),
+        Method::PromptsGet => finish(get_prompt(server, params)),
+        Method::ResourcesList => finish(list_resources(server, revision, params)),
+        Method::ResourcesRead => finish(read_resource(server, revision, params, snapshot)),
+        Method::ResourcesTemplatesList => finish(list_resource_templates(server, revision, params)),
+        Method::CompletionComplete if server.catalog.has_completions() => {
             finish(complete(server, params))
         }
         // Served whatever revision the envelope names: it is how a client learns them.
-        "server/discover" => Routed::of(Ok(decorate(
+        Method::ServerDiscover => Routed::of(Ok(decorate(
             server,
             Revision::MODERN,
             method,
             discover(server),
         ))),
-        "ping" if !revision.is_modern() => Routed::of(Ok(Value::Object(Default::default()))),
-        "initialize" | "ping" => Routed::of(Err(RpcError::method_not_found(
-            method,
+        Method::Ping if !revision.is_modern() => Routed::of(Ok(Value::Object(Default::default()))),
+        Method::Initialize | Method::Ping => Routed::of(Err(RpcError::method_not_found(
+            method.as_str(),
             " (not a method of stateless revision 2026-07-28: call server/discover, or send requests directly \
              with params._meta)",
         ))),
-        _ => Routed::of(Err(RpcError::method_not_found(method, ""))),
+        _ => Routed::of(Err(RpcError::method_not_found(method.as_str(), ""))),
     }
 }
 

@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 use super::TransportFacts;
 use super::TransportKind;
 use super::jsonrpc::RpcError;
+use super::model::Method;
 
 /// `_meta` key naming the revision of a stateless request.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -150,7 +151,7 @@ impl std::fmt::Display for Revision {
 /// Chooses the revision a request is served under (module docs), or the error that refuses it.
 /// `initialize` is not special here: a caller answers a stateless `initialize` with -32601.
 pub fn select(
-    method: &str,
+    method: Option<Method>,
     params: Option<&Value>,
     transport: &TransportFacts,
 ) -> Result<Revision, RpcError> {
@@ -160,7 +161,7 @@ pub fn select(
             .and_then(|m| m.get(META_PROTOCOL_VERSION))
             .and_then(Value::as_str)
             .or(transport.protocol_version.as_deref());
-        if method == "server/discover"
+        if method == Some(Method::ServerDiscover)
             || asked
                 .and_then(Revision::parse)
                 .is_some_and(Revision::is_modern)
@@ -188,7 +189,8 @@ pub fn select(
         .protocol_version
         .as_deref()
         .and_then(Revision::parse);
-    if method == "server/discover" || transport_revision.is_some_and(Revision::is_modern) {
+    let discover = method == Some(Method::ServerDiscover);
+    if discover || transport_revision.is_some_and(Revision::is_modern) {
         return Err(RpcError::invalid_params(format!(
             "missing params._meta[\"{META_PROTOCOL_VERSION}\"]: requests of revision 2026-07-28 must name their \
              protocol version and client capabilities in params._meta"
@@ -297,13 +299,13 @@ mod tests {
             META_CLIENT_CAPABILITIES: {}
         }});
         for (method, params, facts) in [
-            ("server/discover", Some(&probe), sse(None)),
-            ("server/discover", None, sse(None)),
-            ("tools/list", Some(&probe), sse(None)),
-            ("tools/list", None, sse(Some("2026-07-28"))),
+            (Method::parse("server/discover"), Some(&probe), sse(None)),
+            (Method::parse("server/discover"), None, sse(None)),
+            (Method::parse("tools/list"), Some(&probe), sse(None)),
+            (Method::parse("tools/list"), None, sse(Some("2026-07-28"))),
         ] {
             let e = select(method, params, &facts).unwrap_err();
-            assert_eq!(e.code, -32022, "{method}");
+            assert_eq!(e.code, -32022, "{method:?}");
             let data = e.data.unwrap();
             assert_eq!(data["requested"], "2026-07-28");
             let supported = data["supported"].as_array().unwrap();
@@ -311,15 +313,15 @@ mod tests {
         }
         // The handshake era is served as before; the same probe on stdio is served statelessly.
         assert_eq!(
-            select("tools/list", None, &sse(None)),
+            select(Method::parse("tools/list"), None, &sse(None)),
             Ok(Revision::V2025_11_25)
         );
         assert_eq!(
-            select("tools/list", None, &sse(Some("2025-03-26"))),
+            select(Method::parse("tools/list"), None, &sse(Some("2025-03-26"))),
             Ok(Revision::V2025_03_26)
         );
         assert_eq!(
-            select("server/discover", Some(&probe), &stdio(None)),
+            select(Method::parse("server/discover"), Some(&probe), &stdio(None)),
             Ok(Revision::V2026_07_28)
         );
     }
@@ -335,20 +337,28 @@ mod tests {
     #[test]
     fn handshake_requests_follow_the_transport() {
         assert_eq!(
-            select("tools/list", None, &stdio(None)),
+            select(Method::parse("tools/list"), None, &stdio(None)),
             Ok(Revision::V2025_11_25)
         );
         assert_eq!(
-            select("tools/list", None, &stdio(Some("2025-03-26"))),
+            select(
+                Method::parse("tools/list"),
+                None,
+                &stdio(Some("2025-03-26"))
+            ),
             Ok(Revision::V2025_03_26)
         );
         assert_eq!(
-            select("tools/list", None, &stdio(Some("junk"))),
+            select(Method::parse("tools/list"), None, &stdio(Some("junk"))),
             Ok(Revision::V2025_11_25)
         );
         let progress_only = json!({"_meta": {"progressToken": 1}});
         assert_eq!(
-            select("tools/list", Some(&progress_only), &stdio(None)),
+            select(
+                Method::parse("tools/list"),
+                Some(&progress_only),
+                &stdio(None)
+            ),
             Ok(Revision::V2025_11_25)
         );
     }
@@ -358,20 +368,25 @@ mod tests {
         let ok =
             json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}});
         assert_eq!(
-            select("tools/list", Some(&ok), &stdio(None)),
+            select(Method::parse("tools/list"), Some(&ok), &stdio(None)),
             Ok(Revision::V2026_07_28)
         );
         let no_caps = json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28"}});
-        let err = select("tools/list", Some(&no_caps), &stdio(None)).unwrap_err();
+        let err = select(Method::parse("tools/list"), Some(&no_caps), &stdio(None)).unwrap_err();
         assert_eq!(err.code, -32602);
         assert!(
             err.message.contains("clientCapabilities"),
             "{}",
             err.message
         );
-        let err = select("server/discover", None, &stdio(None)).unwrap_err();
+        let err = select(Method::parse("server/discover"), None, &stdio(None)).unwrap_err();
         assert_eq!(err.code, -32602);
-        let err = select("tools/list", None, &stdio(Some("2026-07-28"))).unwrap_err();
+        let err = select(
+            Method::parse("tools/list"),
+            None,
+            &stdio(Some("2026-07-28")),
+        )
+        .unwrap_err();
         assert_eq!(err.code, -32602);
     }
 
@@ -379,7 +394,7 @@ mod tests {
     fn unknown_versions_get_32022_with_the_supported_list() {
         let p =
             json!({"_meta": {META_PROTOCOL_VERSION: "1900-01-01", META_CLIENT_CAPABILITIES: {}}});
-        let err = select("tools/list", Some(&p), &stdio(None)).unwrap_err();
+        let err = select(Method::parse("tools/list"), Some(&p), &stdio(None)).unwrap_err();
         assert_eq!(err.code, -32022);
         let data = err.data.unwrap();
         assert_eq!(data["requested"], "1900-01-01");
@@ -391,7 +406,7 @@ mod tests {
     fn a_handshake_revision_in_the_envelope_is_served_in_that_revision() {
         let p = json!({"_meta": {META_PROTOCOL_VERSION: "2025-06-18"}});
         assert_eq!(
-            select("tools/list", Some(&p), &stdio(None)),
+            select(Method::parse("tools/list"), Some(&p), &stdio(None)),
             Ok(Revision::V2025_06_18)
         );
     }
@@ -406,7 +421,9 @@ mod tests {
         let p =
             json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}});
         assert_eq!(
-            select("tools/list", Some(&p), &facts).unwrap_err().code,
+            select(Method::parse("tools/list"), Some(&p), &facts)
+                .unwrap_err()
+                .code,
             -32020
         );
         let same = TransportFacts {
@@ -414,7 +431,7 @@ mod tests {
             ..facts
         };
         assert_eq!(
-            select("tools/list", Some(&p), &same),
+            select(Method::parse("tools/list"), Some(&p), &same),
             Ok(Revision::V2026_07_28)
         );
     }

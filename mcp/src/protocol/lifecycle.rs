@@ -144,7 +144,7 @@ mod tests {
         let r = decorate(
             &s,
             Revision::V2026_07_28,
-            "tools/list",
+            crate::protocol::model::Method::ToolsList,
             json!({"tools": []}),
         );
         assert_eq!(r["resultType"], "complete");
@@ -154,14 +154,14 @@ mod tests {
         let r = decorate(
             &s,
             Revision::V2026_07_28,
-            "tools/call",
+            crate::protocol::model::Method::ToolsCall,
             json!({"content": []}),
         );
         assert!(r.get("ttlMs").is_none());
         let r = decorate(
             &s,
             Revision::V2025_11_25,
-            "tools/list",
+            crate::protocol::model::Method::ToolsList,
             json!({"tools": []}),
         );
         assert_eq!(r, json!({"tools": []}));

@@ -51,7 +51,8 @@ pub fn list_tools<F: Fold>(
 pub fn tools_list_bytes<F: Fold>(server: &Server<F>, revision: Revision) -> std::sync::Arc<[u8]> {
     server.tool_listing(revision, || {
         let listed = list_tools(server, revision, None).unwrap_or_else(|_| json!({"tools": []}));
-        let decorated = super::decorate::decorate(server, revision, "tools/list", listed);
+        let decorated =
+            super::decorate::decorate(server, revision, super::model::Method::ToolsList, listed);
         serde_json::to_vec(&decorated).unwrap_or_default()
     })
 }

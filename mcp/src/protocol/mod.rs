@@ -6,7 +6,8 @@
 //! Entry point: [`Server::handle`], a pure function of ([`Input`]) to [`Outcome`]; the runtime
 //! then commits `Outcome::append`, measures latency and writes [`Response::render`].
 //!
-//! - [`jsonrpc`]: JSON-RPC 2.0 classification, ids, error objects.
+//! - [`jsonrpc`]: JSON-RPC 2.0 classification, ids, error objects; [`model`]: the methods, typed
+//!   params and typed results.
 //! - [`prescan`]: depth limit and raw ids, before parsing; [`strict_json`]: the one parse of
 //!   incoming bytes (a duplicate key is a parse error).
 //! - [`era`]: protocol revisions and the per-request choice of era.
@@ -37,6 +38,7 @@ pub mod jsonrpc;
 pub mod lifecycle;
 pub mod listing;
 pub mod meter;
+pub mod model;
 pub mod prescan;
 pub mod progress;
 pub mod refusal;

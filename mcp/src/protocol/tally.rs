@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::Server;
 use super::call::AUDIT_KIND;
 use super::era::Revision;
+use super::model::Method;
 use crate::ledger::Fold;
 use crate::ledger::audit::CallAudit;
 use crate::ledger::{AUDIT_STREAM, Record};
@@ -29,24 +30,15 @@ pub const OK: &str = "ok";
 pub const UNKNOWN: &str = "unknown";
 
 /// The methods this server serves (in some revision), as labels.
-pub const METHODS: &[&str] = &[
-    "initialize",
-    "ping",
-    "server/discover",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/read",
-    "resources/templates/list",
-    "completion/complete",
-    "tasks/get",
-    "tasks/result",
-    "tasks/list",
-    "tasks/cancel",
-    "tasks/update",
-];
+pub const METHODS: [&str; Method::ALL.len()] = {
+    let mut out = [""; Method::ALL.len()];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = Method::ALL[i].as_str();
+        i += 1;
+    }
+    out
+};
 
 /// What one outcome answered and audited.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -71,11 +63,7 @@ pub struct CallFacts {
 
 /// The label of `method`.
 pub fn method_label(method: &str) -> &'static str {
-    METHODS
-        .iter()
-        .find(|m| **m == method)
-        .copied()
-        .unwrap_or(OTHER_METHOD)
+    Method::parse(method).map_or(OTHER_METHOD, Method::as_str)
 }
 
 /// The tool calls audited in `records`.

@@ -36,6 +36,7 @@ use super::call::{CallInput, CallReply, call_registered, call_tool, refuse_call}
 use super::decorate::decorate;
 use super::era::Revision;
 use super::jsonrpc::{METHOD_NOT_FOUND, RpcError, kind_of, shorten};
+use super::model::Method;
 use super::prescan::prescan;
 use super::refusal::Common;
 use super::registry::{Task, TaskHooks, TaskStatus, TaskSupport, ToolLookup};
@@ -213,21 +214,23 @@ impl TaskReply {
 }
 
 /// Whether `method` is a tasks method this module serves in `revision`.
-pub fn serves(method: &str, revision: Revision) -> bool {
+pub fn serves(method: Method, revision: Revision) -> bool {
     match method {
-        "tasks/get" | "tasks/cancel" => revision.has_tool_execution() || revision.is_modern(),
-        "tasks/result" | "tasks/list" => revision.has_tool_execution(),
-        "tasks/update" => revision.is_modern(),
+        Method::TasksGet | Method::TasksCancel => {
+            revision.has_tool_execution() || revision.is_modern()
+        }
+        Method::TasksResult | Method::TasksList => revision.has_tool_execution(),
+        Method::TasksUpdate => revision.is_modern(),
         _ => false,
     }
 }
 
 /// Serves `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` or `tasks/update`
 /// (callers check [`serves`] first).
-pub fn serve<F: Fold>(server: &Server<F>, method: &str, input: &CallInput<'_, F>) -> TaskReply {
+pub fn serve<F: Fold>(server: &Server<F>, method: Method, input: &CallInput<'_, F>) -> TaskReply {
     let modern = input.revision.is_modern();
     let hooks = server.catalog.tasks.as_ref();
-    if method == "tasks/list" {
+    if method == Method::TasksList {
         return TaskReply::of(list(hooks, input));
     }
     let found = task_param(input.params).and_then(|id| {
@@ -240,12 +243,12 @@ pub fn serve<F: Fold>(server: &Server<F>, method: &str, input: &CallInput<'_, F>
         Err(e) => return TaskReply::of(Err(e)),
     };
     match method {
-        "tasks/get" if modern => {
+        Method::TasksGet if modern => {
             let detailed = detailed_task(server, hooks, input, &view);
             TaskReply::of(Ok(decorate(server, input.revision, method, detailed)))
         }
-        "tasks/get" => TaskReply::of(Ok(handshake_task(&view))),
-        "tasks/update" => {
+        Method::TasksGet => TaskReply::of(Ok(handshake_task(&view))),
+        Method::TasksUpdate => {
             match input.params.and_then(|p| p.get("inputResponses")) {
                 Some(Value::Object(_)) => {}
                 other => {
@@ -264,7 +267,7 @@ pub fn serve<F: Fold>(server: &Server<F>, method: &str, input: &CallInput<'_, F>
                 Value::Object(Map::new()),
             )))
         }
-        "tasks/cancel" => cancel(server, hooks, input, &view),
+        Method::TasksCancel => cancel(server, hooks, input, &view),
         _ => result(server, hooks, input, &view),
     }
 }
@@ -433,7 +436,10 @@ fn cancel<F: Fold>(
         .with_data(json!({"taskId": view.task_id, "status": view.status.as_str()}))));
     }
     let Some(tool) = server.catalog.tool(hooks.cancel_tool) else {
-        return TaskReply::of(Err(RpcError::method_not_found("tasks/cancel", "")));
+        return TaskReply::of(Err(RpcError::method_not_found(
+            Method::TasksCancel.as_str(),
+            "",
+        )));
     };
     let reply = call_registered(server, input, tool, &(hooks.cancel_args)(&view.task_id));
     let refusal = match &reply.result {
@@ -464,7 +470,7 @@ fn cancel<F: Fold>(
         decorate(
             server,
             input.revision,
-            "tasks/cancel",
+            Method::TasksCancel,
             Value::Object(Map::new()),
         )
     } else {

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::request::Request;
 use crate::protocol::era::{Revision, unsupported_version};
+use crate::protocol::model::Method;
 use crate::time::Timestamp;
 
 /// `_meta` key carrying a stateless-era request's revision.
@@ -62,9 +63,10 @@ impl BodyFacts {
         };
         let method = obj.get("method").and_then(Value::as_str).map(String::from);
         let params = obj.get("params");
-        let name_key = match method.as_deref() {
-            Some("tools/call" | "prompts/get") => Some("name"),
-            Some("resources/read") => Some("uri"),
+        let known = method.as_deref().and_then(Method::parse);
+        let name_key = match known {
+            Some(Method::ToolsCall | Method::PromptsGet) => Some("name"),
+            Some(Method::ResourcesRead) => Some("uri"),
             _ => None,
         };
         let name = name_key
@@ -75,8 +77,8 @@ impl BodyFacts {
             .and_then(|m| m.get(META_VERSION))
             .and_then(Value::as_str)
             .map(String::from);
-        let arguments = match method.as_deref() {
-            Some("tools/call") => params.and_then(|p| p.get("arguments")).cloned(),
+        let arguments = match known {
+            Some(Method::ToolsCall) => params.and_then(|p| p.get("arguments")).cloned(),
             _ => None,
         };
         BodyFacts {
@@ -87,6 +89,11 @@ impl BodyFacts {
             arguments,
             batch: false,
         }
+    }
+
+    /// The method, when this server knows it.
+    pub fn known_method(&self) -> Option<Method> {
+        self.method.as_deref().and_then(Method::parse)
     }
 
     /// A request expects a response: it has a method and an id.
@@ -212,8 +219,8 @@ pub fn check_headers(request: &Request, body: &BodyFacts) -> Result<HeaderCheck,
     )?;
     if body.name.is_some()
         || matches!(
-            body.method.as_deref(),
-            Some("tools/call" | "resources/read" | "prompts/get")
+            body.known_method(),
+            Some(Method::ToolsCall | Method::ResourcesRead | Method::PromptsGet)
         )
     {
         check_mirror(

@@ -21,6 +21,7 @@ use super::request::Request;
 use crate::ledger::Fold;
 use crate::protocol::Server;
 use crate::protocol::jsonrpc::shorten;
+use crate::protocol::model::Method;
 
 /// The schema keyword that binds a parameter to a header.
 pub const X_MCP_HEADER: &str = "x-mcp-header";
@@ -146,7 +147,7 @@ impl ParamHeaders {
 
     /// Checks the `Mcp-Param-*` headers of a stateless-era `tools/call` against its body.
     pub fn check(&self, request: &Request, body: &BodyFacts) -> Result<(), HeaderRejection> {
-        if body.method.as_deref() != Some("tools/call") {
+        if body.known_method() != Some(Method::ToolsCall) {
             return Ok(());
         }
         let Some(params) = body.name.as_deref().and_then(|n| self.by_tool.get(n)) else {
