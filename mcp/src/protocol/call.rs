@@ -20,7 +20,7 @@ use super::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
 use super::ids::{RequestIds, digest_of_value};
 use super::jsonrpc::{RpcError, kind_of, shorten};
 use super::meter::envelope;
-use super::model::Method;
+use super::model::{CallParams, Meta, Method};
 use super::refusal::Common;
 use super::registry::{Progress, ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec};
 use super::validate::check_limits;
@@ -82,21 +82,14 @@ impl<F> Copy for CallInput<'_, F> {}
 
 /// Serves `tools/call`.
 pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallReply {
-    let name = match input.params.and_then(|p| p.get("name")) {
-        Some(Value::String(n)) => n.as_str(),
-        Some(other) => {
-            return unaudited(format!(
-                "params.name must be a string naming the tool, got {}",
-                kind_of(other)
-            ));
-        }
-        None => return unaudited("params.name is required: the tool to call".into()),
+    let params = match CallParams::read(input.params) {
+        Ok(p) => p,
+        // A call without a usable name is refused without an audit record.
+        Err(e) => return unaudited(e),
     };
+    let name = params.name;
     let empty = Value::Object(Map::new());
-    let raw_args = match input.params.and_then(|p| p.get("arguments")) {
-        None | Some(Value::Null) => &empty,
-        Some(a) => a,
-    };
+    let raw_args = params.arguments.unwrap_or(&empty);
     let mut audit = Audit {
         name,
         args: raw_args,
@@ -210,17 +203,10 @@ pub(crate) fn refuse_call<F: Fold>(
     error: RpcError,
     code: Common,
 ) -> CallReply {
-    let name = input
-        .params
-        .and_then(|p| p.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let params = CallParams::read(input.params).ok();
+    let name = params.map_or("", |p| p.name);
     let empty = Value::Object(Map::new());
-    let args = input
-        .params
-        .and_then(|p| p.get("arguments"))
-        .filter(|a| !a.is_null())
-        .unwrap_or(&empty);
+    let args = params.and_then(|p| p.arguments).unwrap_or(&empty);
     let audit = Audit {
         name,
         args,
@@ -267,7 +253,7 @@ fn run_handler<F: Fold>(
         span_id: &input.ids.span_id,
         spec_revision: input.revision.as_str(),
         host: input.host.unwrap_or_default(),
-        meta: input.params.and_then(|p| p.get("_meta")),
+        meta: Meta::of(input.params).value(),
     };
     (tool.call)(&ctx, args.clone())
 }
@@ -501,9 +487,9 @@ fn alias_notice(alias: &str, replacement: &str) -> String {
     )
 }
 
-fn unaudited(message: String) -> CallReply {
+fn unaudited(error: RpcError) -> CallReply {
     CallReply {
-        result: Err(RpcError::invalid_params(message)),
+        result: Err(error),
         meter: None,
         records: Vec::new(),
         task_id: None,

@@ -11,7 +11,8 @@
 use serde_json::{Map, Value, json};
 
 use super::Server;
-use super::jsonrpc::{RpcError, kind_of, names_or_none, shorten, string_param};
+use super::jsonrpc::{RpcError, names_or_none, shorten};
+use super::model::{CompleteParams, CompleteRef};
 use super::resource_templates::variables;
 use crate::ledger::Fold;
 
@@ -20,25 +21,16 @@ pub const MAX_VALUES: usize = 100;
 
 /// Serves `completion/complete`.
 pub fn complete<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<Value, RpcError> {
-    let params = params.unwrap_or(&Value::Null);
-    let reference = object(params.get("ref"), "params.ref")?;
-    let argument = object(params.get("argument"), "params.argument")?;
-    let name = string_param(argument.get("name"), "params.argument.name", "")?;
-    let value = string_param(argument.get("value"), "params.argument.value", "")?;
+    let CompleteParams {
+        reference,
+        name,
+        value,
+        context,
+    } = CompleteParams::read(params)?;
     let empty = Map::new();
-    let context = match params.get("context").and_then(|c| c.get("arguments")) {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(m)) if m.values().all(Value::is_string) => m,
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "params.context.arguments must be an object of strings, got {}",
-                kind_of(other)
-            )));
-        }
-    };
-    let candidates = match string_param(reference.get("type"), "params.ref.type", "")? {
-        "ref/prompt" => {
-            let prompt_name = string_param(reference.get("name"), "params.ref.name", "")?;
+    let context = context.unwrap_or(&empty);
+    let candidates = match reference {
+        CompleteRef::Prompt { name: prompt_name } => {
             let Some(prompt) = server.catalog.prompt(prompt_name) else {
                 return Err(RpcError::invalid_params(format!(
                     "Unknown prompt: {}",
@@ -51,8 +43,7 @@ pub fn complete<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<V
             };
             arg.complete.map(|f| f(value, context)).unwrap_or_default()
         }
-        "ref/resource" => {
-            let uri = string_param(reference.get("uri"), "params.ref.uri", "")?;
+        CompleteRef::Resource { uri } => {
             let template = server
                 .catalog
                 .resource_templates
@@ -78,12 +69,6 @@ pub fn complete<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<V
                 }
             }
         }
-        other => {
-            return Err(RpcError::invalid_params(format!(
-                "params.ref.type must be \"ref/prompt\" or \"ref/resource\", got {:?}",
-                shorten(other, 40)
-            )));
-        }
     };
     let total = candidates.len();
     let values: Vec<String> = candidates.into_iter().take(MAX_VALUES).collect();
@@ -96,17 +81,6 @@ fn no_such_argument(name: &str, owner: &str, known: &[&str]) -> RpcError {
         shorten(name, 100),
         names_or_none(known)
     ))
-}
-
-fn object<'a>(v: Option<&'a Value>, path: &str) -> Result<&'a Map<String, Value>, RpcError> {
-    match v {
-        Some(Value::Object(m)) => Ok(m),
-        Some(other) => Err(RpcError::invalid_params(format!(
-            "{path} must be an object, got {}",
-            kind_of(other)
-        ))),
-        None => Err(RpcError::invalid_params(format!("{path} is required"))),
-    }
 }
 
 /// Candidates from a fixed list: those starting with `typed`, in list order.

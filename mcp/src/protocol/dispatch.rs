@@ -22,8 +22,8 @@ use super::host::{HostReply, HostRequest};
 use super::ids::{RequestIds, numbers_as_text};
 use super::jsonrpc::{Id, Incoming, RpcError, classify, is_integer_literal};
 use super::lifecycle::{discover, initialize};
-use super::listing::{check_no_cursor, get_prompt, list_prompts, list_resources, tools_list_bytes};
-use super::model::Method;
+use super::listing::{get_prompt, list_prompts, list_resources, tools_list_bytes};
+use super::model::{ListParams, Meta, Method};
 use super::prescan::prescan;
 use super::progress;
 use super::resource_read::read_resource;
@@ -398,10 +398,7 @@ fn route<F: Fold>(
     round: Round<'_>,
 ) -> Routed {
     let Round { host, phase } = round;
-    let has_envelope = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(META_PROTOCOL_VERSION))
-        .is_some();
+    let has_envelope = Meta::of(params).get(META_PROTOCOL_VERSION).is_some();
     // `initialize` always belongs to the handshake era unless its envelope says otherwise.
     let revision = if method == Some(Method::Initialize) && !has_envelope {
         Revision::LATEST_HANDSHAKE
@@ -492,8 +489,8 @@ fn route<F: Fold>(
                 ..Routed::of(reply.result)
             }
         }
-        Method::ToolsList => match check_no_cursor(params) {
-            Ok(()) => Routed {
+        Method::ToolsList => match ListParams::read(params) {
+            Ok(_) => Routed {
                 rendered: Some(tools_list_bytes(server, revision)),
                 ..Routed::of(Ok(Value::Null))
             },

@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use super::TransportFacts;
 use super::TransportKind;
 use super::jsonrpc::RpcError;
-use super::model::Method;
+use super::model::{Meta, Method};
 
 /// `_meta` key naming the revision of a stateless request.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -155,7 +155,7 @@ pub fn select(
     params: Option<&Value>,
     transport: &TransportFacts,
 ) -> Result<Revision, RpcError> {
-    let meta = params.and_then(|p| p.get("_meta"));
+    let meta = Meta::of(params).value();
     if transport.kind == TransportKind::LegacySse {
         let asked = meta
             .and_then(|m| m.get(META_PROTOCOL_VERSION))

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::canonical::to_canonical_bytes;
 use crate::digest::Digest;
+use crate::protocol::model::Meta;
 
 /// The ids of one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,10 +35,8 @@ impl RequestIds {
     /// valid `traceparent`).
     pub fn of_request(method: &str, params: Option<&Value>) -> RequestIds {
         let digest = request_digest(method, params);
-        let traceparent = params
-            .and_then(|p| p.get("_meta"))
-            .and_then(|m| m.get("traceparent"))
-            .and_then(Value::as_str)
+        let traceparent = Meta::of(params)
+            .traceparent()
             .and_then(traceparent_trace_id);
         RequestIds::from_digest(digest, traceparent)
     }

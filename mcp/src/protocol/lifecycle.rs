@@ -9,7 +9,8 @@ use serde_json::{Map, Value, json};
 use super::Server;
 use super::decorate::server_info;
 use super::era::Revision;
-use super::jsonrpc::{RpcError, kind_of};
+use super::jsonrpc::RpcError;
+use super::model::InitializeParams;
 use crate::ledger::Fold;
 
 /// `initialize`: negotiates a handshake revision (the newest when `protocolVersion` is
@@ -18,17 +19,10 @@ pub fn initialize<F: Fold>(
     server: &Server<F>,
     params: Option<&Value>,
 ) -> Result<(Value, Revision), RpcError> {
-    let requested = match params.and_then(|p| p.get("protocolVersion")) {
-        Some(Value::String(v)) => v.as_str(),
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "params.protocolVersion must be a string naming a protocol revision, got {}",
-                kind_of(other)
-            )));
-        }
-        // A client that names no revision gets the newest handshake revision.
-        None => Revision::LATEST_HANDSHAKE.as_str(),
-    };
+    // A client that names no revision gets the newest handshake revision.
+    let requested = InitializeParams::read(params)?
+        .protocol_version
+        .unwrap_or(Revision::LATEST_HANDSHAKE.as_str());
     let revision = Revision::negotiate(requested);
     let mut result = Map::new();
     result.insert(

@@ -10,25 +10,11 @@ use serde_json::{Map, Value, json};
 
 use super::Server;
 use super::era::Revision;
-use super::jsonrpc::{RpcError, brief, kind_of, names_or_none, shorten, string_param};
+use super::jsonrpc::{RpcError, brief, names_or_none, shorten};
+use super::model::{GetPromptParams, ListParams};
 use super::registry::{PromptSpec, TaskSupport, ToolSpec};
 use super::validate::check_limits;
 use crate::ledger::Fold;
-
-/// Refuses a `cursor` param: every list fits in one page, so no cursor is ever valid.
-pub fn check_no_cursor(params: Option<&Value>) -> Result<(), RpcError> {
-    match params.and_then(|p| p.get("cursor")) {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::String(c)) => Err(RpcError::invalid_params(format!(
-            "Invalid cursor {:?}: this server returns every item in one page and never issues cursors",
-            shorten(c, 40)
-        ))),
-        Some(other) => Err(RpcError::invalid_params(format!(
-            "params.cursor must be a string, got {}",
-            kind_of(other)
-        ))),
-    }
-}
 
 /// `tools/list`: the active tier's tools, sorted by name.
 pub fn list_tools<F: Fold>(
@@ -36,7 +22,7 @@ pub fn list_tools<F: Fold>(
     revision: Revision,
     params: Option<&Value>,
 ) -> Result<Value, RpcError> {
-    check_no_cursor(params)?;
+    ListParams::read(params)?;
     let tools: Vec<Value> = server
         .catalog
         .tools_in_tier(server.config.tier)
@@ -114,7 +100,7 @@ pub fn list_prompts<F: Fold>(
     revision: Revision,
     params: Option<&Value>,
 ) -> Result<Value, RpcError> {
-    check_no_cursor(params)?;
+    ListParams::read(params)?;
     let mut prompts: Vec<&PromptSpec> = server.catalog.prompts.iter().collect();
     prompts.sort_by(|a, b| a.name.cmp(b.name));
     let prompts: Vec<Value> = prompts
@@ -140,11 +126,8 @@ pub fn list_prompts<F: Fold>(
 
 /// `prompts/get`: renders a prompt from string arguments.
 pub fn get_prompt<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<Value, RpcError> {
-    let name = string_param(
-        params.and_then(|p| p.get("name")),
-        "params.name",
-        ": the prompt to render",
-    )?;
+    let params = GetPromptParams::read(params)?;
+    let name = params.name;
     let Some(prompt) = server.catalog.prompt(name) else {
         let known: Vec<&str> = server.catalog.prompts.iter().map(|p| p.name).collect();
         return Err(RpcError::invalid_params(format!(
@@ -154,16 +137,7 @@ pub fn get_prompt<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result
         )));
     };
     let empty = Map::new();
-    let args = match params.and_then(|p| p.get("arguments")) {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(m)) => m,
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "params.arguments must be an object of strings, got {}",
-                kind_of(other)
-            )));
-        }
-    };
+    let args = params.arguments()?.unwrap_or(&empty);
     for (k, v) in args {
         let path = super::validate::child_path("params.arguments", k);
         if !prompt.arguments.iter().any(|a| a.name == k) {
@@ -212,7 +186,7 @@ pub fn list_resources<F: Fold>(
     revision: Revision,
     params: Option<&Value>,
 ) -> Result<Value, RpcError> {
-    check_no_cursor(params)?;
+    ListParams::read(params)?;
     let mut resources: Vec<_> = server.catalog.resources.iter().collect();
     resources.sort_by(|a, b| a.uri.cmp(b.uri));
     let resources: Vec<Value> = resources
@@ -269,13 +243,13 @@ mod tests {
 
     #[test]
     fn cursors_are_refused_clearly() {
-        assert!(check_no_cursor(None).is_ok());
-        assert!(check_no_cursor(Some(&json!({"cursor": null}))).is_ok());
-        let e = check_no_cursor(Some(&json!({"cursor": "abc"}))).unwrap_err();
+        assert!(ListParams::read(None).is_ok());
+        assert!(ListParams::read(Some(&json!({"cursor": null}))).is_ok());
+        let e = ListParams::read(Some(&json!({"cursor": "abc"}))).unwrap_err();
         assert_eq!(e.code, -32602);
         assert!(e.message.starts_with("Invalid cursor"));
         assert_eq!(
-            check_no_cursor(Some(&json!({"cursor": 3})))
+            ListParams::read(Some(&json!({"cursor": 3})))
                 .unwrap_err()
                 .code,
             -32602

@@ -19,18 +19,14 @@ use serde_json::{Value, json};
 
 use super::Server;
 use super::call::{AUDIT_KIND, CallInput, CallReply};
+use super::model::{CallParams, Meta};
 use super::registry::{Progress, TaskHooks};
 use crate::ledger::Fold;
 use crate::ledger::{AUDIT_STREAM, Draft, Record, seal};
 
 /// The progress token of a request, when it is a string or an integer.
 pub fn progress_token(params: Option<&Value>) -> Option<&Value> {
-    let token = params?.get("_meta")?.get("progressToken")?;
-    match token {
-        Value::String(_) => Some(token),
-        Value::Number(n) if n.is_i64() || n.is_u64() => Some(token),
-        _ => None,
-    }
+    Meta::of(params).progress_token()
 }
 
 /// The serialized `notifications/progress` of a tool's own steps, in order; none without a
@@ -96,7 +92,7 @@ fn due<F: Fold>(
     input: &CallInput<'_, F>,
     run_id: &str,
 ) -> Option<(Progress, Draft)> {
-    if input.params?.get("name")?.as_str()? != hooks.ticking_tool {
+    if CallParams::read(input.params).ok()?.name != hooks.ticking_tool {
         return None;
     }
     (hooks.tick)(input.snapshot, run_id)

@@ -4,7 +4,8 @@ use serde_json::{Value, json};
 
 use super::Server;
 use super::era::Revision;
-use super::jsonrpc::{RpcError, names_or_none, shorten, string_param};
+use super::jsonrpc::{RpcError, names_or_none, shorten};
+use super::model::ReadResourceParams;
 use super::resource_templates::read_templated;
 use crate::ledger::{Fold, Snapshot};
 
@@ -16,11 +17,7 @@ pub fn read_resource<F: Fold>(
     params: Option<&Value>,
     snapshot: &Snapshot<F>,
 ) -> Result<Value, RpcError> {
-    let uri = string_param(
-        params.and_then(|p| p.get("uri")),
-        "params.uri",
-        ": the resource to read",
-    )?;
+    let uri = ReadResourceParams::read(params)?.uri;
     let Some(resource) = server.catalog.resource(uri) else {
         if let Some(read) = read_templated(server, revision, uri) {
             return read;

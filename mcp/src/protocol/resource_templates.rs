@@ -14,7 +14,8 @@ use serde_json::{Map, Value, json};
 use super::Server;
 use super::era::Revision;
 use super::jsonrpc::{RpcError, shorten};
-use super::listing::{check_no_cursor, resource_entry};
+use super::listing::resource_entry;
+use super::model::ListParams;
 use super::registry::ResourceTemplateSpec;
 use crate::ledger::Fold;
 
@@ -138,7 +139,7 @@ pub fn list_resource_templates<F: Fold>(
     revision: Revision,
     params: Option<&Value>,
 ) -> Result<Value, RpcError> {
-    check_no_cursor(params)?;
+    ListParams::read(params)?;
     let mut templates: Vec<&ResourceTemplateSpec> =
         server.catalog.resource_templates.iter().collect();
     templates.sort_by(|a, b| a.uri_template.cmp(b.uri_template));

@@ -35,8 +35,8 @@ use serde_json::{Map, Value, json};
 use super::call::{CallInput, CallReply, call_registered, call_tool, refuse_call};
 use super::decorate::decorate;
 use super::era::Revision;
-use super::jsonrpc::{METHOD_NOT_FOUND, RpcError, kind_of, shorten};
-use super::model::Method;
+use super::jsonrpc::{METHOD_NOT_FOUND, RpcError, shorten};
+use super::model::{CallParams, Method, TaskListParams, TaskParams, TaskUpdateParams};
 use super::prescan::prescan;
 use super::refusal::Common;
 use super::registry::{Task, TaskHooks, TaskStatus, TaskSupport, ToolLookup};
@@ -65,8 +65,9 @@ pub const POLL_INTERVAL_MS: u64 = 5_000;
 /// result of a plain call (the shape follows the call).
 pub fn augmented(revision: Revision, params: Option<&Value>) -> bool {
     revision.has_tool_execution()
-        && params
-            .and_then(|p| p.get("task"))
+        && CallParams::read(params)
+            .ok()
+            .and_then(|p| p.task)
             .is_some_and(Value::is_object)
 }
 
@@ -77,10 +78,7 @@ pub fn handshake_capability() -> Value {
 
 /// Serves a task-augmented (2025-11-25) `tools/call`.
 pub fn call_as_task<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallReply {
-    let name = input
-        .params
-        .and_then(|p| p.get("name"))
-        .and_then(Value::as_str);
+    let name = CallParams::read(input.params).ok().map(|p| p.name);
     let support = name.and_then(|n| match server.catalog.lookup_tool(n, &server.config) {
         ToolLookup::Tool(t) | ToolLookup::Alias { tool: t, .. } => Some(t.task_support),
         _ => None,
@@ -249,14 +247,8 @@ pub fn serve<F: Fold>(server: &Server<F>, method: Method, input: &CallInput<'_, 
         }
         Method::TasksGet => TaskReply::of(Ok(handshake_task(&view))),
         Method::TasksUpdate => {
-            match input.params.and_then(|p| p.get("inputResponses")) {
-                Some(Value::Object(_)) => {}
-                other => {
-                    return TaskReply::of(Err(RpcError::invalid_params(format!(
-                        "params.inputResponses must be an object of responses keyed by input request id, got {}",
-                        other.map_or("nothing", kind_of)
-                    ))));
-                }
+            if let Err(e) = TaskUpdateParams::read(input.params) {
+                return TaskReply::of(Err(e));
             }
             // Bernstein tasks ask for no client input; an update is acknowledged and changes
             // nothing.
@@ -489,15 +481,9 @@ fn list<F: Fold>(
     hooks: Option<&TaskHooks<F>>,
     input: &CallInput<'_, F>,
 ) -> Result<Value, RpcError> {
-    let after = match input.params.and_then(|p| p.get("cursor")) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(c)) => Some(decode_cursor(hooks, c)?),
-        Some(other) => {
-            return Err(RpcError::invalid_params(format!(
-                "params.cursor must be a string returned as nextCursor, got {}",
-                kind_of(other)
-            )));
-        }
+    let after = match TaskListParams::read(input.params)?.cursor {
+        None => None,
+        Some(c) => Some(decode_cursor(hooks, c)?),
     };
     let (page, more) = match hooks {
         Some(h) => (h.list)(input.snapshot, after.as_deref(), LIST_PAGE_SIZE),
@@ -534,16 +520,7 @@ fn decode_cursor<F: Fold>(hooks: Option<&TaskHooks<F>>, cursor: &str) -> Result<
 }
 
 fn task_param(params: Option<&Value>) -> Result<&str, RpcError> {
-    match params.and_then(|p| p.get("taskId")) {
-        Some(Value::String(id)) => Ok(id),
-        Some(other) => Err(RpcError::invalid_params(format!(
-            "params.taskId must be a string naming a task, got {}",
-            kind_of(other)
-        ))),
-        None => Err(RpcError::invalid_params(
-            "params.taskId is required: the taskId a task-augmented tools/call returned",
-        )),
-    }
+    TaskParams::read(params).map(|p| p.task_id)
 }
 
 fn unknown_task(id: &str) -> RpcError {
