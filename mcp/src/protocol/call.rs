@@ -20,6 +20,7 @@ use super::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
 use super::ids::{RequestIds, digest_of_value};
 use super::jsonrpc::{RpcError, kind_of, shorten};
 use super::meter::envelope;
+use super::model::results::CallToolResult;
 use super::model::{CallParams, Meta, Method};
 use super::refusal::Common;
 use super::registry::{Progress, ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec};
@@ -393,35 +394,30 @@ fn finish<F: Fold>(
     } else {
         (payload, None)
     };
-    let mut result = Map::new();
-    let blocks = match content {
+    let content = match content {
         // The tool's own blocks, then the meter envelope (when on) as a last text block.
         Some(mut blocks) => {
             if meter.is_some() {
-                blocks.push(json!({"type": "text", "text": text_value.to_string()}));
+                blocks.push(CallToolResult::text(text_value.to_string()));
             }
-            Value::Array(blocks)
+            blocks
         }
-        None => json!([{"type": "text", "text": text_value.to_string()}]),
+        None => vec![CallToolResult::text(text_value.to_string())],
     };
-    result.insert("content".into(), blocks);
-    if let Some(partial) = partial {
-        result.insert("cancelled".into(), Value::Bool(true));
-        result.insert("partial".into(), partial);
-    }
     // Structured output is the success payload the outputSchema describes; a refusal is
     // reported in the text block only, so strict clients never see it fail that schema.
-    if ok
+    let structured = ok
         && tool.output_schema.is_some()
         && alias.is_none()
-        && input.revision.has_titles_and_structured_output()
-    {
-        result.insert("structuredContent".into(), text_value);
-    }
-    // A cancelled call is no error and no result: `cancelled` and `partial` say what it is.
-    if !cancelled {
-        result.insert("isError".into(), Value::Bool(is_error));
-    }
+        && input.revision.has_titles_and_structured_output();
+    let result = CallToolResult {
+        content,
+        structured_content: structured.then_some(text_value),
+        // A cancelled call is no error and no result: `cancelled` and `partial` say what it is.
+        is_error: (!cancelled).then_some(is_error),
+        partial,
+        meta: None,
+    };
     let records = audit.seal(drafts, ok, error_code, run_id.as_deref());
     CallReply {
         task_id,
@@ -430,7 +426,7 @@ fn finish<F: Fold>(
             server,
             input.revision,
             Method::ToolsCall,
-            Value::Object(result),
+            result.into_value(),
         )),
         meter,
         records,

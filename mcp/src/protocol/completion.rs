@@ -8,10 +8,11 @@
 //!
 //! This module never appends records and never keeps state.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::Server;
 use super::jsonrpc::{RpcError, names_or_none, shorten};
+use super::model::results::{CompleteResult, Completion, to_value};
 use super::model::{CompleteParams, CompleteRef};
 use super::resource_templates::variables;
 use crate::ledger::Fold;
@@ -72,7 +73,13 @@ pub fn complete<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<V
     };
     let total = candidates.len();
     let values: Vec<String> = candidates.into_iter().take(MAX_VALUES).collect();
-    Ok(json!({"completion": {"values": values, "total": total, "hasMore": total > MAX_VALUES}}))
+    Ok(to_value(&CompleteResult {
+        completion: Completion {
+            values,
+            total,
+            has_more: total > MAX_VALUES,
+        },
+    }))
 }
 
 fn no_such_argument(name: &str, owner: &str, known: &[&str]) -> RpcError {

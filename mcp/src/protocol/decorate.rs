@@ -2,11 +2,12 @@
 //! and cache hints; handshake-era results unchanged. Used by every method's answer, so it
 //! depends on no method module.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::Server;
 use super::era::{META_SERVER_INFO, Revision};
 use super::model::Method;
+use super::model::results::{Implementation, to_value};
 use crate::ledger::Fold;
 
 /// Freshness hint of cacheable stateless results: five minutes. Lists change only when the
@@ -16,8 +17,11 @@ pub const LIST_TTL_MS: u64 = 300_000;
 pub const READ_TTL_MS: u64 = 60_000;
 
 /// The server's `Implementation` object for `revision`.
-pub fn server_info<F: Fold>(server: &Server<F>, _revision: Revision) -> Value {
-    json!({"name": server.config.server_name, "version": server.config.server_version})
+pub fn server_info<F: Fold>(server: &Server<F>, _revision: Revision) -> Implementation<'_> {
+    Implementation {
+        name: &server.config.server_name,
+        version: &server.config.server_version,
+    }
 }
 
 /// How long and how widely a stateless result may be cached, by method.
@@ -53,7 +57,10 @@ pub fn decorate<F: Fold>(
         .entry("_meta")
         .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {
-        meta.insert(META_SERVER_INFO.into(), server_info(server, revision));
+        meta.insert(
+            META_SERVER_INFO.into(),
+            to_value(&server_info(server, revision)),
+        );
     }
     if let Some((ttl, scope)) = cache_hint(method) {
         obj.insert("ttlMs".into(), Value::from(ttl));

@@ -4,13 +4,17 @@
 //! No session is ever created: `initialize` only answers the negotiated revision, which the
 //! runtime may remember as a transport fact. This module must never keep state.
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::Server;
 use super::decorate::server_info;
 use super::era::Revision;
 use super::jsonrpc::RpcError;
 use super::model::InitializeParams;
+use super::model::results::{
+    Description, DiscoverResult, Empty, InitializeResult, ListChanged, ResourcesCapability,
+    ServerCapabilities, TasksCapability, to_value,
+};
 use crate::ledger::Fold;
 
 /// `initialize`: negotiates a handshake revision (the newest when `protocolVersion` is
@@ -24,61 +28,64 @@ pub fn initialize<F: Fold>(
         .protocol_version
         .unwrap_or(Revision::LATEST_HANDSHAKE.as_str());
     let revision = Revision::negotiate(requested);
-    let mut result = Map::new();
-    result.insert(
-        "protocolVersion".into(),
-        Value::String(revision.as_str().into()),
-    );
-    let mut caps = capabilities_of(server);
+    let mut capabilities = capabilities_of(server);
     if revision.has_tool_execution() {
-        caps["tasks"] = super::tasks::handshake_capability();
+        capabilities.tasks = Some(TasksCapability::default());
     }
-    result.insert("capabilities".into(), caps);
-    result.insert("serverInfo".into(), server_info(server, revision));
-    insert_instructions_and_card(server, &mut result);
-    Ok((Value::Object(result), revision))
+    let result = InitializeResult {
+        protocol_version: revision.as_str(),
+        capabilities,
+        server_info: server_info(server, revision),
+        description: description(server),
+    };
+    Ok((to_value(&result), revision))
 }
 
 /// `server/discover`: everything a stateless client needs before its first call.
 pub fn discover<F: Fold>(server: &Server<F>) -> Value {
-    let mut result = Map::new();
-    result.insert(
-        "supportedVersions".into(),
-        Value::Array(Revision::supported_strings()),
-    );
-    let mut caps = capabilities_of(server);
-    caps["extensions"] = json!({ super::tasks::TASKS_EXTENSION: {} });
-    result.insert("capabilities".into(), caps);
-    insert_instructions_and_card(server, &mut result);
-    Value::Object(result)
-}
-
-fn insert_instructions_and_card<F: Fold>(server: &Server<F>, result: &mut Map<String, Value>) {
-    let instructions = (server.catalog.instructions)(&server.config);
-    if !instructions.is_empty() {
-        result.insert("instructions".into(), Value::String(instructions));
-    }
-    let card = (server.catalog.capability_card)(&server.config);
-    if !card.is_null() {
-        result.insert("capabilityCard".into(), card);
-    }
-}
-
-/// What this server offers. No list-change notifications, no subscriptions, no logging.
-pub fn capabilities() -> Value {
-    json!({
-        "tools": {"listChanged": false},
-        "prompts": {"listChanged": false},
-        "resources": {"subscribe": false, "listChanged": false}
+    let mut capabilities = capabilities_of(server);
+    capabilities.extensions = Some([(super::tasks::TASKS_EXTENSION, Empty {})].into());
+    to_value(&DiscoverResult {
+        supported_versions: Revision::SUPPORTED.iter().map(|r| r.as_str()).collect(),
+        capabilities,
+        description: description(server),
     })
+}
+
+/// The catalogue's instructions and capability card, each only when it has one.
+fn description<F: Fold>(server: &Server<F>) -> Description {
+    let instructions = (server.catalog.instructions)(&server.config);
+    let card = (server.catalog.capability_card)(&server.config);
+    Description {
+        instructions: (!instructions.is_empty()).then_some(instructions),
+        capability_card: (!card.is_null()).then_some(card),
+    }
+}
+
+/// What every server offers. No list-change notifications, no subscriptions, no logging.
+pub fn capabilities() -> ServerCapabilities {
+    let unchanging = || ListChanged {
+        list_changed: false,
+    };
+    ServerCapabilities {
+        tools: unchanging(),
+        prompts: unchanging(),
+        resources: ResourcesCapability {
+            subscribe: false,
+            list_changed: false,
+        },
+        completions: None,
+        tasks: None,
+        extensions: None,
+    }
 }
 
 /// [`capabilities`] plus what this server's catalogue adds: `completions` when a prompt
 /// argument or a resource template has a completer.
-pub fn capabilities_of<F: Fold>(server: &Server<F>) -> Value {
+pub fn capabilities_of<F: Fold>(server: &Server<F>) -> ServerCapabilities {
     let mut caps = capabilities();
     if server.catalog.has_completions() {
-        caps["completions"] = json!({});
+        caps.completions = Some(Empty {});
     }
     caps
 }
@@ -90,6 +97,7 @@ mod tests {
     use crate::protocol::Catalog;
     use crate::protocol::decorate::{LIST_TTL_MS, decorate};
     use crate::protocol::era::META_SERVER_INFO;
+    use serde_json::json;
 
     /// A catalogue of nothing over the empty fold: the handshake needs no domain.
     fn server() -> Server<()> {

@@ -6,11 +6,15 @@
 //! resources by URI); a request naming any cursor is refused with -32602 because this server
 //! never issues one. This module never appends records and never sees tool handlers.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::Server;
 use super::era::Revision;
 use super::jsonrpc::{RpcError, brief, names_or_none, shorten};
+use super::model::results::{
+    Address, GetPromptResult, ListPromptsResult, ListResourcesResult, ListToolsResult, Prompt,
+    PromptArgument, ResourceEntry, Tool, ToolAnnotations, ToolExecution, to_value,
+};
 use super::model::{GetPromptParams, ListParams};
 use super::registry::{PromptSpec, TaskSupport, ToolSpec};
 use super::validate::check_limits;
@@ -23,20 +27,25 @@ pub fn list_tools<F: Fold>(
     params: Option<&Value>,
 ) -> Result<Value, RpcError> {
     ListParams::read(params)?;
-    let tools: Vec<Value> = server
-        .catalog
-        .tools_in_tier(server.config.tier)
-        .into_iter()
-        .map(|t| tool_value(server, t, revision))
-        .collect();
-    Ok(json!({ "tools": tools }))
+    Ok(to_value(&tools_result(server, revision)))
+}
+
+/// The typed `tools/list` result of `revision`.
+fn tools_result<F: Fold>(server: &Server<F>, revision: Revision) -> ListToolsResult<'_> {
+    let tools = server.catalog.tools_in_tier(server.config.tier);
+    ListToolsResult {
+        tools: tools
+            .into_iter()
+            .map(|t| tool_entry(server, t, revision))
+            .collect(),
+    }
 }
 
 /// The `tools/list` result of `revision` as compact JSON bytes (decorated for its era),
 /// rendered once per server: the same bytes as rendering [`list_tools`]'s value.
 pub fn tools_list_bytes<F: Fold>(server: &Server<F>, revision: Revision) -> std::sync::Arc<[u8]> {
     server.tool_listing(revision, || {
-        let listed = list_tools(server, revision, None).unwrap_or_else(|_| json!({"tools": []}));
+        let listed = to_value(&tools_result(server, revision));
         let decorated =
             super::decorate::decorate(server, revision, super::model::Method::ToolsList, listed);
         serde_json::to_vec(&decorated).unwrap_or_default()
@@ -46,52 +55,42 @@ pub fn tools_list_bytes<F: Fold>(server: &Server<F>, revision: Revision) -> std:
 /// The context cost of `server`'s tier: the bytes of its `tools/list` `tools` array as compact
 /// JSON, under 2025-11-25 (the revision with the most fields per tool).
 pub fn listing_bytes<F: Fold>(server: &Server<F>) -> usize {
-    let tools = list_tools(server, Revision::V2025_11_25, None)
-        .map(|r| r["tools"].clone())
-        .unwrap_or_default();
+    let tools = tools_result(server, Revision::V2025_11_25).tools;
     serde_json::to_vec(&tools).map_or(0, |v| v.len())
 }
 
 /// One `Tool` object as `revision` defines it.
-pub fn tool_value<F: Fold>(server: &Server<F>, tool: &ToolSpec<F>, revision: Revision) -> Value {
-    let mut obj = Map::new();
-    obj.insert("name".into(), Value::String(tool.name.into()));
+fn tool_entry<'a, F: Fold>(
+    server: &'a Server<F>,
+    tool: &'a ToolSpec<F>,
+    revision: Revision,
+) -> Tool<'a> {
     let description = if server.catalog.effects_in_descriptions {
         format!("{} {}", tool.description, tool.effects.sentence())
     } else {
         tool.description.to_string()
     };
-    obj.insert("description".into(), Value::String(description));
-    obj.insert("inputSchema".into(), server.input_schema(tool));
-    if revision.has_titles_and_structured_output() {
-        obj.insert("title".into(), Value::String(tool.title.into()));
-        if let Some(schema) = server.output_schema(tool) {
-            obj.insert("outputSchema".into(), schema);
-        }
-    }
-    if revision.has_tool_annotations() {
-        let e = tool.effects;
-        let mut notes = Map::new();
-        if !revision.has_titles_and_structured_output() {
+    let titled = revision.has_titles_and_structured_output();
+    let e = tool.effects;
+    Tool {
+        name: tool.name,
+        description,
+        input_schema: server.input_schema(tool),
+        title: titled.then_some(tool.title),
+        output_schema: titled.then(|| server.output_schema(tool)).flatten(),
+        annotations: revision.has_tool_annotations().then(|| ToolAnnotations {
             // The one place a revision without `Tool.title` carries the title.
-            notes.insert("title".into(), Value::String(tool.title.into()));
-        }
-        // A tool that starts processes or uses the network reaches beyond this server (the
-        // hint defaults to true, so it is always stated).
-        notes.insert(
-            "openWorldHint".into(),
-            Value::Bool(e.network || e.spawns_processes),
-        );
-        obj.insert("annotations".into(), Value::Object(notes));
+            title: (!titled).then_some(tool.title),
+            // A tool that starts processes or uses the network reaches beyond this server
+            // (the hint defaults to true, so it is always stated).
+            open_world_hint: e.network || e.spawns_processes,
+        }),
+        // `taskSupport` defaults to "forbidden": stated only for a tool that accepts tasks.
+        execution: (revision.has_tool_execution() && tool.task_support != TaskSupport::Forbidden)
+            .then(|| ToolExecution {
+                task_support: tool.task_support.as_str(),
+            }),
     }
-    // `taskSupport` defaults to "forbidden": stated only for a tool that accepts tasks.
-    if revision.has_tool_execution() && tool.task_support != TaskSupport::Forbidden {
-        obj.insert(
-            "execution".into(),
-            json!({ "taskSupport": tool.task_support.as_str() }),
-        );
-    }
-    Value::Object(obj)
 }
 
 /// `prompts/list`: every prompt, sorted by name.
@@ -103,25 +102,26 @@ pub fn list_prompts<F: Fold>(
     ListParams::read(params)?;
     let mut prompts: Vec<&PromptSpec> = server.catalog.prompts.iter().collect();
     prompts.sort_by(|a, b| a.name.cmp(b.name));
-    let prompts: Vec<Value> = prompts
+    let prompts = prompts
         .into_iter()
-        .map(|p| {
-            let mut obj = Map::new();
-            obj.insert("name".into(), Value::String(p.name.into()));
-            if revision.has_titles_and_structured_output() {
-                obj.insert("title".into(), Value::String(p.title.into()));
-            }
-            obj.insert("description".into(), Value::String(p.description.into()));
-            let args: Vec<Value> = p
+        .map(|p| Prompt {
+            name: p.name,
+            title: revision
+                .has_titles_and_structured_output()
+                .then_some(p.title),
+            description: p.description,
+            arguments: p
                 .arguments
                 .iter()
-                .map(|a| json!({"name": a.name, "description": a.description, "required": a.required}))
-                .collect();
-            obj.insert("arguments".into(), Value::Array(args));
-            Value::Object(obj)
+                .map(|a| PromptArgument {
+                    name: a.name,
+                    description: a.description,
+                    required: a.required,
+                })
+                .collect(),
         })
         .collect();
-    Ok(json!({ "prompts": prompts }))
+    Ok(to_value(&ListPromptsResult { prompts }))
 }
 
 /// `prompts/get`: renders a prompt from string arguments.
@@ -177,7 +177,10 @@ pub fn get_prompt<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result
             prompt.name
         ))
     })?;
-    Ok(json!({ "description": prompt.description, "messages": messages }))
+    Ok(to_value(&GetPromptResult {
+        description: prompt.description,
+        messages,
+    }))
 }
 
 /// `resources/list`: every resource, sorted by URI.
@@ -189,37 +192,36 @@ pub fn list_resources<F: Fold>(
     ListParams::read(params)?;
     let mut resources: Vec<_> = server.catalog.resources.iter().collect();
     resources.sort_by(|a, b| a.uri.cmp(b.uri));
-    let resources: Vec<Value> = resources
+    let resources = resources
         .into_iter()
         .map(|r| {
             let names = [r.name, r.title, r.description, r.mime_type];
-            resource_entry(revision, ("uri", r.uri), names)
+            resource_entry(revision, Address::Uri(r.uri), names)
         })
         .collect();
-    Ok(json!({ "resources": resources }))
+    Ok(to_value(&ListResourcesResult { resources }))
 }
 
-/// A `Resource` or `ResourceTemplate` object: its address (`uri` or `uriTemplate`), then
+/// A `Resource` or `ResourceTemplate` object: its address, then
 /// `[name, title, description, mimeType]` (`title` only where `revision` has titles).
-pub(crate) fn resource_entry(
+pub(crate) fn resource_entry<'a>(
     revision: Revision,
-    (key, address): (&str, &str),
-    [name, title, description, mime_type]: [&str; 4],
-) -> Value {
-    let mut obj = Map::new();
-    obj.insert(key.into(), Value::String(address.into()));
-    obj.insert("name".into(), Value::String(name.into()));
-    if revision.has_titles_and_structured_output() {
-        obj.insert("title".into(), Value::String(title.into()));
+    address: Address<'a>,
+    [name, title, description, mime_type]: [&'a str; 4],
+) -> ResourceEntry<'a> {
+    ResourceEntry {
+        address,
+        name,
+        title: revision.has_titles_and_structured_output().then_some(title),
+        description,
+        mime_type,
     }
-    obj.insert("description".into(), Value::String(description.into()));
-    obj.insert("mimeType".into(), Value::String(mime_type.into()));
-    Value::Object(obj)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_catalogue_may_have_descriptions_end_with_the_sentence_of_the_effects() {

@@ -6,6 +6,7 @@ use super::Server;
 use super::era::Revision;
 use super::jsonrpc::{RpcError, names_or_none, shorten};
 use super::model::ReadResourceParams;
+use super::model::results::{ReadResourceResult, to_value};
 use super::resource_templates::read_templated;
 use crate::ledger::{Fold, Snapshot};
 
@@ -33,5 +34,6 @@ pub fn read_resource<F: Fold>(
         )
         .with_data(json!({ "uri": uri })));
     };
-    Ok(json!({ "contents": (resource.read)(&server.config, snapshot) }))
+    let contents = (resource.read)(&server.config, snapshot);
+    Ok(to_value(&ReadResourceResult { contents }))
 }

@@ -16,6 +16,7 @@ use super::era::Revision;
 use super::jsonrpc::{RpcError, shorten};
 use super::listing::resource_entry;
 use super::model::ListParams;
+use super::model::results::{Address, ListResourceTemplatesResult, ReadResourceResult, to_value};
 use super::registry::ResourceTemplateSpec;
 use crate::ledger::Fold;
 
@@ -143,14 +144,16 @@ pub fn list_resource_templates<F: Fold>(
     let mut templates: Vec<&ResourceTemplateSpec> =
         server.catalog.resource_templates.iter().collect();
     templates.sort_by(|a, b| a.uri_template.cmp(b.uri_template));
-    let templates: Vec<Value> = templates
+    let resource_templates = templates
         .into_iter()
         .map(|t| {
             let names = [t.name, t.title, t.description, t.mime_type];
-            resource_entry(revision, ("uriTemplate", t.uri_template), names)
+            resource_entry(revision, Address::Template(t.uri_template), names)
         })
         .collect();
-    Ok(json!({ "resourceTemplates": templates }))
+    Ok(to_value(&ListResourceTemplatesResult {
+        resource_templates,
+    }))
 }
 
 /// `resources/read` through the first template (in catalogue order) that matches `uri`;
@@ -166,7 +169,7 @@ pub fn read_templated<F: Fold>(
         .iter()
         .find_map(|t| match_uri(t.uri_template, uri).map(|v| (t, v)))?;
     Some(match (template.read)(&server.config, uri, &vars) {
-        Ok(contents) => Ok(json!({ "contents": contents })),
+        Ok(contents) => Ok(to_value(&ReadResourceResult { contents })),
         Err(why) => Err(RpcError::new(
             revision.resource_not_found_code(),
             format!("Resource not found: {} ({why})", shorten(uri, 200)),

@@ -36,6 +36,10 @@ use super::call::{CallInput, CallReply, call_registered, call_tool, refuse_call}
 use super::decorate::decorate;
 use super::era::Revision;
 use super::jsonrpc::{METHOD_NOT_FOUND, RpcError, shorten};
+use super::model::results::{
+    CallToolResult, CreateTaskResult, Empty, HandshakeTask, ListTasksResult, ModernTask, TaskError,
+    TaskFields, to_value,
+};
 use super::model::{CallParams, Method, TaskListParams, TaskParams, TaskUpdateParams};
 use super::prescan::prescan;
 use super::refusal::Common;
@@ -69,11 +73,6 @@ pub fn augmented(revision: Revision, params: Option<&Value>) -> bool {
             .ok()
             .and_then(|p| p.task)
             .is_some_and(Value::is_object)
-}
-
-/// The `tasks` capability of `initialize` (2025-11-25 only).
-pub fn handshake_capability() -> Value {
-    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
 }
 
 /// Serves a task-augmented (2025-11-25) `tools/call`.
@@ -131,9 +130,12 @@ pub fn call_as_task<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> Ca
             "Started task {task_id}; it runs for minutes to hours. Its status arrives through tasks/get."
         )),
     );
-    let result = json!({"task": handshake_task(&view), "_meta": meta});
+    let result = CreateTaskResult {
+        task: handshake_task(&view),
+        meta,
+    };
     CallReply {
-        result: Ok(result),
+        result: Ok(to_value(&result)),
         meter: None,
         ..reply
     }
@@ -245,7 +247,7 @@ pub fn serve<F: Fold>(server: &Server<F>, method: Method, input: &CallInput<'_, 
             let detailed = detailed_task(server, hooks, input, &view);
             TaskReply::of(Ok(decorate(server, input.revision, method, detailed)))
         }
-        Method::TasksGet => TaskReply::of(Ok(handshake_task(&view))),
+        Method::TasksGet => TaskReply::of(Ok(to_value(&handshake_task(&view)))),
         Method::TasksUpdate => {
             if let Err(e) = TaskUpdateParams::read(input.params) {
                 return TaskReply::of(Err(e));
@@ -273,10 +275,10 @@ fn result<F: Fold>(
 ) -> TaskReply {
     if !view.is_terminal() && input.phase == Phase::Cancelled {
         let (mut result, meter) = cancelled_result(server, hooks, input, view);
-        result["_meta"] = json!({ META_RELATED_TASK: {"taskId": view.task_id} });
+        result.meta = Some(related_task(view));
         return TaskReply {
             meter,
-            ..TaskReply::of(Ok(result))
+            ..TaskReply::of(Ok(result.into_value()))
         };
     }
     if !view.is_terminal() {
@@ -312,11 +314,18 @@ fn result<F: Fold>(
         };
     }
     let (mut result, meter) = call_tool_result(server, hooks, input, view);
-    result["_meta"] = json!({ META_RELATED_TASK: {"taskId": view.task_id} });
+    result.meta = Some(related_task(view));
     TaskReply {
         meter,
-        ..TaskReply::of(Ok(result))
+        ..TaskReply::of(Ok(result.into_value()))
     }
+}
+
+/// The `_meta` naming the task a result belongs to.
+fn related_task(view: &Task) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert(META_RELATED_TASK.into(), json!({ "taskId": view.task_id }));
+    meta
 }
 
 /// The `CallToolResult` a finished task answers: what the start tool answers for the task as
@@ -326,15 +335,16 @@ fn call_tool_result<F: Fold>(
     hooks: &TaskHooks<F>,
     input: &CallInput<'_, F>,
     view: &Task,
-) -> (Value, Option<MeterSlot>) {
+) -> (CallToolResult, Option<MeterSlot>) {
     let payload = (hooks.answer)(input.snapshot, &view.task_id).unwrap_or(Value::Null);
     let ok = view.status == TaskStatus::Completed;
     let (text, meter) = metered(server, hooks, input, payload, ok);
-    let result = json!({
-        "content": [{"type": "text", "text": text.to_string()}],
-        "structuredContent": text,
-        "isError": !ok,
-    });
+    let result = CallToolResult {
+        content: vec![CallToolResult::text(text.to_string())],
+        structured_content: Some(text),
+        is_error: Some(!ok),
+        ..CallToolResult::default()
+    };
     (result, meter)
 }
 
@@ -367,8 +377,8 @@ fn cancelled_result<F: Fold>(
     hooks: &TaskHooks<F>,
     input: &CallInput<'_, F>,
     view: &Task,
-) -> (Value, Option<MeterSlot>) {
-    let partial = json!([handshake_task(view)]);
+) -> (CallToolResult, Option<MeterSlot>) {
+    let partial = json!([to_value(&handshake_task(view))]);
     let payload = json!({
         "cancelled": true,
         "message": format!(
@@ -379,11 +389,11 @@ fn cancelled_result<F: Fold>(
         "partial": partial,
     });
     let (text, meter) = metered(server, hooks, input, payload, false);
-    let result = json!({
-        "content": [{"type": "text", "text": text.to_string()}],
-        "cancelled": true,
-        "partial": partial,
-    });
+    let result = CallToolResult {
+        content: vec![CallToolResult::text(text.to_string())],
+        partial: Some(partial),
+        ..CallToolResult::default()
+    };
     (result, meter)
 }
 
@@ -393,23 +403,33 @@ fn detailed_task<F: Fold>(
     input: &CallInput<'_, F>,
     view: &Task,
 ) -> Value {
-    let mut task = modern_task(view);
+    let mut task = ModernTask {
+        fields: task_fields(view),
+        ttl_ms: TASK_TTL_MS,
+        poll_interval_ms: POLL_INTERVAL_MS,
+        result: None,
+        error: None,
+        input_requests: None,
+    };
     match view.status {
         TaskStatus::Completed => {
             let (result, _) = call_tool_result(server, hooks, input, view);
-            task["result"] = result;
+            task.result = Some(result.into_value());
         }
         TaskStatus::Failed => {
-            task["error"] = json!({"code": TASK_NOT_READY, "message": view.status_message});
+            task.error = Some(TaskError {
+                code: TASK_NOT_READY,
+                message: &view.status_message,
+            });
         }
         TaskStatus::InputRequired => {
             // Bernstein's decisions (approvals, plans) are made by an operator, not through
             // client input requests.
-            task["inputRequests"] = Value::Object(Map::new());
+            task.input_requests = Some(Empty {});
         }
         TaskStatus::Working | TaskStatus::Cancelled => {}
     }
-    task
+    to_value(&task)
 }
 
 /// `tasks/cancel` through the gate of the catalogue's cancel tool.
@@ -467,7 +487,7 @@ fn cancel<F: Fold>(
         )
     } else {
         let view = (hooks.view)(&after, &view.task_id).unwrap_or_else(|| view.clone());
-        handshake_task(&view)
+        to_value(&handshake_task(&view))
     };
     TaskReply {
         records: reply.records,
@@ -489,18 +509,14 @@ fn list<F: Fold>(
         Some(h) => (h.list)(input.snapshot, after.as_deref(), LIST_PAGE_SIZE),
         None => (Vec::new(), false),
     };
-    let mut out = Map::new();
-    if more && let Some(last) = page.last() {
-        out.insert(
-            "nextCursor".into(),
-            Value::String(URL_SAFE_NO_PAD.encode(last.task_id.as_bytes())),
-        );
-    }
-    out.insert(
-        "tasks".into(),
-        Value::Array(page.iter().map(handshake_task).collect()),
-    );
-    Ok(Value::Object(out))
+    let next_cursor = page
+        .last()
+        .filter(|_| more)
+        .map(|last| URL_SAFE_NO_PAD.encode(last.task_id.as_bytes()));
+    Ok(to_value(&ListTasksResult {
+        tasks: page.iter().map(handshake_task).collect(),
+        next_cursor,
+    }))
 }
 
 /// A cursor's task id; without hooks no task id exists, so no cursor is valid.
@@ -532,29 +548,23 @@ fn unknown_task(id: &str) -> RpcError {
 }
 
 /// The 2025-11-25 `Task` object.
-fn handshake_task(view: &Task) -> Value {
-    json!({
-        "taskId": view.task_id,
-        "status": view.status.as_str(),
-        "statusMessage": view.status_message,
-        "createdAt": view.created_at.to_rfc3339(),
-        "lastUpdatedAt": view.last_updated_at.to_rfc3339(),
-        "ttl": TASK_TTL_MS,
-        "pollInterval": POLL_INTERVAL_MS,
-    })
+fn handshake_task(view: &Task) -> HandshakeTask<'_> {
+    HandshakeTask {
+        fields: task_fields(view),
+        ttl: TASK_TTL_MS,
+        poll_interval: POLL_INTERVAL_MS,
+    }
 }
 
-/// The extension's `Task` object.
-fn modern_task(view: &Task) -> Value {
-    json!({
-        "taskId": view.task_id,
-        "status": view.status.as_str(),
-        "statusMessage": view.status_message,
-        "createdAt": view.created_at.to_rfc3339(),
-        "lastUpdatedAt": view.last_updated_at.to_rfc3339(),
-        "ttlMs": TASK_TTL_MS,
-        "pollIntervalMs": POLL_INTERVAL_MS,
-    })
+/// What both eras' `Task` objects say of `view`.
+fn task_fields(view: &Task) -> TaskFields<'_> {
+    TaskFields {
+        task_id: &view.task_id,
+        status: view.status.as_str(),
+        status_message: &view.status_message,
+        created_at: view.created_at.to_rfc3339(),
+        last_updated_at: view.last_updated_at.to_rfc3339(),
+    }
 }
 
 /// `snapshot` with `records` folded in.
