@@ -15,6 +15,10 @@ use bernstein_core::Config;
 use bernstein_core::transport::http::guard::check_bind;
 use bernstein_core::transport::http::{HttpOptions, HttpPolicy};
 
+/// How many connections the kernel queues for the loop to accept (capped by
+/// `net.core.somaxconn`).
+const LISTEN_BACKLOG: i32 = 4096;
+
 /// Resolves and binds `options.host:options.port` and builds the core's policy for it.
 /// Refuses, before binding, a non-loopback interface without a bearer token.
 pub fn open_listener(
@@ -32,6 +36,10 @@ pub fn open_listener(
     check_bind(&options.host, loopback, &config.auth)
         .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
     let listener = TcpListener::bind(&addrs[..])?;
+    // The standard library listens with a queue of 128: a burst of connections faster than the
+    // loop accepts them overflows it, and the kernel drops their SYNs (each client then waits
+    // a 1 s retransmission). Listening again on the bound socket only lengthens the queue.
+    rustix::net::listen(&listener, LISTEN_BACKLOG)?;
     let local = listener.local_addr()?;
     let policy = HttpPolicy::new(config, options, &local.to_string(), is_loopback(&local))
         .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
