@@ -145,7 +145,11 @@ impl<F: Fold> Engine<F> {
                 self.legacy.remove(&l.token);
                 self.counters.connections -= 1;
             }
-            Some(Conn::Http(_) | Conn::Feed(_)) => self.counters.connections -= 1,
+            Some(Conn::Feed(_)) => {
+                self.feeds.remove(&conn);
+                self.counters.connections -= 1;
+            }
+            Some(Conn::Http(_)) => self.counters.connections -= 1,
             Some(Conn::Stdio(_)) | None => {}
         }
     }
@@ -377,12 +381,7 @@ impl<F: Fold> Engine<F> {
             return self.push(Output::Operator { conn, request });
         }
         let max = self.http_limits().map_or(0, |l| l.max_legacy_streams);
-        let feeds = self
-            .conns
-            .values()
-            .filter(|c| matches!(c, Conn::Feed(_)))
-            .count();
-        if feeds >= max {
+        if self.feeds.len() >= max {
             self.log_peer(&peer, format_args!("503: over the dashboard feed cap"));
             self.send(conn, over_capacity().to_bytes());
             return self.close(conn, false);
@@ -394,6 +393,7 @@ impl<F: Fold> Engine<F> {
             armed: None,
         };
         self.conns.insert(conn, Conn::Feed(feed));
+        self.feeds.insert(conn);
         self.arm_conn(conn);
         // The new feed gets the head within a look.
         match self.durable {
@@ -417,7 +417,7 @@ impl<F: Fold> Engine<F> {
 
     /// The feeds look at the head while any is open.
     pub(super) fn feeds_timer(&mut self) {
-        if self.conns.values().any(|c| matches!(c, Conn::Feed(_))) {
+        if !self.feeds.is_empty() {
             self.ask_look();
             self.arm_feeds();
         }
@@ -435,8 +435,8 @@ impl<F: Fold> Engine<F> {
         }
         let Some(p) = self.durable else { return };
         let mut due = Vec::new();
-        for (id, c) in &mut self.conns {
-            if let Conn::Feed(f) = c
+        for id in &self.feeds {
+            if let Some(Conn::Feed(f)) = self.conns.get_mut(id)
                 && f.told != Some(p)
             {
                 f.told = Some(p);

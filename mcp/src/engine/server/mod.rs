@@ -212,6 +212,9 @@ pub struct Engine<F: Fold> {
     cancels: Cancels,
     /// Open legacy SSE streams by token.
     legacy: BTreeMap<String, ConnId>,
+    /// The dashboards' feeds among `conns`: telling them the head costs a look at each of
+    /// them, not at every connection (thousands may be held by long polls).
+    feeds: BTreeSet<ConnId>,
     /// Napping requests by the stream their answer watches.
     watching: BTreeMap<String, BTreeSet<ReqId>>,
     /// Requests whose nap ended, waiting for the head ([`Output::Look`]).
@@ -273,6 +276,7 @@ impl<F: Fold> Engine<F> {
             queued: BTreeMap::new(),
             slots,
             cancels: Cancels::new(),
+            feeds: BTreeSet::new(),
             legacy: BTreeMap::new(),
             watching: BTreeMap::new(),
             looking: Vec::new(),

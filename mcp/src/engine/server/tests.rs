@@ -361,6 +361,25 @@ fn an_idle_legacy_stream_gets_keep_alives_then_is_closed_and_frees_its_place() {
 }
 
 #[test]
+fn feeds_are_capped_and_a_closed_feed_frees_its_place() {
+    let mut w = http_world(|l| l.max_legacy_streams = 1);
+    let open_feed = |w: &mut World<()>, conn: u64, port: u16| {
+        w.connect(conn, &format!("127.0.0.1:{port}"));
+        w.bytes(conn, &get("/api/events", &[]));
+        w.take_text(conn)
+    };
+    assert!(open_feed(&mut w, 1, 42000).starts_with("HTTP/1.1 200"));
+    assert!(open_feed(&mut w, 2, 42001).starts_with("HTTP/1.1 503"));
+    // Plain connections, however many, take no feed's place.
+    for conn in 3..20 {
+        w.connect(conn, &format!("127.0.0.1:{}", 42000 + conn));
+    }
+    assert!(open_feed(&mut w, 20, 42020).starts_with("HTTP/1.1 503"));
+    w.hang_up(1);
+    assert!(open_feed(&mut w, 21, 42021).starts_with("HTTP/1.1 200"));
+}
+
+#[test]
 fn a_feed_hears_the_head_when_it_opens_and_each_time_it_moves() {
     let mut w = http_world(|_| {});
     w.connect(1, "127.0.0.1:42000");
