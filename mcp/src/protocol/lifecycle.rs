@@ -62,8 +62,9 @@ fn description<F: Fold>(server: &Server<F>) -> Description {
     }
 }
 
-/// What every server offers. No list-change notifications, no subscriptions, no logging.
-pub fn capabilities() -> ServerCapabilities {
+/// What this server offers: no list-change notifications, no subscriptions, no logging;
+/// `completions` when a prompt argument or a resource template of the catalogue has a completer.
+pub fn capabilities_of<F: Fold>(server: &Server<F>) -> ServerCapabilities {
     let unchanging = || ListChanged {
         list_changed: false,
     };
@@ -74,20 +75,10 @@ pub fn capabilities() -> ServerCapabilities {
             subscribe: false,
             list_changed: false,
         },
-        completions: None,
+        completions: server.catalog.has_completions().then_some(Empty {}),
         tasks: None,
         extensions: None,
     }
-}
-
-/// [`capabilities`] plus what this server's catalogue adds: `completions` when a prompt
-/// argument or a resource template has a completer.
-pub fn capabilities_of<F: Fold>(server: &Server<F>) -> ServerCapabilities {
-    let mut caps = capabilities();
-    if server.catalog.has_completions() {
-        caps.completions = Some(Empty {});
-    }
-    caps
 }
 
 #[cfg(test)]
