@@ -16,12 +16,20 @@ pub enum CanonicalError {
 
 /// Canonical bytes of `value`, or an error when it holds a float.
 pub fn to_canonical_bytes(value: &Value) -> Result<Vec<u8>, CanonicalError> {
+    let mut out = Vec::with_capacity(128);
+    write_canonical(value, &mut out)?;
+    Ok(out)
+}
+
+/// [`to_canonical_bytes`] appended to `out`; on error nothing is written.
+pub fn write_canonical(value: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
     if let Some(path) = float_path(value) {
         return Err(CanonicalError::Float(path));
     }
     // serde_json's Map is a BTreeMap (the `preserve_order` feature is never enabled in this
     // workspace), so compact serialization already sorts keys by their bytes.
-    Ok(serde_json::to_vec(value).expect("serializing a Value into memory cannot fail"))
+    serde_json::to_writer(&mut *out, value).expect("serializing a Value into memory cannot fail");
+    Ok(())
 }
 
 /// The path (`$.a[1]`) of the first float in `value`, if any. Allocates only when it finds

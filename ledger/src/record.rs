@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::canonical::to_canonical_bytes;
+use crate::canonical::{to_canonical_bytes, write_canonical};
 use crate::digest::{Digest, hmac_tag, verify_hmac_tag};
 
 use super::line::{RecordKey, RecordLine, SealError};
@@ -103,20 +103,55 @@ impl From<SealError> for RecordError {
 impl Record {
     /// The canonical bytes that `hash` and `mac` are computed over.
     pub fn preimage(&self) -> Vec<u8> {
-        let mut v = serde_json::to_value(self).expect("a record always serializes");
-        let obj = v.as_object_mut().expect("a record serializes to an object");
-        obj.remove("hash");
-        obj.remove("mac");
-        to_canonical_bytes(&v).expect("record bodies are checked for floats when sealed")
+        let mut out = Vec::with_capacity(256);
+        self.write_canonical(&mut out, false);
+        out
     }
 
     /// The stored line: canonical JSON of the whole record plus `\n`.
     pub fn to_line(&self) -> Vec<u8> {
-        let v = serde_json::to_value(self).expect("a record always serializes");
-        let mut bytes =
-            to_canonical_bytes(&v).expect("record bodies are checked for floats when sealed");
-        bytes.push(b'\n');
-        bytes
+        let mut out = Vec::with_capacity(400);
+        self.write_canonical(&mut out, true);
+        out.push(b'\n');
+        out
+    }
+
+    /// Writes the record's canonical JSON, with `hash` and `mac` when `sealed` (the line) or
+    /// without them (the pre-image). Keys are written in their sorted order, field by field,
+    /// so that no copy of the body is made; [`RecordLine::scan`] reads this exact layout and a
+    /// test holds it equal to the canonical form of the serde value.
+    fn write_canonical(&self, out: &mut Vec<u8>, sealed: bool) {
+        fn digest(out: &mut Vec<u8>, d: &Digest) {
+            out.extend_from_slice(b"\"sha256:");
+            let mut hex = [0u8; 64];
+            hex::encode_to_slice(d.0, &mut hex).expect("64 hex digits hold 32 bytes");
+            out.extend_from_slice(&hex);
+            out.push(b'"');
+        }
+        fn string(out: &mut Vec<u8>, s: &str) {
+            serde_json::to_writer(&mut *out, s).expect("writing a string into memory cannot fail");
+        }
+        out.extend_from_slice(b"{\"body\":");
+        write_canonical(&self.body, out).expect("record bodies are checked for floats when sealed");
+        if sealed {
+            out.extend_from_slice(b",\"hash\":");
+            digest(out, &self.hash);
+        }
+        out.extend_from_slice(b",\"kind\":");
+        string(out, &self.kind);
+        if let (true, Some(mac)) = (sealed, &self.mac) {
+            out.extend_from_slice(b",\"mac\":");
+            string(out, mac);
+        }
+        out.extend_from_slice(b",\"prev\":");
+        digest(out, &self.prev);
+        out.extend_from_slice(b",\"seq\":");
+        out.extend_from_slice(self.seq.to_string().as_bytes());
+        out.extend_from_slice(b",\"sprev\":");
+        digest(out, &self.sprev);
+        out.extend_from_slice(b",\"stream\":");
+        string(out, &self.stream);
+        out.extend_from_slice(format!(",\"txn\":[{},{}]}}", self.txn[0], self.txn[1]).as_bytes());
     }
 
     /// Reads one line (without its `\n`): canonical, its hash right, its MAC present and, with
@@ -270,6 +305,47 @@ mod tests {
             assert_eq!(&parsed, r);
             let fast = Record::from_line(&line[..line.len() - 1], Some(&RecordKey::new(b"key")));
             assert_eq!(fast.as_ref(), Ok(r));
+        }
+    }
+
+    /// The reference form: canonical JSON of the serde value, without `hash` and `mac` for the
+    /// pre-image.
+    fn reference(rec: &Record, sealed: bool) -> Vec<u8> {
+        let mut v = serde_json::to_value(rec).unwrap();
+        if !sealed {
+            let obj = v.as_object_mut().unwrap();
+            obj.remove("hash");
+            obj.remove("mac");
+        }
+        to_canonical_bytes(&v).unwrap()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn written_fields_are_the_canonical_form(
+            stream in "\\PC{0,12}",
+            kind in "[a-z.\"\\\\\u{0}-\u{1f}é😀]{0,10}",
+            text in "\\PC{0,20}",
+            n in proptest::prelude::any::<i64>(),
+            seq in proptest::prelude::any::<u64>(),
+            txn in proptest::prelude::any::<[u32; 2]>(),
+            mac in proptest::option::of("[ -~]{0,8}"),
+        ) {
+            let rec = Record {
+                seq,
+                prev: Digest::of(text.as_bytes()),
+                txn,
+                stream,
+                sprev: Digest::of(kind.as_bytes()),
+                kind,
+                body: json!({"z": [n, text, null, {"é": true}], "A": {}, "\\": "\u{7f}"}),
+                hash: Digest::of(b"h"),
+                mac,
+            };
+            let mut line = reference(&rec, true);
+            line.push(b'\n');
+            proptest::prop_assert_eq!(rec.to_line(), line);
+            proptest::prop_assert_eq!(rec.preimage(), reference(&rec, false));
         }
     }
 
