@@ -65,7 +65,9 @@ fn tool(name: &str, args: Value) -> Value {
 }
 
 fn text(out: &Outcome) -> Value {
-    let msg = &out.response.as_ref().expect("a response").message;
+    // What is sent: a metered result's envelope is written when the response is rendered.
+    let msg: Value =
+        serde_json::from_slice(&out.response.as_ref().expect("a response").render(0)).unwrap();
     serde_json::from_str(msg["result"]["content"][0]["text"].as_str().unwrap()).unwrap()
 }
 

@@ -19,7 +19,6 @@ use super::era::Revision;
 use super::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
 use super::ids::{RequestIds, digest_of_value};
 use super::jsonrpc::{RpcError, kind_of, shorten};
-use super::meter::envelope;
 use super::model::results::CallToolResult;
 use super::model::{CallParams, Meta, Method};
 use super::refusal::Common;
@@ -390,19 +389,24 @@ fn finish<F: Fold>(
             ts: input.now,
             payload,
         };
-        (envelope(&slot, 0), Some(slot))
+        // The envelope is written at render time, with the latency; these are its places.
+        (Value::Null, Some(slot))
     } else {
         (payload, None)
+    };
+    let text = || match meter {
+        Some(_) => CallToolResult::text(String::new()),
+        None => CallToolResult::text(text_value.to_string()),
     };
     let content = match content {
         // The tool's own blocks, then the meter envelope (when on) as a last text block.
         Some(mut blocks) => {
             if meter.is_some() {
-                blocks.push(CallToolResult::text(text_value.to_string()));
+                blocks.push(text());
             }
             blocks
         }
-        None => vec![CallToolResult::text(text_value.to_string())],
+        None => vec![text()],
     };
     // Structured output is the success payload the outputSchema describes; a refusal is
     // reported in the text block only, so strict clients never see it fail that schema.

@@ -6,24 +6,47 @@
 //! `latency_ms` is the only field not known when the core answers: the core fills 0 and
 //! `Response::render` writes the runtime's measurement. This module must never read a clock.
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::MeterSlot;
 
-/// The envelope of `slot` with the measured latency.
+/// The envelope of `slot` with the measured latency, as a value.
 pub fn envelope(slot: &MeterSlot, latency_ms: u64) -> Value {
-    let mut meter = Map::new();
-    meter.insert("tool".into(), Value::String(slot.tool.clone()));
-    meter.insert("call_id".into(), Value::String(slot.call_id.clone()));
-    meter.insert("latency_ms".into(), Value::from(latency_ms));
-    // This server spends no model tokens itself.
-    meter.insert("cost_usd".into(), Value::from(0));
-    meter.insert("ok".into(), Value::Bool(slot.ok));
-    meter.insert("ts".into(), Value::String(slot.ts.to_rfc3339()));
-    let mut env = Map::new();
-    env.insert("result".into(), slot.payload.clone());
-    env.insert("_meter".into(), Value::Object(meter));
-    Value::Object(env)
+    serde_json::from_slice(&envelope_bytes(slot, latency_ms)).expect("an envelope's bytes are JSON")
+}
+
+/// The compact JSON of [`envelope`], written straight from `slot`: what `Response::render`
+/// puts in a metered result. Fields are declared in sorted order, so these are the bytes the
+/// serialized `Value` would give.
+pub fn envelope_bytes(slot: &MeterSlot, latency_ms: u64) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Envelope<'a> {
+        _meter: Meter<'a>,
+        result: &'a Value,
+    }
+    #[derive(Serialize)]
+    struct Meter<'a> {
+        call_id: &'a str,
+        /// This server spends no model tokens itself.
+        cost_usd: u8,
+        latency_ms: u64,
+        ok: bool,
+        tool: &'a str,
+        ts: String,
+    }
+    let env = Envelope {
+        _meter: Meter {
+            call_id: &slot.call_id,
+            cost_usd: 0,
+            latency_ms,
+            ok: slot.ok,
+            tool: &slot.tool,
+            ts: slot.ts.to_rfc3339(),
+        },
+        result: &slot.payload,
+    };
+    serde_json::to_vec(&env).expect("serializing into memory cannot fail")
 }
 
 /// JSON Schema of the `_meter` object, as advertised in every output schema: an object. Its
@@ -88,11 +111,11 @@ mod tests {
 
     #[test]
     fn envelope_has_every_meter_field() {
-        let env = envelope(&slot(json!({"x": 1})), 12);
-        assert_eq!(
-            env.to_string(),
-            r#"{"_meter":{"call_id":"call_0123","cost_usd":0,"latency_ms":12,"ok":true,"tool":"echo","ts":"1970-01-01T00:00:00.000Z"},"result":{"x":1}}"#
-        );
+        let expected = r#"{"_meter":{"call_id":"call_0123","cost_usd":0,"latency_ms":12,"ok":true,"tool":"echo","ts":"1970-01-01T00:00:00.000Z"},"result":{"x":1}}"#;
+        let slot = slot(json!({"x": 1}));
+        assert_eq!(envelope_bytes(&slot, 12), expected.as_bytes());
+        // The bytes are the sorted serialization of the value they stand for.
+        assert_eq!(envelope(&slot, 12).to_string(), expected);
     }
 
     #[test]

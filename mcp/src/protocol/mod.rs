@@ -117,7 +117,7 @@ impl<F> Copy for Input<'_, F> {}
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
     /// The JSON-RPC response object; for a metered tool result the envelope is rendered into
-    /// it by [`Response::render`] (it already holds the envelope with `latency_ms: 0`); without
+    /// it by [`Response::render`] (it holds placeholders where the envelope goes); without
     /// its `result` when that was rendered before (`raw_result`). For a batch, the array of the
     /// parts' whole messages. What is sent is [`Response::render`]'s bytes.
     pub message: Value,

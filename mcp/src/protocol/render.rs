@@ -9,9 +9,9 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
+use super::Response;
 use super::jsonrpc::{Id, RpcError, error_message, result_message};
-use super::meter::envelope;
-use super::{MeterSlot, Response};
+use super::meter::envelope_bytes;
 
 impl Response {
     /// A response carrying `result` for request `id`.
@@ -47,14 +47,9 @@ impl Response {
         }
     }
 
-    /// The whole message, the rendered result included (parsed back; for a batch's array).
+    /// The whole message as it is sent (at latency 0): for a batch's array.
     fn full_message(&self) -> Value {
-        let mut message = self.message.clone();
-        if let (Some(raw), Value::Object(obj)) = (&self.raw_result, &mut message) {
-            let result = serde_json::from_slice(raw).unwrap_or(Value::Null);
-            obj.insert("result".into(), result);
-        }
-        message
+        serde_json::from_slice(&self.render(0)).unwrap_or(Value::Null)
     }
 
     /// The replies of a batch (revision 2025-03-26), rendered as one JSON array.
@@ -75,14 +70,8 @@ impl Response {
         self.message.get("error")?.get("code")?.as_i64()
     }
 
-    /// [`Response::render`] of a response that is not needed afterwards: its metered result is
-    /// filled in place instead of in a copy.
-    pub fn into_bytes(mut self, latency_ms: u64) -> Vec<u8> {
-        if self.batch.is_none()
-            && let Some(slot) = self.meter.take()
-        {
-            fill_meter(&mut self.message, &slot, latency_ms);
-        }
+    /// [`Response::render`] of a response that is not needed afterwards.
+    pub fn into_bytes(self, latency_ms: u64) -> Vec<u8> {
         self.render(latency_ms)
     }
 
@@ -100,15 +89,25 @@ impl Response {
             out.push(b']');
             return out;
         }
-        let filled;
-        let message = match &self.meter {
-            Some(slot) => {
-                filled = with_meter(&self.message, slot, latency_ms);
-                &filled
+        let mut out = Vec::with_capacity(1024);
+        let env = self.meter.as_ref().map(|s| envelope_bytes(s, latency_ms));
+        match &self.message {
+            Value::Object(obj) if self.exact_id.is_some() || env.is_some() => {
+                write_object(&mut out, obj, |key, value, out| match key {
+                    // Keys come out sorted (serde_json's map is ordered); write the id verbatim.
+                    "id" => match &self.exact_id {
+                        Some(digits) => out.extend_from_slice(digits.as_bytes()),
+                        None => write_json(out, value),
+                    },
+                    "result" => match &env {
+                        Some(env) => write_metered(out, value, env),
+                        None => write_json(out, value),
+                    },
+                    _ => write_json(out, value),
+                });
             }
-            None => &self.message,
-        };
-        let mut out = self.render_message(message);
+            message => write_json(&mut out, message),
+        }
         if let Some(raw) = &self.raw_result {
             // Keys are written sorted and `result` sorts after `id` and `jsonrpc`: the bytes are
             // what rendering the whole message would give.
@@ -120,67 +119,70 @@ impl Response {
         }
         out
     }
+}
 
-    fn render_message(&self, message: &Value) -> Vec<u8> {
-        match (&self.exact_id, message) {
-            (Some(digits), Value::Object(obj)) => {
-                // Keys come out sorted (serde_json's map is ordered); write the id verbatim.
-                let mut out = vec![b'{'];
-                for (i, (k, v)) in obj.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    out.extend(to_bytes(&Value::String(k.clone())));
-                    out.push(b':');
-                    if k == "id" {
-                        out.extend(digits.as_bytes());
-                    } else {
-                        out.extend(to_bytes(v));
-                    }
+/// Writes a metered tool `result`: the envelope `env` in place of its last content block's
+/// text (the only block, or the one after a tool's own blocks) and of its structured content,
+/// when present. The core leaves placeholders there; everything else is written as it is.
+fn write_metered(out: &mut Vec<u8>, result: &Value, env: &[u8]) {
+    let Value::Object(result) = result else {
+        return write_json(out, result);
+    };
+    write_object(out, result, |key, value, out| match (key, value) {
+        ("structuredContent", _) => out.extend_from_slice(env),
+        ("content", Value::Array(blocks)) => {
+            out.push(b'[');
+            for (i, block) in blocks.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
                 }
-                out.push(b'}');
-                out
+                match block {
+                    Value::Object(block) if i + 1 == blocks.len() => {
+                        write_object(out, block, |key, value, out| match key {
+                            "text" => {
+                                let text = std::str::from_utf8(env).expect("JSON text is UTF-8");
+                                write_json(out, &text);
+                            }
+                            _ => write_json(out, value),
+                        });
+                    }
+                    other => write_json(out, other),
+                }
             }
-            _ => to_bytes(message),
+            out.push(b']');
         }
+        (_, value) => write_json(out, value),
+    });
+}
+
+/// Writes `obj` as compact JSON (its keys in their sorted order), each value by `value`.
+fn write_object(
+    out: &mut Vec<u8>,
+    obj: &serde_json::Map<String, Value>,
+    mut value: impl FnMut(&str, &Value, &mut Vec<u8>),
+) {
+    out.push(b'{');
+    for (i, (k, v)) in obj.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_json(out, k);
+        out.push(b':');
+        value(k, v, out);
     }
+    out.push(b'}');
 }
 
-/// `message` with its tool result's envelope text (the last content block: the only one, or the
-/// one after a tool's own content blocks) and structured content, when present, replaced by
-/// the envelope of `slot` measured at `latency_ms`.
-fn with_meter(message: &Value, slot: &MeterSlot, latency_ms: u64) -> Value {
-    let mut out = message.clone();
-    fill_meter(&mut out, slot, latency_ms);
-    out
-}
-
-/// [`with_meter`] in place.
-fn fill_meter(out: &mut Value, slot: &MeterSlot, latency_ms: u64) {
-    let env = envelope(slot, latency_ms);
-    if let Some(result) = out.get_mut("result").and_then(Value::as_object_mut) {
-        if let Some(text) = result
-            .get_mut("content")
-            .and_then(Value::as_array_mut)
-            .and_then(|c| c.last_mut())
-            .and_then(|c| c.get_mut("text"))
-        {
-            *text = Value::String(env.to_string());
-        }
-        if let Some(sc) = result.get_mut("structuredContent") {
-            *sc = env;
-        }
-    }
-}
-
-fn to_bytes(v: &Value) -> Vec<u8> {
-    // Serializing a Value into memory cannot fail: every map key is a string.
-    serde_json::to_vec(v).unwrap_or_default()
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    // Serializing into memory cannot fail: every map key is a string.
+    let _ = serde_json::to_writer(&mut *out, v);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::MeterSlot;
+    use crate::protocol::meter::envelope;
     use crate::time::Timestamp;
     use serde_json::json;
 
@@ -218,22 +220,32 @@ mod tests {
             call_id: "call_1".into(),
             ok: true,
             ts: Timestamp(0),
-            payload: json!(1),
+            payload: json!({"b": "é\"\n", "a": [1, null]}),
         };
-        let env0 = envelope(&slot, 0);
+        // What the core leaves: placeholders where the envelope goes, after a tool's own block.
         let message = result_message(
             &Id::Int(1.into()),
-            json!({"content": [{"type": "text", "text": env0.to_string()}], "structuredContent": env0, "isError": false}),
+            json!({"content": [{"type": "text", "text": "own"}, {"type": "text", "text": ""}],
+                   "structuredContent": null, "isError": false, "_meta": {"k": 1}}),
         );
         let r = Response {
-            meter: Some(slot),
-            ..Response::single(message, None, "s".into())
+            meter: Some(slot.clone()),
+            ..Response::single(message.clone(), None, "s".into())
         };
-        let v: Value = serde_json::from_slice(&r.render(42)).unwrap();
+        let bytes = r.render(42);
+        // The same bytes as filling the envelope into the value and serializing it whole.
+        let env = envelope(&slot, 42);
+        let mut filled = message;
+        filled["result"]["content"][1]["text"] = Value::String(env.to_string());
+        filled["result"]["structuredContent"] = env;
+        assert_eq!(bytes, serde_json::to_vec(&filled).unwrap());
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(v["result"]["structuredContent"]["_meter"]["latency_ms"], 42);
+        assert_eq!(v["result"]["content"][0]["text"], "own");
         let text: Value =
-            serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+            serde_json::from_str(v["result"]["content"][1]["text"].as_str().unwrap()).unwrap();
         assert_eq!(text, v["result"]["structuredContent"]);
+        assert_eq!(r.clone().into_bytes(42), bytes);
     }
 
     #[test]

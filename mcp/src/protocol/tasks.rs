@@ -367,7 +367,8 @@ fn metered<F: Fold>(
         ts: input.now,
         payload,
     };
-    (super::meter::envelope(&slot, 0), Some(slot))
+    // The envelope is written at render time, with the latency; this is its place.
+    (Value::Null, Some(slot))
 }
 
 /// What a `tasks/result` cancelled while its task still runs answers: not an error, the task
@@ -413,7 +414,16 @@ fn detailed_task<F: Fold>(
     };
     match view.status {
         TaskStatus::Completed => {
-            let (result, _) = call_tool_result(server, hooks, input, view);
+            let (mut result, meter) = call_tool_result(server, hooks, input, view);
+            if let Some(slot) = meter {
+                // Embedded in the task, this result is not the one rendering fills with the
+                // measured latency: its envelope is written here, at 0.
+                let env = super::meter::envelope(&slot, 0);
+                if let Some(Value::Object(block)) = result.content.last_mut() {
+                    block.insert("text".into(), Value::String(env.to_string()));
+                }
+                result.structured_content = Some(env);
+            }
             task.result = Some(result.into_value());
         }
         TaskStatus::Failed => {

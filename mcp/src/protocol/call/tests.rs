@@ -92,7 +92,19 @@ fn call(server: &Server, snapshot: &Snapshot, params: Value) -> CallReply {
         host: Some(&[]),
         phase: crate::protocol::Phase::Live,
     };
-    call_tool(server, &input)
+    let mut reply = call_tool(server, &input);
+    // The result as a client reads it: the meter envelope filled in where the core left its
+    // places, as rendering does (at latency 0).
+    if let (Ok(result), Some(slot)) = (&mut reply.result, &reply.meter) {
+        let id = crate::protocol::jsonrpc::Id::Int(1.into());
+        let response = crate::protocol::Response {
+            meter: Some(slot.clone()),
+            ..crate::protocol::Response::result(&id, result.clone(), "s")
+        };
+        let sent: Value = serde_json::from_slice(&response.render(0)).unwrap();
+        *result = sent["result"].clone();
+    }
+    reply
 }
 
 fn audit_body(reply: &CallReply) -> &Map<String, Value> {
