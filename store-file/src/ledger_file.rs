@@ -270,10 +270,25 @@ impl LedgerFile {
 
 /// Reads and checks one line (without its `\n`) under `key`.
 pub fn read_line(line: &[u8], key: &RecordKey) -> Result<Record, RecordError> {
+    Record::from_checked(&checked_line(line, key)?)
+}
+
+/// [`read_line`]'s verdict without building the record: what an append checks of its own
+/// lines before writing them.
+pub fn check_line(line: &[u8], key: &RecordKey) -> Result<(), RecordError> {
+    let raw = checked_line(line, key)?;
+    // The one step of building the record that can still fail is parsing its body (the scan
+    // checked the syntax, serde's nesting limit is checked here); nothing is built.
+    serde_json::from_slice::<serde::de::IgnoredAny>(raw.body)
+        .map(drop)
+        .map_err(|e| RecordError::Malformed(e.to_string()))
+}
+
+fn checked_line<'a>(line: &'a [u8], key: &RecordKey) -> Result<RecordLine<'a>, RecordError> {
     let raw = RecordLine::scan(line).ok_or_else(|| Record::scan_refusal(line))?;
     raw.check(Some(key))
         .map_err(|e: SealError| RecordError::from(e))?;
-    Record::from_checked(&raw)
+    Ok(raw)
 }
 
 /// A bad entry before the tail.

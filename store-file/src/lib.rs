@@ -355,7 +355,7 @@ impl<F: Checkpointed> FileStore<F> {
         let mut last_len = 0;
         for rec in records {
             let line = rec.to_line();
-            ledger_file::read_line(&line[..line.len() - 1], &self.record_key)
+            ledger_file::check_line(&line[..line.len() - 1], &self.record_key)
                 .map_err(|e| refuse(format!("record {} would not read back: {e}", rec.seq)))?;
             bytes.extend_from_slice(&line);
             last_len = line.len() as u64;

@@ -206,6 +206,32 @@ fn malformed_appends_are_refused_without_writing() {
         })
         .unwrap_err();
     assert!(err.to_string().contains("would not read back"), "{err}");
+    // A body nested deeper than a reader parses: it would not read back either.
+    let mut deep = json!(1);
+    for _ in 0..200 {
+        deep = json!([deep]);
+    }
+    let recs = seal(
+        &snap.position,
+        |_| Digest::ZERO,
+        vec![Draft::new("a", "note", deep)],
+        KEY,
+    );
+    let line = recs[0].to_line();
+    let line = &line[..line.len() - 1];
+    let key = RecordKey::new(KEY);
+    assert!(ledger_file::read_line(line, &key).is_err());
+    assert_eq!(
+        ledger_file::check_line(line, &key).is_err(),
+        ledger_file::read_line(line, &key).is_err()
+    );
+    let err = store
+        .compare_and_append(&Append {
+            expected: snap.position,
+            records: recs,
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("would not read back"), "{err}");
     // Not chained onto the head.
     let mut recs = seal(
         &snap.position,
