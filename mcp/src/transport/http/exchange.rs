@@ -111,8 +111,10 @@ pub fn status_for_error(era: Era, error: ErrorReply) -> Status {
 
 /// The error of a serialized JSON-RPC error response, if it is one.
 pub fn error_reply(response: &[u8]) -> Option<ErrorReply> {
-    // Cheap pre-check: most replies are results and need no second parse.
-    if !response.windows(7).any(|w| w == b"\"error\"") {
+    // Replies are rendered with their keys sorted, and `error` sorts before `id` and
+    // `jsonrpc`: an error reply starts with it, and anything else (a result, a batch's array)
+    // needs no second parse.
+    if !response.starts_with(b"{\"error\":") {
         return None;
     }
     let v: Value = serde_json::from_slice(response).ok()?;
@@ -402,8 +404,9 @@ mod tests {
     #[test]
     fn error_statuses_per_era() {
         let status = |era, id: &str, code: i64| {
+            // As replies are rendered: keys sorted.
             let body =
-                format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":"m"}}}}"#);
+                format!(r#"{{"error":{{"code":{code},"message":"m"}},"id":{id},"jsonrpc":"2.0"}}"#);
             let parts = ServedParts {
                 notifications: &[],
                 response: Some(body.as_bytes()),
