@@ -12,9 +12,10 @@
 //! This module must never use randomness, time or any per-process state: a replayed request
 //! must yield identical ids on any server.
 
-use serde_json::{Map, Value};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
 
-use crate::canonical::to_canonical_bytes;
 use crate::digest::Digest;
 use crate::protocol::model::Meta;
 
@@ -67,30 +68,67 @@ impl RequestIds {
 
 /// Digest of `{"method": method, "params": params without _meta}` in canonical JSON.
 pub fn request_digest(method: &str, params: Option<&Value>) -> Digest {
-    let params = match params {
-        None => Value::Object(Map::new()),
-        Some(Value::Object(map)) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| k.as_str() != "_meta")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        Some(other) => other.clone(),
-    };
-    let mut pre = Map::new();
-    pre.insert("method".into(), Value::String(method.to_string()));
-    pre.insert("params".into(), params);
-    digest_of_value(&Value::Object(pre))
+    #[derive(Serialize)]
+    struct Preimage<'a> {
+        method: &'a str,
+        params: Params<'a>,
+    }
+    struct Params<'a>(Option<&'a Value>);
+    impl Serialize for Params<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            match self.0 {
+                None => s.collect_map(std::iter::empty::<(&str, Value)>()),
+                Some(Value::Object(map)) => s.collect_map(
+                    map.iter()
+                        .filter(|(k, _)| k.as_str() != "_meta")
+                        .map(|(k, v)| (k, Normalized(v))),
+                ),
+                Some(other) => Normalized(other).serialize(s),
+            }
+        }
+    }
+    hash_of(&Preimage {
+        method,
+        params: Params(params),
+    })
 }
 
 /// Digest of the canonical form of `value` after [`numbers_as_text`].
 pub fn digest_of_value(value: &Value) -> Digest {
-    let normalized = numbers_as_text(value);
-    // `numbers_as_text` leaves no float behind, so canonicalization cannot fail; fall back to
-    // plain serialization rather than panic if that ever changed.
-    let bytes =
-        to_canonical_bytes(&normalized).unwrap_or_else(|_| normalized.to_string().into_bytes());
-    Digest::of(&bytes)
+    hash_of(&Normalized(value))
+}
+
+/// SHA-256 of `value`'s compact JSON, written straight into the hash. Every value hashed here
+/// is canonical: maps are serde_json's sorted ones and floats are text ([`Normalized`]).
+fn hash_of(value: &impl Serialize) -> Digest {
+    struct Hashing(Sha256);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.update(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = Hashing(Sha256::new());
+    // Writing into a hash cannot fail, and these values have no non-string keys.
+    let _ = serde_json::to_writer(&mut h, value);
+    Digest(h.0.finalize().into())
+}
+
+/// A value serialized as [`numbers_as_text`] of it would be, without building that copy.
+struct Normalized<'a>(&'a Value);
+
+impl Serialize for Normalized<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Number(n) if !(n.is_i64() || n.is_u64()) => s.serialize_str(&n.to_string()),
+            Value::Array(items) => s.collect_seq(items.iter().map(Normalized)),
+            Value::Object(map) => s.collect_map(map.iter().map(|(k, v)| (k, Normalized(v)))),
+            other => other.serialize(s),
+        }
+    }
 }
 
 /// `value` with every non-integer number replaced by its textual form, so it has a canonical
@@ -133,6 +171,8 @@ pub fn traceparent_trace_id(traceparent: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::canonical::to_canonical_bytes;
+    use proptest::prelude::*;
     use serde_json::json;
 
     #[test]
@@ -178,6 +218,56 @@ mod tests {
             request_digest("tools/call", Some(&params)),
             Digest::of(expected.as_bytes())
         );
+    }
+
+    /// The digests as defined: the normalized copy built, then canonicalized and hashed.
+    fn reference(method: &str, params: Option<&Value>) -> Digest {
+        let params = match params {
+            None => json!({}),
+            Some(Value::Object(map)) => Value::Object(
+                map.iter()
+                    .filter(|(k, _)| k.as_str() != "_meta")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+            Some(other) => other.clone(),
+        };
+        let pre = numbers_as_text(&json!({"method": method, "params": params}));
+        Digest::of(&to_canonical_bytes(&pre).unwrap())
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("JSON numbers are finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "\\PC{0,6}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("(_meta|[a-z]{0,4})", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn streamed_digests_equal_the_defined_ones(
+            method in "[a-z/]{0,10}",
+            params in proptest::option::of(arb_json()),
+        ) {
+            prop_assert_eq!(request_digest(&method, params.as_ref()), reference(&method, params.as_ref()));
+            if let Some(v) = &params {
+                let normalized = to_canonical_bytes(&numbers_as_text(v)).unwrap();
+                prop_assert_eq!(digest_of_value(v), Digest::of(&normalized));
+            }
+        }
     }
 
     #[test]
