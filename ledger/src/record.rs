@@ -101,6 +101,22 @@ impl From<SealError> for RecordError {
 }
 
 impl Record {
+    /// Gives this sealed record another body and seals it again in its place: its position
+    /// and links do not depend on its body. Only for the last record of a transaction not yet
+    /// appended (a record after it would link to its old hash).
+    pub fn reseal(&mut self, body: Value, key: &[u8]) {
+        self.body = body;
+        self.sign(key);
+    }
+
+    /// Sets `hash` and `mac` from the pre-image. The core never puts floats in a record body;
+    /// `preimage` panics if it did.
+    fn sign(&mut self, key: &[u8]) {
+        let pre = self.preimage();
+        self.hash = Digest::of(&pre);
+        self.mac = Some(hmac_tag(key, &pre));
+    }
+
     /// The canonical bytes that `hash` and `mac` are computed over.
     pub fn preimage(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(256);
@@ -261,10 +277,7 @@ pub fn seal(
             hash: Digest::ZERO,
             mac: None,
         };
-        // The core never puts floats in a record body; `preimage` panics if it did.
-        let pre = rec.preimage();
-        rec.hash = Digest::of(&pre);
-        rec.mac = Some(hmac_tag(key, &pre));
+        rec.sign(key);
         out.push(rec);
     }
     out
@@ -347,6 +360,22 @@ mod tests {
             proptest::prop_assert_eq!(rec.to_line(), line);
             proptest::prop_assert_eq!(rec.preimage(), reference(&rec, false));
         }
+    }
+
+    #[test]
+    fn resealing_the_last_record_equals_sealing_its_body_at_once() {
+        let at = LedgerPosition::GENESIS;
+        let drafts = |last: Value| {
+            vec![
+                Draft::new("run:R", "run.created", json!({"id": "R"})),
+                Draft::new("audit", crate::audit::CALL_KIND, last),
+            ]
+        };
+        let direct = seal(&at, |_| Digest::ZERO, drafts(json!({"ok": true})), b"key");
+        let mut probed = seal(&at, |_| Digest::ZERO, drafts(Value::Null), b"key");
+        assert_ne!(probed, direct);
+        probed[1].reseal(json!({"ok": true}), b"key");
+        assert_eq!(probed, direct);
     }
 
     #[test]

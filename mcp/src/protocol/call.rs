@@ -565,23 +565,25 @@ impl<F: Fold> Audit<'_, F> {
         };
         if let Some(run) = run_id {
             let stream = run_stream(run);
-            let head = if drafts.iter().any(|d| d.stream == stream) {
-                // The run journal moves in this very transaction: seal once with a placeholder
-                // audit record (same transaction size, so identical hashes for the records
-                // before it) to learn the journal's new head.
-                let mut probe = drafts.clone();
-                probe.push(Draft::new(AUDIT_STREAM, AUDIT_KIND, Value::Null));
-                let sealed = seal(&snapshot.position, |s| snapshot.stream_head(s), probe, key);
-                sealed
+            audit.run_id = Some(run.into());
+            if drafts.iter().any(|d| d.stream == stream) {
+                // The run journal moves in this very transaction: seal with a placeholder audit
+                // record (its body changes no hash before it) to learn the journal's new head,
+                // then give the audit record its body.
+                drafts.push(Draft::new(AUDIT_STREAM, AUDIT_KIND, Value::Null));
+                let mut sealed = seal(&snapshot.position, |s| snapshot.stream_head(s), drafts, key);
+                let head = sealed
                     .iter()
                     .rev()
                     .find(|r| r.stream == stream)
-                    .map_or(Digest::ZERO, |r| r.hash)
-            } else {
-                snapshot.stream_head(&stream)
-            };
-            audit.run_id = Some(run.into());
-            audit.journal_head = Some(head.to_string().into());
+                    .map_or(Digest::ZERO, |r| r.hash);
+                audit.journal_head = Some(head.to_string().into());
+                if let Some(last) = sealed.last_mut() {
+                    last.reseal(audit.to_value(), key);
+                }
+                return sealed;
+            }
+            audit.journal_head = Some(snapshot.stream_head(&stream).to_string().into());
         }
         drafts.push(Draft::new(AUDIT_STREAM, AUDIT_KIND, audit.to_value()));
         seal(&snapshot.position, |s| snapshot.stream_head(s), drafts, key)
