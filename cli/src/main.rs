@@ -11,11 +11,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Every call allocates many small, short-lived buffers; mimalloc serves them in a fraction
-/// of glibc malloc's time (BENCHMARKS.md, "Allocator").
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Debug, Parser)]
 #[command(
     name = "bernstein",
