@@ -27,7 +27,15 @@ impl Digest {
     }
 
     pub fn hex(&self) -> String {
-        hex::encode(self.0)
+        self.rendered().as_str()["sha256:".len()..].to_string()
+    }
+
+    /// `sha256:<64 hex>` on the stack: Display and Serialize write it without allocating.
+    pub(crate) fn rendered(&self) -> Rendered {
+        let mut out = [0u8; 71];
+        out[..7].copy_from_slice(b"sha256:");
+        hex::encode_to_slice(self.0, &mut out[7..]).expect("64 hex digits hold 32 bytes");
+        Rendered(out)
     }
 
     /// Parses `sha256:<64 hex>`.
@@ -42,21 +50,30 @@ impl Digest {
     }
 }
 
+/// A digest's rendering, `sha256:<64 hex>`, on the stack.
+pub(crate) struct Rendered([u8; 71]);
+
+impl Rendered {
+    pub(crate) fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("the prefix and hex digits are ASCII")
+    }
+}
+
 impl std::fmt::Display for Digest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "sha256:{}", self.hex())
+        f.write_str(self.rendered().as_str())
     }
 }
 
 impl std::fmt::Debug for Digest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "sha256:{}", &self.hex()[..12])
+        f.write_str(&self.rendered().as_str()[..19])
     }
 }
 
 impl Serialize for Digest {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
+        s.serialize_str(self.rendered().as_str())
     }
 }
 

@@ -138,10 +138,8 @@ impl Record {
     /// test holds it equal to the canonical form of the serde value.
     fn write_canonical(&self, out: &mut Vec<u8>, sealed: bool) {
         fn digest(out: &mut Vec<u8>, d: &Digest) {
-            out.extend_from_slice(b"\"sha256:");
-            let mut hex = [0u8; 64];
-            hex::encode_to_slice(d.0, &mut hex).expect("64 hex digits hold 32 bytes");
-            out.extend_from_slice(&hex);
+            out.push(b'"');
+            out.extend_from_slice(d.rendered().as_str().as_bytes());
             out.push(b'"');
         }
         fn string(out: &mut Vec<u8>, s: &str) {
