@@ -192,20 +192,22 @@ fn malformed_appends_are_refused_without_writing() {
     let tmp = TestDir::new("store-malformed");
     let store = open(tmp.path());
     let snap = store.snapshot().unwrap();
+    let unreadable = |records: Vec<Record>| {
+        let err = store
+            .compare_and_append(&Append {
+                expected: snap.position,
+                records,
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("would not read back"), "{err}");
+    };
     // Sealed under another key: would not read back.
-    let recs = seal(
+    unreadable(seal(
         &snap.position,
         |_| Digest::ZERO,
         vec![call(1)],
         b"other key",
-    );
-    let err = store
-        .compare_and_append(&Append {
-            expected: snap.position,
-            records: recs,
-        })
-        .unwrap_err();
-    assert!(err.to_string().contains("would not read back"), "{err}");
+    ));
     // A body nested deeper than a reader parses: it would not read back either.
     let mut deep = json!(1);
     for _ in 0..200 {
@@ -225,13 +227,7 @@ fn malformed_appends_are_refused_without_writing() {
         ledger_file::check_line(line, &key).is_err(),
         ledger_file::read_line(line, &key).is_err()
     );
-    let err = store
-        .compare_and_append(&Append {
-            expected: snap.position,
-            records: recs,
-        })
-        .unwrap_err();
-    assert!(err.to_string().contains("would not read back"), "{err}");
+    unreadable(recs);
     // Not chained onto the head.
     let mut recs = seal(
         &snap.position,
