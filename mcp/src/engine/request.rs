@@ -364,7 +364,7 @@ impl<J: Job> Request<J> {
         let served = Served {
             notifications: outcome.notifications,
             span_id: outcome.response.as_ref().map(|r| r.span_id.clone()),
-            response: outcome.response.map(|r| r.into_bytes(latency_ms)),
+            response: outcome.response.map(|r| r.render(latency_ms)),
             negotiated_version: outcome.negotiated_version,
         };
         self.out.push_back(Output::Done(Finished {

@@ -11,7 +11,8 @@ use serde_json::{Map, Value, json};
 
 use super::MeterSlot;
 
-/// The envelope of `slot` with the measured latency, as a value.
+/// The envelope of `slot` with the measured latency, as a value (the tests' reference).
+#[cfg(test)]
 pub fn envelope(slot: &MeterSlot, latency_ms: u64) -> Value {
     serde_json::from_slice(&envelope_bytes(slot, latency_ms)).expect("an envelope's bytes are JSON")
 }

@@ -9,9 +9,9 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
-use super::Response;
 use super::jsonrpc::{Id, RpcError, error_message, result_message};
 use super::meter::envelope_bytes;
+use super::{MeterSlot, Response};
 
 impl Response {
     /// A response carrying `result` for request `id`.
@@ -70,11 +70,6 @@ impl Response {
         self.message.get("error")?.get("code")?.as_i64()
     }
 
-    /// [`Response::render`] of a response that is not needed afterwards.
-    pub fn into_bytes(self, latency_ms: u64) -> Vec<u8> {
-        self.render(latency_ms)
-    }
-
     /// The bytes to send, with `latency_ms` (measured by the runtime from receipt to now) in the
     /// `_meter` envelope of a metered tool result.
     pub fn render(&self, latency_ms: u64) -> Vec<u8> {
@@ -119,6 +114,14 @@ impl Response {
         }
         out
     }
+}
+
+/// A metered tool `result` with its envelope at `latency_ms` filled in where
+/// [`Response::render`] would write it: for a result embedded in another answer (a task's).
+pub(super) fn filled_result(result: &Value, slot: &MeterSlot, latency_ms: u64) -> Value {
+    let mut out = Vec::new();
+    write_metered(&mut out, result, &envelope_bytes(slot, latency_ms));
+    serde_json::from_slice(&out).expect("a written result is JSON")
 }
 
 /// Writes a metered tool `result`: the envelope `env` in place of its last content block's
@@ -181,7 +184,6 @@ fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::MeterSlot;
     use crate::protocol::meter::envelope;
     use crate::time::Timestamp;
     use serde_json::json;
@@ -245,7 +247,6 @@ mod tests {
         let text: Value =
             serde_json::from_str(v["result"]["content"][1]["text"].as_str().unwrap()).unwrap();
         assert_eq!(text, v["result"]["structuredContent"]);
-        assert_eq!(r.clone().into_bytes(42), bytes);
     }
 
     #[test]

@@ -414,17 +414,14 @@ fn detailed_task<F: Fold>(
     };
     match view.status {
         TaskStatus::Completed => {
-            let (mut result, meter) = call_tool_result(server, hooks, input, view);
-            if let Some(slot) = meter {
-                // Embedded in the task, this result is not the one rendering fills with the
-                // measured latency: its envelope is written here, at 0.
-                let env = super::meter::envelope(&slot, 0);
-                if let Some(Value::Object(block)) = result.content.last_mut() {
-                    block.insert("text".into(), Value::String(env.to_string()));
-                }
-                result.structured_content = Some(env);
-            }
-            task.result = Some(result.into_value());
+            let (result, meter) = call_tool_result(server, hooks, input, view);
+            let result = result.into_value();
+            // Embedded in the task, this result is not the one rendering fills with the
+            // measured latency: its envelope is filled in here, at 0.
+            task.result = Some(match meter {
+                Some(slot) => super::render::filled_result(&result, &slot, 0),
+                None => result,
+            });
         }
         TaskStatus::Failed => {
             task.error = Some(TaskError {
