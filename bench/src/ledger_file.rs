@@ -9,9 +9,18 @@ use std::path::Path;
 
 use crate::ledger::MemLedger;
 
-pub fn write_ledger(dir: &Path, records: u64) {
+/// What [`write_ledger`] wrote.
+pub struct Written {
+    /// A run in the ledger, to read.
+    pub run_id: String,
+    pub records: u64,
+    pub bytes: usize,
+}
+
+/// Writes a project under `dir` holding a ledger of at least `records` records.
+pub fn write_ledger(dir: &Path, records: u64) -> Written {
     let mut l = MemLedger::new();
-    l.grow_to(records);
+    let run_id = l.grow_to(records);
     let sdd = dir.join(".sdd");
     let keys = sdd.join("keys");
     let ledger = sdd.join("ledger");
@@ -26,12 +35,11 @@ pub fn write_ledger(dir: &Path, records: u64) {
     secret("audit.key", &l.key);
     secret("signing.ed25519", &crate::ledger::SIGNING_SEED);
     fs::write(ledger.join("ledger.jsonl"), &l.lines).expect("write ledger");
-    println!(
-        "{}: {} records, {:.1} MiB",
-        dir.display(),
-        l.snapshot.position.seq,
-        l.lines.len() as f64 / 1048576.0
-    );
+    Written {
+        run_id,
+        records: l.snapshot.position.seq,
+        bytes: l.lines.len(),
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -6,7 +6,8 @@
 //! (secret redaction on 1 MiB adversarial texts), `durable` (durable writes through the file
 //! store at 1 and 16 writers), `stdio` (process start to
 //! `initialize`, stdio round trip), `http` (load on the real HTTP server, both runtimes, with
-//! resident memory), `python` (the same load on the Python implementation, when installed) and
+//! resident memory), `http-size` (`bernstein_run_status` over HTTP on 1k / 100k / 1M-record
+//! ledgers), `python` (the same load on the Python implementation, when installed) and
 //! `wrk` (`tools/call bernstein_status` under wrk at 1/16/64 connections, ours on both runtimes
 //! beside an rmcp peer, a raw loopback limit and Python; the peers are built from
 //! `bench/peers/`, see [`wrk`]) and `polls` (1,000 long polls held open, 10,000 with `--full`,
@@ -21,6 +22,7 @@ mod checkpoint_stall;
 mod dlp;
 mod durable;
 mod http_load;
+mod http_size;
 mod ledger;
 mod ledger_file;
 mod long_polls;
@@ -46,7 +48,12 @@ fn main() {
             eprintln!("usage: bernstein-bench write-ledger DIR RECORDS");
             std::process::exit(2);
         };
-        ledger_file::write_ledger(std::path::Path::new(dir), n);
+        let w = ledger_file::write_ledger(std::path::Path::new(dir), n);
+        println!(
+            "{dir}: {} records, {:.1} MiB",
+            w.records,
+            w.bytes as f64 / 1048576.0
+        );
         return;
     }
     let full = args.iter().any(|a| a == "--full");
@@ -91,6 +98,9 @@ fn main() {
         }
         if wanted("python") {
             python::compare(period, &rust);
+        }
+        if wanted("http-size") {
+            http_size::row(bin, full);
         }
         if wanted("wrk") {
             wrk::side_by_side(bin, full);
