@@ -88,12 +88,18 @@ pub fn write<F: Checkpointed>(
             .mode(0o600)
             .open(&tmp)?;
         // Streamed: the body (the projection, hundreds of MiB at a million records) is never
-        // held in memory whole; its tag is computed over the bytes as they are written.
-        let mut out = Tagged {
-            file: io::BufWriter::with_capacity(1 << 16, f),
-            mac: HmacCheck::new(key),
-        };
-        out.file.write_all(PREFIX)?;
+        // held in memory whole; its tag is computed over the bytes as they are written. The
+        // serializer's many small writes are buffered before the tag and the file see them:
+        // tagging token by token took a quarter of a checkpoint's CPU.
+        let mut file = f;
+        file.write_all(PREFIX)?;
+        let mut out = io::BufWriter::with_capacity(
+            1 << 16,
+            Tagged {
+                file,
+                mac: HmacCheck::new(key),
+            },
+        );
         serde_json::to_writer(
             &mut out,
             &BodyRef {
@@ -106,11 +112,11 @@ pub fn write<F: Checkpointed>(
             },
         )
         .map_err(io::Error::other)?;
-        let Tagged { mut file, mac } = out;
+        let Tagged { mut file, mac } = out.into_inner().map_err(|e| e.into_error())?;
         file.write_all(MAC_FIELD)?;
         file.write_all(mac.tag().as_bytes())?;
         file.write_all(SUFFIX)?;
-        file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        file.sync_all()?;
         std::fs::rename(&tmp, layout.checkpoint_file())?;
         sync_dir(&dir)
     })();
@@ -131,6 +137,12 @@ impl<W: Write> Write for Tagged<W> {
         let n = self.file.write(buf)?;
         self.mac.update(&buf[..n]);
         Ok(n)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.file.write_all(buf)?;
+        self.mac.update(buf);
+        Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {
