@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bernstein_ledger::digest::{HmacCheck, verify_hmac_tag};
 use bernstein_ledger::{LedgerPosition, Snapshot};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
 use super::Checkpointed;
@@ -279,6 +280,17 @@ pub fn anchor(layout: &Layout, key: Option<&[u8]>) -> Result<Option<LedgerPositi
             return Err("its HMAC tag does not verify under this audit key".into());
         }
     }
+    // The position is the snapshot's first field, a few hundred bytes into the body as this
+    // writer lays it out: read from there, not by walking the whole body (a fifth of
+    // `audit verify`'s time at a million records). The tag, checked above over every byte,
+    // is what vouches for the rest; a body laid out otherwise is read whole.
+    let mut head = Vec::with_capacity(HEAD);
+    body(&mut file, body_len)
+        .and_then(|r| r.take(HEAD as u64).read_to_end(&mut head))
+        .map_err(unreadable)?;
+    if let Some(position) = position_in_head(&head) {
+        return Ok(Some(position));
+    }
     #[derive(Deserialize)]
     struct Anchor {
         snapshot: AnchorSnapshot,
@@ -291,4 +303,34 @@ pub fn anchor(layout: &Layout, key: Option<&[u8]>) -> Result<Option<LedgerPositi
     serde_json::from_reader::<_, Anchor>(reader)
         .map(|a| Some(a.snapshot.position))
         .map_err(|e| format!("unreadable body: {e}"))
+}
+
+/// How much of a body's start is searched for the snapshot's position.
+const HEAD: usize = 4096;
+
+/// The snapshot's position when the body starts as [`write`] lays it out: the scalar fields of
+/// [`BodyRef`], then the snapshot, whose first field is its position.
+fn position_in_head(head: &[u8]) -> Option<LedgerPosition> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[expect(dead_code, reason = "read only to check the body's layout")]
+    struct Scalars {
+        format: IgnoredAny,
+        software: IgnoredAny,
+        offset: IgnoredAny,
+        last_line_start: IgnoredAny,
+        lines: IgnoredAny,
+    }
+    const SNAPSHOT: &[u8] = b",\"snapshot\":{\"position\":";
+    let at = head.windows(SNAPSHOT.len()).position(|w| w == SNAPSHOT)?;
+    // Everything before the snapshot must be exactly the scalar fields, so the match above is
+    // the body's own key and not bytes inside a string.
+    let mut scalars = head[..at].to_vec();
+    scalars.push(b'}');
+    serde_json::from_slice::<Scalars>(&scalars).ok()?;
+    let rest = &head[at + SNAPSHOT.len()..];
+    serde_json::Deserializer::from_slice(rest)
+        .into_iter::<LedgerPosition>()
+        .next()?
+        .ok()
 }

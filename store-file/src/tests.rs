@@ -522,6 +522,58 @@ fn checkpoints_are_written_every_n_records_and_used_on_open() {
     assert!(err.contains("not in checkpoint form"), "{err}");
 }
 
+/// A checkpoint file holding `body`, tagged under `KEY`, as the writer frames it.
+fn framed_checkpoint(layout: &Layout, body: &str) {
+    let tag = bernstein_core::ledger::digest::hmac_tag(KEY, body.as_bytes());
+    let file = format!("{{\"checkpoint\":{body},\"mac\":\"{tag}\"}}\n");
+    std::fs::write(layout.checkpoint_file(), file).unwrap();
+}
+
+#[test]
+fn the_anchor_reads_the_head_of_the_body_and_falls_back_for_another_layout() {
+    let tmp = TestDir::new("store-anchor");
+    let layout = Layout::in_project(tmp.path());
+    layout.create_dirs().unwrap();
+    let head = "sha256:".to_string() + &"ab".repeat(32);
+    let position = |seq: u64| format!("{{\"head\":\"{head}\",\"seq\":{seq}}}");
+    // As the writer lays it out; what follows the position is not walked (the tag vouches
+    // for it), so even a tail no reader would accept still gives the position.
+    let laid_out = format!(
+        "{{\"format\":2,\"software\":\"x\",\"offset\":1,\"last_line_start\":0,\"lines\":1,\"snapshot\":{{\"position\":{},\"stream_heads\":[}}}}",
+        position(41)
+    );
+    framed_checkpoint(&layout, &laid_out);
+    let at = checkpoint::anchor(&layout, Some(KEY)).unwrap().unwrap();
+    assert_eq!((at.seq, at.head.to_string()), (41, head.clone()));
+    // The key's bytes inside another field before the snapshot are not taken for the key:
+    // the body is then read whole, and its own position found.
+    let decoy = format!(
+        r#"{{"format":2,"software":{{"x":1,"snapshot":{{"position":{}}}}},"offset":1,"last_line_start":0,"lines":1,"snapshot":{{"position":{},"stream_heads":[]}}}}"#,
+        position(9),
+        position(42)
+    );
+    framed_checkpoint(&layout, &decoy);
+    assert_eq!(
+        checkpoint::anchor(&layout, Some(KEY)).unwrap().unwrap().seq,
+        42
+    );
+    // Another field order (another writer) is read whole.
+    let reordered = format!(
+        "{{\"snapshot\":{{\"stream_heads\":[],\"position\":{}}},\"format\":2,\"software\":\"x\",\"offset\":1,\"last_line_start\":0,\"lines\":1}}",
+        position(43)
+    );
+    framed_checkpoint(&layout, &reordered);
+    assert_eq!(
+        checkpoint::anchor(&layout, Some(KEY)).unwrap().unwrap().seq,
+        43
+    );
+    // Read whole, a malformed body is still refused.
+    let broken = reordered.replace("\"lines\":1}", "\"lines\":1");
+    framed_checkpoint(&layout, &broken);
+    let err = checkpoint::anchor(&layout, Some(KEY)).unwrap_err();
+    assert!(err.contains("unreadable body"), "{err}");
+}
+
 #[test]
 fn a_checkpoint_that_does_not_fit_the_ledger_is_refused() {
     let tmp = TestDir::new("store-ckpt-other");
