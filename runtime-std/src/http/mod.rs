@@ -207,6 +207,10 @@ impl Loop {
                             self.flush(id);
                         }
                         if event.is_readable() || event.is_read_closed() || event.is_error() {
+                            if let Some(sock) = self.socks.get_mut(&id) {
+                                sock.drained = false;
+                                sock.hung_up |= event.is_read_closed() || event.is_error();
+                            }
                             self.read(id);
                         }
                     }
@@ -310,9 +314,15 @@ impl Loop {
                 self.paused.insert(id);
                 return;
             }
+            if sock.drained {
+                return;
+            }
             let read = sock.stream.read(&mut buf);
-            if let Ok(0) = read {
-                sock.eof = true;
+            match read {
+                Ok(0) => sock.eof = true,
+                Ok(n) if n < buf.len() && !sock.hung_up => sock.drained = true,
+                Err(ref e) if e.kind() == io::ErrorKind::WouldBlock => sock.drained = true,
+                _ => {}
             }
             let now = self.now();
             match read {

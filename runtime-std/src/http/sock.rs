@@ -35,6 +35,13 @@ pub(super) struct Sock {
     pub(super) ending: Ending,
     /// The peer sent its end (no more reads).
     pub(super) eof: bool,
+    /// The kernel had nothing more when last read (a read took less than asked) and no
+    /// readiness was reported since: reading now would only say `WouldBlock`. The poll is
+    /// edge-triggered, so bytes that arrive later are reported as a new event, which clears
+    /// it. Never set once the peer's end was reported, so that its end is read to the EOF.
+    pub(super) drained: bool,
+    /// The poll reported the peer's end, or an error, on this socket.
+    pub(super) hung_up: bool,
     /// Reading was paused: the engine wants no more bytes from it for now.
     pub(super) paused: bool,
     /// Whether the registration asks for writability too.
@@ -58,6 +65,8 @@ impl Sock {
             stalled: None,
             ending: Ending::Open,
             eof: false,
+            drained: false,
+            hung_up: false,
             paused: false,
             wants_write: false,
         }

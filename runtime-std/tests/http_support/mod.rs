@@ -97,6 +97,7 @@ macro_rules! http_scenarios {
             oversize_headers_get_431,
             bad_bodies_get_structured_errors,
             truncated_body_then_close_leaves_the_server_serving,
+            request_then_half_close_is_answered_and_ends,
             expect_continue_and_chunked_bodies,
             slowloris_connections_do_not_starve_others,
             connection_cap_answers_503,

@@ -264,6 +264,44 @@ pub fn truncated_body_then_close_leaves_the_server_serving(launch: Launcher) {
     assert_ok_result(&c.post_mcp(&rpc(1, "ping", json!({})), &[]), 1);
 }
 
+/// A request whose last bytes come with the client's end of stream is answered, and the
+/// server then sees that end (it must not stop reading once a read came back short); a body
+/// that comes after a pause, once the head was read, is read when it comes.
+pub fn request_then_half_close_is_answered_and_ends(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let mut c = Conn::open(f.addr());
+    let host = c.host();
+    let bytes = request_bytes(
+        &host,
+        "POST",
+        "/mcp",
+        &[("Content-Type", "application/json")],
+        rpc(1, "ping", json!({})).to_string().as_bytes(),
+    );
+    // Corked: the request and the end of stream leave in one segment, so the server sees both
+    // in one readiness report and one short read.
+    rustix::net::sockopt::set_tcp_cork(&c.stream, true).unwrap();
+    c.send(&bytes);
+    c.stream.shutdown(Shutdown::Write).unwrap();
+    assert_ok_result(&c.read_response(), 1);
+    // Well inside the 1.5 s idle timeout, which would close it anyway.
+    assert!(
+        c.closed_within(Duration::from_millis(700)),
+        "the server closes after answering a client that ended its side"
+    );
+
+    let mut c = Conn::open(f.addr());
+    let body = rpc(2, "ping", json!({})).to_string();
+    c.send(format!("POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", body.len()).as_bytes());
+    std::thread::sleep(Duration::from_millis(100));
+    let (a, b) = body.split_at(9);
+    c.send(a.as_bytes());
+    std::thread::sleep(Duration::from_millis(100));
+    c.send(b.as_bytes());
+    assert_ok_result(&c.read_response(), 2);
+    assert_ok_result(&c.post_mcp(&rpc(3, "ping", json!({})), &[]), 3);
+}
+
 pub fn expect_continue_and_chunked_bodies(launch: Launcher) {
     let f = start(launch, test_config(), test_options());
     let mut c = Conn::open(f.addr());
