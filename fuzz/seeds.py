@@ -108,6 +108,13 @@ def seeds() -> dict[str, list[bytes]]:
             if meta is not None:
                 out["request_meta"].append(bytes(24) + meta)
         del meta
+    # Integer ids beyond 64 bits, which the server echoes digit for digit (found by the fuzzer
+    # once the invariant read ids as parsed values, where such an id is a float).
+    big = b"1" + b"8" * 60
+    out["request_path"].append(b"\x04" + b'{"jsonrpc":"2.0","id":' + big + b',"method":"ping"}')
+    out["request_path"].append(
+        b"\x04" + b'{"jsonrpc":"2.0","id":-' + big
+        + b',"method":"tools/call","params":{"name":"bernstein_nope","arguments":{}}}')
     # A few HTTP shapes besides POST /mcp.
     for raw in (
         b"GET /sse HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n\r\n",

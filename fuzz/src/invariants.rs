@@ -14,13 +14,24 @@ use bernstein_core::domain::Snapshot;
 use bernstein_core::protocol::host::HostReply;
 use bernstein_core::protocol::{Outcome, Phase, TransportFacts};
 use bernstein_core::domain::bound::{Input, Server};
+use bernstein_core::protocol::jsonrpc::is_integer_literal;
+use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Latency written into metered replies (any value: the core must not care).
 pub const LATENCY_MS: u64 = 3;
 
 /// Deepest JSON the server accepts (its default limit).
 const MAX_DEPTH: usize = 32;
+
+/// A reply's id as its literal: an integer id beyond 64 bits is echoed digit for digit, which
+/// a parsed [`Value`] cannot show (it holds it as a float).
+#[derive(Deserialize)]
+struct IdLiteral<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+}
 
 /// Asserts that `reply` is one well-formed JSON-RPC reply; returns it parsed.
 pub fn assert_reply(reply: &[u8]) -> Value {
@@ -29,14 +40,20 @@ pub fn assert_reply(reply: &[u8]) -> Value {
     match &v {
         Value::Array(parts) => {
             assert!(!parts.is_empty(), "an empty batch reply");
-            parts.iter().for_each(assert_response_object);
+            let ids: Vec<IdLiteral<'_>> = serde_json::from_slice(reply).expect("a batch reply");
+            for (part, id) in parts.iter().zip(ids) {
+                assert_response_object(part, id.id);
+            }
         }
-        other => assert_response_object(other),
+        other => {
+            let id: IdLiteral<'_> = serde_json::from_slice(reply).expect("a reply object");
+            assert_response_object(other, id.id);
+        }
     }
     v
 }
 
-fn assert_response_object(v: &Value) {
+fn assert_response_object(v: &Value, id_literal: Option<&RawValue>) {
     let obj = v.as_object().expect("a reply must be an object");
     assert_eq!(obj.get("jsonrpc"), Some(&Value::from("2.0")), "{v}");
     assert!(
@@ -45,7 +62,10 @@ fn assert_response_object(v: &Value) {
     );
     match obj.get("id") {
         Some(Value::String(_)) => {}
-        Some(Value::Number(n)) => assert!(n.is_i64() || n.is_u64(), "integer ids only: {v}"),
+        Some(Value::Number(n)) => assert!(
+            n.is_i64() || n.is_u64() || id_literal.is_some_and(|l| is_integer_literal(l.get())),
+            "integer ids only: {v}"
+        ),
         Some(Value::Null) | None => assert!(obj.contains_key("error"), "no id on a result: {v}"),
         Some(other) => panic!("id {other} in {v}"),
     }
