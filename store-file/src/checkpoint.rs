@@ -324,7 +324,7 @@ fn position_in_head(head: &[u8]) -> Option<LedgerPosition> {
     const SNAPSHOT: &[u8] = b",\"snapshot\":{\"position\":";
     let at = head.windows(SNAPSHOT.len()).position(|w| w == SNAPSHOT)?;
     // Everything before the snapshot must be exactly the scalar fields, so the match above is
-    // the body's own key and not bytes inside a string.
+    // the body's own key and not the same bytes inside another field.
     let mut scalars = head[..at].to_vec();
     scalars.push(b'}');
     serde_json::from_slice::<Scalars>(&scalars).ok()?;
