@@ -318,12 +318,12 @@ impl Loop {
                 return;
             }
             let read = sock.stream.read(&mut buf);
-            match read {
-                Ok(0) => sock.eof = true,
-                Ok(n) if n < buf.len() && !sock.hung_up => sock.drained = true,
-                Err(ref e) if e.kind() == io::ErrorKind::WouldBlock => sock.drained = true,
-                _ => {}
-            }
+            sock.eof = matches!(read, Ok(0));
+            // A short read emptied the kernel's buffer: nothing more until the poll says so.
+            sock.drained = match &read {
+                Ok(n) => *n < buf.len() && !sock.hung_up,
+                Err(e) => e.kind() == io::ErrorKind::WouldBlock,
+            };
             let now = self.now();
             match read {
                 Ok(0) => {
