@@ -140,12 +140,6 @@ impl<W: Write> Write for Tagged<W> {
         Ok(n)
     }
 
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.file.write_all(buf)?;
-        self.mac.update(buf);
-        Ok(())
-    }
-
     fn flush(&mut self) -> io::Result<()> {
         self.file.flush()
     }
