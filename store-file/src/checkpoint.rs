@@ -3,7 +3,9 @@
 //!
 //! File form (one line): `{"checkpoint":<body>,"mac":"hmac-sha256:<hex>"}` where `<body>` is
 //! the JSON of [`Body`] and the tag is HMAC-SHA256 of exactly those body bytes under the audit
-//! key. It is written atomically (temp file, fsync, rename, directory fsync). On open its tag
+//! key. It is written atomically (temp file, fsync, rename, directory fsync); the writer holds
+//! an advisory lock on its temp file until the rename, so a temp file nobody holds the lock of
+//! was left by a writer that died mid-write, and [`sweep_stale`] removes it. On open its tag
 //! must verify (else the store refuses to open: [`read`]), and the store checks that the
 //! ledger verified from its first byte reaches exactly the position and stream heads it
 //! records; its projection is reused only when this software and format wrote it. It never
@@ -78,7 +80,7 @@ pub fn write<F: Checkpointed>(
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = layout.ledger_dir();
     let tmp = dir.join(format!(
-        "checkpoint.json.tmp.{}.{}",
+        "{TMP_PREFIX}{}.{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
@@ -88,6 +90,13 @@ pub fn write<F: Checkpointed>(
             .create_new(true)
             .mode(0o600)
             .open(&tmp)?;
+        // Held until the file is renamed (or this writer dies): the mark of a live writer.
+        f.try_lock().map_err(|e| match e {
+            std::fs::TryLockError::Error(e) => e,
+            std::fs::TryLockError::WouldBlock => {
+                io::Error::other("a fresh checkpoint temp file is locked by another process")
+            }
+        })?;
         // Streamed: the body (the projection, hundreds of MiB at a million records) is never
         // held in memory whole; its tag is computed over the bytes as they are written. The
         // serializer's many small writes are buffered before the tag and the file see them:
@@ -125,6 +134,44 @@ pub fn write<F: Checkpointed>(
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// How the names of checkpoint temp files begin (then the writer's pid and a counter).
+const TMP_PREFIX: &str = "checkpoint.json.tmp.";
+
+/// Removes the checkpoint temp files that writers which died mid-write left in the ledger
+/// directory (a killed server would otherwise leave up to a checkpoint's size behind each
+/// time); returns how many. A temp file whose lock another writer holds is being written and
+/// is left alone; so is anything not named like a temp file, and a directory. A symbolic link
+/// so named is never a writer's (they create their files) and is removed, never followed.
+pub fn sweep_stale(layout: &Layout) -> io::Result<usize> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(layout.ledger_dir())? {
+        let entry = entry?;
+        if !entry
+            .file_name()
+            .as_encoded_bytes()
+            .starts_with(TMP_PREFIX.as_bytes())
+        {
+            continue;
+        }
+        let path = entry.path();
+        let stale = match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => true,
+            // A link put in its place meanwhile would be followed here, but removing the path
+            // below removes that link, never its target.
+            Ok(meta) if meta.is_file() => File::open(&path).is_ok_and(|f| f.try_lock().is_ok()),
+            _ => false,
+        };
+        if stale {
+            match std::fs::remove_file(&path) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(removed)
 }
 
 /// The checkpoint file being written, with the HMAC of the body bytes written through it.

@@ -164,6 +164,17 @@ impl<F: Checkpointed> FileStore<F> {
         layout
             .create_dirs()
             .map_err(|e| io_error(&layout.sdd, "create", &e))?;
+        match checkpoint::sweep_stale(&layout) {
+            Ok(0) => {}
+            Ok(n) => log_line!(
+                "bernstein: removed {n} checkpoint temp file(s) left in {} by a writer stopped mid-write",
+                layout.ledger_dir().display()
+            ),
+            Err(e) => log_line!(
+                "bernstein: cannot look for stale checkpoint temp files in {}: {e}",
+                layout.ledger_dir().display()
+            ),
+        }
         let lock = LedgerLock::open(&layout.lock_file())
             .map_err(|e| io_error(&layout.lock_file(), "open", &e))?;
         let ledger = LedgerFile::open(&layout.ledger_file())

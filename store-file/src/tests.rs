@@ -656,3 +656,66 @@ fn init_creates_everything_and_is_idempotent() {
     assert_eq!(init::<bernstein_core::Projection>(tmp.path()).unwrap(), sdd);
     assert_eq!(std::fs::read(layout.audit_key_file()).unwrap(), key);
 }
+
+#[test]
+fn checkpoint_temp_files_left_by_a_dead_writer_are_swept_on_open_and_a_live_ones_kept() {
+    let tmp = TestDir::new("store-ckpt-sweep");
+    let layout = Layout::in_project(tmp.path());
+    {
+        let store = open(tmp.path());
+        fill(&store);
+    }
+    let dir = layout.ledger_dir();
+    // What a writer killed mid-write leaves: a temp file nobody holds the lock of.
+    std::fs::write(
+        dir.join("checkpoint.json.tmp.4242.0"),
+        b"{\"checkpoint\":{\"for",
+    )
+    .unwrap();
+    // A writer still at work (here: this test) holds its temp file's lock.
+    let live_path = dir.join("checkpoint.json.tmp.4243.1");
+    std::fs::write(&live_path, b"{\"checkpoint\":").unwrap();
+    let live = std::fs::File::open(&live_path).unwrap();
+    live.lock().unwrap();
+    // A link so named is removed, never followed; its target stays.
+    let target = tmp.path().join("precious.txt");
+    std::fs::write(&target, b"keep me").unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("checkpoint.json.tmp.link")).unwrap();
+    // Neither a directory so named nor another file is touched.
+    std::fs::create_dir(dir.join("checkpoint.json.tmp.dir")).unwrap();
+    std::fs::write(dir.join("notes.tmp"), b"mine").unwrap();
+
+    assert_eq!(checkpoint::sweep_stale(&layout).unwrap(), 2);
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "checkpoint.json",
+            "checkpoint.json.tmp.4243.1",
+            "checkpoint.json.tmp.dir",
+            "ledger.jsonl",
+            "lock",
+            "notes.tmp"
+        ]
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+
+    // Opening the store sweeps too; once the live writer is gone, its file goes as well.
+    drop(live);
+    let store = open(tmp.path());
+    assert!(!live_path.exists());
+    assert_eq!(store.snapshot().unwrap().position.seq, 9);
+    // And a checkpoint the store writes itself leaves no temp file behind.
+    store.checkpoint().unwrap();
+    drop(store);
+    let temps: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("checkpoint.json.tmp."))
+        .collect();
+    assert_eq!(temps, ["checkpoint.json.tmp.dir"]);
+}
