@@ -76,7 +76,8 @@ fn run() -> Result<(), String> {
         Arc::new(SystemClock),
         Arc::new(ProjectHost::new(&args.workdir)),
     );
-    bernstein_runtime_std::http::serve_http(server, backend, options).map_err(|e| e.to_string())
+    bernstein_runtime_std::http::serve_http(server, backend, options, |_| Ok(()))
+        .map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {

@@ -25,7 +25,7 @@ use bernstein_core::time::Clock;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_serve::driver::Backend;
 use bernstein_serve::http::operator::Operator;
-use bernstein_serve::http::{Announcement, open_listener};
+use bernstein_serve::http::{Announcement, Stopper, open_listener};
 use bernstein_serve::perform::{Performer, moment, seed};
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
@@ -59,6 +59,14 @@ impl HttpServerHandle {
     pub fn shutdown(mut self) {
         let _ = self.stop.try_send(Event::Stop);
         let _ = self.join();
+    }
+
+    /// What asks this server to stop from another thread.
+    pub fn stopper(&self) -> Stopper {
+        let stop = self.stop.clone();
+        Arc::new(move || {
+            let _ = stop.try_send(Event::Stop);
+        })
     }
 
     fn join(&mut self) -> io::Result<()> {
@@ -169,12 +177,19 @@ pub fn bind(
     })
 }
 
-/// Binds, announces the endpoint on stderr and serves until the process ends.
-pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
+/// Binds, announces the endpoint on stderr, hands `on_bound` what stops the server, and
+/// serves until it is stopped (or the process ends).
+pub fn serve_http(
+    server: Arc<Server>,
+    backend: Backend,
+    options: HttpOptions,
+    on_bound: impl FnOnce(Stopper) -> io::Result<()>,
+) -> io::Result<()> {
     let handle = bind(server, backend, options)?;
     handle
         .announcement
         .announce(handle.local_addr(), "runtime smol");
+    on_bound(handle.stopper())?;
     handle.wait()
 }
 

@@ -1,12 +1,14 @@
 //! What `bernstein mcp --transport http` and `bernstein dashboard` share: the HTTP options
-//! from flags and environment, and serving on the chosen runtime with a bind error that says
-//! what to do.
+//! from flags and environment, serving on the chosen runtime with a bind error that says
+//! what to do, and SIGTERM / SIGINT as a graceful stop (a second one exits at once).
 
 use std::sync::Arc;
 
 use bernstein_core::Server;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_serve::driver::Backend;
+use bernstein_serve::http::Stopper;
+use bernstein_store_file::log_line;
 
 use crate::settings;
 
@@ -36,7 +38,7 @@ pub fn options(
     Ok(opts)
 }
 
-/// Serves until the process ends, on the std runtime or the smol one.
+/// Serves until SIGTERM or SIGINT (or the process ends), on the std runtime or the smol one.
 pub fn serve(
     runtime: Runtime,
     server: Arc<Server>,
@@ -45,8 +47,12 @@ pub fn serve(
 ) -> std::io::Result<()> {
     let bind = format!("{}:{}", opts.host, opts.port);
     let served = match runtime {
-        Runtime::Std => bernstein_runtime_std::http::serve_http(server, backend, opts),
-        Runtime::Smol => bernstein_runtime_smol::http::serve_http(server, backend, opts),
+        Runtime::Std => {
+            bernstein_runtime_std::http::serve_http(server, backend, opts, stop_on_signals)
+        }
+        Runtime::Smol => {
+            bernstein_runtime_smol::http::serve_http(server, backend, opts, stop_on_signals)
+        }
     };
     served.map_err(|e| {
         if e.kind() == std::io::ErrorKind::AddrInUse {
@@ -58,4 +64,37 @@ pub fn serve(
             e
         }
     })
+}
+
+/// Watches SIGTERM and SIGINT: the first stops the server gracefully (it answers the requests
+/// in flight, long polls as they stand, and the store writes its checkpoint as it closes), a
+/// second exits at once.
+fn stop_on_signals(stop: Stopper) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
+    std::thread::Builder::new()
+        .name("bernstein-signals".into())
+        .spawn(move || {
+            let mut received = signals.forever();
+            let Some(first) = received.next() else {
+                return;
+            };
+            log_line!(
+                "bernstein: {}: stopping (answering the requests in flight); send it again to exit at once",
+                signal_name(first)
+            );
+            stop();
+            if let Some(second) = received.next() {
+                log_line!("bernstein: {}: exiting at once", signal_name(second));
+                std::process::exit(128 + second);
+            }
+        })?;
+    Ok(())
+}
+
+fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        signal_hook::consts::SIGTERM => "SIGTERM",
+        _ => "SIGINT",
+    }
 }

@@ -26,7 +26,7 @@ use bernstein_core::time::Clock;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_serve::driver::Backend;
 use bernstein_serve::http::operator::Operator;
-use bernstein_serve::http::{Announcement, open_listener};
+use bernstein_serve::http::{Announcement, Stopper, open_listener};
 use bernstein_serve::perform::{Performer, moment, seed};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
@@ -67,9 +67,17 @@ impl HttpServerHandle {
         self.stop();
     }
 
+    /// What asks this server to stop from another thread.
+    pub fn stopper(&self) -> Stopper {
+        let (stop, waker) = (self.stop.clone(), self.waker.clone());
+        Arc::new(move || {
+            stop.store(true, Ordering::SeqCst);
+            let _ = waker.wake();
+        })
+    }
+
     fn stop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = self.waker.wake();
+        (self.stopper())();
         let _ = self.join();
     }
 
@@ -153,12 +161,19 @@ pub fn bind(
     })
 }
 
-/// Binds, announces the endpoint on stderr and serves until the process ends.
-pub fn serve_http(server: Arc<Server>, backend: Backend, options: HttpOptions) -> io::Result<()> {
+/// Binds, announces the endpoint on stderr, hands `on_bound` what stops the server, and
+/// serves until it is stopped (or the process ends).
+pub fn serve_http(
+    server: Arc<Server>,
+    backend: Backend,
+    options: HttpOptions,
+    on_bound: impl FnOnce(Stopper) -> io::Result<()>,
+) -> io::Result<()> {
     let handle = bind(server, backend, options)?;
     handle
         .announcement
         .announce(handle.local_addr(), "runtime std, one event loop");
+    on_bound(handle.stopper())?;
     handle.wait()
 }
 
