@@ -5,10 +5,17 @@
 //! queued, so at most one write runs and one waits. At a million records a checkpoint is
 //! hundreds of megabytes: written under the store's lock, every 5,000th append stalled for
 //! seconds.
+//!
+//! The writer then rests: after a write that took `d`, it is not [`Checkpointer::ready`] for
+//! `d × rest` (`StoreOptions::checkpoint_rest`), and the store hands nothing over meanwhile.
+//! Under a write load that makes checkpoints due faster than they are written, they take at
+//! most `1 / (1 + rest)` of one core instead of all of it, and no state waits in the queue
+//! pinning an old projection (while one is held, every append copies the map paths it folds).
 
 use std::fs::File;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
+use std::time::Instant;
 
 use bernstein_ledger::time::Clock;
 
@@ -24,6 +31,8 @@ struct Slot<F: Checkpointed> {
     queued: Option<Folded<F>>,
     busy: bool,
     stop: bool,
+    /// Until when the writer rests after its last write.
+    rest_until: Option<Instant>,
     /// When (wall-clock ms) the last write finished, and the records it covered.
     written: Option<(u64, u64)>,
 }
@@ -51,8 +60,14 @@ fn lock<F: Checkpointed>(m: &Mutex<Slot<F>>) -> MutexGuard<'_, Slot<F>> {
 }
 
 impl<F: Checkpointed> Checkpointer<F> {
-    /// Starts the writer of checkpoints of the ledger `ledger` (a handle of its file).
-    pub fn start(layout: Layout, key: Vec<u8>, ledger: File) -> std::io::Result<Checkpointer<F>> {
+    /// Starts the writer of checkpoints of the ledger `ledger` (a handle of its file), resting
+    /// `rest` times a write's duration after each.
+    pub fn start(
+        layout: Layout,
+        key: Vec<u8>,
+        ledger: File,
+        rest: u32,
+    ) -> std::io::Result<Checkpointer<F>> {
         let shared = Arc::new(Shared {
             slot: Mutex::default(),
             changed: Condvar::new(),
@@ -63,11 +78,20 @@ impl<F: Checkpointed> Checkpointer<F> {
         let s = shared.clone();
         let thread = thread::Builder::new()
             .name("bernstein-checkpoint".into())
-            .spawn(move || run(&s))?;
+            .spawn(move || run(&s, rest))?;
         Ok(Checkpointer {
             shared,
             thread: Some(thread),
         })
+    }
+
+    /// Whether the writer would start a state handed over now: idle, nothing queued, and its
+    /// rest after the last write over.
+    pub fn ready(&self) -> bool {
+        let slot = lock(&self.shared.slot);
+        !slot.busy
+            && slot.queued.is_none()
+            && slot.rest_until.is_none_or(|until| until <= Instant::now())
     }
 
     /// Queues `folded` to be written (replacing an older state not yet started).
@@ -119,7 +143,7 @@ impl<F: Checkpointed> Drop for Checkpointer<F> {
     }
 }
 
-fn run<F: Checkpointed>(shared: &Shared<F>) {
+fn run<F: Checkpointed>(shared: &Shared<F>, rest: u32) {
     loop {
         let folded = {
             let mut slot = lock(&shared.slot);
@@ -137,7 +161,9 @@ fn run<F: Checkpointed>(shared: &Shared<F>) {
                     .unwrap_or_else(PoisonError::into_inner);
             }
         };
+        let began = Instant::now();
         let written = checkpoint::write(&shared.layout, &shared.key, &folded, &shared.ledger);
+        let rest_until = Instant::now() + began.elapsed().saturating_mul(rest);
         if let Err(e) = &written {
             // The checkpoint is an optimisation and the records are durable: say so and go on.
             crate::log_line!(
@@ -147,6 +173,7 @@ fn run<F: Checkpointed>(shared: &Shared<F>) {
         }
         let mut slot = lock(&shared.slot);
         slot.busy = false;
+        slot.rest_until = Some(rest_until);
         if written.is_ok() {
             slot.written = Some((SystemClock.now().0, folded.lines));
         }

@@ -91,12 +91,17 @@ pub struct StoreOptions {
     /// Write a checkpoint once this many records were folded since the last one (and at least
     /// a sixteenth of the ledger's records: 62,500 at a million).
     pub checkpoint_every: u64,
+    /// After writing a checkpoint that took `d`, the writer rests `d × checkpoint_rest`: a
+    /// checkpoint that falls due meanwhile waits for a later append (or the store's close), so
+    /// checkpoints take at most `1 / (1 + checkpoint_rest)` of one core under any write load.
+    pub checkpoint_rest: u32,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             checkpoint_every: 5000,
+            checkpoint_rest: 4,
         }
     }
 }
@@ -185,8 +190,13 @@ impl<F: Checkpointed> FileStore<F> {
                 .map_err(|e| io_error(&layout.ledger_file(), "open", &e))
         };
         let commit = GroupCommit::new(handle()?);
-        let checkpointer = Checkpointer::start(layout.clone(), audit_key.clone(), handle()?)
-            .map_err(|e| StoreError::Io(format!("start the checkpoint writer: {e}")))?;
+        let checkpointer = Checkpointer::start(
+            layout.clone(),
+            audit_key.clone(),
+            handle()?,
+            options.checkpoint_rest,
+        )
+        .map_err(|e| StoreError::Io(format!("start the checkpoint writer: {e}")))?;
         let store = FileStore {
             checkpointer,
             layout,
@@ -334,10 +344,11 @@ impl<F: Checkpointed> FileStore<F> {
     fn maybe_checkpoint(&self, state: &mut State<F>) {
         let Some(folded) = &state.folded else { return };
         // A checkpoint costs the whole projection: at least a sixteenth of the ledger between
-        // two keeps that a bounded share of the work at any size (a restart after a crash folds
-        // at most that much past it).
+        // two, and the writer's rest after each, keep that a bounded share of the work at any
+        // size (a restart after a crash folds at most that much past it, plus what was
+        // appended while the writer wrote and rested).
         let every = self.options.checkpoint_every.max(folded.lines / 16);
-        if state.since_checkpoint < every {
+        if state.since_checkpoint < every || !self.checkpointer.ready() {
             return;
         }
         self.checkpointer.hand_over(folded.clone());

@@ -425,6 +425,7 @@ fn checkpoints_are_written_every_n_records_and_used_on_open() {
     let tmp = TestDir::new("store-ckpt");
     let options = StoreOptions {
         checkpoint_every: 4,
+        ..StoreOptions::default()
     };
     let layout = Layout::in_project(tmp.path());
     {
@@ -612,6 +613,34 @@ fn a_checkpoint_that_does_not_fit_the_ledger_is_refused() {
 }
 
 #[test]
+fn a_checkpoint_due_while_the_writer_rests_waits_and_close_writes_the_newest() {
+    // A rest of a million times the first write's duration: minutes at least.
+    let tmp = TestDir::new("store-ckpt-rest");
+    let options = StoreOptions {
+        checkpoint_every: 2,
+        checkpoint_rest: 1_000_000,
+    };
+    let layout = Layout::in_project(tmp.path());
+    let anchor = || checkpoint::anchor(&layout, Some(KEY)).unwrap().unwrap().seq;
+    {
+        let store = FileStore::open_with(tmp.path(), KEY.to_vec(), options.clone()).unwrap();
+        append(&store, vec![call(1), call(2)]);
+        store.flush_checkpoints();
+        assert_eq!(anchor(), 2);
+        // Due twice more while the writer rests: nothing is handed over, nothing written.
+        append(&store, vec![call(3), call(4)]);
+        append(&store, vec![call(5), call(6)]);
+        store.flush_checkpoints();
+        assert_eq!(anchor(), 2);
+        assert_eq!(store.facts().checkpoint_records, Some(2));
+    }
+    // Closing the store writes the newest state whatever the rest.
+    assert_eq!(anchor(), 6);
+    let reopened = FileStore::open_with(tmp.path(), KEY.to_vec(), options).unwrap();
+    assert_eq!(reopened.snapshot().unwrap().position.seq, 6);
+}
+
+#[test]
 fn fold_matches_a_fresh_fold_after_many_appends() {
     let tmp = TestDir::new("store-many");
     let store = FileStore::open_with(
@@ -619,6 +648,7 @@ fn fold_matches_a_fresh_fold_after_many_appends() {
         KEY.to_vec(),
         StoreOptions {
             checkpoint_every: 7,
+            ..StoreOptions::default()
         },
     )
     .unwrap();
