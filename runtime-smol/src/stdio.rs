@@ -3,15 +3,17 @@
 //! the engine wants more (a line being served holds the ones behind it, as a pipe would); the
 //! store and host outputs go to the shared [`Performer`]. Every rule (one line at a time,
 //! answers that wait for the ledger letting later lines through, end of input settling them,
-//! `notifications/cancelled`) is the engine's.
+//! `notifications/cancelled`) is the engine's. A stop asked from another thread (the CLI's
+//! SIGTERM watcher) is taken as end of input.
 
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use bernstein_core::domain::bound::Server;
 use bernstein_core::engine::{Engine, Input, Output, STDIO};
+use bernstein_serve::Stopper;
 use bernstein_serve::driver::Backend;
 use bernstein_serve::perform::{Performer, moment, seed};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
@@ -26,16 +28,33 @@ enum Step {
     Timeout,
 }
 
-/// Serves stdin/stdout until end of input (and every answer is written), on a smol executor.
-pub fn serve_stdio(server: Arc<Server>, backend: Backend) -> io::Result<()> {
-    smol::block_on(serve(server, backend))
+/// Serves stdin/stdout until end of input, or until the [`Stopper`] handed to `on_started` is
+/// called (taken as end of input), and every answer is written, on a smol executor.
+pub fn serve_stdio(
+    server: Arc<Server>,
+    backend: Backend,
+    on_started: impl FnOnce(Stopper) -> io::Result<()>,
+) -> io::Result<()> {
+    smol::block_on(serve(server, backend, on_started))
 }
 
-async fn serve(server: Arc<Server>, backend: Backend) -> io::Result<()> {
+async fn serve(
+    server: Arc<Server>,
+    backend: Backend,
+    on_started: impl FnOnce(Stopper) -> io::Result<()>,
+) -> io::Result<()> {
     let mut input = smol::Unblock::new(io::stdin());
     let mut output = smol::Unblock::new(io::stdout());
     let (tx, rx) = smol::channel::unbounded::<Event>();
     let (wake, woken) = waker(tx);
+    let stop = Arc::new(AtomicBool::new(false));
+    on_started({
+        let (stop, wake) = (stop.clone(), wake.clone());
+        Arc::new(move || {
+            stop.store(true, Ordering::SeqCst);
+            wake();
+        })
+    })?;
     let performer = Performer::new(
         backend.store.clone(),
         backend.host.clone(),
@@ -94,7 +113,12 @@ async fn serve(server: Arc<Server>, backend: Backend) -> io::Result<()> {
             }
             Step::Woken | Step::Timeout => {}
         }
-        woken.store(false, Ordering::Release);
+        // A swap, not a store: it reads the flag a stopper's wake set, so the stop is seen.
+        woken.swap(false, Ordering::AcqRel);
+        if reading && stop.load(Ordering::SeqCst) {
+            reading = false;
+            engine.handle_input(now(), Input::Closed { conn: STDIO });
+        }
         if engine.poll_timeout().is_some_and(|t| t <= now().mono) {
             engine.handle_input(now(), Input::Tick);
         }

@@ -9,24 +9,40 @@
 //! fsync runs that would pay for a thread hand-off). Only a store that may wait on the network
 //! is called on other threads, which wake the loop through the pipe. Every rule (one line at
 //! a time, answers that wait for the ledger letting later lines through, end of input settling
-//! them, `notifications/cancelled`) is the engine's.
+//! them, `notifications/cancelled`) is the engine's. A stop asked from another thread (the CLI's
+//! SIGTERM watcher) is taken as end of input.
 
 use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use bernstein_core::domain::bound::Server;
 use bernstein_core::engine::{Engine, Input, Output, STDIO};
+use bernstein_serve::Stopper;
 use bernstein_serve::driver::Backend;
 use bernstein_serve::perform::{Performer, moment, seed};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
-/// Serves stdin/stdout until end of input (and every answer is written).
-pub fn serve_stdio(server: Arc<Server>, backend: &Backend) -> io::Result<()> {
+/// Serves stdin/stdout until end of input, or until the [`Stopper`] handed to `on_started` is
+/// called (taken as end of input), and every answer is written.
+pub fn serve_stdio(
+    server: Arc<Server>,
+    backend: &Backend,
+    on_started: impl FnOnce(Stopper) -> io::Result<()>,
+) -> io::Result<()> {
     let (wake_rx, wake_tx) = rustix::pipe::pipe()?;
     rustix::fs::fcntl_setfl(&wake_rx, rustix::fs::OFlags::NONBLOCK)?;
     let wake_tx = Arc::new(wake_tx);
+    let stop = Arc::new(AtomicBool::new(false));
+    on_started({
+        let (stop, wake_tx) = (stop.clone(), wake_tx.clone());
+        Arc::new(move || {
+            stop.store(true, Ordering::SeqCst);
+            let _ = rustix::io::write(&*wake_tx, &[1]);
+        })
+    })?;
     let performer = Performer::new(
         backend.store.clone(),
         backend.host.clone(),
@@ -91,6 +107,10 @@ pub fn serve_stdio(server: Arc<Server>, backend: &Backend) -> io::Result<()> {
                     engine.handle_input(now(), Input::Closed { conn: STDIO });
                 }
             }
+        }
+        if reading && stop.load(Ordering::SeqCst) {
+            reading = false;
+            engine.handle_input(now(), Input::Closed { conn: STDIO });
         }
         if engine.poll_timeout().is_some_and(|at| at <= now().mono) {
             engine.handle_input(now(), Input::Tick);

@@ -15,3 +15,8 @@ pub mod driver;
 pub mod host;
 pub mod http;
 pub mod perform;
+
+/// Asks a running server to stop, without waiting, from any thread (such as one that watches
+/// for SIGTERM): an HTTP server as its handle's `shutdown` does (stop accepting, answer what
+/// waits, close streams, end once the requests in flight are answered), stdio as end of input.
+pub type Stopper = std::sync::Arc<dyn Fn() + Send + Sync>;

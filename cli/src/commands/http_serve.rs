@@ -1,15 +1,14 @@
 //! What `bernstein mcp --transport http` and `bernstein dashboard` share: the HTTP options
-//! from flags and environment, serving on the chosen runtime with a bind error that says
-//! what to do, and SIGTERM / SIGINT as a graceful stop (a second one exits at once).
+//! from flags and environment, and serving on the chosen runtime (SIGTERM / SIGINT stop it
+//! gracefully: [`super::stop_signals`]) with a bind error that says what to do.
 
 use std::sync::Arc;
 
 use bernstein_core::Server;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_serve::driver::Backend;
-use bernstein_serve::http::Stopper;
-use bernstein_store_file::log_line;
 
+use super::stop_signals::stop_on_signals;
 use crate::settings;
 
 /// The runtime that moves a server's bytes (`--runtime`).
@@ -64,37 +63,4 @@ pub fn serve(
             e
         }
     })
-}
-
-/// Watches SIGTERM and SIGINT: the first stops the server gracefully (it answers the requests
-/// in flight, long polls as they stand, and the store writes its checkpoint as it closes), a
-/// second exits at once.
-fn stop_on_signals(stop: Stopper) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
-    std::thread::Builder::new()
-        .name("bernstein-signals".into())
-        .spawn(move || {
-            let mut received = signals.forever();
-            let Some(first) = received.next() else {
-                return;
-            };
-            log_line!(
-                "bernstein: {}: stopping (answering the requests in flight); send it again to exit at once",
-                signal_name(first)
-            );
-            stop();
-            if let Some(second) = received.next() {
-                log_line!("bernstein: {}: exiting at once", signal_name(second));
-                std::process::exit(128 + second);
-            }
-        })?;
-    Ok(())
-}
-
-fn signal_name(signal: i32) -> &'static str {
-    match signal {
-        signal_hook::consts::SIGTERM => "SIGTERM",
-        _ => "SIGINT",
-    }
 }

@@ -118,8 +118,16 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
             }
             let server = Arc::new(Server::new(config));
             match args.runtime {
-                Runtime::Std => bernstein_runtime_std::stdio::serve_stdio(server, &backend),
-                Runtime::Smol => bernstein_runtime_smol::stdio::serve_stdio(server, backend),
+                Runtime::Std => bernstein_runtime_std::stdio::serve_stdio(
+                    server,
+                    &backend,
+                    super::stop_signals::stop_on_signals,
+                ),
+                Runtime::Smol => bernstein_runtime_smol::stdio::serve_stdio(
+                    server,
+                    backend,
+                    super::stop_signals::stop_on_signals,
+                ),
             }
         }
         Transport::Http => {

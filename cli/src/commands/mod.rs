@@ -13,6 +13,7 @@ pub mod mailbox;
 pub mod mcp;
 pub mod plan;
 pub mod status;
+pub mod stop_signals;
 pub mod store;
 pub mod task;
 pub mod tools;

@@ -46,11 +46,6 @@ pub fn open_listener(
     Ok((listener, policy))
 }
 
-/// Asks a running HTTP server to stop as its handle's `shutdown` does (stop accepting, answer
-/// what waits, close streams, end once the requests in flight are answered), without waiting:
-/// callable from any thread, such as one that watches for SIGTERM.
-pub type Stopper = std::sync::Arc<dyn Fn() + Send + Sync>;
-
 /// What a server says on stderr once it listens.
 #[derive(Clone, Debug)]
 pub struct Announcement {
