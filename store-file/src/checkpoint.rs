@@ -158,9 +158,15 @@ pub fn sweep_stale(layout: &Layout) -> io::Result<usize> {
         let path = entry.path();
         let stale = match std::fs::symlink_metadata(&path) {
             Ok(meta) if meta.file_type().is_symlink() => true,
-            // A link put in its place meanwhile would be followed here, but removing the path
-            // below removes that link, never its target.
-            Ok(meta) if meta.is_file() => File::open(&path).is_ok_and(|f| f.try_lock().is_ok()),
+            // Opened without following a link or waiting on a FIFO, should either have been
+            // put in its place meanwhile.
+            Ok(meta) if meta.is_file() => OpenOptions::new()
+                .read(true)
+                .custom_flags(
+                    (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
+                )
+                .open(&path)
+                .is_ok_and(|f| f.try_lock().is_ok()),
             _ => false,
         };
         if stale {
