@@ -124,12 +124,13 @@ impl LedgerFile {
         Ok(self.file.metadata()?.len())
     }
 
-    /// Whether the path still names the file this handle has open (it was not replaced or
-    /// removed behind the store's back).
-    pub fn still_at_path(&self) -> io::Result<bool> {
+    /// The file's size when the path still names the file this handle has open, `None` when it
+    /// was replaced or removed behind the store's back (one `stat` answers both).
+    pub fn size_if_still_at_path(&self) -> io::Result<Option<u64>> {
         match std::fs::metadata(&self.path) {
-            Ok(there) => Ok(self.identity == (there.dev(), there.ino())),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Ok(there) if self.identity == (there.dev(), there.ino()) => Ok(Some(there.len())),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -184,16 +185,17 @@ impl LedgerFile {
         self.file.sync_data()
     }
 
-    /// Folds the complete transactions after `folded.offset` into `folded`, verifying every
-    /// record under `key`. A torn tail is cut or left according to `policy`. On `Err` the
-    /// snapshot in `folded` may be partly updated and must be discarded.
+    /// Folds the complete transactions after `folded.offset` up to `len` (the file's size, just
+    /// read) into `folded`, verifying every record under `key`. A torn tail is cut or left
+    /// according to `policy`. On `Err` the snapshot in `folded` may be partly updated and must
+    /// be discarded.
     pub fn catch_up<F: Fold>(
         &self,
         folded: &mut Folded<F>,
         key: &RecordKey,
         policy: TailPolicy,
+        len: u64,
     ) -> Result<CatchUp, StoreError> {
-        let len = self.size().map_err(|e| self.io_error("stat", &e))?;
         if len < folded.offset {
             return Err(StoreError::Corrupt {
                 file: self.name(),

@@ -215,7 +215,8 @@ impl<F: Checkpointed> FileStore<F> {
         {
             let mut state = store.state();
             let _guard = store.lock.exclusive().map_err(|e| store.lock_error(&e))?;
-            store.catch_up(&mut state, TailPolicy::Repair)?;
+            let len = store.ledger_size(&state)?;
+            store.catch_up(&mut state, TailPolicy::Repair, len)?;
             store.maybe_checkpoint(&mut state);
         }
         Ok(store)
@@ -279,9 +280,23 @@ impl<F: Checkpointed> FileStore<F> {
         ))
     }
 
-    /// Folds what is new in the file (the caller holds the file lock matching `policy`). After
-    /// a failure the cached projection is dropped, so the next call rebuilds it.
-    fn catch_up(&self, state: &mut State<F>, policy: TailPolicy) -> Result<CatchUp, StoreError> {
+    /// The ledger file's size, read through the store's handle.
+    fn ledger_size(&self, state: &State<F>) -> Result<u64, StoreError> {
+        state
+            .ledger
+            .size()
+            .map_err(|e| io_error(&self.layout.ledger_file(), "stat", &e))
+    }
+
+    /// Folds what is new in the file up to `len`, its size read under the file lock matching
+    /// `policy`, which the caller holds. After a failure the cached projection is dropped, so
+    /// the next call rebuilds it.
+    fn catch_up(
+        &self,
+        state: &mut State<F>,
+        policy: TailPolicy,
+        len: u64,
+    ) -> Result<CatchUp, StoreError> {
         let mut folded = match state.folded.take() {
             Some(f) => f,
             None => {
@@ -293,7 +308,7 @@ impl<F: Checkpointed> FileStore<F> {
         };
         let done = state
             .ledger
-            .catch_up(&mut folded, &self.record_key, policy)?;
+            .catch_up(&mut folded, &self.record_key, policy, len)?;
         state.since_checkpoint += done.records;
         state.folded = Some(folded);
         Ok(done)
@@ -451,15 +466,14 @@ impl<F: Checkpointed> FileStore<F> {
     /// reflects, noted with group commit as bytes a later fsync must cover; not yet durable.
     fn fold(&self) -> Result<(Arc<Snapshot<F>>, u64), StoreError> {
         let mut state = self.state();
-        let len = state
-            .ledger
-            .size()
-            .map_err(|e| io_error(&self.layout.ledger_file(), "stat", &e))?;
+        let len = self.ledger_size(&state)?;
         let (snapshot, offset) = match &state.folded {
             Some(folded) if folded.offset == len => (folded.snapshot.clone(), folded.offset),
             _ => {
                 let _guard = self.lock.shared().map_err(|e| self.lock_error(&e))?;
-                self.catch_up(&mut state, TailPolicy::Ignore)?;
+                // Read again under the lock: a writer that held it may have appended since.
+                let len = self.ledger_size(&state)?;
+                self.catch_up(&mut state, TailPolicy::Ignore, len)?;
                 let folded = state
                     .folded
                     .as_ref()
@@ -477,17 +491,17 @@ impl<F: Checkpointed> FileStore<F> {
     fn append_locked(&self, append: &Append) -> Result<(AppendResult, u64), StoreError> {
         let mut state = self.state();
         let _guard = self.lock.exclusive().map_err(|e| self.lock_error(&e))?;
-        if !state
+        let Some(len) = state
             .ledger
-            .still_at_path()
+            .size_if_still_at_path()
             .map_err(|e| io_error(&self.layout.ledger_file(), "stat", &e))?
-        {
+        else {
             return Err(StoreError::Unavailable(format!(
                 "{} was removed or replaced while in use; restart the server",
                 self.layout.ledger_file().display()
             )));
-        }
-        self.catch_up(&mut state, TailPolicy::Repair)?;
+        };
+        self.catch_up(&mut state, TailPolicy::Repair, len)?;
         let state = &mut *state;
         let folded = state
             .folded
