@@ -1,34 +1,34 @@
-//! Checkpoints written off the request path. An append that makes a checkpoint due hands the
-//! folded state to this store's writer thread (a clone is O(1): the projection's maps are
-//! persistent) and returns; the thread syncs the ledger, serializes, writes and renames, while
-//! requests go on. A state handed over while one is being written replaces any older one still
-//! queued, so at most one write runs and one waits. At a million records a checkpoint is
-//! hundreds of megabytes: written under the store's lock, every 5,000th append stalled for
-//! seconds.
+//! Checkpoints written off the request path, for any store (the file store's and PostgreSQL's).
+//! A request that makes a checkpoint due hands the state to the store's writer thread (a clone
+//! is O(1): the projection's maps are persistent) and goes on; the thread serializes and writes
+//! it while requests are served. At a million records a checkpoint is hundreds of megabytes:
+//! written under the store's lock, or by the request that made it due, it stalled that request
+//! for seconds.
 //!
 //! The writer then rests: after a write that took `d`, it is not [`Checkpointer::ready`] for
 //! `d × rest` (`StoreOptions::checkpoint_rest`), and the store hands nothing over meanwhile.
 //! Under a write load that makes checkpoints due faster than they are written, they take at
 //! most `1 / (1 + rest)` of one core instead of all of it, and no state waits in the queue
 //! pinning an old projection (while one is held, every append copies the map paths it folds).
+//! Should a state be handed over while one is written anyway, it replaces any older one still
+//! queued: at most one write runs and one waits.
 
-use std::fs::File;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
 use bernstein_ledger::time::Clock;
 
-use super::Checkpointed;
-use super::checkpoint;
-use super::layout::Layout;
-use super::ledger_file::Folded;
 use crate::clock::SystemClock;
 
-#[derive(Debug, Default)]
-struct Slot<F: Checkpointed> {
+/// What writes one checkpoint of a state: the records it covers, or why it could not (logged
+/// by the writer thread; a checkpoint is an optimisation and the records are durable).
+pub type WriteCheckpoint<T> = Box<dyn FnMut(&T) -> Result<u64, String> + Send>;
+
+#[derive(Debug)]
+struct Slot<T> {
     /// The newest state handed over and not yet started.
-    queued: Option<Folded<F>>,
+    queued: Option<T>,
     busy: bool,
     stop: bool,
     /// Until when the writer rests after its last write.
@@ -38,53 +38,49 @@ struct Slot<F: Checkpointed> {
 }
 
 #[derive(Debug)]
-struct Shared<F: Checkpointed> {
-    slot: Mutex<Slot<F>>,
+struct Shared<T> {
+    slot: Mutex<Slot<T>>,
     changed: Condvar,
-    layout: Layout,
-    key: Vec<u8>,
-    /// A handle of the ledger file, synced before each write.
-    ledger: File,
 }
 
 /// The writer thread of one store.
 #[derive(Debug)]
-pub struct Checkpointer<F: Checkpointed> {
-    shared: Arc<Shared<F>>,
+pub struct Checkpointer<T> {
+    shared: Arc<Shared<T>>,
     thread: Option<JoinHandle<()>>,
 }
 
-fn lock<F: Checkpointed>(m: &Mutex<Slot<F>>) -> MutexGuard<'_, Slot<F>> {
+fn lock<T>(m: &Mutex<Slot<T>>) -> MutexGuard<'_, Slot<T>> {
     // Every update is a single assignment: a panic cannot leave the slot torn.
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl<F: Checkpointed> Checkpointer<F> {
-    /// Starts the writer of checkpoints of the ledger `ledger` (a handle of its file), resting
-    /// `rest` times a write's duration after each.
-    pub fn start(
-        layout: Layout,
-        key: Vec<u8>,
-        ledger: File,
-        rest: u32,
-    ) -> std::io::Result<Checkpointer<F>> {
+impl<T: Send + 'static> Checkpointer<T> {
+    /// Starts a writer thread that writes the states handed over with `write`, resting `rest`
+    /// times a write's duration after each.
+    pub fn start(rest: u32, write: WriteCheckpoint<T>) -> std::io::Result<Checkpointer<T>> {
         let shared = Arc::new(Shared {
-            slot: Mutex::default(),
+            slot: Mutex::new(Slot {
+                queued: None,
+                busy: false,
+                stop: false,
+                rest_until: None,
+                written: None,
+            }),
             changed: Condvar::new(),
-            layout,
-            key,
-            ledger,
         });
         let s = shared.clone();
         let thread = thread::Builder::new()
             .name("bernstein-checkpoint".into())
-            .spawn(move || run(&s, rest))?;
+            .spawn(move || run(&s, rest, write))?;
         Ok(Checkpointer {
             shared,
             thread: Some(thread),
         })
     }
+}
 
+impl<T> Checkpointer<T> {
     /// Whether the writer would start a state handed over now: idle, nothing queued, and its
     /// rest after the last write over.
     pub fn ready(&self) -> bool {
@@ -94,9 +90,9 @@ impl<F: Checkpointed> Checkpointer<F> {
             && slot.rest_until.is_none_or(|until| until <= Instant::now())
     }
 
-    /// Queues `folded` to be written (replacing an older state not yet started).
-    pub fn hand_over(&self, folded: Folded<F>) {
-        lock(&self.shared.slot).queued = Some(folded);
+    /// Queues `state` to be written (replacing an older state not yet started).
+    pub fn hand_over(&self, state: T) {
+        lock(&self.shared.slot).queued = Some(state);
         self.shared.changed.notify_all();
     }
 
@@ -132,7 +128,7 @@ impl<F: Checkpointed> Checkpointer<F> {
     }
 }
 
-impl<F: Checkpointed> Drop for Checkpointer<F> {
+impl<T> Drop for Checkpointer<T> {
     fn drop(&mut self) {
         self.flush();
         lock(&self.shared.slot).stop = true;
@@ -143,14 +139,14 @@ impl<F: Checkpointed> Drop for Checkpointer<F> {
     }
 }
 
-fn run<F: Checkpointed>(shared: &Shared<F>, rest: u32) {
+fn run<T>(shared: &Shared<T>, rest: u32, mut write: WriteCheckpoint<T>) {
     loop {
-        let folded = {
+        let state = {
             let mut slot = lock(&shared.slot);
             loop {
-                if let Some(f) = slot.queued.take() {
+                if let Some(s) = slot.queued.take() {
                     slot.busy = true;
-                    break f;
+                    break s;
                 }
                 if slot.stop {
                     return;
@@ -162,20 +158,16 @@ fn run<F: Checkpointed>(shared: &Shared<F>, rest: u32) {
             }
         };
         let began = Instant::now();
-        let written = checkpoint::write(&shared.layout, &shared.key, &folded, &shared.ledger);
+        let written = write(&state);
         let rest_until = Instant::now() + began.elapsed().saturating_mul(rest);
         if let Err(e) = &written {
-            // The checkpoint is an optimisation and the records are durable: say so and go on.
-            crate::log_line!(
-                "bernstein: cannot write {}: {e}",
-                shared.layout.checkpoint_file().display()
-            );
+            crate::log_line!("bernstein: {e}");
         }
         let mut slot = lock(&shared.slot);
         slot.busy = false;
         slot.rest_until = Some(rest_until);
-        if written.is_ok() {
-            slot.written = Some((SystemClock.now().0, folded.lines));
+        if let Ok(records) = written {
+            slot.written = Some((SystemClock.now().0, records));
         }
         shared.changed.notify_all();
     }

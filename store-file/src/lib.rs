@@ -41,7 +41,7 @@ macro_rules! log_line {
 }
 
 pub mod checkpoint;
-mod checkpointer;
+pub mod checkpointer;
 pub mod clock;
 mod failed;
 pub mod group_commit;
@@ -127,7 +127,7 @@ pub struct FileStore<F: Checkpointed> {
     /// The durable offset of the ledger file; taken after `state` is released, never while.
     commit: GroupCommit<File>,
     /// Writes the checkpoints appends make due, off the request path.
-    checkpointer: Checkpointer<F>,
+    checkpointer: Checkpointer<Folded<F>>,
 }
 
 #[derive(Debug)]
@@ -190,13 +190,20 @@ impl<F: Checkpointed> FileStore<F> {
                 .map_err(|e| io_error(&layout.ledger_file(), "open", &e))
         };
         let commit = GroupCommit::new(handle()?);
-        let checkpointer = Checkpointer::start(
-            layout.clone(),
-            audit_key.clone(),
-            handle()?,
-            options.checkpoint_rest,
-        )
-        .map_err(|e| StoreError::Io(format!("start the checkpoint writer: {e}")))?;
+        let checkpointer = {
+            let (layout, key, ledger) = (layout.clone(), audit_key.clone(), handle()?);
+            Checkpointer::start(
+                options.checkpoint_rest,
+                Box::new(move |folded: &Folded<F>| {
+                    checkpoint::write(&layout, &key, folded, &ledger)
+                        .map(|()| folded.lines)
+                        .map_err(|e| {
+                            format!("cannot write {}: {e}", layout.checkpoint_file().display())
+                        })
+                }),
+            )
+            .map_err(|e| StoreError::Io(format!("start the checkpoint writer: {e}")))?
+        };
         let store = FileStore {
             checkpointer,
             layout,

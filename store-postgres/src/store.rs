@@ -9,7 +9,9 @@
 //! - snapshots are folded incrementally per instance from the last seq seen: one indexed query
 //!   for the rows after it, so a request costs the same at any ledger size. Every snapshot asks
 //!   the database (a client that wrote through instance A and reads through B sees its write).
-//! - projection checkpoints in `bernstein_checkpoint` let a new instance skip the folded prefix.
+//! - projection checkpoints in `bernstein_checkpoint` let a new instance skip the folded prefix;
+//!   those that fall due are written off the request path, by a writer thread that rests
+//!   between writes (`bernstein_store_file::checkpointer`).
 //! - the commit sends `NOTIFY bernstein_ledger` in the same transaction, which [`Listener`]
 //!   turns into wake-ups for blocking waits.
 //! - the audit record of a read (a call that succeeded and wrote nothing) is not
@@ -31,6 +33,8 @@ use bernstein_ledger::{
 };
 
 use bernstein_store_file::Checkpointed;
+use bernstein_store_file::checkpointer::Checkpointer;
+use postgres::NoTls;
 
 use crate::fold::{self, Row, fold_rows};
 use crate::group::{Group, Outcome};
@@ -49,8 +53,11 @@ const MAX_RACES: u32 = 100;
 pub struct PgOptions {
     pub pool: PoolOptions,
     /// Write a checkpoint once this many records (or a tenth of the ledger, if more) were
-    /// folded since the last one (0: never).
+    /// folded since the last one (0: never), on a thread of its own.
     pub checkpoint_every: u64,
+    /// After writing a checkpoint that took `d`, its writer rests `d × checkpoint_rest` (as the
+    /// file store's: `bernstein_store_file::checkpointer`).
+    pub checkpoint_rest: u32,
     /// Run a LISTEN connection so blocking waits wake on commits.
     pub listen: bool,
 }
@@ -60,6 +67,7 @@ impl Default for PgOptions {
         PgOptions {
             pool: PoolOptions::default(),
             checkpoint_every: 5000,
+            checkpoint_rest: 4,
             listen: true,
         }
     }
@@ -78,6 +86,8 @@ pub struct PgStore<F: Checkpointed> {
     /// The queue of call audits waiting for one transaction (see [`crate::group`]).
     group: Group,
     listener: Option<Listener>,
+    /// Writes the checkpoints that fall due, off the request path, on a connection of its own.
+    checkpointer: Checkpointer<Arc<Snapshot<F>>>,
 }
 
 impl<F: Checkpointed> std::fmt::Debug for PgStore<F> {
@@ -124,6 +134,30 @@ impl<F: Checkpointed> PgStore<F> {
         } else {
             None
         };
+        let checkpointer = {
+            let (config, key) = (pool.config().clone(), audit_key.clone());
+            let mut client: Option<postgres::Client> = None;
+            let failed =
+                |e: &dyn std::fmt::Display| format!("cannot write the PostgreSQL checkpoint: {e}");
+            Checkpointer::start(
+                options.checkpoint_rest,
+                Box::new(move |snapshot: &Arc<Snapshot<F>>| {
+                    let c = match &mut client {
+                        Some(c) => c,
+                        None => client.insert(config.connect(NoTls).map_err(|e| failed(&e))?),
+                    };
+                    let written = checkpoint::write(c, &key, snapshot);
+                    if written.is_err() {
+                        // Connect afresh next time: the connection may be what failed.
+                        client = None;
+                    }
+                    written
+                        .map(|()| snapshot.position.seq)
+                        .map_err(|e| failed(&e))
+                }),
+            )
+            .map_err(|e| StoreError::Io(format!("start the checkpoint writer: {e}")))?
+        };
         let store = PgStore {
             pool,
             key: audit_key,
@@ -135,6 +169,7 @@ impl<F: Checkpointed> PgStore<F> {
             writer: Mutex::new(()),
             group: Group::default(),
             listener,
+            checkpointer,
         };
         store.catch_up()?;
         Ok(store)
@@ -163,8 +198,15 @@ impl<F: Checkpointed> PgStore<F> {
         }
     }
 
+    /// Blocks until the checkpoints handed to the writer thread are written (tests, tools).
+    pub fn flush_checkpoints(&self) {
+        self.checkpointer.flush();
+    }
+
     /// Writes a checkpoint of the current projection now.
     pub fn checkpoint(&self) -> Result<(), StoreError> {
+        // An older state the writer thread is writing must not replace this one afterwards.
+        self.checkpointer.quiesce();
         let snapshot = self.state().snapshot.clone();
         let mut lease = self.pool.get()?;
         checkpoint::write(lease.client(), &self.key, &snapshot)
@@ -201,18 +243,14 @@ impl<F: Checkpointed> PgStore<F> {
                     .options
                     .checkpoint_every
                     .max(snapshot.position.seq / 10);
-                let due = self.options.checkpoint_every > 0 && state.since_checkpoint >= every;
-                if due {
+                if self.options.checkpoint_every > 0
+                    && state.since_checkpoint >= every
+                    && self.checkpointer.ready()
+                {
+                    // Written on the writer's thread; an optimisation only: the records are
+                    // durable without it.
                     state.since_checkpoint = 0;
-                }
-                drop(state);
-                if due {
-                    // An optimisation only: the records are durable without it.
-                    if let Err(e) = checkpoint::write(lease.client(), &self.key, &snapshot) {
-                        bernstein_store_file::log_line!(
-                            "bernstein: cannot write the PostgreSQL checkpoint: {e}"
-                        );
-                    }
+                    self.checkpointer.hand_over(snapshot.clone());
                 }
                 return Ok(snapshot);
             }

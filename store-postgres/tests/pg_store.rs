@@ -316,6 +316,43 @@ fn a_new_instance_starts_from_the_checkpoint() {
 }
 
 #[test]
+fn a_due_checkpoint_is_written_by_the_writer_thread_which_then_rests() {
+    let Some(url) = migrated_db("checkpoint_writer") else {
+        return;
+    };
+    // A rest of a million times the first write's duration: minutes at least.
+    let options = PgOptions {
+        checkpoint_every: 2,
+        checkpoint_rest: 1_000_000,
+        ..PgOptions::default()
+    };
+    let mut c = Client::connect(&url, NoTls).unwrap();
+    let mut checkpointed = || -> Option<i64> {
+        c.query_opt("SELECT seq FROM bernstein_checkpoint", &[])
+            .unwrap()
+            .map(|row| row.get(0))
+    };
+    let a = PgStore::open(&url, KEY.to_vec(), options.clone()).unwrap();
+    append_retrying(&a, || txn(0));
+    append_retrying(&a, || txn(1));
+    a.snapshot().unwrap();
+    a.flush_checkpoints();
+    let first = checkpointed().expect("a checkpoint fell due and was written");
+    assert!(first >= 2, "{first}");
+    // Due again while the writer rests: nothing is handed over, nothing written.
+    for n in 2..6 {
+        append_retrying(&a, || txn(n));
+    }
+    a.snapshot().unwrap();
+    a.flush_checkpoints();
+    assert_eq!(checkpointed(), Some(first));
+    // A new instance starts from it.
+    let head = a.snapshot().unwrap().position;
+    let b = PgStore::open(&url, KEY.to_vec(), options).unwrap();
+    assert_eq!(b.snapshot().unwrap().position, head);
+}
+
+#[test]
 fn import_and_export_round_trip_through_the_file_format() {
     let Some(url) = migrated_db("import") else {
         return;
