@@ -8,14 +8,14 @@
 
 use std::io;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use bernstein_core::domain::bound::Server;
 use bernstein_core::engine::{Engine, Input, Output, STDIO};
-use bernstein_serve::Stopper;
 use bernstein_serve::driver::Backend;
 use bernstein_serve::perform::{Performer, moment, seed};
+use bernstein_serve::{Stopper, stop_flag};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::{Timer, future};
 
@@ -47,14 +47,8 @@ async fn serve(
     let mut output = smol::Unblock::new(io::stdout());
     let (tx, rx) = smol::channel::unbounded::<Event>();
     let (wake, woken) = waker(tx);
-    let stop = Arc::new(AtomicBool::new(false));
-    on_started({
-        let (stop, wake) = (stop.clone(), wake.clone());
-        Arc::new(move || {
-            stop.store(true, Ordering::SeqCst);
-            wake();
-        })
-    })?;
+    let (stop, stopper) = stop_flag(wake.clone());
+    on_started(stopper)?;
     let performer = Performer::new(
         backend.store.clone(),
         backend.host.clone(),

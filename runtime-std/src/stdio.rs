@@ -15,14 +15,14 @@
 use std::io::{self, Write};
 use std::os::fd::AsFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use bernstein_core::domain::bound::Server;
 use bernstein_core::engine::{Engine, Input, Output, STDIO};
-use bernstein_serve::Stopper;
 use bernstein_serve::driver::Backend;
-use bernstein_serve::perform::{Performer, moment, seed};
+use bernstein_serve::perform::{Performer, Wake, moment, seed};
+use bernstein_serve::{Stopper, stop_flag};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
 /// Serves stdin/stdout until end of input, or until the [`Stopper`] handed to `on_started` is
@@ -34,24 +34,18 @@ pub fn serve_stdio(
 ) -> io::Result<()> {
     let (wake_rx, wake_tx) = rustix::pipe::pipe()?;
     rustix::fs::fcntl_setfl(&wake_rx, rustix::fs::OFlags::NONBLOCK)?;
-    let wake_tx = Arc::new(wake_tx);
-    let stop = Arc::new(AtomicBool::new(false));
-    on_started({
-        let (stop, wake_tx) = (stop.clone(), wake_tx.clone());
-        Arc::new(move || {
-            stop.store(true, Ordering::SeqCst);
-            let _ = rustix::io::write(&*wake_tx, &[1]);
-        })
-    })?;
+    let wake: Wake = Arc::new(move || {
+        let _ = rustix::io::write(&wake_tx, &[1]);
+    });
+    let (stop, stopper) = stop_flag(wake.clone());
+    on_started(stopper)?;
     let performer = Performer::new(
         backend.store.clone(),
         backend.host.clone(),
         None,
         1,
         usize::MAX,
-        Arc::new(move || {
-            let _ = rustix::io::write(&*wake_tx, &[1]);
-        }),
+        wake,
     )?;
     let origin = Instant::now();
     let clock = backend.clock.clone();

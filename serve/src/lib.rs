@@ -16,7 +16,22 @@ pub mod host;
 pub mod http;
 pub mod perform;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 /// Asks a running server to stop, without waiting, from any thread (such as one that watches
 /// for SIGTERM): an HTTP server as its handle's `shutdown` does (stop accepting, answer what
 /// waits, close streams, end once the requests in flight are answered), stdio as end of input.
-pub type Stopper = std::sync::Arc<dyn Fn() + Send + Sync>;
+pub type Stopper = Arc<dyn Fn() + Send + Sync>;
+
+/// The flag a serving loop checks after each wake-up, and the [`Stopper`] that raises it and
+/// then calls `wake`, the loop's own wake-up, so that the loop sees it.
+pub fn stop_flag(wake: perform::Wake) -> (Arc<AtomicBool>, Stopper) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let raised = stop.clone();
+    let stopper = Arc::new(move || {
+        raised.store(true, Ordering::SeqCst);
+        wake();
+    });
+    (stop, stopper)
+}
