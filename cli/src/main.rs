@@ -11,6 +11,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc rather than the C library's allocator. A request's buffers are allocated on one
+/// thread and freed on another (loop, performer, syncer), which glibc's per-thread caches serve
+/// badly: under `bernstein_run` load its `_int_malloc` was a fifth of the server's CPU, and
+/// mimalloc serves 1.1× the writes (BENCHMARKS.md, "Allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "bernstein",
