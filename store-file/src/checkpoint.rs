@@ -11,12 +11,10 @@
 //! records; its projection is reused only when this software and format wrote it. It never
 //! lets the store trust bytes it has not verified: it only saves re-folding them.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bernstein_ledger::digest::{HmacCheck, verify_hmac_tag};
 use bernstein_ledger::{LedgerPosition, Snapshot};
@@ -24,7 +22,7 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
 use super::Checkpointed;
-use super::layout::{Layout, sync_dir};
+use super::layout::{CHECKPOINT_FILE, Layout, sync_dir};
 use super::ledger_file::Folded;
 
 /// Version of the checkpoint body's layout (2: the ledger format in which every record is
@@ -77,31 +75,13 @@ pub fn write<F: Checkpointed>(
         return Ok(());
     }
     ledger.sync_data()?;
-    static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = layout.ledger_dir();
-    let tmp = dir.join(format!(
-        "{TMP_PREFIX}{}.{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
+    let (mut file, tmp) = crate::temp_files::create_locked(&dir, CHECKPOINT_FILE)?;
     let written = (|| {
-        let f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        // Held until the file is renamed (or this writer dies): the mark of a live writer.
-        f.try_lock().map_err(|e| match e {
-            std::fs::TryLockError::Error(e) => e,
-            std::fs::TryLockError::WouldBlock => {
-                io::Error::other("a fresh checkpoint temp file is locked by another process")
-            }
-        })?;
         // Streamed: the body (the projection, hundreds of MiB at a million records) is never
         // held in memory whole; its tag is computed over the bytes as they are written. The
         // serializer's many small writes are buffered before the tag and the file see them:
         // tagging token by token took a quarter of a checkpoint's CPU.
-        let mut file = f;
         file.write_all(PREFIX)?;
         let mut out = io::BufWriter::with_capacity(
             1 << 16,
@@ -136,48 +116,11 @@ pub fn write<F: Checkpointed>(
     written
 }
 
-/// How the names of checkpoint temp files begin (then the writer's pid and a counter).
-const TMP_PREFIX: &str = "checkpoint.json.tmp.";
-
 /// Removes the checkpoint temp files that writers which died mid-write left in the ledger
 /// directory (a killed server would otherwise leave up to a checkpoint's size behind each
-/// time); returns how many. A temp file whose lock another writer holds is being written and
-/// is left alone; so is anything not named like a temp file, and a directory. A symbolic link
-/// so named is never a writer's (they create their files) and is removed, never followed.
+/// time); returns how many. See [`crate::temp_files::sweep_stale`].
 pub fn sweep_stale(layout: &Layout) -> io::Result<usize> {
-    let mut removed = 0;
-    for entry in std::fs::read_dir(layout.ledger_dir())? {
-        let entry = entry?;
-        if !entry
-            .file_name()
-            .as_encoded_bytes()
-            .starts_with(TMP_PREFIX.as_bytes())
-        {
-            continue;
-        }
-        let path = entry.path();
-        let stale = match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.file_type().is_symlink() => true,
-            // Opened without following a link or waiting on a FIFO, should either have been
-            // put in its place meanwhile.
-            Ok(meta) if meta.is_file() => OpenOptions::new()
-                .read(true)
-                .custom_flags(
-                    (rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32,
-                )
-                .open(&path)
-                .is_ok_and(|f| f.try_lock().is_ok()),
-            _ => false,
-        };
-        if stale {
-            match std::fs::remove_file(&path) {
-                Ok(()) => removed += 1,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    Ok(removed)
+    crate::temp_files::sweep_stale(&layout.ledger_dir(), &[CHECKPOINT_FILE])
 }
 
 /// The checkpoint file being written, with the HMAC of the body bytes written through it.

@@ -5,20 +5,21 @@
 //!   receipts and mailbox entries. Its public half travels inside what it signs.
 //!
 //! Creation is atomic and never widens permissions after the fact: the key is written to a
-//! temp file created with mode 0600 (`create_new`), synced, then hard-linked into place, which
-//! fails if another process got there first (its key is then used). A key file that group or
+//! temp file created with mode 0600 (`create_new`) and locked, synced, then hard-linked into
+//! place, which fails if another process got there first (its key is then used); loading or
+//! creating a key removes the temp files of writers that died mid-way ([`crate::temp_files`]).
+//! A key file that group or
 //! others may access, that is not a regular file, that another uid owns, or that is
 //! unreadable is refused with an error that says how to fix it; so is a `.sdd/keys` that is
 //! not a directory of mode 0700 owned by this process's effective uid (a symlink included).
 //! The directory is created 0700. The key's bytes are never printed or put in an error.
 
-use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::layout::{Layout, create_private_dir_all, sync_dir};
+use crate::layout::{AUDIT_KEY_FILE, Layout, create_private_dir_all, sync_dir};
+use crate::temp_files;
 
 /// Length of the audit key in bytes.
 pub const AUDIT_KEY_LEN: usize = 32;
@@ -98,37 +99,42 @@ pub fn load_signing_key(sdd: &Path) -> Result<Option<[u8; SIGNING_SEED_LEN]>, Ke
 
 /// Loads the secret at `path`, or creates it with `len` random bytes if it does not exist.
 fn load_or_create_secret(sdd: &Path, path: &Path, len: usize) -> Result<Vec<u8>, KeyError> {
+    let dir = Layout::at(sdd).keys_dir();
     if let Some(key) = load_secret(path, len)? {
+        // `load_secret` checked the directory.
+        sweep_key_temps(&dir);
         return Ok(key);
     }
-    let dir = Layout::at(sdd).keys_dir();
     create_private_dir_all(&dir).map_err(io_err(&dir))?;
     check_keys_dir(&dir)?;
+    sweep_key_temps(&dir);
     let mut key = vec![0u8; len];
     getrandom::fill(&mut key).map_err(|e| KeyError::Random(e.to_string()))?;
     let mut text = hex::encode(&key);
     text.push('\n');
 
-    static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = path
         .file_name()
         .map_or_else(|| "key".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(
-        "{name}.tmp.{}.{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let published = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::hard_link(&tmp, path)
-    })();
-    let _ = std::fs::remove_file(&tmp);
+    let publish = || {
+        let (mut f, tmp) = temp_files::create_locked(&dir, &name)?;
+        let published = (|| {
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            std::fs::hard_link(&tmp, path)
+        })();
+        let _ = std::fs::remove_file(&tmp);
+        published
+    };
+    // A sweep by another process can take a temp file for a dead writer's in the moment
+    // between its creation and its lock (`temp_files`): the link then finds it gone.
+    let mut published = publish();
+    for _ in 0..3 {
+        match &published {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => published = publish(),
+            _ => break,
+        }
+    }
     match published {
         Ok(()) => {
             sync_dir(&dir).map_err(io_err(&dir))?;
@@ -145,6 +151,23 @@ fn load_or_create_secret(sdd: &Path, path: &Path, len: usize) -> Result<Vec<u8>,
             path: path.to_path_buf(),
             source: e,
         }),
+    }
+}
+
+/// Removes the temp files of key writers that died before they removed them (secret bytes,
+/// mode 0600: a key that was never published, or a second link to the published one). Only
+/// reported: a key can still be created beside them.
+fn sweep_key_temps(dir: &Path) {
+    match temp_files::sweep_stale(dir, &[AUDIT_KEY_FILE, SIGNING_KEY_FILE]) {
+        Ok(0) => {}
+        Ok(n) => crate::log_line!(
+            "bernstein: removed {n} key temp file(s) left in {} by a writer stopped mid-write",
+            dir.display()
+        ),
+        Err(e) => crate::log_line!(
+            "bernstein: cannot look for stale key temp files in {}: {e}",
+            dir.display()
+        ),
     }
 }
 
@@ -214,7 +237,8 @@ fn load_secret(path: &Path, len: usize) -> Result<Option<Vec<u8>>, KeyError> {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::PermissionsExt;
+    use std::fs::OpenOptions;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
     use super::*;
     use crate::test_dir::TestDir;
@@ -244,6 +268,46 @@ mod tests {
         assert_eq!(load_or_create_audit_key(&sdd).unwrap(), key);
         // No temp files are left behind.
         assert_eq!(std::fs::read_dir(sdd.join("keys")).unwrap().count(), 1);
+    }
+
+    /// What a writer killed mid-way leaves (a temp file nobody locks) is removed when a key is
+    /// loaded or created; a temp file a live writer holds, a link's target and other files
+    /// are not touched.
+    #[test]
+    fn temp_files_of_dead_key_writers_are_swept() {
+        let tmp = TestDir::new("keys-sweep");
+        let sdd = tmp.path().join(".sdd");
+        let key = load_or_create_audit_key(&sdd).unwrap();
+        let dir = Layout::at(&sdd).keys_dir();
+        let stale = |name: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, b"0123\n").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        };
+        stale("audit.key.tmp.4242.0");
+        stale("signing.ed25519.tmp.4242.1");
+        let (_live, live_path) = temp_files::create_locked(&dir, AUDIT_KEY_FILE).unwrap();
+        let target = tmp.path().join("precious.txt");
+        std::fs::write(&target, b"keep me").unwrap();
+        std::os::unix::fs::symlink(&target, dir.join("audit.key.tmp.link")).unwrap();
+        stale("notes.tmp.1");
+
+        // Loading an existing key sweeps.
+        assert_eq!(load_or_create_audit_key(&sdd).unwrap(), key);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        let live_name = live_path.file_name().unwrap().to_str().unwrap();
+        assert_eq!(left, ["audit.key", live_name, "notes.tmp.1"]);
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
+
+        // So does creating one.
+        stale("signing.ed25519.tmp.4242.2");
+        load_or_create_signing_key(&sdd).unwrap();
+        assert!(!dir.join("signing.ed25519.tmp.4242.2").exists());
+        assert!(live_path.exists());
     }
 
     #[test]

@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 
 /// Name of the store's directory inside the project directory.
 pub const SDD_DIR: &str = ".sdd";
+/// File name of the projection checkpoint in `ledger/`.
+pub const CHECKPOINT_FILE: &str = "checkpoint.json";
+/// File name of the audit key in `keys/`.
+pub const AUDIT_KEY_FILE: &str = "audit.key";
 
 /// Paths of one `.sdd/` store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +53,7 @@ impl Layout {
 
     /// The projection checkpoint.
     pub fn checkpoint_file(&self) -> PathBuf {
-        self.ledger_dir().join("checkpoint.json")
+        self.ledger_dir().join(CHECKPOINT_FILE)
     }
 
     pub fn keys_dir(&self) -> PathBuf {
@@ -58,7 +62,7 @@ impl Layout {
 
     /// The HMAC key of the audit and mailbox chains.
     pub fn audit_key_file(&self) -> PathBuf {
-        self.keys_dir().join("audit.key")
+        self.keys_dir().join(AUDIT_KEY_FILE)
     }
 
     /// Reserved for runtime files (signals, sockets).

@@ -52,6 +52,7 @@ pub mod lock;
 pub mod open_check;
 mod opening;
 mod scan;
+pub mod temp_files;
 pub mod upgrade_cmd;
 pub mod verify_cmd;
 
