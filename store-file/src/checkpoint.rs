@@ -13,10 +13,11 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use bernstein_ledger::digest::{HmacCheck, verify_hmac_tag};
+use bernstein_ledger::digest::HmacCheck;
 use bernstein_ledger::{LedgerPosition, Snapshot};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
@@ -141,30 +142,117 @@ impl<W: Write> Write for Tagged<W> {
     }
 }
 
-/// Splits a checkpoint file into its body and tag.
-fn split(content: &[u8]) -> Option<(&[u8], &str)> {
-    let inner = content.strip_prefix(PREFIX)?.strip_suffix(SUFFIX)?;
-    let at = inner.len().checked_sub(MAC_FIELD.len() + TAG_LEN)?;
-    let (body, rest) = inner.split_at(at);
-    let tag = std::str::from_utf8(rest.strip_prefix(MAC_FIELD)?).ok()?;
-    Some((body, tag))
-}
-
+/// Reads and authenticates the checkpoint at `path` in one streaming pass: the bytes parsed are
+/// the bytes tagged, and the file is never held in memory whole (at a million records it is
+/// hundreds of MiB, which an allocator may keep after they are freed).
 fn read_body<F: Checkpointed>(path: &Path, key: Option<&[u8]>) -> Result<Option<Body<F>>, String> {
-    let content = match std::fs::read(path) {
-        Ok(c) => c,
+    let unreadable = |e: io::Error| format!("unreadable: {e}");
+    let file = match File::open(path) {
+        Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("unreadable: {e}")),
+        Err(e) => return Err(unreadable(e)),
     };
-    let (body, tag) = split(&content).ok_or("not in checkpoint form")?;
-    if let Some(key) = key
-        && !verify_hmac_tag(key, body, tag)
+    let len = file.metadata().map_err(unreadable)?.len();
+    let (body_len, tag) = read_frame(&file, len)?;
+    let body_at = PREFIX.len() as u64;
+    let mut tagging = Tagging {
+        at: 0,
+        region: body_at..body_at + body_len,
+        mac: key.map(HmacCheck::new),
+    };
+    let parsed = {
+        let mut reader = BufReader::with_capacity(
+            1 << 20,
+            TagRegion {
+                inner: (&file).take(body_at + body_len),
+                state: &mut tagging,
+            },
+        );
+        // The prefix was checked by `read_frame` (and is outside the tagged region).
+        reader
+            .read_exact(&mut [0u8; PREFIX.len()])
+            .map_err(unreadable)?;
+        let mut stream = serde_json::Deserializer::from_reader(reader).into_iter::<Body<F>>();
+        match stream.next() {
+            Some(Ok(body)) if stream.byte_offset() as u64 == body_len => Ok(body),
+            Some(Ok(_)) => Err("unreadable body: not exactly one JSON value".to_string()),
+            Some(Err(e)) => Err(format!("unreadable body: {e}")),
+            None => Err("unreadable body: empty".to_string()),
+        }
+    };
+    // The file's offset is where the reader stopped; a body the parse stopped inside is still
+    // tagged whole, so that a forged checkpoint is named as one whatever else is wrong with it.
+    let left = tagging.region.end.saturating_sub(tagging.at);
+    io::copy(
+        &mut TagRegion {
+            inner: (&file).take(left),
+            state: &mut tagging,
+        },
+        &mut io::sink(),
+    )
+    .map_err(unreadable)?;
+    if tagging.at < tagging.region.end {
+        return Err("unreadable: the checkpoint shrank while it was read".into());
+    }
+    if let Some(mac) = tagging.mac
+        && !mac.verify(&tag)
     {
         return Err("its HMAC tag does not verify under this audit key".into());
     }
-    serde_json::from_slice(body)
-        .map(Some)
-        .map_err(|e| format!("unreadable body: {e}"))
+    parsed.map(Some)
+}
+
+/// The body's length and the tag of a checkpoint file of `len` bytes, after checking the
+/// bytes around the body (`{"checkpoint":` and `,"mac":"<tag>"}` and a newline).
+fn read_frame(file: &File, len: u64) -> Result<(u64, String), String> {
+    let tail_len = (MAC_FIELD.len() + TAG_LEN + SUFFIX.len()) as u64;
+    let body_len = len
+        .checked_sub(PREFIX.len() as u64 + tail_len)
+        .ok_or("not in checkpoint form")?;
+    let mut head = [0u8; PREFIX.len()];
+    let mut tail = vec![0u8; tail_len as usize];
+    file.read_exact_at(&mut head, 0)
+        .and_then(|()| file.read_exact_at(&mut tail, PREFIX.len() as u64 + body_len))
+        .map_err(|e| format!("unreadable: {e}"))?;
+    let tag = tail
+        .strip_prefix(MAC_FIELD)
+        .and_then(|t| t.strip_suffix(SUFFIX))
+        .and_then(|t| std::str::from_utf8(t).ok())
+        .filter(|_| head == PREFIX)
+        .ok_or("not in checkpoint form")?;
+    Ok((body_len, tag.to_string()))
+}
+
+/// Where a read of the checkpoint file stands, and the tag of its body region so far.
+struct Tagging {
+    /// The file offset of the next byte read.
+    at: u64,
+    /// The body's bytes, the ones the tag covers.
+    region: std::ops::Range<u64>,
+    mac: Option<HmacCheck>,
+}
+
+/// A reader of the checkpoint file that feeds what it reads to [`Tagging`].
+struct TagRegion<'a, R> {
+    inner: R,
+    state: &'a mut Tagging,
+}
+
+impl<R: Read> Read for TagRegion<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let s = &mut *self.state;
+        let end = s.at + n as u64;
+        if let Some(mac) = s.mac.as_mut() {
+            let from = s.at.max(s.region.start);
+            let to = end.min(s.region.end);
+            if from < to {
+                mac.update(&buf[(from - s.at) as usize..(to - s.at) as usize]);
+            }
+        }
+        s.at = end;
+        Ok(n)
+    }
 }
 
 /// The offset the checkpoint file claims, read from its first bytes without authenticating
@@ -234,22 +322,7 @@ pub fn anchor(layout: &Layout, key: Option<&[u8]>) -> Result<Option<LedgerPositi
     };
     let unreadable = |e: io::Error| format!("unreadable: {e}");
     let len = file.metadata().map_err(unreadable)?.len();
-    let tail_len = (MAC_FIELD.len() + TAG_LEN + SUFFIX.len()) as u64;
-    let body_len = len
-        .checked_sub(PREFIX.len() as u64 + tail_len)
-        .ok_or("not in checkpoint form")?;
-    let mut head = [0u8; PREFIX.len()];
-    file.read_exact(&mut head).map_err(unreadable)?;
-    let mut tail = vec![0u8; tail_len as usize];
-    file.seek(SeekFrom::Start(PREFIX.len() as u64 + body_len))
-        .and_then(|_| file.read_exact(&mut tail))
-        .map_err(unreadable)?;
-    let tag = tail
-        .strip_prefix(MAC_FIELD)
-        .and_then(|t| t.strip_suffix(SUFFIX))
-        .and_then(|t| std::str::from_utf8(t).ok())
-        .filter(|_| head == PREFIX)
-        .ok_or("not in checkpoint form")?;
+    let (body_len, tag) = read_frame(&file, len)?;
     fn body(file: &mut File, len: u64) -> io::Result<BufReader<io::Take<&mut File>>> {
         file.seek(SeekFrom::Start(PREFIX.len() as u64))?;
         Ok(BufReader::with_capacity(1 << 20, file.take(len)))
@@ -266,7 +339,7 @@ pub fn anchor(layout: &Layout, key: Option<&[u8]>) -> Result<Option<LedgerPositi
             let n = chunk.len();
             reader.consume(n);
         }
-        if !check.verify(tag) {
+        if !check.verify(&tag) {
             return Err("its HMAC tag does not verify under this audit key".into());
         }
     }

@@ -575,6 +575,53 @@ fn the_anchor_reads_the_head_of_the_body_and_falls_back_for_another_layout() {
     assert!(err.contains("unreadable body"), "{err}");
 }
 
+/// The server's streamed read of a checkpoint: what it parses is exactly what it tagged, a
+/// forged body is named as forged even when it does not parse, and a tagged body must be one
+/// JSON value filling the frame.
+#[test]
+fn the_streamed_checkpoint_read_tags_what_it_parses() {
+    type P = bernstein_core::Projection;
+    let tmp = TestDir::new("store-ckpt-stream");
+    let layout = Layout::in_project(tmp.path());
+    {
+        let store = open(tmp.path());
+        append(&store, vec![call(1), call(2)]);
+        // Drop writes the checkpoint.
+    }
+    let good = std::fs::read_to_string(layout.checkpoint_file()).unwrap();
+    let read = || checkpoint::read::<P>(&layout, KEY).map(|c| c.map(|c| c.folded.lines));
+    let lines = read().unwrap().unwrap();
+    assert!(lines > 0);
+    let body = &good["{\"checkpoint\":".len()..good.rfind(",\"mac\":").unwrap()];
+
+    // A body cut inside a string, under the old tag: a forgery, named as one.
+    let cut = &body[..body.len() / 2];
+    let tag = good.rsplit("\"mac\":\"").next().unwrap();
+    std::fs::write(
+        layout.checkpoint_file(),
+        format!("{{\"checkpoint\":{cut},\"mac\":\"{tag}"),
+    )
+    .unwrap();
+    let err = read().unwrap_err();
+    assert!(err.contains("HMAC tag does not verify"), "{err}");
+    // Tagged under the key, the same cut body is unreadable rather than forged.
+    framed_checkpoint(&layout, cut);
+    let err = read().unwrap_err();
+    assert!(err.contains("unreadable body"), "{err}");
+    // Two values, tagged: the frame must hold exactly one.
+    framed_checkpoint(&layout, &format!("{body} {{}}"));
+    let err = read().unwrap_err();
+    assert!(err.contains("not exactly one JSON value"), "{err}");
+    // A file cut short is no checkpoint; the whole one reads again.
+    std::fs::write(layout.checkpoint_file(), &good[..good.len() - 3]).unwrap();
+    let err = read().unwrap_err();
+    assert!(err.contains("not in checkpoint form"), "{err}");
+    std::fs::write(layout.checkpoint_file(), &good).unwrap();
+    assert_eq!(read().unwrap(), Some(lines));
+    std::fs::remove_file(layout.checkpoint_file()).unwrap();
+    assert_eq!(read().unwrap(), None);
+}
+
 #[test]
 fn a_checkpoint_that_does_not_fit_the_ledger_is_refused() {
     let tmp = TestDir::new("store-ckpt-other");
