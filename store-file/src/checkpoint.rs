@@ -13,7 +13,7 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -147,12 +147,9 @@ impl<W: Write> Write for Tagged<W> {
 /// hundreds of MiB, which an allocator may keep after they are freed).
 fn read_body<F: Checkpointed>(path: &Path, key: Option<&[u8]>) -> Result<Option<Body<F>>, String> {
     let unreadable = |e: io::Error| format!("unreadable: {e}");
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(unreadable(e)),
+    let Some((file, len)) = open_file(path).map_err(unreadable)? else {
+        return Ok(None);
     };
-    let len = file.metadata().map_err(unreadable)?.len();
     let (body_len, tag) = read_frame(&file, len)?;
     let body_at = PREFIX.len() as u64;
     let mut tagging = Tagging {
@@ -200,6 +197,25 @@ fn read_body<F: Checkpointed>(path: &Path, key: Option<&[u8]>) -> Result<Option<
         return Err("its HMAC tag does not verify under this audit key".into());
     }
     parsed.map(Some)
+}
+
+/// The checkpoint file and its length; `None` when there is none. Opened without blocking, and
+/// refused unless it is a regular file: a FIFO put in its place must not hang the open.
+fn open_file(path: &Path) -> io::Result<Option<(File, u64)>> {
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    Ok(Some((file, meta.len())))
 }
 
 /// The body's length and the tag of a checkpoint file of `len` bytes, after checking the
@@ -260,9 +276,8 @@ impl<R: Read> Read for TagRegion<'_, R> {
 /// is read and authenticated; the caller compares it with the authenticated offset.
 pub fn peek_offset(layout: &Layout) -> Option<u64> {
     let mut head = [0u8; 512];
-    let n = std::fs::File::open(layout.checkpoint_file())
-        .and_then(|mut f| io::Read::read(&mut f, &mut head))
-        .ok()?;
+    let (mut file, _) = open_file(&layout.checkpoint_file()).ok()??;
+    let n = file.read(&mut head).ok()?;
     let text = head[..n].strip_prefix(PREFIX)?;
     const KEY: &[u8] = b"\"offset\":";
     let at = text.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
@@ -314,14 +329,10 @@ pub fn read<F: Checkpointed>(layout: &Layout, key: &[u8]) -> Result<Option<Check
 /// checkpoint of a large ledger is large): memory stays small whatever its size, and only the
 /// position is decoded.
 pub fn anchor(layout: &Layout, key: Option<&[u8]>) -> Result<Option<LedgerPosition>, String> {
-    let path = layout.checkpoint_file();
-    let mut file = match File::open(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("unreadable: {e}")),
-    };
     let unreadable = |e: io::Error| format!("unreadable: {e}");
-    let len = file.metadata().map_err(unreadable)?.len();
+    let Some((mut file, len)) = open_file(&layout.checkpoint_file()).map_err(unreadable)? else {
+        return Ok(None);
+    };
     let (body_len, tag) = read_frame(&file, len)?;
     fn body(file: &mut File, len: u64) -> io::Result<BufReader<io::Take<&mut File>>> {
         file.seek(SeekFrom::Start(PREFIX.len() as u64))?;

@@ -620,6 +620,18 @@ fn the_streamed_checkpoint_read_tags_what_it_parses() {
     assert_eq!(read().unwrap(), Some(lines));
     std::fs::remove_file(layout.checkpoint_file()).unwrap();
     assert_eq!(read().unwrap(), None);
+    // A FIFO in its place is refused at once by every reader, never waited on.
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        layout.checkpoint_file(),
+        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+    )
+    .unwrap();
+    let err = read().unwrap_err();
+    assert!(err.contains("not a regular file"), "{err}");
+    let err = checkpoint::anchor(&layout, Some(KEY)).unwrap_err();
+    assert!(err.contains("not a regular file"), "{err}");
+    assert_eq!(checkpoint::peek_offset(&layout), None);
 }
 
 #[test]
