@@ -217,7 +217,7 @@ fn a_rechained_edit_without_the_key_fails_at_the_edited_record() {
             .collect();
         for i in 0..recs.len() {
             let forged = forge_from(l, i);
-            // Every record carries a MAC (format 2): the first re-chained record fails.
+            // Every record carries a MAC (format 3): the first re-chained record fails.
             let keyed = i;
             match verify_ledger_anchored(&forged, "ledger.jsonl", Some(&l.key), None) {
                 Ok(_) => panic!(

@@ -85,6 +85,11 @@ impl<'de> Deserialize<'de> for Digest {
     }
 }
 
+/// What a record's HMAC tag is computed over, before the record hash's 32 bytes (format 3,
+/// docs/FORMATS.md §3): the label keeps record tags apart from every other message the audit
+/// key authenticates, and with the hash the message fits one SHA-256 block.
+pub const RECORD_TAG_LABEL: &[u8; 20] = b"bernstein.record.v3:";
+
 /// HMAC-SHA256 of `message` under `key`, rendered `hmac-sha256:<hex>`.
 pub fn hmac_tag(key: &[u8], message: &[u8]) -> String {
     let mut mac = HmacCheck::new(key);

@@ -5,8 +5,8 @@
 //! scan`] walks the line once, checks that it is exactly that template with a canonical body
 //! (keys strictly increasing by their bytes, no whitespace, canonical escapes and integers),
 //! and hands back the field values plus the body's bytes. The pre-image (the line without its
-//! `hash` and `mac` members) is then three slices of the line, fed to SHA-256 and HMAC without
-//! copying.
+//! `hash` and `mac` members) is then three slices of the line, fed to SHA-256 without copying;
+//! the tag is checked over the hash (format 3, docs/FORMATS.md §3).
 //!
 //! The scan accepts exactly what the reference parse [`super::Record::parse_line`] accepts
 //! (serde plus re-serialization); the property tests in `line/tests.rs` hold the two to it.
@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use hmac::{Hmac, Mac};
 use sha2::{Digest as _, Sha256};
 
-use crate::digest::Digest;
+use crate::digest::{Digest, RECORD_TAG_LABEL};
 
 #[cfg(test)]
 mod tests;
@@ -43,6 +43,39 @@ impl RecordKey {
         RecordKey {
             mac: Hmac::<Sha256>::new_from_slice(key).expect("HMAC accepts keys of any length"),
         }
+    }
+
+    /// The tag of the record whose hash is `hash` (format 3): HMAC-SHA256 of
+    /// [`RECORD_TAG_LABEL`] followed by the hash's 32 bytes.
+    pub fn tag(&self, hash: &Digest) -> [u8; 32] {
+        self.tagging(hash).finalize().into_bytes().into()
+    }
+
+    /// Whether `tag` is the tag of the record whose hash is `hash`, compared in constant time.
+    pub fn verifies(&self, hash: &Digest, tag: &[u8; 32]) -> bool {
+        self.tagging(hash).verify_slice(tag).is_ok()
+    }
+
+    fn tagging(&self, hash: &Digest) -> Hmac<Sha256> {
+        let mut mac = self.mac.clone();
+        mac.update(RECORD_TAG_LABEL);
+        mac.update(&hash.0);
+        mac
+    }
+
+    /// Whether `tag` is what format 2 (and format 1, on its keyed streams) tagged a record
+    /// with: HMAC-SHA256 of the pre-image itself, fed in `parts`. Only to name an older ledger
+    /// in an error and to upgrade it; no reader accepts such a tag.
+    pub fn verifies_format_2<'p>(
+        &self,
+        parts: impl IntoIterator<Item = &'p [u8]>,
+        tag: &[u8; 32],
+    ) -> bool {
+        let mut mac = self.mac.clone();
+        for part in parts {
+            mac.update(part);
+        }
+        mac.verify_slice(tag).is_ok()
     }
 }
 
@@ -70,6 +103,8 @@ pub enum SealError {
     HashMismatch,
     MissingMac,
     BadMac,
+    /// The tag is a format-2 tag (over the pre-image): a ledger from before format 3.
+    Format2Mac,
 }
 
 impl<'a> RecordLine<'a> {
@@ -133,43 +168,43 @@ impl<'a> RecordLine<'a> {
         })
     }
 
-    /// Feeds the pre-image to `sink`, in three pieces.
-    fn preimage(&self, mut sink: impl FnMut(&[u8])) {
+    /// The pre-image, in three pieces of the line.
+    fn preimage(&self) -> [&'a [u8]; 3] {
         let [hash_at, kind_at, mac_at, prev_at] = self.cuts;
-        sink(&self.line[..hash_at]);
-        sink(&self.line[kind_at..mac_at]);
-        sink(&self.line[prev_at..]);
+        [
+            &self.line[..hash_at],
+            &self.line[kind_at..mac_at],
+            &self.line[prev_at..],
+        ]
     }
 
     /// The pre-image's bytes (the canonical record without `hash` and `mac`).
     pub fn preimage_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.line.len());
-        self.preimage(|part| out.extend_from_slice(part));
-        out
+        self.preimage().concat()
     }
 
     /// Checks `hash`, and with `key` the `mac`, which every record must carry.
     pub fn check(&self, key: Option<&RecordKey>) -> Result<(), SealError> {
         let mut sha = Sha256::new();
-        let mut mac = key.map(|k| k.mac.clone());
-        self.preimage(|part| {
+        for part in self.preimage() {
             sha.update(part);
-            if let Some(m) = mac.as_mut() {
-                m.update(part);
-            }
-        });
+        }
         if Digest(sha.finalize().into()) != self.hash {
             return Err(SealError::HashMismatch);
         }
         let Some(tag) = self.mac else {
             return Err(SealError::MissingMac);
         };
-        if let Some(m) = mac
-            && m.verify_slice(&tag).is_err()
-        {
-            return Err(SealError::BadMac);
+        match key {
+            Some(k) if !k.verifies(&self.hash, &tag) => {
+                Err(if k.verifies_format_2(self.preimage(), &tag) {
+                    SealError::Format2Mac
+                } else {
+                    SealError::BadMac
+                })
+            }
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// The line this record was read from.

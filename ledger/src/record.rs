@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::canonical::{to_canonical_bytes, write_canonical};
-use crate::digest::{Digest, hmac_tag, verify_hmac_tag};
+use crate::digest::{Digest, verify_hmac_tag};
 
 use super::line::{RecordKey, RecordLine, SealError};
 
@@ -66,11 +66,15 @@ pub struct Record {
     pub body: Value,
     /// SHA-256 of the canonical record without `hash` and `mac`.
     pub hash: Digest,
-    /// HMAC-SHA256 of the same pre-image under the audit key. Every record of a format-2 ledger
-    /// carries one; `None` only when reading a format-1 ledger (`bernstein ledger upgrade`).
+    /// HMAC-SHA256 under the audit key of `hash` (with a label, [`RecordKey::tag`]). Every
+    /// record carries one; `None` only when reading a format-1 ledger (`bernstein ledger
+    /// upgrade`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
 }
+
+/// What [`RecordError::Format2Mac`] says.
+pub const FORMAT_2_MAC: &str = "HMAC tag is a format-2 tag (over the pre-image, not the hash): this ledger was written before format 3; `bernstein ledger upgrade` re-tags it in place, no record hash changes";
 
 /// Why bytes are not a valid record.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -88,6 +92,8 @@ pub enum RecordError {
     MissingMac,
     #[error("HMAC tag does not verify")]
     BadMac,
+    #[error("{}", FORMAT_2_MAC)]
+    Format2Mac,
 }
 
 impl From<SealError> for RecordError {
@@ -96,6 +102,7 @@ impl From<SealError> for RecordError {
             SealError::HashMismatch => RecordError::HashMismatch,
             SealError::MissingMac => RecordError::MissingMac,
             SealError::BadMac => RecordError::BadMac,
+            SealError::Format2Mac => RecordError::Format2Mac,
         }
     }
 }
@@ -106,15 +113,14 @@ impl Record {
     /// appended (a record after it would link to its old hash).
     pub fn reseal(&mut self, body: Value, key: &[u8]) {
         self.body = body;
-        self.sign(key);
+        self.sign(&RecordKey::new(key));
     }
 
-    /// Sets `hash` and `mac` from the pre-image. The core never puts floats in a record body;
-    /// `preimage` panics if it did.
-    fn sign(&mut self, key: &[u8]) {
-        let pre = self.preimage();
-        self.hash = Digest::of(&pre);
-        self.mac = Some(hmac_tag(key, &pre));
+    /// Sets `hash` from the pre-image and `mac` from the hash. The core never puts floats in a
+    /// record body; `preimage` panics if it did.
+    fn sign(&mut self, key: &RecordKey) {
+        self.hash = Digest::of(&self.preimage());
+        self.mac = Some(render_tag(&key.tag(&self.hash)));
     }
 
     /// The canonical bytes that `hash` and `mac` are computed over.
@@ -191,7 +197,7 @@ impl Record {
             kind: raw.kind.clone().into_owned(),
             body,
             hash: raw.hash,
-            mac: raw.mac.map(|t| format!("hmac-sha256:{}", hex::encode(t))),
+            mac: raw.mac.as_ref().map(render_tag),
         })
     }
 
@@ -233,15 +239,27 @@ impl Record {
                 if !well_formed {
                     return Err(RecordError::BadMac);
                 }
-                if let Some(k) = key
-                    && !verify_hmac_tag(k, &pre, tag)
-                {
-                    return Err(RecordError::BadMac);
+                if let Some(k) = key {
+                    let mut bytes = [0u8; 32];
+                    hex::decode_to_slice(&tag["hmac-sha256:".len()..], &mut bytes)
+                        .expect("checked to be 64 hex digits");
+                    if !RecordKey::new(k).verifies(&rec.hash, &bytes) {
+                        return Err(if verify_hmac_tag(k, &pre, tag) {
+                            RecordError::Format2Mac
+                        } else {
+                            RecordError::BadMac
+                        });
+                    }
                 }
             }
         }
         Ok(rec)
     }
+}
+
+/// A tag's rendering in a line: `hmac-sha256:<64 lowercase hex>`.
+pub fn render_tag(tag: &[u8; 32]) -> String {
+    format!("hmac-sha256:{}", hex::encode(tag))
 }
 
 /// Places `drafts` after `at`, chaining each into the ledger and into its stream.
@@ -255,6 +273,7 @@ pub fn seal(
     drafts: Vec<Draft>,
     key: &[u8],
 ) -> Vec<Record> {
+    let key = RecordKey::new(key);
     let count = drafts.len() as u32;
     let mut out: Vec<Record> = Vec::with_capacity(drafts.len());
     for (i, d) in drafts.into_iter().enumerate() {
@@ -275,7 +294,7 @@ pub fn seal(
             hash: Digest::ZERO,
             mac: None,
         };
-        rec.sign(key);
+        rec.sign(&key);
         out.push(rec);
     }
     out

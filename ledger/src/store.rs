@@ -67,6 +67,11 @@ pub enum StoreError {
         "this instance's audit key does not match the ledger's ({file}: the first record's HMAC tag does not verify under it); copy .sdd/keys from an instance that wrote it"
     )]
     KeyMismatch { file: String },
+    /// The first record carries a tag of an older ledger format (nothing was changed).
+    #[error(
+        "{file} was written in ledger format 2 (its HMAC tags cover each record's pre-image, not its hash); stop every server using it and run `bernstein ledger upgrade`, which re-tags it in place and changes no record hash (a PostgreSQL ledger: docs/POSTGRES.md, \"Upgrading the ledger format\"); nothing was changed"
+    )]
+    OldFormat { file: String },
     #[error("ledger store unavailable: {0}")]
     Unavailable(String),
 }

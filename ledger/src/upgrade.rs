@@ -1,32 +1,39 @@
-//! `bernstein ledger upgrade`: re-seals a format-1 ledger (where only `audit` and `mailbox:*`
-//! records carried an HMAC tag) as format 2 (every record carries one).
+//! `bernstein ledger upgrade`: re-tags an older ledger in the current format 3, where every
+//! record carries an HMAC tag of its hash.
 //!
-//! The hash pre-image excludes `mac`, so adding tags changes no record's hash: every run
+//! - Format 2 tagged every record with an HMAC of its pre-image: each such tag is checked and
+//!   replaced.
+//! - Format 1 tagged only `audit` and `mailbox:*` records (also over the pre-image). An
+//!   untagged record was authenticated only by a tagged record after it in the same
+//!   transaction (whose MAC covers `prev`, so the whole chain before it); an untagged record
+//!   with no tagged record after it in its transaction is exactly what a keyless forger could
+//!   have added, and the upgrade refuses to seal it unless told to trust it.
+//!
+//! The hash pre-image excludes `mac`, so re-tagging changes no record's hash: every run
 //! handle, receipt, capsule and signed head issued before the upgrade still verifies after it.
-//! A format-1 ledger is re-sealed only if it verifies by format-1 rules under the key first.
-//! In format 1, an untagged record was authenticated only by a tagged record after it in the
-//! same transaction (whose MAC covers `prev`, so the whole chain before it); an untagged
-//! record with no tagged record after it in its transaction is exactly what a keyless forger
-//! could have added, and the upgrade refuses to seal it unless told to trust it.
-//! Pure: bytes in, bytes out.
+//! Every record must verify under the key by its own format's rules first, and the result must
+//! verify as format 3. Pure: bytes in, bytes out.
 
-use crate::digest::{hmac_tag, verify_hmac_tag};
+use crate::digest::verify_hmac_tag;
+use crate::line::RecordKey;
 
-use super::record::{Record, RecordError};
+use super::record::{Record, RecordError, render_tag};
 use super::verify::{LedgerVerifier, VerifyFailure, VerifyReport};
 use super::{AUDIT_STREAM, MAILBOX_STREAM_PREFIX};
 
 /// What an upgrade produced.
 #[derive(Debug)]
 pub struct Upgraded {
-    /// The format-2 ledger.
+    /// The format-3 ledger.
     pub bytes: Vec<u8>,
-    /// Records that gained a tag.
+    /// Records whose format-1 or format-2 tag (over the pre-image) was replaced.
+    pub retagged: u64,
+    /// Untagged (format-1) records that gained a tag.
     pub sealed: u64,
     /// Of those, records no tagged record of their transaction covered (sealed only because
     /// the caller trusted them).
     pub trusted: Vec<u64>,
-    /// The format-2 verifier's report on the result.
+    /// The format-3 verifier's report on the result.
     pub report: VerifyReport,
 }
 
@@ -34,9 +41,9 @@ fn keyed_in_format_1(stream: &str) -> bool {
     stream == AUDIT_STREAM || stream.starts_with(MAILBOX_STREAM_PREFIX)
 }
 
-/// Re-seals `bytes` (a whole ledger) under `key`. Refuses (naming the line) a ledger that does
-/// not verify by format-1 rules, and one holding uncovered untagged records unless
-/// `trust_uncovered`.
+/// Re-tags `bytes` (a whole ledger) under `key`. Refuses (naming the line) a ledger with a
+/// record that verifies by no format's rules, and one holding uncovered untagged records
+/// unless `trust_uncovered`.
 pub fn upgrade(
     bytes: &[u8],
     file: &str,
@@ -49,8 +56,9 @@ pub fn upgrade(
         seq,
         reason,
     };
+    let record_key = RecordKey::new(key);
     let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 4);
-    let mut sealed = 0;
+    let (mut retagged, mut sealed) = (0, 0);
     let mut trusted = Vec::new();
     // Untagged records of the open transaction, waiting for a tagged record to cover them.
     let mut uncovered: Vec<(u64, u64)> = Vec::new();
@@ -60,7 +68,8 @@ pub fn upgrade(
         line_no += 1;
         let line = &rest[..nl];
         rest = &rest[nl + 1..];
-        let mut rec = match Record::parse_line(line, Some(key)) {
+        // Canonical, hash right, a well-formed tag or none; the tag is checked below.
+        let mut rec = match Record::parse_line(line, None) {
             Ok(r) => r,
             Err(RecordError::MissingMac) => {
                 let r: Record = serde_json::from_slice(line)
@@ -79,19 +88,29 @@ pub fn upgrade(
             }
             Err(e) => return Err(fail(line_no, 0, format!("bad record: {e}"))),
         };
-        let pre = rec.preimage();
-        match &rec.mac {
-            Some(tag) if verify_hmac_tag(key, &pre, tag) => uncovered.clear(),
-            Some(_) => {
+        let tag = rec.mac.as_deref().map(|t| {
+            let mut bytes = [0u8; 32];
+            hex::decode_to_slice(&t["hmac-sha256:".len()..], &mut bytes)
+                .expect("the parse checked the tag's rendering");
+            bytes
+        });
+        match (&rec.mac, tag) {
+            (Some(_), Some(t)) if record_key.verifies(&rec.hash, &t) => uncovered.clear(),
+            (Some(old), _) if verify_hmac_tag(key, &rec.preimage(), old) => {
+                uncovered.clear();
+                rec.mac = Some(render_tag(&record_key.tag(&rec.hash)));
+                retagged += 1;
+            }
+            (Some(_), _) => {
                 return Err(fail(
                     line_no,
                     rec.seq,
-                    "bad record: HMAC tag does not verify".into(),
+                    "bad record: HMAC tag does not verify, by format 3 rules nor by an earlier format's".into(),
                 ));
             }
-            None => {
+            (None, _) => {
                 uncovered.push((line_no, rec.seq));
-                rec.mac = Some(hmac_tag(key, &pre));
+                rec.mac = Some(render_tag(&record_key.tag(&rec.hash)));
                 sealed += 1;
             }
         }
@@ -109,7 +128,7 @@ pub fn upgrade(
         out.extend_from_slice(&rec.to_line());
     }
     out.extend_from_slice(rest);
-    // The result must pass the format-2 verifier (chains, framing, every tag).
+    // The result must pass the format-3 verifier (chains, framing, every tag).
     let mut v = LedgerVerifier::new(file, Some(key)).collect_calls(false);
     let mut r = out.as_slice();
     while let Some(nl) = r.iter().position(|&b| b == b'\n') {
@@ -119,6 +138,7 @@ pub fn upgrade(
     let report = v.finish(r)?;
     Ok(Upgraded {
         bytes: out,
+        retagged,
         sealed,
         trusted,
         report,
@@ -137,6 +157,12 @@ mod tests {
 
     /// A format-1 ledger: one transaction per entry of `txns`, unkeyed streams untagged.
     fn format_1(txns: &[&[&str]]) -> Vec<u8> {
+        older(txns, true)
+    }
+
+    /// A ledger in format 1 (`untag`: unkeyed streams untagged) or 2 (every record tagged),
+    /// each tag over the pre-image.
+    fn older(txns: &[&[&str]], untag: bool) -> Vec<u8> {
         let mut at = LedgerPosition::GENESIS;
         let mut heads = std::collections::HashMap::new();
         let mut out = Vec::new();
@@ -157,9 +183,11 @@ mod tests {
                     seq: r.seq,
                     head: r.hash,
                 };
-                if !keyed_in_format_1(&r.stream) {
-                    r.mac = None;
-                }
+                r.mac = if untag && !keyed_in_format_1(&r.stream) {
+                    None
+                } else {
+                    Some(crate::digest::hmac_tag(KEY, &r.preimage()))
+                };
                 out.extend(r.to_line());
             }
         }
@@ -174,7 +202,7 @@ mod tests {
             "format 1 is refused"
         );
         let up = upgrade(&v1, "l", KEY, false).unwrap();
-        assert_eq!(up.sealed, 2);
+        assert_eq!((up.retagged, up.sealed), (2, 2));
         let report = verify_ledger(&up.bytes, "l", Some(KEY)).unwrap();
         assert_eq!(report.head, up.report.head);
         let old: Vec<Record> = v1
@@ -193,5 +221,39 @@ mod tests {
         assert!(err.reason.contains("--trust-unsealed"), "{err}");
         assert_eq!(upgrade(&v1, "l", KEY, true).unwrap().trusted, vec![2]);
         assert!(upgrade(&v1, "l", b"other", true).is_err());
+    }
+
+    #[test]
+    fn retags_a_format_2_ledger_and_keeps_every_hash() {
+        let v2 = older(&[&["backlog", "run:R", "audit"], &["audit"]], false);
+        let err = verify_ledger(&v2, "l", Some(KEY)).unwrap_err();
+        assert_eq!(err.line, 1);
+        assert!(err.reason.contains("format-2 tag"), "{err}");
+        assert!(err.reason.contains("bernstein ledger upgrade"), "{err}");
+        let up = upgrade(&v2, "l", KEY, false).unwrap();
+        assert_eq!((up.retagged, up.sealed), (4, 0));
+        let report = verify_ledger(&up.bytes, "l", Some(KEY)).unwrap();
+        let hashes = |b: &[u8]| -> Vec<_> {
+            b.split(|c| *c == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(|l| serde_json::from_slice::<Record>(l).unwrap().hash)
+                .collect()
+        };
+        assert_eq!(hashes(&up.bytes), hashes(&v2));
+        assert_eq!(report.head, up.report.head);
+        // Already current: upgrading again changes nothing.
+        let again = upgrade(&up.bytes, "l", KEY, false).unwrap();
+        assert_eq!((again.retagged, again.sealed), (0, 0));
+        assert_eq!(again.bytes, up.bytes);
+        // A format-2 tag made under another key is refused, naming its line.
+        let mut forged: Vec<Record> = v2
+            .split(|c| *c == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect();
+        forged[2].mac = Some(crate::digest::hmac_tag(b"other", &forged[2].preimage()));
+        let bytes: Vec<u8> = forged.iter().flat_map(Record::to_line).collect();
+        let err = upgrade(&bytes, "l", KEY, false).unwrap_err();
+        assert_eq!((err.line, err.seq), (3, 3));
     }
 }

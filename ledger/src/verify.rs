@@ -68,7 +68,7 @@ pub struct VerifyReport {
     pub head: LedgerPosition,
     /// Whether HMAC tags were checked (the key was available).
     pub macs_checked: bool,
-    /// Records carrying an HMAC tag: all of them (format 2).
+    /// Records carrying an HMAC tag: all of them (format 3).
     pub keyed_records: u64,
     /// An externally recorded position (a store checkpoint) the ledger was found to contain.
     pub anchor: Option<LedgerPosition>,
@@ -403,6 +403,7 @@ impl LedgerVerifier {
                 // No record before this one verified under the key: most likely not the key
                 // the ledger was written with, rather than a forgery of this very record.
                 SealError::BadMac if self.report.records == 0 => KEY_MISMATCH.to_string(),
+                SealError::Format2Mac if self.report.records == 0 => OLD_FORMAT.to_string(),
                 e => format!("bad record: {}", RecordError::from(e)),
             };
             self.fail(n, reason)
@@ -569,6 +570,21 @@ pub fn prefix_matches<F: Fold>(report: &VerifyReport, snapshot: &Snapshot<F>) ->
 
 /// Why record 1 fails its MAC: a key mismatch, named as such.
 pub const KEY_MISMATCH: &str = "HMAC tag does not verify under this audit key, and no record before it does: this instance's audit key does not match the ledger's (copy .sdd/keys from an instance that wrote it), or the first record was forged";
+
+/// The reason [`LedgerVerifier`] gives when the first record carries a format-2 tag: the whole
+/// ledger is of an older format, not damaged.
+pub const OLD_FORMAT: &str = super::record::FORMAT_2_MAC;
+
+/// The store error for a failure that names the whole ledger rather than damage at a line
+/// ([`KEY_MISMATCH`], [`OLD_FORMAT`]); `None` for damage.
+pub fn whole_ledger_error(f: &VerifyFailure) -> Option<crate::StoreError> {
+    let file = f.file.clone();
+    match f.reason.as_str() {
+        KEY_MISMATCH => Some(crate::StoreError::KeyMismatch { file }),
+        OLD_FORMAT => Some(crate::StoreError::OldFormat { file }),
+        _ => None,
+    }
+}
 
 /// Verifies a whole ledger held in memory. See [`LedgerVerifier`] for the checks.
 pub fn verify_ledger(

@@ -26,9 +26,10 @@ use super::Checkpointed;
 use super::layout::{CHECKPOINT_FILE, Layout, sync_dir};
 use super::ledger_file::Folded;
 
-/// Version of the checkpoint body's layout (2: the ledger format in which every record is
-/// sealed).
-pub const FORMAT: u32 = 2;
+/// The ledger format the checkpoint's records were read in (3: every record tags its hash). A
+/// checkpoint of another format is not reused: its ledger is read from the start, and a
+/// ledger of an older format is refused there with a message naming `bernstein ledger upgrade`.
+pub const FORMAT: u32 = 3;
 /// The software that wrote a checkpoint; another version's projection may differ, so its
 /// checkpoints are ignored. The name is the crate's that first wrote checkpoints, kept so that
 /// checkpoints written before the store had a crate of its own stay reusable.

@@ -254,8 +254,8 @@ impl LedgerFile {
     }
 
     fn corrupt(&self, c: Corruption) -> StoreError {
-        if c.key_mismatch {
-            return StoreError::KeyMismatch { file: self.name() };
+        if let Some(error) = c.whole {
+            return error(self.name());
         }
         StoreError::Corrupt {
             file: self.name(),
@@ -299,17 +299,18 @@ struct Corruption {
     line: u64,
     seq: u64,
     reason: String,
-    /// The first record does not verify under the key: a key mismatch, not damage.
-    key_mismatch: bool,
+    /// The first record names the whole ledger, not damage: it does not verify under the key
+    /// (a key mismatch), or it carries an older format's tag.
+    whole: Option<fn(String) -> StoreError>,
 }
 
 impl Corruption {
-    fn key_mismatch() -> Corruption {
+    fn whole(error: fn(String) -> StoreError) -> Corruption {
         Corruption {
             line: 1,
             seq: 1,
             reason: String::new(),
-            key_mismatch: true,
+            whole: Some(error),
         }
     }
 }
@@ -363,7 +364,7 @@ impl<'a, F: Fold> Scan<'a, F> {
             line: line_no,
             seq: at.seq + 1,
             reason,
-            key_mismatch: false,
+            whole: None,
         };
         let Some(body) = buf.strip_suffix(b"\n") else {
             return Ok(Some(format!(
@@ -376,8 +377,13 @@ impl<'a, F: Fold> Scan<'a, F> {
             // A crash mid-append leaves a prefix of what was written: an unterminated line, or
             // bytes that are no record at all. A line whose hash is right but whose MAC is
             // missing or wrong is no accident of a crash: it was made without the key.
-            Err(RecordError::BadMac) if line_no == 1 => return Err(Corruption::key_mismatch()),
-            Err(e @ (RecordError::MissingMac | RecordError::BadMac)) => {
+            Err(RecordError::BadMac) if line_no == 1 => {
+                return Err(Corruption::whole(|file| StoreError::KeyMismatch { file }));
+            }
+            Err(RecordError::Format2Mac) if line_no == 1 => {
+                return Err(Corruption::whole(|file| StoreError::OldFormat { file }));
+            }
+            Err(e @ (RecordError::MissingMac | RecordError::BadMac | RecordError::Format2Mac)) => {
                 return Err(fail(format!("bad record: {e}")));
             }
             Err(e) if is_last => {

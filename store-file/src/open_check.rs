@@ -7,7 +7,7 @@
 use std::io::{Read, Seek, SeekFrom};
 
 use bernstein_ledger::verify::{
-    KEY_MISMATCH, LedgerVerifier, VerifyFailure, VerifyReport, prefix_matches,
+    LedgerVerifier, VerifyFailure, VerifyReport, prefix_matches, whole_ledger_error,
 };
 use bernstein_ledger::{Fold, LedgerPosition, StoreError};
 
@@ -61,8 +61,8 @@ pub fn verify_prefix(ledger: &LedgerFile, key: &[u8], end: u64) -> Result<Prefix
 }
 
 fn corrupt(f: VerifyFailure) -> StoreError {
-    if f.reason == KEY_MISMATCH {
-        return StoreError::KeyMismatch { file: f.file };
+    if let Some(e) = whole_ledger_error(&f) {
+        return e;
     }
     StoreError::Corrupt {
         file: f.file,

@@ -384,6 +384,62 @@ fn a_garbage_last_line_is_cut_but_a_bad_middle_line_is_corruption() {
     );
 }
 
+/// A ledger of format 2 (tags over the pre-image), with and without the checkpoint of its
+/// format-3 twin (same offsets, so the checkpoint must not hide the tags): refused as an older
+/// format, naming the upgrade, and left as it was; `ledger upgrade` gives back the twin's bytes.
+#[test]
+fn a_format_2_ledger_is_refused_as_one_and_upgraded() {
+    let tmp = TestDir::new("store-format-2");
+    {
+        let store = open(tmp.path());
+        fill(&store);
+    }
+    let layout = Layout::in_project(tmp.path());
+    let current = std::fs::read(layout.ledger_file()).unwrap();
+    let mut old = Vec::new();
+    for line in current.split_inclusive(|b| *b == b'\n') {
+        let mut rec = Record::from_line(&line[..line.len() - 1], None).unwrap();
+        rec.mac = Some(bernstein_core::digest::hmac_tag(KEY, &rec.preimage()));
+        old.extend(rec.to_line());
+    }
+    assert_eq!(old.len(), current.len());
+    std::fs::write(layout.ledger_file(), &old).unwrap();
+    for with_checkpoint in [true, false] {
+        if !with_checkpoint {
+            std::fs::remove_file(layout.checkpoint_file()).unwrap();
+        }
+        let err = FileStore::open(tmp.path(), KEY.to_vec()).unwrap_err();
+        assert!(matches!(err, StoreError::OldFormat { .. }), "{err}");
+        assert!(
+            err.to_string().contains("bernstein ledger upgrade"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(layout.ledger_file()).unwrap(), old);
+    }
+    // The upgrade reads the key from `.sdd/keys`, as the command does.
+    {
+        use std::io::Write as _;
+        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+        let keys = layout.sdd.join("keys");
+        std::fs::create_dir_all(&keys).unwrap();
+        std::fs::set_permissions(&keys, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(layout.audit_key_file())
+            .unwrap();
+        writeln!(f, "{}", hex::encode(KEY)).unwrap();
+    }
+    let up = crate::upgrade_cmd::upgrade_ledger(&layout.sdd, false).unwrap();
+    assert!(matches!(
+        up,
+        crate::upgrade_cmd::UpgradeOutcome::Upgraded(_)
+    ));
+    assert_eq!(std::fs::read(layout.ledger_file()).unwrap(), current);
+    drop(open(tmp.path()));
+}
+
 #[test]
 fn records_under_another_key_are_a_key_mismatch() {
     let tmp = TestDir::new("store-key");

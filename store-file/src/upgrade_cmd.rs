@@ -1,5 +1,5 @@
-//! `bernstein ledger upgrade`: re-seals `.sdd/ledger/ledger.jsonl` from format 1 to format 2
-//! in place (see `bernstein_ledger::upgrade`), under the exclusive ledger lock: the new
+//! `bernstein ledger upgrade`: re-tags `.sdd/ledger/ledger.jsonl` from format 1 or 2 in the
+//! current format 3 in place (see `bernstein_ledger::upgrade`), under the exclusive ledger lock: the new
 //! file is written beside the old one, fsynced and renamed over it, and the checkpoint (whose
 //! byte offsets no longer fit) is removed. A server that had the old file open refuses further
 //! appends until it is restarted.
@@ -19,7 +19,7 @@ use crate::verify_cmd::resolve_sdd;
 /// What `upgrade_ledger` did.
 #[derive(Debug)]
 pub enum UpgradeOutcome {
-    /// The ledger already was format 2 (it verifies as such); nothing changed.
+    /// The ledger already was format 3 (it verifies as such); nothing changed.
     AlreadyCurrent,
     Upgraded(Box<Upgraded>),
 }
@@ -31,7 +31,7 @@ pub fn upgrade_ledger(dir: &Path, trust_unsealed: bool) -> Result<UpgradeOutcome
         .map_err(|e| format!("audit key: {e}"))?
         .ok_or_else(|| {
             format!(
-                "{} is missing: the upgrade re-seals records under the audit key the ledger was written with",
+                "{} is missing: the upgrade checks and re-tags records under the audit key the ledger was written with",
                 layout.audit_key_file().display()
             )
         })?;

@@ -43,6 +43,9 @@ pub fn corrupt(seq: u64, reason: impl Into<String>) -> StoreError {
     }
 }
 
+/// Why a row with a format-2 tag is refused, and how the database is upgraded (docs/POSTGRES.md).
+const FORMAT_2: &str = "HMAC tag is a format-2 tag (over the pre-image, not the hash): this ledger was written before format 3. Upgrade it through the file format: `bernstein ledger export` from a directory without the audit key, `bernstein ledger upgrade --dir` on the export (with the key copied into it), then `bernstein ledger import` into an empty database (docs/POSTGRES.md)";
+
 /// Parses and checks one row.
 pub fn parse_row(row: &Row, key: &RecordKey) -> Result<Record, StoreError> {
     let seq = u64::try_from(row.seq).map_err(|_| corrupt(0, "negative seq"))?;
@@ -52,6 +55,14 @@ pub fn parse_row(row: &Row, key: &RecordKey) -> Result<Record, StoreError> {
             return Err(StoreError::KeyMismatch {
                 file: TABLE_NAME.to_string(),
             });
+        }
+        Err(RecordError::Format2Mac) if seq == 1 => {
+            return Err(StoreError::OldFormat {
+                file: TABLE_NAME.to_string(),
+            });
+        }
+        Err(RecordError::Format2Mac) => {
+            return Err(corrupt(seq, FORMAT_2));
         }
         Err(e) => return Err(corrupt(seq, format!("bad record: {e}"))),
     };

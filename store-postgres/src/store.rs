@@ -396,11 +396,11 @@ fn verify_prefix<F: Fold>(
     key: &[u8],
     cp: &Snapshot<F>,
 ) -> Result<(), StoreError> {
-    use bernstein_ledger::verify::{KEY_MISMATCH, LedgerVerifier, prefix_matches};
+    use bernstein_ledger::verify::{LedgerVerifier, prefix_matches, whole_ledger_error};
     let mut verifier = LedgerVerifier::new(fold::TABLE_NAME, Some(key)).collect_calls(false);
     let fail = |f: bernstein_ledger::verify::VerifyFailure| {
-        if f.reason == KEY_MISMATCH {
-            return StoreError::KeyMismatch { file: f.file };
+        if let Some(e) = whole_ledger_error(&f) {
+            return e;
         }
         fold::corrupt(f.seq, f.reason)
     };

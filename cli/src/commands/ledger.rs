@@ -13,9 +13,10 @@ use crate::settings;
 
 #[derive(Debug, Subcommand)]
 pub enum LedgerCommand {
-    /// Re-seal a ledger written in format 1 (only audit and mailbox records tagged) as format 2
-    /// (every record tagged) in place. Record hashes do not change, so every handle, receipt
-    /// and capsule issued before still verifies. Refuses a ledger that does not verify first.
+    /// Re-tag a ledger written in format 1 (only audit and mailbox records tagged) or 2 (every
+    /// record tagged over its pre-image) in format 3 (every record tags its hash) in place.
+    /// Record hashes do not change, so every handle, receipt and capsule issued before still
+    /// verifies. Refuses a ledger that does not verify by its own format's rules first.
     Upgrade {
         /// The `.sdd` directory (default: <workdir>/.sdd).
         #[arg(long, value_name = "DIR")]
@@ -78,12 +79,13 @@ pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
             let dir = dir.unwrap_or_else(|| workdir.join(".sdd"));
             match upgrade_ledger(&dir, trust_unsealed) {
                 Ok(UpgradeOutcome::AlreadyCurrent) => {
-                    say!("the ledger is already format 2 and verifies; nothing changed");
+                    say!("the ledger is already format 3 and verifies; nothing changed");
                     Ok(ExitCode::SUCCESS)
                 }
                 Ok(UpgradeOutcome::Upgraded(up)) => {
                     say!(
-                        "upgraded to format 2: {} records sealed{} ({})",
+                        "upgraded to format 3: {} tags replaced, {} untagged records sealed{} ({})",
+                        up.retagged,
                         up.sealed,
                         if up.trusted.is_empty() {
                             String::new()

@@ -75,7 +75,7 @@ fn does_not_verify(e: &bernstein_core::ledger::StoreError) -> bool {
     use bernstein_core::ledger::StoreError;
     matches!(
         e,
-        StoreError::Corrupt { .. } | StoreError::KeyMismatch { .. }
+        StoreError::Corrupt { .. } | StoreError::KeyMismatch { .. } | StoreError::OldFormat { .. }
     )
 }
 

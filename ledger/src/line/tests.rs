@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::record::LedgerPosition;
-use crate::record::{Draft, Record, seal};
+use crate::record::{Draft, Record, RecordError, seal};
 
 const KEY: &[u8] = b"line-test-key";
 
@@ -142,6 +142,40 @@ fn a_missing_or_foreign_mac_is_refused() {
     let raw = RecordLine::scan(unsealed.as_bytes()).unwrap();
     assert_eq!(raw.check(None), Err(SealError::MissingMac));
     agree(unsealed.as_bytes());
+}
+
+/// Format 3 tags the hash (with a label); a format-2 tag over the pre-image is named as one
+/// by both readings, and only under the key that made it.
+#[test]
+fn a_format_2_tag_is_named_as_one() {
+    let line = sealed(json!({"a": 1}), "backlog", "task.created");
+    let raw = RecordLine::scan(&line).unwrap();
+    let mut message = crate::digest::RECORD_TAG_LABEL.to_vec();
+    message.extend_from_slice(&raw.hash.0);
+    let expected = crate::digest::hmac_tag(KEY, &message);
+    assert_eq!(
+        Record::from_line(&line, None).unwrap().mac.as_deref(),
+        Some(expected.as_str())
+    );
+    let text = String::from_utf8(line.clone()).unwrap();
+    let start = text.find(",\"mac\":\"").unwrap() + 7;
+    let old_tag = crate::digest::hmac_tag(KEY, &raw.preimage_bytes());
+    let v2 = format!("{}\"{old_tag}\"{}", &text[..start], &text[start + 78..]);
+    let raw = RecordLine::scan(v2.as_bytes()).unwrap();
+    assert_eq!(raw.check(None), Ok(()));
+    assert_eq!(
+        raw.check(Some(&RecordKey::new(KEY))),
+        Err(SealError::Format2Mac)
+    );
+    assert_eq!(
+        raw.check(Some(&RecordKey::new(b"other"))),
+        Err(SealError::BadMac)
+    );
+    assert_eq!(
+        Record::parse_line(v2.as_bytes(), Some(KEY)),
+        Err(RecordError::Format2Mac)
+    );
+    agree(v2.as_bytes());
 }
 
 /// The eight-at-a-time hex decoder against a digit-by-digit one: every byte value at every
