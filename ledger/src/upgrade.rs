@@ -21,11 +21,9 @@ use super::record::{Record, RecordError, render_tag};
 use super::verify::{LedgerVerifier, VerifyFailure, VerifyReport};
 use super::{AUDIT_STREAM, MAILBOX_STREAM_PREFIX};
 
-/// What an upgrade produced.
+/// What an upgrade did.
 #[derive(Debug)]
 pub struct Upgraded {
-    /// The format-3 ledger.
-    pub bytes: Vec<u8>,
     /// Records whose format-1 or format-2 tag (over the pre-image) was replaced.
     pub retagged: u64,
     /// Untagged (format-1) records that gained a tag.
@@ -37,45 +35,75 @@ pub struct Upgraded {
     pub report: VerifyReport,
 }
 
+impl Upgraded {
+    /// Whether the ledger already was format 3: the upgrade changed no byte.
+    pub fn changed_nothing(&self) -> bool {
+        self.retagged == 0 && self.sealed == 0
+    }
+}
+
 fn keyed_in_format_1(stream: &str) -> bool {
     stream == AUDIT_STREAM || stream.starts_with(MAILBOX_STREAM_PREFIX)
 }
 
-/// Re-tags `bytes` (a whole ledger) under `key`. Refuses (naming the line) a ledger with a
-/// record that verifies by no format's rules, and one holding uncovered untagged records
-/// unless `trust_uncovered`.
-pub fn upgrade(
-    bytes: &[u8],
-    file: &str,
-    key: &[u8],
+/// An upgrade fed one line at a time, so a ledger of any size is upgraded in constant memory:
+/// each line is checked by its own format's rules and handed back re-tagged, and the result is
+/// verified by format-3 rules as it is produced.
+pub struct Upgrader {
+    file: String,
+    key: Vec<u8>,
+    record_key: RecordKey,
     trust_uncovered: bool,
-) -> Result<Upgraded, VerifyFailure> {
-    let fail = |line: u64, seq: u64, reason: String| VerifyFailure {
-        file: file.to_string(),
-        line,
-        seq,
-        reason,
-    };
-    let record_key = RecordKey::new(key);
-    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 4);
-    let (mut retagged, mut sealed) = (0, 0);
-    let mut trusted = Vec::new();
-    // Untagged records of the open transaction, waiting for a tagged record to cover them.
-    let mut uncovered: Vec<(u64, u64)> = Vec::new();
-    let mut rest = bytes;
-    let mut line_no = 0;
-    while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
-        line_no += 1;
-        let line = &rest[..nl];
-        rest = &rest[nl + 1..];
+    retagged: u64,
+    sealed: u64,
+    trusted: Vec<u64>,
+    /// Untagged records of the open transaction, waiting for a tagged record to cover them.
+    uncovered: Vec<(u64, u64)>,
+    line_no: u64,
+    verifier: LedgerVerifier,
+}
+
+impl Upgrader {
+    /// An upgrade of the ledger named `file` under `key`; it refuses uncovered untagged
+    /// records unless `trust_uncovered`.
+    pub fn new(file: &str, key: &[u8], trust_uncovered: bool) -> Upgrader {
+        Upgrader {
+            file: file.to_string(),
+            key: key.to_vec(),
+            record_key: RecordKey::new(key),
+            trust_uncovered,
+            retagged: 0,
+            sealed: 0,
+            trusted: Vec::new(),
+            uncovered: Vec::new(),
+            line_no: 0,
+            verifier: LedgerVerifier::new(file, Some(key)).collect_calls(false),
+        }
+    }
+
+    fn fail(&self, line: u64, seq: u64, reason: String) -> VerifyFailure {
+        VerifyFailure {
+            file: self.file.clone(),
+            line,
+            seq,
+            reason,
+        }
+    }
+
+    /// Re-tags the next line (without its `\n`) and returns it with its `\n`. Refuses (naming
+    /// the line) a record that verifies by no format's rules, and an uncovered untagged record
+    /// unless trusted.
+    pub fn push_line(&mut self, line: &[u8]) -> Result<Vec<u8>, VerifyFailure> {
+        self.line_no += 1;
+        let line_no = self.line_no;
         // Canonical, hash right, a well-formed tag or none; the tag is checked below.
         let mut rec = match Record::parse_line(line, None) {
             Ok(r) => r,
             Err(RecordError::MissingMac) => {
                 let r: Record = serde_json::from_slice(line)
-                    .map_err(|e| fail(line_no, 0, format!("bad record: {e}")))?;
+                    .map_err(|e| self.fail(line_no, line_no, format!("bad record: {e}")))?;
                 if keyed_in_format_1(&r.stream) {
-                    return Err(fail(
+                    return Err(self.fail(
                         line_no,
                         r.seq,
                         format!(
@@ -86,7 +114,7 @@ pub fn upgrade(
                 }
                 r
             }
-            Err(e) => return Err(fail(line_no, 0, format!("bad record: {e}"))),
+            Err(e) => return Err(self.fail(line_no, line_no, format!("bad record: {e}"))),
         };
         let tag = rec.mac.as_deref().map(|t| {
             let mut bytes = [0u8; 32];
@@ -95,54 +123,74 @@ pub fn upgrade(
             bytes
         });
         match (&rec.mac, tag) {
-            (Some(_), Some(t)) if record_key.verifies(&rec.hash, &t) => uncovered.clear(),
-            (Some(old), _) if verify_hmac_tag(key, &rec.preimage(), old) => {
-                uncovered.clear();
-                rec.mac = Some(render_tag(&record_key.tag(&rec.hash)));
-                retagged += 1;
+            (Some(_), Some(t)) if self.record_key.verifies(&rec.hash, &t) => {
+                self.uncovered.clear();
+            }
+            (Some(old), _) if verify_hmac_tag(&self.key, &rec.preimage(), old) => {
+                self.uncovered.clear();
+                rec.mac = Some(render_tag(&self.record_key.tag(&rec.hash)));
+                self.retagged += 1;
             }
             (Some(_), _) => {
-                return Err(fail(
+                return Err(self.fail(
                     line_no,
                     rec.seq,
                     "bad record: HMAC tag does not verify, by format 3 rules nor by an earlier format's".into(),
                 ));
             }
             (None, _) => {
-                uncovered.push((line_no, rec.seq));
-                rec.mac = Some(render_tag(&record_key.tag(&rec.hash)));
-                sealed += 1;
+                self.uncovered.push((line_no, rec.seq));
+                rec.mac = Some(render_tag(&self.record_key.tag(&rec.hash)));
+                self.sealed += 1;
             }
         }
-        if rec.txn[0] == rec.txn[1] && !uncovered.is_empty() {
-            if !trust_uncovered {
-                let (l, s) = uncovered[0];
-                return Err(fail(
+        if rec.txn[0] == rec.txn[1] && !self.uncovered.is_empty() {
+            if !self.trust_uncovered {
+                let (l, s) = self.uncovered[0];
+                return Err(self.fail(
                     l,
                     s,
                     "untagged record that no tagged record of its transaction covers: it could have been added without the key (pass --trust-unsealed to seal it anyway, only if you know this ledger was not altered)".into(),
                 ));
             }
-            trusted.extend(uncovered.drain(..).map(|(_, s)| s));
+            self.trusted
+                .extend(self.uncovered.drain(..).map(|(_, s)| s));
         }
-        out.extend_from_slice(&rec.to_line());
+        let out = rec.to_line();
+        // The result must pass the format-3 verifier (chains, framing, every tag).
+        self.verifier.push_line(&out[..out.len() - 1])?;
+        Ok(out)
     }
-    out.extend_from_slice(rest);
-    // The result must pass the format-3 verifier (chains, framing, every tag).
-    let mut v = LedgerVerifier::new(file, Some(key)).collect_calls(false);
-    let mut r = out.as_slice();
-    while let Some(nl) = r.iter().position(|&b| b == b'\n') {
-        v.push_line(&r[..nl])?;
-        r = &r[nl + 1..];
+
+    /// The verdict once every line was pushed; `unterminated` is what followed the last `\n`.
+    pub fn finish(self, unterminated: &[u8]) -> Result<Upgraded, VerifyFailure> {
+        let report = self.verifier.finish(unterminated)?;
+        Ok(Upgraded {
+            retagged: self.retagged,
+            sealed: self.sealed,
+            trusted: self.trusted,
+            report,
+        })
     }
-    let report = v.finish(r)?;
-    Ok(Upgraded {
-        bytes: out,
-        retagged,
-        sealed,
-        trusted,
-        report,
-    })
+}
+
+/// Re-tags `bytes` (a whole ledger) under `key`: the new ledger and what was done. See
+/// [`Upgrader`].
+pub fn upgrade(
+    bytes: &[u8],
+    file: &str,
+    key: &[u8],
+    trust_uncovered: bool,
+) -> Result<(Vec<u8>, Upgraded), VerifyFailure> {
+    let mut up = Upgrader::new(file, key, trust_uncovered);
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut rest = bytes;
+    while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
+        out.extend(up.push_line(&rest[..nl])?);
+        rest = &rest[nl + 1..];
+    }
+    let done = up.finish(rest)?;
+    Ok((out, done))
 }
 
 #[cfg(test)]
@@ -201,9 +249,9 @@ mod tests {
             verify_ledger(&v1, "l", Some(KEY)).is_err(),
             "format 1 is refused"
         );
-        let up = upgrade(&v1, "l", KEY, false).unwrap();
+        let (bytes, up) = upgrade(&v1, "l", KEY, false).unwrap();
         assert_eq!((up.retagged, up.sealed), (2, 2));
-        let report = verify_ledger(&up.bytes, "l", Some(KEY)).unwrap();
+        let report = verify_ledger(&bytes, "l", Some(KEY)).unwrap();
         assert_eq!(report.head, up.report.head);
         let old: Vec<Record> = v1
             .split(|b| *b == b'\n')
@@ -219,7 +267,7 @@ mod tests {
         let err = upgrade(&v1, "l", KEY, false).unwrap_err();
         assert_eq!((err.line, err.seq), (2, 2));
         assert!(err.reason.contains("--trust-unsealed"), "{err}");
-        assert_eq!(upgrade(&v1, "l", KEY, true).unwrap().trusted, vec![2]);
+        assert_eq!(upgrade(&v1, "l", KEY, true).unwrap().1.trusted, vec![2]);
         assert!(upgrade(&v1, "l", b"other", true).is_err());
     }
 
@@ -230,21 +278,27 @@ mod tests {
         assert_eq!(err.line, 1);
         assert!(err.reason.contains("format-2 tag"), "{err}");
         assert!(err.reason.contains("bernstein ledger upgrade"), "{err}");
-        let up = upgrade(&v2, "l", KEY, false).unwrap();
+        let (bytes, up) = upgrade(&v2, "l", KEY, false).unwrap();
         assert_eq!((up.retagged, up.sealed), (4, 0));
-        let report = verify_ledger(&up.bytes, "l", Some(KEY)).unwrap();
+        assert!(!up.changed_nothing());
+        let report = verify_ledger(&bytes, "l", Some(KEY)).unwrap();
         let hashes = |b: &[u8]| -> Vec<_> {
             b.split(|c| *c == b'\n')
                 .filter(|l| !l.is_empty())
                 .map(|l| serde_json::from_slice::<Record>(l).unwrap().hash)
                 .collect()
         };
-        assert_eq!(hashes(&up.bytes), hashes(&v2));
+        assert_eq!(hashes(&bytes), hashes(&v2));
         assert_eq!(report.head, up.report.head);
         // Already current: upgrading again changes nothing.
-        let again = upgrade(&up.bytes, "l", KEY, false).unwrap();
-        assert_eq!((again.retagged, again.sealed), (0, 0));
-        assert_eq!(again.bytes, up.bytes);
+        let (same, again) = upgrade(&bytes, "l", KEY, false).unwrap();
+        assert!(again.changed_nothing());
+        assert_eq!(same, bytes);
+        // A torn last line is refused, not carried over.
+        let mut torn = v2.clone();
+        torn.extend_from_slice(b"{\"body\"");
+        let err = upgrade(&torn, "l", KEY, false).unwrap_err();
+        assert!(err.reason.contains("truncated"), "{err}");
         // A format-2 tag made under another key is refused, naming its line.
         let mut forged: Vec<Record> = v2
             .split(|c| *c == b'\n')

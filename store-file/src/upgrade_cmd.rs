@@ -1,15 +1,15 @@
 //! `bernstein ledger upgrade`: re-tags `.sdd/ledger/ledger.jsonl` from format 1 or 2 in the
-//! current format 3 in place (see `bernstein_ledger::upgrade`), under the exclusive ledger lock: the new
-//! file is written beside the old one, fsynced and renamed over it, and the checkpoint (whose
-//! byte offsets no longer fit) is removed. A server that had the old file open refuses further
-//! appends until it is restarted.
+//! current format 3 in place (see `bernstein_ledger::upgrade`), under the exclusive ledger lock:
+//! the new file is written beside the old one a line at a time, fsynced and renamed over it, and
+//! the checkpoint (whose byte offsets no longer fit) is removed. A server that had the old file
+//! open refuses further appends until it is restarted.
 
-use std::io::Write as _;
+use std::io::{self, BufRead as _, Write as _};
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::Path;
 
-use bernstein_ledger::upgrade::{Upgraded, upgrade};
-use bernstein_ledger::verify::verify_ledger;
+use bernstein_ledger::upgrade::{Upgraded, Upgrader};
+use bernstein_ledger::verify::VerifyFailure;
 
 use crate::keys::load_audit_key;
 use crate::layout::{Layout, sync_dir};
@@ -24,7 +24,8 @@ pub enum UpgradeOutcome {
     Upgraded(Box<Upgraded>),
 }
 
-/// Upgrades the ledger of `dir` (`.sdd` or the project directory).
+/// Upgrades the ledger of `dir` (`.sdd` or the project directory), streaming: the old file is
+/// read and the new one written a line at a time, so memory does not grow with the ledger.
 pub fn upgrade_ledger(dir: &Path, trust_unsealed: bool) -> Result<UpgradeOutcome, String> {
     let layout = Layout::at(&resolve_sdd(dir));
     let key = load_audit_key(&layout.sdd)
@@ -43,32 +44,70 @@ pub fn upgrade_ledger(dir: &Path, trust_unsealed: bool) -> Result<UpgradeOutcome
         .map(LedgerLock::exclusive)
         .transpose()
         .map_err(|e| format!("lock: {e}"))?;
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let name = path.display().to_string();
-    if verify_ledger(&bytes, &name, Some(&key)).is_ok() {
-        return Ok(UpgradeOutcome::AlreadyCurrent);
-    }
-    let up = upgrade(&bytes, &name, &key, trust_unsealed)
-        .map_err(|f| format!("not upgraded, nothing changed: {f}"))?;
+    let old = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let tmp = layout.ledger_dir().join("ledger.jsonl.upgrade");
-    let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(&up.bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)?;
-        match std::fs::remove_file(layout.checkpoint_file()) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
+    // Left by an upgrade killed mid-way (none runs now: the lock is ours). Removing a link
+    // removes the link, never its target.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            return Err(format!("{}: {e}", tmp.display()));
         }
-        sync_dir(&layout.ledger_dir())
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(format!("writing the upgraded ledger: {e}"));
+        _ => {}
     }
-    Ok(UpgradeOutcome::Upgraded(Box::new(up)))
+    let new = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let name = path.display().to_string();
+    let outcome = (|| {
+        let up = retag(old, &new, &name, &key, trust_unsealed)?;
+        if up.changed_nothing() {
+            return Ok(UpgradeOutcome::AlreadyCurrent);
+        }
+        let published = (|| {
+            new.sync_all()?;
+            std::fs::rename(&tmp, &path)?;
+            match std::fs::remove_file(layout.checkpoint_file()) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            sync_dir(&layout.ledger_dir())
+        })();
+        published.map_err(|e| format!("writing the upgraded ledger: {e}"))?;
+        Ok(UpgradeOutcome::Upgraded(Box::new(up)))
+    })();
+    if !matches!(outcome, Ok(UpgradeOutcome::Upgraded(_))) {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    outcome
+}
+
+/// Streams `old` through an [`Upgrader`] into `new`.
+fn retag(
+    old: std::fs::File,
+    new: &std::fs::File,
+    name: &str,
+    key: &[u8],
+    trust_unsealed: bool,
+) -> Result<Upgraded, String> {
+    let refused = |f: VerifyFailure| format!("not upgraded, nothing changed: {f}");
+    let read_error = |e: io::Error| format!("read {name}: {e}");
+    let write_error = |e: io::Error| format!("writing the upgraded ledger: {e}");
+    let mut reader = io::BufReader::with_capacity(1 << 20, old);
+    let mut writer = io::BufWriter::with_capacity(1 << 20, new);
+    let mut up = Upgrader::new(name, key, trust_unsealed);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        reader.read_until(b'\n', &mut line).map_err(read_error)?;
+        let Some(body) = line.strip_suffix(b"\n") else {
+            break;
+        };
+        let out = up.push_line(body).map_err(refused)?;
+        writer.write_all(&out).map_err(write_error)?;
+    }
+    writer.flush().map_err(write_error)?;
+    up.finish(&line).map_err(refused)
 }
