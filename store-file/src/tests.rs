@@ -431,12 +431,22 @@ fn a_format_2_ledger_is_refused_as_one_and_upgraded() {
             .unwrap();
         writeln!(f, "{}", hex::encode(KEY)).unwrap();
     }
+    // What an upgrade killed mid-way leaves behind does not stop the next one.
+    let stale = layout.ledger_dir().join("ledger.jsonl.upgrade");
+    std::fs::write(&stale, b"half").unwrap();
     let up = crate::upgrade_cmd::upgrade_ledger(&layout.sdd, false).unwrap();
     assert!(matches!(
         up,
         crate::upgrade_cmd::UpgradeOutcome::Upgraded(_)
     ));
     assert_eq!(std::fs::read(layout.ledger_file()).unwrap(), current);
+    assert!(!stale.exists());
+    let again = crate::upgrade_cmd::upgrade_ledger(&layout.sdd, false).unwrap();
+    assert!(matches!(
+        again,
+        crate::upgrade_cmd::UpgradeOutcome::AlreadyCurrent
+    ));
+    assert!(!stale.exists());
     drop(open(tmp.path()));
 }
 
