@@ -309,6 +309,7 @@ fn oversize_and_deep_messages_are_refused_with_their_id() {
     let failure = server.storage_failure_reply(
         br#"{"jsonrpc":"2.0","id":"s","method":"tools/call"}"#,
         "disk full",
+        true,
     );
     let failure: Value = serde_json::from_slice(&failure).unwrap();
     assert_eq!(failure["id"], "s");

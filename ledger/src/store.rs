@@ -74,6 +74,19 @@ pub enum StoreError {
     OldFormat { file: String },
     #[error("ledger store unavailable: {0}")]
     Unavailable(String),
+    /// The ledger cannot be served until an operator acts (it did not verify when the server
+    /// opened it, or its file was replaced under the server): retrying does not help.
+    #[error("{0}")]
+    NotServed(String),
+}
+
+impl StoreError {
+    /// Whether the same request may succeed later without anyone acting: `false` for a ledger
+    /// that does not verify, was written under another key or in an older format, or is not
+    /// served; `true` for I/O and an unavailable store (a full disk, a database restarting).
+    pub fn retryable(&self) -> bool {
+        matches!(self, StoreError::Io(_) | StoreError::Unavailable(_))
+    }
 }
 
 /// A ledger backend whose snapshots fold the records into `F`.

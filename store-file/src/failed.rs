@@ -22,7 +22,7 @@ impl FailedStore {
     }
 
     fn error(&self) -> StoreError {
-        StoreError::Unavailable(format!(
+        StoreError::NotServed(format!(
             "the ledger does not verify: {}; repair it and restart the server",
             self.reason
         ))
@@ -71,6 +71,7 @@ mod tests {
             expected: bernstein_ledger::LedgerPosition::GENESIS,
             records: Vec::new(),
         };
+        assert!(!s.snapshot().unwrap_err().retryable());
         assert!(s.compare_and_append(&append).is_err());
         assert!(s.scan_lines(&mut |_| true).is_err());
     }

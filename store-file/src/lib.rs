@@ -504,7 +504,7 @@ impl<F: Checkpointed> FileStore<F> {
             .size_if_still_at_path()
             .map_err(|e| io_error(&self.layout.ledger_file(), "stat", &e))?
         else {
-            return Err(StoreError::Unavailable(format!(
+            return Err(StoreError::NotServed(format!(
                 "{} was removed or replaced while in use; restart the server",
                 self.layout.ledger_file().display()
             )));

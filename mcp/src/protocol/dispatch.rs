@@ -172,20 +172,27 @@ pub fn oversize_response(size: usize, limit: usize, ids: RequestIds) -> Response
 /// `error.data.reason` of [`storage_failure_response`]: HTTP answers it with 503.
 pub const LEDGER_UNAVAILABLE: &str = "ledger_unavailable";
 
-/// The reply to `request` when its records could not be committed.
+/// The reply to `request` when its records could not be committed; `retryable` says whether
+/// the same request may succeed later without anyone acting (`error.data.retryable`).
 pub fn storage_failure_response<F: Fold>(
     server: &Server<F>,
     request: &[u8],
     reason: &str,
+    retryable: bool,
 ) -> Response {
     let limits = &server.config.limits;
     let scan = prescan(request, limits.max_json_depth);
     let id = scan.id_text(request, 0).and_then(id_from_raw);
+    let then = if retryable {
+        "retry later"
+    } else {
+        "retrying will not help until the server's operator acts"
+    };
     let err = RpcError::internal(format!(
-        "the ledger could not record this request ({}); nothing was changed, retry later",
+        "the ledger could not record this request ({}); nothing was changed, {then}",
         super::jsonrpc::shorten(reason, 200)
     ))
-    .with_data(json!({"reason": LEDGER_UNAVAILABLE, "retryable": true}));
+    .with_data(json!({"reason": LEDGER_UNAVAILABLE, "retryable": retryable}));
     Response::error(id.as_ref(), &err, RequestIds::of_bytes(request).span_id)
 }
 

@@ -364,8 +364,8 @@ impl<F: Fold> Server<F> {
     }
 
     /// The rendered `-32603` reply for `request` when the ledger could not commit its records
-    /// (`reason` says why). Nothing was changed; the client may retry.
-    pub fn storage_failure_reply(&self, request: &[u8], reason: &str) -> Vec<u8> {
-        dispatch::storage_failure_response(self, request, reason).render(0)
+    /// (`reason` says why). Nothing was changed; `retryable` says whether the client may retry.
+    pub fn storage_failure_reply(&self, request: &[u8], reason: &str, retryable: bool) -> Vec<u8> {
+        dispatch::storage_failure_response(self, request, reason, retryable).render(0)
     }
 }

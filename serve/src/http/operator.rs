@@ -37,7 +37,7 @@ impl std::fmt::Debug for Operator {
 
 /// `503` for a route nobody can answer now (the server is shutting down).
 pub fn unavailable(span: &str) -> HttpResponse {
-    not_ready(span, "the server is shutting down")
+    not_ready(span, "the server is shutting down", true)
 }
 
 impl Operator {
@@ -112,7 +112,7 @@ impl Operator {
     fn with_snapshot(&self, span: &str, f: impl FnOnce(&Snapshot) -> HttpResponse) -> HttpResponse {
         match self.store.snapshot() {
             Ok(s) => f(&s),
-            Err(e) => not_ready(span, &e.to_string()),
+            Err(e) => not_ready(span, &e.to_string(), e.retryable()),
         }
     }
 
@@ -145,7 +145,7 @@ impl Operator {
                     check.wants_lines()
                 });
                 if let Err(e) = scanned {
-                    return not_ready(span, &e.to_string());
+                    return not_ready(span, &e.to_string(), e.retryable());
                 }
             }
             ok(span, &check.finish())
@@ -157,11 +157,17 @@ fn ok(span: &str, v: &Value) -> HttpResponse {
     HttpResponse::json(Status::OK, span, v).with_header("Cache-Control", "no-store")
 }
 
-fn not_ready(span: &str, reason: &str) -> HttpResponse {
-    HttpResponse::json(
+/// 503 with the reason; `Retry-After` only when waiting may help (`retryable`), not for a
+/// ledger that needs its operator.
+fn not_ready(span: &str, reason: &str, retryable: bool) -> HttpResponse {
+    let r = HttpResponse::json(
         Status::SERVICE_UNAVAILABLE,
         span,
-        &json!({"status": "not_ready", "error": "not_ready", "reason": reason, "message": reason}),
-    )
-    .with_header("Retry-After", "5")
+        &json!({"status": "not_ready", "error": "not_ready", "reason": reason, "message": reason, "retryable": retryable}),
+    );
+    if retryable {
+        r.with_header("Retry-After", "5")
+    } else {
+        r
+    }
 }

@@ -38,7 +38,8 @@ def test_a_slow_open_binds_early_and_refuses_until_the_ledger_is_ready(http_serv
         assert refused.status == 503, refused.body
         assert refused.headers.get("retry-after") == "1", refused.headers
         error = refused.rpc_response()["error"]
-        assert error["data"]["reason"] == "ledger_unavailable", error
+        assert error["data"] == {"reason": "ledger_unavailable", "retryable": True}, error
+        assert ready.json()["retryable"] is True, ready.body
         assert "still being opened" in error["message"], error
         assert "still being opened" in srv.stderr_text()
         # Nothing was recorded while the lock was held.

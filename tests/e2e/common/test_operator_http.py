@@ -155,11 +155,17 @@ def test_readyz_is_503_on_a_ledger_that_does_not_verify(http_server, workdir, tm
     base = bad.direct_base
     assert get(base, "/healthz").status == 200
     ready = get(base, "/readyz")
-    assert ready.status == 503 and ready.headers.get("retry-after")
+    # Waiting does not help: no Retry-After, and the body says so.
+    assert ready.status == 503 and not ready.headers.get("retry-after"), ready.headers
+    assert ready.json()["retryable"] is False, ready.body
     assert "corrupt" in ready.json()["reason"] and "ledger.jsonl:" in ready.json()["reason"]
     assert get(base, "/api/overview").status == 503
-    refused = call_tool(base, "bernstein_status", {}).rpc_response()
+    answer = call_tool(base, "bernstein_status", {})
+    assert answer.status == 503 and not answer.headers.get("retry-after"), answer.headers
+    refused = answer.rpc_response()
     assert refused["error"]["code"] == -32603 and "corrupt" in refused["error"]["message"]
+    assert refused["error"]["data"] == {"reason": "ledger_unavailable", "retryable": False}, refused
+    assert "retry later" not in refused["error"]["message"] and "operator" in refused["error"]["message"]
     assert "NOT READY" in bad.stderr_text()
     bad.stop()
     good = http_server("ops-clean")

@@ -536,9 +536,11 @@ impl<F: Fold> Engine<F> {
             Answer::Stdio => "bernstein",
             _ => "bernstein http",
         };
-        let reply = self
-            .server
-            .storage_failure_reply(&r.machine.job().bytes, &e.to_string());
+        let reply = self.server.storage_failure_reply(
+            &r.machine.job().bytes,
+            &e.to_string(),
+            e.retryable(),
+        );
         let took = self.now.mono.saturating_sub(r.machine.started());
         self.log(format!("{prefix}: ledger error: {e}"));
         let finished = Finished {

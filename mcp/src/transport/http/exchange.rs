@@ -84,8 +84,10 @@ pub struct ErrorReply {
     /// The reply answers no identifiable request (`"id": null`).
     pub anonymous: bool,
     /// The ledger could not record the request (`error.data.reason` is `ledger_unavailable`):
-    /// nothing changed and a retry may succeed.
+    /// nothing changed.
     pub unavailable: bool,
+    /// `error.data.retryable`: the same request may succeed later without anyone acting.
+    pub retryable: bool,
 }
 
 /// The HTTP status of a JSON-RPC error reply. Stateless-era clients read statuses (`-32601` →
@@ -120,11 +122,13 @@ pub fn error_reply(response: &[u8]) -> Option<ErrorReply> {
     let v: Value = serde_json::from_slice(response).ok()?;
     let error = v.get("error")?;
     let code = error.get("code")?.as_i64()?;
-    let reason = error.get("data").and_then(|d| d.get("reason"));
+    let data = error.get("data");
+    let reason = data.and_then(|d| d.get("reason"));
     Some(ErrorReply {
         code,
         anonymous: v.get("id").is_none_or(Value::is_null),
         unavailable: reason.and_then(Value::as_str) == Some(LEDGER_UNAVAILABLE),
+        retryable: data.and_then(|d| d.get("retryable")) == Some(&Value::Bool(true)),
     })
 }
 
@@ -174,10 +178,11 @@ impl McpExchange {
                         ),
                     )
                 } else {
-                    let status =
-                        error_reply(reply).map_or(Status::OK, |e| status_for_error(self.era, e));
+                    let error = error_reply(reply);
+                    let status = error.map_or(Status::OK, |e| status_for_error(self.era, e));
                     let response = HttpResponse::json_bytes(status, span, reply.to_vec());
-                    if status == Status::SERVICE_UNAVAILABLE {
+                    // A ledger that needs its operator is 503 too, but no retry is invited.
+                    if status == Status::SERVICE_UNAVAILABLE && error.is_some_and(|e| e.retryable) {
                         response.with_header("Retry-After", "1")
                     } else {
                         response
@@ -432,7 +437,7 @@ mod tests {
     fn a_ledger_that_cannot_record_is_503_with_retry_after_in_both_eras() {
         let server = crate::protocol::unit_fold::server_of(Vec::new());
         let request = br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}"#;
-        let reply = server.storage_failure_reply(request, "database connection refused");
+        let reply = server.storage_failure_reply(request, "database connection refused", true);
         for era in [Era::Handshake, Era::Stateless] {
             let r = exchange(era, BOTH).reply(ServedParts {
                 notifications: &[],
@@ -444,6 +449,34 @@ mod tests {
             let v: Value = serde_json::from_slice(&r.body).unwrap();
             assert_eq!(v["id"], 4);
             assert_eq!(v["error"]["data"]["reason"], LEDGER_UNAVAILABLE);
+            assert_eq!(v["error"]["data"]["retryable"], true);
+            assert!(
+                v["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("retry later")
+            );
+        }
+    }
+
+    #[test]
+    fn a_ledger_that_needs_its_operator_is_503_without_an_invitation_to_retry() {
+        let server = crate::protocol::unit_fold::server_of(Vec::new());
+        let request = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{}}"#;
+        let reply = server.storage_failure_reply(request, "the ledger does not verify", false);
+        for era in [Era::Handshake, Era::Stateless] {
+            let r = exchange(era, BOTH).reply(ServedParts {
+                notifications: &[],
+                response: Some(&reply),
+                span_id: None,
+            });
+            assert_eq!(r.status.code(), 503, "{era:?}");
+            assert_eq!(r.header("Retry-After"), None);
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            assert_eq!(v["error"]["data"]["retryable"], false);
+            let message = v["error"]["message"].as_str().unwrap();
+            assert!(message.contains("does not verify") && message.contains("operator"));
+            assert!(!message.contains("retry later"), "{message}");
         }
     }
 
