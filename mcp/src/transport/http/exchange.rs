@@ -433,47 +433,42 @@ mod tests {
         assert_eq!(error_reply(RESULT), None);
     }
 
-    #[test]
-    fn a_ledger_that_cannot_record_is_503_with_retry_after_in_both_eras() {
+    /// The HTTP answers, in both eras, to a request the ledger could not record for `reason`.
+    fn storage_failures(reason: &str, retryable: bool) -> Vec<(Era, HttpResponse, Value)> {
         let server = crate::protocol::unit_fold::server_of(Vec::new());
         let request = br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}"#;
-        let reply = server.storage_failure_reply(request, "database connection refused", true);
-        for era in [Era::Handshake, Era::Stateless] {
-            let r = exchange(era, BOTH).reply(ServedParts {
-                notifications: &[],
-                response: Some(&reply),
-                span_id: None,
-            });
-            assert_eq!(r.status.code(), 503, "{era:?}");
-            assert_eq!(r.header("Retry-After"), Some("1"));
-            let v: Value = serde_json::from_slice(&r.body).unwrap();
-            assert_eq!(v["id"], 4);
-            assert_eq!(v["error"]["data"]["reason"], LEDGER_UNAVAILABLE);
-            assert_eq!(v["error"]["data"]["retryable"], true);
-            assert!(
-                v["error"]["message"]
-                    .as_str()
-                    .unwrap()
-                    .ends_with("retry later")
-            );
+        let reply = server.storage_failure_reply(request, reason, retryable);
+        [Era::Handshake, Era::Stateless]
+            .into_iter()
+            .map(|era| {
+                let r = exchange(era, BOTH).reply(ServedParts {
+                    notifications: &[],
+                    response: Some(&reply),
+                    span_id: None,
+                });
+                let v: Value = serde_json::from_slice(&r.body).unwrap();
+                assert_eq!(r.status.code(), 503, "{era:?}");
+                assert_eq!(v["id"], 4);
+                assert_eq!(v["error"]["data"]["reason"], LEDGER_UNAVAILABLE);
+                assert_eq!(v["error"]["data"]["retryable"], retryable);
+                (era, r, v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_ledger_that_cannot_record_is_503_with_retry_after_in_both_eras() {
+        for (era, r, v) in storage_failures("database connection refused", true) {
+            assert_eq!(r.header("Retry-After"), Some("1"), "{era:?}");
+            let message = v["error"]["message"].as_str().unwrap();
+            assert!(message.ends_with("retry later"), "{message}");
         }
     }
 
     #[test]
     fn a_ledger_that_needs_its_operator_is_503_without_an_invitation_to_retry() {
-        let server = crate::protocol::unit_fold::server_of(Vec::new());
-        let request = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{}}"#;
-        let reply = server.storage_failure_reply(request, "the ledger does not verify", false);
-        for era in [Era::Handshake, Era::Stateless] {
-            let r = exchange(era, BOTH).reply(ServedParts {
-                notifications: &[],
-                response: Some(&reply),
-                span_id: None,
-            });
-            assert_eq!(r.status.code(), 503, "{era:?}");
-            assert_eq!(r.header("Retry-After"), None);
-            let v: Value = serde_json::from_slice(&r.body).unwrap();
-            assert_eq!(v["error"]["data"]["retryable"], false);
+        for (era, r, v) in storage_failures("the ledger does not verify", false) {
+            assert_eq!(r.header("Retry-After"), None, "{era:?}");
             let message = v["error"]["message"].as_str().unwrap();
             assert!(message.contains("does not verify") && message.contains("operator"));
             assert!(!message.contains("retry later"), "{message}");
