@@ -431,8 +431,18 @@ fn a_format_2_ledger_is_refused_as_one_and_upgraded() {
             .unwrap();
         writeln!(f, "{}", hex::encode(KEY)).unwrap();
     }
-    // What an upgrade killed mid-way leaves behind does not stop the next one.
+    // A directory where the new file goes is named, and nothing changes.
     let stale = layout.ledger_dir().join("ledger.jsonl.upgrade");
+    std::fs::create_dir(&stale).unwrap();
+    let err = crate::upgrade_cmd::upgrade_ledger(&layout.sdd, false).unwrap_err();
+    assert!(
+        err.contains("ledger.jsonl.upgrade is a directory") && err.contains("nothing changed"),
+        "{err}"
+    );
+    assert!(stale.is_dir());
+    assert_eq!(std::fs::read(layout.ledger_file()).unwrap(), old);
+    std::fs::remove_dir(&stale).unwrap();
+    // What an upgrade killed mid-way leaves behind does not stop the next one.
     std::fs::write(&stale, b"half").unwrap();
     let up = crate::upgrade_cmd::upgrade_ledger(&layout.sdd, false).unwrap();
     assert!(matches!(

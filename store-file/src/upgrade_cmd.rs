@@ -49,8 +49,14 @@ pub fn upgrade_ledger(dir: &Path, trust_unsealed: bool) -> Result<UpgradeOutcome
     // Left by an upgrade killed mid-way (none runs now: the lock is ours). Removing a link
     // removes the link, never its target.
     match std::fs::remove_file(&tmp) {
+        Err(_) if tmp.is_dir() => {
+            return Err(format!(
+                "{} is a directory, where the upgrade writes its new file: an upgrade never makes it, so move it away and run again; nothing changed",
+                tmp.display()
+            ));
+        }
         Err(e) if e.kind() != io::ErrorKind::NotFound => {
-            return Err(format!("{}: {e}", tmp.display()));
+            return Err(format!("{}: {e}; nothing changed", tmp.display()));
         }
         _ => {}
     }
