@@ -51,9 +51,18 @@ impl RecordKey {
         self.tagging(hash).finalize().into_bytes().into()
     }
 
-    /// Whether `tag` is the tag of the record whose hash is `hash`, compared in constant time.
+    /// Whether `tag` is the tag of the record whose hash is `hash`, compared in constant time:
+    /// every byte is looked at, folded eight at a time into one difference that is tested once
+    /// (`verify_slice` hides each byte from the optimizer instead, a few per cent of a whole
+    /// `audit verify`).
     pub fn verifies(&self, hash: &Digest, tag: &[u8; 32]) -> bool {
-        self.tagging(hash).verify_slice(tag).is_ok()
+        let own = self.tag(hash);
+        let mut diff = 0u64;
+        for (a, b) in own.chunks_exact(8).zip(tag.chunks_exact(8)) {
+            let word = |x: &[u8]| u64::from_ne_bytes(x.try_into().expect("chunks of 8"));
+            diff |= word(a) ^ word(b);
+        }
+        std::hint::black_box(diff) == 0
     }
 
     fn tagging(&self, hash: &Digest) -> Hmac<Sha256> {

@@ -285,3 +285,22 @@ fn scan_prefix_stops_at_the_record() {
         );
     }
 }
+
+#[test]
+fn a_tag_verifies_only_when_every_bit_matches() {
+    let key = RecordKey::new(KEY);
+    let hash = Digest::of_parts(&[b"a record"]);
+    let tag = key.tag(&hash);
+    assert!(key.verifies(&hash, &tag));
+    assert!(!RecordKey::new(b"another key").verifies(&hash, &tag));
+    for byte in 0..32 {
+        for bit in 0..8 {
+            let mut bad = tag;
+            bad[byte] ^= 1 << bit;
+            assert!(!key.verifies(&hash, &bad), "bit {bit} of byte {byte}");
+        }
+    }
+    let mut other = hash;
+    other.0[31] ^= 1;
+    assert!(!key.verifies(&other, &tag));
+}
