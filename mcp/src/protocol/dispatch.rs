@@ -169,6 +169,11 @@ pub fn oversize_response(size: usize, limit: usize, ids: RequestIds) -> Response
     Response::error(None, &oversize_error(size, limit), ids.span_id)
 }
 
+/// Most characters of a store's reason quoted in [`storage_failure_response`]: enough for the
+/// longest the stores give (a corrupt ledger's place and what to run), which a client's user may
+/// only ever see there.
+const MAX_STORE_REASON_CHARS: usize = 600;
+
 /// `error.data.reason` of [`storage_failure_response`]: HTTP answers it with 503.
 pub const LEDGER_UNAVAILABLE: &str = "ledger_unavailable";
 
@@ -190,7 +195,7 @@ pub fn storage_failure_response<F: Fold>(
     };
     let err = RpcError::internal(format!(
         "the ledger could not record this request ({}); nothing was changed, {then}",
-        super::jsonrpc::shorten(reason, 200)
+        super::jsonrpc::shorten(reason, MAX_STORE_REASON_CHARS)
     ))
     .with_data(json!({"reason": LEDGER_UNAVAILABLE, "retryable": retryable}));
     Response::error(id.as_ref(), &err, RequestIds::of_bytes(request).span_id)

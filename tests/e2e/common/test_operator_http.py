@@ -166,6 +166,8 @@ def test_readyz_is_503_on_a_ledger_that_does_not_verify(http_server, workdir, tm
     assert refused["error"]["code"] == -32603 and "corrupt" in refused["error"]["message"]
     assert refused["error"]["data"] == {"reason": "ledger_unavailable", "retryable": False}, refused
     assert "retry later" not in refused["error"]["message"] and "operator" in refused["error"]["message"]
+    # The store's whole reason, with what to run and what to do, reaches the client.
+    assert "bernstein audit verify" in refused["error"]["message"] and "restart the server" in refused["error"]["message"]
     assert "NOT READY" in bad.stderr_text()
     bad.stop()
     good = http_server("ops-clean")
