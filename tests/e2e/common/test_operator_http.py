@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import ledger
-from harness.http_raw import call_tool, request
+from harness.http_raw import MODERN, call_tool, request
 from harness.launch import base_env
 from harness.operator import Feed, start_dashboard
 from harness.payloads import ok_payload
@@ -160,8 +160,13 @@ def test_readyz_is_503_on_a_ledger_that_does_not_verify(http_server, workdir, tm
     assert ready.json()["retryable"] is False, ready.body
     assert "corrupt" in ready.json()["reason"] and "ledger.jsonl:" in ready.json()["reason"]
     assert get(base, "/api/overview").status == 503
+    # Not a 503 (which a handshake-era client reports without its body): the era's own rules,
+    # a 200 there and a 500 in the stateless era, so the reason reaches the user.
+    stateless = call_tool(base, "bernstein_status", {}, version=MODERN)
+    assert stateless.status == 500 and not stateless.headers.get("retry-after"), stateless.headers
+    assert stateless.rpc_response()["error"]["data"]["retryable"] is False
     answer = call_tool(base, "bernstein_status", {})
-    assert answer.status == 503 and not answer.headers.get("retry-after"), answer.headers
+    assert answer.status == 200 and not answer.headers.get("retry-after"), answer.headers
     refused = answer.rpc_response()
     assert refused["error"]["code"] == -32603 and "corrupt" in refused["error"]["message"]
     assert refused["error"]["data"] == {"reason": "ledger_unavailable", "retryable": False}, refused

@@ -95,11 +95,12 @@ pub struct ErrorReply {
 /// clients drop the body of any 4xx/5xx (the Python SDK reports only "Server returned an error
 /// response"), so there an error answering an identified request travels in a `200` and only
 /// a message that could not be attributed (`"id": null`: parse errors, unreadable envelopes)
-/// gets `400`.
+/// gets `400`. A store that is down for now is `503` in both eras (the client should retry);
+/// a ledger that needs its operator follows the era's rules, so that a handshake-era client
+/// shows the reason instead of a bare status.
 pub fn status_for_error(era: Era, error: ErrorReply) -> Status {
     match (era, error.code) {
-        // The store is down (both eras): the client should retry, not read an answer.
-        (_, -32603) if error.unavailable => Status::SERVICE_UNAVAILABLE,
+        (_, -32603) if error.unavailable && error.retryable => Status::SERVICE_UNAVAILABLE,
         (Era::Handshake, _) if error.anonymous => Status::BAD_REQUEST,
         (Era::Handshake, _) => Status::OK,
         // -32602 covers a request whose `_meta` lacks its required fields (SEP-2575: 400).
@@ -181,8 +182,7 @@ impl McpExchange {
                     let error = error_reply(reply);
                     let status = error.map_or(Status::OK, |e| status_for_error(self.era, e));
                     let response = HttpResponse::json_bytes(status, span, reply.to_vec());
-                    // A ledger that needs its operator is 503 too, but no retry is invited.
-                    if status == Status::SERVICE_UNAVAILABLE && error.is_some_and(|e| e.retryable) {
+                    if status == Status::SERVICE_UNAVAILABLE {
                         response.with_header("Retry-After", "1")
                     } else {
                         response
@@ -435,6 +435,11 @@ mod tests {
 
     /// The HTTP answers, in both eras, to a request the ledger could not record for `reason`.
     fn storage_failures(reason: &str, retryable: bool) -> Vec<(Era, HttpResponse, Value)> {
+        let status = |era| match (retryable, era) {
+            (true, _) => 503,
+            (false, Era::Handshake) => 200,
+            (false, Era::Stateless) => 500,
+        };
         let server = crate::protocol::unit_fold::server_of(Vec::new());
         let request = br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}"#;
         let reply = server.storage_failure_reply(request, reason, retryable);
@@ -447,7 +452,7 @@ mod tests {
                     span_id: None,
                 });
                 let v: Value = serde_json::from_slice(&r.body).unwrap();
-                assert_eq!(r.status.code(), 503, "{era:?}");
+                assert_eq!(r.status.code(), status(era), "{era:?}");
                 assert_eq!(v["id"], 4);
                 assert_eq!(v["error"]["data"]["reason"], LEDGER_UNAVAILABLE);
                 assert_eq!(v["error"]["data"]["retryable"], retryable);
@@ -466,7 +471,7 @@ mod tests {
     }
 
     #[test]
-    fn a_ledger_that_needs_its_operator_is_503_without_an_invitation_to_retry() {
+    fn a_ledger_that_needs_its_operator_is_refused_by_the_eras_rules_without_a_retry() {
         for (era, r, v) in storage_failures("the ledger does not verify", false) {
             assert_eq!(r.header("Retry-After"), None, "{era:?}");
             let message = v["error"]["message"].as_str().unwrap();
