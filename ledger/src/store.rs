@@ -133,6 +133,13 @@ pub trait Store<F: Fold>: Send + Sync {
     fn local(&self) -> bool {
         false
     }
+    /// Whether appends can still succeed, checked without appending: what a readiness probe
+    /// asks besides a snapshot. The file store checks that the ledger it holds open is still
+    /// the file at its path (a ledger replaced under a server refuses every append). The
+    /// default: nothing more to check.
+    fn check_writable(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
     /// What the operator's views show of the store itself (everything optional).
     fn facts(&self) -> StoreFacts {
         StoreFacts::default()

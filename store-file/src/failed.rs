@@ -49,6 +49,10 @@ impl<F: Fold> Store<F> for FailedStore {
         }
     }
 
+    fn check_writable(&self) -> Result<(), StoreError> {
+        Err(self.error())
+    }
+
     fn scan_lines(&self, _: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), StoreError> {
         Err(self.error())
     }

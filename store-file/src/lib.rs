@@ -288,6 +288,20 @@ impl<F: Checkpointed> FileStore<F> {
         ))
     }
 
+    /// The ledger file's size, read by its path; refused when the path no longer names the
+    /// file the store holds open (removed, or replaced behind the store's back).
+    fn size_if_still_at_path(&self, state: &State<F>) -> Result<u64, StoreError> {
+        let path = self.layout.ledger_file();
+        match state.ledger.size_if_still_at_path() {
+            Ok(Some(len)) => Ok(len),
+            Ok(None) => Err(StoreError::NotServed(format!(
+                "{} was removed or replaced while in use; restart the server",
+                path.display()
+            ))),
+            Err(e) => Err(io_error(&path, "stat", &e)),
+        }
+    }
+
     /// The ledger file's size, read through the store's handle.
     fn ledger_size(&self, state: &State<F>) -> Result<u64, StoreError> {
         state
@@ -427,6 +441,10 @@ impl<F: Checkpointed> Store<F> for FileStore<F> {
         }
     }
 
+    fn check_writable(&self) -> Result<(), StoreError> {
+        self.size_if_still_at_path(&self.state()).map(drop)
+    }
+
     fn scan_lines(&self, each: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), StoreError> {
         // Up to what a snapshot would show, so a check never reads records not yet durable.
         let (_, end) = self.fold()?;
@@ -499,16 +517,7 @@ impl<F: Checkpointed> FileStore<F> {
     fn append_locked(&self, append: &Append) -> Result<(AppendResult, u64), StoreError> {
         let mut state = self.state();
         let _guard = self.lock.exclusive().map_err(|e| self.lock_error(&e))?;
-        let Some(len) = state
-            .ledger
-            .size_if_still_at_path()
-            .map_err(|e| io_error(&self.layout.ledger_file(), "stat", &e))?
-        else {
-            return Err(StoreError::NotServed(format!(
-                "{} was removed or replaced while in use; restart the server",
-                self.layout.ledger_file().display()
-            )));
-        };
+        let len = self.size_if_still_at_path(&state)?;
         self.catch_up(&mut state, TailPolicy::Repair, len)?;
         let state = &mut *state;
         let folded = state

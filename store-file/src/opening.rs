@@ -161,6 +161,10 @@ impl<F: Fold> Store<F> for OpeningStore<F> {
         }
     }
 
+    fn check_writable(&self) -> Result<(), StoreError> {
+        self.store()?.check_writable()
+    }
+
     fn scan_lines(&self, each: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), StoreError> {
         self.store()?.scan_lines(each)
     }

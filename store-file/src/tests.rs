@@ -485,6 +485,7 @@ fn shrinking_or_replacing_the_ledger_under_a_running_store_is_refused() {
     let snap = store.snapshot();
     assert!(matches!(snap, Err(StoreError::Corrupt { .. })), "{snap:?}");
     drop(f);
+    assert!(store.check_writable().is_ok());
     std::fs::remove_file(&ledger).unwrap();
     std::fs::write(&ledger, b"").unwrap();
     let err = store
@@ -494,6 +495,10 @@ fn shrinking_or_replacing_the_ledger_under_a_running_store_is_refused() {
         })
         .unwrap_err();
     assert!(err.to_string().contains("removed or replaced"), "{err}");
+    assert!(!err.retryable());
+    // A readiness probe sees it without appending.
+    let err = store.check_writable().unwrap_err();
+    assert!(matches!(err, StoreError::NotServed(_)), "{err}");
 }
 
 #[test]

@@ -116,10 +116,13 @@ impl Operator {
         }
     }
 
-    /// `/readyz`: 200 once the ledger opened, verified and the store answers; 503 with the
-    /// store's own reason otherwise.
+    /// `/readyz`: 200 once the ledger opened, verified, the store answers and can still take
+    /// appends; 503 with the store's own reason otherwise.
     fn readiness(&self, span: &str) -> HttpResponse {
         self.with_snapshot(span, |s| {
+            if let Err(e) = self.store.check_writable() {
+                return not_ready(span, &e.to_string(), e.retryable());
+            }
             ok(
                 span,
                 &json!({"status": "ready", "records": s.position.seq, "head": s.position.head.to_string()}),

@@ -179,6 +179,24 @@ def test_readyz_is_503_on_a_ledger_that_does_not_verify(http_server, workdir, tm
     assert get(good.direct_base, "/readyz").status == 200
 
 
+def test_readyz_is_503_once_the_ledger_is_replaced_under_the_server(http_server, workdir):
+    srv = http_server("ops-replaced")
+    run_goal(srv, "before the swap")
+    base = srv.direct_base
+    assert get(base, "/readyz").status == 200
+    path = workdir / ".sdd" / "ledger" / "ledger.jsonl"
+    copy = path.with_name("ledger.copy")
+    copy.write_bytes(path.read_bytes())
+    copy.replace(path)  # same bytes, another file: the server's handle no longer names it
+    ready = get(base, "/readyz")
+    assert ready.status == 503 and not ready.headers.get("retry-after"), ready.headers
+    assert ready.json()["retryable"] is False and "replaced" in ready.json()["reason"], ready.body
+    refused = call_tool(base, "bernstein_run", {"goal": "after the swap"}).rpc_response()
+    assert refused["error"]["data"] == {"reason": "ledger_unavailable", "retryable": False}, refused
+    assert "restart the server" in refused["error"]["message"]
+    assert b"after the swap" not in path.read_bytes()
+
+
 def test_the_dashboard_command_is_read_only(http_server, bernstein_bin, workdir, runtime, tmp_path):
     srv = http_server("ops-beside")
     run_goal(srv, "seen by the dashboard")
