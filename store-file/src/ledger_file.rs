@@ -82,8 +82,28 @@ pub struct CatchUp {
 pub struct LedgerFile {
     path: PathBuf,
     file: File,
-    /// The device and inode of the open file (they never change while it is open).
+    place: Place,
+}
+
+/// Where an open file was found: its path and the device and inode it had there (they never
+/// change while it is open), to tell whether the path still names it.
+#[derive(Clone, Debug)]
+pub struct Place {
+    path: PathBuf,
     identity: (u64, u64),
+}
+
+impl Place {
+    /// The file's size when the path still names the open file, `None` when it was replaced or
+    /// removed behind the store's back (one `stat` of the path answers both).
+    pub fn size_if_still_here(&self) -> io::Result<Option<u64>> {
+        match std::fs::metadata(&self.path) {
+            Ok(there) if self.identity == (there.dev(), there.ino()) => Ok(Some(there.len())),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 impl LedgerFile {
@@ -110,7 +130,10 @@ impl LedgerFile {
         let meta = file.metadata()?;
         Ok(LedgerFile {
             path: path.to_path_buf(),
-            identity: (meta.dev(), meta.ino()),
+            place: Place {
+                path: path.to_path_buf(),
+                identity: (meta.dev(), meta.ino()),
+            },
             file,
         })
     }
@@ -124,15 +147,9 @@ impl LedgerFile {
         Ok(self.file.metadata()?.len())
     }
 
-    /// The file's size when the path still names the file this handle has open, `None` when it
-    /// was replaced or removed behind the store's back (one `stat` answers both).
-    pub fn size_if_still_at_path(&self) -> io::Result<Option<u64>> {
-        match std::fs::metadata(&self.path) {
-            Ok(there) if self.identity == (there.dev(), there.ino()) => Ok(Some(there.len())),
-            Ok(_) => Ok(None),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+    /// Where the file was opened, to tell later whether its path still names it.
+    pub fn place(&self) -> Place {
+        self.place.clone()
     }
 
     /// Reads `len` bytes at `offset`.

@@ -25,6 +25,10 @@
 //!   records a writer has written but not yet fsynced; it waits for, or performs, the fsync);
 //!   the driver's unsettled snapshot skips that wait and settles before answering without an
 //!   append.
+//! - every wait for durability ends by checking that the ledger's path still names the file
+//!   the store holds open (one `stat` per fsync, not per request): a ledger removed or replaced
+//!   behind the store's back is no longer the ledger, so nothing made durable in it is
+//!   acknowledged and nothing is served from then on.
 //!
 //! It must never acknowledge an append before it is durable, never answer from records that
 //! are not, never cut a byte it verified, and never hand out a snapshot built from unverified
@@ -65,6 +69,7 @@ pub mod test_dir;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bernstein_ledger::line::RecordKey;
@@ -81,7 +86,7 @@ use self::checkpointer::Checkpointer;
 pub use self::failed::FailedStore;
 use self::group_commit::{GroupCommit, SyncStats};
 use self::layout::Layout;
-use self::ledger_file::{CatchUp, Folded, LedgerFile, TailPolicy};
+use self::ledger_file::{CatchUp, Folded, LedgerFile, Place, TailPolicy};
 use self::lock::LedgerLock;
 pub use self::opening::{Opened, OpeningStore};
 use crate::clock::SystemClock;
@@ -127,6 +132,10 @@ pub struct FileStore<F: Checkpointed> {
     state: Mutex<State<F>>,
     /// The durable offset of the ledger file; taken after `state` is released, never while.
     commit: GroupCommit<File>,
+    /// Where the ledger file was opened: checked after each wait for durability.
+    place: Place,
+    /// The ledger path was found to name another file, or none: nothing more is served.
+    displaced: AtomicBool,
     /// Writes the checkpoints appends make due, off the request path.
     checkpointer: Checkpointer<Folded<F>>,
 }
@@ -191,6 +200,7 @@ impl<F: Checkpointed> FileStore<F> {
                 .map_err(|e| io_error(&layout.ledger_file(), "open", &e))
         };
         let commit = GroupCommit::new(handle()?);
+        let place = ledger.place();
         let checkpointer = {
             let (layout, key, ledger) = (layout.clone(), audit_key.clone(), handle()?);
             Checkpointer::start(
@@ -213,6 +223,8 @@ impl<F: Checkpointed> FileStore<F> {
             options,
             lock,
             commit,
+            place,
+            displaced: AtomicBool::new(false),
             state: Mutex::new(State {
                 ledger,
                 folded: None,
@@ -261,11 +273,45 @@ impl<F: Checkpointed> FileStore<F> {
         self.commit.stats()
     }
 
-    /// Blocks until the ledger is durable up to `end` (see [`group_commit`]).
+    /// Blocks until the ledger is durable up to `end` (see [`group_commit`]), in the file its
+    /// path still names.
     fn durable(&self, end: u64) -> Result<(), StoreError> {
         self.commit
             .wait_durable(end)
-            .map_err(|e| self.sync_failed(&e))
+            .map_err(|e| self.sync_failed(&e))?;
+        self.still_in_place()
+    }
+
+    /// Refuses once an fsync failed or the ledger path was found to name another file.
+    fn check_served(&self) -> Result<(), StoreError> {
+        self.commit.check().map_err(|e| self.sync_failed(&e))?;
+        if self.displaced.load(Ordering::Acquire) {
+            return Err(self.displaced_error());
+        }
+        Ok(())
+    }
+
+    /// Checked after every wait for durability (one `stat` of the path per fsync in the
+    /// engine's flow, not one per request): a ledger file removed or replaced behind the
+    /// store's back (a restore, a copy moved over it) is no longer the ledger, so what was
+    /// made durable in it is not acknowledged, and nothing is served from then on. An append
+    /// may still land in the displaced file before this notices; it is never acknowledged.
+    fn still_in_place(&self) -> Result<(), StoreError> {
+        match self.place.size_if_still_here() {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => {
+                self.displaced.store(true, Ordering::Release);
+                Err(self.displaced_error())
+            }
+            Err(e) => Err(io_error(&self.layout.ledger_file(), "stat", &e)),
+        }
+    }
+
+    fn displaced_error(&self) -> StoreError {
+        StoreError::NotServed(format!(
+            "{} was removed or replaced while in use; restart the server",
+            self.layout.ledger_file().display()
+        ))
     }
 
     fn sync_failed(&self, e: &str) -> StoreError {
@@ -286,20 +332,6 @@ impl<F: Checkpointed> FileStore<F> {
             "cannot lock {}: {e}",
             self.layout.lock_file().display()
         ))
-    }
-
-    /// The ledger file's size, read by its path; refused when the path no longer names the
-    /// file the store holds open (removed, or replaced behind the store's back).
-    fn size_if_still_at_path(&self, state: &State<F>) -> Result<u64, StoreError> {
-        let path = self.layout.ledger_file();
-        match state.ledger.size_if_still_at_path() {
-            Ok(Some(len)) => Ok(len),
-            Ok(None) => Err(StoreError::NotServed(format!(
-                "{} was removed or replaced while in use; restart the server",
-                path.display()
-            ))),
-            Err(e) => Err(io_error(&path, "stat", &e)),
-        }
     }
 
     /// The ledger file's size, read through the store's handle.
@@ -442,7 +474,8 @@ impl<F: Checkpointed> Store<F> for FileStore<F> {
     }
 
     fn check_writable(&self) -> Result<(), StoreError> {
-        self.size_if_still_at_path(&self.state()).map(drop)
+        self.check_served()?;
+        self.still_in_place()
     }
 
     fn scan_lines(&self, each: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), StoreError> {
@@ -461,16 +494,17 @@ impl<F: Checkpointed> Store<F> for FileStore<F> {
     }
 
     fn snapshot_unsettled(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
-        self.commit.check().map_err(|e| self.sync_failed(&e))?;
+        self.check_served()?;
         Ok(self.fold()?.0)
     }
 
     fn settle(&self) -> Result<(), StoreError> {
-        self.commit.settle().map_err(|e| self.sync_failed(&e))
+        self.commit.settle().map_err(|e| self.sync_failed(&e))?;
+        self.still_in_place()
     }
 
     fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
-        self.commit.check().map_err(|e| self.sync_failed(&e))?;
+        self.check_served()?;
         let (result, end) = self.append_locked(append)?;
         if let AppendResult::Committed(_) = result {
             // Outside the locks: other writers append while this one waits for the fsync that
@@ -481,7 +515,7 @@ impl<F: Checkpointed> Store<F> for FileStore<F> {
     }
 
     fn compare_and_append_unsettled(&self, append: &Append) -> Result<AppendResult, StoreError> {
-        self.commit.check().map_err(|e| self.sync_failed(&e))?;
+        self.check_served()?;
         // The bytes are noted with group commit (`appended`), so `settle` covers them.
         Ok(self.append_locked(append)?.0)
     }
@@ -517,7 +551,9 @@ impl<F: Checkpointed> FileStore<F> {
     fn append_locked(&self, append: &Append) -> Result<(AppendResult, u64), StoreError> {
         let mut state = self.state();
         let _guard = self.lock.exclusive().map_err(|e| self.lock_error(&e))?;
-        let len = self.size_if_still_at_path(&state)?;
+        // Through the handle: whether the path still names this file is checked after the
+        // fsync that makes the append durable (`still_in_place`).
+        let len = self.ledger_size(&state)?;
         self.catch_up(&mut state, TailPolicy::Repair, len)?;
         let state = &mut *state;
         let folded = state

@@ -502,6 +502,43 @@ fn shrinking_or_replacing_the_ledger_under_a_running_store_is_refused() {
 }
 
 #[test]
+fn an_append_to_a_ledger_moved_aside_is_never_acknowledged() {
+    let tmp = TestDir::new("store-moved");
+    let store = open(tmp.path());
+    append(&store, vec![call(1)]);
+    let ledger = Layout::in_project(tmp.path()).ledger_file();
+    let copy = std::fs::read(&ledger).unwrap();
+    let aside = ledger.with_extension("old");
+    // The engine's flow: a snapshot and an append without waiting, then one settle for all.
+    let snap = store.snapshot_unsettled().unwrap();
+    std::fs::rename(&ledger, &aside).unwrap();
+    std::fs::write(&ledger, &copy).unwrap();
+    let records = seal(&snap.position, |s| snap.stream_head(s), vec![call(2)], KEY);
+    let appended = store.compare_and_append_unsettled(&Append {
+        expected: snap.position,
+        records,
+    });
+    // The bytes may land in the file moved aside, but the settle that would acknowledge them
+    // finds the path naming another file.
+    assert!(
+        matches!(appended, Ok(AppendResult::Committed(_))),
+        "{appended:?}"
+    );
+    let err = store.settle().unwrap_err();
+    assert!(matches!(err, StoreError::NotServed(_)), "{err}");
+    assert!(err.to_string().contains("removed or replaced"), "{err}");
+    // Nothing is served from then on, and the file now at the path was not written.
+    for err in [
+        store.snapshot_unsettled().unwrap_err(),
+        store.snapshot().unwrap_err(),
+        store.check_writable().unwrap_err(),
+    ] {
+        assert!(matches!(err, StoreError::NotServed(_)), "{err}");
+    }
+    assert_eq!(std::fs::read(&ledger).unwrap(), copy);
+}
+
+#[test]
 fn checkpoints_are_written_every_n_records_and_used_on_open() {
     let tmp = TestDir::new("store-ckpt");
     let options = StoreOptions {
