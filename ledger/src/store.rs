@@ -75,7 +75,8 @@ pub enum StoreError {
     #[error("ledger store unavailable: {0}")]
     Unavailable(String),
     /// The ledger cannot be served until an operator acts (it did not verify when the server
-    /// opened it, or its file was replaced under the server): retrying does not help.
+    /// opened it, its file was replaced under the server, or an fsync of it failed): retrying
+    /// does not help.
     #[error("{0}")]
     NotServed(String),
 }

@@ -315,10 +315,7 @@ impl<F: Checkpointed> FileStore<F> {
     }
 
     fn sync_failed(&self, e: &str) -> StoreError {
-        StoreError::Io(format!(
-            "fsync {}: {e}; the server refuses further requests until it restarts",
-            self.layout.ledger_file().display()
-        ))
+        sync_failure(&self.layout.ledger_file(), e)
     }
 
     fn state(&self) -> MutexGuard<'_, State<F>> {
@@ -615,6 +612,16 @@ impl<F: Checkpointed> Drop for FileStore<F> {
             crate::log_line!("bernstein: {e}");
         }
     }
+}
+
+/// A failed fsync of the ledger at `path`: after one, no later fsync can prove the earlier
+/// bytes durable ([`group_commit`]), so the store refuses everything until the process
+/// restarts, and retrying does not help before that.
+fn sync_failure(path: &Path, e: &str) -> StoreError {
+    StoreError::NotServed(format!(
+        "fsync {}: {e}; the server refuses further requests until it restarts",
+        path.display()
+    ))
 }
 
 fn io_error(path: &Path, what: &str, e: &std::io::Error) -> StoreError {

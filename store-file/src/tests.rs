@@ -926,3 +926,10 @@ fn checkpoint_temp_files_left_by_a_dead_writer_are_swept_on_open_and_a_live_ones
         .collect();
     assert_eq!(temps, ["checkpoint.json.tmp.dir"]);
 }
+
+#[test]
+fn a_failed_fsync_is_not_worth_retrying_before_a_restart() {
+    let err = super::sync_failure(Path::new("/p/.sdd/ledger/ledger.jsonl"), "EIO");
+    assert!(!err.retryable(), "{err:?}");
+    assert!(err.to_string().contains("until it restarts"), "{err}");
+}
