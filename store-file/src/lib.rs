@@ -25,10 +25,10 @@
 //!   records a writer has written but not yet fsynced; it waits for, or performs, the fsync);
 //!   the driver's unsettled snapshot skips that wait and settles before answering without an
 //!   append.
-//! - every wait for durability ends by checking that the ledger's path still names the file
-//!   the store holds open (one `stat` per fsync, not per request): a ledger removed or replaced
-//!   behind the store's back is no longer the ledger, so nothing made durable in it is
-//!   acknowledged and nothing is served from then on.
+//! - every append, and every wait for durability, first checks that the ledger's path still
+//!   names the file the store holds open: a ledger removed or replaced behind the store's back
+//!   is no longer the ledger, so nothing is written to it once that is seen, nothing made
+//!   durable in it is acknowledged, and nothing is served from then on.
 //!
 //! It must never acknowledge an append before it is durable, never answer from records that
 //! are not, never cut a byte it verified, and never hand out a snapshot built from unverified
@@ -279,7 +279,7 @@ impl<F: Checkpointed> FileStore<F> {
         self.commit
             .wait_durable(end)
             .map_err(|e| self.sync_failed(&e))?;
-        self.still_in_place()
+        self.size_in_place().map(drop)
     }
 
     /// Refuses once an fsync failed or the ledger path was found to name another file.
@@ -291,14 +291,15 @@ impl<F: Checkpointed> FileStore<F> {
         Ok(())
     }
 
-    /// Checked after every wait for durability (one `stat` of the path per fsync in the
-    /// engine's flow, not one per request): a ledger file removed or replaced behind the
-    /// store's back (a restore, a copy moved over it) is no longer the ledger, so what was
-    /// made durable in it is not acknowledged, and nothing is served from then on. An append
-    /// may still land in the displaced file before this notices; it is never acknowledged.
-    fn still_in_place(&self) -> Result<(), StoreError> {
+    /// The ledger file's size, read by its path; refused, and nothing served from then on,
+    /// once the path no longer names the file the store holds open: a ledger removed or
+    /// replaced behind the store's back (a restore, a copy moved over it) is no longer the
+    /// ledger. Checked before each append, so nothing is written to a displaced file, and after
+    /// each wait for durability, so nothing written to one just before it was displaced is
+    /// acknowledged.
+    fn size_in_place(&self) -> Result<u64, StoreError> {
         match self.place.size_if_still_here() {
-            Ok(Some(_)) => Ok(()),
+            Ok(Some(len)) => Ok(len),
             Ok(None) => {
                 self.displaced.store(true, Ordering::Release);
                 Err(self.displaced_error())
@@ -472,7 +473,7 @@ impl<F: Checkpointed> Store<F> for FileStore<F> {
 
     fn check_writable(&self) -> Result<(), StoreError> {
         self.check_served()?;
-        self.still_in_place()
+        self.size_in_place().map(drop)
     }
 
     fn scan_lines(&self, each: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), StoreError> {
@@ -497,7 +498,7 @@ impl<F: Checkpointed> Store<F> for FileStore<F> {
 
     fn settle(&self) -> Result<(), StoreError> {
         self.commit.settle().map_err(|e| self.sync_failed(&e))?;
-        self.still_in_place()
+        self.size_in_place().map(drop)
     }
 
     fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
@@ -548,9 +549,7 @@ impl<F: Checkpointed> FileStore<F> {
     fn append_locked(&self, append: &Append) -> Result<(AppendResult, u64), StoreError> {
         let mut state = self.state();
         let _guard = self.lock.exclusive().map_err(|e| self.lock_error(&e))?;
-        // Through the handle: whether the path still names this file is checked after the
-        // fsync that makes the append durable (`still_in_place`).
-        let len = self.ledger_size(&state)?;
+        let len = self.size_in_place()?;
         self.catch_up(&mut state, TailPolicy::Repair, len)?;
         let state = &mut *state;
         let folded = state
@@ -607,8 +606,14 @@ impl<F: Checkpointed> FileStore<F> {
 
 impl<F: Checkpointed> Drop for FileStore<F> {
     fn drop(&mut self) {
+        // A displaced ledger is no longer the directory's: its checkpoint would describe
+        // another file than the one now at the path.
+        let displaced = self.displaced.load(Ordering::Acquire);
         let dirty = self.state().since_checkpoint > 0;
-        if dirty && let Err(e) = self.checkpoint() {
+        if dirty
+            && !displaced
+            && let Err(e) = self.checkpoint()
+        {
             crate::log_line!("bernstein: {e}");
         }
     }

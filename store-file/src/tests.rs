@@ -45,6 +45,14 @@ fn append(store: &FileStore, drafts: Vec<Draft>) -> AppendResult {
         .unwrap()
 }
 
+/// Call `n` sealed on top of `snap`.
+fn call_on(snap: &Snapshot<bernstein_core::Projection>, n: u64) -> Append {
+    Append {
+        expected: snap.position,
+        records: seal(&snap.position, |s| snap.stream_head(s), vec![call(n)], KEY),
+    }
+}
+
 fn open(dir: &Path) -> FileStore {
     FileStore::open(dir, KEY.to_vec()).unwrap()
 }
@@ -501,33 +509,36 @@ fn shrinking_or_replacing_the_ledger_under_a_running_store_is_refused() {
     assert!(matches!(err, StoreError::NotServed(_)), "{err}");
 }
 
-#[test]
-fn an_append_to_a_ledger_moved_aside_is_never_acknowledged() {
-    let tmp = TestDir::new("store-moved");
+/// A store holding one call, its ledger's path and a path to move it aside to.
+fn one_call_and_an_aside(name: &str) -> (TestDir, FileStore, PathBuf, PathBuf) {
+    let tmp = TestDir::new(name);
     let store = open(tmp.path());
     append(&store, vec![call(1)]);
     let ledger = Layout::in_project(tmp.path()).ledger_file();
-    let copy = std::fs::read(&ledger).unwrap();
     let aside = ledger.with_extension("old");
+    (tmp, store, ledger, aside)
+}
+
+#[test]
+fn a_ledger_moved_aside_is_never_written_to_nor_acknowledged() {
+    let (tmp, store, ledger, aside) = one_call_and_an_aside("store-moved");
+    let copy = std::fs::read(&ledger).unwrap();
     // The engine's flow: a snapshot and an append without waiting, then one settle for all.
+    // Moved aside between the append and the settle: the append's bytes are in the file moved
+    // aside, but the settle that would acknowledge them finds the path naming another file.
     let snap = store.snapshot_unsettled().unwrap();
-    std::fs::rename(&ledger, &aside).unwrap();
-    std::fs::write(&ledger, &copy).unwrap();
-    let records = seal(&snap.position, |s| snap.stream_head(s), vec![call(2)], KEY);
-    let appended = store.compare_and_append_unsettled(&Append {
-        expected: snap.position,
-        records,
-    });
-    // The bytes may land in the file moved aside, but the settle that would acknowledge them
-    // finds the path naming another file.
+    let appended = store.compare_and_append_unsettled(&call_on(&snap, 2));
     assert!(
         matches!(appended, Ok(AppendResult::Committed(_))),
         "{appended:?}"
     );
+    std::fs::rename(&ledger, &aside).unwrap();
+    std::fs::write(&ledger, &copy).unwrap();
     let err = store.settle().unwrap_err();
     assert!(matches!(err, StoreError::NotServed(_)), "{err}");
     assert!(err.to_string().contains("removed or replaced"), "{err}");
-    // Nothing is served from then on, and the file now at the path was not written.
+    // Nothing is served from then on, and neither file is written again.
+    let aside_bytes = std::fs::read(&aside).unwrap();
     for err in [
         store.snapshot_unsettled().unwrap_err(),
         store.snapshot().unwrap_err(),
@@ -535,7 +546,31 @@ fn an_append_to_a_ledger_moved_aside_is_never_acknowledged() {
     ] {
         assert!(matches!(err, StoreError::NotServed(_)), "{err}");
     }
+    let err = store.compare_and_append(&call_on(&snap, 3)).unwrap_err();
+    assert!(matches!(err, StoreError::NotServed(_)), "{err}");
     assert_eq!(std::fs::read(&ledger).unwrap(), copy);
+    assert_eq!(std::fs::read(&aside).unwrap(), aside_bytes);
+    // Nor is a checkpoint of the file moved aside left for the one now at the path.
+    drop(store);
+    assert!(!Layout::in_project(tmp.path()).checkpoint_file().exists());
+}
+
+#[test]
+fn an_append_after_the_ledger_was_moved_aside_writes_nothing() {
+    let (_tmp, store, ledger, aside) = one_call_and_an_aside("store-moved-first");
+    let snap = store.snapshot_unsettled().unwrap();
+    std::fs::rename(&ledger, &aside).unwrap();
+    let before = std::fs::read(&aside).unwrap();
+    let err = store
+        .compare_and_append_unsettled(&call_on(&snap, 2))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NotServed(_)), "{err}");
+    assert_eq!(
+        std::fs::read(&aside).unwrap(),
+        before,
+        "written to the moved file"
+    );
+    assert!(!ledger.exists());
 }
 
 #[test]
