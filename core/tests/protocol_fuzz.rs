@@ -10,7 +10,7 @@ mod protocol_support;
 
 use bernstein_core::config::Tier;
 use bernstein_core::domain::bound::Input;
-use bernstein_core::protocol::TransportFacts;
+use bernstein_core::protocol::{StorageFailure, TransportFacts};
 use proptest::prelude::*;
 use protocol_support::{
     LATENCY_MS, NOW, SchemaBook, Session, fixture_server, modern_meta, request_revision,
@@ -308,8 +308,11 @@ fn oversize_and_deep_messages_are_refused_with_their_id() {
     assert_eq!(reply["id"], 7);
     let failure = server.storage_failure_reply(
         br#"{"jsonrpc":"2.0","id":"s","method":"tools/call"}"#,
-        "disk full",
-        true,
+        &StorageFailure {
+            reason: "disk full",
+            retryable: true,
+            written: false,
+        },
     );
     let failure: Value = serde_json::from_slice(&failure).unwrap();
     assert_eq!(failure["id"], "s");

@@ -148,6 +148,13 @@ impl<F: Fold> World<F> {
         }
     }
 
+    /// The fsync the engine asked for fails with `error`.
+    pub fn sync_fails(&mut self, error: StoreError) {
+        if std::mem::take(&mut self.sync_asked) {
+            self.input(Input::SyncFailed(error));
+        }
+    }
+
     /// Whether the engine asked for a sync that [`World::sync`] has not answered yet.
     pub fn sync_asked(&self) -> bool {
         self.sync_asked

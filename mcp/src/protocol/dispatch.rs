@@ -177,14 +177,30 @@ const MAX_STORE_REASON_CHARS: usize = 600;
 /// `error.data.reason` of [`storage_failure_response`]: HTTP answers it with 503.
 pub const LEDGER_UNAVAILABLE: &str = "ledger_unavailable";
 
-/// The reply to `request` when its records could not be committed; `retryable` says whether
-/// the same request may succeed later without anyone acting (`error.data.retryable`).
+/// Why a request's records could not be committed, as its reply tells it.
+#[derive(Clone, Copy, Debug)]
+pub struct StorageFailure<'a> {
+    /// The store's reason.
+    pub reason: &'a str,
+    /// Whether the same request may succeed later without anyone acting
+    /// (`error.data.retryable`).
+    pub retryable: bool,
+    /// The records were written but could not be proven durable (the fsync meant for them
+    /// failed, or the file was displaced before it): they may or may not be found later.
+    pub written: bool,
+}
+
+/// The reply to `request` when its records could not be committed.
 pub fn storage_failure_response<F: Fold>(
     server: &Server<F>,
     request: &[u8],
-    reason: &str,
-    retryable: bool,
+    failure: &StorageFailure<'_>,
 ) -> Response {
+    let StorageFailure {
+        reason,
+        retryable,
+        written,
+    } = *failure;
     let limits = &server.config.limits;
     let scan = prescan(request, limits.max_json_depth);
     let id = scan.id_text(request, 0).and_then(id_from_raw);
@@ -193,10 +209,15 @@ pub fn storage_failure_response<F: Fold>(
     } else {
         "retrying will not help until the server's operator acts"
     };
-    let err = RpcError::internal(format!(
-        "the ledger could not record this request ({}); nothing was changed, {then}",
-        super::jsonrpc::shorten(reason, MAX_STORE_REASON_CHARS)
-    ))
+    let reason = super::jsonrpc::shorten(reason, MAX_STORE_REASON_CHARS);
+    let err = RpcError::internal(if written {
+        format!(
+            "the ledger could not make this request's records durable ({reason}); they may or \
+             may not be in the ledger after a restart, {then}"
+        )
+    } else {
+        format!("the ledger could not record this request ({reason}); nothing was changed, {then}")
+    })
     .with_data(json!({"reason": LEDGER_UNAVAILABLE, "retryable": retryable}));
     Response::error(id.as_ref(), &err, RequestIds::of_bytes(request).span_id)
 }

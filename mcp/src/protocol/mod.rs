@@ -65,6 +65,7 @@ use crate::ledger::{Append, Fold, LedgerPosition, Snapshot};
 use crate::time::Timestamp;
 use registry::ToolSpec;
 
+pub use dispatch::StorageFailure;
 pub use registry::Catalog;
 
 /// Which transport delivered a message.
@@ -365,7 +366,7 @@ impl<F: Fold> Server<F> {
 
     /// The rendered `-32603` reply for `request` when the ledger could not commit its records
     /// (`reason` says why). Nothing was changed; `retryable` says whether the client may retry.
-    pub fn storage_failure_reply(&self, request: &[u8], reason: &str, retryable: bool) -> Vec<u8> {
-        dispatch::storage_failure_response(self, request, reason, retryable).render(0)
+    pub fn storage_failure_reply(&self, request: &[u8], failure: &StorageFailure<'_>) -> Vec<u8> {
+        dispatch::storage_failure_response(self, request, failure).render(0)
     }
 }

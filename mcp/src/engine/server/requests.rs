@@ -13,10 +13,10 @@ use crate::engine::request::{self, Finished, Request};
 use crate::engine::turns::Grant;
 use crate::engine::{Served, Stop};
 use crate::ledger::{AppendResult, Fold, Snapshot, StoreError};
-use crate::protocol::TransportFacts;
 use crate::protocol::dispatch::request_span_id;
 use crate::protocol::tally::Tally;
 use crate::protocol::tasks::{cancelled_request, request_id};
+use crate::protocol::{StorageFailure, TransportFacts};
 use crate::transport::http::exchange::{ServedParts, StreamedReply, body_span_id};
 
 impl<F: Fold> Engine<F> {
@@ -536,10 +536,15 @@ impl<F: Fold> Engine<F> {
             Answer::Stdio => "bernstein",
             _ => "bernstein http",
         };
+        // A request whose append committed failed at its sync: its records are written, but
+        // whether they are durable is unknown.
         let reply = self.server.storage_failure_reply(
             &r.machine.job().bytes,
-            &e.to_string(),
-            e.retryable(),
+            &StorageFailure {
+                reason: &e.to_string(),
+                retryable: e.retryable(),
+                written: r.committed.is_some(),
+            },
         );
         let took = self.now.mono.saturating_sub(r.machine.started());
         self.log(format!("{prefix}: ledger error: {e}"));

@@ -143,14 +143,20 @@ fn http_answers_pipelined_requests_in_order_on_a_kept_alive_connection() {
     assert_eq!(w.engine.counters().connections, 0);
 }
 
-#[test]
-fn one_fsync_answers_every_connection_that_appended_while_the_last_one_ran() {
+/// An HTTP world whose syncs the test ends, with one call posted on each of `n` connections.
+fn calls_waiting_for_syncs(n: u64) -> World<()> {
     let mut w = http_world(|_| {});
     w.auto_sync = false;
-    for c in 1..=4 {
+    for c in 1..=n {
         w.connect(c, "127.0.0.1:40000");
         w.bytes(c, &post_call(c));
     }
+    w
+}
+
+#[test]
+fn one_fsync_answers_every_connection_that_appended_while_the_last_one_ran() {
+    let mut w = calls_waiting_for_syncs(4);
     // The first call's fsync started at once; the three after it wait for the next.
     w.sync();
     assert_eq!(ids(&w.take(1)), vec![1]);
@@ -448,6 +454,31 @@ fn a_store_failure_is_answered_503_and_changes_nothing() {
     // The connection serves on.
     w.bytes(1, &post_call(2));
     assert_eq!(ids(&w.take(1)), vec![2]);
+}
+
+#[test]
+fn a_failed_fsync_fails_every_call_waiting_for_it_without_claiming_nothing_changed() {
+    let mut w = calls_waiting_for_syncs(2);
+    // The first call's fsync fails; the second was waiting for the next one: both fail.
+    w.sync_fails(StoreError::NotServed("fsync ledger.jsonl: EIO".into()));
+    for c in 1..=2 {
+        let r = responses(&w.take(c));
+        assert_eq!(r.len(), 1, "one answer on {c}");
+        let body: serde_json::Value = serde_json::from_slice(&r[0].1).unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("EIO"), "{message}");
+        assert!(
+            message.contains("may or may not be in the ledger after a restart")
+                && !message.contains("nothing was changed"),
+            "its records were written before the fsync failed: {message}"
+        );
+        assert_eq!(body["error"]["data"]["retryable"], false, "{body}");
+    }
+    assert_eq!(w.fsyncs, 0);
+    assert!(
+        w.engine.counters().calls.is_empty(),
+        "a failure is not a served call"
+    );
 }
 
 #[test]

@@ -442,7 +442,12 @@ mod tests {
         };
         let server = crate::protocol::unit_fold::server_of(Vec::new());
         let request = br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}"#;
-        let reply = server.storage_failure_reply(request, reason, retryable);
+        let failure = crate::protocol::StorageFailure {
+            reason,
+            retryable,
+            written: false,
+        };
+        let reply = server.storage_failure_reply(request, &failure);
         [Era::Handshake, Era::Stateless]
             .into_iter()
             .map(|era| {
