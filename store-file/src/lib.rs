@@ -132,7 +132,8 @@ pub struct FileStore<F: Checkpointed> {
     state: Mutex<State<F>>,
     /// The durable offset of the ledger file; taken after `state` is released, never while.
     commit: GroupCommit<File>,
-    /// Where the ledger file was opened: checked after each wait for durability.
+    /// Where the ledger file was opened: checked before each append and after each wait for
+    /// durability.
     place: Place,
     /// The ledger path was found to name another file, or none: nothing more is served.
     displaced: AtomicBool,
