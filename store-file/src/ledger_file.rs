@@ -80,8 +80,8 @@ pub struct CatchUp {
 /// The open ledger file.
 #[derive(Debug)]
 pub struct LedgerFile {
-    path: PathBuf,
     file: File,
+    /// Its path, and the device and inode it had there.
     place: Place,
 }
 
@@ -129,7 +129,6 @@ impl LedgerFile {
         };
         let meta = file.metadata()?;
         Ok(LedgerFile {
-            path: path.to_path_buf(),
             place: Place {
                 path: path.to_path_buf(),
                 identity: (meta.dev(), meta.ino()),
@@ -140,7 +139,7 @@ impl LedgerFile {
 
     /// The path as named in errors.
     pub fn name(&self) -> String {
-        self.path.display().to_string()
+        self.place.path.display().to_string()
     }
 
     pub fn size(&self) -> io::Result<u64> {
@@ -173,7 +172,7 @@ impl LedgerFile {
     /// A second descriptor of the file, for reading it from the start without moving the
     /// store's own.
     pub fn reader(&self) -> io::Result<File> {
-        File::open(&self.path).and_then(|f| {
+        File::open(&self.place.path).and_then(|f| {
             // The same file as the one the store holds, not one put in its place.
             let (a, b) = (f.metadata()?, self.file.metadata()?);
             if a.dev() == b.dev() && a.ino() == b.ino() {
