@@ -364,8 +364,9 @@ impl<F: Fold> Server<F> {
         .render(0)
     }
 
-    /// The rendered `-32603` reply for `request` when the ledger could not commit its records
-    /// (`reason` says why). Nothing was changed; `retryable` says whether the client may retry.
+    /// The rendered `-32603` reply for `request` when the ledger could not commit its records:
+    /// `failure` says why, whether the client may retry, and whether the records were written
+    /// (then the reply says they may or may not be found, not that nothing was changed).
     pub fn storage_failure_reply(&self, request: &[u8], failure: &StorageFailure<'_>) -> Vec<u8> {
         dispatch::storage_failure_response(self, request, failure).render(0)
     }
