@@ -387,6 +387,7 @@ pub fn catalog() -> Catalog {
         capability_card: |c: &Config| json!({"fixture": "mcp-conformance", "tier": c.tier.as_str()}),
         tasks: None,
         effects_in_descriptions: false,
+        redact: bernstein_core::protocol::registry::no_redaction,
     }
 }
 

@@ -16,11 +16,16 @@ use serde_json::Value;
 /// Kind of the audit record every `tools/call` appends.
 pub const CALL_KIND: &str = "mcp.stateless_call";
 
+/// The `tool` of a call whose name is no tool of the catalogue (nor a deprecated alias).
+pub const UNKNOWN_TOOL: &str = "unknown";
+
 /// The body of a call's audit record.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CallAudit<'a> {
-    /// The tool name the call used (a catalogue name or a deprecated alias).
+    /// The tool name the call used (a catalogue name or a deprecated alias), or
+    /// [`UNKNOWN_TOOL`] for a name that is neither: a client's bytes are never recorded, only
+    /// their digest and length ([`CallAudit::name_digest`], [`CallAudit::name_len`]).
     #[serde(borrow)]
     pub tool: Cow<'a, str>,
     /// Content-derived ids of the call, its trace and its span.
@@ -52,6 +57,11 @@ pub struct CallAudit<'a> {
     pub run_id: Option<Cow<'a, str>>,
     #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub journal_head: Option<Cow<'a, str>>,
+    /// For [`UNKNOWN_TOOL`]: SHA-256 of the name the client sent, and its length in bytes.
+    #[serde(borrow, skip_serializing_if = "Option::is_none")]
+    pub name_digest: Option<Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name_len: Option<u64>,
 }
 
 impl<'a> CallAudit<'a> {

@@ -91,6 +91,7 @@ pub fn catalog() -> Catalog {
         capability_card: card::capability_card,
         tasks: Some(task_view::hooks()),
         effects_in_descriptions: true,
+        redact: |text| dlp::redact(text).text,
     }
 }
 

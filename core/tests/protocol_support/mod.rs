@@ -275,6 +275,7 @@ pub fn fixture_catalog() -> Catalog {
         capability_card: card,
         tasks: None,
         effects_in_descriptions: false,
+        redact: bernstein_core::protocol::registry::no_redaction,
     }
 }
 

@@ -34,7 +34,7 @@ use crate::time::Timestamp;
 pub const ALIAS_REMOVAL_RELEASE: &str = "v3.12.0";
 /// Kind of the audit record every tool call appends (defined once, by the ledger's verifier).
 pub use crate::ledger::audit::CALL_KIND as AUDIT_KIND;
-use crate::ledger::audit::CallAudit;
+use crate::ledger::audit::{CallAudit, UNKNOWN_TOOL};
 
 /// What serving one `tools/call` produced.
 #[derive(Debug)]
@@ -121,9 +121,14 @@ pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallR
             );
         }
         ToolLookup::Unknown => {
-            let why = format!("Unknown tool: {}", shorten(name, 100));
+            let quoted = quote_unknown(server, name);
+            let why = if quoted == name {
+                format!("Unknown tool: {quoted}")
+            } else {
+                format!("Unknown tool: {quoted} (a name of {} bytes)", name.len())
+            };
             return audit.refuse(
-                RpcError::invalid_params(why).with_data(json!({"tool": shorten(name, 100)})),
+                RpcError::invalid_params(why).with_data(json!({"tool": quoted})),
                 Common::UnknownTool,
             );
         }
@@ -481,6 +486,18 @@ impl CallReply {
     }
 }
 
+/// The most characters of an unknown tool name an error message quotes.
+pub const QUOTED_NAME_CHARS: usize = 32;
+
+/// What an error message may say of a name that is no tool: a short prefix of it after the
+/// catalogue's redaction (the whole name is redacted first, so a secret that starts in the
+/// prefix is a placeholder there), control characters escaped.
+fn quote_unknown<F>(server: &Server<F>, name: &str) -> String {
+    let redacted = (server.catalog.redact)(name);
+    let short = shorten(&redacted, QUOTED_NAME_CHARS);
+    short.escape_default().to_string()
+}
+
 fn alias_notice(alias: &str, replacement: &str) -> String {
     format!(
         "{alias} is deprecated and will be removed in {ALIAS_REMOVAL_RELEASE}; call {replacement} instead."
@@ -549,8 +566,11 @@ impl<F: Fold> Audit<'_, F> {
         let input = self.input;
         let snapshot = input.snapshot;
         let key = &self.server.config.audit_key;
+        // A name that is no tool is recorded as a fixed marker with its digest and length:
+        // the client's bytes reach neither the ledger nor the tallies folded from it.
+        let known = self.server.catalog.knows_tool(self.name);
         let mut audit = CallAudit {
-            tool: self.name.into(),
+            tool: if known { self.name } else { UNKNOWN_TOOL }.into(),
             call_id: input.ids.call_id.as_str().into(),
             trace_id: input.ids.trace_id.as_str().into(),
             span_id: input.ids.span_id.as_str().into(),
@@ -562,6 +582,8 @@ impl<F: Fold> Audit<'_, F> {
             alias_of: self.alias_of.map(Into::into),
             run_id: None,
             journal_head: None,
+            name_digest: (!known).then(|| Digest::of(self.name.as_bytes()).to_string().into()),
+            name_len: (!known).then_some(self.name.len() as u64),
         };
         if let Some(run) = run_id {
             let stream = run_stream(run);

@@ -102,6 +102,7 @@ mod tests {
             capability_card: |c| json!({"tier": c.tier.as_str()}),
             tasks: None,
             effects_in_descriptions: false,
+            redact: crate::protocol::registry::no_redaction,
         };
         Server::with_catalog(Config::new(b"k".to_vec()), catalog)
     }

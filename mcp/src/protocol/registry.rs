@@ -314,6 +314,14 @@ pub struct Catalog<F> {
     /// Whether `tools/list` ends each tool's description with the sentence of its [`Effects`]
     /// ([`Effects::sentence`]); a catalogue that does not states them in its own words.
     pub effects_in_descriptions: bool,
+    /// The domain's redactor of client text the engine itself quotes (the prefix of an unknown
+    /// tool name in an error message); [`no_redaction`] for a catalogue without one.
+    pub redact: fn(&str) -> String,
+}
+
+/// A [`Catalog::redact`] that keeps the text as it is.
+pub fn no_redaction(text: &str) -> String {
+    text.to_string()
 }
 
 /// The status of an MCP task (revision 2025-11-25 `TaskStatus`, the tasks extension's too).
@@ -489,6 +497,11 @@ impl<F: Fold> Catalog<F> {
             }
             _ => ToolLookup::AliasUnavailable { alias, replacement },
         }
+    }
+
+    /// Whether `name` is a tool or a deprecated alias of this catalogue, whatever the tier.
+    pub fn knows_tool(&self, name: &str) -> bool {
+        self.tool(name).is_some() || self.aliases.iter().any(|(a, _)| *a == name)
     }
 
     pub fn prompt(&self, name: &str) -> Option<&PromptSpec> {

@@ -21,6 +21,7 @@ pub fn tools_only(tools: Vec<ToolSpec>) -> Catalog {
         capability_card: |_| serde_json::Value::Null,
         tasks: None,
         effects_in_descriptions: false,
+        redact: super::registry::no_redaction,
     }
 }
 

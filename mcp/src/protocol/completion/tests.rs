@@ -67,6 +67,7 @@ fn catalog(with_completers: bool) -> Catalog {
         capability_card: |_| Value::Null,
         tasks: None,
         effects_in_descriptions: false,
+        redact: crate::protocol::registry::no_redaction,
     }
 }
 
