@@ -5,21 +5,60 @@
 //! Only the [`KEPT_MINUTES`] minutes up to the newest one seen are kept, so the tallies stay a
 //! few kilobytes at any ledger size; which minutes are kept depends only on the records, so
 //! every server folds the same tallies.
+//!
+//! Every key is bounded ([`tally_key`]): at most [`MAX_KEY_BYTES`] bytes of the tool-name
+//! alphabet, else [`UNKNOWN_TOOL`]; at most [`MAX_KEYS`] keys in a minute's map and in a
+//! window's, the calls of any further key counted under [`OTHER_KEY`]. New records already name
+//! an unknown tool by the marker; the bound also holds for an older ledger that recorded the
+//! client's bytes.
 
 use std::collections::BTreeMap;
 
 use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::audit::CallAudit;
+use crate::ledger::audit::{CallAudit, UNKNOWN_TOOL};
 
 /// How many minutes of tallies are kept (a day).
 pub const KEPT_MINUTES: u64 = 24 * 60;
 
+/// The longest key a tally keeps (a tool name or a refusal code).
+pub const MAX_KEY_BYTES: usize = 64;
+/// The most keys one tally map holds, [`OTHER_KEY`] included.
+pub const MAX_KEYS: usize = 64;
+/// Where the counts of keys beyond [`MAX_KEYS`] go.
+pub const OTHER_KEY: &str = "other";
+
+/// The key a tally counts `name` under: itself when it is at most [`MAX_KEY_BYTES`] bytes of
+/// `[A-Za-z0-9_.-]` (every tool name and refusal code), else [`UNKNOWN_TOOL`].
+pub fn tally_key(name: &str) -> &str {
+    let shaped = name.len() <= MAX_KEY_BYTES
+        && name
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'));
+    if shaped { name } else { UNKNOWN_TOOL }
+}
+
+/// Adds `n` to `key` in `map`, keeping the map within [`MAX_KEYS`] keys.
+fn count(map: &mut BTreeMap<String, u64>, key: &str, n: u64) {
+    let key = tally_key(key);
+    if let Some(v) = map.get_mut(key) {
+        *v += n;
+        return;
+    }
+    // One place is kept for `OTHER_KEY`.
+    let key = if map.len() < MAX_KEYS - 1 {
+        key
+    } else {
+        OTHER_KEY
+    };
+    *map.entry(key.to_string()).or_default() += n;
+}
+
 /// One minute's calls.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MinuteTally {
-    /// Calls by tool name (as the caller named it).
+    /// Calls by tool name ([`tally_key`] of the audit record's `tool`).
     pub calls: BTreeMap<String, u64>,
     /// Refused calls by the audit record's `error` code.
     pub refusals: BTreeMap<String, u64>,
@@ -53,10 +92,10 @@ impl CallStats {
             return;
         }
         let tally = self.minutes.entry(minute).or_default();
-        *tally.calls.entry(tool.to_string()).or_default() += 1;
+        count(&mut tally.calls, tool, 1);
         if !audit.ok {
             let code = audit.error.as_deref().unwrap_or("error");
-            *tally.refusals.entry(code.to_string()).or_default() += 1;
+            count(&mut tally.refusals, code, 1);
         }
         if minute > self.newest {
             self.newest = minute;
@@ -81,10 +120,10 @@ impl CallStats {
                 None => (0, 0),
                 Some(t) => {
                     for (tool, n) in &t.calls {
-                        *out.by_tool.entry(tool.clone()).or_default() += n;
+                        count(&mut out.by_tool, tool, *n);
                     }
                     for (code, n) in &t.refusals {
-                        *out.refusals.entry(code.clone()).or_default() += n;
+                        count(&mut out.refusals, code, *n);
                     }
                     (t.calls.values().sum(), t.refusals.values().sum())
                 }
@@ -156,5 +195,33 @@ mod tests {
                 .len() as u64,
             KEPT_MINUTES
         );
+    }
+
+    /// An older ledger recorded names as the client sent them: each minute and each window
+    /// still holds at most `MAX_KEYS` keys of at most `MAX_KEY_BYTES` bytes.
+    #[test]
+    fn keys_are_bounded_in_length_and_number() {
+        let mut s = CallStats::default();
+        let t0 = 1_000 * 60_000;
+        for m in 0..3 {
+            for i in 0..(2 * MAX_KEYS) {
+                let ts = t0 + m * 60_000;
+                s.fold_value(&call(&format!("t{m}_{i}"), ts, Some(&format!("code_{i}"))));
+            }
+            s.fold_value(&call(&"y".repeat(MAX_KEY_BYTES + 1), t0 + m * 60_000, None));
+            s.fold_value(&call("a\nb", t0 + m * 60_000, None));
+        }
+        for (_, t) in s.minutes.iter() {
+            assert_eq!(t.calls.len(), MAX_KEYS);
+            assert_eq!(t.refusals.len(), MAX_KEYS);
+        }
+        let w = s.window(t0 + 2 * 60_000, 3);
+        assert!(w.by_tool.len() <= MAX_KEYS);
+        assert!(w.by_tool.keys().all(|k| k.len() <= MAX_KEY_BYTES));
+        let total: u64 = w.by_tool.values().sum();
+        assert_eq!(total, 3 * (2 * MAX_KEYS as u64 + 2));
+        assert!(w.by_tool[OTHER_KEY] > 0);
+        assert_eq!(tally_key("bernstein_run"), "bernstein_run");
+        assert_eq!(tally_key("load_skill\nAuthorization"), UNKNOWN_TOOL);
     }
 }

@@ -53,6 +53,10 @@ pub use super::task_row::{Rare, RareBox, TaskRow};
 pub use crate::ledger::compact::{self, InlineStr};
 use compact::Shared;
 
+/// The most roles the per-role tallies name, [`super::call_stats::OTHER_KEY`] included: the
+/// tasks of any further role are counted under it (a role is at most 64 characters).
+pub const MAX_ROLES: usize = 256;
+
 /// Per-role tallies for `bernstein_status`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoleTally {
@@ -215,7 +219,13 @@ impl Projection {
         if row.status == TaskStatus::Open {
             self.open_queue.insert((row.priority, seq));
         }
-        self.roles.entry(row.role.to_string()).or_default().tasks += 1;
+        let role = if self.roles.len() < MAX_ROLES - 1 || self.roles.contains_key::<str>(&row.role)
+        {
+            row.role.to_string()
+        } else {
+            super::call_stats::OTHER_KEY.to_string()
+        };
+        self.roles.entry(role).or_default().tasks += 1;
         self.by_status.entry(row.status).or_default().insert(seq);
         self.by_creation.insert(seq, InlineStr::new(&row.id));
         self.tasks.insert(InlineStr::new(&row.id), Shared::new(row));
