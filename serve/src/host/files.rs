@@ -3,7 +3,8 @@
 //! nothing), resolved with every symlink followed, and refused unless the resolved path is
 //! inside the resolved root (or the request's `within` folder) and outside the resolved
 //! `.sdd` (ledger and keys: no tool reads, hashes or lists them). Reads open regular files
-//! only, without following a final link and without blocking on a FIFO.
+//! only, without following a final link and without blocking on a FIFO, and refuse a file
+//! with several names one of which is under `.sdd` (device and inode compared).
 
 use std::fs;
 use std::io::{self, Read};
@@ -12,6 +13,9 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use bernstein_core::protocol::host::{DirEntry, EntryKind, HostFailure, HostReply, check_relative};
+
+/// The most entries [`Fence::is_under_sdd`] walks before it gives up and refuses.
+const MAX_SDD_ENTRIES: usize = 100_000;
 
 /// Where a request may land, every symlink resolved: inside `scope` (the root, or the
 /// request's `within` folder) and outside the project's `.sdd`.
@@ -65,15 +69,36 @@ impl Fence {
         }
     }
 
-    /// Whether the file of `meta` is one of `.sdd/keys`' files under another name (a hard link).
-    fn is_a_key(&self, meta: &fs::Metadata) -> bool {
-        let Ok(keys) = fs::read_dir(self.sdd.join("keys")) else {
-            return false;
-        };
-        keys.flatten().any(|k| {
-            k.metadata()
-                .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
-        })
+    /// Whether the file of `meta` is also a file under `.sdd` (a hard link: same device and
+    /// inode, any name, any depth). Symlinks under `.sdd` are not followed (where they lead is
+    /// not `.sdd`'s). A `.sdd` too large to walk ([`MAX_SDD_ENTRIES`]) or unreadable in part
+    /// counts as holding it: the check fails closed.
+    fn is_under_sdd(&self, meta: &fs::Metadata) -> bool {
+        let mut dirs = vec![self.sdd.clone()];
+        let mut seen = 0usize;
+        while let Some(dir) = dirs.pop() {
+            let entries = match fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(_) => return true,
+            };
+            for entry in entries {
+                seen += 1;
+                let Ok(m) = entry.and_then(|e| {
+                    let m = e.metadata()?;
+                    if m.is_dir() {
+                        dirs.push(e.path());
+                    }
+                    Ok(m)
+                }) else {
+                    return true;
+                };
+                if seen > MAX_SDD_ENTRIES || (m.dev() == meta.dev() && m.ino() == meta.ino()) {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// What the symlink `link` resolves to, when that is a file or directory inside the fence.
@@ -175,7 +200,9 @@ pub(super) fn read(root: &Path, path: &str, max_bytes: u64, within: Option<&str>
                 detail: "not a regular file".into(),
             });
         }
-        if meta.nlink() > 1 && fence.is_a_key(&meta) {
+        // A file with one name was screened by its path; one with more may also be named
+        // under `.sdd` (a hard link into the ledger or the keys).
+        if meta.nlink() > 1 && fence.is_under_sdd(&meta) {
             return Err(HostFailure::Private);
         }
         if meta.len() > max_bytes {
@@ -406,5 +433,34 @@ mod sdd_tests {
             failed(read(root, "templates/skills/good/hard", 100, None)),
             HostFailure::Private
         );
+    }
+
+    #[test]
+    fn a_hard_link_to_any_file_under_sdd_is_not_read() {
+        let (dir, _outside) = project();
+        let root = dir.path();
+        fs::create_dir_all(root.join(".sdd/ledger")).unwrap();
+        fs::write(root.join(".sdd/ledger/ledger.jsonl"), "{\"seq\":1}\n").unwrap();
+        fs::create_dir_all(root.join(".sdd/runtime/deep/er")).unwrap();
+        fs::write(root.join(".sdd/runtime/deep/er/state.json"), "{}").unwrap();
+        for (source, name) in [
+            (".sdd/ledger/ledger.jsonl", "notes.md"),
+            (".sdd/runtime/deep/er/state.json", "state.md"),
+        ] {
+            let link = format!("templates/skills/good/{name}");
+            fs::hard_link(root.join(source), root.join(&link)).unwrap();
+            assert_eq!(failed(read(root, &link, 1000, None)), HostFailure::Private);
+        }
+        // A file with two names, neither under `.sdd`, is served.
+        fs::write(root.join("templates/skills/good/a.md"), "shared").unwrap();
+        fs::hard_link(
+            root.join("templates/skills/good/a.md"),
+            root.join("templates/skills/good/b.md"),
+        )
+        .unwrap();
+        assert!(matches!(
+            read(root, "templates/skills/good/b.md", 100, None),
+            HostReply::File { text } if text == "shared"
+        ));
     }
 }
