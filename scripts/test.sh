@@ -2,9 +2,8 @@
 # Runs every test of the repository: the Rust workspace, then the end-to-end suite with the
 # official Python MCP SDK (mcp<2, handshake era; mcp>=2, 2026-07-28 stateless era) on both
 # runtimes (std and smol). Installs what it needs into .cache/ at the repository root and
-# reuses it on the next run. Needs: a Rust toolchain, python3.11 (pip, venv), the MCP
-# schemas in ../shared/mcp-schema, and for the dashboard tests Debian's chromium (installed with
-# apt-get when missing and root). Exits non-zero on any failure; the last line is a summary.
+# reuses it on the next run. Needs: a Rust toolchain, python3.11 (pip, venv), and for the
+# dashboard tests Debian's chromium (installed with apt-get when missing and root). Exits non-zero on any failure; the last line is a summary.
 #
 # Environment knobs (all optional):
 #   PYTHON                  interpreter for the venvs (default: python3.11, else python3)
@@ -168,9 +167,9 @@ EOF
 }
 
 run_e2e() {
-  if [ ! -d "$ROOT/../shared/mcp-schema" ] && [ -z "${BERNSTEIN_E2E_SHARED_DIR:-}" ]; then
-    echo "missing $ROOT/../shared/mcp-schema (the official MCP schemas the e2e suite validates against)" >&2
-    note_step "e2e prerequisites" FAIL "no ../shared/mcp-schema"
+  if [ ! -f "$ROOT/tests/mcp-schema/2026-07-28/schema.json" ]; then
+    echo "missing $ROOT/tests/mcp-schema (the vendored MCP schemas the e2e suite validates against)" >&2
+    note_step "e2e prerequisites" FAIL "no tests/mcp-schema"
     FAILED=$((FAILED + 1))
     return 1
   fi

@@ -119,16 +119,14 @@ impl Probe {
         let outcome = self.session.send(message.to_string().as_bytes());
         let reply: Value =
             serde_json::from_slice(&outcome.response.as_ref().unwrap().render(7)).unwrap();
-        if SchemaBook::available() {
+        self.book
+            .check_reply(rev, Some(method), &reply)
+            .unwrap_or_else(|e| panic!("{rev} {method}: {e}\n{reply}"));
+        for note in &outcome.notifications {
+            let note: Value = serde_json::from_slice(note).unwrap();
             self.book
-                .check_reply(rev, Some(method), &reply)
-                .unwrap_or_else(|e| panic!("{rev} {method}: {e}\n{reply}"));
-            for note in &outcome.notifications {
-                let note: Value = serde_json::from_slice(note).unwrap();
-                self.book
-                    .check(rev, "ProgressNotification", &note)
-                    .unwrap_or_else(|e| panic!("{rev}: {e}\n{note}"));
-            }
+                .check(rev, "ProgressNotification", &note)
+                .unwrap_or_else(|e| panic!("{rev}: {e}\n{note}"));
         }
         (reply, outcome)
     }

@@ -69,7 +69,7 @@ def bernstein_bin() -> Path:
     if not path.is_file():
         pytest.fail(f"{path} does not exist: build it first (cargo build -p bernstein)")
     if not launch.schema_dir().is_dir():
-        pytest.fail(f"{launch.schema_dir()} does not exist: the suite needs shared/mcp-schema next to the repo")
+        pytest.fail(f"{launch.schema_dir()} does not exist: the vendored MCP schemas are missing")
     return path
 
 

@@ -23,14 +23,9 @@ TEE_SERVER = E2E_DIR / "tee_server.py"
 SERVER_ENV_PREFIX = "BERNSTEIN_"
 
 
-def shared_dir() -> Path:
-    """`<repo>/../shared`: CI clones the repository next to a copy of shared/."""
-    override = os.environ.get("BERNSTEIN_E2E_SHARED_DIR")
-    return Path(override) if override else REPO_ROOT.parent / "shared"
-
-
 def schema_dir() -> Path:
-    return shared_dir() / "mcp-schema"
+    """The official MCP schemas, vendored in the repository (tests/mcp-schema/README.md)."""
+    return REPO_ROOT / "tests" / "mcp-schema"
 
 
 def binary_path() -> Path:

@@ -104,6 +104,6 @@ def load(revision: str) -> RevisionSchema:
     path = schema_dir() / revision / "schema.json"
     if not path.is_file():
         raise FileNotFoundError(
-            f"MCP schema {path} is missing: the suite expects shared/mcp-schema next to the repo"
+            f"MCP schema {path} is missing from the repository (tests/mcp-schema)"
         )
     return RevisionSchema(revision, path)
