@@ -107,6 +107,8 @@ enum Command {
     },
     /// Claim tasks and execute each with a command-line agent (over --url or in process).
     Worker(Box<commands::worker::WorkerArgs>),
+    /// Start a run for a goal (recorded as a bernstein_run call); --wait follows it to its end.
+    Run(commands::run::RunArgs),
 }
 
 impl Command {
@@ -150,6 +152,7 @@ fn main() -> ExitCode {
         Command::Store { command } => commands::store::run(command),
         Command::Ledger { command } => commands::ledger::run(&workdir, command),
         Command::Worker(args) => commands::worker::run(&workdir, *args),
+        Command::Run(args) => commands::run::run(&workdir, args),
     };
     match result {
         Ok(code) => code,

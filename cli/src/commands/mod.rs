@@ -12,6 +12,7 @@ pub mod lines;
 pub mod mailbox;
 pub mod mcp;
 pub mod plan;
+pub mod run;
 pub mod status;
 pub mod stop_signals;
 pub mod store;

@@ -131,7 +131,9 @@ fn default_claimer_id() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-fn transport(workdir: &Path, url: Option<&str>) -> Result<Box<dyn Mcp>, String> {
+/// The MCP client transport of `--url` (streamable HTTP), else the request driver on the
+/// project's ledger in this process.
+pub(crate) fn transport(workdir: &Path, url: Option<&str>) -> Result<Box<dyn Mcp>, String> {
     if let Some(url) = url {
         let token = std::env::var("BERNSTEIN_MCP_TOKEN").ok();
         return Ok(Box::new(HttpMcp::new(url, token)?));
