@@ -1,4 +1,4 @@
-//! The core must stay pure (DESIGN.md §3). `clippy.toml` bans IO, clock and environment calls
+//! The core must stay pure (docs/ARCHITECTURE.md, Design decisions 2). `clippy.toml` bans IO, clock and environment calls
 //! in its source and in the two crates below it (the MCP engine's and the ledger's); this test
 //! fails if the core's normal dependency tree (theirs included) gains an IO runtime or an OS
 //! randomness source, and if any of the three crates' non-test source names one.
