@@ -231,20 +231,26 @@ impl LedgerFile {
             .seek(SeekFrom::Start(folded.offset))
             .map_err(|e| self.io_error("seek", &e))?;
         let mut reader = BufReader::with_capacity(1 << 20, region.take(len - folded.offset));
+        let start = folded.offset;
         let mut scan = Scan::new(folded, key);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            let n = reader
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| self.io_error("read", &e))?;
-            if n == 0 {
-                break;
-            }
-            let is_last = scan.pos + n as u64 == len;
-            if let Some(reason) = scan.line(&buf, is_last).map_err(|c| self.corrupt(c))? {
-                scan.torn = Some(reason);
-                break;
+        if len - start >= PIPELINE_BYTES {
+            self.scan_pipelined(&mut reader, &mut scan, start, len)?;
+        } else {
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                let n = reader
+                    .read_until(b'\n', &mut buf)
+                    .map_err(|e| self.io_error("read", &e))?;
+                if n == 0 {
+                    break;
+                }
+                let is_last = scan.pos + n as u64 == len;
+                let read = ReadLine::of(&buf, key);
+                if let Some(reason) = scan.line(read, is_last).map_err(|c| self.corrupt(c))? {
+                    scan.torn = Some(reason);
+                    break;
+                }
             }
         }
         let (records, torn_reason) = scan.finish();
@@ -269,6 +275,79 @@ impl LedgerFile {
         Ok(CatchUp { records, torn })
     }
 
+    /// The scan of a long region (a first open without a checkpoint): one thread reads lines
+    /// and checks each one's hash and tag (the larger part of the work), the calling thread
+    /// checks the chains and folds, in order. Same verdicts as the one-thread scan.
+    fn scan_pipelined<F: Fold>(
+        &self,
+        reader: &mut (impl BufRead + Send),
+        scan: &mut Scan<'_, F>,
+        start: u64,
+        len: u64,
+    ) -> Result<(), StoreError> {
+        let key = scan.key;
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<(ReadLine, bool)>>>(4);
+            let reading = s.spawn(move || {
+                let mut pos = start;
+                let mut buf = Vec::new();
+                loop {
+                    let mut batch = Vec::with_capacity(PIPELINE_BATCH);
+                    let mut ended = false;
+                    while batch.len() < PIPELINE_BATCH {
+                        buf.clear();
+                        match reader.read_until(b'\n', &mut buf) {
+                            Ok(0) => {
+                                ended = true;
+                                break;
+                            }
+                            Ok(n) => {
+                                pos += n as u64;
+                                batch.push((ReadLine::of(&buf, key), pos == len));
+                            }
+                            Err(e) => {
+                                let _ = tx.send(Err(e));
+                                return;
+                            }
+                        }
+                    }
+                    if !batch.is_empty() && tx.send(Ok(batch)).is_err() {
+                        return; // the folding side stopped at a bad or torn line
+                    }
+                    if ended {
+                        return;
+                    }
+                }
+            });
+            let mut outcome = Ok(());
+            'batches: for batch in rx.iter() {
+                let batch = match batch {
+                    Ok(b) => b,
+                    Err(e) => {
+                        outcome = Err(self.io_error("read", &e));
+                        break;
+                    }
+                };
+                for (read, is_last) in batch {
+                    match scan.line(read, is_last) {
+                        Ok(None) => {}
+                        Ok(Some(reason)) => {
+                            scan.torn = Some(reason);
+                            break 'batches;
+                        }
+                        Err(c) => {
+                            outcome = Err(self.corrupt(c));
+                            break 'batches;
+                        }
+                    }
+                }
+            }
+            drop(rx);
+            let _ = reading.join();
+            outcome
+        })
+    }
+
     fn corrupt(&self, c: Corruption) -> StoreError {
         if let Some(error) = c.whole {
             return error(self.name());
@@ -283,6 +362,28 @@ impl LedgerFile {
 
     fn io_error(&self, what: &str, e: &io::Error) -> StoreError {
         StoreError::Io(format!("{what} {}: {e}", self.name()))
+    }
+}
+
+/// A region at least this long is scanned on two threads ([`LedgerFile::scan_pipelined`]).
+/// The unit tests lower it so that their ledgers (torn, cut, edited) take both paths.
+const PIPELINE_BYTES: u64 = if cfg!(test) { 1 << 10 } else { 8 << 20 };
+/// Lines handed from the reading thread to the folding one at a time.
+const PIPELINE_BATCH: usize = 256;
+
+/// One line as read: its length (with its `\n`), and, when it ends with one, the record it
+/// holds checked under the key (or why it is none).
+struct ReadLine {
+    len: usize,
+    record: Option<Result<Record, RecordError>>,
+}
+
+impl ReadLine {
+    fn of(buf: &[u8], key: &RecordKey) -> ReadLine {
+        ReadLine {
+            len: buf.len(),
+            record: buf.strip_suffix(b"\n").map(|body| read_line(body, key)),
+        }
     }
 }
 
@@ -371,9 +472,9 @@ impl<'a, F: Fold> Scan<'a, F> {
             })
     }
 
-    /// Handles one line (with its `\n`, if it has one). `Ok(Some(reason))`: the tail from the
-    /// open transaction's start is torn.
-    fn line(&mut self, buf: &[u8], is_last: bool) -> Result<Option<String>, Corruption> {
+    /// Handles one line as read. `Ok(Some(reason))`: the tail from the open transaction's
+    /// start is torn.
+    fn line(&mut self, read: ReadLine, is_last: bool) -> Result<Option<String>, Corruption> {
         let line_no = self.folded.lines + self.pending.len() as u64 + 1;
         let at = self.position();
         let fail = |reason: String| Corruption {
@@ -382,13 +483,13 @@ impl<'a, F: Fold> Scan<'a, F> {
             reason,
             whole: None,
         };
-        let Some(body) = buf.strip_suffix(b"\n") else {
+        let Some(record) = read.record else {
             return Ok(Some(format!(
                 "the last line has no newline ({} bytes)",
-                buf.len()
+                read.len
             )));
         };
-        let rec = match read_line(body, self.key) {
+        let rec = match record {
             Ok(rec) => rec,
             // A crash mid-append leaves a prefix of what was written: an unterminated line, or
             // bytes that are no record at all. A line whose hash is right but whose MAC is
@@ -417,7 +518,7 @@ impl<'a, F: Fold> Scan<'a, F> {
         }
         let completes = self.framing.check(rec.txn).map_err(fail)?;
         let start = self.pos;
-        self.pos += buf.len() as u64;
+        self.pos += read.len as u64;
         self.pending_heads.insert(rec.stream.clone(), rec.hash);
         self.pending.push((start, rec));
         if completes {
