@@ -96,6 +96,7 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
     let url = settings::store_url(args.store.as_deref())?;
     let http = matches!(args.transport, Transport::Http);
     let (store, key) = super::open_serving_store(workdir, url.as_deref(), args.migrate, http)?;
+    super::announce_store(&store, workdir, url.as_deref());
     let transports = match args.transport {
         Transport::Stdio => vec!["stdio".to_string()],
         Transport::Http => vec!["streamable-http".to_string(), "sse".to_string()],

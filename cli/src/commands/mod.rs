@@ -162,7 +162,7 @@ pub fn open_operator_store_with(
     match bernstein_store_postgres::PgStore::open(&url, key.clone(), options) {
         Ok(store) => Ok((Arc::new(store), key)),
         Err(e) if degrade && does_not_verify(&e) => Ok((failed_store(&e.to_string()), key)),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(at_database(&url)(e.to_string())),
     }
 }
 
@@ -194,17 +194,19 @@ pub fn open_serving_store(
         return Ok((open_file_store_early(workdir, &key)?, key));
     };
     if migrate {
-        let applied = bernstein_store_postgres::migrate(url)?;
+        let applied = bernstein_store_postgres::migrate(url).map_err(at_database(url))?;
         if !applied.is_empty() {
             bernstein_store_file::log_line!("bernstein: applied schema migrations {applied:?}");
         }
     }
-    let key = audit_key_for(workdir, || bernstein_store_postgres::has_records(url))?;
+    let key = audit_key_for(workdir, || {
+        bernstein_store_postgres::has_records(url).map_err(at_database(url))
+    })?;
     match bernstein_store_postgres::PgStore::open(url, key.clone(), crate::settings::pg_options()?)
     {
         Ok(store) => Ok((Arc::new(store), key)),
         Err(e) if degrade && does_not_verify(&e) => Ok((failed_store(&e.to_string()), key)),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(at_database(url)(e.to_string())),
     }
 }
 
@@ -236,6 +238,48 @@ fn open_file_store_early(workdir: &Path, key: &[u8]) -> Result<SharedStore, Stri
             Ok(opening)
         }
     }
+}
+
+/// Which store a server serves, for its startup log: the `.sdd/` ledger file (absolute), or
+/// the database's host, port, name and user (never its password: see
+/// `bernstein_store_postgres::describe_url`).
+pub fn store_label(workdir: &Path, url: Option<&str>) -> String {
+    match url {
+        Some(url) => bernstein_store_postgres::describe_url(url),
+        None => {
+            let dir = workdir
+                .canonicalize()
+                .unwrap_or_else(|_| workdir.to_path_buf());
+            let ledger = bernstein_store_file::layout::Layout::at(&dir.join(".sdd")).ledger_file();
+            format!("the ledger file {}", ledger.display())
+        }
+    }
+}
+
+/// Says on stderr, once, which store a server (`mcp`, `dashboard`, an in-process `worker`)
+/// serves and how many records it holds, so that an instance started without the database
+/// URL it was meant to have does not serve an empty `.sdd/` unnoticed. A store still being
+/// opened, or one that does not verify, is named without a count.
+pub fn announce_store(store: &SharedStore, workdir: &Path, url: Option<&str>) {
+    let held = match store.snapshot() {
+        Ok(snap) if snap.position.seq == 0 => ", empty".to_string(),
+        Ok(snap) => format!(", {} records", snap.position.seq),
+        Err(_) => String::new(),
+    };
+    let note = if url.is_none() {
+        " (no --store URL or BERNSTEIN_STORE_URL given)"
+    } else {
+        ""
+    };
+    bernstein_store_file::log_line!(
+        "bernstein: store: {}{held}{note}",
+        store_label(workdir, url)
+    );
+}
+
+/// A PostgreSQL error, prefixed with the database it came from (never its password).
+fn at_database(url: &str) -> impl Fn(String) -> String + '_ {
+    move |e| format!("{}: {e}", bernstein_store_postgres::describe_url(url))
 }
 
 /// Loads (creating on first use) the project's Ed25519 signing identity,
