@@ -60,6 +60,7 @@ pub fn run(workdir: &Path, command: BacklogCommand) -> Result<ExitCode, String> 
             };
             let sdd = paths::sdd_of(workdir, flags)?;
             let url = crate::settings::store_url(store.as_deref())?;
+            super::require_ledger(&sdd, url.as_deref(), super::Hints::VERIFIER_STORE)?;
             verify_claim(&sdd, &receipt, url.as_deref())
         }
     }

@@ -32,6 +32,7 @@ pub enum CapsuleCommand {
 pub fn run(workdir: &Path, command: CapsuleCommand) -> Result<ExitCode, String> {
     let CapsuleCommand::Verify { file, dir } = command;
     let sdd = resolve_sdd(&dir.unwrap_or_else(|| workdir.join(".sdd")));
+    super::require_ledger(&sdd, None, super::Hints::VERIFIER)?;
     let saved = read_json(&file)?;
     let capsule = extract_capsule(&saved).unwrap_or(saved);
     let keys = ProjectKeys::load(&sdd)?;

@@ -38,6 +38,7 @@ pub fn run(workdir: &Path, command: MailboxCommand) -> Result<ExitCode, String> 
     }
     let sdd = resolve_sdd(&dir.unwrap_or_else(|| workdir.join(".sdd")));
     let url = crate::settings::store_url(store.as_deref())?;
+    super::require_ledger(&sdd, url.as_deref(), super::Hints::VERIFIER_STORE)?;
     let keys = ProjectKeys::load(&sdd)?;
     let ledger = LedgerLines::open(&sdd, url.as_deref())?;
     let mut verifier = MailboxVerifier::new(

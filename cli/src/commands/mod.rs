@@ -104,6 +104,101 @@ pub fn check_workdir(workdir: &Path) -> Result<(), String> {
     }
 }
 
+/// The flags a command that reads a project takes besides `--workdir`, so that its refusal of
+/// a directory that is no project names the ones it can use.
+#[derive(Clone, Copy, Debug)]
+pub struct Hints {
+    /// `--dir`: the `.sdd` directory (or the project holding it) of an offline verifier.
+    pub dir: bool,
+    /// `--store URL`: a PostgreSQL ledger instead of the `.sdd/` file.
+    pub store: bool,
+}
+
+impl Hints {
+    /// `status`, `plan`, `task`, `dashboard`, `worker`: `--workdir` and `--store`.
+    pub const OPERATOR: Hints = Hints {
+        dir: false,
+        store: true,
+    };
+    /// `audit verify`, `mailbox verify`, `backlog verify-claim`: `--dir` and `--store`.
+    pub const VERIFIER_STORE: Hints = Hints {
+        dir: true,
+        store: true,
+    };
+    /// `capsule verify`, `audit verify-handle`, `ledger upgrade`: `--dir`, the file only.
+    pub const VERIFIER: Hints = Hints {
+        dir: true,
+        store: false,
+    };
+}
+
+/// What every command that needs a project says of a directory without `.sdd/`: which
+/// flags name one, and the command that creates it.
+pub fn not_a_project(dir: &Path, hints: Hints) -> String {
+    format!(
+        "{d} is not a Bernstein project (no .sdd/): pass the --workdir of one{dir}{store}, or create it with `bernstein init {d}`",
+        d = dir.display(),
+        dir = if hints.dir {
+            " (or --dir DIR/.sdd)"
+        } else {
+            ""
+        },
+        store = if hints.store {
+            ", `--store URL` for a PostgreSQL ledger"
+        } else {
+            ""
+        },
+    )
+}
+
+/// What every command that reads the `.sdd/` ledger file says when the project has none (a
+/// PostgreSQL instance's workdir holds only the keys).
+pub fn no_ledger(sdd: &Path, hints: Hints) -> String {
+    let ledger = bernstein_store_file::layout::Layout::at(sdd).ledger_file();
+    let how = if hints.store {
+        "pass --store URL (or set BERNSTEIN_STORE_URL)"
+    } else {
+        "export its ledger with `bernstein ledger export --store URL --out DIR --with-keys` and pass --workdir DIR"
+    };
+    format!(
+        "{} does not exist: {} has no ledger file (in a PostgreSQL instance's workdir, which holds only the keys, {how})",
+        ledger.display(),
+        sdd.display()
+    )
+}
+
+/// The project a `.sdd` path belongs to, for the messages: its parent when it is named `.sdd`.
+fn project_of(sdd: &Path) -> &Path {
+    match (sdd.file_name(), sdd.parent()) {
+        (Some(name), Some(parent)) if name == ".sdd" => {
+            if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            }
+        }
+        _ => sdd,
+    }
+}
+
+/// Refuses, with the messages every command gives ([`not_a_project`], [`no_ledger`]), to read
+/// the ledger file of `sdd` (a resolved `.sdd` directory) when there is none. With a database
+/// `url` the ledger is the database's and the directory only lends its keys, if it has any:
+/// nothing is required of it here.
+pub fn require_ledger(sdd: &Path, url: Option<&str>, hints: Hints) -> Result<(), String> {
+    if url.is_some() {
+        return Ok(());
+    }
+    let layout = bernstein_store_file::layout::Layout::at(sdd);
+    if !(layout.ledger_dir().is_dir() || layout.keys_dir().is_dir()) {
+        return Err(not_a_project(project_of(sdd), hints));
+    }
+    if !layout.ledger_file().is_file() {
+        return Err(no_ledger(sdd, hints));
+    }
+    Ok(())
+}
+
 /// The store an operator command (status, plan, task) works on: the database that `--store`
 /// (else `BERNSTEIN_STORE_URL`) names, else the project's `.sdd/` store. It never creates
 /// anything: a workdir without `.sdd/`, or without the audit key, is refused.
@@ -124,11 +219,7 @@ pub fn open_operator_store_with(
     let url = crate::settings::store_url(store_flag)?;
     let sdd = workdir.join(".sdd");
     if url.is_none() && !sdd.is_dir() {
-        return Err(format!(
-            "{} is not a Bernstein project (no .sdd/): pass the --workdir of one, `--store URL` for a PostgreSQL ledger, or create it with `bernstein init {}`",
-            workdir.display(),
-            workdir.display()
-        ));
+        return Err(not_a_project(workdir, Hints::OPERATOR));
     }
     let key = bernstein_store_file::keys::load_audit_key(&sdd)
         .map_err(|e| format!("audit key: {e}"))?
@@ -143,12 +234,8 @@ pub fn open_operator_store_with(
             ),
         })?;
     let Some(url) = url else {
-        let ledger = sdd.join("ledger/ledger.jsonl");
-        if !ledger.is_file() {
-            return Err(format!(
-                "{} has no ledger: in a PostgreSQL instance's workdir pass --store URL (or set BERNSTEIN_STORE_URL)",
-                sdd.display()
-            ));
+        if !sdd.join("ledger/ledger.jsonl").is_file() {
+            return Err(no_ledger(&sdd, Hints::OPERATOR));
         }
         return match FileStore::open(workdir, key.clone()) {
             Ok(store) => Ok((Arc::new(store), key)),
