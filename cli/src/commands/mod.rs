@@ -17,6 +17,7 @@ pub mod stop_signals;
 pub mod store;
 pub mod task;
 pub mod tools;
+pub mod verdict;
 pub mod worker;
 
 use std::path::Path;

@@ -5,13 +5,16 @@
 * a password in a store URL is never printed, by any command, whatever fails;
 * every command that needs a project refuses a directory that is none (and a `.sdd/` without
   a ledger file) in the same words, never with a raw `os error`; the set of commands is read
-  from the binary's help, so a new subcommand must be classified here.
+  from the binary's help, so a new subcommand must be classified here;
+* `--json` is accepted wherever a command prints data (`mcp tools --json-output` still works,
+  hidden), and `task cancel` / `plan approve` speak to a person by default.
 
 The PostgreSQL half of the store line is in tests/e2e/postgres/test_pg_store_named.py.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import socket
@@ -228,3 +231,69 @@ def test_a_project_without_its_ledger_file_is_refused_in_the_same_words(tmp_path
     assert "--store URL" in proc.stderr or "bernstein ledger export" in proc.stderr, proc.stderr
     assert "os error" not in proc.stderr, proc.stderr
     assert not (keys_only / ".sdd" / "ledger").exists(), "the refusal created the ledger"
+
+
+# -- --json and human output -----------------------------------------------------------------------
+
+
+def test_json_wherever_data_is_printed_and_words_otherwise(launcher, workdir):
+    with RawServer.start(launcher, "data") as srv:
+        srv.initialize()
+        plan = payload(srv.call_tool("bernstein_run", {"goal": "a planned change", "plan": True}))
+        work = payload(srv.call_tool("bernstein_run", {"goal": "plain work"}))
+        receipt = payload(srv.call_tool("bernstein_claim", {"claimer_id": "json-test"}))
+        capsule = srv.call_tool("bernstein_task_capsule", {"task_id": work["task_id"]})["result"]
+    assert receipt["taskId"] == work["task_id"], receipt
+    (workdir / "receipt.json").write_text(json.dumps(receipt))
+    (workdir / "capsule.json").write_text(json.dumps(capsule))
+    wd = ["--workdir", str(workdir)]
+    shown = run_cli(["plan", "show", plan["plan_id"], "--json", *wd])
+    plan_hash = json.loads(shown.stdout)["hash"]
+
+    def data(*args: str, code: int = 0):
+        proc = run_cli([*args, *wd])
+        assert proc.returncode == code, (args, proc.stdout, proc.stderr)
+        return json.loads(proc.stdout)
+
+    assert data("status", "--json")["tasks"]
+    assert data("plan", "list", "--json")["plans"]
+    assert data("mcp", "tools", "--json")[0]["tools"]
+    assert data("mcp", "tools", "--json-output")[0]["tools"], "the old spelling still works"
+    assert data("mailbox", "verify", "--json")["ok"] is True
+    assert data("backlog", "verify-claim", "--receipt", str(workdir / "receipt.json"), "--json")["granted"] is True
+    assert data("capsule", "verify", str(workdir / "capsule.json"), "--json")["valid"] is True
+    approved = data("plan", "approve", plan["plan_id"], "--hash", plan_hash, "--json")
+    assert approved["decision"] == "approve" and approved["changes"], approved
+    cancelled = data("task", "cancel", work["task_id"], "--json")
+    assert cancelled["status"] == "cancelled" and cancelled["previous_status"] == "claimed", cancelled
+    assert data("task", "cancel", TASK, "--json", code=1)["error"] == "unknown_task"
+    help_text = run_cli(["mcp", "tools", "--help"]).stdout
+    assert "--json" in help_text and "--json-output" not in help_text, help_text
+
+
+def test_cancel_and_plan_decisions_speak_to_a_person_by_default(launcher, workdir):
+    with RawServer.start(launcher, "words") as srv:
+        srv.initialize()
+        plan = payload(srv.call_tool("bernstein_run", {"goal": "a planned change", "plan": True}))
+        payload(srv.call_tool("bernstein_run", {"goal": "step", "parent_task_id": plan["task_id"]}))
+        work = payload(srv.call_tool("bernstein_run", {"goal": "plain work"}))
+    wd = ["--workdir", str(workdir)]
+    plan_hash = json.loads(run_cli(["plan", "show", plan["plan_id"], "--json", *wd]).stdout)["hash"]
+    approved = run_cli(["plan", "approve", plan["plan_id"], "--hash", plan_hash, *wd])
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.startswith(f"approved plan {plan['plan_id']}: 2 tasks changed\n"), approved.stdout
+    assert f"  {plan['task_id']}  planned -> open" in approved.stdout, approved.stdout
+
+    done = run_cli(["task", "cancel", plan["task_id"], "--reason", "words", *wd])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (f"cancelled task {plan['task_id']} (was waiting_for_subtasks) and 1 of its subtasks: "
+                           "2 tasks changed; "
+                           f"run {plan['run_id']} cancelled\n"), done.stdout
+    again = run_cli(["task", "cancel", plan["task_id"], *wd])
+    assert again.returncode == 0 and again.stdout == f"task {plan['task_id']} was already cancelled: nothing changed\n"
+    leaf = run_cli(["task", "cancel", work["task_id"], *wd])
+    assert leaf.stdout.startswith(f"cancelled task {work['task_id']} (was open): 1 task changed"), leaf.stdout
+    refused = run_cli(["task", "cancel", TASK, *wd])
+    assert refused.returncode == 1 and refused.stdout == "", refused.stdout
+    assert refused.stderr.startswith(f"bernstein: task_id {TASK} names no task"), refused.stderr
+    assert "{" not in refused.stderr, "a person gets words, not JSON"

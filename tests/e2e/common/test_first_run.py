@@ -148,10 +148,14 @@ def test_stdio_says_it_is_serving_only_on_a_terminal(workdir, runtime):
 def test_task_cancel_prints_its_refusal_once(tmp_path):
     proj = tmp_path / "proj"
     assert run_cli(["init", str(proj)]).returncode == 0
-    proc = run_cli(["task", "cancel", TASK, "--workdir", str(proj)])
+    proc = run_cli(["task", "cancel", TASK, "--workdir", str(proj), "--json"])
     assert proc.returncode == 1, proc.stdout + proc.stderr
     refusal = json.loads(proc.stdout)
     assert (proc.stdout + proc.stderr).count(refusal["message"]) == 1, proc.stdout + proc.stderr
+    # Without --json it is said once to a person, on stderr.
+    words = run_cli(["task", "cancel", TASK, "--workdir", str(proj)])
+    assert words.returncode == 1 and words.stdout == "", words.stdout + words.stderr
+    assert words.stderr.count(refusal["message"]) == 1, words.stderr
 
 
 def test_help_lists_tiers_and_describes_plan_ids():

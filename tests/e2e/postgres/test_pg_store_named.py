@@ -7,6 +7,7 @@ cannot be reached, are in tests/e2e/common/test_documented_paths.py.
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -86,9 +87,11 @@ def test_every_server_names_the_database_and_never_its_password(launcher, runtim
     assert migrated.returncode == 0, migrated.stderr
     assert migrated.stdout.startswith("schema is up to date (version ") and named[len("bernstein: store: "):] in \
         migrated.stdout, migrated.stdout
+    as_json = json.loads(cli("store", "migrate", "--store", url, "--json").stdout)
+    assert as_json["applied"] == [] and as_json["database"] == named[len("bernstein: store: "):], as_json
     assert task["task_id"] in cli("status", "--store", url).stdout
     assert cli("task", "cancel", task["task_id"], "--store", url).returncode == 0
-    for args in (["audit", "verify"], ["mailbox", "verify"], ["plan", "list", "--json"]):
+    for args in (["audit", "verify"], ["mailbox", "verify", "--json"], ["plan", "list", "--json"]):
         done = cli(*args, "--store", url)
         assert done.returncode == 0, (args, done.stdout, done.stderr)
     # Unreachable and misspelled: the errors name the database, never the password.
