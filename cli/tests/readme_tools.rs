@@ -7,7 +7,7 @@ use serde_json::Value;
 
 fn live_table() -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_bernstein"))
-        .args(["mcp", "tools", "--tier", "all", "--json-output"])
+        .args(["mcp", "tools", "--tier", "all", "--json"])
         .output()
         .expect("bernstein runs");
     assert!(

@@ -16,6 +16,9 @@ use bernstein_core::domain::claims::parse_receipt;
 use bernstein_core::signing::Signer;
 use bernstein_store_file::keys::{load_audit_key, load_signing_key};
 use clap::Subcommand;
+use serde_json::json;
+
+use super::verdict;
 
 mod paths;
 
@@ -41,6 +44,10 @@ pub enum BacklogCommand {
         /// is in (the backlog is part of that ledger).
         #[arg(long, value_name = "FILE")]
         backlog: Option<PathBuf>,
+        /// Print the verdict as JSON (the receipt and the ledger entry it is anchored to, or
+        /// the failed check).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -52,6 +59,7 @@ pub fn run(workdir: &Path, command: BacklogCommand) -> Result<ExitCode, String> 
             store,
             audit_dir,
             backlog,
+            json,
         } => {
             let flags = paths::SddFlags {
                 dir,
@@ -60,22 +68,29 @@ pub fn run(workdir: &Path, command: BacklogCommand) -> Result<ExitCode, String> 
             };
             let sdd = paths::sdd_of(workdir, flags)?;
             let url = crate::settings::store_url(store.as_deref())?;
-            verify_claim(&sdd, &receipt, url.as_deref())
+            super::require_ledger(&sdd, url.as_deref(), super::Hints::VERIFIER_STORE)?;
+            verify_claim(&sdd, &receipt, url.as_deref(), json)
         }
     }
 }
 
-fn verify_claim(sdd: &Path, receipt_path: &Path, url: Option<&str>) -> Result<ExitCode, String> {
+fn verify_claim(
+    sdd: &Path,
+    receipt_path: &Path,
+    url: Option<&str>,
+    json: bool,
+) -> Result<ExitCode, String> {
     let bytes =
         std::fs::read(receipt_path).map_err(|e| format!("{}: {e}", receipt_path.display()))?;
     let keys = ProjectKeys::load(sdd)?;
     let receipt = match parse_receipt(&bytes) {
         Ok(r) => r,
         Err(detail) => {
-            return Ok(failed(&ClaimFailure {
+            let f = ClaimFailure {
                 check: ClaimCheck::ReceiptShape,
                 detail,
-            }));
+            };
+            return failed(json, &f);
         }
     };
     let ledger = super::lines::LedgerLines::open(sdd, url)?;
@@ -86,7 +101,7 @@ fn verify_claim(sdd: &Path, receipt_path: &Path, url: Option<&str>) -> Result<Ex
         keys.public_pem.as_deref(),
     ) {
         Ok(v) => v,
-        Err(f) => return Ok(failed(&f)),
+        Err(f) => return failed(json, &f),
     };
     let outcome = ledger.for_each_line(|line| verifier.push_line(line))?;
     let result = match outcome {
@@ -95,16 +110,23 @@ fn verify_claim(sdd: &Path, receipt_path: &Path, url: Option<&str>) -> Result<Ex
     };
     match result {
         Ok(report) => {
-            say!("{}", report.summary());
-            Ok(ExitCode::SUCCESS)
+            let fields = json!({
+                "receipt_hash": report.receipt_hash,
+                "task_id": report.task_id,
+                "granted": report.granted,
+                "entry_line": report.entry_line,
+                "entry_seq": report.entry_seq,
+                "ledger": verdict::ledger_json(&report.ledger),
+            });
+            verdict::ok(json, &[report.summary()], fields)
         }
-        Err(f) => Ok(failed(&f)),
+        Err(f) => failed(json, &f),
     }
 }
 
-fn failed(f: &ClaimFailure) -> ExitCode {
-    say!("FAILED: {f}");
-    ExitCode::from(1)
+fn failed(json: bool, f: &ClaimFailure) -> Result<ExitCode, String> {
+    let fields = json!({"check": f.check.as_str(), "detail": f.detail});
+    verdict::failed(json, &[f.to_string()], fields)
 }
 
 /// The keys a verifier may use: the audit key (HMAC tags) and the public half of the signing

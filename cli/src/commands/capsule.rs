@@ -12,10 +12,12 @@ use bernstein_core::domain::capsule::{CapsuleLedgerCheck, extract_capsule};
 use bernstein_core::ledger::verify::LedgerVerifier;
 use bernstein_store_file::verify_cmd::resolve_sdd;
 use clap::Subcommand;
+use serde_json::json;
 
 use super::backlog::ProjectKeys;
 use super::handles::read_json;
 use super::lines::StableLedger;
+use super::verdict;
 
 #[derive(Debug, Subcommand)]
 pub enum CapsuleCommand {
@@ -26,12 +28,16 @@ pub enum CapsuleCommand {
         /// The `.sdd` directory (default: <workdir>/.sdd).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Print the verdict as JSON (`valid`, the capsule hash and task, the problems).
+        #[arg(long)]
+        json: bool,
     },
 }
 
 pub fn run(workdir: &Path, command: CapsuleCommand) -> Result<ExitCode, String> {
-    let CapsuleCommand::Verify { file, dir } = command;
+    let CapsuleCommand::Verify { file, dir, json } = command;
     let sdd = resolve_sdd(&dir.unwrap_or_else(|| workdir.join(".sdd")));
+    super::require_ledger(&sdd, None, super::Hints::VERIFIER)?;
     let saved = read_json(&file)?;
     let capsule = extract_capsule(&saved).unwrap_or(saved);
     let keys = ProjectKeys::load(&sdd)?;
@@ -45,21 +51,19 @@ pub fn run(workdir: &Path, command: CapsuleCommand) -> Result<ExitCode, String> 
         Err(f) => Err(f),
     };
     if let Err(f) = ledger_ok {
-        say!("FAILED: ledger: {f}");
-        return Ok(ExitCode::from(1));
+        let problem = format!("ledger: {f}");
+        return verdict::failed(json, &[problem], json!({"valid": false}));
     }
-    let verdict = check.finish();
-    if verdict.valid {
-        say!(
+    let found = check.finish();
+    let fields = serde_json::to_value(&found).map_err(|e| e.to_string())?;
+    if found.valid {
+        let line = format!(
             "OK: capsule {} of task {} verified: hash, Ed25519 signature, issuance on the audit chain, journal/mailbox/lineage heads",
-            verdict.capsule_hash.unwrap_or_default(),
-            verdict.task_id.unwrap_or_default()
+            found.capsule_hash.as_deref().unwrap_or_default(),
+            found.task_id.as_deref().unwrap_or_default()
         );
-        Ok(ExitCode::SUCCESS)
+        verdict::ok(json, &[line], fields)
     } else {
-        for p in &verdict.problems {
-            say!("FAILED: {p}");
-        }
-        Ok(ExitCode::from(1))
+        verdict::failed(json, &found.problems, fields)
     }
 }

@@ -39,7 +39,9 @@ pub struct DashboardArgs {
 }
 
 pub fn run(workdir: &Path, args: DashboardArgs) -> Result<ExitCode, String> {
-    let (store, key) = super::open_operator_store_with(workdir, args.store.as_deref(), true)?;
+    let url = settings::store_url(args.store.as_deref())?;
+    let (store, key) = super::open_operator_store_with(workdir, url.as_deref(), true)?;
+    super::announce_store(&store, workdir, url.as_deref());
     let mut config = settings::config(key, settings::tier(None)?, Vec::new())?;
     config.auth = settings::auth_mode(None)?;
     let sdd = workdir.join(".sdd");

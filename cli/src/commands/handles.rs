@@ -20,6 +20,7 @@ pub(crate) fn read_json(path: &Path) -> Result<Value, String> {
 }
 
 pub fn verify_handle(sdd: &Path, file: &Path) -> Result<ExitCode, String> {
+    super::require_ledger(sdd, None, super::Hints::VERIFIER)?;
     let saved = read_json(file)?;
     let Some(handle) = extract_handle(&saved) else {
         say!(

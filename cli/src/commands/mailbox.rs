@@ -10,9 +10,11 @@ use bernstein_core::domain::ids::check_task_id;
 use bernstein_core::domain::mailbox::MailboxVerifier;
 use bernstein_store_file::verify_cmd::resolve_sdd;
 use clap::Subcommand;
+use serde_json::json;
 
 use super::backlog::ProjectKeys;
 use super::lines::LedgerLines;
+use super::verdict;
 
 #[derive(Debug, Subcommand)]
 pub enum MailboxCommand {
@@ -28,16 +30,25 @@ pub enum MailboxCommand {
         /// directory's ledger file); the keys still come from the `.sdd` directory.
         #[arg(long, value_name = "URL")]
         store: Option<String>,
+        /// Print the verdict as JSON (entries by task, the ledger read, or the failure).
+        #[arg(long)]
+        json: bool,
     },
 }
 
 pub fn run(workdir: &Path, command: MailboxCommand) -> Result<ExitCode, String> {
-    let MailboxCommand::Verify { task, dir, store } = command;
+    let MailboxCommand::Verify {
+        task,
+        dir,
+        store,
+        json,
+    } = command;
     if let Some(t) = &task {
         check_task_id(t).map_err(|e| format!("--task {t:?}: {e}"))?;
     }
     let sdd = resolve_sdd(&dir.unwrap_or_else(|| workdir.join(".sdd")));
     let url = crate::settings::store_url(store.as_deref())?;
+    super::require_ledger(&sdd, url.as_deref(), super::Hints::VERIFIER_STORE)?;
     let keys = ProjectKeys::load(&sdd)?;
     let ledger = LedgerLines::open(&sdd, url.as_deref())?;
     let mut verifier = MailboxVerifier::new(
@@ -53,15 +64,28 @@ pub fn run(workdir: &Path, command: MailboxCommand) -> Result<ExitCode, String> 
     };
     match result {
         Ok(report) => {
-            for (task, n) in &report.entries {
-                say!("{task}  {n} entries");
-            }
-            say!("{}", report.summary());
-            Ok(ExitCode::SUCCESS)
+            let mut lines: Vec<String> = report
+                .entries
+                .iter()
+                .map(|(task, n)| format!("{task}  {n} entries"))
+                .collect();
+            lines.push(report.summary());
+            let fields = json!({
+                "entries": report.entries,
+                "ledger": verdict::ledger_json(&report.ledger),
+            });
+            verdict::ok(json, &lines, fields)
         }
-        Err(f) => {
-            say!("FAILED: {f}");
-            Ok(ExitCode::from(1))
-        }
+        Err(f) => verdict::failed(
+            json,
+            &[f.to_string()],
+            json!({
+                "check": f.check.as_str(),
+                "file": f.file,
+                "line": f.line,
+                "seq": f.seq,
+                "detail": f.detail,
+            }),
+        ),
     }
 }

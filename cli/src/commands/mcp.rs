@@ -61,8 +61,9 @@ enum McpCommand {
         #[arg(long, value_parser = tier_parser())]
         tier: Option<Tier>,
         /// Print JSON.
-        #[arg(long)]
-        json_output: bool,
+        // `--json-output`, the old spelling, stays accepted (hidden), like `--json` elsewhere.
+        #[arg(long, alias = "json-output")]
+        json: bool,
     },
 }
 
@@ -89,13 +90,14 @@ pub fn tier_parser() -> impl clap::builder::TypedValueParser<Value = Tier> {
 }
 
 pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
-    if let Some(McpCommand::Tools { tier, json_output }) = args.command {
-        return super::tools::run(tier, json_output);
+    if let Some(McpCommand::Tools { tier, json }) = args.command {
+        return super::tools::run(tier, json);
     }
     let tier = settings::tier(args.mcp_tier)?;
     let url = settings::store_url(args.store.as_deref())?;
     let http = matches!(args.transport, Transport::Http);
     let (store, key) = super::open_serving_store(workdir, url.as_deref(), args.migrate, http)?;
+    super::announce_store(&store, workdir, url.as_deref());
     let transports = match args.transport {
         Transport::Stdio => vec!["stdio".to_string()],
         Transport::Http => vec!["streamable-http".to_string(), "sse".to_string()],

@@ -18,6 +18,7 @@ pub mod stop_signals;
 pub mod store;
 pub mod task;
 pub mod tools;
+pub mod verdict;
 pub mod worker;
 
 use std::path::Path;
@@ -105,6 +106,101 @@ pub fn check_workdir(workdir: &Path) -> Result<(), String> {
     }
 }
 
+/// The flags a command that reads a project takes besides `--workdir`, so that its refusal of
+/// a directory that is no project names the ones it can use.
+#[derive(Clone, Copy, Debug)]
+pub struct Hints {
+    /// `--dir`: the `.sdd` directory (or the project holding it) of an offline verifier.
+    pub dir: bool,
+    /// `--store URL`: a PostgreSQL ledger instead of the `.sdd/` file.
+    pub store: bool,
+}
+
+impl Hints {
+    /// `status`, `plan`, `task`, `dashboard`, `worker`: `--workdir` and `--store`.
+    pub const OPERATOR: Hints = Hints {
+        dir: false,
+        store: true,
+    };
+    /// `audit verify`, `mailbox verify`, `backlog verify-claim`: `--dir` and `--store`.
+    pub const VERIFIER_STORE: Hints = Hints {
+        dir: true,
+        store: true,
+    };
+    /// `capsule verify`, `audit verify-handle`, `ledger upgrade`: `--dir`, the file only.
+    pub const VERIFIER: Hints = Hints {
+        dir: true,
+        store: false,
+    };
+}
+
+/// What every command that needs a project says of a directory without `.sdd/`: which
+/// flags name one, and the command that creates it.
+pub fn not_a_project(dir: &Path, hints: Hints) -> String {
+    format!(
+        "{d} is not a Bernstein project (no .sdd/): pass the --workdir of one{dir}{store}, or create it with `bernstein init {d}`",
+        d = dir.display(),
+        dir = if hints.dir {
+            " (or --dir DIR/.sdd)"
+        } else {
+            ""
+        },
+        store = if hints.store {
+            ", `--store URL` for a PostgreSQL ledger"
+        } else {
+            ""
+        },
+    )
+}
+
+/// What every command that reads the `.sdd/` ledger file says when the project has none (a
+/// PostgreSQL instance's workdir holds only the keys).
+pub fn no_ledger(sdd: &Path, hints: Hints) -> String {
+    let ledger = bernstein_store_file::layout::Layout::at(sdd).ledger_file();
+    let how = if hints.store {
+        "pass --store URL (or set BERNSTEIN_STORE_URL)"
+    } else {
+        "export its ledger with `bernstein ledger export --store URL --out DIR --with-keys` and pass --workdir DIR"
+    };
+    format!(
+        "{} does not exist: {} has no ledger file (in a PostgreSQL instance's workdir, which holds only the keys, {how})",
+        ledger.display(),
+        sdd.display()
+    )
+}
+
+/// The project a `.sdd` path belongs to, for the messages: its parent when it is named `.sdd`.
+fn project_of(sdd: &Path) -> &Path {
+    match (sdd.file_name(), sdd.parent()) {
+        (Some(name), Some(parent)) if name == ".sdd" => {
+            if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            }
+        }
+        _ => sdd,
+    }
+}
+
+/// Refuses, with the messages every command gives ([`not_a_project`], [`no_ledger`]), to read
+/// the ledger file of `sdd` (a resolved `.sdd` directory) when there is none. With a database
+/// `url` the ledger is the database's and the directory only lends its keys, if it has any:
+/// nothing is required of it here.
+pub fn require_ledger(sdd: &Path, url: Option<&str>, hints: Hints) -> Result<(), String> {
+    if url.is_some() {
+        return Ok(());
+    }
+    let layout = bernstein_store_file::layout::Layout::at(sdd);
+    if !(layout.ledger_dir().is_dir() || layout.keys_dir().is_dir()) {
+        return Err(not_a_project(project_of(sdd), hints));
+    }
+    if !layout.ledger_file().is_file() {
+        return Err(no_ledger(sdd, hints));
+    }
+    Ok(())
+}
+
 /// The store an operator command (status, plan, task) works on: the database that `--store`
 /// (else `BERNSTEIN_STORE_URL`) names, else the project's `.sdd/` store. It never creates
 /// anything: a workdir without `.sdd/`, or without the audit key, is refused.
@@ -125,11 +221,7 @@ pub fn open_operator_store_with(
     let url = crate::settings::store_url(store_flag)?;
     let sdd = workdir.join(".sdd");
     if url.is_none() && !sdd.is_dir() {
-        return Err(format!(
-            "{} is not a Bernstein project (no .sdd/): pass the --workdir of one, `--store URL` for a PostgreSQL ledger, or create it with `bernstein init {}`",
-            workdir.display(),
-            workdir.display()
-        ));
+        return Err(not_a_project(workdir, Hints::OPERATOR));
     }
     let key = bernstein_store_file::keys::load_audit_key(&sdd)
         .map_err(|e| format!("audit key: {e}"))?
@@ -144,12 +236,8 @@ pub fn open_operator_store_with(
             ),
         })?;
     let Some(url) = url else {
-        let ledger = sdd.join("ledger/ledger.jsonl");
-        if !ledger.is_file() {
-            return Err(format!(
-                "{} has no ledger: in a PostgreSQL instance's workdir pass --store URL (or set BERNSTEIN_STORE_URL)",
-                sdd.display()
-            ));
+        if !sdd.join("ledger/ledger.jsonl").is_file() {
+            return Err(no_ledger(&sdd, Hints::OPERATOR));
         }
         return match FileStore::open(workdir, key.clone()) {
             Ok(store) => Ok((Arc::new(store), key)),
@@ -163,7 +251,7 @@ pub fn open_operator_store_with(
     match bernstein_store_postgres::PgStore::open(&url, key.clone(), options) {
         Ok(store) => Ok((Arc::new(store), key)),
         Err(e) if degrade && does_not_verify(&e) => Ok((failed_store(&e.to_string()), key)),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(at_database(&url)(e.to_string())),
     }
 }
 
@@ -195,17 +283,19 @@ pub fn open_serving_store(
         return Ok((open_file_store_early(workdir, &key)?, key));
     };
     if migrate {
-        let applied = bernstein_store_postgres::migrate(url)?;
+        let applied = bernstein_store_postgres::migrate(url).map_err(at_database(url))?;
         if !applied.is_empty() {
             bernstein_store_file::log_line!("bernstein: applied schema migrations {applied:?}");
         }
     }
-    let key = audit_key_for(workdir, || bernstein_store_postgres::has_records(url))?;
+    let key = audit_key_for(workdir, || {
+        bernstein_store_postgres::has_records(url).map_err(at_database(url))
+    })?;
     match bernstein_store_postgres::PgStore::open(url, key.clone(), crate::settings::pg_options()?)
     {
         Ok(store) => Ok((Arc::new(store), key)),
         Err(e) if degrade && does_not_verify(&e) => Ok((failed_store(&e.to_string()), key)),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(at_database(url)(e.to_string())),
     }
 }
 
@@ -237,6 +327,48 @@ fn open_file_store_early(workdir: &Path, key: &[u8]) -> Result<SharedStore, Stri
             Ok(opening)
         }
     }
+}
+
+/// Which store a server serves, for its startup log: the `.sdd/` ledger file (absolute), or
+/// the database's host, port, name and user (never its password: see
+/// `bernstein_store_postgres::describe_url`).
+pub fn store_label(workdir: &Path, url: Option<&str>) -> String {
+    match url {
+        Some(url) => bernstein_store_postgres::describe_url(url),
+        None => {
+            let dir = workdir
+                .canonicalize()
+                .unwrap_or_else(|_| workdir.to_path_buf());
+            let ledger = bernstein_store_file::layout::Layout::at(&dir.join(".sdd")).ledger_file();
+            format!("the ledger file {}", ledger.display())
+        }
+    }
+}
+
+/// Says on stderr, once, which store a server (`mcp`, `dashboard`, an in-process `worker`)
+/// serves and how many records it holds, so that an instance started without the database
+/// URL it was meant to have does not serve an empty `.sdd/` unnoticed. A store still being
+/// opened, or one that does not verify, is named without a count.
+pub fn announce_store(store: &SharedStore, workdir: &Path, url: Option<&str>) {
+    let held = match store.snapshot() {
+        Ok(snap) if snap.position.seq == 0 => ", empty".to_string(),
+        Ok(snap) => format!(", {} records", snap.position.seq),
+        Err(_) => String::new(),
+    };
+    let note = if url.is_none() {
+        " (no --store URL or BERNSTEIN_STORE_URL given)"
+    } else {
+        ""
+    };
+    bernstein_store_file::log_line!(
+        "bernstein: store: {}{held}{note}",
+        store_label(workdir, url)
+    );
+}
+
+/// A PostgreSQL error, prefixed with the database it came from (never its password).
+fn at_database(url: &str) -> impl Fn(String) -> String + '_ {
+    move |e| format!("{}: {e}", bernstein_store_postgres::describe_url(url))
 }
 
 /// Loads (creating on first use) the project's Ed25519 signing identity,

@@ -45,6 +45,9 @@ pub enum PlanCommand {
         /// Why, recorded in the ledger.
         #[arg(long)]
         reason: Option<String>,
+        /// Print the decision (every task it changed) as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Reject a plan: every task still planned is cancelled.
     Reject {
@@ -56,6 +59,9 @@ pub enum PlanCommand {
         /// Why, recorded in the ledger.
         #[arg(long)]
         reason: Option<String>,
+        /// Print the decision (every task it changed) as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -68,12 +74,14 @@ pub fn run(workdir: &Path, store: Option<&str>, command: PlanCommand) -> Result<
             plan_id,
             hash,
             reason,
-        } => decide(open, &plan_id, &hash, PlanDecision::Approve, reason),
+            json,
+        } => decide(open, &plan_id, &hash, PlanDecision::Approve, reason, json),
         PlanCommand::Reject {
             plan_id,
             hash,
             reason,
-        } => decide(open, &plan_id, &hash, PlanDecision::Reject, reason),
+            json,
+        } => decide(open, &plan_id, &hash, PlanDecision::Reject, reason, json),
     }
 }
 
@@ -178,14 +186,21 @@ fn decide(
     hash: &str,
     decision: PlanDecision,
     reason: Option<String>,
+    as_json: bool,
 ) -> Result<ExitCode, String> {
     let (store, key) = open()?;
     let outcome = commit_operator(&*store, &key, |snap, now| {
         operator::decide_plan(snap, now, plan_id, hash, decision, reason.as_deref())
     })?;
     match outcome {
-        Ok(out) => {
+        Ok(out) if as_json => {
             print_json(&out.answer)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(out) => {
+            for line in decision_lines(&out.answer) {
+                say!("{line}");
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) if e.is_conflict() => {
@@ -196,5 +211,63 @@ fn decide(
             bernstein_store_file::log_line!("bernstein: {e}");
             Ok(ExitCode::from(1))
         }
+    }
+}
+
+/// A plan decision for a person: what was decided, how many tasks changed, then one line per
+/// status change (`T-…  planned -> open`; a parent promoted with unfinished subtasks changes
+/// twice).
+fn decision_lines(answer: &serde_json::Value) -> Vec<String> {
+    let changes = answer["changes"].as_array().cloned().unwrap_or_default();
+    let verb = match answer["decision"].as_str() {
+        Some("approve") => "approved",
+        Some("reject") => "rejected",
+        _ => "decided",
+    };
+    let tasks: std::collections::BTreeSet<&str> = changes
+        .iter()
+        .filter_map(|c| c["task_id"].as_str())
+        .collect();
+    let mut lines = vec![format!(
+        "{verb} plan {}: {}",
+        answer["plan_id"].as_str().unwrap_or("?"),
+        super::task::tasks_changed(tasks.len() as u64)
+    )];
+    for c in &changes {
+        lines.push(format!(
+            "  {}  {} -> {}",
+            c["task_id"].as_str().unwrap_or("?"),
+            c["from"].as_str().unwrap_or("?"),
+            c["to"].as_str().unwrap_or("?")
+        ));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::decision_lines;
+
+    #[test]
+    fn a_decision_lists_the_tasks_it_changed() {
+        let answer = json!({
+            "decision": "approve", "plan_id": "T-1", "hash": "sha256:00",
+            "changes": [
+                {"task_id": "T-1", "from": "planned", "to": "open"},
+                {"task_id": "T-2", "from": "planned", "to": "open"},
+                {"task_id": "T-1", "from": "open", "to": "waiting_for_subtasks"},
+            ],
+        });
+        assert_eq!(
+            decision_lines(&answer),
+            [
+                "approved plan T-1: 2 tasks changed",
+                "  T-1  planned -> open",
+                "  T-2  planned -> open",
+                "  T-1  open -> waiting_for_subtasks",
+            ]
+        );
     }
 }

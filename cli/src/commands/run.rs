@@ -34,6 +34,9 @@ pub struct RunArgs {
     /// project's ledger. BERNSTEIN_MCP_TOKEN is sent as a bearer token when set.
     #[arg(long, value_name = "URL")]
     url: Option<String>,
+    /// In process: the PostgreSQL ledger at this URL (else BERNSTEIN_STORE_URL, else `.sdd/`).
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
     /// Print the tool answers as JSON.
     #[arg(long)]
     json: bool,
@@ -43,7 +46,8 @@ pub struct RunArgs {
 const POLL_WAIT_MS: u64 = 20_000;
 
 pub fn run(workdir: &Path, args: RunArgs) -> Result<ExitCode, String> {
-    let client = Client::new(super::worker::transport(workdir, args.url.as_deref())?);
+    let transport = super::worker::transport(workdir, args.url.as_deref(), args.store.as_deref())?;
+    let client = Client::new(transport);
     let mut arguments = json!({"goal": args.goal});
     if let Some(role) = &args.role {
         arguments["role"] = json!(role);

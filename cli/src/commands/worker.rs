@@ -40,6 +40,10 @@ pub struct WorkerArgs {
     /// in process. BERNSTEIN_MCP_TOKEN is sent as a bearer token when set.
     #[arg(long, value_name = "URL")]
     url: Option<String>,
+    /// In process (without --url): drive the PostgreSQL ledger at this URL (else
+    /// BERNSTEIN_STORE_URL, else the .sdd/ of --workdir, which holds the keys either way).
+    #[arg(long, value_name = "URL", conflicts_with = "url")]
+    store: Option<String>,
     /// Where agents run and where the SHUTDOWN signal is watched (default: --workdir).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
@@ -131,14 +135,21 @@ fn default_claimer_id() -> String {
     format!("{host}-{}", std::process::id())
 }
 
-/// The MCP client transport of `--url` (streamable HTTP), else the request driver on the
-/// project's ledger in this process.
-pub(crate) fn transport(workdir: &Path, url: Option<&str>) -> Result<Box<dyn Mcp>, String> {
+/// The worker's MCP: the server at `url`, else the project's ledger in process (the database
+/// `--store` or BERNSTEIN_STORE_URL names, else `.sdd/`), which must exist: a worker never
+/// creates a project or a key, and says which store it drives.
+pub(crate) fn transport(
+    workdir: &Path,
+    url: Option<&str>,
+    store: Option<&str>,
+) -> Result<Box<dyn Mcp>, String> {
     if let Some(url) = url {
         let token = std::env::var("BERNSTEIN_MCP_TOKEN").ok();
         return Ok(Box::new(HttpMcp::new(url, token)?));
     }
-    let (store, key) = super::open_store(workdir)?;
+    let store_url = settings::store_url(store)?;
+    let (store, key) = super::open_operator_store(workdir, store_url.as_deref())?;
+    super::announce_store(&store, workdir, store_url.as_deref());
     let mut config = settings::config(key, Tier::Standard, vec!["stdio".to_string()])?;
     config.signing_key = Some(super::load_signer(workdir)?);
     let backend = Backend::new(
@@ -161,7 +172,18 @@ pub fn run(workdir: &Path, args: WorkerArgs) -> Result<ExitCode, String> {
     let project_dir = project_dir
         .canonicalize()
         .map_err(|e| format!("project directory {}: {e}", project_dir.display()))?;
-    let client = Arc::new(Client::new(transport(workdir, args.url.as_deref())?));
+    // Watched before the store is opened (and named on stderr): a stop asked for from then on
+    // is a graceful one.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| format!("cannot watch signal {sig}: {e}"))?;
+    }
+    let client = Arc::new(Client::new(transport(
+        workdir,
+        args.url.as_deref(),
+        args.store.as_deref(),
+    )?));
     let config = WorkerConfig {
         task: TaskSettings {
             claimer_id: args.claimer_id.clone().unwrap_or_else(default_claimer_id),
@@ -179,11 +201,6 @@ pub fn run(workdir: &Path, args: WorkerArgs) -> Result<ExitCode, String> {
         max_poll_interval: args.max_poll,
         receipts_dir: args.receipts_dir.clone(),
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .map_err(|e| format!("cannot watch signal {sig}: {e}"))?;
-    }
     let display = Arc::new(Display::new(std::io::stdout().is_terminal()));
     run_worker(client, &config, stop, display);
     Ok(ExitCode::SUCCESS)

@@ -32,7 +32,7 @@ def live_tools(launcher, tier: str) -> list[str]:
 
 @pytest.mark.parametrize("tier", TIERS)
 def test_mcp_tools_json_matches_what_the_server_lists(launcher, tier):
-    proc = run_cli(["mcp", "tools", "--tier", tier, "--json-output"])
+    proc = run_cli(["mcp", "tools", "--tier", tier, "--json"])
     assert proc.returncode == 0, proc.stderr
     listed = tool_names_in(json.loads(proc.stdout))
     live = {n for n in live_tools(launcher, tier) if n.startswith("bernstein_")}
@@ -49,7 +49,7 @@ def test_mcp_tools_text_lists_every_tier():
 def test_tiers_are_cumulative_in_mcp_tools():
     sets = {}
     for tier in TIERS:
-        proc = run_cli(["mcp", "tools", "--tier", tier, "--json-output"])
+        proc = run_cli(["mcp", "tools", "--tier", tier, "--json"])
         assert proc.returncode == 0, proc.stderr
         sets[tier] = tool_names_in(json.loads(proc.stdout))
     assert sets["core"] <= sets["standard"] <= sets["all"]
@@ -122,7 +122,7 @@ BUDGET = {"core": 5_000, "standard": 12_000, "all": 14_000}
 def test_mcp_tools_sizes_are_the_servers_listing_and_fit_the_budget(launcher, tier):
     """The bytes `mcp tools` reports are the compact `tools` array the server sends (2025-11-25),
     within the tier's budget; tokens are bytes / 4 rounded up (a size, not a time)."""
-    proc = run_cli(["mcp", "tools", "--tier", tier, "--json-output"])
+    proc = run_cli(["mcp", "tools", "--tier", tier, "--json"])
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     with RawServer.start(launcher, f"size-{tier}", tier=tier) as srv:

@@ -78,8 +78,8 @@ def test_read_commands_on_a_directory_without_sdd_create_nothing(tmp_path, args)
     plain.mkdir()
     (tmp_path / "receipt.json").write_text("{}")
     proc = run_cli([*args, "--workdir", str(plain)], cwd=tmp_path)
-    # verify-claim judges the (empty) receipt first: exit 1 names its shape.
-    assert proc.returncode == (1 if args[0] == "backlog" else 2), proc.stdout + proc.stderr
+    # The project is checked first, so every one of them says it is none (exit 2).
+    assert proc.returncode == 2, proc.stdout + proc.stderr
     assert tree(plain) == [], f"{args} created {tree(plain)}"
 
 
@@ -148,10 +148,14 @@ def test_stdio_says_it_is_serving_only_on_a_terminal(workdir, runtime):
 def test_task_cancel_prints_its_refusal_once(tmp_path):
     proj = tmp_path / "proj"
     assert run_cli(["init", str(proj)]).returncode == 0
-    proc = run_cli(["task", "cancel", TASK, "--workdir", str(proj)])
+    proc = run_cli(["task", "cancel", TASK, "--workdir", str(proj), "--json"])
     assert proc.returncode == 1, proc.stdout + proc.stderr
     refusal = json.loads(proc.stdout)
     assert (proc.stdout + proc.stderr).count(refusal["message"]) == 1, proc.stdout + proc.stderr
+    # Without --json it is said once to a person, on stderr.
+    words = run_cli(["task", "cancel", TASK, "--workdir", str(proj)])
+    assert words.returncode == 1 and words.stdout == "", words.stdout + words.stderr
+    assert words.stderr.count(refusal["message"]) == 1, words.stderr
 
 
 def test_help_lists_tiers_and_describes_plan_ids():

@@ -215,8 +215,8 @@ async def test_plan_decided_as_a_whole(launcher, workdir: Path):
     async with connect(launcher, "after") as (session, _):
         claim = await scenarios.ok(session, "bernstein_claim", {"claimer_id": "w"})
         assert claim["granted"] is True and claim["taskId"] == step["task_id"], claim
-    cancelled = run_cli(["--workdir", str(workdir), "task", "cancel", plan["task_id"], "--reason", "e2e"])
+    cancelled = run_cli(["--workdir", str(workdir), "task", "cancel", plan["task_id"], "--reason", "e2e", "--json"])
     assert cancelled.returncode == 0, cancelled.stderr
     assert json.loads(cancelled.stdout)["status"] == "cancelled"
-    unknown = run_cli(["--workdir", str(workdir), "task", "cancel", "T-0123456789abcdef"])
+    unknown = run_cli(["--workdir", str(workdir), "task", "cancel", "T-0123456789abcdef", "--json"])
     assert unknown.returncode == 1 and json.loads(unknown.stdout)["error"] == "unknown_task"
