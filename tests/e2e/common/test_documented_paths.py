@@ -171,6 +171,7 @@ NEEDS_PROJECT = {
     ("ledger", "upgrade"): [],
     ("worker",): ["--exec", "true"],
     ("dashboard",): ["--port", "0"],
+    ("run",): ["a goal"],
 }
 # The commands that do not: why.
 NO_PROJECT = {
