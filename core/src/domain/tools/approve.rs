@@ -43,7 +43,7 @@ summary. Plans: `bernstein plan approve`.";
 #[serde(deny_unknown_fields)]
 pub struct ApproveArgs {
     pub task_id: String,
-    /// Recorded as the result summary.
+    // Recorded (redacted) as the result summary, as the description says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<Text<1, MAX_NOTE_CHARS>>,
 }

@@ -44,7 +44,7 @@ task is reported as is.";
 pub struct CancelArgs {
     /// A task_id or run_id.
     pub task_id: String,
-    /// Why (recorded).
+    // Why; recorded (redacted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<Text<0, 4096>>,
 }

@@ -41,14 +41,13 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Claim the next open task matching the filters whose depends_on are \
-done, for lease_seconds. Answers a signed receipt {taskId, granted, ...} (taskId \"\" when none); \
-`bernstein backlog verify-claim` checks it.";
+done, for lease_seconds. Answers a signed receipt {taskId, granted, ...} (taskId \"\" if none).";
 
 /// Arguments of `bernstein_claim`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimArgs {
-    /// The worker's identity.
+    // The worker's identity.
     pub claimer_id: Ident<256>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Label<64>>,
@@ -56,17 +55,18 @@ pub struct ClaimArgs {
     pub project: Option<Label<256>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capability: Option<Label<256>>,
-    /// Done tasks this worker holds: a task is offered only if all its dependencies are here.
+    /// Done tasks you hold: offered tasks' depends_on must all be here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_ids: Option<List<String, MAX_COMPLETED_IDS>>,
     /// Skip tasks claimed this often.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<Int<u32, 0, 100_000>>,
-    /// `sha256:` agent card fingerprint.
+    // The `sha256:` fingerprint of the worker's agent card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimer_card_fingerprint: Option<Ident<256>>,
-    /// Renewed by each message of the claimer (default 300).
+    /// Claimer messages renew it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = lease::DEFAULT_LEASE_SECONDS))]
     pub lease_seconds: Option<Int<u64, { lease::MIN_LEASE_SECONDS }, { lease::MAX_LEASE_SECONDS }>>,
 }
 

@@ -50,7 +50,7 @@ if it needs approval.";
 pub struct CompleteArgs {
     pub task_id: String,
     pub result_summary: Text<1, MAX_SUMMARY_CHARS>,
-    /// When given, refused unless this claimer holds the task.
+    /// If given, it must hold the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimer_id: Option<Ident<256>>,
 }

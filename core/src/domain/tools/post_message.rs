@@ -64,10 +64,10 @@ pub struct PostMessageArgs {
     /// At most 4096 bytes.
     pub body: Bytes<MAX_BODY_BYTES>,
     pub kind: MessageKind,
-    /// Default anonymous.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_SENDER))]
     pub sender: Option<Ident<256>>,
-    /// `sha256:` agent card fingerprint.
+    // The `sha256:` fingerprint of the sender's agent card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_card_fingerprint: Option<Ident<256>>,
     /// Claimer only: started, failed (body = reason) or open (released).

@@ -57,22 +57,23 @@ poll_after_ms. Runs take minutes to hours: poll bernstein_run_status, never call
 pub struct RunArgs {
     /// First line: the title.
     pub goal: Text<1, 8192>,
-    /// Default backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_ROLE))]
     pub role: Option<Text<1, 64>>,
-    /// 1 critical, 2 normal (default), 3 low.
+    /// 1 critical, 3 low.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_PRIORITY))]
     pub priority: Option<Int<u8, 1, 3>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(description = "Default medium.")]
+    #[schemars(extend("default" = Scope::default()))]
     pub scope: Option<Scope>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(description = "Default medium.")]
+    #[schemars(extend("default" = Complexity::default()))]
     pub complexity: Option<Complexity>,
-    /// Default 30.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_ESTIMATED_MINUTES))]
     pub estimated_minutes: Option<Int<u32, 1, 10080>>,
-    /// Add a subtask to this task.
+    /// Make it a subtask of this task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_task_id: Option<String>,
     /// Tasks that must be done first.

@@ -35,9 +35,9 @@ failed or cancelled.";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunStatusArgs {
-    /// Or any task id of the run.
+    /// Or any task of the run.
     pub run_id: String,
-    /// Long poll: wait this long for the end (or a move past `since`).
+    /// Long poll: wait for the end or a move past since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<Int<u32, 1, 120_000>>,
     /// The journalHead last seen.

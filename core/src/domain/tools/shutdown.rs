@@ -44,8 +44,8 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Stop a project's whole orchestrator (all runs, workers) via \
-.sdd/runtime/signals/SHUTDOWN; for one run use bernstein_cancel.";
+const DESCRIPTION: &str = "Stop a project's whole orchestrator (all runs and workers); for one \
+run use bernstein_cancel.";
 
 /// Arguments of `bernstein_shutdown_orchestrator`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

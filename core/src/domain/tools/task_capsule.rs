@@ -44,7 +44,7 @@ pub struct TaskCapsuleArgs {
     /// Check `capsule` instead.
     #[serde(default)]
     pub verify: bool,
-    /// A capsule this tool returned (or a result holding one).
+    /// One this tool returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capsule: Option<serde_json::Map<String, Value>>,
 }

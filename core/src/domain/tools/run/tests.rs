@@ -65,6 +65,14 @@ fn the_input_schema_carries_the_limits() {
     assert_eq!(s["properties"]["estimated_minutes"]["maximum"], 10080);
     assert_eq!(s["properties"]["priority"]["maximum"], 3);
     assert_eq!(s["properties"]["role"]["maxLength"], 64);
+    assert_eq!(s["properties"]["role"]["default"], DEFAULT_ROLE);
+    assert_eq!(s["properties"]["scope"]["default"], "medium");
+    assert_eq!(s["properties"]["complexity"]["default"], "medium");
+    assert_eq!(s["properties"]["priority"]["default"], DEFAULT_PRIORITY);
+    assert_eq!(
+        s["properties"]["estimated_minutes"]["default"],
+        DEFAULT_ESTIMATED_MINUTES
+    );
     let scope = s["properties"]["scope"].to_string();
     assert!(
         scope.contains("small") && scope.contains("large"),
