@@ -72,11 +72,11 @@ mod tests {
         assert!(preset("nope").is_none());
         assert_eq!(preset("claude").map(Preset::program), Some("claude"));
         assert_eq!(preset("aider").map(Preset::program), Some("aider"));
-        // The README's table documents the same command lines.
-        let readme = include_str!("../../README.md");
+        // docs/WORKER.md's table documents the same command lines.
+        let doc = include_str!("../../docs/WORKER.md");
         for p in PRESETS {
             let row = format!("| `{}` | `{}` |", p.name, p.command);
-            assert!(readme.contains(&row), "README lacks {row}");
+            assert!(doc.contains(&row), "docs/WORKER.md lacks {row}");
         }
         assert_eq!(override_var("claude"), "BERNSTEIN_AGENT_CLAUDE");
     }

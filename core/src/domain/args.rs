@@ -2,10 +2,17 @@
 //! advertises and the check its arguments pass when they are parsed are read off them, so the
 //! two are one fact. The engine validates a call's arguments against the advertised schema
 //! before any handler runs; what a schema cannot say (non-blank text, no control characters,
-//! an identifier's alphabet) is checked on parse, which any caller that parses arguments (the
-//! engine's tools, the CLI, a test) goes through. A failed check is a serde error naming what
-//! was wrong; `tools::parse_args` turns it into the refusal `invalid_arguments` with the
+//! no secret in an identifier) is checked on parse, which any caller that parses arguments
+//! (the engine's tools, the CLI, a test) goes through. A failed check is a serde error naming
+//! what was wrong; `tools::parse_args` turns it into the refusal `invalid_arguments` with the
 //! argument's path as `field`.
+//!
+//! Every string a tool records is one of two things (docs/SECURITY.md lists each field):
+//! free text ([`Text`], [`Label`], [`Bytes`]), which the tool redacts with the DLP before
+//! recording it, or an identifier ([`TaskId`], [`Ident`], [`ArtifactKey`]), recorded verbatim
+//! and so held to the exact shape of what it identifies: its schema carries that shape as an
+//! anchored `pattern`, and its check refuses, without repeating it, any value a DLP pattern
+//! matches (a `ghp_…` token has the alphabet of a worker name).
 //!
 //! Each serializes as its inner value, so a tool's canonical arguments (which derive its task
 //! ids) are unchanged by the wrapping.
@@ -17,7 +24,9 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserialize, Deserializer};
 use serde::{Serialize, Serializer};
 
-use super::ids::quote_for_message;
+use super::dlp::redact;
+use super::ids::{TASK_ID_HEX_LEN, TASK_ID_PREFIX, check_task_id, quote_for_message};
+use super::lineage::{MAX_KEY_BYTES, check_key};
 
 /// `MIN` to `MAX` characters of text; when `MIN` is at least 1, some of them not blank (a goal,
 /// a note, a reason).
@@ -34,9 +43,20 @@ pub struct Label<const MAX: usize>(String);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bytes<const MAX: usize>(String);
 
-/// 1 to `MAX` ASCII letters, digits and `_.:-` (a worker, a sender, a fingerprint).
+/// 1 to `MAX` ASCII letters, digits and `_.:-` that no DLP pattern matches: a name that is not
+/// an id of ours (a worker, a sender, a fingerprint, a role, a project, a capability).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ident<const MAX: usize>(String);
+
+/// A task id, the shape [`super::ids::derive_task_id`] makes: `T-` and 16 lowercase hex digits.
+/// A run's id and a plan's id are their root task's id, so they are task ids too.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TaskId(String);
+
+/// An artifact key: a relative path of letters, digits and `_.-/` ([`check_key`]) that no DLP
+/// pattern matches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArtifactKey(String);
 
 /// An integer from `MIN` to `MAX`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,8 +109,21 @@ impl<const MAX: usize> Bytes<MAX> {
     }
 }
 
+/// What the check of an identifier says of a value a DLP pattern matches. The value is not
+/// repeated: the refusal is answered, and may be logged.
+pub const LOOKS_LIKE_A_SECRET: &str = "looks like a secret (a DLP pattern matches it; docs/RECORDS.md \
+§7) and identifiers are recorded as given, so it is refused; the value is not repeated here";
+
+/// Whether a DLP pattern matches `text`: an identifier that does is refused, never recorded.
+pub fn looks_like_a_secret(text: &str) -> bool {
+    redact(text).count > 0
+}
+
 impl<const MAX: usize> Ident<MAX> {
     pub fn check(text: &str) -> Result<(), String> {
+        if looks_like_a_secret(text) {
+            return Err(LOOKS_LIKE_A_SECRET.into());
+        }
         let ok = !text.is_empty()
             && text.len() <= MAX
             && text
@@ -106,10 +139,34 @@ impl<const MAX: usize> Ident<MAX> {
     }
 }
 
-/// The string newtypes: their value, construction through the check, and transparent serde.
+impl TaskId {
+    pub fn check(text: &str) -> Result<(), String> {
+        if looks_like_a_secret(text) {
+            return Err(LOOKS_LIKE_A_SECRET.into());
+        }
+        check_task_id(text)
+            .map(drop)
+            .map_err(|e| format!("{} is not a task id: {e}", quote_for_message(text)))
+    }
+}
+
+impl ArtifactKey {
+    pub fn check(text: &str) -> Result<(), String> {
+        if looks_like_a_secret(text) {
+            return Err(LOOKS_LIKE_A_SECRET.into());
+        }
+        check_key(text)
+    }
+}
+
+/// The string newtypes: their value, construction through the check, transparent serde, and
+/// the schema `$schema` with the schema name `$schema_name`.
 macro_rules! string_newtype {
-    ($name:ident < $(const $p:ident : usize),+ >, $min:expr, $max:expr) => {
-        impl<$(const $p: usize),+> $name<$($p),+> {
+    ($name:ident, $schema_name:expr, $schema:expr) => {
+        string_newtype!($name<>, $schema_name, $schema);
+    };
+    ($name:ident < $(const $p:ident : usize),* >, $schema_name:expr, $schema:expr) => {
+        impl<$(const $p: usize),*> $name<$($p),*> {
             /// The value, when it passes the check.
             pub fn new(text: impl Into<String>) -> Result<Self, String> {
                 let text = text.into();
@@ -126,51 +183,69 @@ macro_rules! string_newtype {
             }
         }
 
-        impl<$(const $p: usize),+> Deref for $name<$($p),+> {
+        impl<$(const $p: usize),*> Deref for $name<$($p),*> {
             type Target = str;
             fn deref(&self) -> &str {
                 &self.0
             }
         }
 
-        impl<$(const $p: usize),+> std::fmt::Display for $name<$($p),+> {
+        impl<$(const $p: usize),*> std::fmt::Display for $name<$($p),*> {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(&self.0)
             }
         }
 
-        impl<$(const $p: usize),+> Serialize for $name<$($p),+> {
+        impl<$(const $p: usize),*> Serialize for $name<$($p),*> {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 self.0.serialize(s)
             }
         }
 
-        impl<'de, $(const $p: usize),+> Deserialize<'de> for $name<$($p),+> {
+        impl<'de, $(const $p: usize),*> Deserialize<'de> for $name<$($p),*> {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 $name::new(String::deserialize(d)?).map_err(de::Error::custom)
             }
         }
 
-        impl<$(const $p: usize),+> JsonSchema for $name<$($p),+> {
+        impl<$(const $p: usize),*> JsonSchema for $name<$($p),*> {
             fn inline_schema() -> bool {
                 true
             }
 
             fn schema_name() -> Cow<'static, str> {
-                Cow::Owned(format!("{}_{}_{}", stringify!($name), $min, $max))
+                Cow::Owned($schema_name)
             }
 
             fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                string_schema($min, $max)
+                $schema
             }
         }
     };
 }
 
-string_newtype!(Text<const MIN: usize, const MAX: usize>, MIN, MAX);
-string_newtype!(Label<const MAX: usize>, 1, MAX);
-string_newtype!(Bytes<const MAX: usize>, 1, MAX);
-string_newtype!(Ident<const MAX: usize>, 1, MAX);
+string_newtype!(
+    Text<const MIN: usize, const MAX: usize>,
+    format!("Text_{MIN}_{MAX}"),
+    string_schema(MIN, MAX)
+);
+string_newtype!(Label<const MAX: usize>, format!("Label_{MAX}"), string_schema(1, MAX));
+string_newtype!(Bytes<const MAX: usize>, format!("Bytes_{MAX}"), string_schema(1, MAX));
+string_newtype!(
+    Ident<const MAX: usize>,
+    format!("Ident_{MAX}"),
+    pattern_schema(&format!("^[A-Za-z0-9_.:-]{{1,{MAX}}}$"))
+);
+string_newtype!(
+    TaskId,
+    "TaskId".to_string(),
+    pattern_schema(&format!("^{TASK_ID_PREFIX}[0-9a-f]{{{TASK_ID_HEX_LEN}}}$"))
+);
+string_newtype!(
+    ArtifactKey,
+    "ArtifactKey".to_string(),
+    pattern_schema(&format!("^[A-Za-z0-9_./-]{{1,{MAX_KEY_BYTES}}}$"))
+);
 
 /// `{"type": "string", "minLength": min, "maxLength": max}` (no `minLength` for 0).
 fn string_schema(min: usize, max: usize) -> Schema {
@@ -180,6 +255,12 @@ fn string_schema(min: usize, max: usize) -> Schema {
     }
     schema.insert("maxLength".into(), max.into());
     schema
+}
+
+/// `{"type": "string", "pattern": pattern}`: the anchored shape of an identifier, which states
+/// its length too (so no `minLength`/`maxLength` repeats it).
+fn pattern_schema(pattern: &str) -> Schema {
+    json_schema!({"type": "string", "pattern": pattern})
 }
 
 impl<T: Copy + Into<u64>, const MIN: u64, const MAX: u64> Int<T, MIN, MAX> {

@@ -45,6 +45,7 @@ pub const LINK_TYPE: &str = "bernstein.artifact_link.v1";
 /// What an artifact is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(transform = super::schema::undescribed)]
 pub enum ArtifactKind {
     Report,
     Table,
@@ -82,6 +83,7 @@ pub struct LinkContent {
 /// An artifact's content: markdown text (report), a table, or a link.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
+#[schemars(transform = super::schema::undescribed)]
 pub enum ArtifactContent {
     /// Markdown text (kind report).
     Text(String),

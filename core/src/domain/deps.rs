@@ -16,22 +16,21 @@ use crate::domain::refusal::Refusal;
 use crate::protocol::refusal::Common;
 use crate::protocol::registry::ToolError;
 
+use super::args::TaskId;
 use super::claims::dependency_done;
-use super::ids::check_task_id;
 use super::lifecycle::TaskStatus;
 use super::projection::{Projection, TaskRow};
-use super::tools::invalid_id;
 
 /// Most dependencies one task may name.
 pub const MAX_DEPENDENCIES: usize = 64;
 /// Most tasks the cycle search visits before refusing (bounds the cost of one call).
 pub const MAX_CYCLE_SEARCH: usize = 100_000;
 
-/// Checks `depends_on` for a new task under `parent`; returns the list without duplicates, in
-/// the order given.
+/// Checks `depends_on` for a new task under `parent` (each id's shape is its type's check);
+/// returns the list without duplicates, in the order given.
 pub fn check_dependencies(
     p: &Projection,
-    depends_on: &[String],
+    depends_on: &[TaskId],
     parent: Option<&str>,
 ) -> Result<Vec<String>, ToolError> {
     if depends_on.len() > MAX_DEPENDENCIES {
@@ -47,7 +46,7 @@ pub fn check_dependencies(
     }
     let mut out: Vec<String> = Vec::new();
     for id in depends_on {
-        check_task_id(id).map_err(|e| invalid_id("depends_on", id, e))?;
+        let id = id.as_str();
         if p.task(id).is_none() {
             return Err(ToolError::new(
                 Refusal::UnknownDependency,
@@ -55,10 +54,10 @@ pub fn check_dependencies(
                 "Name tasks that already exist (ids bernstein_run returned); create the dependency first.",
             )
             .with("field", "depends_on")
-            .with("dependency", id.as_str()));
+            .with("dependency", id));
         }
-        if !out.contains(id) {
-            out.push(id.clone());
+        if !out.iter().any(|o| o == id) {
+            out.push(id.to_string());
         }
     }
     if let Some(parent) = parent {

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
     schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[schemars(transform = super::schema::undescribed)]
 pub enum TaskStatus {
     // Part of a plan that waits for an operator's decision.
     Planned,

@@ -36,6 +36,7 @@ pub const ENTRY_SIGNATURE_TYPE: &str = "bernstein.mailbox_entry.v1";
 /// What a message is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(transform = super::schema::undescribed)]
 pub enum MessageKind {
     Finding,
     ArtefactRef,

@@ -339,7 +339,8 @@ fn step(b: &mut Bench, m: &mut Model, op: Op) {
         }
         Op::PollMalformed => {
             let e = b.refused("bernstein_run_status", json!({"run_id": "run/../../etc"}));
-            assert_eq!(e.error, "invalid_id");
+            assert_eq!(e.error, "invalid_arguments");
+            assert_eq!(e.extra["field"], "run_id");
         }
     }
 }

@@ -59,6 +59,7 @@ fn is_false(b: &bool) -> bool {
     Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[schemars(transform = super::schema::undescribed)]
 pub enum Scope {
     Small,
     #[default]
@@ -71,6 +72,7 @@ pub enum Scope {
     Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "snake_case")]
+#[schemars(transform = super::schema::undescribed)]
 pub enum Complexity {
     Low,
     #[default]

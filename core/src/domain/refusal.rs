@@ -6,8 +6,6 @@
 crate::refusal_codes! {
     /// A Bernstein tool's refusal (see the module docs).
     pub enum Refusal {
-        /// A peer-supplied id is not of the shape `bernstein_run` returns.
-        InvalidId = "invalid_id",
         /// A name (run, task, artifact key) is empty, too long or not plain text.
         InvalidName = "invalid_name",
         /// No task has that id.

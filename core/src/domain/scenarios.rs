@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::args::Ident;
 use super::records::{Complexity, Scope};
 use super::skills;
 
@@ -113,7 +114,8 @@ pub fn parse(text: &str) -> Result<Scenario, String> {
         bounded("title", &t.title, 1, 200).map_err(at)?;
         bounded("description", &t.description, 0, 4000).map_err(at)?;
         if let Some(r) = &t.role {
-            bounded("role", r, 1, 64).map_err(at)?;
+            // Recorded as the task's role, verbatim: an identifier like `bernstein_run`'s.
+            Ident::<64>::check(r).map_err(|e| at(format!("role {e}")))?;
         }
         if t.priority.is_some_and(|p| !(1..=3).contains(&p)) {
             return Err(at("priority must be 1, 2 or 3".into()));
@@ -190,9 +192,18 @@ mod tests {
             r#"{"id":"x","name":"X","tasks":[{"title":"t","priority":0}]}"#,
             r#"{"id":"x","name":"X","tasks":[{"title":"t","estimated_minutes":0}]}"#,
             r#"{"id":"x","name":"X","tasks":[{"title":"t","scope":"huge"}]}"#,
+            // A role is recorded verbatim, so it is an identifier like bernstein_run's.
+            r#"{"id":"x","name":"X","tasks":[{"title":"t","role":"qa engineer"}]}"#,
+            r#"{"id":"x","name":"X","tasks":[{"title":"t","role":"ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}]}"#,
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+        let e = parse(r#"{"id":"x","name":"X","tasks":[{"title":"t","role":"ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}]}"#)
+            .unwrap_err();
+        assert!(
+            e.contains("looks like a secret") && !e.contains("ghp_"),
+            "{e}"
+        );
         let many = format!(
             r#"{{"id":"x","name":"X","tasks":[{}]}}"#,
             vec![r#"{"title":"t"}"#; MAX_TASKS + 1].join(",")

@@ -14,7 +14,10 @@
 //!   `minimum`/`maximum`; 64-bit, 128-bit and pointer-sized integers only `minimum: 0` when
 //!   unsigned (their upper ends are beyond what JSON numbers carry exactly; the
 //!   deserializer still refuses out-of-range values as `invalid_arguments`). A tighter
-//!   bound the type declares is kept. Float formats are dropped.
+//!   bound the type declares is kept. Float formats are dropped. Output schemas state no
+//!   integer widths at all ([`output_schema`]).
+//! - no keyword that says what its absence says: `default: false` on a boolean (an absent
+//!   boolean is false to every handler) and `additionalProperties: true`.
 //!
 //! This module must never validate anything: the protocol engine validates arguments against
 //! these schemas.
@@ -24,6 +27,11 @@ use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
 fn generate<T: JsonSchema>(settings: SchemaSettings) -> Value {
+    generate_with::<T>(settings, false)
+}
+
+/// [`generate`], without the bounds of Rust integer widths when `unbounded_integers`.
+fn generate_with<T: JsonSchema>(settings: SchemaSettings, unbounded_integers: bool) -> Value {
     let settings = settings.with(|s| {
         s.inline_subschemas = true;
         s.meta_schema = None;
@@ -39,6 +47,9 @@ fn generate<T: JsonSchema>(settings: SchemaSettings) -> Value {
         // The root's doc comment ("Arguments of ...") repeats what the tool says.
         obj.remove("description");
         obj.entry("type").or_insert_with(|| json!("object"));
+    }
+    if unbounded_integers {
+        drop_integer_formats(&mut v);
     }
     portable(&mut v);
     v
@@ -90,6 +101,26 @@ pub fn portable(schema: &mut Value) {
     each_subschema(obj, portable);
     drop_null(obj);
     standard_format(obj);
+    if obj.get("type") == Some(&json!("boolean")) && obj.get("default") == Some(&json!(false)) {
+        obj.remove("default");
+    }
+    if obj.get("additionalProperties") == Some(&json!(true)) {
+        obj.remove("additionalProperties");
+    }
+}
+
+/// Removes every `description` of a type's schema, for a type whose values say what they are
+/// (an enum of plain words, content shaped by its kind): its doc comments, written for readers
+/// of the code, would only repeat in every listing what the field holding it says.
+/// `#[schemars(transform = schema::undescribed)]` on the type.
+pub fn undescribed(schema: &mut schemars::Schema) {
+    if let Some(obj) = schema.as_object_mut() {
+        let mut v = Value::Object(std::mem::take(obj));
+        strip_descriptions(&mut v);
+        if let Value::Object(m) = v {
+            *obj = m;
+        }
+    }
 }
 
 /// Removes every `description` of a schema (the keyword, never a property of that name).
@@ -250,12 +281,35 @@ pub fn input_schema<T: JsonSchema>() -> Value {
 }
 
 /// The output schema of a payload type (serialization contract). It carries structure only:
-/// field names, types, enums and bounds, no `description` (the tool's description and
-/// docs/RECORDS.md say what the fields mean), because it is advertised on every listing.
+/// field names, types, enums and the bounds a type declares, no `description` (the tool's
+/// description and docs/RECORDS.md say what the fields mean) and no bounds of a Rust integer's
+/// width (`minimum: 0` of every count), because it is advertised on every listing and the
+/// server, not the host, is the one bound by it.
 pub fn output_schema<T: JsonSchema>() -> Value {
-    let mut v = generate::<T>(SchemaSettings::draft2020_12().for_serialize());
+    let mut v = generate_with::<T>(SchemaSettings::draft2020_12().for_serialize(), true);
     strip_descriptions(&mut v);
     v
+}
+
+/// Removes every integer `format` (the width of a Rust integer) and the bounds that only repeat
+/// that width (`minimum: 0` of an unsigned one), before [`portable`] would turn the format into
+/// bounds; a tighter bound the type declares stays.
+fn drop_integer_formats(schema: &mut Value) {
+    let Value::Object(obj) = schema else { return };
+    each_subschema(obj, drop_integer_formats);
+    let Some((lo, hi)) = obj
+        .get("format")
+        .and_then(Value::as_str)
+        .and_then(integer_bounds)
+    else {
+        return;
+    };
+    obj.remove("format");
+    for (key, width) in [("minimum", lo), ("maximum", hi)] {
+        if width.is_some_and(|w| obj.get(key).and_then(Value::as_i64) == Some(w)) {
+            obj.remove(key);
+        }
+    }
 }
 
 /// The schema of a structured tool refusal `{error, message, hint, ...extra}`. The engine may
@@ -312,6 +366,28 @@ mod tests {
         signed: i32,
         ratio: f64,
         kind: Option<Kind>,
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Answer {
+        count: u64,
+        small: u8,
+        #[schemars(range(min = 1, max = 3))]
+        priority: u8,
+    }
+
+    #[test]
+    fn output_schemas_state_no_integer_widths() {
+        let s = output_schema::<Answer>();
+        let p = &s["properties"];
+        assert_eq!(p["count"], json!({"type": "integer"}));
+        assert_eq!(p["small"], json!({"type": "integer"}));
+        assert_eq!(
+            p["priority"],
+            json!({"type": "integer", "minimum": 1, "maximum": 3})
+        );
+        assert!(portability_problems(&s).is_empty(), "{s}");
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //!
 //! An invalid value is ignored, never an error and never recorded: an invalid `traceparent`
 //! drops the whole context (`tracestate` and `baggage` mean nothing without it), an invalid
-//! `tracestate` or `baggage` drops only that field. This module only screens values; it never
+//! `tracestate` or `baggage` drops only that field. So does a `tracestate` or `baggage` that a
+//! DLP pattern matches (`baggage: api_key=…` is a common way to leak one): the records keep a
+//! trace context as sent or not at all, never a secret. This module only screens values; it never
 //! decides what a record holds beyond the [`TraceRef`] it returns.
 
 use serde::{Deserialize, Serialize};
@@ -25,6 +27,7 @@ use serde_json::Value;
 use crate::ledger::Draft;
 use crate::protocol::ids::traceparent_trace_id;
 
+use super::dlp::redact;
 use super::records;
 
 /// Most list members a `tracestate` may hold (W3C Trace Context level 1).
@@ -72,10 +75,10 @@ impl TraceRef {
             parent_span: parent_span.to_string(),
             traceparent: Some(traceparent.to_string()),
             tracestate: field("tracestate")
-                .filter(|s| valid_tracestate(s))
+                .filter(|s| valid_tracestate(s) && redact(s).count == 0)
                 .map(str::to_string),
             baggage: field("baggage")
-                .filter(|s| valid_baggage(s))
+                .filter(|s| valid_baggage(s) && redact(s).count == 0)
                 .map(str::to_string),
         })
     }
@@ -284,6 +287,28 @@ mod tests {
             assert_eq!(TraceRef::from_meta(Some(&bad)), None, "{bad}");
         }
         assert_eq!(TraceRef::from_meta(None), None);
+    }
+
+    #[test]
+    fn a_tracestate_or_baggage_holding_a_secret_is_dropped() {
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+        for (tracestate, baggage) in [
+            (format!("vendor={token}"), "k=v".to_string()),
+            ("a=b".to_string(), format!("api_key={token}")),
+            ("a=b".to_string(), "password=hunter2x".to_string()),
+        ] {
+            assert!(valid_tracestate(&tracestate) && valid_baggage(&baggage));
+            let meta = json!({"traceparent": TP, "tracestate": tracestate, "baggage": baggage});
+            let t = TraceRef::from_meta(Some(&meta)).unwrap();
+            let kept = serde_json::to_string(&t).unwrap();
+            assert!(
+                !kept.contains(token) && !kept.contains("hunter2x"),
+                "{kept}"
+            );
+            assert_eq!(t.traceparent.as_deref(), Some(TP));
+            // The other field, holding none, is kept as sent.
+            assert!(t.tracestate.is_some() || t.baggage.is_some(), "{kept}");
+        }
     }
 
     #[test]

@@ -238,8 +238,25 @@ mod tests {
         server.catalog.effects_in_descriptions = true;
         assert_eq!(
             described(&server),
-            "Does a thing. Effects: no file reads, writes files, no processes, makes network \
-             requests."
+            "Does a thing. Effects: writes files, makes network requests only."
+        );
+        let sentence = |reads_files, writes_files, spawns_processes, network| {
+            super::super::registry::Effects {
+                reads_files,
+                writes_files,
+                spawns_processes,
+                network,
+            }
+            .sentence()
+        };
+        assert_eq!(sentence(false, false, false, false), "Effects: none.");
+        assert_eq!(
+            sentence(true, false, false, false),
+            "Effects: reads files only."
+        );
+        assert_eq!(
+            sentence(true, true, true, false),
+            "Effects: reads and writes files, spawns processes only."
         );
     }
 

@@ -22,18 +22,26 @@ pub struct Effects {
 }
 
 impl Effects {
-    /// The sentence `tools/list` ends every tool's description with: its host effects in the
-    /// fewest words that name all four (e.g. "Effects: reads files, no file writes, no
-    /// processes, no network.").
+    /// The sentence `tools/list` ends every tool's description with: the host effects the tool
+    /// has, and that it has no other ("Effects: reads files only.", "Effects: reads and writes
+    /// files only.", "Effects: none."). It is on every tool of every listing, so it names only
+    /// what is there: "only" says the rest is absent.
     pub fn sentence(&self) -> String {
-        let say = |b: bool, yes: &'static str, no: &'static str| if b { yes } else { no };
-        format!(
-            "Effects: {}, {}, {}, {}.",
-            say(self.reads_files, "reads files", "no file reads"),
-            say(self.writes_files, "writes files", "no file writes"),
-            say(self.spawns_processes, "spawns processes", "no processes"),
-            say(self.network, "makes network requests", "no network")
-        )
+        let files = match (self.reads_files, self.writes_files) {
+            (true, true) => Some("reads and writes files"),
+            (true, false) => Some("reads files"),
+            (false, true) => Some("writes files"),
+            (false, false) => None,
+        };
+        let effects: Vec<&str> = files
+            .into_iter()
+            .chain(self.spawns_processes.then_some("spawns processes"))
+            .chain(self.network.then_some("makes network requests"))
+            .collect();
+        if effects.is_empty() {
+            return "Effects: none.".to_string();
+        }
+        format!("Effects: {} only.", effects.join(", "))
     }
 }
 

@@ -65,7 +65,7 @@ async def test_sdk_signals_the_project_and_the_file_appears(launcher, workdir):
     async with connect(launcher, "sdk-shutdown") as (session, _init):
         listed = {t.name: t for t in (await session.list_tools()).tools}
         assert TOOL in listed, "standard tier lists the shutdown tool"
-        assert "writes files," in listed[TOOL].description
+        assert "writes files" in listed[TOOL].description
         result = await session.call_tool(TOOL, {"workdir": str(workdir)})
         payload = ok_payload(result)
     signal = workdir / SIGNAL

@@ -18,6 +18,10 @@ struct Args {
     priority: Option<Int<u8, 1, 3>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ids: Option<List<Ident<6>, 2>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task: Option<TaskId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<ArtifactKey>,
 }
 
 fn parse(v: serde_json::Value) -> Result<Args, String> {
@@ -40,7 +44,15 @@ fn the_schema_states_the_limits_the_types_check() {
     );
     assert_eq!(
         p["who"],
-        json!({"type": "string", "minLength": 1, "maxLength": 6})
+        json!({"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,6}$"})
+    );
+    assert_eq!(
+        p["task"],
+        json!({"type": "string", "pattern": "^T-[0-9a-f]{16}$"})
+    );
+    assert_eq!(
+        p["key"],
+        json!({"type": "string", "pattern": "^[A-Za-z0-9_./-]{1,256}$"})
     );
     assert_eq!(
         p["priority"],
@@ -48,7 +60,7 @@ fn the_schema_states_the_limits_the_types_check() {
     );
     assert_eq!(
         p["ids"],
-        json!({"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 6}, "maxItems": 2})
+        json!({"type": "array", "items": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,6}$"}, "maxItems": 2})
     );
     assert_eq!(schema["required"], json!(["goal"]));
 }
@@ -115,4 +127,92 @@ fn a_failed_check_names_its_argument() {
     let e = crate::domain::tools::parse_args::<Args>("t", json!({})).unwrap_err();
     assert!(!e.extra.contains_key("field"), "{e:?}");
     assert!(e.message.contains("missing field `goal`"), "{e:?}");
+}
+
+/// The shapes the identifier patterns state are the shapes their checks accept: each pattern,
+/// read as a regex over a sample of values, agrees with the check on every one.
+#[test]
+fn identifier_patterns_and_checks_agree() {
+    let samples = [
+        "",
+        "w",
+        "worker-1",
+        "a b",
+        "é",
+        "x".repeat(6).as_str(),
+        "x".repeat(7).as_str(),
+        "T-0123456789abcdef",
+        "T-0123456789ABCDEF",
+        "T-0123456789abcde",
+        "T-0123456789abcdef0",
+        "t-0123456789abcdef",
+        "reports/summary.md",
+        "a/b_c-d.e",
+        "a:b",
+        "a\nb",
+    ]
+    .map(str::to_string);
+    let matches = |pattern: &str, v: &str| -> bool {
+        // The three pattern shapes used: ^[class]{1,N}$ and ^T-[0-9a-f]{16}$.
+        if let Some(rest) = pattern.strip_prefix("^T-[0-9a-f]{16}$") {
+            assert!(rest.is_empty());
+            return v.len() == 18
+                && v.starts_with("T-")
+                && v[2..]
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        }
+        let class = pattern
+            .strip_prefix("^[A-Za-z0-9")
+            .and_then(|r| r.split_once("]{1,"))
+            .expect("a class pattern");
+        let max: usize = class.1.strip_suffix("}$").unwrap().parse().unwrap();
+        let extra = class.0;
+        !v.is_empty()
+            && v.len() <= max
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || extra.as_bytes().contains(&b))
+    };
+    let schema = input_schema::<Args>();
+    for (field, check) in [
+        ("who", Ident::<6>::check as fn(&str) -> Result<(), String>),
+        ("task", TaskId::check),
+        ("key", ArtifactKey::check),
+    ] {
+        let pattern = schema["properties"][field]["pattern"].as_str().unwrap();
+        for v in &samples {
+            // The key's check also refuses what a pattern cannot say (`.`/`..` segments, a
+            // leading `/`), none of which is in the sample.
+            assert_eq!(matches(pattern, v), check(v).is_ok(), "{field} {v:?}");
+        }
+    }
+}
+
+/// An identifier is recorded as given, so one a DLP pattern matches is refused without being
+/// repeated, whatever its alphabet says.
+#[test]
+fn identifiers_that_look_like_secrets_are_refused_unrepeated() {
+    let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    for (args, field) in [
+        (json!({"goal": "g", "who": token}), "who"),
+        (json!({"goal": "g", "ids": ["a", token]}), "ids"),
+        (json!({"goal": "g", "task": token}), "task"),
+        (
+            json!({"goal": "g", "key": format!("reports/{token}")}),
+            "key",
+        ),
+        (json!({"goal": "g", "who": "password:hunter2x"}), "who"),
+        (json!({"goal": "g", "task": "Bearer abcdefgh0123"}), "task"),
+    ] {
+        let e = crate::domain::tools::parse_args::<Args>("t", args.clone()).unwrap_err();
+        assert_eq!(e.error, "invalid_arguments", "{args}");
+        assert_eq!(e.extra["field"], field, "{args}");
+        assert!(e.message.contains("looks like a secret"), "{}", e.message);
+        for secret in [token, "hunter2x", "abcdefgh0123"] {
+            assert!(!e.message.contains(secret), "{}", e.message);
+        }
+    }
+    // A name that merely mentions a secret's kind is fine.
+    assert!(parse(json!({"goal": "g", "who": "token"})).is_ok());
+    assert!(parse(json!({"goal": "g", "task": "T-0123456789abcdef"})).is_ok());
 }

@@ -15,13 +15,12 @@ use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 
-use super::super::args::Text;
+use super::super::args::{TaskId, Text};
 use super::super::completion::{ResumedParent, resume_parents};
 use super::super::dlp::Redactions;
-use super::super::ids::check_task_id;
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::status_changes::{ChangeNote, StatusChanges};
-use super::{Called, Tool, internal, invalid_id, unknown_task};
+use super::{Called, Tool, internal, unknown_task};
 
 pub const NAME: &str = "bernstein_approve";
 
@@ -42,8 +41,8 @@ summary. Plans: `bernstein plan approve`.";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveArgs {
-    pub task_id: String,
-    /// Recorded as the result summary.
+    pub task_id: TaskId,
+    // Recorded (redacted) as the result summary, as the description says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<Text<1, MAX_NOTE_CHARS>>,
 }
@@ -132,7 +131,7 @@ pub fn not_awaiting_approval(task_id: &str, status: TaskStatus) -> ToolError {
 }
 
 fn approve(ctx: &ToolContext<'_>, args: ApproveArgs) -> Result<Called<ApproveAnswer>, ToolError> {
-    let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
+    let id = args.task_id.as_str();
     let note = args.note.as_deref().map(str::trim);
     let p = &ctx.snapshot.domain;
     let task = p

@@ -16,12 +16,12 @@ use crate::ledger::Draft;
 use crate::protocol::refusal::Common;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
-use super::super::args::Text;
+use super::super::args::{TaskId, Text};
 use super::super::dlp::Redactions;
-use super::super::ids::{check_task_id, run_stream};
+use super::super::ids::run_stream;
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::records::{self, RunCancelled};
-use super::{Called, Tool, invalid_id, unknown_task};
+use super::{Called, Tool, unknown_task};
 
 pub const NAME: &str = "bernstein_cancel";
 
@@ -42,9 +42,8 @@ task is reported as is.";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CancelArgs {
-    /// A task_id or run_id.
-    pub task_id: String,
-    /// Why (recorded).
+    pub task_id: TaskId,
+    // Why; recorded (redacted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<Text<0, 4096>>,
 }
@@ -117,7 +116,7 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
 }
 
 fn plan(ctx: &ToolContext<'_>, args: CancelArgs) -> Result<(CancelAnswer, Vec<Draft>), ToolError> {
-    let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
+    let id = args.task_id.as_str();
     let p = &ctx.snapshot.domain;
     let task = p
         .task(id)

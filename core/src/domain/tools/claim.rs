@@ -18,7 +18,7 @@ use crate::domain::bound::{ToolContext, ToolSpec};
 use crate::ledger::AUDIT_STREAM;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
-use super::super::args::{Ident, Int, Label, List};
+use super::super::args::{Ident, Int, List, TaskId};
 use super::super::claims::ClaimReceipt;
 use super::super::claims::{self, ClaimEntry, ClaimFilter, ClaimedTask, Claimer};
 use super::super::lease;
@@ -26,7 +26,7 @@ use super::super::lifecycle::TaskStatus;
 use super::super::records;
 use super::super::status_changes::{ChangeNote, StatusChanges};
 use super::no_signer;
-use super::{Called, Tool, check_items, internal};
+use super::{Called, Tool, internal};
 
 pub const NAME: &str = "bernstein_claim";
 
@@ -41,32 +41,32 @@ const EFFECTS: Effects = Effects {
 };
 
 const DESCRIPTION: &str = "Claim the next open task matching the filters whose depends_on are \
-done, for lease_seconds. Answers a signed receipt {taskId, granted, ...} (taskId \"\" when none); \
-`bernstein backlog verify-claim` checks it.";
+done, for lease_seconds. Answers a signed receipt {taskId, granted, ...} (taskId \"\" if none).";
 
 /// Arguments of `bernstein_claim`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimArgs {
-    /// The worker's identity.
+    // The worker's identity.
     pub claimer_id: Ident<256>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<Label<64>>,
+    pub role: Option<Ident<64>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project: Option<Label<256>>,
+    pub project: Option<Ident<256>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capability: Option<Label<256>>,
-    /// Done tasks this worker holds: a task is offered only if all its dependencies are here.
+    pub capability: Option<Ident<64>>,
+    /// Done tasks you hold: offered tasks' depends_on must all be here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub completed_ids: Option<List<String, MAX_COMPLETED_IDS>>,
+    pub completed_ids: Option<List<TaskId, MAX_COMPLETED_IDS>>,
     /// Skip tasks claimed this often.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<Int<u32, 0, 100_000>>,
-    /// `sha256:` agent card fingerprint.
+    // The `sha256:` fingerprint of the worker's agent card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimer_card_fingerprint: Option<Ident<256>>,
-    /// Renewed by each message of the claimer (default 300).
+    /// Claimer messages renew it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = lease::DEFAULT_LEASE_SECONDS))]
     pub lease_seconds: Option<Int<u64, { lease::MIN_LEASE_SECONDS }, { lease::MAX_LEASE_SECONDS }>>,
 }
 
@@ -97,19 +97,18 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
 }
 
 /// The filter of validated arguments (each argument's limits are its type's).
-fn filter_of(args: &ClaimArgs) -> Result<ClaimFilter, ToolError> {
-    let completed = args.completed_ids.as_deref().unwrap_or_default();
-    check_items("completed_ids", completed, Ident::<256>::check)?;
-    Ok(ClaimFilter {
-        role: args.role.clone().map(Label::into_string),
-        project: args.project.clone().map(Label::into_string),
-        capability: args.capability.clone().map(Label::into_string),
-        completed_ids: args
-            .completed_ids
-            .as_ref()
-            .map(|ids| ids.iter().cloned().collect::<BTreeSet<String>>()),
+fn filter_of(args: &ClaimArgs) -> ClaimFilter {
+    ClaimFilter {
+        role: args.role.clone().map(Ident::into_string),
+        project: args.project.clone().map(Ident::into_string),
+        capability: args.capability.clone().map(Ident::into_string),
+        completed_ids: args.completed_ids.as_ref().map(|ids| {
+            ids.iter()
+                .map(|id| id.to_string())
+                .collect::<BTreeSet<String>>()
+        }),
         max_attempts: args.max_attempts.map(Int::get),
-    })
+    }
 }
 
 /// The lease length in ms of validated arguments.
@@ -121,7 +120,7 @@ fn lease_ms_of(args: &ClaimArgs) -> u64 {
 }
 
 fn claim(ctx: &ToolContext<'_>, args: ClaimArgs) -> Result<Called<ClaimReceipt>, ToolError> {
-    let filter = filter_of(&args)?;
+    let filter = filter_of(&args);
     let lease_ms = lease_ms_of(&args);
     let signer = ctx
         .config

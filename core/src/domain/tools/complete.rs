@@ -21,13 +21,12 @@ use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 
-use super::super::args::{Ident, Text};
+use super::super::args::{Ident, TaskId, Text};
 use super::super::completion::{ResumedParent, resume_parents};
 use super::super::dlp::Redactions;
-use super::super::ids::check_task_id;
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::status_changes::{ChangeNote, StatusChanges};
-use super::{Called, Tool, internal, invalid_id, unknown_task};
+use super::{Called, Tool, internal, unknown_task};
 
 pub const NAME: &str = "bernstein_complete";
 
@@ -48,9 +47,9 @@ if it needs approval.";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompleteArgs {
-    pub task_id: String,
+    pub task_id: TaskId,
     pub result_summary: Text<1, MAX_SUMMARY_CHARS>,
-    /// When given, refused unless this claimer holds the task.
+    /// If given, it must hold the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimer_id: Option<Ident<256>>,
 }
@@ -129,7 +128,7 @@ fn complete(
     ctx: &ToolContext<'_>,
     args: CompleteArgs,
 ) -> Result<Called<CompleteAnswer>, ToolError> {
-    let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
+    let id = args.task_id.as_str();
     let summary = args.result_summary.trim();
     let p = &ctx.snapshot.domain;
     let task = p

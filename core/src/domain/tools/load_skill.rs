@@ -51,7 +51,7 @@ run).";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSkillArgs {
-    /// The skill's folder name; omit for the index.
+    /// Omit for the index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
     pub name: Option<String>,

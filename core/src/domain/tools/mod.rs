@@ -62,7 +62,6 @@ use crate::protocol::host::HostRequest;
 use crate::protocol::refusal::Common;
 use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
-use super::ids::{IdError, quote_for_message};
 use super::schema;
 
 /// A Bernstein tool, declared once: what `tools/list` says of it, the tier that introduces it,
@@ -246,16 +245,6 @@ pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result
     })
 }
 
-/// The refusal for a peer-supplied id of the wrong shape.
-pub(crate) fn invalid_id(field: &str, value: &str, err: IdError) -> ToolError {
-    ToolError::new(
-        Refusal::InvalidId,
-        format!("{field} {} is not a task id: {err}", quote_for_message(value)),
-        "Pass a task_id or run_id exactly as bernstein_run returned it (T- followed by 16 hex digits).",
-    )
-    .with("field", field)
-}
-
 /// The refusal for a well-formed id that names no task.
 pub(crate) fn unknown_task(error: Refusal, field: &str, id: &str) -> ToolError {
     ToolError::new(
@@ -290,27 +279,6 @@ pub(crate) fn unfinished_task<'p>(
     Ok(task)
 }
 
-/// Checks each item of a list argument with an item type's check (`super::args`), for lists
-/// whose advertised items say only `string` (as the recorded listings have them); the first
-/// failure is the refusal `invalid_arguments` naming the list as `field`.
-pub(crate) fn check_items(
-    field: &str,
-    items: &[String],
-    check: fn(&str) -> Result<(), String>,
-) -> Result<(), ToolError> {
-    for (i, item) in items.iter().enumerate() {
-        if let Err(why) = check(item) {
-            return Err(ToolError::new(
-                Common::InvalidArguments,
-                format!("{field}[{i}] {why}"),
-                "Check the arguments against the tool's inputSchema (tools/list).",
-            )
-            .with("field", field));
-        }
-    }
-    Ok(())
-}
-
 /// A broken invariant met while drafting: reported, never a panic.
 pub(crate) fn internal(tool: &str, detail: &str) -> ToolError {
     ToolError::new(
@@ -320,6 +288,8 @@ pub(crate) fn internal(tool: &str, detail: &str) -> ToolError {
     )
 }
 
+#[cfg(test)]
+mod field_tests;
 #[cfg(test)]
 mod redaction_tests;
 

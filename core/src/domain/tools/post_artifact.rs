@@ -20,17 +20,16 @@ use crate::ledger::AUDIT_STREAM;
 use crate::protocol::refusal::Common;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
-use super::super::args::Ident;
+use super::super::args::{ArtifactKey, Ident, TaskId};
 use super::super::artifacts::{
     self, ARTIFACT_MIRROR, ARTIFACT_POSTED, ArtifactContent, ArtifactKind, ArtifactRecord,
     ArtifactRef, LINEAGE_STREAM, RUN_ARTIFACT,
 };
 use super::super::dlp;
-use super::super::ids::{check_task_id, run_stream};
-use super::super::lineage::check_key;
+use super::super::ids::run_stream;
 use super::super::records;
 use super::super::trace::TraceRef;
-use super::{Called, Tool, invalid_id, unfinished_task};
+use super::{Called, Tool, unfinished_task};
 
 pub const NAME: &str = "bernstein_post_artifact";
 
@@ -59,10 +58,9 @@ secrets redacted; hash-chained).";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PostArtifactArgs {
-    pub task_id: String,
-    /// Path-like; re-posting adds a version.
-    #[schemars(length(min = 1, max = 256))]
-    pub key: String,
+    pub task_id: TaskId,
+    /// Re-posting adds a version.
+    pub key: ArtifactKey,
     pub kind: ArtifactKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 256))]
@@ -191,14 +189,7 @@ fn post(
     ctx: &ToolContext<'_>,
     mut args: PostArtifactArgs,
 ) -> Result<Called<ArtifactRecord>, ToolError> {
-    let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
-    check_key(&args.key).map_err(|m| {
-        bad(
-            "key",
-            m,
-            "Use a name such as reports/summary.md (letters, digits, _.-/).",
-        )
-    })?;
+    let id = args.task_id.as_str();
     check_content(&args)?;
     let p = &ctx.snapshot.domain;
     let task = unfinished_task(p, id, "artifacts")?;
@@ -242,7 +233,7 @@ fn post(
     }
     let record = artifacts::seal(ArtifactRecord {
         artifact_id: String::new(),
-        key: args.key,
+        key: args.key.into_string(),
         version: latest.map_or(1, |v| v.record.version + 1),
         task_id: id.to_string(),
         run_id: task.run_id.to_string(),

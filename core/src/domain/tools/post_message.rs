@@ -22,14 +22,13 @@ use crate::domain::refusal::Refusal;
 use crate::ledger::AUDIT_STREAM;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
-use super::super::args::{Bytes, Ident};
+use super::super::args::{Bytes, Ident, TaskId};
 use super::super::dlp;
-use super::super::ids::check_task_id;
 use super::super::mailbox::MailboxEntry;
 use super::super::mailbox::{MailboxMirror, MessageKind, NewEntry, mailbox_stream, seal_entry};
 use super::super::records;
 use super::no_signer;
-use super::{Called, Tool, invalid_id, unfinished_task};
+use super::{Called, Tool, unfinished_task};
 
 pub mod claimer;
 
@@ -60,14 +59,14 @@ renews the lease; status moves the task.";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PostMessageArgs {
-    pub task_id: String,
+    pub task_id: TaskId,
     /// At most 4096 bytes.
     pub body: Bytes<MAX_BODY_BYTES>,
     pub kind: MessageKind,
-    /// Default anonymous.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_SENDER))]
     pub sender: Option<Ident<256>>,
-    /// `sha256:` agent card fingerprint.
+    // The `sha256:` fingerprint of the sender's agent card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sender_card_fingerprint: Option<Ident<256>>,
     /// Claimer only: started, failed (body = reason) or open (released).
@@ -102,7 +101,7 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
 }
 
 fn post(ctx: &ToolContext<'_>, args: PostMessageArgs) -> Result<Called<MailboxEntry>, ToolError> {
-    let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
+    let id = args.task_id.as_str();
     let p = &ctx.snapshot.domain;
     let task = unfinished_task(p, id, "messages")?;
     let head = p.mailbox(id);

@@ -20,13 +20,13 @@ use crate::domain::refusal::Refusal;
 use crate::protocol::refusal::Common;
 use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
-use super::super::args::{Int, Label, List, Text};
+use super::super::args::{Ident, Int, List, TaskId, Text};
 use super::super::deps::check_dependencies;
 use super::super::dlp::Redactions;
-use super::super::ids::{check_task_id, derive_task_id};
+use super::super::ids::derive_task_id;
 use super::super::lifecycle::{self, TaskStatus};
 use super::super::records::{self, Complexity, Scope, TaskCreated};
-use super::{Called, Tool, check_items, invalid_id, unknown_task};
+use super::{Called, Tool, unknown_task};
 
 pub const NAME: &str = "bernstein_run";
 
@@ -57,27 +57,28 @@ poll_after_ms. Runs take minutes to hours: poll bernstein_run_status, never call
 pub struct RunArgs {
     /// First line: the title.
     pub goal: Text<1, 8192>,
-    /// Default backend.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<Text<1, 64>>,
-    /// 1 critical, 2 normal (default), 3 low.
+    #[schemars(extend("default" = DEFAULT_ROLE))]
+    pub role: Option<Ident<64>>,
+    /// 1 critical, 3 low.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_PRIORITY))]
     pub priority: Option<Int<u8, 1, 3>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(description = "Default medium.")]
+    #[schemars(extend("default" = Scope::default()))]
     pub scope: Option<Scope>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(description = "Default medium.")]
+    #[schemars(extend("default" = Complexity::default()))]
     pub complexity: Option<Complexity>,
-    /// Default 30.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = DEFAULT_ESTIMATED_MINUTES))]
     pub estimated_minutes: Option<Int<u32, 1, 10080>>,
-    /// Add a subtask to this task.
+    /// Make it a subtask of this task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_task_id: Option<String>,
+    pub parent_task_id: Option<TaskId>,
     /// Tasks that must be done first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub depends_on: Option<List<String, 64>>,
+    pub depends_on: Option<List<TaskId, 64>>,
     /// Completion needs bernstein_approve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requires_approval: Option<bool>,
@@ -85,9 +86,9 @@ pub struct RunArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project: Option<Label<256>>,
+    pub project: Option<Ident<256>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capabilities: Option<List<String, 16>>,
+    pub capabilities: Option<List<Ident<64>, 16>>,
 }
 
 /// Payload of `bernstein_run`.
@@ -178,7 +179,7 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
         )
         .with("field", "plan"));
     }
-    check_labels(&args)?;
+    check_capabilities(&args)?;
     let mut placement = place(ctx, args.parent_task_id.as_deref())?;
     if plan_root {
         placement.status = lifecycle::initial_status(true);
@@ -210,7 +211,7 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
     let goal = redactions.field("goal", &args.goal);
     let role = args
         .role
-        .map(|r| r.trim().to_string())
+        .map(Ident::into_string)
         .or(placement.parent_role)
         .unwrap_or_else(|| DEFAULT_ROLE.to_string());
     let task = TaskCreated {
@@ -231,11 +232,13 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
         depends_on,
         requires_approval: args.requires_approval == Some(true),
         plan: plan_root,
-        project: args.project.clone().map(Label::into_string),
-        capabilities: args
-            .capabilities
-            .clone()
-            .map_or_else(Vec::new, List::into_vec),
+        project: args.project.clone().map(Ident::into_string),
+        capabilities: args.capabilities.clone().map_or_else(Vec::new, |caps| {
+            caps.into_vec()
+                .into_iter()
+                .map(Ident::into_string)
+                .collect()
+        }),
         redactions: redactions.counts(),
         redacted_kinds: redactions.kinds(),
     };
@@ -290,7 +293,6 @@ fn place(ctx: &ToolContext<'_>, parent: Option<&str>) -> Result<Placement, ToolE
             parent_moves_to: None,
         });
     };
-    check_task_id(parent).map_err(|e| invalid_id("parent_task_id", parent, e))?;
     let row = ctx
         .snapshot
         .domain
@@ -332,12 +334,10 @@ fn place(ctx: &ToolContext<'_>, parent: Option<&str>) -> Result<Placement, ToolE
     })
 }
 
-/// Checks `project` and `capabilities` (the schema bounds them; this also refuses blanks,
-/// control characters and duplicates).
-/// Each capability is a label, none listed twice (the list's own limit is its type's).
-fn check_labels(args: &RunArgs) -> Result<(), ToolError> {
+/// Refuses a capability listed twice (each one's shape, and the list's length, are their
+/// types' checks).
+fn check_capabilities(args: &RunArgs) -> Result<(), ToolError> {
     let caps = args.capabilities.as_deref().unwrap_or_default();
-    check_items("capabilities", caps, Label::<64>::check)?;
     if caps.iter().enumerate().any(|(i, c)| caps[..i].contains(c)) {
         return Err(ToolError::new(
             Common::InvalidArguments,

@@ -13,11 +13,10 @@ use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 use crate::config::Tier;
 use crate::domain::bound::{ToolContext, ToolSpec};
 
-use super::super::args::Int;
+use super::super::args::{Int, TaskId};
 use super::super::handle::{RunHandle, run_handle};
-use super::super::ids::check_task_id;
 use super::super::runs::RunStatus;
-use super::{Called, Tool, invalid_id};
+use super::{Called, Tool};
 
 pub const NAME: &str = "bernstein_run_status";
 
@@ -35,9 +34,9 @@ failed or cancelled.";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunStatusArgs {
-    /// Or any task id of the run.
-    pub run_id: String,
-    /// Long poll: wait this long for the end (or a move past `since`).
+    /// Or any task of the run.
+    pub run_id: TaskId,
+    /// Long poll: wait for the end or a move past since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<Int<u32, 1, 120_000>>,
     /// The journalHead last seen.
@@ -90,7 +89,7 @@ pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
 }
 
 fn resolve(ctx: &ToolContext<'_>, args: &RunStatusArgs) -> Result<(String, RunHandle), ToolError> {
-    let id = check_task_id(&args.run_id).map_err(|e| invalid_id("run_id", &args.run_id, e))?;
+    let id = args.run_id.as_str();
     let p = &ctx.snapshot.domain;
     let run_id = if p.run(id).is_some() {
         id.to_string()
@@ -174,7 +173,7 @@ mod tests {
             &"x".repeat(5000),
         ] {
             let e = b.refused(NAME, json!({"run_id": bad}));
-            assert_eq!(e.error, "invalid_id", "{bad:?}");
+            assert_eq!(e.error, "invalid_arguments", "{bad:?}");
             assert!(!e.hint.is_empty() && !e.message.is_empty());
         }
         let e = b.refused(NAME, json!({"run_id": "T-0123456789abcdef"}));

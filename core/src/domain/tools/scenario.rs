@@ -27,7 +27,7 @@ use crate::protocol::host::{EntryKind, HostFailure, HostReply, HostRequest};
 use crate::protocol::refusal::{Code, Common};
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
-use super::super::args::Text;
+use super::super::args::{TaskId, Text};
 use super::super::dlp::{self, Redactions};
 use super::super::handle::RunHandle;
 use super::super::ids::{derive_task_id, quote_for_message};
@@ -82,7 +82,7 @@ pub struct ScenarioArgs {
     pub context: Option<Text<0, 4000>>,
     /// For status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
+    pub run_id: Option<TaskId>,
 }
 
 /// One scenario of a list.
@@ -477,10 +477,10 @@ fn task(id: &str, run_id: &str, parent: Option<&str>, goal: &str, at: u64) -> Ta
 fn status(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<Called<ScenarioAnswer>, ToolError> {
     let run_id = args
         .run_id
-        .as_deref()
+        .clone()
         .ok_or_else(|| missing("run_id", "status"))?;
     let poll = run_status::RunStatusArgs {
-        run_id: run_id.to_string(),
+        run_id,
         wait_ms: None,
         since: None,
     };

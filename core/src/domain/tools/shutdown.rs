@@ -22,6 +22,7 @@ use crate::protocol::host::{HostFailure, HostReply, HostRequest, MAX_PATH_BYTES}
 use crate::protocol::refusal::{Code, Common};
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
+use super::super::args::{LOOKS_LIKE_A_SECRET, looks_like_a_secret};
 use super::super::ids::quote_for_message;
 use super::super::records;
 use super::{Called, Tool, internal};
@@ -44,8 +45,8 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Stop a project's whole orchestrator (all runs, workers) via \
-.sdd/runtime/signals/SHUTDOWN; for one run use bernstein_cancel.";
+const DESCRIPTION: &str = "Stop a project's whole orchestrator (all runs and workers); for one \
+run use bernstein_cancel.";
 
 /// Arguments of `bernstein_shutdown_orchestrator`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -162,6 +163,15 @@ pub fn check_workdir(workdir: &str) -> Result<(), ToolError> {
         )
         .with("field", "workdir")
     };
+    if looks_like_a_secret(workdir) {
+        // The workdir is recorded as given, so one holding a secret is refused, unrepeated.
+        return Err(ToolError::new(
+            Common::InvalidArguments,
+            format!("workdir {LOOKS_LIKE_A_SECRET}"),
+            "Pass the project directory as a plain path.",
+        )
+        .with("field", "workdir"));
+    }
     if workdir.trim().is_empty() {
         return Err(bad("must not be blank"));
     }

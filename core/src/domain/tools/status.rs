@@ -34,10 +34,10 @@ const DESCRIPTION: &str = "Task counts by status, cost by role; status or detail
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusArgs {
-    /// List tasks in this status.
+    // List the tasks in this status.
     #[serde(default)]
     pub status: Option<TaskStatus>,
-    /// List tasks.
+    // List tasks.
     #[serde(default)]
     pub detail: Option<bool>,
 }

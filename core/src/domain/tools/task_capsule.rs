@@ -19,11 +19,11 @@ use crate::ledger::AUDIT_STREAM;
 use crate::protocol::refusal::Common;
 use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 
+use super::super::args::TaskId;
 use super::super::capsule::{self, CAPSULE_ISSUED};
-use super::super::ids::check_task_id;
 use super::super::records;
 use super::no_signer;
-use super::{Called, Tool, invalid_id, unknown_task};
+use super::{Called, Tool, unknown_task};
 
 pub const NAME: &str = "bernstein_task_capsule";
 
@@ -40,11 +40,11 @@ const DESCRIPTION: &str = "Cut a task's signed context capsule, or check one (ve
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskCapsuleArgs {
-    pub task_id: String,
+    pub task_id: TaskId,
     /// Check `capsule` instead.
     #[serde(default)]
     pub verify: bool,
-    /// A capsule this tool returned (or a result holding one).
+    /// One this tool returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capsule: Option<serde_json::Map<String, Value>>,
 }
@@ -87,7 +87,7 @@ fn answer(
     ctx: &ToolContext<'_>,
     args: TaskCapsuleArgs,
 ) -> Result<Called<CapsuleAnswer>, ToolError> {
-    let id = check_task_id(&args.task_id).map_err(|e| invalid_id("task_id", &args.task_id, e))?;
+    let id = args.task_id.as_str();
     let p = &ctx.snapshot.domain;
     let task = p
         .task(id)

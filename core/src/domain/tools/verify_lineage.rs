@@ -46,7 +46,7 @@ pub struct VerifyLineageArgs {
     /// Key or `key@version`.
     #[schemars(length(min = 1, max = 300))]
     pub artefact_path: String,
-    /// Also compare the file at that path.
+    // Also compare the file at that path (the description says so).
     #[serde(default)]
     pub check_file: bool,
 }

@@ -165,7 +165,9 @@ fn unknown_and_malformed_ids_are_refused_without_drafts() {
     b.start("x");
     let out = b.call(NAME, json!({"task_id": "../x"}));
     assert!(out.drafts.is_empty());
-    assert_eq!(out.result.unwrap_err().error, "invalid_id");
+    let e = out.result.unwrap_err();
+    assert_eq!(e.error, "invalid_arguments");
+    assert_eq!(e.extra["field"], "task_id");
     let e = b.refused(NAME, json!({"task_id": "T-0123456789abcdef"}));
     assert_eq!(e.error, "unknown_task");
     assert_eq!(e.extra["task_id"], "T-0123456789abcdef");

@@ -147,11 +147,9 @@ fn bad_arguments_are_refused() {
             "{bad}"
         );
     }
-    assert_eq!(
-        b.refused(NAME, json!({"task_id": "nope", "result_summary": "x"}))
-            .error,
-        "invalid_id"
-    );
+    let e = b.refused(NAME, json!({"task_id": "nope", "result_summary": "x"}));
+    assert_eq!(e.error, "invalid_arguments");
+    assert_eq!(e.extra["field"], "task_id");
     assert_eq!(
         b.refused(
             NAME,

@@ -234,7 +234,7 @@ fn bad_posts_are_structured_refusals_that_record_nothing() {
         ),
         (
             json!({"task_id": "T-0123", "key": "k", "kind": "report", "content": "x"}),
-            "invalid_id",
+            "invalid_arguments",
         ),
         (
             json!({"task_id": "T-0123456789abcdef", "key": "k", "kind": "report", "content": "x"}),

@@ -110,7 +110,7 @@ fn refusals_write_nothing() {
             json!({"task_id": "../x", "body": "x", "kind": "finding"})
         )
         .error,
-        "invalid_id"
+        "invalid_arguments"
     );
     assert_eq!(
         b.refused(

@@ -64,7 +64,22 @@ fn the_input_schema_carries_the_limits() {
     assert_eq!(s["properties"]["estimated_minutes"]["minimum"], 1);
     assert_eq!(s["properties"]["estimated_minutes"]["maximum"], 10080);
     assert_eq!(s["properties"]["priority"]["maximum"], 3);
-    assert_eq!(s["properties"]["role"]["maxLength"], 64);
+    assert_eq!(
+        s["properties"]["role"]["pattern"],
+        "^[A-Za-z0-9_.:-]{1,64}$"
+    );
+    assert_eq!(s["properties"]["role"]["default"], DEFAULT_ROLE);
+    assert_eq!(s["properties"]["scope"]["default"], "medium");
+    assert_eq!(s["properties"]["complexity"]["default"], "medium");
+    assert_eq!(s["properties"]["priority"]["default"], DEFAULT_PRIORITY);
+    assert_eq!(
+        s["properties"]["estimated_minutes"]["default"],
+        DEFAULT_ESTIMATED_MINUTES
+    );
+    assert_eq!(
+        s["properties"]["depends_on"]["items"]["pattern"],
+        "^T-[0-9a-f]{16}$"
+    );
     let scope = s["properties"]["scope"].to_string();
     assert!(
         scope.contains("small") && scope.contains("large"),
@@ -224,7 +239,7 @@ fn bad_parents_and_arguments_are_refused_without_drafts() {
     let mut b = Bench::new();
     b.start("root");
     let e = b.refused(NAME, json!({"goal": "x", "parent_task_id": "../x"}));
-    assert_eq!(e.error, "invalid_id");
+    assert_eq!(e.error, "invalid_arguments");
     let e = b.refused(
         NAME,
         json!({"goal": "x", "parent_task_id": "T-0123456789abcdef"}),
@@ -240,6 +255,11 @@ fn bad_parents_and_arguments_are_refused_without_drafts() {
         json!({"goal": "   \n  "}),
         json!({"goal": "x".repeat(8193)}),
         json!({"goal": "x", "role": " "}),
+        json!({"goal": "x", "role": "qa engineer"}),
+        json!({"goal": "x", "role": "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}),
+        json!({"goal": "x", "project": "sk-ant-api03-0123456789abcdefghijABCDEFGHIJ"}),
+        json!({"goal": "x", "capabilities": ["python", "password:hunter2x"]}),
+        json!({"goal": "x", "parent_task_id": "T-0123456789ABCDEF"}),
         json!({"goal": "x", "priority": 0}),
         json!({"goal": "x", "priority": 4}),
         json!({"goal": "x", "estimated_minutes": 0}),
@@ -277,7 +297,7 @@ fn dependencies_must_exist_and_must_not_close_a_cycle() {
     assert_eq!(
         b.refused(NAME, json!({"goal": "x", "depends_on": ["../etc"]}))
             .error,
-        "invalid_id"
+        "invalid_arguments"
     );
     // A subtask depending on its parent, an ancestor, or a task that waits for the parent.
     let grandchild_parent = a.clone();

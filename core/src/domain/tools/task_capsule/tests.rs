@@ -179,7 +179,10 @@ fn argument_mistakes_are_refusals() {
         b.refused(NAME, json!({"task_id": t, "capsule": c})).error,
         "invalid_arguments"
     );
-    assert_eq!(b.refused(NAME, json!({"task_id": "x"})).error, "invalid_id");
+    assert_eq!(
+        b.refused(NAME, json!({"task_id": "x"})).error,
+        "invalid_arguments"
+    );
     assert_eq!(
         b.refused(NAME, json!({"task_id": "T-0123456789abcdef"}))
             .error,
