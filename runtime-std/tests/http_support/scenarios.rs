@@ -180,6 +180,38 @@ pub fn pipelined_requests_are_answered_in_order(launch: Launcher) {
     assert_eq!(c.read_response().json()["id"], 3);
 }
 
+/// Many more answers than the bound on a connection's unsent output, to a client that reads
+/// only after a while: the server stops and goes on many times, and every answer arrives, in
+/// order, once.
+pub fn pipelined_answers_over_the_bound_reach_a_late_reader_in_order(launch: Launcher) {
+    let mut options = test_options();
+    options.limits.max_unsent_bytes = 2048;
+    let f = start(launch, test_config(), options);
+    let mut c = Conn::open(f.addr());
+    let host = c.host();
+    let ct = [("Content-Type", "application/json")];
+    let n = 400;
+    let mut bytes = Vec::new();
+    for id in 1..=n {
+        let body = rpc(id, "ping", json!({})).to_string();
+        bytes.extend(request_bytes(&host, "POST", "/mcp", &ct, body.as_bytes()));
+        if id % 50 == 0 {
+            bytes.extend(request_bytes(&host, "GET", "/healthz", &[], b""));
+        }
+    }
+    c.send(&bytes);
+    thread::sleep(Duration::from_millis(300));
+    // Meanwhile others are served.
+    let mut other = Conn::open(f.addr());
+    assert_ok_result(&other.post_mcp(&rpc(1000, "ping", json!({})), &[]), 1000);
+    for id in 1..=n {
+        assert_eq!(c.read_response().json()["id"], id);
+        if id % 50 == 0 {
+            assert_eq!(c.read_response().json()["status"], "ok");
+        }
+    }
+}
+
 pub fn oversize_body_gets_413(launch: Launcher) {
     let f = start(launch, test_config(), test_options());
     let mut c = Conn::open(f.addr());

@@ -496,18 +496,18 @@ impl<F: Fold> Engine<F> {
                 if !self.conns.contains_key(&conn) {
                     return;
                 }
+                let mut head = None;
                 if stream.is_none() {
                     let span = request_span_id(&x.body).unwrap_or_else(|| body_span_id(&x.body));
                     let Some(s) = StreamedReply::open(x, &span) else {
                         return;
                     };
-                    let head = s.head();
+                    head = Some(s.head());
                     *stream = Some(s);
-                    self.out.push_back(Output::Send { conn, bytes: head });
                 }
-                if let Some(s) = stream.as_mut() {
-                    let event = s.event(&n);
-                    self.out.push_back(Output::Send { conn, bytes: event });
+                let event = stream.as_mut().map(|s| s.event(&n));
+                for bytes in head.into_iter().chain(event) {
+                    self.send(conn, bytes);
                 }
             }
             Answer::Legacy { m, stream, span } => {

@@ -2,7 +2,9 @@
 //! clocks, streams, feeds, store failures and counting, each driven through whole lifecycles
 //! in a [`World`] (fake clock, in-memory ledger, fsyncs the test releases). Bernstein's own
 //! long polls, cancellations and waits are simulated beside its catalogue
-//! (`core/tests/engine_server_sim.rs`).
+//! (`core/tests/engine_server_sim.rs`). Backpressure is in [`backlog`].
+
+mod backlog;
 
 use core::time::Duration;
 use std::sync::Arc;

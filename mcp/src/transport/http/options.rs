@@ -70,8 +70,21 @@ pub struct HttpLimits {
     /// Most header fields in one request (431 beyond).
     pub max_headers: usize,
     /// How long a connection may stay silent, idle or in the middle of a request, before it is
-    /// closed (408 when a request was under way). Also bounds each write.
+    /// closed (408 when a request was under way).
     pub read_timeout: Duration,
+    /// Most bytes a connection may have answered and not yet written to its client. Over it,
+    /// the server stops reading the connection and starts nothing more on it (not even a
+    /// request already read) until its client has read enough to bring it back under; a legacy
+    /// SSE stream or a dashboard feed is closed if it stays over it for [`Self::write_timeout`].
+    /// So a client that never reads holds this, plus at most one answer, not one per request.
+    pub max_unsent_bytes: usize,
+    /// A write that makes no progress for this long closes its connection (the client stopped
+    /// reading), and a legacy SSE stream or a dashboard feed over [`Self::max_unsent_bytes`]
+    /// this long is closed. Ten seconds by default: a client that reads takes bytes within
+    /// milliseconds, and ten seconds outlast a few TCP retransmissions (1 + 2 + 4 s) or a
+    /// browser tab paused for a moment, while a stuck client gives its connection back three
+    /// times sooner than the read timeout would.
+    pub write_timeout: Duration,
     /// Most simultaneous connections, legacy SSE streams included (503 beyond).
     pub max_connections: usize,
     /// Threads that call a store which may wait on the network (PostgreSQL); requests
@@ -99,6 +112,8 @@ impl Default for HttpLimits {
             max_header_bytes: 16 * 1024,
             max_headers: 64,
             read_timeout: Duration::from_secs(30),
+            max_unsent_bytes: 64 * 1024,
+            write_timeout: Duration::from_secs(10),
             max_connections: 512,
             workers: 16,
             max_waits: 512,
