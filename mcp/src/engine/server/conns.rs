@@ -1,8 +1,8 @@
 //! The engine's connections: framing what arrives (stdio lines, HTTP/1.1 requests routed by
 //! the [`HttpPolicy`](crate::transport::http::HttpPolicy)), one message at a time per
 //! connection, their clocks (read timeouts, legacy streams' keep-alives and idle closes,
-//! feeds' keep-alives), their backlogs (what the runtime has not written yet), the legacy
-//! streams by token and the dashboards' feeds.
+//! feeds' keep-alives and idle closes), their backlogs (what the runtime has not written
+//! yet), the legacy streams by token and the dashboards' feeds, with their caps.
 //!
 //! Backpressure: each HTTP connection counts the bytes sent on it since its runtime last said
 //! how many it had not written yet ([`Input::Drained`](super::Input::Drained)). Over
@@ -28,7 +28,7 @@ use crate::protocol::dispatch::request_span_id;
 use crate::transport::http::exchange::{LegacyMessage, LegacyOpen};
 use crate::transport::http::operator::{feed_head, head_event};
 use crate::transport::http::read_clock::{Expired, ReadClock};
-use crate::transport::http::response::{over_capacity, request_timeout};
+use crate::transport::http::response::{over_capacity, over_stream_cap, request_timeout};
 use crate::transport::http::sse::{self, EventIds};
 use crate::transport::http::{
     CONTINUE, Decision, Frame, HttpResponse, OperatorRequest, OperatorRoute, RequestParser,
@@ -277,16 +277,18 @@ impl<F: Fold> Engine<F> {
         }
     }
 
-    /// How long a write may make no progress (a stream or feed stay over the bound).
-    fn write_timeout(&self) -> Duration {
+    /// The write timeout, and how long a feed may go without a new head.
+    fn stream_limits(&self) -> (Duration, Duration) {
         self.http_limits()
-            .map_or(Duration::MAX, |l| l.write_timeout)
+            .map_or((Duration::MAX, Duration::MAX), |l| {
+                (l.write_timeout, l.feed_idle)
+            })
     }
 
     /// Closes a legacy stream or a feed whose client left more than the bound unread for the
     /// write timeout.
     fn close_stalled(&mut self, conn: ConnId, what: &str) {
-        let (timeout, bound) = (self.write_timeout(), self.max_unsent);
+        let ((timeout, _), bound) = (self.stream_limits(), self.max_unsent);
         let (peer, unsent) = match self.conns.get(&conn) {
             Some(Conn::Legacy(l)) => (l.peer, l.backlog.unsent),
             Some(Conn::Feed(f)) => (f.peer, f.backlog.unsent),
@@ -304,7 +306,7 @@ impl<F: Fold> Engine<F> {
 
     pub(super) fn conn_timer(&mut self, conn: ConnId, at: core::time::Duration) {
         let now = self.now.mono;
-        let write_timeout = self.write_timeout();
+        let (write_timeout, feed_idle) = self.stream_limits();
         let stalled = |b: &Backlog| {
             b.since
                 .is_some_and(|s| now >= s.saturating_add(write_timeout))
@@ -347,6 +349,12 @@ impl<F: Fold> Engine<F> {
                 if stalled(&f.backlog) {
                     return self.close_stalled(conn, "a dashboard feed");
                 }
+                if now >= f.last_event.saturating_add(feed_idle) {
+                    // No new head for that long: closed (its page reconnects), so that feeds
+                    // nobody needs do not hold the cap.
+                    self.send(conn, sse::IDLE_CLOSE.to_vec());
+                    return self.close(conn, false);
+                }
                 if now >= f.keepalive_at {
                     f.keepalive_at = now + FEED_KEEPALIVE;
                     if !f.backlog.blocked() {
@@ -362,7 +370,7 @@ impl<F: Fold> Engine<F> {
     /// Arms the timer of a connection's clock (a legacy stream's or a feed's: its write
     /// timeout too while it is blocked).
     fn arm_conn(&mut self, conn: ConnId) {
-        let write_timeout = self.write_timeout();
+        let (write_timeout, feed_idle) = self.stream_limits();
         let stall = |b: &Backlog| b.since.map(|s| s.saturating_add(write_timeout));
         let (at, armed) = match self.conns.get_mut(&conn) {
             Some(Conn::Http(h)) if h.busy.is_none() && !h.backlog.blocked() => {
@@ -373,7 +381,7 @@ impl<F: Fold> Engine<F> {
                 (stall(&l.backlog).map_or(at, |s| s.min(at)), &mut l.armed)
             }
             Some(Conn::Feed(f)) => {
-                let at = f.keepalive_at;
+                let at = f.keepalive_at.min(f.last_event.saturating_add(feed_idle));
                 (stall(&f.backlog).map_or(at, |s| s.min(at)), &mut f.armed)
             }
             _ => return,
@@ -505,14 +513,8 @@ impl<F: Fold> Engine<F> {
         let Some(limits) = self.http_limits().cloned() else {
             return;
         };
-        if self.legacy.len() >= limits.max_legacy_streams {
-            let max = limits.max_legacy_streams;
-            self.log_peer(
-                &peer,
-                format_args!("503: over the legacy SSE stream cap ({max})"),
-            );
-            self.send(conn, over_capacity().to_bytes());
-            return self.close(conn, false);
+        if !self.admit(Stream::Legacy, conn, peer) {
+            return;
         }
         let token = self.entropy.token();
         let mut first = open.head();
@@ -526,6 +528,7 @@ impl<F: Fold> Engine<F> {
             token,
             peer,
             version: None,
+            last_event: now,
             backlog: self.take_backlog(conn),
             armed: None,
         };
@@ -539,6 +542,86 @@ impl<F: Fold> Engine<F> {
             Some(Conn::Http(h)) => std::mem::take(&mut h.backlog),
             _ => Backlog::default(),
         }
+    }
+
+    /// Whether a new legacy stream or feed may open on `conn` for `peer`. At the per-peer cap
+    /// that peer's stream (or feed) idle longest is closed to make room, at the total cap the
+    /// one idle longest of anyone's; idle: no message being served (a feed always is), and
+    /// longest without an event but keep-alives (blocked ones first: their clients do not
+    /// read). With none idle, `503` naming the cap, and `false`.
+    fn admit(&mut self, kind: Stream, conn: ConnId, peer: SocketAddr) -> bool {
+        let Some(limits) = self.http_limits() else {
+            return false;
+        };
+        let (total, per_peer) = (limits.max_legacy_streams, limits.max_streams_per_peer);
+        let ip = peer.ip().to_canonical();
+        // (conn, its peer, whether it may be closed, blocked, last event)
+        let open: Vec<(ConnId, SocketAddr, bool, bool, Duration)> = match kind {
+            Stream::Feed => self
+                .feeds
+                .iter()
+                .filter_map(|c| match self.conns.get(c) {
+                    Some(Conn::Feed(f)) => {
+                        Some((*c, f.peer, true, f.backlog.blocked(), f.last_event))
+                    }
+                    _ => None,
+                })
+                .collect(),
+            Stream::Legacy => self
+                .legacy
+                .values()
+                .filter_map(|c| match self.conns.get(c) {
+                    Some(Conn::Legacy(l)) => Some((
+                        *c,
+                        l.peer,
+                        !l.clock.is_busy(),
+                        l.backlog.blocked(),
+                        l.last_event,
+                    )),
+                    _ => None,
+                })
+                .collect(),
+        };
+        let theirs = |p: &SocketAddr| p.ip().to_canonical() == ip;
+        let of_peer = open.iter().filter(|o| theirs(&o.1)).count();
+        let noun = kind.noun();
+        let cap = if of_peer >= per_peer {
+            format!(
+                "the cap of {per_peer} {noun}s per peer address (BERNSTEIN_MCP_SSE_MAX_STREAMS_PER_PEER)"
+            )
+        } else if open.len() >= total {
+            format!("the cap of {total} {noun}s (BERNSTEIN_MCP_SSE_MAX_STREAMS)")
+        } else {
+            return true;
+        };
+        let scope_peer = of_peer >= per_peer;
+        let victim = open
+            .iter()
+            .filter(|o| o.2 && (!scope_peer || theirs(&o.1)))
+            .min_by_key(|o| (!o.3, o.4));
+        let now = self.now.mono;
+        if let Some(&(victim, owner, _, _, last)) = victim {
+            let idle = now.saturating_sub(last).as_secs();
+            self.log_peer(
+                &peer,
+                format_args!(
+                    "closed the {noun} of {owner} idle longest ({idle} s without an event) to open a new one: {cap} is reached"
+                ),
+            );
+            self.send(victim, sse::EVICTED.to_vec());
+            self.close(victim, false);
+            self.wake_requests_of(victim);
+            return true;
+        }
+        let busy = match kind {
+            Stream::Legacy => "every one of them serving a message",
+            Stream::Feed => "none to close",
+        };
+        self.log_peer(&peer, format_args!("503: {cap} is reached, {busy}"));
+        let message = format!("{cap} is reached, {busy}; retry later");
+        self.send(conn, over_stream_cap(&message).to_bytes());
+        self.close(conn, false);
+        false
     }
 
     /// `POST /messages?stream=…`: serves the body with its answer on the stream, or `404`
@@ -581,11 +664,8 @@ impl<F: Fold> Engine<F> {
             self.set_busy(conn, Some(Busy::Operator));
             return self.push(Output::Operator { conn, request });
         }
-        let max = self.http_limits().map_or(0, |l| l.max_legacy_streams);
-        if self.feeds.len() >= max {
-            self.log_peer(&peer, format_args!("503: over the dashboard feed cap"));
-            self.send(conn, over_capacity().to_bytes());
-            return self.close(conn, false);
+        if !self.admit(Stream::Feed, conn, peer) {
+            return;
         }
         self.send(conn, feed_head(&request.span_id));
         let now = self.now.mono;
@@ -593,6 +673,7 @@ impl<F: Fold> Engine<F> {
             peer,
             told: None,
             keepalive_at: now + FEED_KEEPALIVE,
+            last_event: now,
             backlog: self.take_backlog(conn),
             armed: None,
         };
@@ -639,6 +720,7 @@ impl<F: Fold> Engine<F> {
             self.durable = Some(p);
         }
         let Some(p) = self.durable else { return };
+        let now = self.now.mono;
         let mut due = Vec::new();
         for id in &self.feeds {
             if let Some(Conn::Feed(f)) = self.conns.get_mut(id)
@@ -646,6 +728,7 @@ impl<F: Fold> Engine<F> {
                 && !f.backlog.blocked()
             {
                 f.told = Some(p);
+                f.last_event = now;
                 due.push(*id);
             }
         }
@@ -717,5 +800,21 @@ impl<F: Fold> Engine<F> {
 
     pub(super) fn log_peer(&mut self, peer: &SocketAddr, message: core::fmt::Arguments<'_>) {
         self.log(format!("bernstein http: {peer}: {message}"));
+    }
+}
+
+/// The two kinds of long-lived streams, capped alike (each kind counted on its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stream {
+    Legacy,
+    Feed,
+}
+
+impl Stream {
+    fn noun(self) -> &'static str {
+        match self {
+            Stream::Legacy => "legacy SSE stream",
+            Stream::Feed => "dashboard feed",
+        }
     }
 }

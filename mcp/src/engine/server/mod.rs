@@ -614,6 +614,8 @@ struct LegacyConn {
     clock: StreamClock,
     ids: EventIds,
     version: Option<String>,
+    /// When it was last sent an event other than a keep-alive (its open included).
+    last_event: Duration,
     backlog: Backlog,
     armed: Option<Duration>,
 }
@@ -624,6 +626,8 @@ struct FeedConn {
     peer: SocketAddr,
     told: Option<LedgerPosition>,
     keepalive_at: Duration,
+    /// When it was last told a head (or opened).
+    last_event: Duration,
     backlog: Backlog,
     armed: Option<Duration>,
 }

@@ -515,6 +515,7 @@ impl<F: Fold> Engine<F> {
                 let Some(Conn::Legacy(l)) = self.conns.get_mut(&stream) else {
                     return;
                 };
+                l.last_event = self.now.mono;
                 let served = ServedParts {
                     notifications: std::slice::from_ref(&n),
                     response: None,
@@ -619,6 +620,7 @@ impl<F: Fold> Engine<F> {
                 let response = match self.conns.get_mut(&stream) {
                     Some(Conn::Legacy(l)) => {
                         l.clock.message_finished(now);
+                        l.last_event = now;
                         if let Some(v) = &served.negotiated_version {
                             l.version = Some(v.clone());
                         }

@@ -96,13 +96,22 @@ pub struct HttpLimits {
     pub max_waits: usize,
     /// Most waiting answers for one peer address (the same refusal beyond it).
     pub max_waits_per_peer: usize,
-    /// Most simultaneously open legacy SSE streams (503 beyond).
+    /// Most simultaneously open legacy SSE streams, and (counted separately) dashboard feeds
+    /// (`GET /api/events`). At the cap, the one idle longest (no event but keep-alives, and for
+    /// a legacy stream no message being served) is closed to admit a new one; `503` when none
+    /// is idle.
     pub max_legacy_streams: usize,
+    /// Most legacy SSE streams, and (separately) feeds, of one peer address; at it, that peer's
+    /// idle longest is closed to admit its new one (`503` when none is idle). A quarter of
+    /// [`Self::max_legacy_streams`] by default.
+    pub max_streams_per_peer: usize,
     /// Interval of keep-alive comments on open legacy SSE streams.
     pub sse_keepalive: Duration,
     /// A legacy SSE stream with no message POSTed for it this long is closed, so idle clients
     /// cannot hold the stream cap.
     pub sse_idle: Duration,
+    /// A dashboard feed that was told no new head this long is closed (its page reconnects).
+    pub feed_idle: Duration,
 }
 
 impl Default for HttpLimits {
@@ -119,8 +128,10 @@ impl Default for HttpLimits {
             max_waits: 512,
             max_waits_per_peer: 128,
             max_legacy_streams: 128,
+            max_streams_per_peer: 32,
             sse_keepalive: Duration::from_secs(15),
             sse_idle: Duration::from_secs(300),
+            feed_idle: Duration::from_secs(300),
         }
     }
 }

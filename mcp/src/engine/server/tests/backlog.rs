@@ -1,7 +1,9 @@
-//! Backpressure, simulated: a client that reads nothing holds the bound plus one answer (the
-//! engine starts nothing more on its connection, however much is framed behind) and is served
-//! on once it reads; stdio is never held back; a legacy stream or feed whose client stopped
-//! reading is closed.
+//! Backpressure and the caps of long-lived streams, simulated: a client that reads nothing
+//! holds the bound plus one answer (the engine starts nothing more on its connection, however
+//! much is framed behind) and is served on once it reads; stdio is never held back; legacy
+//! streams and feeds are capped per peer and in all, the one idle longest making room for a
+//! new one; a feed with no new head, and a stream or feed whose client stopped reading, are
+//! closed.
 
 use core::time::Duration;
 
@@ -12,6 +14,7 @@ use crate::transport::http::{HttpLimits, HttpResponse, Status};
 
 const BOUND: usize = 4096;
 const SECOND: Duration = Duration::from_secs(1);
+const EVICTED: &str = ": closed for a newer stream (the cap is reached)\n\n";
 
 fn small_bound(l: &mut HttpLimits) {
     l.max_unsent_bytes = BOUND;
@@ -23,8 +26,26 @@ fn open_feed(w: &mut World<()>, conn: u64, peer: &str) -> String {
     w.take_text(conn)
 }
 
+fn open_stream_from(w: &mut World<()>, conn: u64, peer: &str) -> String {
+    w.connect(conn, peer);
+    w.bytes(conn, &get("/sse", &["Accept: text/event-stream"]));
+    let text = w.take_text(conn);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    let at = text.find("/messages?stream=").expect("an endpoint event") + 17;
+    text[at..].split('\n').next().unwrap().to_string()
+}
+
 fn message(token: &str, id: u64) -> Vec<u8> {
     post(&format!("/messages?stream={token}"), &call(id), &[])
+}
+
+fn refusal(bytes: &[u8]) -> (u16, String) {
+    let r = responses(bytes);
+    let body: serde_json::Value = serde_json::from_slice(&r[0].1).unwrap();
+    (
+        r[0].0,
+        body["message"].as_str().unwrap_or_default().to_string(),
+    )
 }
 
 #[test]
@@ -159,11 +180,93 @@ fn stdio_answers_are_never_held_back() {
 }
 
 #[test]
-fn a_feed_whose_client_stops_reading_hears_no_head_and_is_closed() {
+fn at_a_feed_cap_the_feed_idle_longest_makes_room() {
     let mut w = http_world(|l| {
+        l.max_legacy_streams = 4;
+        l.max_streams_per_peer = 2;
+    });
+    assert!(open_feed(&mut w, 1, "127.0.0.1:42001").starts_with("HTTP/1.1 200"));
+    w.advance(SECOND);
+    assert!(open_feed(&mut w, 2, "127.0.0.1:42002").starts_with("HTTP/1.1 200"));
+    w.advance(SECOND);
+    // The peer is at its cap: its own feed idle longest is closed for its new one.
+    assert!(open_feed(&mut w, 3, "127.0.0.1:42003").starts_with("HTTP/1.1 200"));
+    assert_eq!(w.take_text(1), EVICTED);
+    assert_eq!(w.closed.get(&ConnId(1)), Some(&false));
+    assert!(
+        w.logs.iter().any(|l| l.contains(
+            "closed the dashboard feed of 127.0.0.1:42001 idle longest (2 s without an event) to open a new one: the cap of 2 dashboard feeds per peer address (BERNSTEIN_MCP_SSE_MAX_STREAMS_PER_PEER) is reached"
+        )),
+        "{:?}",
+        w.logs
+    );
+    // Another peer's count is its own...
+    w.advance(SECOND);
+    assert!(open_feed(&mut w, 4, "127.0.0.2:42004").starts_with("HTTP/1.1 200"));
+    w.advance(SECOND);
+    assert!(open_feed(&mut w, 5, "127.0.0.2:42005").starts_with("HTTP/1.1 200"));
+    assert_eq!(w.closed.len(), 1);
+    // ...until the total cap: then the idle longest of anyone's makes room.
+    w.advance(SECOND);
+    assert!(open_feed(&mut w, 6, "127.0.0.3:42006").starts_with("HTTP/1.1 200"));
+    assert!(w.closed.contains_key(&ConnId(2)));
+    assert!(w.logs.iter().any(|l| l.contains(
+        "to open a new one: the cap of 4 dashboard feeds (BERNSTEIN_MCP_SSE_MAX_STREAMS) is reached"
+    )));
+    // A feed that hears the head is no longer idle: the next to go is the oldest that did not.
+    w.take(3);
+    w.stall(3);
+    w.connect(9, "127.0.0.1:40000");
+    w.advance(SECOND);
+    w.bytes(9, &post_call(1));
+    assert!(w.take_text(4).contains("event: head"));
+    w.advance(SECOND);
+    assert!(open_feed(&mut w, 7, "127.0.0.4:42007").starts_with("HTTP/1.1 200"));
+    assert!(
+        w.closed.contains_key(&ConnId(3)),
+        "3 heard the same head as 4, 5 and 6, but opened first"
+    );
+    assert_eq!(w.engine.counters().connections, 5);
+    // With no place at all, a feed is refused, naming the cap.
+    let mut w = http_world(|l| l.max_legacy_streams = 0);
+    w.connect(1, "127.0.0.1:42001");
+    w.bytes(1, &get("/api/events", &[]));
+    let (status, message) = refusal(&w.take(1));
+    assert_eq!(status, 503);
+    assert_eq!(
+        message,
+        "the cap of 0 dashboard feeds (BERNSTEIN_MCP_SSE_MAX_STREAMS) is reached, none to close; retry later"
+    );
+    assert_eq!(w.closed.get(&ConnId(1)), Some(&false));
+}
+
+#[test]
+fn a_feed_is_closed_when_it_hears_no_new_head_or_its_client_stops_reading() {
+    let mut w = http_world(|l| {
+        l.feed_idle = Duration::from_secs(60);
         l.max_unsent_bytes = 1024;
         l.write_timeout = Duration::from_secs(10);
     });
+    open_feed(&mut w, 1, "127.0.0.1:42001");
+    w.advance(Duration::from_secs(59));
+    assert!(w.closed.is_empty());
+    w.advance(SECOND);
+    let text = w.take_text(1);
+    assert!(text.contains(": keep-alive\n\n"), "{text:?}");
+    assert!(
+        text.ends_with(": idle timeout, closing\n\n"),
+        "keep-alives are no heads: {text:?}"
+    );
+    assert_eq!(w.closed.get(&ConnId(1)), Some(&false));
+    // A head keeps it open for another idle period.
+    open_feed(&mut w, 2, "127.0.0.1:42002");
+    w.advance(Duration::from_secs(40));
+    w.connect(9, "127.0.0.1:40000");
+    w.bytes(9, &post_call(1));
+    w.advance(Duration::from_secs(59));
+    assert!(!w.closed.contains_key(&ConnId(2)));
+    w.advance(SECOND);
+    assert!(w.closed.contains_key(&ConnId(2)));
     // Two feeds whose clients stop reading: heads are held back once they are over the bound.
     open_feed(&mut w, 3, "127.0.0.1:42003");
     open_feed(&mut w, 4, "127.0.0.1:42004");
@@ -210,6 +313,49 @@ fn a_feed_whose_client_stops_reading_hears_no_head_and_is_closed() {
         "{:?}",
         w.logs
     );
+}
+
+#[test]
+fn at_a_stream_cap_an_idle_stream_makes_room_and_streams_serving_a_message_do_not() {
+    let mut w = http_world(|l| {
+        l.max_legacy_streams = 2;
+        l.max_streams_per_peer = 2;
+    });
+    w.auto_sync = false;
+    let a = open_stream_from(&mut w, 1, "127.0.0.1:41001");
+    let b = open_stream_from(&mut w, 2, "127.0.0.1:41002");
+    // A message for each: both serve one (its call waits for its fsync).
+    w.connect(3, "127.0.0.1:41003");
+    w.connect(4, "127.0.0.1:41004");
+    w.bytes(3, &message(&a, 1));
+    w.bytes(4, &message(&b, 2));
+    w.connect(5, "127.0.0.1:41005");
+    w.bytes(5, &get("/sse", &["Accept: text/event-stream"]));
+    let (status, text) = refusal(&w.take(5));
+    assert_eq!(status, 503);
+    assert_eq!(
+        text,
+        "the cap of 2 legacy SSE streams per peer address (BERNSTEIN_MCP_SSE_MAX_STREAMS_PER_PEER) is reached, every one of them serving a message; retry later"
+    );
+    assert_eq!(w.closed.get(&ConnId(5)), Some(&false));
+    assert!(
+        w.logs
+            .iter()
+            .any(|l| l.contains("127.0.0.1:41005: 503: the cap of 2"))
+    );
+    // Answered, a second apart: the stream answered first is idle longest and makes room.
+    w.sync();
+    w.advance(SECOND);
+    w.sync();
+    assert_eq!(responses(&w.take(3))[0].0, 202);
+    assert_eq!(responses(&w.take(4))[0].0, 202);
+    w.advance(SECOND);
+    open_stream_from(&mut w, 6, "127.0.0.1:41006");
+    assert!(w.take_text(1).ends_with(EVICTED));
+    assert_eq!(w.closed.get(&ConnId(1)), Some(&false));
+    assert!(!w.closed.contains_key(&ConnId(2)));
+    w.bytes(3, &message(&a, 3));
+    assert_eq!(responses(&w.take(3))[0].0, 404, "its token is gone");
 }
 
 #[test]
