@@ -125,9 +125,11 @@ pub fn allowed_hosts(flag: Option<&str>) -> Result<Vec<String>, String> {
 
 /// The HTTP server's limits from the environment, each a positive whole number:
 /// `BERNSTEIN_MCP_SSE_KEEPALIVE_SECS` (default 15), `BERNSTEIN_MCP_SSE_IDLE_SECS` (300),
-/// `BERNSTEIN_MCP_SSE_MAX_STREAMS` (128), `BERNSTEIN_MCP_MAX_CONNECTIONS` (512),
-/// `BERNSTEIN_MCP_MAX_WAITS` (the connection cap) and `BERNSTEIN_MCP_MAX_WAITS_PER_PEER`
-/// (a quarter of the waits).
+/// `BERNSTEIN_MCP_SSE_MAX_STREAMS` (128), `BERNSTEIN_MCP_SSE_MAX_STREAMS_PER_PEER` (a quarter
+/// of the streams), `BERNSTEIN_MCP_FEED_IDLE_SECS` (300), `BERNSTEIN_MCP_MAX_CONNECTIONS`
+/// (512), `BERNSTEIN_MCP_MAX_WAITS` (the connection cap), `BERNSTEIN_MCP_MAX_WAITS_PER_PEER`
+/// (a quarter of the waits), `BERNSTEIN_MCP_MAX_UNSENT_BYTES` (65536) and
+/// `BERNSTEIN_MCP_WRITE_TIMEOUT_SECS` (10).
 pub fn http_limits(limits: &mut bernstein_core::transport::http::HttpLimits) -> Result<(), String> {
     let positive = |name: &str| -> Result<Option<u64>, String> {
         env_value(name)?
@@ -152,6 +154,17 @@ pub fn http_limits(limits: &mut bernstein_core::transport::http::HttpLimits) -> 
     }
     if let Some(n) = count("BERNSTEIN_MCP_SSE_MAX_STREAMS")? {
         limits.max_legacy_streams = n;
+    }
+    limits.max_streams_per_peer = count("BERNSTEIN_MCP_SSE_MAX_STREAMS_PER_PEER")?
+        .unwrap_or((limits.max_legacy_streams / 4).max(1));
+    if let Some(n) = positive("BERNSTEIN_MCP_FEED_IDLE_SECS")? {
+        limits.feed_idle = std::time::Duration::from_secs(n);
+    }
+    if let Some(n) = count("BERNSTEIN_MCP_MAX_UNSENT_BYTES")? {
+        limits.max_unsent_bytes = n;
+    }
+    if let Some(n) = positive("BERNSTEIN_MCP_WRITE_TIMEOUT_SECS")? {
+        limits.write_timeout = std::time::Duration::from_secs(n);
     }
     if let Some(n) = count("BERNSTEIN_MCP_MAX_CONNECTIONS")? {
         limits.max_connections = n;

@@ -5,9 +5,12 @@
 //! connection tasks read, the performer's results and its own timeouts, and sends each
 //! connection task what to write and when to close. A connection task owns its socket: it
 //! reads a chunk, hands it over and waits until the engine wants the next (a message framed
-//! behind the one being served waits, as TCP makes it), and writes what it is sent under a
-//! write deadline. Everything runs on one executor thread; the store, host and operator
-//! outputs go to the shared [`Performer`].
+//! behind the one being served waits, as TCP makes it), and writes what it is sent, dropping
+//! the connection when a write makes no progress for the write timeout. The two share a count
+//! of the bytes sent to the task that it has not written yet: the engine's task reads it to
+//! tell the engine ([`Input::Drained`]) once a connection it waits on is back under its bound,
+//! and the connection task wakes it when the count falls back to the bound. Everything runs on
+//! one executor thread; the store, host and operator outputs go to the shared [`Performer`].
 
 use std::collections::{BTreeSet, HashMap};
 use std::io::{self, Read};
@@ -92,12 +95,23 @@ impl Drop for HttpServerHandle {
 /// What reaches the engine's task.
 #[derive(Debug)]
 pub(crate) enum Event {
-    Accepted(u64, SocketAddr, Sender<ToConn>),
+    Accepted(u64, SocketAddr, Link),
     Bytes(u64, Vec<u8>),
     Closed(u64),
+    /// What a connection has not written yet fell back to the bound (the engine's task looks
+    /// at every connection the engine waits on).
+    Drained,
     /// The performer has results.
     Woken,
     Stop,
+}
+
+/// A connection task as the engine's task sees it: where to send what to write, and how many
+/// of the bytes sent there the task has not written yet (it counts them down as it writes).
+#[derive(Debug)]
+pub(crate) struct Link {
+    tx: Sender<ToConn>,
+    unsent: Arc<AtomicUsize>,
 }
 
 /// What the engine's task tells a connection task.
@@ -136,7 +150,10 @@ pub fn bind(
         1,
         wake,
     )?;
-    let write_timeout = options.limits.read_timeout;
+    let writes = Writes {
+        timeout: options.limits.write_timeout,
+        bound: options.limits.max_unsent_bytes,
+    };
     let origin = Instant::now();
     let config = EngineConfig::http(policy, options, seed()?);
     let engine = Engine::new(server, config, moment(origin, &*backend.clock));
@@ -149,13 +166,7 @@ pub fn bind(
             // One thread: the engine's task and every connection task run here.
             let ex = Rc::new(LocalExecutor::new());
             let live = Arc::new(AtomicUsize::new(0));
-            let accepting = ex.spawn(accept(
-                ex.clone(),
-                listener,
-                events,
-                write_timeout,
-                live.clone(),
-            ));
+            let accepting = ex.spawn(accept(ex.clone(), listener, events, writes, live.clone()));
             let hub = Hub {
                 engine,
                 performer,
@@ -207,12 +218,20 @@ pub(crate) fn waker(tx: Sender<Event>) -> (Arc<dyn Fn() + Send + Sync>, Arc<Atom
     (wake, woken)
 }
 
+/// How connection tasks write: the write timeout, and the bound on what a connection may have
+/// unsent (the engine's; crossing back under it wakes the engine's task).
+#[derive(Clone, Copy, Debug)]
+struct Writes {
+    timeout: Duration,
+    bound: usize,
+}
+
 /// Accepts connections and starts a task for each.
 async fn accept(
     ex: Rc<LocalExecutor<'static>>,
     listener: Async<TcpListener>,
     events: Sender<Event>,
-    write_timeout: Duration,
+    writes: Writes,
     live: Arc<AtomicUsize>,
 ) {
     let mut next: u64 = 1;
@@ -229,14 +248,24 @@ async fn accept(
         let _ = stream.get_ref().set_nodelay(true);
         let id = next;
         next += 1;
+        // Unbounded, but the engine sends a connection nothing more once it is over its bound.
         let (tx, rx) = smol::channel::unbounded::<ToConn>();
-        if events.send(Event::Accepted(id, peer, tx)).await.is_err() {
+        let unsent = Arc::new(AtomicUsize::new(0));
+        let link = Link {
+            tx,
+            unsent: unsent.clone(),
+        };
+        if events.send(Event::Accepted(id, peer, link)).await.is_err() {
             return;
         }
-        let events = events.clone();
+        let unsent = Unsent {
+            count: unsent,
+            bound: writes.bound,
+            events: events.clone(),
+        };
         let live = Live::count(&live);
         ex.spawn(async move {
-            connection(id, stream, events, rx, write_timeout).await;
+            connection(id, stream, rx, writes.timeout, unsent).await;
             drop(live);
         })
         .detach();
@@ -288,15 +317,34 @@ async fn read_chunk(stream: &Async<TcpStream>) -> io::Result<Vec<u8>> {
     }
 }
 
+/// What a connection task has not written of what it was sent, counted down as it writes.
+struct Unsent {
+    count: Arc<AtomicUsize>,
+    bound: usize,
+    events: Sender<Event>,
+}
+
+impl Unsent {
+    /// `n` bytes were written: falling back to the bound wakes the engine's task, which may
+    /// wait for that.
+    fn written(&self, n: usize) {
+        let before = self.count.fetch_sub(n, Ordering::AcqRel);
+        if before > self.bound && before - n <= self.bound {
+            let _ = self.events.try_send(Event::Drained);
+        }
+    }
+}
+
 /// One connection: reads a chunk when the engine asks for it, writes what it is sent, ends
 /// when told to close (or when a read or write fails).
 async fn connection(
     id: u64,
     mut stream: Async<TcpStream>,
-    events: Sender<Event>,
     rx: Receiver<ToConn>,
     write_timeout: Duration,
+    unsent: Unsent,
 ) {
+    let events = &unsent.events;
     // The first chunk is wanted at once; each later one when the engine says so.
     let mut wanted = true;
     let mut eof = false;
@@ -313,7 +361,7 @@ async fn connection(
             Step::Told(None) => return,
             Step::Told(Some(ToConn::More)) => wanted = true,
             Step::Told(Some(ToConn::Send(bytes))) => {
-                if write_timed(&mut stream, &bytes, write_timeout)
+                if write_timed(&mut stream, &bytes, write_timeout, &unsent)
                     .await
                     .is_err()
                 {
@@ -345,16 +393,28 @@ async fn connection(
     }
 }
 
+/// Writes `bytes`, failing when a write makes no progress for `limit` (a peer that reads slowly
+/// but steadily is not dropped), and counts down what is left to write as it goes.
 async fn write_timed(
     stream: &mut Async<TcpStream>,
     bytes: &[u8],
     limit: Duration,
+    unsent: &Unsent,
 ) -> io::Result<()> {
-    future::or(stream.write_all(bytes), async {
-        Timer::after(limit).await;
-        Err(io::ErrorKind::TimedOut.into())
-    })
-    .await
+    let mut done = 0;
+    while done < bytes.len() {
+        let n = future::or(stream.write(&bytes[done..]), async {
+            Timer::after(limit).await;
+            Err(io::ErrorKind::TimedOut.into())
+        })
+        .await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        done += n;
+        unsent.written(n);
+    }
+    Ok(())
 }
 
 /// Ends a connection after its last response: half-close, then read and drop what the peer
@@ -385,7 +445,7 @@ struct Hub {
     performer: Performer,
     /// Set while a wake-up from the performer is pending.
     woken: Arc<AtomicBool>,
-    conns: HashMap<u64, Sender<ToConn>>,
+    conns: HashMap<u64, Link>,
     /// Connections whose next chunk waits until the engine wants it.
     paused: BTreeSet<u64>,
     clock: Arc<dyn Clock>,
@@ -433,8 +493,8 @@ impl Hub {
             if let Some(began) = self.stopping
                 && (self.engine.requests_in_flight() == 0 || began.elapsed() > SHUTDOWN_GRACE)
             {
-                for (_, tx) in self.conns.drain() {
-                    let _ = tx.try_send(ToConn::Close { finish: false });
+                for (_, link) in self.conns.drain() {
+                    let _ = link.tx.try_send(ToConn::Close { finish: false });
                 }
                 // The connection tasks write what they were sent, then end.
                 let until = Instant::now() + Duration::from_secs(1);
@@ -449,8 +509,8 @@ impl Hub {
     fn event(&mut self, event: Event) {
         let now = self.now();
         match event {
-            Event::Accepted(id, peer, tx) => {
-                self.conns.insert(id, tx);
+            Event::Accepted(id, peer, link) => {
+                self.conns.insert(id, link);
                 let conn = ConnId(id);
                 let peer = Peer::Http(peer);
                 self.engine.handle_input(now, Input::Opened { conn, peer });
@@ -470,7 +530,8 @@ impl Hub {
                 self.engine
                     .handle_input(now, Input::Closed { conn: ConnId(id) });
             }
-            Event::Woken => {}
+            // The engine may wait for it: `pump` looks.
+            Event::Drained | Event::Woken => {}
             Event::Stop => {
                 if self.stopping.is_none() {
                     self.stopping = Some(Instant::now());
@@ -482,8 +543,9 @@ impl Hub {
         }
     }
 
-    /// Performs the engine's outputs until it has none; then asks the connections whose bytes
-    /// the engine wants again for their next chunk.
+    /// Performs the engine's outputs until it has none, telling it meanwhile which connection
+    /// it waits on is back under its bound; then asks the connections whose bytes the engine
+    /// wants again for their next chunk.
     fn pump(&mut self) {
         let (origin, clock) = (self.origin, self.clock.clone());
         let now = || moment(origin, &*clock);
@@ -491,19 +553,26 @@ impl Hub {
         loop {
             self.performer.pump(&mut self.engine, &now, &mut io);
             if io.is_empty() {
+                if self.report_drained() {
+                    continue;
+                }
                 break;
             }
             for output in io.drain(..) {
                 match output {
                     Output::Send { conn, bytes } => {
-                        if let Some(tx) = self.conns.get(&conn.0) {
-                            let _ = tx.try_send(ToConn::Send(bytes));
+                        if let Some(link) = self.conns.get(&conn.0) {
+                            let n = bytes.len();
+                            link.unsent.fetch_add(n, Ordering::AcqRel);
+                            if link.tx.try_send(ToConn::Send(bytes)).is_err() {
+                                link.unsent.fetch_sub(n, Ordering::AcqRel);
+                            }
                         }
                     }
                     Output::Close { conn, finish } => {
                         self.paused.remove(&conn.0);
-                        if let Some(tx) = self.conns.remove(&conn.0) {
-                            let _ = tx.try_send(ToConn::Close { finish });
+                        if let Some(link) = self.conns.remove(&conn.0) {
+                            let _ = link.tx.try_send(ToConn::Close { finish });
                         }
                     }
                     other => bernstein_store_file::log_line!(
@@ -520,10 +589,34 @@ impl Hub {
             .collect();
         for id in resumed {
             self.paused.remove(&id);
-            if let Some(tx) = self.conns.get(&id) {
-                let _ = tx.try_send(ToConn::More);
+            if let Some(link) = self.conns.get(&id) {
+                let _ = link.tx.try_send(ToConn::More);
             }
         }
+    }
+
+    /// Tells the engine the backlog of each connection it waits on that is back under its
+    /// bound (every output taken is sent to its task by now); whether there was any (in the
+    /// common case the engine waits on none: one look at an empty set).
+    fn report_drained(&mut self) -> bool {
+        let bound = self.engine.max_unsent();
+        let drained: Vec<(ConnId, usize)> = self
+            .engine
+            .conns_blocked_on_output()
+            .filter_map(|conn| {
+                let unsent = self.conns.get(&conn.0)?.unsent.load(Ordering::Acquire);
+                (unsent <= bound).then_some((conn, unsent))
+            })
+            .collect();
+        if drained.is_empty() {
+            return false;
+        }
+        let now = self.now();
+        for (conn, unsent) in drained {
+            self.engine
+                .handle_input(now, Input::Drained { conn, unsent });
+        }
+        true
     }
 }
 
@@ -540,7 +633,12 @@ mod tests {
         let stream = Async::new(client).unwrap();
         let (events, _events_rx) = smol::channel::unbounded();
         let (_tx, rx) = smol::channel::unbounded();
-        let task = connection(1, stream, events, rx, Duration::from_secs(1));
+        let unsent = Unsent {
+            count: Arc::default(),
+            bound: 64 * 1024,
+            events,
+        };
+        let task = connection(1, stream, rx, Duration::from_secs(1), unsent);
         let size = std::mem::size_of_val(&task);
         assert!(size < 1024, "a connection task's future is {size} bytes");
     }

@@ -1,11 +1,12 @@
 //! A world to drive an [`Engine`] in, for simulations (the `sim` feature, and this crate's own
 //! tests): a fake clock, one in-memory ledger, a store whose fsyncs the test releases, scripted
-//! peers (bytes on connections, a host, an operator, writers of another process) and
-//! everything the engine sent, by connection. No thread, socket or sleep: a test runs whole
+//! peers (bytes on connections, a host, an operator, writers of another process), clients
+//! that read what they are sent at once or not at all ([`World::stall`]), and everything the
+//! engine sent, by connection. No thread, socket or sleep: a test runs whole
 //! lifecycles (waits, conflicts, timeouts, peers leaving) in microseconds and deterministically.
 
 use core::time::Duration;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use super::request::{Input as RequestInput, Output as RequestOutput};
@@ -30,6 +31,13 @@ pub struct World<F: Fold> {
     pub ledger: Snapshot<F>,
     pub mono: Duration,
     sent: BTreeMap<ConnId, Vec<u8>>,
+    /// Connections whose client reads nothing (see [`World::stall`]), and what the engine
+    /// sent them since (the runtime's unsent bytes). Every other client reads at once: the
+    /// world reports a blocked connection drained as soon as the engine has no output.
+    stalled: BTreeSet<ConnId>,
+    pub unread: BTreeMap<ConnId, usize>,
+    /// How many times the world reported a connection drained.
+    pub drains: usize,
     /// Connections the engine asked to close, with `finish`.
     pub closed: BTreeMap<ConnId, bool>,
     pub logs: Vec<String>,
@@ -64,6 +72,9 @@ impl<F: Fold> World<F> {
             ledger: Snapshot::genesis(),
             mono: Duration::ZERO,
             sent: BTreeMap::new(),
+            stalled: BTreeSet::new(),
+            unread: BTreeMap::new(),
+            drains: 0,
             closed: BTreeMap::new(),
             logs: Vec::new(),
             operator: Vec::new(),
@@ -130,6 +141,35 @@ impl<F: Fold> World<F> {
         self.input(Input::Closed { conn: ConnId(conn) });
     }
 
+    /// The client of `conn` stops reading: what the engine sends it stays unsent.
+    pub fn stall(&mut self, conn: u64) {
+        self.stalled.insert(ConnId(conn));
+    }
+
+    /// The client of `conn` reads until `left` bytes are unsent (and reads nothing more
+    /// afterwards: it stays stalled); the world reports it if the engine waits for that.
+    pub fn read_until(&mut self, conn: u64, left: usize) {
+        let conn = ConnId(conn);
+        let unread = self.unread.entry(conn).or_default();
+        *unread = (*unread).min(left);
+        let unsent = *unread;
+        if self.engine.blocked_on_output(conn) && unsent <= self.engine.max_unsent() {
+            self.drains += 1;
+            self.input(Input::Drained { conn, unsent });
+        }
+    }
+
+    /// The client of `conn` reads everything, and from now on reads at once again.
+    pub fn read_all(&mut self, conn: u64) {
+        let conn = ConnId(conn);
+        self.stalled.remove(&conn);
+        self.unread.remove(&conn);
+        if self.engine.blocked_on_output(conn) {
+            self.drains += 1;
+            self.input(Input::Drained { conn, unsent: 0 });
+        }
+    }
+
     /// Moves the clock to `mono + d`, firing every timer due on the way, in order.
     pub fn advance(&mut self, d: Duration) {
         let until = self.mono + d;
@@ -176,8 +216,29 @@ impl<F: Fold> World<F> {
         self.input(Input::Operator { conn, response });
     }
 
-    /// Performs the engine's outputs until it has none.
+    /// Performs the engine's outputs until it has none, reporting the connections the engine
+    /// blocked on their output drained, as a runtime does, when their client reads.
     pub fn run(&mut self) {
+        loop {
+            self.perform();
+            let drained: Vec<ConnId> = self
+                .engine
+                .conns_blocked_on_output()
+                .filter(|c| !self.stalled.contains(c))
+                .collect();
+            if drained.is_empty() {
+                return;
+            }
+            for conn in drained {
+                self.drains += 1;
+                let now = self.now();
+                let input = Input::Drained { conn, unsent: 0 };
+                self.engine.handle_input(now, input);
+            }
+        }
+    }
+
+    fn perform(&mut self) {
         while let Some(output) = self.engine.poll_output() {
             let now = self.now();
             match output {
@@ -224,9 +285,16 @@ impl<F: Fold> World<F> {
                     self.engine.handle_input(now, Input::Head(&head));
                 }
                 Output::Operator { conn, request } => self.operator.push((conn, request)),
-                Output::Send { conn, bytes } => self.sent.entry(conn).or_default().extend(bytes),
+                Output::Send { conn, bytes } => {
+                    if self.stalled.contains(&conn) {
+                        *self.unread.entry(conn).or_default() += bytes.len();
+                    }
+                    self.sent.entry(conn).or_default().extend(bytes);
+                }
                 Output::Close { conn, finish } => {
                     self.closed.insert(conn, finish);
+                    self.stalled.remove(&conn);
+                    self.unread.remove(&conn);
                 }
                 Output::Log(line) => self.logs.push(line),
             }

@@ -3,10 +3,12 @@
 //!
 //! One thread runs a `mio` poll over the listener and every connection and drives the server's
 //! [`Engine`]: it accepts, reads what arrives and hands it in, writes what the engine asks to
-//! send (what the kernel does not take at once waits with the socket, under a write deadline),
-//! closes, wakes the engine at its timeouts, and hands the store, host and operator outputs to
-//! the shared [`Performer`] (whose threads wake the loop when their results are in). Framing,
-//! routing, timeouts, waits, cancellation and every HTTP decision are the engine's: this
+//! send (what the kernel does not take at once waits with the socket; a write that makes no
+//! progress for the write timeout drops it), tells the engine how much a connection it waits
+//! on still has to write once that is back under its bound ([`Input::Drained`]), closes, wakes
+//! the engine at its timeouts, and hands the store, host and operator outputs to the shared
+//! [`Performer`] (whose threads wake the loop when their results are in). Framing, routing,
+//! timeouts, backpressure, waits, cancellation and every HTTP decision are the engine's: this
 //! module moves bytes and keeps time.
 
 mod sock;
@@ -129,7 +131,7 @@ pub fn bind(
             let _ = wake.wake();
         }),
     )?;
-    let write_timeout = options.limits.read_timeout;
+    let write_timeout = options.limits.write_timeout;
     let origin = Instant::now();
     let config = EngineConfig::http(policy, options, seed()?);
     let now = moment(origin, &*backend.clock);
@@ -384,7 +386,7 @@ impl Loop {
                     ),
                 }
             }
-            if self.engine.has_output() {
+            if self.engine.has_output() || self.report_drained() {
                 continue;
             }
             let resumed: Vec<u64> = self
@@ -404,6 +406,30 @@ impl Loop {
                 self.read(id);
             }
         }
+    }
+
+    /// Tells the engine the backlog of each connection it waits on that is back under its
+    /// bound; whether there was any (in the common case the engine waits on none: one look at
+    /// an empty set).
+    fn report_drained(&mut self) -> bool {
+        let bound = self.engine.max_unsent();
+        let drained: Vec<(ConnId, usize)> = self
+            .engine
+            .conns_blocked_on_output()
+            .filter_map(|conn| {
+                let unsent = self.socks.get(&conn.0)?.unsent();
+                (unsent <= bound).then_some((conn, unsent))
+            })
+            .collect();
+        if drained.is_empty() {
+            return false;
+        }
+        let now = self.now();
+        for (conn, unsent) in drained {
+            self.engine
+                .handle_input(now, Input::Drained { conn, unsent });
+        }
+        true
     }
 
     fn send(&mut self, id: u64, bytes: &[u8]) {
@@ -463,7 +489,8 @@ impl Loop {
         self.timed.remove(&id);
     }
 
-    /// Fires the engine's due timers and the sockets' deadlines (stalled writes, drains).
+    /// Fires the engine's due timers and the sockets' deadlines (writes that made no progress
+    /// for the write timeout, drains).
     fn expire(&mut self) {
         let now = self.now();
         if self.engine.poll_timeout().is_some_and(|at| at <= now.mono) {
@@ -489,7 +516,7 @@ impl Loop {
             if draining {
                 self.drop_sock(id);
             } else {
-                // A peer that does not read within the write timeout is dropped.
+                // A peer that took nothing for the write timeout is dropped.
                 self.broken(id);
             }
         }

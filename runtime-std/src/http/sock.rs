@@ -30,7 +30,8 @@ pub(super) struct Sock {
     pub(super) stream: TcpStream,
     out: Vec<u8>,
     sent: usize,
-    /// Since when bytes wait for the kernel (a write deadline runs from then).
+    /// Since when the bytes that wait for the kernel made no progress (the write timeout runs
+    /// from then: a peer that reads slowly but steadily is not dropped).
     pub(super) stalled: Option<Instant>,
     pub(super) ending: Ending,
     /// The peer sent its end (no more reads).
@@ -93,14 +94,18 @@ impl Sock {
 
     /// Writes what waits; once nothing does, carries out a pending close.
     pub(super) fn flush(&mut self, now: Instant) -> Fate {
+        let mut progress = false;
         if self.sent < self.out.len() {
             match write_some(&mut self.stream, &self.out[self.sent..]) {
-                Ok(n) => self.sent += n,
+                Ok(n) => {
+                    self.sent += n;
+                    progress = n > 0;
+                }
                 Err(_) => return Fate::Gone,
             }
         }
         if self.sent < self.out.len() {
-            if self.stalled.is_none() {
+            if progress || self.stalled.is_none() {
                 self.stalled = Some(now);
             }
             return Fate::Alive;
@@ -125,6 +130,11 @@ impl Sock {
     /// Whether bytes wait for the kernel.
     pub(super) fn has_pending(&self) -> bool {
         self.sent < self.out.len()
+    }
+
+    /// How many bytes wait for the kernel.
+    pub(super) fn unsent(&self) -> usize {
+        self.out.len() - self.sent
     }
 
     /// Closes once what was queued is written.
@@ -155,8 +165,8 @@ impl Sock {
         }
     }
 
-    /// The instant by which something must happen to this socket, if any: its stalled write
-    /// runs out after `write_timeout`, its drain ends.
+    /// The instant by which something must happen to this socket, if any: its write runs out
+    /// `write_timeout` after its last progress, its drain ends.
     pub(super) fn deadline(&self, write_timeout: Duration) -> Option<Instant> {
         match self.ending {
             Ending::Draining { until, .. } => Some(until),

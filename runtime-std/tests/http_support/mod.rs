@@ -93,6 +93,8 @@ macro_rules! http_scenarios {
             handshake_round_trip_on_one_keep_alive_connection,
             json_or_sse_by_accept,
             pipelined_requests_are_answered_in_order,
+            pipelined_answers_over_the_bound_reach_a_late_reader_in_order,
+            streams_and_feeds_at_the_cap_close_the_idle_longest,
             oversize_body_gets_413,
             oversize_headers_get_431,
             bad_bodies_get_structured_errors,

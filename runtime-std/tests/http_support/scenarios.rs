@@ -180,6 +180,69 @@ pub fn pipelined_requests_are_answered_in_order(launch: Launcher) {
     assert_eq!(c.read_response().json()["id"], 3);
 }
 
+/// Many more answers than the bound on a connection's unsent output, to a client that reads
+/// only after a while: the server stops and goes on many times, and every answer arrives, in
+/// order, once.
+pub fn pipelined_answers_over_the_bound_reach_a_late_reader_in_order(launch: Launcher) {
+    let mut options = test_options();
+    options.limits.max_unsent_bytes = 2048;
+    let f = start(launch, test_config(), options);
+    let mut c = Conn::open(f.addr());
+    let host = c.host();
+    let ct = [("Content-Type", "application/json")];
+    let n = 400;
+    let mut bytes = Vec::new();
+    for id in 1..=n {
+        let body = rpc(id, "ping", json!({})).to_string();
+        bytes.extend(request_bytes(&host, "POST", "/mcp", &ct, body.as_bytes()));
+        if id % 50 == 0 {
+            bytes.extend(request_bytes(&host, "GET", "/healthz", &[], b""));
+        }
+    }
+    c.send(&bytes);
+    thread::sleep(Duration::from_millis(300));
+    // Meanwhile others are served.
+    let mut other = Conn::open(f.addr());
+    assert_ok_result(&other.post_mcp(&rpc(1000, "ping", json!({})), &[]), 1000);
+    for id in 1..=n {
+        assert_eq!(c.read_response().json()["id"], id);
+        if id % 50 == 0 {
+            assert_eq!(c.read_response().json()["status"], "ok");
+        }
+    }
+}
+
+/// At the cap on legacy streams, and on dashboard feeds, a new one takes the place of the one
+/// idle longest (which hears why before it is closed).
+pub fn streams_and_feeds_at_the_cap_close_the_idle_longest(launch: Launcher) {
+    let mut options = test_options();
+    options.limits.max_legacy_streams = 2;
+    let f = start(launch, test_config(), options);
+    for (path, first_event) in [("/sse", true), ("/api/events", false)] {
+        let open = || {
+            let mut c = Conn::open(f.addr());
+            c.send_request("GET", path, &[("Accept", "text/event-stream")], b"");
+            let head = c.read_stream_head();
+            assert_eq!(head.status, 200, "{path}");
+            c
+        };
+        let mut oldest = open();
+        if first_event {
+            oldest.read_event();
+        }
+        thread::sleep(Duration::from_millis(20));
+        let _second = open();
+        thread::sleep(Duration::from_millis(20));
+        let _third = open();
+        assert!(
+            oldest.read_until(b": closed for a newer stream", Duration::from_secs(3)),
+            "{path}: {}",
+            oldest.pending_text()
+        );
+        assert!(oldest.closed_within(Duration::from_secs(3)), "{path}");
+    }
+}
+
 pub fn oversize_body_gets_413(launch: Launcher) {
     let f = start(launch, test_config(), test_options());
     let mut c = Conn::open(f.addr());
@@ -758,7 +821,6 @@ pub fn idle_legacy_streams_close_and_free_the_cap(launch: Launcher) {
     let (mut busy, status) = open();
     assert_eq!(status, 200);
     let endpoint = busy.read_event().data;
-    assert_eq!(open().1, 503, "the cap is full");
     assert!(
         idle.read_until(b": keep-alive\n\n", Duration::from_secs(2)),
         "an idle stream gets keep-alives: {}",

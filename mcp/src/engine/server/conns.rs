@@ -1,14 +1,26 @@
 //! The engine's connections: framing what arrives (stdio lines, HTTP/1.1 requests routed by
 //! the [`HttpPolicy`](crate::transport::http::HttpPolicy)), one message at a time per
 //! connection, their clocks (read timeouts, legacy streams' keep-alives and idle closes,
-//! feeds' keep-alives), the legacy streams by token and the dashboards' feeds.
+//! feeds' keep-alives and idle closes), their backlogs (what the runtime has not written
+//! yet), the legacy streams by token and the dashboards' feeds, with their caps.
+//!
+//! Backpressure: each HTTP connection counts the bytes sent on it since its runtime last said
+//! how many it had not written yet ([`Input::Drained`](super::Input::Drained)). Over
+//! [`HttpLimits::max_unsent_bytes`](crate::transport::http::HttpLimits::max_unsent_bytes) the
+//! connection is blocked: it is not read, no request starts on it (not even one already framed
+//! behind), a message POSTed for a blocked legacy stream waits for it ([`Parked`]), a blocked
+//! feed is told no head until it drains (then the newest), and a legacy stream or a feed
+//! still blocked after the write timeout is closed. The runtime reports a blocked
+//! connection's real backlog as soon as it is back under the bound; a client that reads
+//! costs one such report per bound's worth of answers.
 
 use core::net::SocketAddr;
+use core::time::Duration;
 
 use super::timers::{self, Due};
 use super::{
-    Answer, Busy, Conn, ConnId, Engine, FEED_KEEPALIVE, FEED_LOOK, FeedConn, HttpConn, LegacyConn,
-    Output, Peer, StdioConn,
+    Answer, Backlog, Busy, Conn, ConnId, Engine, FEED_KEEPALIVE, FEED_LOOK, FeedConn, HttpConn,
+    LegacyConn, Output, Parked, Peer, StdioConn,
 };
 use crate::ledger::{Fold, LedgerPosition};
 use crate::protocol::TransportFacts;
@@ -16,7 +28,7 @@ use crate::protocol::dispatch::request_span_id;
 use crate::transport::http::exchange::{LegacyMessage, LegacyOpen};
 use crate::transport::http::operator::{feed_head, head_event};
 use crate::transport::http::read_clock::{Expired, ReadClock};
-use crate::transport::http::response::{over_capacity, request_timeout};
+use crate::transport::http::response::{over_capacity, over_stream_cap, request_timeout};
 use crate::transport::http::sse::{self, EventIds};
 use crate::transport::http::{
     CONTINUE, Decision, Frame, HttpResponse, OperatorRequest, OperatorRoute, RequestParser,
@@ -72,6 +84,7 @@ impl<F: Fold> Engine<F> {
             clock: ReadClock::new(self.now.mono, limits.read_timeout),
             busy: None,
             eof: false,
+            backlog: Backlog::default(),
             armed: None,
         };
         self.conns.insert(conn, Conn::Http(h));
@@ -80,13 +93,85 @@ impl<F: Fold> Engine<F> {
     }
 
     /// Whether the runtime should read more from `conn` now: not while a connection's next
-    /// message is already framed behind the one being served (the peer waits, as TCP makes it).
+    /// message is already framed behind the one being served (the peer waits, as TCP makes it),
+    /// nor while its client leaves its answers unread ([`Engine::blocked_on_output`]).
     pub fn wants_bytes(&self, conn: ConnId) -> bool {
         match self.conns.get(&conn) {
-            Some(Conn::Http(h)) => h.busy.is_none() || h.parser.is_idle(),
+            Some(Conn::Http(h)) => !h.backlog.blocked() && (h.busy.is_none() || h.parser.is_idle()),
             Some(Conn::Stdio(s)) => s.foreground.is_none() || !s.framer.has_line(),
             Some(Conn::Legacy(_) | Conn::Feed(_)) => true,
             None => false,
+        }
+    }
+
+    /// Whether `conn` is blocked on its output: more of it unsent than [`Engine::max_unsent`]
+    /// as far as the engine knows. It is not read and nothing new starts on it until the
+    /// runtime reports it back under the bound ([`Input::Drained`](super::Input::Drained)).
+    pub fn blocked_on_output(&self, conn: ConnId) -> bool {
+        self.blocked.contains(&conn)
+    }
+
+    /// The connections [`Engine::blocked_on_output`] names, in order (none, in the common
+    /// case of clients that read their answers).
+    pub fn conns_blocked_on_output(&self) -> impl Iterator<Item = ConnId> + '_ {
+        self.blocked.iter().copied()
+    }
+
+    /// Most bytes a connection may have unsent before it is blocked on its output
+    /// ([`HttpLimits::max_unsent_bytes`](crate::transport::http::HttpLimits::max_unsent_bytes);
+    /// `usize::MAX` on stdio, whose writes block).
+    pub fn max_unsent(&self) -> usize {
+        self.max_unsent
+    }
+
+    /// Counts bytes sent on `conn`: over the bound, it is blocked on its output.
+    pub(super) fn count_sent(&mut self, conn: ConnId, n: usize) {
+        let (bound, now) = (self.max_unsent, self.now.mono);
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let stream = matches!(c, Conn::Legacy(_) | Conn::Feed(_));
+        if c.backlog_mut().is_some_and(|b| b.add(n, bound, now)) {
+            self.blocked.insert(conn);
+            if stream {
+                // Its write timeout runs from now.
+                self.arm_conn(conn);
+            }
+        }
+    }
+
+    /// The runtime has `unsent` bytes of `conn` still to write: at or under the bound, a
+    /// blocked connection goes on (reads, serves what is framed, hears the newest head, serves
+    /// the messages waiting for it).
+    pub(super) fn drained(&mut self, conn: ConnId, unsent: usize) {
+        let (bound, now) = (self.max_unsent, self.now.mono);
+        let Some(b) = self.conns.get_mut(&conn).and_then(Conn::backlog_mut) else {
+            return;
+        };
+        b.unsent = unsent;
+        if unsent > bound || b.since.take().is_none() {
+            return;
+        }
+        self.blocked.remove(&conn);
+        match self.conns.get_mut(&conn) {
+            Some(Conn::Http(h)) if h.busy.is_none() => {
+                // Nothing was read while it was blocked: its read clock starts again (a
+                // request begun before counts from now).
+                h.clock.parser_idle();
+                h.clock.bytes_arrived(now, h.parser.is_idle());
+                self.advance_http(conn);
+            }
+            Some(Conn::Legacy(_)) => {
+                self.arm_conn(conn);
+                self.resume_parked(conn);
+            }
+            Some(Conn::Feed(_)) => {
+                self.arm_conn(conn);
+                if let Some(p) = self.durable {
+                    self.tell_feeds(p);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -125,7 +210,7 @@ impl<F: Fold> Engine<F> {
                 match h.busy {
                     // A waiting request whose peer left ends as cancelled.
                     Some(Busy::Request(req)) => self.wake(req),
-                    Some(Busy::Operator) => {}
+                    Some(Busy::Operator | Busy::Parked) => {}
                     None => self.advance_http(conn),
                 }
             }
@@ -140,6 +225,7 @@ impl<F: Fold> Engine<F> {
 
     /// Forgets a connection (the caller asks the runtime to close it).
     fn forget(&mut self, conn: ConnId) {
+        self.blocked.remove(&conn);
         match self.conns.remove(&conn) {
             Some(Conn::Legacy(l)) => {
                 self.legacy.remove(&l.token);
@@ -154,20 +240,82 @@ impl<F: Fold> Engine<F> {
         }
     }
 
-    /// Asks the runtime to close `conn` and forgets it.
+    /// Asks the runtime to close `conn` and forgets it; the messages waiting for it, if it is
+    /// a legacy stream, are answered that it is gone.
     pub(super) fn close(&mut self, conn: ConnId, finish: bool) {
-        if self.conns.contains_key(&conn) {
-            self.forget(conn);
-            self.push(Output::Close { conn, finish });
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        let stream = matches!(c, Conn::Legacy(_));
+        self.forget(conn);
+        self.push(Output::Close { conn, finish });
+        if stream {
+            self.resume_parked(conn);
         }
+    }
+
+    /// Serves again the messages that waited for the legacy stream `stream` to drain (or
+    /// answers them that it is gone).
+    fn resume_parked(&mut self, stream: ConnId) {
+        if self.parked.is_empty() {
+            return;
+        }
+        let (due, rest): (Vec<Parked>, Vec<Parked>) = std::mem::take(&mut self.parked)
+            .into_iter()
+            .partition(|p| p.stream == stream);
+        self.parked = rest;
+        for p in due {
+            match self.conns.get_mut(&p.conn) {
+                Some(Conn::Http(h)) if h.busy == Some(Busy::Parked) => h.busy = None,
+                _ => continue,
+            }
+            self.legacy_message(p.conn, p.peer, p.m);
+            if matches!(self.conns.get(&p.conn), Some(Conn::Http(h)) if h.busy.is_none()) {
+                // Answered at once (the stream is gone): the requests behind it go on.
+                self.set_busy(p.conn, None);
+            }
+        }
+    }
+
+    /// The write timeout, and how long a feed may go without a new head.
+    fn stream_limits(&self) -> (Duration, Duration) {
+        self.http_limits()
+            .map_or((Duration::MAX, Duration::MAX), |l| {
+                (l.write_timeout, l.feed_idle)
+            })
+    }
+
+    /// Closes a legacy stream or a feed whose client left more than the bound unread for the
+    /// write timeout.
+    fn close_stalled(&mut self, conn: ConnId, what: &str) {
+        let ((timeout, _), bound) = (self.stream_limits(), self.max_unsent);
+        let (peer, unsent) = match self.conns.get(&conn) {
+            Some(Conn::Legacy(l)) => (l.peer, l.backlog.unsent),
+            Some(Conn::Feed(f)) => (f.peer, f.backlog.unsent),
+            _ => return,
+        };
+        self.log_peer(
+            &peer,
+            format_args!(
+                "closed {what}: its client left {unsent} bytes unread for {timeout:?} (over the bound of {bound})"
+            ),
+        );
+        self.close(conn, false);
+        self.wake_requests_of(conn);
     }
 
     pub(super) fn conn_timer(&mut self, conn: ConnId, at: core::time::Duration) {
         let now = self.now.mono;
+        let (write_timeout, feed_idle) = self.stream_limits();
+        let stalled = |b: &Backlog| {
+            b.since
+                .is_some_and(|s| now >= s.saturating_add(write_timeout))
+        };
         match self.conns.get_mut(&conn) {
             Some(Conn::Http(h)) => {
                 timers::fired(&mut h.armed, at);
                 if h.busy.is_none()
+                    && !h.backlog.blocked()
                     && let Some(expired) = h.clock.expired(now)
                 {
                     return self.expire(conn, expired);
@@ -175,8 +323,13 @@ impl<F: Fold> Engine<F> {
             }
             Some(Conn::Legacy(l)) => {
                 timers::fired(&mut l.armed, at);
+                if stalled(&l.backlog) {
+                    return self.close_stalled(conn, "a legacy SSE stream");
+                }
+                let blocked = l.backlog.blocked();
                 match l.clock.handle_timeout(now) {
-                    Some(crate::transport::http::StreamTick::KeepAlive) => {
+                    // A blocked stream's client has enough to read already.
+                    Some(crate::transport::http::StreamTick::KeepAlive) if !blocked => {
                         self.send(conn, sse::KEEPALIVE.to_vec());
                     }
                     Some(crate::transport::http::StreamTick::Close) => {
@@ -188,14 +341,25 @@ impl<F: Fold> Engine<F> {
                         self.close(conn, false);
                         return self.wake_requests_of(conn);
                     }
-                    None => {}
+                    Some(crate::transport::http::StreamTick::KeepAlive) | None => {}
                 }
             }
             Some(Conn::Feed(f)) => {
                 timers::fired(&mut f.armed, at);
+                if stalled(&f.backlog) {
+                    return self.close_stalled(conn, "a dashboard feed");
+                }
+                if now >= f.last_event.saturating_add(feed_idle) {
+                    // No new head for that long: closed (its page reconnects), so that feeds
+                    // nobody needs do not hold the cap.
+                    self.send(conn, sse::IDLE_CLOSE.to_vec());
+                    return self.close(conn, false);
+                }
                 if now >= f.keepalive_at {
                     f.keepalive_at = now + FEED_KEEPALIVE;
-                    self.send(conn, sse::KEEPALIVE.to_vec());
+                    if !f.backlog.blocked() {
+                        self.send(conn, sse::KEEPALIVE.to_vec());
+                    }
                 }
             }
             Some(Conn::Stdio(_)) | None => return,
@@ -203,12 +367,23 @@ impl<F: Fold> Engine<F> {
         self.arm_conn(conn);
     }
 
-    /// Arms the timer of a connection's clock.
+    /// Arms the timer of a connection's clock (a legacy stream's or a feed's: its write
+    /// timeout too while it is blocked).
     fn arm_conn(&mut self, conn: ConnId) {
+        let (write_timeout, feed_idle) = self.stream_limits();
+        let stall = |b: &Backlog| b.since.map(|s| s.saturating_add(write_timeout));
         let (at, armed) = match self.conns.get_mut(&conn) {
-            Some(Conn::Http(h)) if h.busy.is_none() => (h.clock.deadline(), &mut h.armed),
-            Some(Conn::Legacy(l)) => (l.clock.poll_timeout(), &mut l.armed),
-            Some(Conn::Feed(f)) => (f.keepalive_at, &mut f.armed),
+            Some(Conn::Http(h)) if h.busy.is_none() && !h.backlog.blocked() => {
+                (h.clock.deadline(), &mut h.armed)
+            }
+            Some(Conn::Legacy(l)) => {
+                let at = l.clock.poll_timeout();
+                (stall(&l.backlog).map_or(at, |s| s.min(at)), &mut l.armed)
+            }
+            Some(Conn::Feed(f)) => {
+                let at = f.keepalive_at.min(f.last_event.saturating_add(feed_idle));
+                (stall(&f.backlog).map_or(at, |s| s.min(at)), &mut f.armed)
+            }
             _ => return,
         };
         self.timers.arm(armed, at, Due::Conn(conn));
@@ -240,6 +415,17 @@ impl<F: Fold> Engine<F> {
                 return;
             };
             if h.busy.is_some() {
+                return;
+            }
+            // Its client leaves its answers unread: what is framed behind waits. Unless its
+            // end was read: a runtime reads no more of a blocked connection, so that end means
+            // its socket broke (a write failed or timed out: no drain will be reported) or no
+            // whole request was framed behind; either way it is closed once what was sent is
+            // written.
+            if h.backlog.blocked() {
+                if h.eof {
+                    self.close(conn, false);
+                }
                 return;
             }
             let frame = if shutting_down {
@@ -327,29 +513,115 @@ impl<F: Fold> Engine<F> {
         let Some(limits) = self.http_limits().cloned() else {
             return;
         };
-        if self.legacy.len() >= limits.max_legacy_streams {
-            let max = limits.max_legacy_streams;
-            self.log_peer(
-                &peer,
-                format_args!("503: over the legacy SSE stream cap ({max})"),
-            );
-            self.send(conn, over_capacity().to_bytes());
-            return self.close(conn, false);
+        if !self.admit(Stream::Legacy, conn, peer) {
+            return;
         }
         let token = self.entropy.token();
         let mut first = open.head();
         first.extend(open.endpoint_event(&token));
         self.send(conn, first);
         self.legacy.insert(token.clone(), conn);
+        let now = self.now.mono;
         let stream = LegacyConn {
-            clock: StreamClock::new(self.now.mono, limits.sse_keepalive, limits.sse_idle),
+            clock: StreamClock::new(now, limits.sse_keepalive, limits.sse_idle),
             ids: EventIds::legacy(&token),
             token,
+            peer,
             version: None,
+            last_event: now,
+            backlog: self.take_backlog(conn),
             armed: None,
         };
         self.conns.insert(conn, Conn::Legacy(stream));
         self.arm_conn(conn);
+    }
+
+    /// What an HTTP connection becoming a stream or a feed has not written yet (it carries on).
+    fn take_backlog(&mut self, conn: ConnId) -> Backlog {
+        match self.conns.get_mut(&conn) {
+            Some(Conn::Http(h)) => std::mem::take(&mut h.backlog),
+            _ => Backlog::default(),
+        }
+    }
+
+    /// Whether a new legacy stream or feed may open on `conn` for `peer`. At the per-peer cap
+    /// that peer's stream (or feed) idle longest is closed to make room, at the total cap the
+    /// one idle longest of anyone's; idle: no message being served (a feed always is), and
+    /// longest without an event but keep-alives (blocked ones first: their clients do not
+    /// read). With none idle, `503` naming the cap, and `false`.
+    fn admit(&mut self, kind: Stream, conn: ConnId, peer: SocketAddr) -> bool {
+        let Some(limits) = self.http_limits() else {
+            return false;
+        };
+        let (total, per_peer) = (limits.max_legacy_streams, limits.max_streams_per_peer);
+        let ip = peer.ip().to_canonical();
+        // (conn, its peer, whether it may be closed, blocked, last event)
+        let open: Vec<(ConnId, SocketAddr, bool, bool, Duration)> = match kind {
+            Stream::Feed => self
+                .feeds
+                .iter()
+                .filter_map(|c| match self.conns.get(c) {
+                    Some(Conn::Feed(f)) => {
+                        Some((*c, f.peer, true, f.backlog.blocked(), f.last_event))
+                    }
+                    _ => None,
+                })
+                .collect(),
+            Stream::Legacy => self
+                .legacy
+                .values()
+                .filter_map(|c| match self.conns.get(c) {
+                    Some(Conn::Legacy(l)) => Some((
+                        *c,
+                        l.peer,
+                        !l.clock.is_busy(),
+                        l.backlog.blocked(),
+                        l.last_event,
+                    )),
+                    _ => None,
+                })
+                .collect(),
+        };
+        let theirs = |p: &SocketAddr| p.ip().to_canonical() == ip;
+        let of_peer = open.iter().filter(|o| theirs(&o.1)).count();
+        let noun = kind.noun();
+        let cap = if of_peer >= per_peer {
+            format!(
+                "the cap of {per_peer} {noun}s per peer address (BERNSTEIN_MCP_SSE_MAX_STREAMS_PER_PEER)"
+            )
+        } else if open.len() >= total {
+            format!("the cap of {total} {noun}s (BERNSTEIN_MCP_SSE_MAX_STREAMS)")
+        } else {
+            return true;
+        };
+        let scope_peer = of_peer >= per_peer;
+        let victim = open
+            .iter()
+            .filter(|o| o.2 && (!scope_peer || theirs(&o.1)))
+            .min_by_key(|o| (!o.3, o.4));
+        let now = self.now.mono;
+        if let Some(&(victim, owner, _, _, last)) = victim {
+            let idle = now.saturating_sub(last).as_secs();
+            self.log_peer(
+                &peer,
+                format_args!(
+                    "closed the {noun} of {owner} idle longest ({idle} s without an event) to open a new one: {cap} is reached"
+                ),
+            );
+            self.send(victim, sse::EVICTED.to_vec());
+            self.close(victim, false);
+            self.wake_requests_of(victim);
+            return true;
+        }
+        let busy = match kind {
+            Stream::Legacy => "every one of them serving a message",
+            Stream::Feed => "none to close",
+        };
+        self.log_peer(&peer, format_args!("503: {cap} is reached, {busy}"));
+        let message = format!("{cap} is reached, {busy}; retry later");
+        self.send(conn, over_stream_cap(&message).to_bytes());
+        self.close(conn, false);
+        false
     }
 
     /// `POST /messages?stream=…`: serves the body with its answer on the stream, or `404`
@@ -360,6 +632,18 @@ impl<F: Fold> Engine<F> {
         let Some(Conn::Legacy(l)) = stream.and_then(|s| self.conns.get_mut(&s)) else {
             return self.respond(conn, m.stream_gone());
         };
+        if l.backlog.blocked() {
+            // Its client is not reading what the stream has: the message waits (its poster
+            // too), until the stream drains or closes.
+            let stream = stream.unwrap_or(conn);
+            self.parked.push(Parked {
+                stream,
+                conn,
+                peer,
+                m,
+            });
+            return self.set_busy(conn, Some(Busy::Parked));
+        }
         let mut facts = m.facts.clone();
         if facts.protocol_version.is_none() {
             facts.protocol_version = l.version.clone();
@@ -380,16 +664,17 @@ impl<F: Fold> Engine<F> {
             self.set_busy(conn, Some(Busy::Operator));
             return self.push(Output::Operator { conn, request });
         }
-        let max = self.http_limits().map_or(0, |l| l.max_legacy_streams);
-        if self.feeds.len() >= max {
-            self.log_peer(&peer, format_args!("503: over the dashboard feed cap"));
-            self.send(conn, over_capacity().to_bytes());
-            return self.close(conn, false);
+        if !self.admit(Stream::Feed, conn, peer) {
+            return;
         }
         self.send(conn, feed_head(&request.span_id));
+        let now = self.now.mono;
         let feed = FeedConn {
+            peer,
             told: None,
-            keepalive_at: self.now.mono + FEED_KEEPALIVE,
+            keepalive_at: now + FEED_KEEPALIVE,
+            last_event: now,
+            backlog: self.take_backlog(conn),
             armed: None,
         };
         self.conns.insert(conn, Conn::Feed(feed));
@@ -428,18 +713,22 @@ impl<F: Fold> Engine<F> {
         self.timers.arm(&mut self.feeds_armed, at, Due::Feeds);
     }
 
-    /// Tells every feed that has not seen it the head `p` (durable).
+    /// Tells every feed that has not seen it the head `p` (durable); a blocked feed hears the
+    /// newest head once it drains.
     pub(super) fn tell_feeds(&mut self, p: LedgerPosition) {
         if self.durable.is_none_or(|d| p.seq >= d.seq) {
             self.durable = Some(p);
         }
         let Some(p) = self.durable else { return };
+        let now = self.now.mono;
         let mut due = Vec::new();
         for id in &self.feeds {
             if let Some(Conn::Feed(f)) = self.conns.get_mut(id)
                 && f.told != Some(p)
+                && !f.backlog.blocked()
             {
                 f.told = Some(p);
+                f.last_event = now;
                 due.push(*id);
             }
         }
@@ -511,5 +800,21 @@ impl<F: Fold> Engine<F> {
 
     pub(super) fn log_peer(&mut self, peer: &SocketAddr, message: core::fmt::Arguments<'_>) {
         self.log(format!("bernstein http: {peer}: {message}"));
+    }
+}
+
+/// The two kinds of long-lived streams, capped alike (each kind counted on its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stream {
+    Legacy,
+    Feed,
+}
+
+impl Stream {
+    fn noun(self) -> &'static str {
+        match self {
+            Stream::Legacy => "legacy SSE stream",
+            Stream::Feed => "dashboard feed",
+        }
     }
 }

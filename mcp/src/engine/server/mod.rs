@@ -3,7 +3,7 @@
 //! [`Engine::poll_timeout`] (the shape of quinn-proto's `Endpoint` and str0m's `Rtc`).
 //!
 //! [`Input`] is the whole list of what the world can tell it: a connection opened, bytes
-//! arrived on it, its peer is done; a snapshot was read, an append committed or conflicted,
+//! arrived on it, its peer is done, what the runtime has not written of it yet; a snapshot was read, an append committed or conflicted,
 //! what was written is durable, a host request was answered, the head was looked at; an
 //! operator route was answered; time passed; the server is shutting down. [`Output`] is the
 //! whole list of what it can ask for: send bytes on a connection, close it, read a snapshot,
@@ -11,7 +11,9 @@
 //! operator route, log a line; and [`Engine::poll_timeout`] says when to wake it.
 //!
 //! What lives here, as explicit state: per connection its framing (stdio lines, HTTP/1.1), its
-//! read and stream clocks and the revision a stdio peer negotiated; per request its state
+//! read and stream clocks, the revision a stdio peer negotiated and the output it may not have
+//! written yet (its backlog: over [`HttpLimits::max_unsent_bytes`](crate::transport::http::HttpLimits::max_unsent_bytes) nothing new starts on it);
+//! per request its state
 //! machine ([`Request`]: rounds, re-runs on conflict, host rounds, the wait and its deadline),
 //! where its answer goes (a stdio line, a JSON or SSE answer, a legacy stream), its turn, its
 //! wait slot and its cancellation entry; per server the turn ([`Turns`]), the wait slots
@@ -81,8 +83,14 @@ pub enum Input<'a, F> {
     /// Bytes arrived on a connection.
     Received { conn: ConnId, bytes: &'a [u8] },
     /// The peer will send nothing more: end of input (stdio), a closed or broken connection
-    /// (HTTP: the runtime no longer writes to it either once a write failed).
+    /// (HTTP: the runtime no longer writes to it either once a write failed or timed out; a
+    /// connection [`Engine::blocked_on_output`] names is closed once it serves nothing).
     Closed { conn: ConnId },
+    /// How many bytes the engine asked to send on an HTTP connection the runtime has not
+    /// written to its socket yet. Reported for each connection [`Engine::blocked_on_output`]
+    /// names, as soon as this is at or under [`Engine::max_unsent`] and every
+    /// [`Output::Send`] taken so far is performed (stdio writes block: nothing to report).
+    Drained { conn: ConnId, unsent: usize },
     /// [`Output::ReadSnapshot`]: the store's projection now (records not yet durable may be
     /// in it: the request settles before it answers).
     Snapshot {
@@ -215,6 +223,14 @@ pub struct Engine<F: Fold> {
     /// The dashboards' feeds among `conns`: telling them the head costs a look at each of
     /// them, not at every connection (thousands may be held by long polls).
     feeds: BTreeSet<ConnId>,
+    /// Most bytes a connection may have unsent ([`HttpLimits::max_unsent_bytes`](crate::transport::http::HttpLimits::max_unsent_bytes); no bound
+    /// on stdio, whose writes block).
+    max_unsent: usize,
+    /// The connections over it: nothing new starts on them until the runtime reports them
+    /// drained ([`Input::Drained`]).
+    blocked: BTreeSet<ConnId>,
+    /// Messages POSTed for a legacy stream over the bound, waiting for it to drain.
+    parked: Vec<Parked>,
     /// Napping requests by the stream their answer watches.
     watching: BTreeMap<String, BTreeSet<ReqId>>,
     /// Requests whose nap ended, waiting for the head ([`Output::Look`]).
@@ -260,6 +276,10 @@ impl<F: Fold> Engine<F> {
         let mut slots = WaitSlots::new();
         slots.limit(config.max_waits, config.max_waits_per_peer);
         // The tools' `Mcp-Param-*` bindings (SEP-2243), read once from their input schemas.
+        let max_unsent = config
+            .http
+            .as_ref()
+            .map_or(usize::MAX, |h| h.options.limits.max_unsent_bytes);
         let http = config.http.map(|h| HttpConfig {
             policy: h.policy.with_param_headers(ParamHeaders::of(&server)),
             options: h.options,
@@ -277,6 +297,9 @@ impl<F: Fold> Engine<F> {
             slots,
             cancels: Cancels::new(),
             feeds: BTreeSet::new(),
+            max_unsent,
+            blocked: BTreeSet::new(),
+            parked: Vec::new(),
             legacy: BTreeMap::new(),
             watching: BTreeMap::new(),
             looking: Vec::new(),
@@ -364,6 +387,7 @@ impl<F: Fold> Engine<F> {
             Input::Opened { conn, peer } => self.opened(conn, peer),
             Input::Received { conn, bytes } => self.received(conn, bytes),
             Input::Closed { conn } => self.closed(conn),
+            Input::Drained { conn, unsent } => self.drained(conn, unsent),
             Input::Snapshot { req, snapshot } => {
                 let seq = snapshot.position.seq;
                 self.syncs.saw(seq);
@@ -417,6 +441,7 @@ impl<F: Fold> Engine<F> {
 
     fn send(&mut self, conn: ConnId, bytes: Vec<u8>) {
         if !bytes.is_empty() {
+            self.count_sent(conn, bytes.len());
             self.push(Output::Send { conn, bytes });
         }
     }
@@ -435,6 +460,53 @@ enum Conn {
     Feed(FeedConn),
 }
 
+impl Conn {
+    /// What it sent that its runtime may not have written yet (HTTP connections).
+    fn backlog_mut(&mut self) -> Option<&mut Backlog> {
+        match self {
+            Conn::Http(h) => Some(&mut h.backlog),
+            Conn::Legacy(l) => Some(&mut l.backlog),
+            Conn::Feed(f) => Some(&mut f.backlog),
+            Conn::Stdio(_) => None,
+        }
+    }
+}
+
+/// The output of an HTTP connection its runtime may not have written yet: what it reported
+/// unsent last ([`Input::Drained`]) plus everything sent since. Counting costs an addition a
+/// send; the runtime is asked about it only once it is over the bound.
+#[derive(Clone, Copy, Debug, Default)]
+struct Backlog {
+    unsent: usize,
+    /// Since when it is over the bound (nothing new starts on the connection meanwhile).
+    since: Option<Duration>,
+}
+
+impl Backlog {
+    /// Counts `n` bytes more; whether that put it over `bound`.
+    fn add(&mut self, n: usize, bound: usize, now: Duration) -> bool {
+        self.unsent = self.unsent.saturating_add(n);
+        if self.unsent > bound && self.since.is_none() {
+            self.since = Some(now);
+            return true;
+        }
+        false
+    }
+
+    fn blocked(&self) -> bool {
+        self.since.is_some()
+    }
+}
+
+/// A message POSTed for a legacy stream whose client is not reading what it has: served once
+/// the stream drains (answered `404` if it closes first).
+#[derive(Debug)]
+struct Parked {
+    stream: ConnId,
+    conn: ConnId,
+    peer: SocketAddr,
+    m: LegacyMessage,
+}
 /// One request being served: its state machine and what the engine keeps around it.
 #[derive(Debug)]
 struct Req<F: Fold> {
@@ -508,6 +580,7 @@ struct HttpConn {
     busy: Option<Busy>,
     /// The peer sent everything it will.
     eof: bool,
+    backlog: Backlog,
     armed: Option<Duration>,
 }
 
@@ -515,6 +588,8 @@ struct HttpConn {
 enum Busy {
     Request(ReqId),
     Operator,
+    /// Its legacy message waits for its stream to drain ([`Parked`]).
+    Parked,
 }
 
 /// A stdio peer: its framer, the revision `initialize` negotiated (a transport fact, like the
@@ -535,17 +610,25 @@ struct StdioConn {
 #[derive(Debug)]
 struct LegacyConn {
     token: String,
+    peer: SocketAddr,
     clock: StreamClock,
     ids: EventIds,
     version: Option<String>,
+    /// When it was last sent an event other than a keep-alive (its open included).
+    last_event: Duration,
+    backlog: Backlog,
     armed: Option<Duration>,
 }
 
 /// A dashboard feed: the head it was last told.
 #[derive(Debug)]
 struct FeedConn {
+    peer: SocketAddr,
     told: Option<LedgerPosition>,
     keepalive_at: Duration,
+    /// When it was last told a head (or opened).
+    last_event: Duration,
+    backlog: Backlog,
     armed: Option<Duration>,
 }
 

@@ -496,18 +496,18 @@ impl<F: Fold> Engine<F> {
                 if !self.conns.contains_key(&conn) {
                     return;
                 }
+                let mut head = None;
                 if stream.is_none() {
                     let span = request_span_id(&x.body).unwrap_or_else(|| body_span_id(&x.body));
                     let Some(s) = StreamedReply::open(x, &span) else {
                         return;
                     };
-                    let head = s.head();
+                    head = Some(s.head());
                     *stream = Some(s);
-                    self.out.push_back(Output::Send { conn, bytes: head });
                 }
-                if let Some(s) = stream.as_mut() {
-                    let event = s.event(&n);
-                    self.out.push_back(Output::Send { conn, bytes: event });
+                let event = stream.as_mut().map(|s| s.event(&n));
+                for bytes in head.into_iter().chain(event) {
+                    self.send(conn, bytes);
                 }
             }
             Answer::Legacy { m, stream, span } => {
@@ -515,6 +515,7 @@ impl<F: Fold> Engine<F> {
                 let Some(Conn::Legacy(l)) = self.conns.get_mut(&stream) else {
                     return;
                 };
+                l.last_event = self.now.mono;
                 let served = ServedParts {
                     notifications: std::slice::from_ref(&n),
                     response: None,
@@ -619,6 +620,7 @@ impl<F: Fold> Engine<F> {
                 let response = match self.conns.get_mut(&stream) {
                     Some(Conn::Legacy(l)) => {
                         l.clock.message_finished(now);
+                        l.last_event = now;
                         if let Some(v) = &served.negotiated_version {
                             l.version = Some(v.clone());
                         }

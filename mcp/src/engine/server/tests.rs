@@ -2,7 +2,10 @@
 //! clocks, streams, feeds, store failures and counting, each driven through whole lifecycles
 //! in a [`World`] (fake clock, in-memory ledger, fsyncs the test releases). Bernstein's own
 //! long polls, cancellations and waits are simulated beside its catalogue
-//! (`core/tests/engine_server_sim.rs`).
+//! (`core/tests/engine_server_sim.rs`). Backpressure and the caps of streams and feeds are in
+//! [`backlog`].
+
+mod backlog;
 
 use core::time::Duration;
 use std::sync::Arc;
@@ -329,19 +332,25 @@ fn a_legacy_stream_carries_the_answers_of_the_messages_posted_for_it() {
     // Another token is no stream.
     w.bytes(2, &post("/messages?stream=nope", &call(8), &[]));
     assert_eq!(responses(&w.take(2))[0].0, 404);
-    // The cap: a second stream is refused.
+    // At the cap, a new stream takes the place of the one idle longest: its token is gone.
     w.connect(3, "127.0.0.1:41002");
     w.bytes(3, &get("/sse", &["Accept: text/event-stream"]));
-    assert_eq!(responses(&w.take(3))[0].0, 503);
-    // The stream's peer leaves: its token is gone and its place free.
-    w.hang_up(1);
+    assert!(w.take_text(3).starts_with("HTTP/1.1 200"));
+    assert!(
+        w.take_text(1)
+            .ends_with(": closed for a newer stream (the cap is reached)\n\n")
+    );
+    assert_eq!(w.closed.get(&ConnId(1)), Some(&false));
     w.bytes(
         2,
         &post(&format!("/messages?stream={token}"), &call(9), &[]),
     );
     assert_eq!(responses(&w.take(2))[0].0, 404);
+    // Its peer leaves: its place is free.
+    w.hang_up(3);
     let again = open_stream(&mut w, 4);
     assert_ne!(again, token);
+    assert!(!w.closed.contains_key(&ConnId(4)));
 }
 
 #[test]
@@ -375,14 +384,17 @@ fn feeds_are_capped_and_a_closed_feed_frees_its_place() {
         w.take_text(conn)
     };
     assert!(open_feed(&mut w, 1, 42000).starts_with("HTTP/1.1 200"));
-    assert!(open_feed(&mut w, 2, 42001).starts_with("HTTP/1.1 503"));
     // Plain connections, however many, take no feed's place.
     for conn in 3..20 {
         w.connect(conn, &format!("127.0.0.1:{}", 42000 + conn));
     }
-    assert!(open_feed(&mut w, 20, 42020).starts_with("HTTP/1.1 503"));
-    w.hang_up(1);
+    assert!(w.closed.is_empty());
+    // At the cap, a new feed takes the place of the open one (see `backlog` for the order).
+    assert!(open_feed(&mut w, 20, 42020).starts_with("HTTP/1.1 200"));
+    assert!(w.closed.contains_key(&ConnId(1)));
+    w.hang_up(20);
     assert!(open_feed(&mut w, 21, 42021).starts_with("HTTP/1.1 200"));
+    assert_eq!(w.engine.counters().connections, 18);
 }
 
 #[test]

@@ -70,8 +70,21 @@ pub struct HttpLimits {
     /// Most header fields in one request (431 beyond).
     pub max_headers: usize,
     /// How long a connection may stay silent, idle or in the middle of a request, before it is
-    /// closed (408 when a request was under way). Also bounds each write.
+    /// closed (408 when a request was under way).
     pub read_timeout: Duration,
+    /// Most bytes a connection may have answered and not yet written to its client. Over it,
+    /// the server stops reading the connection and starts nothing more on it (not even a
+    /// request already read) until its client has read enough to bring it back under; a legacy
+    /// SSE stream or a dashboard feed is closed if it stays over it for [`Self::write_timeout`].
+    /// So a client that never reads holds this, plus at most one answer, not one per request.
+    pub max_unsent_bytes: usize,
+    /// A write that makes no progress for this long closes its connection (the client stopped
+    /// reading), and a legacy SSE stream or a dashboard feed over [`Self::max_unsent_bytes`]
+    /// this long is closed. Ten seconds by default: a client that reads takes bytes within
+    /// milliseconds, and ten seconds outlast a few TCP retransmissions (1 + 2 + 4 s) or a
+    /// browser tab paused for a moment, while a stuck client gives its connection back three
+    /// times sooner than the read timeout would.
+    pub write_timeout: Duration,
     /// Most simultaneous connections, legacy SSE streams included (503 beyond).
     pub max_connections: usize,
     /// Threads that call a store which may wait on the network (PostgreSQL); requests
@@ -83,13 +96,22 @@ pub struct HttpLimits {
     pub max_waits: usize,
     /// Most waiting answers for one peer address (the same refusal beyond it).
     pub max_waits_per_peer: usize,
-    /// Most simultaneously open legacy SSE streams (503 beyond).
+    /// Most simultaneously open legacy SSE streams, and (counted separately) dashboard feeds
+    /// (`GET /api/events`). At the cap, the one idle longest (no event but keep-alives, and for
+    /// a legacy stream no message being served) is closed to admit a new one; `503` when none
+    /// is idle.
     pub max_legacy_streams: usize,
+    /// Most legacy SSE streams, and (separately) feeds, of one peer address; at it, that peer's
+    /// idle longest is closed to admit its new one (`503` when none is idle). A quarter of
+    /// [`Self::max_legacy_streams`] by default.
+    pub max_streams_per_peer: usize,
     /// Interval of keep-alive comments on open legacy SSE streams.
     pub sse_keepalive: Duration,
     /// A legacy SSE stream with no message POSTed for it this long is closed, so idle clients
     /// cannot hold the stream cap.
     pub sse_idle: Duration,
+    /// A dashboard feed that was told no new head this long is closed (its page reconnects).
+    pub feed_idle: Duration,
 }
 
 impl Default for HttpLimits {
@@ -99,13 +121,17 @@ impl Default for HttpLimits {
             max_header_bytes: 16 * 1024,
             max_headers: 64,
             read_timeout: Duration::from_secs(30),
+            max_unsent_bytes: 64 * 1024,
+            write_timeout: Duration::from_secs(10),
             max_connections: 512,
             workers: 16,
             max_waits: 512,
             max_waits_per_peer: 128,
             max_legacy_streams: 128,
+            max_streams_per_peer: 32,
             sse_keepalive: Duration::from_secs(15),
             sse_idle: Duration::from_secs(300),
+            feed_idle: Duration::from_secs(300),
         }
     }
 }

@@ -207,6 +207,15 @@ pub fn over_capacity() -> HttpResponse {
     .closing()
 }
 
+/// `503` for a legacy SSE stream or a dashboard feed over one of its caps, with `message`
+/// naming the cap; written before the close.
+pub fn over_stream_cap(message: &str) -> HttpResponse {
+    let span = route_span_id("503", "over_capacity");
+    HttpResponse::problem(Status::SERVICE_UNAVAILABLE, &span, "over_capacity", message)
+        .with_header("Retry-After", "1")
+        .closing()
+}
+
 /// `408` for a request that did not arrive within the read timeout.
 pub fn request_timeout() -> HttpResponse {
     let span = route_span_id("408", "request_timeout");

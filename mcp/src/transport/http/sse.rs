@@ -21,8 +21,13 @@ use super::response::{HttpResponse, SPAN_HEADER, Status};
 pub const KEEPALIVE: &[u8] = b": keep-alive\n\n";
 
 /// The comment a legacy stream gets before it is closed for idleness (see
-/// [`super::stream_clock`]): no message was POSTed for it within the idle timeout.
+/// [`super::stream_clock`]: no message was POSTed for it within the idle timeout), and a
+/// dashboard feed when it was told no new head within its own.
 pub const IDLE_CLOSE: &[u8] = b": idle timeout, closing\n\n";
+
+/// The comment a legacy stream or a dashboard feed gets before it is closed to make room for
+/// a new one at its cap (it was the one idle longest).
+pub const EVICTED: &[u8] = b": closed for a newer stream (the cap is reached)\n\n";
 
 /// Appends one event to `out`.
 pub fn push_event(out: &mut Vec<u8>, id: &str, event: &str, data: &[u8]) {

@@ -54,6 +54,11 @@ impl StreamClock {
         self.last_activity = self.last_activity.max(now);
     }
 
+    /// Whether a message POSTed for this stream is being served.
+    pub fn is_busy(&self) -> bool {
+        self.busy > 0
+    }
+
     /// When the idle timeout ends, while no message is being served.
     fn idle_deadline(&self) -> Option<Duration> {
         (self.busy == 0).then(|| self.last_activity.saturating_add(self.idle))

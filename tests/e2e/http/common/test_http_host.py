@@ -7,7 +7,8 @@ both runtimes): what a DNS-rebound page or a crowd of idle SSE clients can and c
   answered, and the protected-resource metadata names them, never a foreign host.
 * A foreign `Origin` is `403` on every route.
 * An idle legacy SSE stream gets keep-alive comments and is closed after
-  BERNSTEIN_MCP_SSE_IDLE_SECS, freeing its place under BERNSTEIN_MCP_SSE_MAX_STREAMS.
+  BERNSTEIN_MCP_SSE_IDLE_SECS, freeing its place under BERNSTEIN_MCP_SSE_MAX_STREAMS; at that
+  cap a new stream takes the place of the one idle longest.
 """
 
 from __future__ import annotations
@@ -170,12 +171,15 @@ def test_idle_sse_streams_get_keepalives_then_close_and_free_the_cap(http_server
         s.close()
     first, got = open_sse(srv)
     assert status_of(got) == 200, got
-    second, busy = open_sse(srv)
-    assert status_of(busy) == 503, busy
-    second.close()
-    # Nothing is POSTed: the stream gets keep-alives, then the server closes it.
-    text = read_to_eof(first, got).decode()
+    # At the cap, a new stream takes the place of the one idle longest, which hears why.
+    second, got2 = open_sse(srv)
+    assert status_of(got2) == 200, got2
+    evicted = read_to_eof(first, got).decode()
     first.close()
+    assert evicted.endswith(": closed for a newer stream (the cap is reached)\n\n"), evicted
+    # Nothing is POSTed: the stream gets keep-alives, then the server closes it.
+    text = read_to_eof(second, got2).decode()
+    second.close()
     assert "event: endpoint" in text, text
     assert ": keep-alive\n\n" in text, text
     assert text.endswith(": idle timeout, closing\n\n"), text
