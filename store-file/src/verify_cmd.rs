@@ -2,12 +2,12 @@
 //! recorded call order.
 //!
 //! It streams the file through the core's pure verifier (so memory does not grow with the
-//! ledger), checks HMAC tags when `.sdd/keys/audit.key` is present (the report says when it was
-//! not), and uses the store's checkpoint as an anchor: a ledger that ends before the position
-//! the store once checkpointed as durable has lost records, which hash chains alone cannot see.
-//! Once a ledger failed, [`audit_findings`] reads it again to list every bad line, not only the
-//! first. It only reads: it never creates, repairs or locks out a running server for longer
-//! than one `stat` under the shared lock.
+//! ledger), checks HMAC tags with `.sdd/keys/audit.key` (a missing key is an error unless the
+//! caller asked for the chains only, [`KeyUse`]), and uses the store's checkpoint as an anchor:
+//! a ledger that ends before the position the store once checkpointed as durable has lost
+//! records, which hash chains alone cannot see. Once a ledger failed, [`audit_findings`] reads
+//! it again to list every bad line, not only the first. It only reads: it never creates,
+//! repairs or locks out a running server for longer than one `stat` under the shared lock.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -34,6 +34,24 @@ pub enum AuditError {
     Io { path: PathBuf, source: io::Error },
     #[error("audit key: {0}")]
     Key(#[from] KeyError),
+    /// [`KeyUse::Required`] and the `.sdd` directory holds no audit key.
+    #[error(
+        "cannot check the HMAC tags: there is no audit key at {} (the tags are what shows that a record was not rewritten with its hash recomputed); point --dir at the .sdd directory whose keys/audit.key wrote this ledger (copy the project's .sdd/keys/ beside a copied ledger, or export with `bernstein ledger export --with-keys`), or pass --no-keys to check the hash chains only",
+        key_file.display()
+    )]
+    NoKey { key_file: PathBuf },
+}
+
+/// Whether the audit key is needed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeyUse {
+    /// Check the tags when the key is there, report them unchecked otherwise.
+    #[default]
+    IfPresent,
+    /// Check the tags; a missing key is [`AuditError::NoKey`].
+    Required,
+    /// Check the chains only, even when the key is there.
+    Ignore,
 }
 
 /// What `audit verify` checks beyond the ledger itself.
@@ -44,6 +62,33 @@ pub struct AuditOptions {
     /// Record hashes the report must say whether the ledger holds (a saved witness's: the
     /// caller then checks the witness against the report).
     pub watch: Vec<Digest>,
+    /// Whether the audit key is needed (by default the tags are checked when it is there).
+    pub keys: KeyUse,
+}
+
+/// The audit key of the `.sdd` directory `sdd`, as `keys` asks for it.
+pub fn audit_key(sdd: &Path, keys: KeyUse) -> Result<Option<Vec<u8>>, AuditError> {
+    if keys == KeyUse::Ignore {
+        return Ok(None);
+    }
+    let key = load_audit_key(sdd)?;
+    if key.is_none() && keys == KeyUse::Required {
+        return Err(AuditError::NoKey {
+            key_file: Layout::at(sdd).audit_key_file(),
+        });
+    }
+    Ok(key)
+}
+
+/// [`audit_key`] for verifying the ledger file of `layout`: a missing ledger is named as such
+/// rather than as a missing key.
+fn file_key(layout: &Layout, keys: KeyUse) -> Result<Option<Vec<u8>>, AuditError> {
+    let key = audit_key(&layout.sdd, keys);
+    if let Err(AuditError::NoKey { .. }) = key {
+        let path = layout.ledger_file();
+        std::fs::metadata(&path).map_err(|source| AuditError::Io { path, source })?;
+    }
+    key
 }
 
 /// Where the `.sdd` directory is, given either it or the project directory holding it.
@@ -70,7 +115,7 @@ pub fn audit_verify(dir: &Path) -> Result<VerifyReport, AuditError> {
 /// [`audit_verify`] with options: the record hashes to look for, and whether to list calls.
 pub fn audit_verify_with(dir: &Path, options: AuditOptions) -> Result<VerifyReport, AuditError> {
     let layout = Layout::at(&resolve_sdd(dir));
-    let key = load_audit_key(&layout.sdd)?;
+    let key = file_key(&layout, options.keys)?;
     // Read the anchor before the ledger: the ledger only grows, so a checkpoint written after
     // this point cannot point past what is read below. A checkpoint that does not
     // authenticate is a failure, as it is for the server.
@@ -119,7 +164,7 @@ fn open_ledger(
 /// is the caller's already) does not anchor it.
 pub fn audit_findings(dir: &Path, options: AuditOptions) -> Result<FindingsReport, AuditError> {
     let layout = Layout::at(&resolve_sdd(dir));
-    let key = load_audit_key(&layout.sdd)?;
+    let key = file_key(&layout, options.keys)?;
     let anchor = checkpoint::anchor(&layout, key.as_deref()).unwrap_or(None);
     let (ledger, name, io_err) = open_ledger(&layout)?;
     let verifier = FindingsVerifier::new(&name, key.as_deref())
@@ -296,6 +341,45 @@ mod tests {
         let report = audit_verify(&layout.sdd).unwrap();
         assert!(!report.macs_checked);
         assert!(report.summary().contains("NOT verified"));
+    }
+
+    #[test]
+    fn a_required_key_that_is_missing_is_an_error_and_no_keys_ignores_one() {
+        let (tmp, _) = project(2);
+        let layout = Layout::in_project(tmp.path());
+        let required = || AuditOptions {
+            keys: KeyUse::Required,
+            ..AuditOptions::default()
+        };
+        assert!(audit_verify_with(&layout.sdd, required()).is_ok());
+        // Chains only, though the key is there.
+        let report = audit_verify_with(
+            &layout.sdd,
+            AuditOptions {
+                keys: KeyUse::Ignore,
+                ..AuditOptions::default()
+            },
+        )
+        .unwrap();
+        assert!(!report.macs_checked);
+        std::fs::remove_file(layout.audit_key_file()).unwrap();
+        let err = audit_verify_with(&layout.sdd, required()).unwrap_err();
+        assert!(matches!(err, AuditError::NoKey { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("keys/audit.key") && text.contains("--no-keys"),
+            "{text}"
+        );
+        assert!(matches!(
+            audit_findings(&layout.sdd, required()),
+            Err(AuditError::NoKey { .. })
+        ));
+        // No ledger at all: named as such, not as a missing key.
+        std::fs::remove_file(layout.ledger_file()).unwrap();
+        assert!(matches!(
+            audit_verify_with(&layout.sdd, required()),
+            Err(AuditError::Io { .. })
+        ));
     }
 
     #[test]

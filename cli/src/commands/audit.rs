@@ -1,7 +1,8 @@
 //! `bernstein audit verify`: offline check of the ledger's hash chains and HMAC tags, of the
 //! `.sdd/` file or (`--store`) of a PostgreSQL ledger. Exit 0 on a clean ledger, 1 when it is
 //! not (the first line names the first bad entry: file, line, seq; the lines after it every
-//! bad line and what it affects), 2 when the ledger cannot be read.
+//! bad line and what it affects), 2 when the ledger cannot be read, or its audit key is
+//! missing and `--no-keys` was not given.
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ use bernstein_core::domain::witness::{Witness, witness_from_json};
 use bernstein_core::ledger::verify::{
     Affected, FindingsReport, FindingsVerifier, LedgerVerifier, VerifyFailure, VerifyReport,
 };
-use bernstein_store_file::verify_cmd::{AuditError, AuditOptions};
+use bernstein_store_file::verify_cmd::{AuditError, AuditOptions, KeyUse};
 use clap::Subcommand;
 use serde_json::{Value, json};
 
@@ -52,6 +53,10 @@ pub enum AuditCommand {
         /// lines; exit codes as without it.
         #[arg(long)]
         json: bool,
+        /// Check the hash chains only, without the audit key (the HMAC tags are not checked,
+        /// and the output says so). Without this flag a missing `keys/audit.key` is an error.
+        #[arg(long)]
+        no_keys: bool,
     },
     /// Verify a run handle (bernstein_run_status's answer, or a saved tools/call result
     /// holding it) offline: its receiptHash, and that its chainHead anchors its journalHead in
@@ -79,6 +84,7 @@ pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
             witness,
             store,
             json,
+            no_keys,
         } => verify(
             workdir,
             Verify {
@@ -87,6 +93,11 @@ pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
                 witness,
                 store,
                 json,
+                keys: if no_keys {
+                    KeyUse::Ignore
+                } else {
+                    KeyUse::Required
+                },
             },
         ),
     }
@@ -99,6 +110,7 @@ struct Verify {
     witness: Vec<PathBuf>,
     store: Option<String>,
     json: bool,
+    keys: KeyUse,
 }
 
 fn verify(workdir: &Path, args: Verify) -> Result<ExitCode, String> {
@@ -128,11 +140,13 @@ fn verify(workdir: &Path, args: Verify) -> Result<ExitCode, String> {
     let options = AuditOptions {
         calls: args.verbose,
         watch: watch.clone(),
+        keys: args.keys,
     };
     let verified = match &url {
         Some(url) => verify_database(&sdd, url, options),
         None => bernstein_store_file::verify_cmd::audit_verify_with(&dir, options),
     };
+    let chains_only = args.keys == KeyUse::Ignore;
     match verified {
         Ok(report) => {
             // A witness the ledger no longer extends fails the check like a bad record.
@@ -140,11 +154,14 @@ fn verify(workdir: &Path, args: Verify) -> Result<ExitCode, String> {
                 witnesses.iter().map(|w| (w, w.check(&report))).collect();
             let failed = checked.iter().find_map(|(_, r)| r.as_ref().err());
             if args.json {
-                say!("{}", clean_json(&report, &checked, args.verbose));
+                say!(
+                    "{}",
+                    clean_json(&report, &checked, args.verbose, chains_only)
+                );
             } else if let Some(e) = failed {
                 say!("FAILED: {e}");
             } else {
-                print_clean(&report, &args.witness, args.verbose);
+                print_clean(&report, &args.witness, args.verbose, chains_only);
             }
             Ok(if failed.is_some() {
                 ExitCode::from(1)
@@ -156,6 +173,7 @@ fn verify(workdir: &Path, args: Verify) -> Result<ExitCode, String> {
             let options = AuditOptions {
                 calls: false,
                 watch,
+                keys: args.keys,
             };
             // Read again, on past the first bad line. Should that fail (the file went away
             // meanwhile), the first failure is still the verdict.
@@ -181,7 +199,7 @@ fn verify(workdir: &Path, args: Verify) -> Result<ExitCode, String> {
 
 /// What a clean ledger's check prints: the call list with `--verbose`, the summary, the
 /// witnesses it extends.
-fn print_clean(report: &VerifyReport, witness: &[PathBuf], verbose: bool) {
+fn print_clean(report: &VerifyReport, witness: &[PathBuf], verbose: bool, chains_only: bool) {
     if verbose {
         for call in &report.calls {
             say!(
@@ -194,6 +212,11 @@ fn print_clean(report: &VerifyReport, witness: &[PathBuf], verbose: bool) {
         }
     }
     say!("{}", report.summary());
+    if chains_only {
+        say!(
+            "note: --no-keys: the hash chains verify, the HMAC tags were not checked (a record rewritten with its hash recomputed would pass)"
+        );
+    }
     if !witness.is_empty() {
         say!(
             "OK: the ledger extends every witness ({})",
@@ -221,6 +244,7 @@ fn clean_json(
     report: &VerifyReport,
     checked: &[(&Witness, Result<(), String>)],
     verbose: bool,
+    chains_only: bool,
 ) -> Value {
     let failure = checked.iter().find_map(|(_, r)| r.as_ref().err());
     let mut out = json!({
@@ -232,6 +256,7 @@ fn clean_json(
         "calls": report.call_count,
         "head": report.head,
         "macs_checked": report.macs_checked,
+        "chains_only": chains_only,
         "anchor": report.anchor,
         "findings": [],
         "counts": {},
@@ -340,7 +365,7 @@ fn print_failed(
             if report.macs_checked {
                 "checked"
             } else {
-                "NOT checked (no key)"
+                "NOT checked (--no-keys)"
             }
         );
     }
@@ -404,6 +429,11 @@ fn print_failed(
     say!("what to do: {RECOVERY}");
 }
 
+/// The audit key for checking a database's rows, as `keys` asks for it.
+fn database_key(sdd: &Path, keys: KeyUse) -> Result<Option<Vec<u8>>, AuditError> {
+    bernstein_store_file::verify_cmd::audit_key(sdd, keys)
+}
+
 /// [`AuditError::Io`] for the database.
 fn database_error(e: String) -> AuditError {
     AuditError::Io {
@@ -420,7 +450,7 @@ fn verify_database(
     url: &str,
     options: AuditOptions,
 ) -> Result<VerifyReport, AuditError> {
-    let key = bernstein_store_file::keys::load_audit_key(sdd)?;
+    let key = database_key(sdd, options.keys)?;
     let lines = super::lines::LedgerLines::open(sdd, Some(url)).map_err(database_error)?;
     let mut verifier = LedgerVerifier::new(lines.name(), key.as_deref())
         .collect_calls(options.calls)
@@ -437,7 +467,7 @@ fn database_findings(
     url: &str,
     options: AuditOptions,
 ) -> Result<FindingsReport, AuditError> {
-    let key = bernstein_store_file::keys::load_audit_key(sdd)?;
+    let key = database_key(sdd, options.keys)?;
     let lines = super::lines::LedgerLines::open(sdd, Some(url)).map_err(database_error)?;
     let mut verifier = FindingsVerifier::new(lines.name(), key.as_deref()).watch(options.watch);
     let tail = lines

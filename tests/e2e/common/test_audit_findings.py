@@ -1,16 +1,17 @@
 """`bernstein audit verify` on a damaged ledger reports every bad line, not only the first, and
-what each affects.
+what each affects; it needs the audit key unless told `--no-keys`.
 
 A ledger written by a real server (runs, a claim with its signed receipt) is copied and damaged
 the way an operator finds it: two goals edited by hand (the hashes left as they were), a line
 deleted, the last line cut. The first line of the output stays what it always was (`FAILED:
-file:line (seq N): reason`), the exit codes too (0 clean, 1 bad, 2 unreadable).
+file:line (seq N): reason`), the exit codes too (0 clean, 1 bad, 2 unreadable or no key).
 The workdir itself is never edited.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -130,6 +131,34 @@ def test_a_truncated_last_line_is_one_finding(store, tmp_path):
     proc = verify(copy)
     assert proc.returncode == 1 and f"ledger.jsonl:{len(lines)} (seq {len(lines)})" in proc.stdout, proc.stdout
     assert "cut short" in proc.stdout, proc.stdout
+
+
+def test_without_the_key_verify_fails_unless_no_keys(store, tmp_path):
+    sdd, lines, _ = store
+    copy = ledger.copy_store(sdd, tmp_path / "keyless")
+    shutil.rmtree(copy / "keys")
+    proc = verify(copy)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cannot check the HMAC tags" in proc.stderr and "keys/audit.key" in proc.stderr, proc.stderr
+    assert "--no-keys" in proc.stderr and "--with-keys" in proc.stderr, proc.stderr
+    assert proc.stdout == ""
+
+    proc = verify(copy, "--no-keys")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith(f"OK: {len(lines)} records"), proc.stdout
+    assert "HMAC tags NOT verified" in proc.stdout and "note: --no-keys" in proc.stdout, proc.stdout
+    code, doc = verify_json(copy, "--no-keys")
+    assert code == 0 and doc["ok"] is True and doc["macs_checked"] is False and doc["chains_only"] is True
+
+    # Chains only on a damaged copy: still every finding, and it says the tags were not checked.
+    target = lines[2]
+    ledger.replace_line(copy / "ledger" / "ledger.jsonl", target.line_no, ledger.flip_byte(target.raw, 12))
+    proc = verify(copy, "--no-keys")
+    assert proc.returncode == 1, proc.stdout
+    assert "HMAC tags NOT checked (--no-keys)" in proc.stdout, proc.stdout
+    # --no-keys with the keys there: chains only all the same.
+    proc = verify(sdd, "--no-keys")
+    assert proc.returncode == 0 and "NOT verified" in proc.stdout, proc.stdout
 
 
 def test_a_saved_head_is_still_checked_on_a_bad_ledger(store, tmp_path, workdir):
