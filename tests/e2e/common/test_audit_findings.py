@@ -1,5 +1,6 @@
 """`bernstein audit verify` on a damaged ledger reports every bad line, not only the first, and
-what each affects; it needs the audit key unless told `--no-keys`.
+what each affects; it needs the audit key unless told `--no-keys`; `ledger export --with-keys`
+refuses to export no keys.
 
 A ledger written by a real server (runs, a claim with its signed receipt) is copied and damaged
 the way an operator finds it: two goals edited by hand (the hashes left as they were), a line
@@ -159,6 +160,19 @@ def test_without_the_key_verify_fails_unless_no_keys(store, tmp_path):
     # --no-keys with the keys there: chains only all the same.
     proc = verify(sdd, "--no-keys")
     assert proc.returncode == 0 and "NOT verified" in proc.stdout, proc.stdout
+
+
+def test_export_with_keys_and_no_keys_to_export_fails(tmp_path):
+    """Checked before the database is reached: no server is needed to see the refusal."""
+    plain = tmp_path / "not-a-project"
+    plain.mkdir()
+    out = tmp_path / "export"
+    proc = run_cli(["--workdir", str(plain), "ledger", "export", "--store", "postgres://nobody@127.0.0.1:1/none",
+                    "--out", str(out), "--with-keys"])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--with-keys" in proc.stderr and "no audit key to export" in proc.stderr, proc.stderr
+    assert "audit.key" in proc.stderr and "nothing was written" in proc.stderr, proc.stderr
+    assert not out.exists(), "the refused export wrote something"
 
 
 def test_a_saved_head_is_still_checked_on_a_bad_ledger(store, tmp_path, workdir):
