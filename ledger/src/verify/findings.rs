@@ -401,8 +401,10 @@ pub struct FindingsVerifier {
     probation_listed: usize,
     unlisted: BTreeMap<FindingKind, u64>,
     good_tags: u64,
-    /// The open transaction's lines (the first [`MAX_TXN_LINES`]).
-    txn_lines: Vec<Vec<u8>>,
+    /// The open transaction's lines (the first [`MAX_TXN_LINES`]), one after the other, and
+    /// where each ends.
+    txn_bytes: Vec<u8>,
+    txn_ends: Vec<usize>,
     /// The finding whose transaction is still being read (its lines name what it affects).
     collecting: Option<usize>,
     receipts: u64,
@@ -442,7 +444,8 @@ impl FindingsVerifier {
             probation_listed: 0,
             unlisted: BTreeMap::new(),
             good_tags: 0,
-            txn_lines: Vec::new(),
+            txn_bytes: Vec::new(),
+            txn_ends: Vec::new(),
             collecting: None,
             receipts: 0,
             records: 0,
@@ -505,7 +508,7 @@ impl FindingsVerifier {
         }
         // The lines of a transaction name what a finding in it affects.
         if claim.as_ref().is_some_and(|c| c.txn[0] == 1) {
-            self.txn_lines.clear();
+            self.clear_txn_lines();
             self.collecting = None;
         }
         if let Some(f) = self.collecting {
@@ -691,9 +694,14 @@ impl FindingsVerifier {
         let before = self.at;
         let before_known = self.at_known;
         let framing_before = self.framing;
-        let old = self.streams.get(c.stream.as_ref()).copied();
-        self.streams
-            .insert(c.stream.to_string(), (old.map_or(0, |s| s.0) + 1, c.hash));
+        let slot = self.streams.get_mut(c.stream.as_ref());
+        let old = slot.as_deref().copied();
+        match slot {
+            Some(s) => *s = (s.0 + 1, c.hash),
+            None => {
+                self.streams.insert(c.stream.to_string(), (1, c.hash));
+            }
+        }
         self.at = LedgerPosition {
             seq: if edited_in_place { expected } else { c.seq },
             head: c.hash,
@@ -719,7 +727,7 @@ impl FindingsVerifier {
             })
         });
         if completes {
-            self.txn_lines.clear();
+            self.clear_txn_lines();
         } else {
             self.keep_txn_line(line);
         }
@@ -768,7 +776,12 @@ impl FindingsVerifier {
             if c.seq >= expected && c.seq > r.before.seq {
                 let stood = r.before.seq.saturating_add(1);
                 self.explain(c.prev, c.seq.saturating_sub(1), r.finding);
-                let note = if c.seq == expected {
+                let note = if c.seq == expected && !self.at_known {
+                    format!(
+                        "line {n} (seq {}) continues from {}: the record this line held (seq {stood}) had that hash",
+                        c.seq, c.prev
+                    )
+                } else if c.seq == expected {
                     format!(
                         "line {n} (seq {}) continues from {}, not from this line's record: this line replaced the record of seq {stood}, whose hash that is",
                         c.seq, c.prev
@@ -838,9 +851,15 @@ impl FindingsVerifier {
     }
 
     fn keep_txn_line(&mut self, line: &[u8]) {
-        if self.txn_lines.len() < MAX_TXN_LINES {
-            self.txn_lines.push(line.to_vec());
+        if self.txn_ends.len() < MAX_TXN_LINES {
+            self.txn_bytes.extend_from_slice(line);
+            self.txn_ends.push(self.txn_bytes.len());
         }
+    }
+
+    fn clear_txn_lines(&mut self) {
+        self.txn_bytes.clear();
+        self.txn_ends.clear();
     }
 
     /// A new finding at line `n`; `None` once [`MAX_FINDINGS`] are listed (it is counted).
@@ -873,8 +892,10 @@ impl FindingsVerifier {
             self.listed += 1;
         }
         let mut affected = Affected::default();
-        for l in &self.txn_lines {
-            affected.add_line(l);
+        let mut start = 0;
+        for &end in &self.txn_ends {
+            affected.add_line(&self.txn_bytes[start..end]);
+            start = end;
         }
         affected.add_line(line);
         self.findings.push(Finding {

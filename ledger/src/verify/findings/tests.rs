@@ -268,7 +268,9 @@ fn an_unparsable_line_is_one_finding() {
     all[4] = b"garbage\n".to_vec();
     let r = find_all(&join(&all), "l", Some(KEY), None);
     assert_eq!(kinds(&r), vec![(5, 5, FindingKind::Unparsable)], "{r:#?}");
-    assert!(r.findings[0].notes[0].contains(&recs[4].hash.to_string()));
+    let note = &r.findings[0].notes[0];
+    assert!(note.contains(&recs[4].hash.to_string()), "{note}");
+    assert!(note.contains("the record this line held (seq 5)"), "{note}");
     // Two lines merged into one (a newline lost): still one finding.
     let mut all = lines(&recs);
     all[4].pop();
