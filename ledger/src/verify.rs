@@ -148,6 +148,15 @@ impl TxnFraming {
     pub fn expected(&self) -> Option<[u32; 2]> {
         self.next
     }
+
+    /// The framing after a record carrying `txn`, taken on trust (to read on after a break);
+    /// `None` when `txn` is no valid position in a transaction.
+    fn after(txn: [u32; 2]) -> Option<TxnFraming> {
+        let [index, count] = txn;
+        (index >= 1 && index <= count).then(|| TxnFraming {
+            next: (index < count).then(|| [index + 1, count]),
+        })
+    }
 }
 
 /// Why `rec` cannot follow ledger position `at` with its stream ending at `stream_head`.
@@ -164,24 +173,32 @@ pub fn chain_error_of(
     sprev: Digest,
     stream: &str,
 ) -> Option<String> {
-    if seq != at.seq + 1 {
-        return Some(format!(
-            "sequence: expected seq {}, found {seq}",
-            at.seq + 1
-        ));
-    }
-    if prev != at.head {
-        return Some(format!(
+    seq_error(at, seq)
+        .or_else(|| prev_error(at, prev))
+        .or_else(|| sprev_error(stream_head, sprev, stream))
+}
+
+/// Why a record of sequence number `seq` cannot follow `at`.
+fn seq_error(at: &LedgerPosition, seq: u64) -> Option<String> {
+    let want = at.seq.saturating_add(1);
+    (seq != want).then(|| format!("sequence: expected seq {want}, found {seq}"))
+}
+
+/// Why a record whose `prev` is `prev` cannot follow `at`.
+fn prev_error(at: &LedgerPosition, prev: Digest) -> Option<String> {
+    (prev != at.head).then(|| {
+        format!(
             "ledger chain: prev is {prev}, but the previous record's hash is {}",
             at.head
-        ));
-    }
-    if sprev != stream_head {
-        return Some(format!(
-            "stream chain: sprev is {sprev}, but stream {stream:?} ends at {stream_head}"
-        ));
-    }
-    None
+        )
+    })
+}
+
+/// Why a record whose `sprev` is `sprev` cannot follow stream `stream` ending at `stream_head`.
+fn sprev_error(stream_head: Digest, sprev: Digest, stream: &str) -> Option<String> {
+    (sprev != stream_head).then(|| {
+        format!("stream chain: sprev is {sprev}, but stream {stream:?} ends at {stream_head}")
+    })
 }
 
 /// Checks that `records` extend `snapshot` as one or more whole transactions (seq, prev,
@@ -403,16 +420,8 @@ impl LedgerVerifier {
 
     /// The record's `hash` and (with the key) `mac`; `n` is its line.
     fn check_seal(&self, raw: &RecordLine<'_>, n: u64) -> Result<(), VerifyFailure> {
-        raw.check(self.key.as_ref()).map_err(|e| {
-            let reason = match e {
-                // No record before this one verified under the key: most likely not the key
-                // the ledger was written with, rather than a forgery of this very record.
-                SealError::BadMac if self.report.records == 0 => KEY_MISMATCH.to_string(),
-                SealError::Format2Mac if self.report.records == 0 => OLD_FORMAT.to_string(),
-                e => format!("bad record: {}", RecordError::from(e)),
-            };
-            self.fail(n, reason)
-        })
+        raw.check(self.key.as_ref())
+            .map_err(|e| self.fail(n, seal_reason(e, self.report.records == 0)))
     }
 
     /// Seq, chains, framing and anchor of a sealed record whose stream ends at
@@ -430,16 +439,10 @@ impl LedgerVerifier {
             return Err(reason);
         }
         framing.check(raw.txn)?;
-        if let Some(a) = anchor
-            && a.seq == raw.seq
-            && a.head != raw.hash
-        {
-            return Err(format!(
-                "record differs from the one the store checkpointed ({})",
-                a.head
-            ));
+        match anchor_error(anchor, raw.seq, raw.hash) {
+            Some(reason) => Err(reason),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn count(&mut self, raw: &RecordLine<'_>) {
@@ -504,31 +507,16 @@ impl LedgerVerifier {
     /// anchor.
     pub fn finish(mut self, unterminated: &[u8]) -> Result<VerifyReport, VerifyFailure> {
         let next_line = self.line + 1;
-        if !unterminated.is_empty() {
-            return Err(self.fail(
-                next_line,
-                format!(
-                    "truncated: the last line has no newline ({} bytes)",
-                    unterminated.len()
-                ),
-            ));
-        }
-        if let Some([index, count]) = self.framing.expected() {
-            return Err(self.fail(
-                next_line,
-                format!("truncated: the ledger ends inside a transaction (record {index} of {count} is missing)"),
-            ));
-        }
-        if let Some(a) = self.anchor
-            && a.seq > self.report.head.seq
+        if let Some(reason) = end_errors(
+            unterminated,
+            self.framing.expected(),
+            self.anchor,
+            self.report.head.seq,
+        )
+        .into_iter()
+        .next()
         {
-            return Err(self.fail(
-                next_line,
-                format!(
-                    "truncated: the store checkpointed seq {} as durable, but the ledger ends at seq {}",
-                    a.seq, self.report.head.seq
-                ),
-            ));
+            return Err(self.fail(next_line, reason));
         }
         self.report.anchor = self.anchor;
         self.report.streams = sorted_streams(self.streams);
@@ -540,6 +528,59 @@ impl LedgerVerifier {
             .collect();
         Ok(self.report)
     }
+}
+
+/// Why a record of sequence number `seq` and hash `hash` is not the one the store checkpointed
+/// as `anchor`.
+fn anchor_error(anchor: Option<LedgerPosition>, seq: u64, hash: Digest) -> Option<String> {
+    anchor.filter(|a| a.seq == seq && a.head != hash).map(|a| {
+        format!(
+            "record differs from the one the store checkpointed ({})",
+            a.head
+        )
+    })
+}
+
+/// Why a line whose seal failed with `e` is bad; `first`: no record before it was read (a tag
+/// failing there most likely means the key is not the ledger's, not a forged record).
+fn seal_reason(e: SealError, first: bool) -> String {
+    match e {
+        SealError::BadMac if first => KEY_MISMATCH.to_string(),
+        SealError::Format2Mac if first => OLD_FORMAT.to_string(),
+        e => format!("bad record: {}", RecordError::from(e)),
+    }
+}
+
+/// What is wrong with the end of a ledger, in the order [`LedgerVerifier::finish`] names it:
+/// bytes after the last `\n`, an open transaction (`open`: the record it still needs), a
+/// store's durable position past the last record (at `head_seq`).
+fn end_errors(
+    unterminated: &[u8],
+    open: Option<[u32; 2]>,
+    anchor: Option<LedgerPosition>,
+    head_seq: u64,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if !unterminated.is_empty() {
+        out.push(format!(
+            "truncated: the last line has no newline ({} bytes)",
+            unterminated.len()
+        ));
+    }
+    if let Some([index, count]) = open {
+        out.push(format!(
+            "truncated: the ledger ends inside a transaction (record {index} of {count} is missing)"
+        ));
+    }
+    if let Some(a) = anchor
+        && a.seq > head_seq
+    {
+        out.push(format!(
+            "truncated: the store checkpointed seq {} as durable, but the ledger ends at seq {head_seq}",
+            a.seq
+        ));
+    }
+    out
 }
 
 /// The streams in name order. Sorted first by a 16-byte prefix of each name held beside it,
@@ -611,6 +652,12 @@ pub fn verify_ledger_anchored(
     let used = v.push_bytes(bytes)?;
     v.finish(&bytes[used..])
 }
+
+mod findings;
+pub use findings::{
+    Affected, Finding, FindingKind, FindingsReport, FindingsVerifier, LineRecord, MAX_FINDINGS,
+    Problem, find_all,
+};
 
 #[cfg(test)]
 mod tests;

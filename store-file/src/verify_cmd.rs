@@ -2,18 +2,21 @@
 //! recorded call order.
 //!
 //! It streams the file through the core's pure verifier (so memory does not grow with the
-//! ledger), checks HMAC tags when `.sdd/keys/audit.key` is present (the report says when it was
-//! not), and uses the store's checkpoint as an anchor: a ledger that ends before the position
-//! the store once checkpointed as durable has lost records, which hash chains alone cannot see.
-//! It only reads: it never creates, repairs or locks out a running server for longer than one
-//! `stat` under the shared lock.
+//! ledger), checks HMAC tags with `.sdd/keys/audit.key` (a missing key is an error unless the
+//! caller asked for the chains only, [`KeyUse`]), and uses the store's checkpoint as an anchor:
+//! a ledger that ends before the position the store once checkpointed as durable has lost
+//! records, which hash chains alone cannot see. Once a ledger failed, [`audit_findings`] reads
+//! it again to list every bad line, not only the first. It only reads: it never creates,
+//! repairs or locks out a running server for longer than one `stat` under the shared lock.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use bernstein_ledger::digest::Digest;
-use bernstein_ledger::verify::{LedgerVerifier, VerifyFailure, VerifyReport};
+use bernstein_ledger::verify::{
+    FindingsReport, FindingsVerifier, LedgerVerifier, VerifyFailure, VerifyReport,
+};
 
 use crate::checkpoint;
 use crate::keys::{KeyError, load_audit_key};
@@ -31,6 +34,24 @@ pub enum AuditError {
     Io { path: PathBuf, source: io::Error },
     #[error("audit key: {0}")]
     Key(#[from] KeyError),
+    /// [`KeyUse::Required`] and the `.sdd` directory holds no audit key.
+    #[error(
+        "cannot check the HMAC tags: there is no audit key at {} (the tags are what shows that a record was not rewritten with its hash recomputed); point --dir at the .sdd directory whose keys/audit.key wrote this ledger (copy the project's .sdd/keys/ beside a copied ledger, or export with `bernstein ledger export --with-keys`), or pass --no-keys to check the hash chains only",
+        key_file.display()
+    )]
+    NoKey { key_file: PathBuf },
+}
+
+/// Whether the audit key is needed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeyUse {
+    /// Check the tags when the key is there, report them unchecked otherwise.
+    #[default]
+    IfPresent,
+    /// Check the tags; a missing key is [`AuditError::NoKey`].
+    Required,
+    /// Check the chains only, even when the key is there.
+    Ignore,
 }
 
 /// What `audit verify` checks beyond the ledger itself.
@@ -41,6 +62,33 @@ pub struct AuditOptions {
     /// Record hashes the report must say whether the ledger holds (a saved witness's: the
     /// caller then checks the witness against the report).
     pub watch: Vec<Digest>,
+    /// Whether the audit key is needed (by default the tags are checked when it is there).
+    pub keys: KeyUse,
+}
+
+/// The audit key of the `.sdd` directory `sdd`, as `keys` asks for it.
+pub fn audit_key(sdd: &Path, keys: KeyUse) -> Result<Option<Vec<u8>>, AuditError> {
+    if keys == KeyUse::Ignore {
+        return Ok(None);
+    }
+    let key = load_audit_key(sdd)?;
+    if key.is_none() && keys == KeyUse::Required {
+        return Err(AuditError::NoKey {
+            key_file: Layout::at(sdd).audit_key_file(),
+        });
+    }
+    Ok(key)
+}
+
+/// [`audit_key`] for verifying the ledger file of `layout`: a missing ledger is named as such
+/// rather than as a missing key.
+fn file_key(layout: &Layout, keys: KeyUse) -> Result<Option<Vec<u8>>, AuditError> {
+    let key = audit_key(&layout.sdd, keys);
+    if let Err(AuditError::NoKey { .. }) = key {
+        let path = layout.ledger_file();
+        std::fs::metadata(&path).map_err(|source| AuditError::Io { path, source })?;
+    }
+    key
 }
 
 /// Where the `.sdd` directory is, given either it or the project directory holding it.
@@ -67,7 +115,7 @@ pub fn audit_verify(dir: &Path) -> Result<VerifyReport, AuditError> {
 /// [`audit_verify`] with options: the record hashes to look for, and whether to list calls.
 pub fn audit_verify_with(dir: &Path, options: AuditOptions) -> Result<VerifyReport, AuditError> {
     let layout = Layout::at(&resolve_sdd(dir));
-    let key = load_audit_key(&layout.sdd)?;
+    let key = file_key(&layout, options.keys)?;
     // Read the anchor before the ledger: the ledger only grows, so a checkpoint written after
     // this point cannot point past what is read below. A checkpoint that does not
     // authenticate is a failure, as it is for the server.
@@ -79,19 +127,66 @@ pub fn audit_verify_with(dir: &Path, options: AuditOptions) -> Result<VerifyRepo
             reason: format!("the checkpoint cannot be trusted: {reason}"),
         })
     })?;
-    let path = layout.ledger_file();
-    let io_err = |source| AuditError::Io {
-        path: path.clone(),
-        source,
-    };
-    let file = File::open(&path).map_err(io_err)?;
-    let len = stable_len(&layout, &file).map_err(io_err)?;
-    let name = path.display().to_string();
+    let (mut ledger, name, io_err) = open_ledger(&layout)?;
     let verifier = LedgerVerifier::new(&name, key.as_deref())
         .with_anchor(anchor)
         .collect_calls(options.calls)
         .watch(options.watch);
-    feed(&mut file.take(len), verifier, io_err)
+    feed(&mut ledger, verifier, io_err)
+}
+
+/// The ledger file of `layout`, limited to the length it had with no append under way; its
+/// name; how an I/O error reading it is reported.
+#[allow(clippy::type_complexity)]
+fn open_ledger(
+    layout: &Layout,
+) -> Result<
+    (
+        io::Take<File>,
+        String,
+        impl Fn(io::Error) -> AuditError + use<>,
+    ),
+    AuditError,
+> {
+    let path = layout.ledger_file();
+    let named = path.clone();
+    let io_err = move |source| AuditError::Io {
+        path: named.clone(),
+        source,
+    };
+    let file = File::open(&path).map_err(&io_err)?;
+    let len = stable_len(layout, &file).map_err(&io_err)?;
+    Ok((file.take(len), path.display().to_string(), io_err))
+}
+
+/// Every finding of the ledger of `dir` (see [`FindingsVerifier`]): what `audit verify` reports
+/// once [`audit_verify_with`] failed. A checkpoint that cannot be read or trusted (that failure
+/// is the caller's already) does not anchor it.
+pub fn audit_findings(dir: &Path, options: AuditOptions) -> Result<FindingsReport, AuditError> {
+    let layout = Layout::at(&resolve_sdd(dir));
+    let key = file_key(&layout, options.keys)?;
+    let anchor = checkpoint::anchor(&layout, key.as_deref()).unwrap_or(None);
+    let (ledger, name, io_err) = open_ledger(&layout)?;
+    let verifier = FindingsVerifier::new(&name, key.as_deref())
+        .with_anchor(anchor)
+        .watch(options.watch);
+    find_in(ledger, verifier).map_err(io_err)
+}
+
+/// Reads `reader` line by line into `verifier`; its report.
+pub fn find_in(reader: impl Read, mut verifier: FindingsVerifier) -> io::Result<FindingsReport> {
+    let mut reader = BufReader::with_capacity(CHUNK, reader);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok(verifier.finish(&[]));
+        }
+        match line.strip_suffix(b"\n") {
+            Some(whole) => verifier.push_line(whole),
+            None => return Ok(verifier.finish(&line)),
+        }
+    }
 }
 
 /// Bytes read at a time. Small enough that the buffer stays in the CPU's cache between the
@@ -246,6 +341,106 @@ mod tests {
         let report = audit_verify(&layout.sdd).unwrap();
         assert!(!report.macs_checked);
         assert!(report.summary().contains("NOT verified"));
+    }
+
+    #[test]
+    fn a_required_key_that_is_missing_is_an_error_and_no_keys_ignores_one() {
+        let (tmp, _) = project(2);
+        let layout = Layout::in_project(tmp.path());
+        let required = || AuditOptions {
+            keys: KeyUse::Required,
+            ..AuditOptions::default()
+        };
+        assert!(audit_verify_with(&layout.sdd, required()).is_ok());
+        // Chains only, though the key is there.
+        let report = audit_verify_with(
+            &layout.sdd,
+            AuditOptions {
+                keys: KeyUse::Ignore,
+                ..AuditOptions::default()
+            },
+        )
+        .unwrap();
+        assert!(!report.macs_checked);
+        std::fs::remove_file(layout.audit_key_file()).unwrap();
+        let err = audit_verify_with(&layout.sdd, required()).unwrap_err();
+        assert!(matches!(err, AuditError::NoKey { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("keys/audit.key") && text.contains("--no-keys"),
+            "{text}"
+        );
+        assert!(matches!(
+            audit_findings(&layout.sdd, required()),
+            Err(AuditError::NoKey { .. })
+        ));
+        // No ledger at all: named as such, not as a missing key.
+        std::fs::remove_file(layout.ledger_file()).unwrap();
+        assert!(matches!(
+            audit_verify_with(&layout.sdd, required()),
+            Err(AuditError::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn findings_name_every_bad_line_and_use_the_checkpoint() {
+        let (tmp, _) = project(6);
+        let layout = Layout::in_project(tmp.path());
+        let bytes = std::fs::read(layout.ledger_file()).unwrap();
+        let mut lines: Vec<Vec<u8>> = bytes
+            .split_inclusive(|b| *b == b'\n')
+            .map(<[u8]>::to_vec)
+            .collect();
+        for i in [1, 4] {
+            let text = String::from_utf8(lines[i].clone()).unwrap();
+            lines[i] = text
+                .replace("bernstein_status", "bernstein_statux")
+                .into_bytes();
+        }
+        // The last transaction cut off: only the checkpoint tells.
+        lines.pop();
+        std::fs::write(layout.ledger_file(), lines.concat()).unwrap();
+        let Err(AuditError::Failure(first)) = audit_verify(&layout.sdd) else {
+            panic!("not detected")
+        };
+        let report = audit_findings(&layout.sdd, AuditOptions::default()).unwrap();
+        let at: Vec<(u64, u64)> = report.findings.iter().map(|f| (f.line, f.seq)).collect();
+        assert_eq!(at, vec![(2, 2), (5, 5), (6, 6)]);
+        assert_eq!(report.findings[0].reason, first.reason);
+        assert!(report.findings[2].reason.contains("checkpointed seq 6"));
+        assert!(report.macs_checked);
+        assert_eq!(report.from_seq, Some(2));
+    }
+
+    /// Reading in pieces (interrupted ones too) finds what reading in memory finds.
+    #[test]
+    fn finding_in_pieces_is_finding_in_memory() {
+        use bernstein_ledger::verify::find_all;
+        let (tmp, _) = project(5);
+        let layout = Layout::in_project(tmp.path());
+        let mut bytes = std::fs::read(layout.ledger_file()).unwrap();
+        bytes[40] ^= 1;
+        // A byte in the middle of line 3.
+        let line3 = bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(1)
+            .unwrap()
+            .0;
+        bytes[line3 + 40] ^= 1;
+        bytes.truncate(bytes.len() - 3);
+        let want = find_all(&bytes, "l", None, None);
+        for step in [1, 7, 4096] {
+            let reader = Trickle {
+                bytes: &bytes,
+                step,
+                interrupt: false,
+            };
+            let got = find_in(reader, FindingsVerifier::new("l", None)).unwrap();
+            assert_eq!(got, want, "step {step}");
+        }
+        assert_eq!(want.findings.len(), 3, "{want:#?}");
     }
 
     /// A reader handing out `step` bytes at a time, interrupted before every other read.

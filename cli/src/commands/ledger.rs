@@ -36,7 +36,8 @@ pub enum LedgerCommand {
         out: PathBuf,
         /// Also copy the workdir's keys (audit HMAC key, signing seed) into OUT/.sdd/keys/, so
         /// `bernstein audit verify --workdir OUT` checks the HMAC tags too and
-        /// `backlog verify-claim` pins the signer.
+        /// `backlog verify-claim` pins the signer. Fails, writing nothing, when the workdir
+        /// has no audit key to copy.
         #[arg(long)]
         with_keys: bool,
     },
@@ -107,6 +108,11 @@ pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
             out,
             with_keys,
         } => {
+            // Before anything is written: an export meant to carry its keys that would carry
+            // none could not have its tags checked.
+            if with_keys {
+                keys_to_export(workdir)?;
+            }
             let pool = pool(store.as_deref())?;
             let key = audit_key(workdir)?;
             if key.is_none() {
@@ -147,6 +153,28 @@ pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Refuses `--with-keys` when `workdir` holds no audit key (run outside the project, or a
+/// project whose keys are elsewhere); notes a missing signing seed, which only pins signers.
+fn keys_to_export(workdir: &Path) -> Result<(), String> {
+    let sdd = workdir.join(".sdd");
+    if audit_key(workdir)?.is_none() {
+        return Err(format!(
+            "--with-keys: there is no audit key to export: {} does not exist; run the export with --workdir set to the project directory whose .sdd/keys/ the instances use (or export without --with-keys and copy .sdd/keys/ yourself); nothing was written",
+            bernstein_store_file::layout::Layout::at(&sdd)
+                .audit_key_file()
+                .display()
+        ));
+    }
+    let signing = bernstein_store_file::keys::signing_key_file(&sdd);
+    if !signing.exists() {
+        bernstein_store_file::log_line!(
+            "bernstein: no {} to export: claim receipts in the export are checked without pinning the signer",
+            signing.display()
+        );
+    }
+    Ok(())
 }
 
 /// Copies the key file `.sdd/keys/<name>` of `workdir` to `out` when it exists (mode 0600,
