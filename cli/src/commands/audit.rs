@@ -117,6 +117,7 @@ fn verify(workdir: &Path, args: Verify) -> Result<ExitCode, String> {
     let dir = args.dir.unwrap_or_else(|| workdir.join(".sdd"));
     let sdd = bernstein_store_file::verify_cmd::resolve_sdd(&dir);
     let url = crate::settings::store_url(args.store.as_deref())?;
+    super::require_ledger(&sdd, url.as_deref(), super::Hints::VERIFIER_STORE)?;
     let signer = project_signer_pem(&sdd)?;
     let mut witnesses = Vec::new();
     for file in &args.witness {

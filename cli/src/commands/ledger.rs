@@ -78,6 +78,8 @@ pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
         } => {
             use bernstein_store_file::upgrade_cmd::{UpgradeOutcome, upgrade_ledger};
             let dir = dir.unwrap_or_else(|| workdir.join(".sdd"));
+            let sdd = bernstein_store_file::verify_cmd::resolve_sdd(&dir);
+            super::require_ledger(&sdd, None, super::Hints::VERIFIER)?;
             match upgrade_ledger(&dir, trust_unsealed) {
                 Ok(UpgradeOutcome::AlreadyCurrent) => {
                     say!("the ledger is already format 3 and verifies; nothing changed");
