@@ -5,17 +5,21 @@
 //! once more, so a new caller cannot forget.
 //!
 //! The patterns are a table of regular expressions in [`patterns`], documented with examples in
-//! docs/RECORDS.md §7 (the tests run exactly those examples); every secret any of them finds
-//! is redacted. Overlapping or touching secrets become one placeholder, named after the one
-//! that starts first (on a tie, the earlier row of the table). Placeholders already in the
-//! text bound every match, so redacting twice changes nothing. Matching is linear in the text:
-//! a `RegexSet` pass tells which rows can match, then each of those rows' regex finds its
-//! spans (the `regex` crate's automata, no backtracking). This module is a pure text
-//! transformation: it never logs, stores or returns what it removed.
+//! docs/RECORDS.md §7 (the tests run exactly those examples). A text is searched as it is and,
+//! when it has escapes or line breaks inside keys, as its decoded views ([`view`]: escapes
+//! decoded; then also wrapped keys joined), whose matches are mapped back to the bytes they
+//! stand for: every secret any of them finds is redacted. Overlapping or touching secrets
+//! become one placeholder, named after the one that starts first (on a tie, the earlier row of
+//! the table). Placeholders already in the text bound every match, so redacting twice changes
+//! nothing. Matching is linear in the text: a `RegexSet` pass tells which rows can match, then
+//! each of those rows' regex finds its spans (the `regex` crate's automata, no backtracking).
+//! This module is a pure text transformation: it never logs, stores or returns what it
+//! removed.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 mod patterns;
+mod view;
 
 /// A text with its secrets replaced.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,12 +75,42 @@ pub fn redact(input: &str) -> Redacted {
     }
 }
 
-/// The secrets in `s[from..to]` (offsets in `s`).
+/// The secrets in `s[from..to]` (offsets in `s`): in the text as it is and in its decoded
+/// views.
 fn find(s: &[u8], from: usize, to: usize, found: &mut Vec<patterns::Found>) {
+    let text = &s[from..to];
+    if text.is_empty() {
+        return;
+    }
+    let at_end = to == s.len();
+    let mut here = Vec::new();
+    patterns::find(text, &mut here);
+    find_in(view::View::of(text, false, at_end, &[]), &mut here);
+    // Joining sees what was found as it will be once redacted: no part of a token.
+    let mut spans: Vec<(usize, usize)> = here.iter().map(|f| (f.start, f.end)).collect();
+    spans.sort_unstable();
+    spans.dedup_by(|next, kept| {
+        let overlap = next.0 < kept.1;
+        if overlap {
+            kept.1 = kept.1.max(next.1);
+        }
+        overlap
+    });
+    find_in(view::View::of(text, true, at_end, &spans), &mut here);
+    found.extend(here.into_iter().map(|f| patterns::Found {
+        start: from + f.start,
+        end: from + f.end,
+        ..f
+    }));
+}
+
+/// The secrets in a decoded view, as spans of the text it decodes.
+fn find_in(view: Option<view::View>, found: &mut Vec<patterns::Found>) {
+    let Some(view) = view else { return };
     let start = found.len();
-    patterns::find(&s[from..to], found);
+    patterns::find(&view.bytes, found);
     for f in &mut found[start..] {
-        (f.start, f.end) = (from + f.start, from + f.end);
+        (f.start, f.end) = view.original(f.start, f.end);
     }
 }
 

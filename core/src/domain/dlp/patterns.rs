@@ -221,6 +221,51 @@ pub(super) const PATTERNS: &[Pattern] = &[
     },
 ];
 
+/// Key prefixes, each with the length of the shortest key the table redacts that starts with
+/// it: a line break inside such a token is joined in the decoded view while the token is
+/// shorter (a key wrapped over two lines; see [`super::view`]). JWTs (`eyJ`) also until they
+/// have their two dots.
+pub(super) const WRAPPABLE: &[(&str, usize)] = &[
+    ("sk-", 23), // anthropic_key, openai_key
+    ("sk_live_", 24),
+    ("sk_test_", 24),
+    ("rk_live_", 24),
+    ("rk_test_", 24),
+    ("ghp_", 24),
+    ("gho_", 24),
+    ("ghu_", 24),
+    ("ghs_", 24),
+    ("ghr_", 24),
+    ("github_pat_", 33),
+    ("glpat-", 26),
+    ("glptt-", 26),
+    ("glrt-", 25),
+    ("gldt-", 25),
+    ("glcbt-", 26),
+    ("xoxb-", 15),
+    ("xoxp-", 15),
+    ("xoxa-", 15),
+    ("xoxr-", 15),
+    ("xoxe-", 15),
+    ("xoxs-", 15),
+    ("xapp-", 15),
+    ("AKIA", 20),
+    ("ASIA", 20),
+    ("ABIA", 20),
+    ("ACCA", 20),
+    ("AIza", 39),
+    ("eyJ", 22),
+];
+
+/// Whether `text` holds a key prefix of [`WRAPPABLE`] anywhere (a literal search).
+pub(super) fn has_key_prefix(text: &[u8]) -> bool {
+    static PREFIXES: LazyLock<Regex> = LazyLock::new(|| {
+        let words: Vec<String> = WRAPPABLE.iter().map(|(p, _)| regex::escape(p)).collect();
+        compile(&words.join("|"))
+    });
+    PREFIXES.is_match(text)
+}
+
 /// A secret found: `start..end` of the searched text, and the row that found it.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Found {
