@@ -608,3 +608,19 @@ fn mixes_once_found_are_idempotent() {
         assert_eq!(redact(&once.text).text, once.text, "{text:?}");
     }
 }
+
+/// Placeholders bound every match, a caller's too (docs/RECORDS.md §7): what follows one has
+/// lost the context before it, while a secret that needs none still goes.
+#[test]
+fn a_placeholder_bounds_every_match() {
+    stays("password=[REDACTED:secret_assignment]hunter2");
+    redacts(
+        "[REDACTED:x]ghp_EXAMPLEexample0123456789EXAMPLE",
+        "[REDACTED:x][REDACTED:github_token]",
+    );
+    // Not a placeholder: no kind, or not closed.
+    redacts(
+        "password=[REDACTED:]hunter2",
+        "password=[REDACTED:secret_assignment]",
+    );
+}
