@@ -1,5 +1,7 @@
 //! DLP redaction speed on 1 MiB adversarial texts: shapes that would be quadratic if a failed
-//! match attempt rescanned its run, plus plain prose and a text full of real matches.
+//! match attempt rescanned its run, shapes that make the redactor build its decoded views
+//! (escapes, line breaks after key prefixes) or cut the text at placeholders, plus plain prose
+//! and texts full of real matches.
 
 use std::time::Instant;
 
@@ -21,6 +23,10 @@ pub fn redaction_speed() {
     println!("| text | time | MiB/s | spans redacted |\n|---|---|---|---|");
     let shapes = [
         ("prose", "The quick brown fox jumps over the lazy dog. "),
+        (
+            "prose over lines",
+            "The quick brown fox\njumps over the lazy dog.\n",
+        ),
         ("`eyJ-` repeated (JWT header starts)", "eyJ-"),
         (
             "`eyJaaaaaaaaaa.bb.` repeated (two-segment JWTs)",
@@ -37,6 +43,25 @@ pub fn redaction_speed() {
         (
             "secrets: `password=EXAMPLE-1 ` repeated",
             "password=EXAMPLE-1 ",
+        ),
+        ("`%41` repeated (percent escapes)", "%41"),
+        ("`\\u0022` repeated (JSON escapes)", "\\u0022"),
+        (
+            "`sk-ant-a\\n` repeated (breaks after a key prefix)",
+            "sk-ant-a\n",
+        ),
+        ("`[REDACTED:a] ` repeated (placeholders)", "[REDACTED:a] "),
+        (
+            "secrets: `\"password\":\"x\\\"y\", ` repeated",
+            "\"password\":\"x\\\"y\", ",
+        ),
+        (
+            "secrets: `password%3DEXAMPLE-1 ` repeated",
+            "password%3DEXAMPLE-1 ",
+        ),
+        (
+            "secrets: wrapped `sk-ant-api03-\\nEXAMPLE…` repeated",
+            "sk-ant-api03-\nEXAMPLEexample0123456789\n",
         ),
     ];
     for (name, unit) in shapes {

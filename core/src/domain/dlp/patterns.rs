@@ -1,407 +1,424 @@
-//! The DLP patterns (docs/RECORDS.md §7). [`match_at`] tries, at one byte position, the
-//! patterns that can start with that byte, then the generic `name=value` assignment.
+//! The DLP patterns (docs/RECORDS.md §7) as data: one row per pattern, in three parts, each a
+//! regular expression: `before` (kept), `secret` (replaced) and `after` (kept). A row matches
+//! `before secret after`; the row order is the priority that names a placeholder when two
+//! secrets start at the same byte (see [`super`]). `check`, when present, is a condition on
+//! the secret the regex does not express.
 //!
-//! Linear time: a failed attempt either scans a bounded span (fixed-length keys, short
-//! prefixes) or a maximal run that starts at a token boundary, which no later attempt of the
-//! same pattern rescans (positions inside a run are not token starts).
+//! Syntax is the `regex` crate's over bytes with Unicode mode off: classes, `\s` and `(?i)` are
+//! ASCII, and a negated class such as `[^\s"]` matches any other byte. Every delimiter being
+//! ASCII, a match still starts and ends on character boundaries. `\b{start-half}` is "not
+//! right after a letter, digit or `_`", `\b{end-half}` "not right before one".
 
-/// A secret at some position: `input[i..keep_until]` is kept, `keep_until..resume_from` is the
-/// secret, `resume_from..end` is kept after the placeholder.
-pub(super) struct Match {
-    pub keep_until: usize,
-    pub resume_from: usize,
-    pub end: usize,
+use std::sync::LazyLock;
+
+use base64::Engine as _;
+use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+
+/// One pattern of the table.
+pub(super) struct Pattern {
     pub kind: &'static str,
+    pub before: &'static str,
+    pub secret: &'static str,
+    pub after: &'static str,
+    pub check: Option<fn(&[u8]) -> bool>,
 }
 
-pub(super) fn match_at(s: &str, i: usize) -> Option<Match> {
-    let b = s.as_bytes();
-    let specific = match b[i] {
-        b'-' => private_key(s, i),
-        b':' => url_password(b, i),
-        b'b' | b'B' => bearer(b, i),
-        b'A' => aws_access_key(b, i).or_else(|| google_key(b, i)),
-        b'e' => jwt(b, i),
-        b's' => openai_or_anthropic(b, i).or_else(|| stripe_key(b, i)),
-        b'r' => stripe_key(b, i),
-        b'g' => github_token(b, i).or_else(|| gitlab_token(b, i)),
-        b'x' => slack_token(b, i),
-        b'h' => slack_webhook(b, i),
-        _ => None,
+/// A sensitive name: one of the words, or a name of letters, digits, `_` and `-` ending with
+/// one after `_`, `-` or a lower-to-upper case change (`DB_PASSWORD`, `x-api-key`,
+/// `apiToken`); the word in any case. Then its closing quote, if quoted (`"`, `'`, `\"`, …),
+/// and blanks or line breaks.
+macro_rules! name {
+    () => {
+        concat!(
+            r"\b{start-half}(?:(?:[A-Za-z0-9_-]*[_-])?",
+            r"(?i:password|passwd|passphrase|secret|token|api_key|apikey|api-key|access_key|secret_key|private_key)",
+            r"|[A-Za-z0-9_-]*[a-z]",
+            r"(?:P(?i:assword|asswd|assphrase|rivate_key)|S(?i:ecret|ecret_key)|T(?i:oken)",
+            r"|A(?i:pi_key|pikey|pi-key|ccess_key)))",
+            r#"(?:\\*["'])?[ \t\r\n]*"#,
+        )
     };
-    specific
-        .or_else(|| aws_secret_key(b, i))
-        .or_else(|| assignment(b, i))
-        // A placeholder is never redacted again, so redaction is idempotent.
-        .filter(|m| !b[m.keep_until..].starts_with(PLACEHOLDER))
 }
 
-const PLACEHOLDER: &[u8] = b"[REDACTED:";
-
-fn is_word(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_'
+/// Before a quoted value: a sensitive name, then `=`, `:`, `:=` or `=>`, blanks or line breaks.
+macro_rules! quoted {
+    ($opening:literal) => {
+        concat!(name!(), r"(?:=>|:=|[=:])[ \t\r\n]*", $opening)
+    };
 }
 
-fn is_b64url(c: u8) -> bool {
-    is_word(c) || c == b'-'
+/// A bare value: up to whitespace, a quote, a back quote or `&` (a backslash before a quote
+/// is the quote's escape); not starting with a backslash (`{\"password\": \"x\"}` is the
+/// quoted rows'), nor with `=` or `>`, so `==` and `=>` are not assignments.
+const BARE: &str = r#"[^\s"'`&=>\\](?:[^\s"'`&\\]|\\[^\s"'`&])*"#;
+
+/// The patterns, in priority order.
+pub(super) const PATTERNS: &[Pattern] = &[
+    // The whole block, to the END line of any label or to the end of the text.
+    Pattern {
+        kind: "private_key",
+        before: "",
+        secret: r"-----BEGIN [^\r\n-]{0,64}PRIVATE KEY-----(?s:.)*?(?:-----END [^\r\n-]{0,64}PRIVATE KEY-----|\z)",
+        after: "",
+        check: None,
+    },
+    // The user part holds no `[` or `]` (RFC 3986 has them only around IPv6 hosts), so a
+    // user already redacted is not read as one again.
+    Pattern {
+        kind: "url_password",
+        before: r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#@\s:\[\]]*:",
+        secret: r"[^/?#@\s]+",
+        after: "@",
+        check: None,
+    },
+    Pattern {
+        kind: "bearer_token",
+        before: r"\b{start-half}(?i:bearer)[ \t\r\n]+",
+        secret: r"[A-Za-z0-9._~+/=-]{8,}",
+        after: "",
+        check: Some(not_all_letters),
+    },
+    Pattern {
+        kind: "basic_auth",
+        before: r"\b{start-half}(?i:basic)[ \t\r\n]+",
+        secret: r"[A-Za-z0-9+/]{8,}={0,2}",
+        after: "",
+        check: Some(basic_credentials),
+    },
+    Pattern {
+        kind: "aws_access_key",
+        before: "",
+        secret: r"\b{start-half}(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b{end-half}",
+        after: "",
+        check: None,
+    },
+    Pattern {
+        kind: "google_api_key",
+        before: "",
+        secret: r"\b{start-half}AIza[A-Za-z0-9_-]{35}\b{end-half}",
+        after: "",
+        check: None,
+    },
+    Pattern {
+        kind: "aws_secret_key",
+        before: r#"\b{start-half}(?i:aws_secret_access_key)[ \t\r\n"'\\]*[=:][ \t\r\n"'\\]*"#,
+        secret: r"[A-Za-z0-9/+=]{40}\b{end-half}",
+        after: "",
+        check: None,
+    },
+    // The signature may be empty only when the payload is JSON too (`alg: none`).
+    Pattern {
+        kind: "jwt",
+        before: "",
+        secret: r"\b{start-half}eyJ[A-Za-z0-9_-]{7,}\.(?:eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*|[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{8,})",
+        after: "",
+        check: None,
+    },
+    Pattern {
+        kind: "anthropic_key",
+        before: "",
+        secret: r"\b{start-half}sk-ant-[A-Za-z0-9_-]{16,}",
+        after: "",
+        check: None,
+    },
+    Pattern {
+        kind: "openai_key",
+        before: "",
+        secret: r"\b{start-half}sk-[A-Za-z0-9_-]{20,}",
+        after: "",
+        check: Some(openai_body),
+    },
+    Pattern {
+        kind: "stripe_key",
+        before: "",
+        secret: r"\b{start-half}(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+        after: "",
+        check: None,
+    },
+    Pattern {
+        kind: "github_token",
+        before: "",
+        secret: r"\b{start-half}(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{22,})",
+        after: "",
+        check: None,
+    },
+    Pattern {
+        kind: "gitlab_token",
+        before: "",
+        secret: r"\b{start-half}(?:glpat|glptt|glrt|gldt|glcbt)-[A-Za-z0-9_-]{20,}",
+        after: "",
+        check: None,
+    },
+    Pattern {
+        kind: "slack_token",
+        before: "",
+        secret: r"\b{start-half}(?:xox[bpares]|xapp)-[A-Za-z0-9-]{10,}",
+        after: "",
+        check: None,
+    },
+    // Matched at the host, so the `https://` before it is kept.
+    Pattern {
+        kind: "slack_webhook",
+        before: r"hooks\.slack\.com/services/",
+        secret: r"[A-Za-z0-9/]{8,}",
+        after: "",
+        check: None,
+    },
+    // Quoted values, up to the closing quote or the line's end. A quote escaped once more than
+    // the opening one does not end the value: `"a\"b"`, `\"a\\\"b\"`.
+    Pattern {
+        kind: "secret_assignment",
+        before: quoted!(r#"""#),
+        secret: r#"(?:[^"\\\n]|\\[^\n])*"#,
+        after: "",
+        check: Some(not_a_scheme_word),
+    },
+    Pattern {
+        kind: "secret_assignment",
+        before: quoted!("'"),
+        secret: r"(?:[^'\\\n]|\\[^\n])*",
+        after: "",
+        check: Some(not_a_scheme_word),
+    },
+    Pattern {
+        kind: "secret_assignment",
+        before: quoted!(r#"\\""#),
+        secret: r#"(?:[^"\\\n]|\\[^"\\\n]|\\\\(?:[^"\\\n]|\\[^\n]))*"#,
+        after: "",
+        check: Some(not_a_scheme_word),
+    },
+    Pattern {
+        kind: "secret_assignment",
+        before: quoted!(r"\\'"),
+        secret: r"(?:[^'\\\n]|\\[^'\\\n]|\\\\(?:[^'\\\n]|\\[^\n]))*",
+        after: "",
+        check: Some(not_a_scheme_word),
+    },
+    // Opened by two or more backslashes (JSON in JSON in a string): ends at a quote after
+    // fewer than four.
+    Pattern {
+        kind: "secret_assignment",
+        before: quoted!(r#"\\{2,}""#),
+        secret: r#"(?:[^"\\\n]|\\+[^"\\\n]|\\{4,}")*"#,
+        after: "",
+        check: Some(not_a_scheme_word),
+    },
+    // Bare, after `=`.
+    Pattern {
+        kind: "secret_assignment",
+        before: concat!(name!(), r"=[ \t]*"),
+        secret: BARE,
+        after: "",
+        check: Some(not_a_scheme_word),
+    },
+    // Bare, after `:`: must hold a digit or a symbol, so "the token: it expires" stays.
+    Pattern {
+        kind: "secret_assignment",
+        before: concat!(name!(), r":[ \t]*"),
+        secret: BARE,
+        after: "",
+        check: Some(digit_or_symbol),
+    },
+];
+
+/// Key prefixes, each with the length of the shortest key the table redacts that starts with
+/// it: a line break inside such a token is joined in the decoded view while the token is
+/// shorter (a key wrapped over two lines; see [`super::view`]). JWTs (`eyJ`) also until they
+/// have their two dots.
+pub(super) const WRAPPABLE: &[(&str, usize)] = &[
+    ("sk-", 23), // anthropic_key, openai_key
+    ("sk_live_", 24),
+    ("sk_test_", 24),
+    ("rk_live_", 24),
+    ("rk_test_", 24),
+    ("ghp_", 24),
+    ("gho_", 24),
+    ("ghu_", 24),
+    ("ghs_", 24),
+    ("ghr_", 24),
+    ("github_pat_", 33),
+    ("glpat-", 26),
+    ("glptt-", 26),
+    ("glrt-", 25),
+    ("gldt-", 25),
+    ("glcbt-", 26),
+    ("xoxb-", 15),
+    ("xoxp-", 15),
+    ("xoxa-", 15),
+    ("xoxr-", 15),
+    ("xoxe-", 15),
+    ("xoxs-", 15),
+    ("xapp-", 15),
+    ("AKIA", 20),
+    ("ASIA", 20),
+    ("ABIA", 20),
+    ("ACCA", 20),
+    ("AIza", 39),
+    ("eyJ", 22),
+];
+
+/// Whether `text` holds a key prefix of [`WRAPPABLE`] anywhere (a literal search).
+pub(super) fn has_key_prefix(text: &[u8]) -> bool {
+    static PREFIXES: LazyLock<Regex> = LazyLock::new(|| {
+        let words: Vec<String> = WRAPPABLE.iter().map(|(p, _)| regex::escape(p)).collect();
+        compile(&words.join("|"))
+    });
+    PREFIXES.is_match(text)
 }
 
-/// Not right after a letter, digit or `_`.
-fn word_start(b: &[u8], i: usize) -> bool {
-    i == 0 || !is_word(b[i - 1])
+/// A secret found: `start..end` of the searched text, and the row that found it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Found {
+    pub start: usize,
+    pub end: usize,
+    pub row: usize,
 }
 
-/// Not right after a letter, digit, `_` or `-` (the start of a base64url run).
-fn run_start(b: &[u8], i: usize) -> bool {
-    i == 0 || !is_b64url(b[i - 1])
+struct Compiled {
+    set: RegexSet,
+    rows: Vec<Row>,
 }
 
-/// Length of the run of bytes from `from` satisfying `ok`.
-fn run_len(b: &[u8], from: usize, ok: impl Fn(u8) -> bool) -> usize {
-    b[from..].iter().take_while(|c| ok(**c)).count()
+struct Row {
+    /// `before secret after`.
+    whole: Regex,
+    /// `before`, anchored at the start of a match.
+    before: Option<Regex>,
+    /// `after`, anchored at the end of a match.
+    after: Option<Regex>,
+    /// `secret`, anchored at both ends: debug builds check that a match splits as the table
+    /// says.
+    #[cfg(debug_assertions)]
+    secret: Regex,
 }
 
-/// [`run_len`], but scanning at most `max` bytes.
-fn run_len_max(b: &[u8], from: usize, max: usize, ok: impl Fn(u8) -> bool) -> usize {
-    b[from..].iter().take(max).take_while(|c| ok(**c)).count()
+fn whole(p: &Pattern) -> String {
+    format!("(?:{})(?:{})(?:{})", p.before, p.secret, p.after)
 }
 
-fn whole(i: usize, end: usize, kind: &'static str) -> Match {
-    Match {
-        keep_until: i,
-        resume_from: end,
-        end,
-        kind,
-    }
+fn compile(pattern: &str) -> Regex {
+    RegexBuilder::new(pattern)
+        .unicode(false)
+        .build()
+        .expect("a DLP pattern compiles")
 }
 
-fn inner(start: usize, end: usize, kind: &'static str) -> Match {
-    Match {
-        keep_until: start,
-        resume_from: end,
-        end,
-        kind,
-    }
-}
-
-/// `prefix` + at least `min` token bytes, at a word start; the run is maximal.
-fn prefixed_token(
-    b: &[u8],
-    i: usize,
-    prefixes: &[&str],
-    min: usize,
-    ok: impl Fn(u8) -> bool + Copy,
-    kind: &'static str,
-) -> Option<Match> {
-    if !word_start(b, i) {
-        return None;
-    }
-    let p = prefixes.iter().find(|p| b[i..].starts_with(p.as_bytes()))?;
-    let start = i + p.len();
-    let n = run_len(b, start, ok);
-    (n >= min).then(|| whole(i, start + n, kind))
-}
-
-fn private_key(s: &str, i: usize) -> Option<Match> {
-    const BEGIN: &str = "-----BEGIN ";
-    const MAX_LABEL: usize = 64;
-    let rest = s[i..].strip_prefix(BEGIN)?;
-    let window = &rest.as_bytes()[..rest.len().min(MAX_LABEL + 5)];
-    let label_len = window.windows(5).position(|w| w == b"-----")?;
-    let label = &rest[..label_len];
-    if !label.ends_with("PRIVATE KEY") || label.contains('\n') {
-        return None;
-    }
-    let end_line = format!("-----END {label}-----");
-    let after_header = i + BEGIN.len() + label_len + 5;
-    let end = s[after_header..]
-        .find(&end_line)
-        .map_or(s.len(), |k| after_header + k + end_line.len());
-    Some(whole(i, end, "private_key"))
-}
-
-fn url_password(b: &[u8], i: usize) -> Option<Match> {
-    if !b[i..].starts_with(b"://") {
-        return None;
-    }
-    // A scheme must stand before `://`.
-    let scheme = b[..i]
+/// The set is built from each row's `before` part (or its secret, without one): a necessary
+/// condition of a match, met once per candidate rather than at every byte of a long secret.
+static COMPILED: LazyLock<Compiled> = LazyLock::new(|| Compiled {
+    set: RegexSetBuilder::new(PATTERNS.iter().map(|p| {
+        if p.before.is_empty() {
+            p.secret
+        } else {
+            p.before
+        }
+    }))
+    .unicode(false)
+    .build()
+    .expect("the DLP patterns compile"),
+    rows: PATTERNS
         .iter()
-        .rev()
-        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'.' | b'-'))
-        .count();
-    if scheme == 0 || !b[i - scheme].is_ascii_alphabetic() {
-        return None;
+        .map(|p| Row {
+            whole: compile(&whole(p)),
+            before: (!p.before.is_empty()).then(|| compile(&format!("^(?:{})", p.before))),
+            after: (!p.after.is_empty()).then(|| compile(&format!("(?:{})$", p.after))),
+            #[cfg(debug_assertions)]
+            secret: compile(&format!("^(?:{})$", p.secret)),
+        })
+        .collect(),
+});
+
+/// Appends every secret the patterns find in `text` to `out` (in no particular order; they may
+/// overlap).
+pub(super) fn find(text: &[u8], out: &mut Vec<Found>) {
+    let c = &*COMPILED;
+    // One pass tells which patterns match anywhere; prose is done after it.
+    for row in c.set.matches(text).iter() {
+        let (pattern, compiled) = (&PATTERNS[row], &c.rows[row]);
+        for m in compiled.whole.find_iter(text) {
+            let (mut start, mut end) = (m.start(), m.end());
+            // Both parts are anchored inside the match, which they begin or end.
+            if let Some(before) = &compiled.before {
+                start += before.find(&text[start..end]).map_or(0, |b| b.end());
+            }
+            if let Some(after) = &compiled.after {
+                end = start
+                    + after
+                        .find(&text[start..end])
+                        .map_or(end - start, |a| a.start());
+            }
+            let secret = &text[start..end];
+            #[cfg(debug_assertions)]
+            assert!(
+                compiled.secret.is_match(secret),
+                "{}: {:?} does not split as `before secret after`",
+                pattern.kind,
+                String::from_utf8_lossy(m.as_bytes())
+            );
+            if secret.is_empty() || pattern.check.is_some_and(|f| !f(secret)) {
+                continue;
+            }
+            out.push(Found { start, end, row });
+        }
     }
-    let auth = i + 3;
-    let len = run_len(b, auth, |c| {
-        !matches!(c, b'/' | b'?' | b'#' | b'@') && !c.is_ascii_whitespace()
-    });
-    if b.get(auth + len) != Some(&b'@') {
-        return None;
-    }
-    let colon = b[auth..auth + len].iter().position(|&c| c == b':')?;
-    let pass_start = auth + colon + 1;
-    let at = auth + len;
-    (at > pass_start).then(|| inner(pass_start, at, "url_password"))
 }
 
-fn bearer_byte(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'~' | b'+' | b'/' | b'=')
+/// `Bearer` tokens hold a digit or a symbol: "bearer instruments" stays.
+fn not_all_letters(b: &[u8]) -> bool {
+    !b.iter().all(u8::is_ascii_alphabetic)
 }
 
-/// `Bearer`, blanks or line breaks, then a token of 8+ bytes that is not all letters.
-fn bearer(b: &[u8], i: usize) -> Option<Match> {
-    if !word_start(b, i) || b.len() < i + 6 || !b[i..i + 6].eq_ignore_ascii_case(b"bearer") {
-        return None;
-    }
-    let gap = run_len(b, i + 6, |c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'));
-    if gap == 0 {
-        return None;
-    }
-    let start = i + 6 + gap;
-    let n = run_len(b, start, bearer_byte);
-    let token = &b[start..start + n];
-    let lettered = token.iter().all(u8::is_ascii_alphabetic);
-    (n >= 8 && !lettered).then(|| inner(start, start + n, "bearer_token"))
+/// `Basic` credentials are base64 of printable `user:password`: "Basic authentication" stays.
+fn basic_credentials(b: &[u8]) -> bool {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const B64: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    B64.decode(b)
+        .is_ok_and(|d| d.contains(&b':') && d.iter().all(|c| (b' '..=b'~').contains(c)))
 }
 
-fn aws_access_key(b: &[u8], i: usize) -> Option<Match> {
-    if !word_start(b, i) {
-        return None;
-    }
-    if !["AKIA", "ASIA", "ABIA", "ACCA"]
-        .iter()
-        .any(|p| b[i..].starts_with(p.as_bytes()))
-    {
-        return None;
-    }
-    let n = run_len_max(b, i + 4, 17, |c| {
-        c.is_ascii_uppercase() || c.is_ascii_digit()
-    });
-    let end = i + 4 + n;
-    let bounded = b.get(end).is_none_or(|c| !c.is_ascii_alphanumeric());
-    (n == 16 && bounded).then(|| whole(i, end, "aws_access_key"))
-}
-
-fn google_key(b: &[u8], i: usize) -> Option<Match> {
-    if !word_start(b, i) || !b[i..].starts_with(b"AIza") {
-        return None;
-    }
-    let n = run_len_max(b, i + 4, 36, is_b64url);
-    (n == 35).then(|| whole(i, i + 4 + n, "google_api_key"))
-}
-
-fn aws_secret_key(b: &[u8], i: usize) -> Option<Match> {
-    const NAME: &[u8] = b"aws_secret_access_key";
-    if !matches!(b[i], b'a' | b'A')
-        || !word_start(b, i)
-        || b.len() < i + NAME.len()
-        || !b[i..i + NAME.len()].eq_ignore_ascii_case(NAME)
-    {
-        return None;
-    }
-    let mut k = i + NAME.len();
-    k += run_len_max(b, k, 8, |c| matches!(c, b' ' | b'\t' | b'"' | b'\''));
-    if !matches!(b.get(k), Some(b'=' | b':')) {
-        return None;
-    }
-    k += 1;
-    k += run_len_max(b, k, 8, |c| matches!(c, b' ' | b'\t' | b'"' | b'\''));
-    let n = run_len_max(b, k, 41, |c| {
-        c.is_ascii_alphanumeric() || matches!(c, b'/' | b'+' | b'=')
-    });
-    (n == 40).then(|| inner(k, k + n, "aws_secret_key"))
-}
-
-/// Three base64url segments joined by `.`, the header starting `eyJ` (`{"`). The signature
-/// may be empty only when the payload is JSON too (`alg: none`).
-fn jwt(b: &[u8], i: usize) -> Option<Match> {
-    if !run_start(b, i) || !b[i..].starts_with(b"eyJ") {
-        return None;
-    }
-    let n1 = run_len(b, i, is_b64url);
-    let dot1 = i + n1;
-    if n1 < 10 || b.get(dot1) != Some(&b'.') {
-        return None;
-    }
-    let n2 = run_len(b, dot1 + 1, is_b64url);
-    let dot2 = dot1 + 1 + n2;
-    if n2 < 2 || b.get(dot2) != Some(&b'.') {
-        return None;
-    }
-    let n3 = run_len(b, dot2 + 1, is_b64url);
-    let json_payload = b[dot1 + 1..].starts_with(b"eyJ");
-    (n3 >= 8 || json_payload).then(|| whole(i, dot2 + 1 + n3, "jwt"))
-}
-
-/// `sk-ant-…` (Anthropic), `sk-proj-…`, `sk-svcacct-…`, `sk-admin-…` and legacy `sk-…`
-/// (OpenAI; the legacy body must mix upper case, lower case and digits, so `sk-learn-…` and
-/// other words stay).
-fn openai_or_anthropic(b: &[u8], i: usize) -> Option<Match> {
-    if !word_start(b, i) || !b[i..].starts_with(b"sk-") {
-        return None;
-    }
-    let body = i + 3;
-    let n = run_len(b, body, is_b64url);
-    let token = &b[body..body + n];
-    if n < 20 {
-        return None;
-    }
-    let end = body + n;
-    if token.starts_with(b"ant-") {
-        return Some(whole(i, end, "anthropic_key"));
+/// `sk-proj-`, `sk-svcacct-`, `sk-admin-`, or a legacy body mixing upper case, lower case and
+/// digits (`sk-learn-…` and other words stay); `sk-ant-` is Anthropic's.
+fn openai_body(b: &[u8]) -> bool {
+    let body = &b[3..];
+    if body.starts_with(b"ant-") {
+        return false;
     }
     let project = [&b"proj-"[..], b"svcacct-", b"admin-"]
         .iter()
-        .any(|p| token.starts_with(p));
-    let mixed = token.iter().any(u8::is_ascii_uppercase)
-        && token.iter().any(u8::is_ascii_lowercase)
-        && token.iter().any(u8::is_ascii_digit);
-    (project || mixed).then(|| whole(i, end, "openai_key"))
+        .any(|p| body.starts_with(p));
+    project
+        || (body.iter().any(u8::is_ascii_uppercase)
+            && body.iter().any(u8::is_ascii_lowercase)
+            && body.iter().any(u8::is_ascii_digit))
 }
 
-/// Stripe secret and restricted keys (publishable `pk_` keys are public and stay).
-fn stripe_key(b: &[u8], i: usize) -> Option<Match> {
-    prefixed_token(
-        b,
-        i,
-        &["sk_live_", "sk_test_", "rk_live_", "rk_test_"],
-        16,
-        |c| c.is_ascii_alphanumeric(),
-        "stripe_key",
-    )
-}
-
-fn github_token(b: &[u8], i: usize) -> Option<Match> {
-    prefixed_token(b, i, &["github_pat_"], 22, is_word, "github_token").or_else(|| {
-        prefixed_token(
-            b,
-            i,
-            &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
-            20,
-            |c| c.is_ascii_alphanumeric(),
-            "github_token",
-        )
-    })
-}
-
-fn gitlab_token(b: &[u8], i: usize) -> Option<Match> {
-    prefixed_token(
-        b,
-        i,
-        &["glpat-", "glptt-", "glrt-", "gldt-", "glcbt-"],
-        20,
-        is_b64url,
-        "gitlab_token",
-    )
-}
-
-fn slack_token(b: &[u8], i: usize) -> Option<Match> {
-    prefixed_token(
-        b,
-        i,
-        &[
-            "xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "xoxe-", "xapp-",
-        ],
-        10,
-        |c| c.is_ascii_alphanumeric() || c == b'-',
-        "slack_token",
-    )
-}
-
-fn slack_webhook(b: &[u8], i: usize) -> Option<Match> {
-    const URL: &[u8] = b"hooks.slack.com/services/";
-    // Matched at the host, so the `https://` before it is kept.
-    if !b[i..].starts_with(URL) {
-        return None;
-    }
-    let start = i + URL.len();
-    let n = run_len(b, start, |c| c.is_ascii_alphanumeric() || c == b'/');
-    (n >= 8).then(|| inner(start, start + n, "slack_webhook"))
-}
-
-/// Names whose value is a secret: a name is sensitive when it is one of these or ends with
-/// one after `_`, `-` or a lower-to-upper case change (`DB_PASSWORD`, `apiToken`).
-const SENSITIVE: [&str; 11] = [
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "token",
-    "api_key",
-    "apikey",
-    "api-key",
-    "access_key",
-    "secret_key",
-    "private_key",
-];
-
-fn sensitive_name(name: &[u8]) -> bool {
-    SENSITIVE.iter().any(|w| {
-        let w = w.as_bytes();
-        if name.len() < w.len() || !name[name.len() - w.len()..].eq_ignore_ascii_case(w) {
-            return false;
-        }
-        let at = name.len() - w.len();
-        at == 0
-            || matches!(name[at - 1], b'_' | b'-')
-            || (name[at - 1].is_ascii_lowercase() && name[at].is_ascii_uppercase())
-    })
-}
-
-/// `name=value`, `name: value`, `"name": "value"` with a sensitive name: the value goes.
-/// Quoted values go up to the closing quote (or the line's end); bare values up to
-/// whitespace, a quote or `&`. A bare value after `:` must hold a digit or a symbol, so prose
-/// such as "the token: it expires" stays.
-fn assignment(b: &[u8], i: usize) -> Option<Match> {
-    const MAX_NAME: usize = 128;
-    if !b[i].is_ascii_alphabetic() || !run_start(b, i) {
-        return None;
-    }
-    let n = run_len_max(b, i, MAX_NAME + 1, is_b64url);
-    if n > MAX_NAME || !sensitive_name(&b[i..i + n]) {
-        return None;
-    }
-    let mut k = i + n;
-    k += run_len_max(b, k, 2, |c| matches!(c, b'"' | b'\'' | b'\\'));
-    k += run_len_max(b, k, 8, |c| c == b' ' || c == b'\t');
-    let sep = *b.get(k)?;
-    if !matches!(sep, b'=' | b':') {
-        return None;
-    }
-    k += 1;
-    if matches!(b.get(k), Some(b'=' | b'>')) {
-        return None; // `==`, `=>`: code, not an assignment
-    }
-    k += run_len_max(b, k, 8, |c| c == b' ' || c == b'\t');
-    let escaped = b.get(k) == Some(&b'\\') && matches!(b.get(k + 1), Some(b'"' | b'\''));
-    let q = if escaped { k + 1 } else { k };
-    let (start, end) = match b.get(q) {
-        Some(&quote @ (b'"' | b'\'')) => {
-            let start = q + 1;
-            let len = run_len(b, start, |c| c != quote && c != b'\n');
-            let mut end = start + len;
-            if escaped && end > start && b[end - 1] == b'\\' {
-                end -= 1;
-            }
-            (start, end)
-        }
-        _ => {
-            let len = run_len(b, k, |c| {
-                !c.is_ascii_whitespace() && !matches!(c, b'"' | b'\'' | b'`' | b'&')
-            });
-            let value = &b[k..k + len];
-            let plain = value
-                .iter()
-                .all(|c| !c.is_ascii_digit() && !c.is_ascii_punctuation());
-            if sep == b':' && plain {
-                return None;
-            }
-            (k, k + len)
-        }
+/// A value that is the word `Bearer` (its token after the value: `token=Bearer abc…`), or
+/// `Bearer` and a token the `bearer_token` row redacts (`"token": "Bearer abc…"`), is left to
+/// that row, which keeps the word.
+fn not_a_scheme_word(b: &[u8]) -> bool {
+    let Some(rest) = strip_prefix_ignore_case(b.trim_ascii_end(), b"bearer") else {
+        return true;
     };
-    let value = &b[start..end];
-    let deferred = value.len() >= 6 && value[..6].eq_ignore_ascii_case(b"bearer");
-    (end > start && !deferred).then(|| inner(start, end, "secret_assignment"))
+    let token = rest.trim_ascii_start();
+    let gap = rest.len() - token.len();
+    let bearer_token = token.len() >= 8
+        && not_all_letters(token)
+        && token
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"._~+/=-".contains(c));
+    !(rest.is_empty() || (gap > 0 && bearer_token))
+}
+
+fn digit_or_symbol(b: &[u8]) -> bool {
+    b.iter()
+        .any(|c| c.is_ascii_digit() || c.is_ascii_punctuation())
+        && not_a_scheme_word(b)
+}
+
+fn strip_prefix_ignore_case<'a>(b: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
+    (b.len() >= prefix.len() && b[..prefix.len()].eq_ignore_ascii_case(prefix))
+        .then(|| &b[prefix.len()..])
 }
