@@ -46,6 +46,9 @@ enum Command {
         /// The project directory (created if missing).
         #[arg(value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Print the outcome as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Show the task table of the project.
     Status {
@@ -102,6 +105,9 @@ enum Command {
     },
     /// Move a PostgreSQL ledger to and from the file store's format.
     Ledger {
+        /// Print the outcome as JSON.
+        #[arg(long, global = true)]
+        json: bool,
         #[command(subcommand)]
         command: commands::ledger::LedgerCommand,
     },
@@ -137,7 +143,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Mcp(args) => commands::mcp::run(&workdir, args),
         Command::Dashboard(args) => commands::dashboard::run(&workdir, args),
-        Command::Init { dir } => commands::init::run(dir.as_deref().unwrap_or(&workdir)),
+        Command::Init { dir, json } => {
+            commands::init::run(dir.as_deref().unwrap_or(&workdir), json)
+        }
         Command::Status { json, store } => commands::status::run(&workdir, json, store.as_deref()),
         Command::Audit { command } => commands::audit::run(&workdir, command),
         Command::Backlog { command } => commands::backlog::run(&workdir, command),
@@ -150,7 +158,7 @@ fn main() -> ExitCode {
             commands::task::run(&workdir, store.as_deref(), command)
         }
         Command::Store { command } => commands::store::run(command),
-        Command::Ledger { command } => commands::ledger::run(&workdir, command),
+        Command::Ledger { json, command } => commands::ledger::run(&workdir, command, json),
         Command::Worker(args) => commands::worker::run(&workdir, *args),
         Command::Run(args) => commands::run::run(&workdir, args),
     };

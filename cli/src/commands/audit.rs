@@ -67,16 +67,19 @@ pub enum AuditCommand {
         /// The `.sdd` directory (default: <workdir>/.sdd).
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Print the verdict as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
 pub fn run(workdir: &Path, command: AuditCommand) -> Result<ExitCode, String> {
     match command {
-        AuditCommand::VerifyHandle { file, dir } => {
+        AuditCommand::VerifyHandle { file, dir, json } => {
             let sdd = bernstein_store_file::verify_cmd::resolve_sdd(
                 &dir.unwrap_or_else(|| workdir.join(".sdd")),
             );
-            super::handles::verify_handle(&sdd, &file)
+            super::handles::verify_handle(&sdd, &file, json)
         }
         AuditCommand::Verify {
             dir,

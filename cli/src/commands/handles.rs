@@ -19,38 +19,50 @@ pub(crate) fn read_json(path: &Path) -> Result<Value, String> {
     serde_json::from_slice(&bytes).map_err(|e| format!("{}: not JSON: {e}", path.display()))
 }
 
-pub fn verify_handle(sdd: &Path, file: &Path) -> Result<ExitCode, String> {
+pub fn verify_handle(sdd: &Path, file: &Path, json: bool) -> Result<ExitCode, String> {
     super::require_ledger(sdd, None, super::Hints::VERIFIER)?;
+    // The verdict as words, or (`--json`) as `{ok, summary}` / `{ok, failure}`.
+    let verdict = |outcome: Result<String, String>| -> Result<ExitCode, String> {
+        let (code, value, words) = match outcome {
+            Ok(summary) => (
+                ExitCode::SUCCESS,
+                serde_json::json!({"ok": true, "summary": summary}),
+                summary,
+            ),
+            Err(failure) => (
+                ExitCode::from(1),
+                serde_json::json!({"ok": false, "failure": failure}),
+                format!("FAILED: {failure}"),
+            ),
+        };
+        if json {
+            super::task::print_json(&value)?;
+        } else {
+            say!("{words}");
+        }
+        Ok(code)
+    };
     let saved = read_json(file)?;
     let Some(handle) = extract_handle(&saved) else {
-        say!(
-            "FAILED: {} holds no run handle (expected bernstein_run_status's answer or a tools/call result holding it)",
+        return verdict(Err(format!(
+            "{} holds no run handle (expected bernstein_run_status's answer or a tools/call result holding it)",
             file.display()
-        );
-        return Ok(ExitCode::from(1));
+        )));
     };
     let keys = ProjectKeys::load(sdd)?;
     let ledger = StableLedger::open(sdd)?;
     let mut verifier = match HandleVerifier::new(&handle, &ledger.name, keys.audit.as_deref()) {
         Ok(v) => v,
-        Err(f) => {
-            say!("FAILED: {f}");
-            return Ok(ExitCode::from(1));
-        }
+        Err(f) => return verdict(Err(f.to_string())),
     };
     let outcome = ledger.for_each_line(|line| verifier.push_line(line))?;
     let result = match outcome {
         Ok(rest) => verifier.finish(&rest),
         Err(f) => Err(f),
     };
-    match result {
-        Ok(report) => {
-            say!("{}", report.summary());
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(f) => {
-            say!("FAILED: {f}");
-            Ok(ExitCode::from(1))
-        }
-    }
+    verdict(
+        result
+            .map(|report| report.summary())
+            .map_err(|f| f.to_string()),
+    )
 }

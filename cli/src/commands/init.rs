@@ -5,13 +5,17 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(dir: &Path) -> Result<ExitCode, String> {
+pub fn run(dir: &Path, json: bool) -> Result<ExitCode, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     let sdd = dir.join(".sdd");
     let existed = sdd.is_dir();
     drop(super::open_store(dir)?);
     super::load_signer(dir)?;
-    if existed {
+    if json {
+        super::task::print_json(
+            &serde_json::json!({"sdd": sdd.display().to_string(), "created": !existed}),
+        )?;
+    } else if existed {
         say!(
             "{} already existed: kept its ledger and keys (missing parts were added)",
             sdd.display()

@@ -70,7 +70,16 @@ fn audit_key(workdir: &Path) -> Result<Option<Vec<u8>>, String> {
         .map_err(|e| format!("audit key: {e}"))
 }
 
-pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
+pub fn run(workdir: &Path, command: LedgerCommand, json: bool) -> Result<ExitCode, String> {
+    // Each outcome as words, or (`--json`) as one object.
+    let tell = |value: serde_json::Value, words: String| -> Result<(), String> {
+        if json {
+            super::task::print_json(&value)
+        } else {
+            say!("{words}");
+            Ok(())
+        }
+    };
     match command {
         LedgerCommand::Upgrade {
             dir,
@@ -82,11 +91,14 @@ pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
             super::require_ledger(&sdd, None, super::Hints::VERIFIER)?;
             match upgrade_ledger(&dir, trust_unsealed) {
                 Ok(UpgradeOutcome::AlreadyCurrent) => {
-                    say!("the ledger is already format 3 and verifies; nothing changed");
+                    tell(
+                        serde_json::json!({"ok": true, "upgraded": false}),
+                        "the ledger is already format 3 and verifies; nothing changed".into(),
+                    )?;
                     Ok(ExitCode::SUCCESS)
                 }
                 Ok(UpgradeOutcome::Upgraded(up)) => {
-                    say!(
+                    let words = format!(
                         "upgraded to format 3: {} tags replaced, {} untagged records sealed{} ({})",
                         up.retagged,
                         up.sealed,
@@ -97,10 +109,18 @@ pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
                         },
                         up.report.summary()
                     );
+                    let value = serde_json::json!({"ok": true, "upgraded": true,
+                        "retagged": up.retagged, "sealed": up.sealed,
+                        "trusted": up.trusted.len(), "summary": up.report.summary()});
+                    tell(value, words)?;
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(e) => {
-                    say!("FAILED: {e}");
+                    let failure = e.to_string();
+                    tell(
+                        serde_json::json!({"ok": false, "failure": failure}),
+                        format!("FAILED: {failure}"),
+                    )?;
                     Ok(ExitCode::from(1))
                 }
             }
@@ -129,12 +149,15 @@ pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
                     copy_key(workdir, &out, name)?;
                 }
             }
-            say!(
+            let value = serde_json::json!({"records": done.copied,
+                "file": done.file.display().to_string(), "summary": done.report.summary()});
+            let words = format!(
                 "exported {} records to {} ({})",
                 done.copied,
                 done.file.display(),
                 done.report.summary()
             );
+            tell(value, words)?;
             Ok(ExitCode::SUCCESS)
         }
         LedgerCommand::Import { store, from } => {
@@ -146,12 +169,15 @@ pub fn run(workdir: &Path, command: LedgerCommand) -> Result<ExitCode, String> {
                 )
             })?;
             let done = transfer::import(&pool, &key, &from)?;
-            say!(
+            let value = serde_json::json!({"records": done.copied,
+                "file": done.file.display().to_string(), "summary": done.report.summary()});
+            let words = format!(
                 "imported {} records from {} ({})",
                 done.copied,
                 done.file.display(),
                 done.report.summary()
             );
+            tell(value, words)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -241,7 +241,9 @@ def test_json_wherever_data_is_printed_and_words_otherwise(launcher, workdir):
         work = payload(srv.call_tool("bernstein_run", {"goal": "plain work"}))
         receipt = payload(srv.call_tool("bernstein_claim", {"claimer_id": "json-test"}))
         capsule = srv.call_tool("bernstein_task_capsule", {"task_id": work["task_id"]})["result"]
+        handle = payload(srv.call_tool("bernstein_run_status", {"run_id": work["run_id"]}))
     assert receipt["taskId"] == work["task_id"], receipt
+    (workdir / "handle.json").write_text(json.dumps(handle))
     (workdir / "receipt.json").write_text(json.dumps(receipt))
     (workdir / "capsule.json").write_text(json.dumps(capsule))
     wd = ["--workdir", str(workdir)]
@@ -265,6 +267,10 @@ def test_json_wherever_data_is_printed_and_words_otherwise(launcher, workdir):
     cancelled = data("task", "cancel", work["task_id"], "--json")
     assert cancelled["status"] == "cancelled" and cancelled["previous_status"] == "claimed", cancelled
     assert data("task", "cancel", TASK, "--json", code=1)["error"] == "unknown_task"
+    assert data("audit", "verify", "--json")["ok"] is True
+    assert data("audit", "verify-handle", str(workdir / "handle.json"), "--json")["ok"] is True
+    assert data("ledger", "upgrade", "--json") == {"ok": True, "upgraded": False}
+    assert data("init", str(workdir), "--json") == {"sdd": str(workdir / ".sdd"), "created": False}
     help_text = run_cli(["mcp", "tools", "--help"]).stdout
     assert "--json" in help_text and "--json-output" not in help_text, help_text
 
