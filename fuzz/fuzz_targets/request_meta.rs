@@ -24,6 +24,7 @@ use bernstein_core::domain::trace::{
     valid_baggage, valid_tracestate,
 };
 use bernstein_core::domain::bound::Server;
+use bernstein_core::domain::dlp::redact;
 use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolOutput};
 use bernstein_core::domain::bound::{ToolContext, ToolSpec};
 use bernstein_core::transport::http::ParamHeaders;
@@ -391,7 +392,11 @@ fn trace(input: &Input) {
     match TraceRef::from_meta(Some(&meta)) {
         Some(t) => {
             assert!(!zero);
-            assert_eq!(t.tracestate.is_some(), valid_tracestate(&state));
+            // A valid value a DLP pattern matches is dropped, never recorded.
+            let kept = valid_tracestate(&state) && redact(&state).count == 0;
+            assert_eq!(t.tracestate.is_some(), kept);
+            let baggage_kept = valid_baggage(&joined) && redact(&joined).count == 0;
+            assert_eq!(t.baggage.is_some(), baggage_kept);
             assert_trace(&meta, &t);
         }
         None => assert!(zero, "a valid traceparent was dropped: {meta}"),
