@@ -596,27 +596,13 @@ impl Hub {
     }
 
     /// Tells the engine the backlog of each connection it waits on that is back under its
-    /// bound (every output taken is sent to its task by now); whether there was any (in the
-    /// common case the engine waits on none: one look at an empty set).
+    /// bound (every output taken is sent to its task by now); whether there was any.
     fn report_drained(&mut self) -> bool {
-        let bound = self.engine.max_unsent();
-        let drained: Vec<(ConnId, usize)> = self
-            .engine
-            .conns_blocked_on_output()
-            .filter_map(|conn| {
-                let unsent = self.conns.get(&conn.0)?.unsent.load(Ordering::Acquire);
-                (unsent <= bound).then_some((conn, unsent))
-            })
-            .collect();
-        if drained.is_empty() {
-            return false;
-        }
         let now = self.now();
-        for (conn, unsent) in drained {
-            self.engine
-                .handle_input(now, Input::Drained { conn, unsent });
-        }
-        true
+        let conns = &self.conns;
+        self.engine.report_drained(now, |conn| {
+            Some(conns.get(&conn.0)?.unsent.load(Ordering::Acquire))
+        })
     }
 }
 

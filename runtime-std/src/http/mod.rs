@@ -409,27 +409,12 @@ impl Loop {
     }
 
     /// Tells the engine the backlog of each connection it waits on that is back under its
-    /// bound; whether there was any (in the common case the engine waits on none: one look at
-    /// an empty set).
+    /// bound; whether there was any.
     fn report_drained(&mut self) -> bool {
-        let bound = self.engine.max_unsent();
-        let drained: Vec<(ConnId, usize)> = self
-            .engine
-            .conns_blocked_on_output()
-            .filter_map(|conn| {
-                let unsent = self.socks.get(&conn.0)?.unsent();
-                (unsent <= bound).then_some((conn, unsent))
-            })
-            .collect();
-        if drained.is_empty() {
-            return false;
-        }
         let now = self.now();
-        for (conn, unsent) in drained {
-            self.engine
-                .handle_input(now, Input::Drained { conn, unsent });
-        }
-        true
+        let socks = &self.socks;
+        self.engine
+            .report_drained(now, |conn| Some(socks.get(&conn.0)?.unsent()))
     }
 
     fn send(&mut self, id: u64, bytes: &[u8]) {

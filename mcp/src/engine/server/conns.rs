@@ -117,6 +117,27 @@ impl<F: Fold> Engine<F> {
         self.blocked.iter().copied()
     }
 
+    /// Reports, as [`Input::Drained`](super::Input::Drained), each connection blocked on its
+    /// output whose unsent bytes (`unsent`: the runtime's count, `None` for a connection it no
+    /// longer has) are back within the bound; whether there was any. In the common case no
+    /// connection is blocked: one look at an empty set.
+    pub fn report_drained(
+        &mut self,
+        now: super::super::Moment,
+        unsent: impl Fn(ConnId) -> Option<usize>,
+    ) -> bool {
+        let bound = self.max_unsent;
+        let drained: Vec<(ConnId, usize)> = self
+            .blocked
+            .iter()
+            .filter_map(|&conn| unsent(conn).filter(|n| *n <= bound).map(|n| (conn, n)))
+            .collect();
+        for &(conn, unsent) in &drained {
+            self.handle_input(now, super::Input::Drained { conn, unsent });
+        }
+        !drained.is_empty()
+    }
+
     /// Most bytes a connection may have unsent before it is blocked on its output
     /// ([`HttpLimits::max_unsent_bytes`](crate::transport::http::HttpLimits::max_unsent_bytes);
     /// `usize::MAX` on stdio, whose writes block).
