@@ -155,7 +155,7 @@ def _trace_meta(request: bytes) -> bytes | None:
 def project_file_seeds(out: list[bytes]) -> None:
     """project_files: selector 0 + a scenario definition, 1 + a SKILL.md (the built-in
     scenarios, and a few skill files in the shapes `skills::parse_header` reads)."""
-    for path in sorted((HERE.parent / "core" / "src" / "domain" / "scenarios").glob("*.json")):
+    for path in sorted((HERE.parent / "domain" / "src" / "scenarios").glob("*.json")):
         out.append(b"\x00" + path.read_bytes())
     for text in (
         "---\nname: ci-fixer\ndescription: \"Fixes CI\"\nreferences:\n  - references/a.md\n"

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use bernstein_core::domain::dlp::redact;
+use bernstein_domain::dlp::redact;
 
 const MIB: usize = 1 << 20;
 

@@ -1,9 +1,9 @@
 //! An in-memory ledger driven through the pure core: what the store would hold, without IO.
 
-use bernstein_core::domain::Snapshot;
-use bernstein_core::domain::bound::Input;
-use bernstein_core::protocol::{Outcome, TransportFacts};
-use bernstein_core::{Config, Server, Timestamp};
+use bernstein_domain::Snapshot;
+use bernstein_domain::bound::Input;
+use bernstein_domain::protocol::{Outcome, TransportFacts};
+use bernstein_domain::{Config, Server, Timestamp};
 use serde_json::{Value, json};
 
 pub fn request(id: u64, method: &str, params: Value) -> Vec<u8> {

@@ -1,6 +1,6 @@
 //! `bernstein-conformance-fixture`: a test-only MCP server that serves the official
 //! conformance suite's fixture tools, resources and prompts (see [`fixtures`]) over the real
-//! runtime-std HTTP server, through `bernstein_core::domain::Server::with_catalog`. It is
+//! runtime-std HTTP server, through `bernstein_domain::Server::with_catalog`. It is
 //! the same engine, transport and ledger as `bernstein mcp --transport http`, with a different
 //! catalogue; it must never grow a protocol path of its own.
 //!
@@ -13,11 +13,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use bernstein_core::transport::http::HttpOptions;
-use bernstein_core::{Config, Server, Tier};
+use bernstein_domain::transport::http::HttpOptions;
+use bernstein_domain::{Config, Server, Tier};
 use bernstein_serve::driver::Backend;
 use bernstein_serve::host::ProjectHost;
-type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
+type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::clock::SystemClock;
 
 struct Args {

@@ -14,11 +14,11 @@
 use std::sync::OnceLock;
 
 use arbitrary::Arbitrary;
-use bernstein_core::domain::handle::{RunHandle, poll_token, receipt_hash, run_handle};
-use bernstein_core::domain::handle_verify::verify_handle_on_ledger;
-use bernstein_core::domain::{RunStatus, verify_run_handle};
-use bernstein_core::ledger::Record;
-use bernstein_core::domain::Snapshot;
+use bernstein_domain::handle::{RunHandle, poll_token, receipt_hash, run_handle};
+use bernstein_domain::handle_verify::verify_handle_on_ledger;
+use bernstein_domain::{RunStatus, verify_run_handle};
+use bernstein_domain::ledger::Record;
+use bernstein_domain::Snapshot;
 use bernstein_fuzz::fixture;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;

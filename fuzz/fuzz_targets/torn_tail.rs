@@ -11,10 +11,10 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use bernstein_core::ledger::verify::verify_ledger;
-use bernstein_core::ledger::{Store, StoreError};
+use bernstein_domain::ledger::verify::verify_ledger;
+use bernstein_domain::ledger::{Store, StoreError};
 use bernstein_fuzz::fixture;
-type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
+type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use libfuzzer_sys::fuzz_target;
 
 /// One project directory per fuzzing process: under `$BERNSTEIN_FUZZ_TMP` (the smoke script

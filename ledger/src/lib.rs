@@ -19,7 +19,7 @@
 //!   runtime or store reads it from.
 //!
 //! Byte formats are specified in docs/FORMATS.md. The protocol engine and the domain sit above
-//! (`bernstein-core`); a [`Snapshot`] is generic over what its records are folded into (the
+//! (`bernstein-domain`); a [`Snapshot`] is generic over what its records are folded into (the
 //! domain's `Projection`), so the ledger names neither.
 
 pub mod audit;

@@ -2,7 +2,7 @@
 //! it is sent, with the world outside reduced to inputs and outputs. It never touches a socket,
 //! a file, a clock, the environment or an OS random source (`clippy.toml` and the core's
 //! `tests/purity.rs` check it), and it names no tool: a catalogue (Bernstein's is built by
-//! `bernstein-core`'s domain) is handed in.
+//! `bernstein-domain`'s domain) is handed in.
 //!
 //! - [`protocol`]: JSON-RPC, the eras, dispatch, the tool registry and catalogue interface,
 //!   validation, tasks and progress.

@@ -10,8 +10,8 @@
 
 mod replay_support;
 
-use bernstein_core::domain::handle::run_handle;
-use bernstein_core::domain::verify_run_handle;
+use bernstein_domain::handle::run_handle;
+use bernstein_domain::verify_run_handle;
 use replay_support::fixtures::{Fixture, all};
 use replay_support::{McpProcess, Scratch, cli, copy_store, http_address, http_post, tool_payload};
 use serde_json::{Value, json};

@@ -4,15 +4,15 @@
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 
-use bernstein_core::digest::Digest;
-use bernstein_core::ledger::verify::verify_ledger;
-use bernstein_core::ledger::{Draft, LedgerPosition, seal};
+use bernstein_domain::digest::Digest;
+use bernstein_domain::ledger::verify::verify_ledger;
+use bernstein_domain::ledger::{Draft, LedgerPosition, seal};
 use serde_json::json;
 
 use super::test_dir::TestDir;
 
 /// The store as the server opens it, over the domain's projection.
-type FileStore = super::FileStore<bernstein_core::Projection>;
+type FileStore = super::FileStore<bernstein_domain::Projection>;
 use super::*;
 
 const KEY: &[u8] = &[7; 32];
@@ -46,7 +46,7 @@ fn append(store: &FileStore, drafts: Vec<Draft>) -> AppendResult {
 }
 
 /// Call `n` sealed on top of `snap`.
-fn call_on(snap: &Snapshot<bernstein_core::Projection>, n: u64) -> Append {
+fn call_on(snap: &Snapshot<bernstein_domain::Projection>, n: u64) -> Append {
     Append {
         expected: snap.position,
         records: seal(&snap.position, |s| snap.stream_head(s), vec![call(n)], KEY),
@@ -407,7 +407,7 @@ fn a_format_2_ledger_is_refused_as_one_and_upgraded() {
     let mut old = Vec::new();
     for line in current.split_inclusive(|b| *b == b'\n') {
         let mut rec = Record::from_line(&line[..line.len() - 1], None).unwrap();
-        rec.mac = Some(bernstein_core::digest::hmac_tag(KEY, &rec.preimage()));
+        rec.mac = Some(bernstein_domain::digest::hmac_tag(KEY, &rec.preimage()));
         old.extend(rec.to_line());
     }
     assert_eq!(old.len(), current.len());
@@ -678,7 +678,7 @@ fn checkpoints_are_written_every_n_records_and_used_on_open() {
 
 /// A checkpoint file holding `body`, tagged under `KEY`, as the writer frames it.
 fn framed_checkpoint(layout: &Layout, body: &str) {
-    let tag = bernstein_core::ledger::digest::hmac_tag(KEY, body.as_bytes());
+    let tag = bernstein_domain::ledger::digest::hmac_tag(KEY, body.as_bytes());
     let file = format!("{{\"checkpoint\":{body},\"mac\":\"{tag}\"}}\n");
     std::fs::write(layout.checkpoint_file(), file).unwrap();
 }
@@ -733,7 +733,7 @@ fn the_anchor_reads_the_head_of_the_body_and_falls_back_for_another_layout() {
 /// JSON value filling the frame.
 #[test]
 fn the_streamed_checkpoint_read_tags_what_it_parses() {
-    type P = bernstein_core::Projection;
+    type P = bernstein_domain::Projection;
     let tmp = TestDir::new("store-ckpt-stream");
     let layout = Layout::in_project(tmp.path());
     {
@@ -889,13 +889,16 @@ fn fold_matches_a_fresh_fold_after_many_appends() {
 #[test]
 fn init_creates_everything_and_is_idempotent() {
     let tmp = TestDir::new("store-init");
-    let sdd = init::<bernstein_core::Projection>(tmp.path()).unwrap();
+    let sdd = init::<bernstein_domain::Projection>(tmp.path()).unwrap();
     let layout = Layout::at(&sdd);
     assert!(layout.audit_key_file().is_file());
     assert!(layout.ledger_file().is_file());
     assert!(layout.runtime_dir().is_dir());
     let key = std::fs::read(layout.audit_key_file()).unwrap();
-    assert_eq!(init::<bernstein_core::Projection>(tmp.path()).unwrap(), sdd);
+    assert_eq!(
+        init::<bernstein_domain::Projection>(tmp.path()).unwrap(),
+        sdd
+    );
     assert_eq!(std::fs::read(layout.audit_key_file()).unwrap(), key);
 }
 

@@ -268,7 +268,7 @@ mod tests {
     use crate::keys::load_or_create_audit_key;
     use crate::test_dir::TestDir;
 
-    type FileStore = crate::FileStore<bernstein_core::Projection>;
+    type FileStore = crate::FileStore<bernstein_domain::Projection>;
 
     /// A project with `n` one-call transactions, its store closed (checkpoint written).
     fn project(n: u64) -> (TestDir, Vec<u8>) {

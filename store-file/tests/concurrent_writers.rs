@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use bernstein_core::ledger::verify::verify_ledger;
-type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
+use bernstein_domain::ledger::verify::verify_ledger;
+type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::keys::load_or_create_audit_key;
 use bernstein_store_file::verify_cmd::audit_verify;
 

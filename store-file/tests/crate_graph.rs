@@ -17,7 +17,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("bernstein-ledger", 0),
     ("bernstein-mcp", 1),
     ("bernstein-store-file", 1),
-    ("bernstein-core", 2),
+    ("bernstein-domain", 2),
     ("bernstein-store-postgres", 2),
     ("bernstein-serve", 3),
     ("bernstein-runtime-std", 4),
@@ -30,7 +30,7 @@ const LAYERS: &[(&str, u32)] = &[
 
 const LEDGER: &str = "bernstein-ledger";
 const MCP: &str = "bernstein-mcp";
-const CORE: &str = "bernstein-core";
+const CORE: &str = "bernstein-domain";
 const FILE_STORE: &str = "bernstein-store-file";
 const STORES: &[&str] = &[FILE_STORE, "bernstein-store-postgres"];
 const SERVE: &str = "bernstein-serve";
@@ -171,12 +171,12 @@ fn offending_edges_are_named() {
     let edges = [
         edge("bernstein-store-postgres", "bernstein-runtime-std", "dev"),
         edge("bernstein-store-file", "bernstein-store-postgres", "normal"),
-        edge("bernstein-store-file", "bernstein-core", "normal"),
-        edge("bernstein-store-postgres", "bernstein-core", "normal"),
-        edge("bernstein-core", "bernstein-store-file", "normal"),
-        edge("bernstein-core", "bernstein-mcp", "normal"),
-        edge("bernstein-mcp", "bernstein-core", "dev"),
-        edge("bernstein-ledger", "bernstein-core", "dev"),
+        edge("bernstein-store-file", "bernstein-domain", "normal"),
+        edge("bernstein-store-postgres", "bernstein-domain", "normal"),
+        edge("bernstein-domain", "bernstein-store-file", "normal"),
+        edge("bernstein-domain", "bernstein-mcp", "normal"),
+        edge("bernstein-mcp", "bernstein-domain", "dev"),
+        edge("bernstein-ledger", "bernstein-domain", "dev"),
         edge("bernstein-runtime-std", "bernstein-store-file", "normal"),
         edge("bernstein-runtime-smol", "bernstein-runtime-std", "dev"),
         edge("bernstein-serve", "bernstein-runtime-smol", "normal"),
@@ -186,13 +186,13 @@ fn offending_edges_are_named() {
         "bernstein-store-postgres -> bernstein-runtime-std (dev): a store crate depends on a runtime crate",
         "bernstein-store-file -> bernstein-store-postgres (normal): a store depends on no workspace crate but the ledger (and the file store)",
         "bernstein-store-file -> bernstein-store-postgres (normal): layer 1 may depend only on lower layers, not on layer 2",
-        "bernstein-store-file -> bernstein-core (normal): a store depends on no workspace crate but the ledger (and the file store)",
-        "bernstein-store-file -> bernstein-core (normal): layer 1 may depend only on lower layers, not on layer 2",
-        "bernstein-store-postgres -> bernstein-core (normal): a store depends on no workspace crate but the ledger (and the file store)",
-        "bernstein-store-postgres -> bernstein-core (normal): layer 2 may depend only on lower layers, not on layer 2",
-        "bernstein-core -> bernstein-store-file (normal): the core depends on no workspace crate but the MCP engine",
-        "bernstein-mcp -> bernstein-core (dev): the MCP engine depends on no workspace crate but the ledger",
-        "bernstein-ledger -> bernstein-core (dev): the ledger depends on no workspace crate",
+        "bernstein-store-file -> bernstein-domain (normal): a store depends on no workspace crate but the ledger (and the file store)",
+        "bernstein-store-file -> bernstein-domain (normal): layer 1 may depend only on lower layers, not on layer 2",
+        "bernstein-store-postgres -> bernstein-domain (normal): a store depends on no workspace crate but the ledger (and the file store)",
+        "bernstein-store-postgres -> bernstein-domain (normal): layer 2 may depend only on lower layers, not on layer 2",
+        "bernstein-domain -> bernstein-store-file (normal): the core depends on no workspace crate but the MCP engine",
+        "bernstein-mcp -> bernstein-domain (dev): the MCP engine depends on no workspace crate but the ledger",
+        "bernstein-ledger -> bernstein-domain (dev): the ledger depends on no workspace crate",
         "bernstein-runtime-smol -> bernstein-runtime-std (dev): a runtime depends on another runtime",
         "bernstein-serve -> bernstein-runtime-smol (normal): the serving crate depends on a runtime crate",
         "bernstein-serve -> bernstein-runtime-smol (normal): layer 3 may depend only on lower layers, not on layer 4",

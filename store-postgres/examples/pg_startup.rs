@@ -11,15 +11,15 @@
 use std::io::Write;
 use std::time::Instant;
 
-use bernstein_core::ledger::Store;
+use bernstein_domain::ledger::Store;
 
-use bernstein_core::domain::Snapshot;
-use bernstein_core::domain::bound::Input;
-use bernstein_core::protocol::TransportFacts;
-use bernstein_core::{Config, Server, Timestamp};
+use bernstein_domain::Snapshot;
+use bernstein_domain::bound::Input;
+use bernstein_domain::protocol::TransportFacts;
+use bernstein_domain::{Config, Server, Timestamp};
 use bernstein_store_postgres::{PgOptions, transfer};
 
-type PgStore = bernstein_store_postgres::PgStore<bernstein_core::Projection>;
+type PgStore = bernstein_store_postgres::PgStore<bernstein_domain::Projection>;
 use serde_json::{Value, json};
 
 fn call(id: u64, tool: &str, arguments: Value) -> Vec<u8> {

@@ -79,7 +79,7 @@ impl Display {
     /// A line of agent output: the row's last message on a TTY, a log line otherwise (secrets
     /// redacted either way, by the same DLP as the server's).
     pub fn task_output(&self, task: &str, text: &str) {
-        let text = &bernstein_core::domain::dlp::redact(text).text;
+        let text = &bernstein_domain::dlp::redact(text).text;
         if self.tty {
             if let Some(row) = self.state().rows.get_mut(task) {
                 row.last = text.to_string();

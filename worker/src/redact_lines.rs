@@ -4,7 +4,7 @@
 //! its token on the next line) could straddle two bodies or the summary's window, where no
 //! single text holds the whole pattern; this keeps that state across lines.
 
-use bernstein_core::domain::dlp;
+use bernstein_domain::dlp;
 
 /// What the lines before told about the next one.
 #[derive(Debug, Default)]

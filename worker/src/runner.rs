@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
-use bernstein_core::domain::claims::ClaimedTask;
+use bernstein_domain::claims::ClaimedTask;
 use serde_json::{Value, json};
 
 use crate::display::Display;

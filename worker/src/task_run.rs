@@ -20,8 +20,8 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bernstein_core::domain::claims::ClaimedTask;
-use bernstein_core::domain::dlp;
+use bernstein_domain::claims::ClaimedTask;
+use bernstein_domain::dlp;
 
 use crate::redact_lines::LineRedactor;
 use serde_json::{Value, json};

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bernstein_core::{Config, Server};
+use bernstein_domain::{Config, Server};
 use bernstein_serve::driver::Backend;
 use bernstein_serve::host::ProjectHost;
-type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
+type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::clock::SystemClock;
 use bernstein_store_file::keys::{load_or_create_audit_key, load_or_create_signing_key};
 use bernstein_worker::display::Display;

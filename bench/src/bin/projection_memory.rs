@@ -15,9 +15,9 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Command;
 
-use bernstein_core::ledger::Record;
+use bernstein_domain::ledger::Record;
 
-use bernstein_core::domain::Snapshot;
+use bernstein_domain::Snapshot;
 use serde_json::Value;
 
 fn rss_kib() -> i64 {
@@ -99,8 +99,8 @@ fn main() {
     let per_run = |kib: i64| kib as f64 * 1024.0 / runs;
     println!(
         "{records} records, {runs} runs, {tasks} tasks; TaskRow {} B, RunView {} B inline",
-        std::mem::size_of::<bernstein_core::domain::projection::TaskRow>(),
-        std::mem::size_of::<bernstein_core::domain::runs::RunView>()
+        std::mem::size_of::<bernstein_domain::projection::TaskRow>(),
+        std::mem::size_of::<bernstein_domain::runs::RunView>()
     );
     let folded = measure("fold", &ledger.join("ledger.jsonl"));
     let full = write("full", &snapshot);

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use bernstein_core::domain::handle_verify::{HandleVerifier, extract_handle};
+use bernstein_domain::handle_verify::{HandleVerifier, extract_handle};
 use serde_json::Value;
 
 use super::backlog::ProjectKeys;

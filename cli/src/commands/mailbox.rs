@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use bernstein_core::domain::ids::check_task_id;
-use bernstein_core::domain::mailbox::MailboxVerifier;
+use bernstein_domain::ids::check_task_id;
+use bernstein_domain::mailbox::MailboxVerifier;
 use bernstein_store_file::verify_cmd::resolve_sdd;
 use clap::Subcommand;
 use serde_json::json;

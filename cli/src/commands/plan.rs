@@ -10,10 +10,10 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use bernstein_core::Projection;
-use bernstein_core::domain::operator;
-use bernstein_core::domain::plans::{self, PlanDecision, PlanDocument};
-use bernstein_core::ledger::Store;
+use bernstein_domain::Projection;
+use bernstein_domain::ledger::Store;
+use bernstein_domain::operator;
+use bernstein_domain::plans::{self, PlanDecision, PlanDocument};
 use clap::Subcommand;
 use serde_json::json;
 

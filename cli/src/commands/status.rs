@@ -4,16 +4,16 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use bernstein_core::Config;
-use bernstein_core::domain::bound::ToolContext;
-use bernstein_core::time::Clock;
+use bernstein_domain::Config;
+use bernstein_domain::bound::ToolContext;
+use bernstein_domain::time::Clock;
 use serde_json::{Value, json};
 
 pub fn run(workdir: &Path, json_output: bool, store: Option<&str>) -> Result<ExitCode, String> {
     let (store, key) = super::open_operator_store(workdir, store)?;
     let snapshot = store.snapshot().map_err(|e| e.to_string())?;
     let config = Config::new(key);
-    let catalog = bernstein_core::domain::catalog();
+    let catalog = bernstein_domain::catalog();
     let spec = catalog
         .tools
         .iter()

@@ -11,12 +11,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bernstein_core::time::{Clock, FixedClock};
-use bernstein_core::transport::http::HttpOptions;
-use bernstein_core::{Config, Server, Timestamp};
+use bernstein_domain::time::{Clock, FixedClock};
+use bernstein_domain::transport::http::HttpOptions;
+use bernstein_domain::{Config, Server, Timestamp};
 use bernstein_serve::driver::Backend;
 use bernstein_serve::host::ProjectHost;
-type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
+type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::clock::SystemClock;
 use bernstein_store_file::test_dir::TestDir;
 

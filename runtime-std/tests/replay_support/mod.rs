@@ -1,6 +1,6 @@
 //! Shared ground of the runtime's replay, crash and fault tests (`replay_*.rs`, `crash_*.rs`,
 //! `faults_*.rs`): the recorded journals (the core's fixture loader, included from
-//! core/tests/replay_support), scratch project directories, copies of a fixture's store, the
+//! domain/tests/replay_support), scratch project directories, copies of a fixture's store, the
 //! `bernstein` binary and a line-oriented client for its stdio server, and a small seeded
 //! random generator whose seed every randomized test prints.
 //!
@@ -8,7 +8,7 @@
 //! (`cargo build --workspace` or `cargo test --workspace` builds it; scripts/test.sh does).
 #![allow(dead_code)]
 
-#[path = "../../../core/tests/replay_support/mod.rs"]
+#[path = "../../../domain/tests/replay_support/mod.rs"]
 pub mod fixtures;
 
 use std::fs;

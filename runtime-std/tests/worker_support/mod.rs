@@ -5,11 +5,11 @@
 
 use std::path::Path;
 
-use bernstein_core::protocol::TransportFacts;
-use bernstein_core::{Config, Server};
+use bernstein_domain::protocol::TransportFacts;
+use bernstein_domain::{Config, Server};
 use bernstein_serve::driver::{Env, serve_message};
 use bernstein_serve::host::NoHost;
-type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
+type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::clock::SystemClock;
 use bernstein_store_file::keys::{load_or_create_audit_key, load_or_create_signing_key};
 use serde_json::{Value, json};

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use bernstein_core::ledger::{Append, AppendResult, Draft, Store, seal};
+use bernstein_domain::ledger::{Append, AppendResult, Draft, Store, seal};
 
-use bernstein_core::domain::Snapshot;
-type FileStore = bernstein_store_file::FileStore<bernstein_core::Projection>;
+use bernstein_domain::Snapshot;
+type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 
 pub use bernstein_store_file::test_dir::TestDir;
 

@@ -11,14 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use bernstein_core::Projection;
-use bernstein_core::ledger::{Append, AppendResult, Draft, Record, Store, seal};
+use bernstein_domain::Projection;
+use bernstein_domain::ledger::{Append, AppendResult, Draft, Record, Store, seal};
 
-use bernstein_core::domain::Snapshot;
+use bernstein_domain::Snapshot;
 use bernstein_store_postgres::PgOptions;
 
 /// The store as the server opens it, over the domain's projection.
-pub type PgStore = bernstein_store_postgres::PgStore<bernstein_core::Projection>;
+pub type PgStore = bernstein_store_postgres::PgStore<bernstein_domain::Projection>;
 use postgres::{Client, NoTls};
 
 pub const KEY: &[u8] = b"an audit key of thirty-two bytes";

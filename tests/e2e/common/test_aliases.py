@@ -11,7 +11,7 @@ import pytest
 from harness.payloads import ok_payload, outcome
 from harness.raw import RawServer, modern_meta
 
-# alias → replacement, as the server declares them (core/src/domain/aliases.rs).
+# alias → replacement, as the server declares them (domain/src/aliases.rs).
 ALIASES = {
     "bernstein_health": "bernstein_status",
     "bernstein_tasks": "bernstein_status",

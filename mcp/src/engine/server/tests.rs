@@ -2,7 +2,7 @@
 //! clocks, streams, feeds, store failures and counting, each driven through whole lifecycles
 //! in a [`World`] (fake clock, in-memory ledger, fsyncs the test releases). Bernstein's own
 //! long polls, cancellations and waits are simulated beside its catalogue
-//! (`core/tests/engine_server_sim.rs`). Backpressure and the caps of streams and feeds are in
+//! (`domain/tests/engine_server_sim.rs`). Backpressure and the caps of streams and feeds are in
 //! [`backlog`].
 
 mod backlog;

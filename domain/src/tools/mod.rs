@@ -1,0 +1,347 @@
+//! Bernstein's tools, registered into the protocol engine through [`registered`].
+//!
+//! - [`run`]: `bernstein_run` — create a task (a run's root, or a subtask).
+//! - [`status`]: `bernstein_status` — liveness, counts by status, cost, task rows.
+//! - [`run_status`]: `bernstein_run_status` — the verifiable run handle.
+//! - [`cancel`]: `bernstein_cancel` — cancel a task and its subtask tree.
+//! - [`claim`]: `bernstein_claim` — a worker claims the next eligible task (signed receipt).
+//! - [`post_message`]: `bernstein_post_message` — a signed, redacted mailbox entry.
+//! - [`complete`]: `bernstein_complete` — the worker's completion gate.
+//! - [`approve`]: `bernstein_approve` — an operator's sign-off gate.
+//! - [`post_artifact`]: `bernstein_post_artifact` — a versioned, content-hashed task artifact.
+//! - [`task_capsule`]: `bernstein_task_capsule` — a task's signed context capsule, or its check.
+//! - [`verify_lineage`]: `bernstein_verify_lineage` — walk and check an artifact key's lineage.
+//! - [`shutdown`]: `bernstein_shutdown_orchestrator` — write the project's shutdown signal.
+//! - [`load_skill`]: `load_skill` — the project's skills index, or one skill's files as text.
+//! - [`scenario`]: `bernstein_scenario` — list scenarios, run one as a run, report its handle.
+//!
+//! Each tool is a type implementing [`Tool`]: its name, title, description, tier, host effects
+//! and the types of its arguments and answer, in one place. [`spec`] makes the catalogue's
+//! [`ToolSpec`] of it (the input schema generated from the arguments' type, the answer
+//! serialized from the answer's), and everything else reads the tools: the tier table
+//! ([`super::tiers`]), the capability card, `bernstein mcp tools` and the README's table (which
+//! a test regenerates and compares).
+//!
+//! Only the three polled tools (`bernstein_run`, `bernstein_run_status`, `bernstein_status`)
+//! advertise an `outputSchema` and return `structuredContent` ([`Tool::ADVERTISES_ANSWER`]);
+//! the others answer the same JSON in their text block, which keeps `tools/list` within its
+//! byte budget (`protocol::listing`). Descriptions say what the call does; the listing ends
+//! each with the sentence of the tool's effects (`Effects::sentence`), so the two cannot
+//! disagree.
+//!
+//! Handlers are pure: they read the snapshot in their [`ToolContext`] and return an answer plus
+//! the drafts to append, or a structured refusal with no drafts. Arguments were validated
+//! against the advertised schema already; what a schema cannot say is checked as they parse,
+//! by the newtypes of [`super::args`] that carry each argument's limits, and a failed parse is
+//! the refusal `invalid_arguments` naming the argument, never a panic.
+
+pub mod approve;
+pub mod cancel;
+pub mod claim;
+pub mod complete;
+pub mod load_skill;
+pub mod post_artifact;
+pub mod post_message;
+pub mod run;
+pub mod run_status;
+pub mod scenario;
+pub mod shutdown;
+pub mod status;
+pub mod task_capsule;
+pub mod verify_lineage;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::bound::{ToolContext, ToolSpec};
+use crate::config::Tier;
+use crate::ledger::Draft;
+use crate::protocol::host::HostRequest;
+use crate::protocol::refusal::Common;
+use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use crate::refusal::Refusal;
+
+use super::schema;
+
+/// A Bernstein tool, declared once: what `tools/list` says of it, the tier that introduces it,
+/// what it does to the host, the types of its arguments and answer, and what a call does.
+pub trait Tool {
+    const NAME: &'static str;
+    const TITLE: &'static str;
+    /// What the call does; the listing appends the sentence of [`Tool::EFFECTS`].
+    const DESCRIPTION: &'static str;
+    /// The tier that introduces it (tiers are cumulative).
+    const TIER: Tier;
+    const EFFECTS: Effects;
+    const TASK_SUPPORT: TaskSupport = TaskSupport::Forbidden;
+    /// Whether `tools/list` advertises the answer's schema as `outputSchema` (and the answer
+    /// comes back as `structuredContent` too): the polled tools only.
+    const ADVERTISES_ANSWER: bool = false;
+    /// The arguments: their schema is the advertised `inputSchema`, and a call's arguments are
+    /// parsed into this type (a mismatch is the refusal `invalid_arguments`).
+    type Args: DeserializeOwned + schemars::JsonSchema;
+    /// The answer, serialized as the call's payload.
+    type Answer: Serialize + schemars::JsonSchema;
+    fn call(ctx: &ToolContext<'_>, args: Self::Args) -> Called<Self::Answer>;
+}
+
+/// What a call of a [`Tool`] produced: its answer or its refusal, and what goes with it (each
+/// field as in [`ToolOutput`]: the drafts committed with the call's audit record, the run the
+/// audit record binds, the long poll's wait, a host request to perform first).
+#[derive(Debug)]
+pub struct Called<A> {
+    pub answer: Result<A, ToolError>,
+    pub drafts: Vec<Draft>,
+    pub run_id: Option<String>,
+    pub wait_ms: Option<u64>,
+    pub host: Option<HostRequest>,
+}
+
+impl<A> Called<A> {
+    pub fn ok(answer: A) -> Called<A> {
+        Called::from(Ok(answer))
+    }
+
+    pub fn refused(error: ToolError) -> Called<A> {
+        Called::from(Err(error))
+    }
+
+    /// Asks the runtime to perform `request` and call again with its reply (the answer is
+    /// not read while a host request is out).
+    pub fn ask(request: HostRequest) -> Called<A> {
+        let pending = ToolError::new(Common::HostRequest, "the call waits for the host", "");
+        Called {
+            host: Some(request),
+            ..Called::refused(pending)
+        }
+    }
+}
+
+impl<A> From<Result<A, ToolError>> for Called<A> {
+    fn from(answer: Result<A, ToolError>) -> Called<A> {
+        Called {
+            answer,
+            drafts: Vec::new(),
+            run_id: None,
+            wait_ms: None,
+            host: None,
+        }
+    }
+}
+
+/// The catalogue's entry of `T`.
+pub fn spec<T: Tool>() -> ToolSpec {
+    ToolSpec {
+        name: T::NAME,
+        title: T::TITLE,
+        description: T::DESCRIPTION,
+        tier: T::TIER,
+        input_schema: schema::input_schema::<T::Args>,
+        output_schema: T::ADVERTISES_ANSWER.then_some(schema::output_schema::<T::Answer>),
+        effects: T::EFFECTS,
+        task_support: T::TASK_SUPPORT,
+        call: call::<T>,
+    }
+}
+
+/// Calls `T` with arguments as the peer sent them: parsed into `T::Args`, answered, and the
+/// answer serialized.
+pub fn call<T: Tool>(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    let args = match parse_args::<T::Args>(T::NAME, args) {
+        Ok(a) => a,
+        Err(e) => return ToolOutput::refused(e),
+    };
+    let called = T::call(ctx, args);
+    if let Some(request) = called.host {
+        return ToolOutput::ask(request);
+    }
+    let result = match called.answer {
+        // An answer is plain data (strings, numbers, objects with string keys): it serializes.
+        Ok(a) => serde_json::to_value(&a).map_err(|e| internal(T::NAME, &e.to_string())),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(payload) => ToolOutput {
+            drafts: called.drafts,
+            run_id: called.run_id,
+            wait_ms: called.wait_ms,
+            ..ToolOutput::ok(payload)
+        },
+        // A refusal appends nothing but the call's audit record.
+        Err(e) => ToolOutput {
+            run_id: called.run_id,
+            ..ToolOutput::refused(e)
+        },
+    }
+}
+
+/// The refusal of a tool that must sign when the server has no signing key.
+pub fn no_signer(tool: &str) -> ToolError {
+    ToolError::new(
+        Refusal::SigningKeyUnavailable,
+        format!("{tool} returns an Ed25519-signed object, and this server has no signing key loaded"),
+        "Start the server with `bernstein mcp` in a project whose .sdd/keys/signing.ed25519 is readable \
+         (mode 0600); it is created on first use. Nothing was recorded.",
+    )
+    .with("tool", tool)
+}
+
+/// Every Bernstein tool, sorted by name.
+pub fn registered() -> Vec<ToolSpec> {
+    let mut tools = vec![
+        run::spec(),
+        status::spec(),
+        run_status::spec(),
+        cancel::spec(),
+        claim::spec(),
+        post_message::spec(),
+        complete::spec(),
+        approve::spec(),
+        post_artifact::spec(),
+        task_capsule::spec(),
+        verify_lineage::spec(),
+        shutdown::spec(),
+        load_skill::spec(),
+        scenario::spec(),
+    ];
+    tools.sort_by_key(|t| t.name);
+    tools
+}
+
+/// Deserializes validated arguments; a mismatch (a type, or a check of `super::args`) is the
+/// refusal `invalid_arguments`, naming the argument as `field`.
+pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+    let args = match args {
+        Value::Null => Value::Object(Default::default()),
+        // An explicit null is the argument left out, as the engine validated it.
+        Value::Object(mut m) => {
+            m.retain(|_, v| !v.is_null());
+            Value::Object(m)
+        }
+        _ => {
+            return Err(ToolError::new(
+                Common::InvalidArguments,
+                format!("{tool}: arguments must be a JSON object"),
+                "Pass the arguments as an object of named fields (tools/list shows the inputSchema).",
+            ));
+        }
+    };
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let path = e.path().to_string();
+        let refusal = ToolError::new(
+            Common::InvalidArguments,
+            format!("{tool}: {path}: {}", e.inner()),
+            "Check the arguments against the tool's inputSchema (tools/list).",
+        );
+        // The argument the failure is in: the first segment of the path (`completed_ids` of
+        // `completed_ids[3]`); none when the arguments as a whole failed.
+        let field = path.split(['.', '[']).next().unwrap_or_default();
+        if field.is_empty() {
+            refusal
+        } else {
+            refusal.with("field", field)
+        }
+    })
+}
+
+/// The refusal for a well-formed id that names no task.
+pub(crate) fn unknown_task(error: Refusal, field: &str, id: &str) -> ToolError {
+    ToolError::new(
+        error,
+        format!("{field} {id} names no task in this project's ledger"),
+        "Use an id returned by bernstein_run in this project; bernstein_status with detail=true lists tasks.",
+    )
+    .with("field", field)
+    .with(field, id)
+}
+
+/// The task `id` when it exists and is not finished (done, closed, failed, cancelled);
+/// otherwise the refusal `unknown_task` or `task_finished` (`takes` names what it refused, e.g.
+/// "messages").
+pub(crate) fn unfinished_task<'p>(
+    p: &'p super::projection::Projection,
+    id: &str,
+    takes: &str,
+) -> Result<&'p super::projection::TaskRow, ToolError> {
+    let task = p
+        .task(id)
+        .ok_or_else(|| unknown_task(Refusal::UnknownTask, "task_id", id))?;
+    if task.status.is_terminal() {
+        return Err(ToolError::new(
+            Refusal::TaskFinished,
+            format!("task {id} is {} and takes no more {takes}", task.status),
+            "Post while the task is being worked on; start a new task for follow-up work.",
+        )
+        .with("task_id", id)
+        .with("current_status", task.status.as_str()));
+    }
+    Ok(task)
+}
+
+/// A broken invariant met while drafting: reported, never a panic.
+pub(crate) fn internal(tool: &str, detail: &str) -> ToolError {
+    ToolError::new(
+        Common::InternalError,
+        format!("{tool} could not draft its records: {detail}"),
+        "This is a bug in the server; the ledger was not changed.",
+    )
+}
+
+#[cfg(test)]
+mod field_tests;
+#[cfg(test)]
+mod redaction_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The listing states a tool's effects from its `Effects`; a description that stated them
+    /// too could disagree.
+    #[test]
+    fn descriptions_leave_their_effects_to_the_listing() {
+        for t in registered() {
+            assert!(!t.description.contains("Effects:"), "{}", t.name);
+            assert!(t.description.ends_with('.'), "{}", t.name);
+        }
+    }
+
+    #[test]
+    fn registered_tools_are_sorted_unique_and_have_object_schemas() {
+        let tools = registered();
+        let names: Vec<&str> = tools.iter().map(|t| t.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(names, sorted);
+        for t in &tools {
+            let input = (t.input_schema)();
+            assert_eq!(input["type"], "object", "{}", t.name);
+            assert_eq!(input["additionalProperties"], false, "{}", t.name);
+            if let Some(output) = t.output_schema {
+                assert_eq!(output()["type"], "object", "{}", t.name);
+            }
+            assert!(!t.title.is_empty());
+        }
+    }
+
+    #[test]
+    fn argument_mismatches_are_refusals() {
+        #[derive(serde::Deserialize, Debug)]
+        #[serde(deny_unknown_fields)]
+        #[allow(dead_code)]
+        struct A {
+            x: u8,
+        }
+        let e = parse_args::<A>("t", serde_json::json!({"x": "no"})).unwrap_err();
+        assert_eq!(e.error, "invalid_arguments");
+        assert!(parse_args::<A>("t", serde_json::json!({"x": 1, "y": 2})).is_err());
+        assert!(parse_args::<A>("t", serde_json::json!([1])).is_err());
+        assert!(parse_args::<A>("t", serde_json::json!("x")).is_err());
+        assert!(
+            parse_args::<A>("t", Value::Null).is_err(),
+            "null is {{}}, which lacks x"
+        );
+    }
+}
