@@ -265,7 +265,7 @@ run_node_clients || true
 # ---- [node] end ----------------------------------------------------------------------------
 
 # ---- [dashboard] the operator dashboard in a real browser ----------------------------------
-# tests/e2e/dashboard drives the page served on the HTTP port (mcp/src/transport/http/dashboard)
+# tests/e2e/dashboard drives the page served on the HTTP port (core/src/transport/http/dashboard)
 # in headless Chromium through Playwright (in venv-mcp1), on both runtimes. The browser is
 # Debian's chromium package, installed with apt-get when missing and we are root; Playwright
 # never downloads one (harness/browser.py launches /usr/bin/chromium, or $BERNSTEIN_E2E_CHROMIUM).

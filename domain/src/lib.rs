@@ -37,7 +37,7 @@
 //! one way (`store-file/tests/crate_graph.rs`); inside each, modules do too
 //! (`tests/module_graph.rs`).
 
-pub use bernstein_mcp::{
+pub use bernstein_core::{
     canonical, config, digest, engine, histogram, ledger, protocol, refusal_codes, signing, time,
     transport,
 };

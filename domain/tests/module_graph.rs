@@ -720,7 +720,7 @@ fn krate(dir: &str) -> Crate {
 /// keeps the crates themselves in one direction).
 const CRATES: [&str; 12] = [
     "ledger",
-    "mcp",
+    "core",
     "domain",
     "store-file",
     "store-postgres",

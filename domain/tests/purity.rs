@@ -65,7 +65,7 @@ fn dependency_tree_holds_no_io_runtime() {
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    for pure in ["bernstein-domain", "bernstein-mcp", "bernstein-ledger"] {
+    for pure in ["bernstein-domain", "bernstein-core", "bernstein-ledger"] {
         assert!(
             crates.contains(&pure),
             "unexpected cargo tree output (no {pure}):\n{tree}"
@@ -113,14 +113,14 @@ fn source_names_no_io() {
     // the core's).
     for src in [
         root.join("src"),
-        root.join("../mcp/src"),
+        root.join("../core/src"),
         root.join("../ledger/src"),
     ] {
         scan(&src, &needles, &mut hits);
     }
     assert!(
         hits.is_empty(),
-        "impure lines in domain/src, mcp/src or ledger/src:\n{}",
+        "impure lines in domain/src, core/src or ledger/src:\n{}",
         hits.join("\n")
     );
 }

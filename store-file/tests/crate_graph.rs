@@ -15,7 +15,7 @@ use serde_json::Value;
 /// Every workspace crate and its layer: a crate may depend only on crates of lower layers.
 const LAYERS: &[(&str, u32)] = &[
     ("bernstein-ledger", 0),
-    ("bernstein-mcp", 1),
+    ("bernstein-core", 1),
     ("bernstein-store-file", 1),
     ("bernstein-domain", 2),
     ("bernstein-store-postgres", 2),
@@ -29,7 +29,7 @@ const LAYERS: &[(&str, u32)] = &[
 ];
 
 const LEDGER: &str = "bernstein-ledger";
-const MCP: &str = "bernstein-mcp";
+const MCP: &str = "bernstein-core";
 const CORE: &str = "bernstein-domain";
 const FILE_STORE: &str = "bernstein-store-file";
 const STORES: &[&str] = &[FILE_STORE, "bernstein-store-postgres"];
@@ -174,8 +174,8 @@ fn offending_edges_are_named() {
         edge("bernstein-store-file", "bernstein-domain", "normal"),
         edge("bernstein-store-postgres", "bernstein-domain", "normal"),
         edge("bernstein-domain", "bernstein-store-file", "normal"),
-        edge("bernstein-domain", "bernstein-mcp", "normal"),
-        edge("bernstein-mcp", "bernstein-domain", "dev"),
+        edge("bernstein-domain", "bernstein-core", "normal"),
+        edge("bernstein-core", "bernstein-domain", "dev"),
         edge("bernstein-ledger", "bernstein-domain", "dev"),
         edge("bernstein-runtime-std", "bernstein-store-file", "normal"),
         edge("bernstein-runtime-smol", "bernstein-runtime-std", "dev"),
@@ -191,7 +191,7 @@ fn offending_edges_are_named() {
         "bernstein-store-postgres -> bernstein-domain (normal): a store depends on no workspace crate but the ledger (and the file store)",
         "bernstein-store-postgres -> bernstein-domain (normal): layer 2 may depend only on lower layers, not on layer 2",
         "bernstein-domain -> bernstein-store-file (normal): the core depends on no workspace crate but the MCP engine",
-        "bernstein-mcp -> bernstein-domain (dev): the MCP engine depends on no workspace crate but the ledger",
+        "bernstein-core -> bernstein-domain (dev): the MCP engine depends on no workspace crate but the ledger",
         "bernstein-ledger -> bernstein-domain (dev): the ledger depends on no workspace crate",
         "bernstein-runtime-smol -> bernstein-runtime-std (dev): a runtime depends on another runtime",
         "bernstein-serve -> bernstein-runtime-smol (normal): the serving crate depends on a runtime crate",

@@ -1,8 +1,8 @@
-//! Bernstein's MCP engine, pure and sans-IO: what a server of any catalogue does with the bytes
-//! it is sent, with the world outside reduced to inputs and outputs. It never touches a socket,
-//! a file, a clock, the environment or an OS random source (`clippy.toml` and the core's
-//! `tests/purity.rs` check it), and it names no tool: a catalogue (Bernstein's is built by
-//! `bernstein-domain`'s domain) is handed in.
+//! The core: Bernstein's MCP engine, pure and sans-IO. What a server of any catalogue does with
+//! the bytes it is sent, with the world outside reduced to inputs and outputs. It never touches
+//! a socket, a file, a clock, the environment or an OS random source (`clippy.toml` and the
+//! domain crate's `tests/purity.rs` check it), and it names no tool: a catalogue (Bernstein's is
+//! `bernstein-domain`) is handed in.
 //!
 //! - [`protocol`]: JSON-RPC, the eras, dispatch, the tool registry and catalogue interface,
 //!   validation, tasks and progress.
@@ -12,7 +12,7 @@
 //! - [`config`]: what a server is configured with; [`signing`]: Ed25519 keys and signatures.
 //!
 //! Modules depend one way (`config` and `protocol` on `signing` and the ledger, `engine` and
-//! `transport` on the protocol); the core's `tests/module_graph.rs` fails on a module cycle.
+//! `transport` on the protocol); the domain crate's `tests/module_graph.rs` fails on a module cycle.
 
 pub use bernstein_ledger as ledger;
 pub use bernstein_ledger::{canonical, digest, histogram, time};
