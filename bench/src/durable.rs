@@ -5,8 +5,9 @@
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use bernstein_domain::protocol::TransportFacts;
-use bernstein_domain::{Config, Server};
+use bernstein_core::Config;
+use bernstein_core::protocol::TransportFacts;
+use bernstein_domain::Server;
 use bernstein_serve::driver::{Env, serve_message};
 use bernstein_serve::host::NoHost;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;

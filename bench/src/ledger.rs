@@ -1,9 +1,10 @@
 //! An in-memory ledger driven through the pure core: what the store would hold, without IO.
 
+use bernstein_core::protocol::{Outcome, TransportFacts};
+use bernstein_core::{Config, Timestamp};
+use bernstein_domain::Server;
 use bernstein_domain::Snapshot;
 use bernstein_domain::bound::Input;
-use bernstein_domain::protocol::{Outcome, TransportFacts};
-use bernstein_domain::{Config, Server, Timestamp};
 use serde_json::{Value, json};
 
 pub fn request(id: u64, method: &str, params: Value) -> Vec<u8> {

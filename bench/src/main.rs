@@ -226,7 +226,7 @@ fn verify_speed(full: bool) {
         l.grow_to(n);
         let t = Instant::now();
         let mut v =
-            bernstein_domain::ledger::verify::LedgerVerifier::new("ledger.jsonl", Some(&l.key))
+            bernstein_core::ledger::verify::LedgerVerifier::new("ledger.jsonl", Some(&l.key))
                 .collect_calls(false);
         for line in l.lines.split(|b| *b == b'\n').filter(|x| !x.is_empty()) {
             v.push_line(line).expect("a fresh ledger verifies");
@@ -235,7 +235,7 @@ fn verify_speed(full: bool) {
         let fast = t.elapsed();
         // The verifier's two shares: the canonical scan, and the seal (SHA-256 of the
         // pre-image and its HMAC, two passes over it): the floor of the format.
-        use bernstein_domain::ledger::line::{RecordKey, RecordLine};
+        use bernstein_core::ledger::line::{RecordKey, RecordLine};
         let key = RecordKey::new(&l.key);
         let t = Instant::now();
         for line in l.lines.split(|b| *b == b'\n').filter(|x| !x.is_empty()) {
@@ -252,7 +252,7 @@ fn verify_speed(full: bool) {
         // the streaming scan.
         let t = Instant::now();
         for line in l.lines.split(|b| *b == b'\n').filter(|x| !x.is_empty()) {
-            bernstein_domain::ledger::Record::parse_line(line, Some(&l.key)).expect("valid");
+            bernstein_core::ledger::Record::parse_line(line, Some(&l.key)).expect("valid");
         }
         let slow = t.elapsed();
         let rate = |d: std::time::Duration| n as f64 / d.as_secs_f64();

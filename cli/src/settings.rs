@@ -1,8 +1,8 @@
 //! Resolution of flags and environment variables into the core's `Config`. The only place
 //! that reads `BERNSTEIN_*` variables.
 
-use bernstein_domain::config::{AuthMode, OAuthConfig};
-use bernstein_domain::{Config, Tier};
+use bernstein_core::config::{AuthMode, OAuthConfig};
+use bernstein_core::{Config, Tier};
 
 /// Reads a boolean switch such as `BERNSTEIN_MCP_COST_METER` (default on).
 pub fn env_switch(name: &str, default: bool) -> Result<bool, String> {
@@ -106,7 +106,7 @@ pub fn oauth() -> Result<Option<OAuthConfig>, String> {
 /// Extra trusted browser origins from `BERNSTEIN_MCP_ALLOWED_ORIGINS` (comma-separated).
 pub fn allowed_origins() -> Result<Vec<String>, String> {
     Ok(env_value("BERNSTEIN_MCP_ALLOWED_ORIGINS")?
-        .map(|l| bernstein_domain::transport::http::HttpOptions::parse_origin_list(&l))
+        .map(|l| bernstein_core::transport::http::HttpOptions::parse_origin_list(&l))
         .unwrap_or_default())
 }
 
@@ -119,7 +119,7 @@ pub fn allowed_hosts(flag: Option<&str>) -> Result<Vec<String>, String> {
         None => env_value("BERNSTEIN_MCP_ALLOWED_HOSTS")?,
     };
     Ok(list
-        .map(|l| bernstein_domain::transport::http::HttpOptions::parse_origin_list(&l))
+        .map(|l| bernstein_core::transport::http::HttpOptions::parse_origin_list(&l))
         .unwrap_or_default())
 }
 
@@ -130,9 +130,7 @@ pub fn allowed_hosts(flag: Option<&str>) -> Result<Vec<String>, String> {
 /// (512), `BERNSTEIN_MCP_MAX_WAITS` (the connection cap), `BERNSTEIN_MCP_MAX_WAITS_PER_PEER`
 /// (a quarter of the waits), `BERNSTEIN_MCP_MAX_UNSENT_BYTES` (65536) and
 /// `BERNSTEIN_MCP_WRITE_TIMEOUT_SECS` (10).
-pub fn http_limits(
-    limits: &mut bernstein_domain::transport::http::HttpLimits,
-) -> Result<(), String> {
+pub fn http_limits(limits: &mut bernstein_core::transport::http::HttpLimits) -> Result<(), String> {
     let positive = |name: &str| -> Result<Option<u64>, String> {
         env_value(name)?
             .map(|v| {

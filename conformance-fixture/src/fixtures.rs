@@ -1,6 +1,6 @@
 //! The official MCP conformance suite's fixtures (`test_simple_text`, `test://static-text`,
 //! `test_simple_prompt`, ...) expressed as an ordinary [`Catalog`], the same interface the
-//! Bernstein domain uses. The engine (`bernstein_domain::protocol`) serves them unchanged: this
+//! Bernstein domain uses. The engine (`bernstein_core::protocol`) serves them unchanged: this
 //! module never builds a JSON-RPC message, never touches the wire, and holds no state.
 //!
 //! Progress steps (`ToolOutput::progress`), resource templates, completers and header-bound
@@ -9,13 +9,13 @@
 //! involved, so the suite reports the precise missing behaviour instead of "not found";
 //! tests/conformance/expected-failures.txt lists those scenarios with the reason.
 
-use bernstein_domain::bound::{Catalog, ResourceSpec, ToolContext, ToolSpec};
-use bernstein_domain::protocol::completion::starting_with;
-use bernstein_domain::protocol::registry::{
+use bernstein_core::protocol::completion::starting_with;
+use bernstein_core::protocol::registry::{
     Effects, Progress, PromptArgument, PromptSpec, ResourceTemplateSpec, TaskSupport, ToolError,
     ToolOutput,
 };
-use bernstein_domain::{Config, Tier};
+use bernstein_core::{Config, Tier};
+use bernstein_domain::bound::{Catalog, ResourceSpec, ToolContext, ToolSpec};
 use serde_json::{Map, Value, json};
 
 /// A 1x1 transparent PNG, base64.
@@ -24,7 +24,7 @@ pub const PNG_1X1: &str =
 /// A 44-byte WAV header with no samples, base64.
 pub const WAV_EMPTY: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=";
 
-bernstein_domain::refusal_codes! {
+bernstein_core::refusal_codes! {
     /// The fixtures' one refusal.
     enum Fixture {
         TestError = "test_error",
@@ -387,7 +387,7 @@ pub fn catalog() -> Catalog {
         capability_card: |c: &Config| json!({"fixture": "mcp-conformance", "tier": c.tier.as_str()}),
         tasks: None,
         effects_in_descriptions: false,
-        redact: bernstein_domain::protocol::registry::no_redaction,
+        redact: bernstein_core::protocol::registry::no_redaction,
     }
 }
 
@@ -410,7 +410,8 @@ mod tests {
 
     #[test]
     fn the_progress_tool_sends_three_increasing_steps_before_its_result() {
-        use bernstein_domain::{Input, Server, Snapshot, Timestamp, TransportFacts};
+        use bernstein_core::{Timestamp, TransportFacts};
+        use bernstein_domain::{Input, Server, Snapshot};
         let server = Server::with_catalog(Config::new(b"k".to_vec()), catalog());
         let snapshot = Snapshot::genesis();
         let facts = TransportFacts::stdio(Some("2025-11-25".into()));
@@ -444,7 +445,7 @@ mod tests {
 
     #[test]
     fn header_bound_parameters_are_valid_annotations() {
-        use bernstein_domain::transport::http::param_headers::scan;
+        use bernstein_core::transport::http::param_headers::scan;
         let params = scan(&header_params_schema()).unwrap();
         let headers: Vec<&str> = params.iter().map(|p| p.header.as_str()).collect();
         assert_eq!(headers, ["Mcp-Param-Priority", "Mcp-Param-Region"]);
@@ -459,7 +460,7 @@ mod tests {
         let t = &c.resource_templates[0];
         let uri = "test://template/123/data";
         let vars =
-            bernstein_domain::protocol::resource_templates::match_uri(t.uri_template, uri).unwrap();
+            bernstein_core::protocol::resource_templates::match_uri(t.uri_template, uri).unwrap();
         let contents = (t.read)(&Config::new(b"k".to_vec()), uri, &vars).unwrap();
         assert_eq!(contents[0]["uri"], uri);
         assert!(contents[0]["text"].as_str().unwrap().contains("123"));

@@ -13,8 +13,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use bernstein_domain::transport::http::HttpOptions;
-use bernstein_domain::{Config, Server, Tier};
+use bernstein_core::transport::http::HttpOptions;
+use bernstein_core::{Config, Tier};
+use bernstein_domain::Server;
 use bernstein_serve::driver::Backend;
 use bernstein_serve::host::ProjectHost;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;

@@ -25,9 +25,9 @@ use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::canonical::to_canonical_bytes;
-use crate::digest::Digest;
-use crate::ledger::Record;
+use bernstein_core::canonical::to_canonical_bytes;
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::Record;
 
 use super::trace::TraceRef;
 

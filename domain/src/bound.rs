@@ -2,7 +2,7 @@
 //! domain's tools, resources and task hooks are written against, and the server they make.
 
 use super::projection::Projection;
-use crate::protocol::{self, registry};
+use bernstein_core::protocol::{self, registry};
 
 pub type ToolContext<'a> = registry::ToolContext<'a, Projection>;
 pub type ToolSpec = registry::ToolSpec<Projection>;

@@ -3,12 +3,12 @@
 
 use super::bound::Server;
 use super::schema::portability_problems;
-use crate::config::{Config, Tier};
-use crate::protocol::Response;
-use crate::protocol::decorate::decorate;
-use crate::protocol::era::Revision;
-use crate::protocol::jsonrpc::Id;
-use crate::protocol::listing::{list_tools, tools_list_bytes};
+use bernstein_core::config::{Config, Tier};
+use bernstein_core::protocol::Response;
+use bernstein_core::protocol::decorate::decorate;
+use bernstein_core::protocol::era::Revision;
+use bernstein_core::protocol::jsonrpc::Id;
+use bernstein_core::protocol::listing::{list_tools, tools_list_bytes};
 
 /// The most bytes each tier's `tools` array may take: the listing's size when it was last cut,
 /// rounded up a little, so a new field is paid for with bytes removed elsewhere. Issue 13 asked
@@ -100,7 +100,7 @@ fn the_rendered_listing_is_the_bytes_of_rendering_the_value() {
                 let value = decorate(
                     &server,
                     revision,
-                    crate::protocol::model::Method::ToolsList,
+                    bernstein_core::protocol::model::Method::ToolsList,
                     list_tools(&server, revision, None).unwrap(),
                 );
                 for id in &ids {

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::audit::{CallAudit, UNKNOWN_TOOL};
+use bernstein_core::ledger::audit::{CallAudit, UNKNOWN_TOOL};
 
 /// How many minutes of tallies are kept (a day).
 pub const KEPT_MINUTES: u64 = 24 * 60;

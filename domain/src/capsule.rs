@@ -20,9 +20,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Snapshot;
-use crate::canonical::to_canonical_bytes;
-use crate::digest::Digest;
-use crate::ledger::{AUDIT_STREAM, Record};
+use bernstein_core::canonical::to_canonical_bytes;
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::{AUDIT_STREAM, Record};
 
 use super::artifacts::{ArtifactRecord, LINEAGE_STREAM};
 pub use super::capsule_index::{CAPSULE_ISSUED, CapsuleHeads, CapsuleIndex, CapsuleIssued};
@@ -30,7 +30,7 @@ use super::ids::run_stream;
 use super::lifecycle::TaskStatus;
 use super::mailbox::{MailboxEntry, mailbox_stream};
 use super::projection::{Projection, TaskRow};
-use crate::signing::{self, Signer};
+use bernstein_core::signing::{self, Signer};
 
 /// Domain tag of the capsule and of its signature pre-image.
 pub const CAPSULE_TYPE: &str = "bernstein.task_capsule.v1";

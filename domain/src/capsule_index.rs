@@ -6,8 +6,8 @@ use imbl::OrdMap;
 use serde::{Deserialize, Serialize};
 
 use super::mailbox::MailboxEntry;
-use crate::digest::Digest;
-use crate::ledger::Record;
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::Record;
 
 /// Audit: a capsule was issued.
 pub const CAPSULE_ISSUED: &str = "task.capsule_issued";

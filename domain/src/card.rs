@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 
 use crate::bound::ResourceSpec;
-use crate::config::{AuthMode, Config, Tier};
+use bernstein_core::config::{AuthMode, Config, Tier};
 
 use super::prompts;
 use super::tiers;
@@ -101,7 +101,7 @@ pub fn resource() -> ResourceSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::OAuthConfig;
+    use bernstein_core::config::OAuthConfig;
 
     #[test]
     fn card_reflects_live_config() {

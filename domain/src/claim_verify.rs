@@ -23,9 +23,9 @@
 use serde::Serialize;
 
 use crate::Snapshot;
-use crate::digest::Digest;
-use crate::ledger::verify::{LedgerVerifier, VerifyReport};
-use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM, Record};
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::verify::{LedgerVerifier, VerifyReport};
+use bernstein_core::ledger::{AUDIT_STREAM, BACKLOG_STREAM, Record};
 
 use super::claims::{self, ClaimEntry, ClaimReceipt, ReceiptFault};
 use super::lifecycle::TaskStatus;

@@ -33,9 +33,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Snapshot;
-use crate::canonical::to_canonical_bytes;
-use crate::digest::Digest;
-use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM};
+use bernstein_core::canonical::to_canonical_bytes;
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::{AUDIT_STREAM, BACKLOG_STREAM};
 
 pub use super::handle::SPEC_REVISION;
 use super::handle::known_spec_revision;
@@ -43,7 +43,7 @@ use super::ids::check_task_id;
 use super::lease;
 use super::lifecycle::TaskStatus;
 use super::projection::{Projection, TaskRow};
-use crate::signing::{self, Signer};
+use bernstein_core::signing::{self, Signer};
 
 /// Domain tag of the claim receipt signature pre-image.
 pub const RECEIPT_SIGNATURE_TYPE: &str = "bernstein.claim_receipt.v1";

@@ -9,13 +9,13 @@ pub mod verify;
 use serde_json::{Map, Value, json};
 
 use crate::Snapshot;
-use crate::ledger::StoreFacts;
 use crate::mailbox::{self, MailboxEntry};
 use crate::projection::{Projection, TaskRow};
 use crate::runs::RunView;
-use crate::signing;
-use crate::time::Timestamp;
 use crate::{lifecycle::TaskStatus, lineage, plans, task_view};
+use bernstein_core::ledger::StoreFacts;
+use bernstein_core::signing;
+use bernstein_core::time::Timestamp;
 
 /// Most runs `/api/overview` lists (newest first).
 pub const MAX_RUNS: usize = 50;

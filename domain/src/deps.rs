@@ -12,9 +12,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::protocol::refusal::Common;
-use crate::protocol::registry::ToolError;
 use crate::refusal::Refusal;
+use bernstein_core::protocol::refusal::Common;
+use bernstein_core::protocol::registry::ToolError;
 
 use super::args::TaskId;
 use super::claims::dependency_done;

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Snapshot;
-use crate::canonical::to_canonical_bytes;
-use crate::digest::Digest;
+use bernstein_core::canonical::to_canonical_bytes;
+use bernstein_core::digest::Digest;
 
 use super::ids::{check_task_id, run_stream};
 use super::runs::RunStatus;
@@ -196,7 +196,7 @@ mod tests {
     fn the_pinned_revision_is_the_stateless_one_and_old_revisions_still_verify() {
         assert_eq!(
             SPEC_REVISION,
-            crate::protocol::era::Revision::MODERN.as_str()
+            bernstein_core::protocol::era::Revision::MODERN.as_str()
         );
         let d = Digest::of(b"j").to_string();
         let id = "T-0123456789abcdef";

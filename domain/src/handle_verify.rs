@@ -13,9 +13,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Snapshot;
-use crate::digest::Digest;
-use crate::ledger::AUDIT_STREAM;
-use crate::ledger::verify::{LedgerVerifier, VerifyReport};
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::AUDIT_STREAM;
+use bernstein_core::ledger::verify::{LedgerVerifier, VerifyReport};
 
 use super::handle::{RunHandle, run_handle_at, verify_run_handle};
 use super::ids::run_stream;

@@ -8,7 +8,7 @@
 //! path-like or oversized value (`../x`, NUL, 10 KB) never reaches a map key or a stream name.
 //! This module must never consult the projection.
 
-use crate::digest::Digest;
+use bernstein_core::digest::Digest;
 
 /// Prefix of every task id.
 pub const TASK_ID_PREFIX: &str = "T-";
@@ -56,7 +56,7 @@ pub fn check_task_id(s: &str) -> Result<&str, IdError> {
     }
 }
 
-pub use crate::ledger::run_stream;
+pub use bernstein_core::ledger::run_stream;
 
 /// A short, printable rendering of a peer-supplied value for error messages: at most 40
 /// characters, control characters escaped.

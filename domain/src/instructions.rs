@@ -5,7 +5,7 @@
 //! only tools the active tier serves; a test checks both. This module must never read state
 //! beyond the configuration.
 
-use crate::config::Config;
+use bernstein_core::config::Config;
 
 use super::tiers;
 
@@ -49,7 +49,7 @@ pub fn instructions(config: &Config) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Tier;
+    use bernstein_core::config::Tier;
 
     fn named_tools(text: &str) -> Vec<String> {
         let mut out = Vec::new();

@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::{BACKLOG_STREAM, Draft};
+use bernstein_core::ledger::{BACKLOG_STREAM, Draft};
 
 use super::lifecycle::TaskStatus;
 use super::records::draft;

@@ -30,23 +30,13 @@
 //! Everything here is pure: no IO, no clock (the time arrives in the tool context), no
 //! randomness. The domain never frames messages or writes records itself; it returns drafts.
 //!
-//! It re-exports the MCP engine's crate ([`protocol`], [`engine`], [`transport`], [`config`],
-//! [`signing`]) and the ledger's ([`ledger`], [`canonical`], [`digest`], [`histogram`], [`time`]).
-//! It never touches a socket, a file, a clock, the environment or an OS random source
+//! It is built on the MCP engine (`bernstein-core`) and re-exports none of it: a crate that
+//! needs the engine names it. It never touches a socket, a file, a clock, the environment or an OS random source
 //! (`clippy.toml` and `tests/purity.rs`, which scans the two crates below too). Crates depend
 //! one way (`store-file/tests/crate_graph.rs`); inside each, modules do too
 //! (`tests/module_graph.rs`).
 
-pub use bernstein_core::{
-    canonical, config, digest, engine, histogram, ledger, protocol, refusal_codes, signing, time,
-    transport,
-};
-
 pub use bound::Input;
-pub use config::{Config, Tier};
-pub use ledger::{LedgerPosition, Record};
-pub use protocol::{Outcome, TransportFacts, TransportKind};
-pub use time::Timestamp;
 
 pub mod aliases;
 pub mod args;
@@ -114,7 +104,7 @@ pub fn catalog() -> Catalog {
 }
 
 /// Bernstein's server (`Server::new`) serves this catalogue.
-impl crate::protocol::registry::Domain for Projection {
+impl bernstein_core::protocol::registry::Domain for Projection {
     fn catalog() -> Catalog {
         catalog()
     }
@@ -158,7 +148,7 @@ mod tests {
         );
         assert_eq!(c.prompts.len(), 3);
         assert_eq!(c.resources[0].uri, "bernstein://capability");
-        let config = crate::config::Config::new(vec![]);
+        let config = bernstein_core::config::Config::new(vec![]);
         assert!(!(c.instructions)(&config).is_empty());
         assert_eq!((c.capability_card)(&config)["name"], "bernstein");
     }

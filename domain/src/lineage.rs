@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::digest::Digest;
+use bernstein_core::digest::Digest;
 
 use super::artifacts::{self, ArtifactIndex, StoredVersion};
 use super::trace::TraceRef;
@@ -111,7 +111,7 @@ pub fn check_key(key: &str) -> Result<(), String> {
     {
         return Err("the key may hold only letters, digits and _.-/".into());
     }
-    crate::protocol::host::check_relative(key).map_err(|e| format!("the key {e}"))
+    bernstein_core::protocol::host::check_relative(key).map_err(|e| format!("the key {e}"))
 }
 
 fn check_version(i: u64, key: &str, v: &StoredVersion, parent: &str, out: &mut Vec<String>) {

@@ -22,13 +22,13 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::canonical::to_canonical_bytes;
-use crate::digest::Digest;
-use crate::ledger::verify::{LedgerVerifier, VerifyFailure, VerifyReport};
-use crate::ledger::{AUDIT_STREAM, MAILBOX_STREAM_PREFIX, Record};
+use bernstein_core::canonical::to_canonical_bytes;
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::verify::{LedgerVerifier, VerifyFailure, VerifyReport};
+use bernstein_core::ledger::{AUDIT_STREAM, MAILBOX_STREAM_PREFIX, Record};
 
 use super::records;
-use crate::signing::{self, Signer};
+use bernstein_core::signing::{self, Signer};
 
 /// Domain tag of the mailbox entry signature pre-image.
 pub const ENTRY_SIGNATURE_TYPE: &str = "bernstein.mailbox_entry.v1";

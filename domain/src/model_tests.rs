@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::lifecycle::{self, TaskStatus};
 use super::testkit::Bench;
-use crate::ledger::Fold;
+use bernstein_core::ledger::Fold;
 
 #[derive(Clone, Debug)]
 enum Op {

@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 
 use crate::Snapshot;
 use crate::bound::ToolContext;
-use crate::config::Config;
-use crate::ledger::{AUDIT_STREAM, Draft};
-use crate::protocol::registry::ToolError;
-use crate::time::Timestamp;
+use bernstein_core::config::Config;
+use bernstein_core::ledger::{AUDIT_STREAM, Draft};
+use bernstein_core::protocol::registry::ToolError;
+use bernstein_core::time::Timestamp;
 
 use super::dlp::Redactions;
 use super::plans::{self, PlanDecision, PlanError};

@@ -17,9 +17,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::canonical::to_canonical_bytes;
-use crate::digest::Digest;
-use crate::ledger::Draft;
+use bernstein_core::canonical::to_canonical_bytes;
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::Draft;
 
 use super::ids::{check_task_id, run_stream};
 use super::lifecycle::TaskStatus;

@@ -31,14 +31,14 @@ use imbl::{OrdMap, OrdSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::digest::Digest;
-use crate::ledger::audit::CallAudit;
-use crate::ledger::{
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::audit::CallAudit;
+use bernstein_core::ledger::{
     AUDIT_STREAM, BACKLOG_STREAM, Fold, MAILBOX_STREAM_PREFIX, RUN_STREAM_PREFIX, Record,
 };
 
 /// A snapshot of Bernstein's ledger: positions, stream heads and the [`Projection`].
-pub type Snapshot = crate::ledger::Snapshot<Projection>;
+pub type Snapshot = bernstein_core::ledger::Snapshot<Projection>;
 
 use super::artifacts::{self, ArtifactIndex};
 use super::call_stats::CallStats;
@@ -50,7 +50,7 @@ use super::records::{self, TaskCreated, TaskStatusChanged};
 use super::runs::RunView;
 
 pub use super::task_row::{Rare, RareBox, TaskRow};
-pub use crate::ledger::compact::{self, InlineStr};
+pub use bernstein_core::ledger::compact::{self, InlineStr};
 use compact::Shared;
 
 /// The most roles the per-role tallies name, [`super::call_stats::OTHER_KEY`] included: the
@@ -541,8 +541,8 @@ mod sharing_tests;
 mod tests {
     use super::*;
     use crate::Snapshot;
-    use crate::ledger::{Draft, LedgerPosition, seal};
     use crate::records::{Complexity, RunTaskStatus, Scope, new_run_drafts, new_subtask_drafts};
+    use bernstein_core::ledger::{Draft, LedgerPosition, seal};
     use serde_json::json;
 
     fn task(id: &str, run: &str, parent: Option<&str>) -> TaskCreated {

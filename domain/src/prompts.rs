@@ -9,8 +9,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::protocol::completion::starting_with;
-use crate::protocol::registry::{PromptArgument, PromptSpec};
+use bernstein_core::protocol::completion::starting_with;
+use bernstein_core::protocol::registry::{PromptArgument, PromptSpec};
 
 /// Longest accepted prompt argument, in characters.
 pub const MAX_ARGUMENT_CHARS: usize = 8192;
@@ -251,7 +251,7 @@ mod tests {
 
     #[test]
     fn every_tool_a_prompt_names_is_registered_in_every_tier() {
-        let core: BTreeSet<&str> = crate::tiers::tools_in(crate::config::Tier::Core)
+        let core: BTreeSet<&str> = crate::tiers::tools_in(bernstein_core::config::Tier::Core)
             .into_iter()
             .collect();
         for t in rendered_samples() {

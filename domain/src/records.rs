@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ledger::{BACKLOG_STREAM, Draft};
+use bernstein_core::ledger::{BACKLOG_STREAM, Draft};
 
 use super::dlp::Redactions;
 use super::ids::run_stream;
@@ -40,7 +40,7 @@ pub const RUN_TASK_STATUS: &str = "run.task_status";
 pub const RUN_CANCELLED: &str = "run.cancelled";
 /// Audit: the protocol engine's record of one tools/call (written by the engine, read here
 /// only to anchor run handles and count calls). Defined once, by the ledger's verifier.
-pub const STATELESS_CALL: &str = crate::ledger::audit::CALL_KIND;
+pub const STATELESS_CALL: &str = bernstein_core::ledger::audit::CALL_KIND;
 /// Audit: a claim decision (granted or refused) and its signed receipt.
 pub const CLAIM_RECEIPT: &str = "task.claim_receipt";
 /// Mailbox: one signed message entry (stream `mailbox:<task_id>`).
@@ -315,7 +315,7 @@ fn added(task: &TaskCreated) -> RunTaskAdded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::canonical::to_canonical_bytes;
+    use bernstein_core::canonical::to_canonical_bytes;
     use serde_json::json;
 
     fn sample_task() -> TaskCreated {

@@ -3,7 +3,7 @@
 //! `host_unavailable`, ...). A refusal changes nothing but the call's audit record, whose
 //! `error` is the same code.
 
-crate::refusal_codes! {
+bernstein_core::refusal_codes! {
     /// A Bernstein tool's refusal (see the module docs).
     pub enum Refusal {
         /// A name (run, task, artifact key) is empty, too long or not plain text.
@@ -88,7 +88,7 @@ crate::refusal_codes! {
 #[cfg(test)]
 mod tests {
     use super::Refusal;
-    use crate::protocol::refusal::Common;
+    use bernstein_core::protocol::refusal::Common;
 
     /// A code belongs to one enum: the domain never restates the engine's codes.
     #[test]

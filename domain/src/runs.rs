@@ -15,11 +15,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::digest::Digest;
+use bernstein_core::digest::Digest;
 
 use super::lifecycle::{self, TaskStatus};
-use super::projection::InlineStr;
 use super::records::{RunCancelled, RunCreated, RunTaskAdded, RunTaskStatus};
+use bernstein_core::ledger::compact::InlineStr;
 
 mod counts;
 mod members;
@@ -28,7 +28,7 @@ pub use members::Members;
 
 /// The status of a run as a host sees it (`bernstein_run_status`): a run is an MCP task, so
 /// its status is the MCP task status.
-pub use crate::protocol::registry::TaskStatus as RunStatus;
+pub use bernstein_core::protocol::registry::TaskStatus as RunStatus;
 
 /// What a root task's status means for its run (rule 2).
 pub fn phase_of(root: TaskStatus) -> RunStatus {

@@ -16,11 +16,11 @@ use serde_json::{Value, json};
 
 use crate::Snapshot;
 use crate::bound::ResourceSpec;
-use crate::config::Config;
-use crate::ledger::AUDIT_STREAM;
 use crate::refusal::Refusal;
+use bernstein_core::config::Config;
+use bernstein_core::ledger::AUDIT_STREAM;
 
-use crate::signing::{Signer, canonical_message, verify_signature};
+use bernstein_core::signing::{Signer, canonical_message, verify_signature};
 
 /// The `type` of a signed head (and the domain separation of its signature).
 pub const SIGNED_HEAD_TYPE: &str = "bernstein.signed_head.v1";
@@ -74,7 +74,7 @@ pub fn check_signed_head(head: &SignedHead) -> Result<(), String> {
         ("ledgerHead", &head.ledger_head),
         ("chainHead", &head.chain_head),
     ] {
-        if crate::digest::Digest::parse(d).is_none() {
+        if bernstein_core::digest::Digest::parse(d).is_none() {
             return Err(format!("{name} is not sha256:<64 lowercase hex>"));
         }
     }
@@ -124,7 +124,7 @@ mod tests {
         moved.seq = 1;
         assert!(check_signed_head(&moved).unwrap_err().contains("signature"));
         let mut other = head;
-        other.chain_head = crate::digest::Digest::of(b"x").to_string();
+        other.chain_head = bernstein_core::digest::Digest::of(b"x").to_string();
         assert!(check_signed_head(&other).is_err());
     }
 }

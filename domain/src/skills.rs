@@ -11,7 +11,7 @@
 //! [`MAX_NAME_BYTES`]; the runtime still refuses anything that resolves outside the project
 //! root. This module must never perform IO, and never execute or interpret a script.
 
-use crate::digest::Digest;
+use bernstein_core::digest::Digest;
 
 /// The skills folder, relative to the project root.
 pub const SKILLS_DIR: &str = "templates/skills";

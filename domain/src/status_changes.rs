@@ -10,7 +10,7 @@ use super::ids::run_stream;
 use super::lifecycle::{self, IllegalTransition, TaskStatus};
 use super::projection::Projection;
 use super::records::*;
-use crate::ledger::{BACKLOG_STREAM, Draft};
+use bernstein_core::ledger::{BACKLOG_STREAM, Draft};
 
 /// Why a status change cannot be drafted.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -14,9 +14,9 @@ use std::ops::Deref;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::ledger::compact::InlineStr;
 use crate::lifecycle::TaskStatus;
 use crate::records::{Complexity, Scope};
+use bernstein_core::ledger::compact::InlineStr;
 
 /// One task as the backlog describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]

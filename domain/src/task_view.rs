@@ -21,10 +21,10 @@ use serde_json::{Value, json};
 
 use crate::Snapshot;
 use crate::bound::TaskHooks;
-use crate::digest::Digest;
-use crate::ledger::Draft;
-use crate::protocol::registry::{self, Task};
-use crate::time::Timestamp;
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::Draft;
+use bernstein_core::protocol::registry::{self, Task};
+use bernstein_core::time::Timestamp;
 
 use super::ids::check_task_id;
 use super::lifecycle::TaskStatus;

@@ -6,11 +6,11 @@ use serde_json::{Value, json};
 
 use crate::Snapshot;
 use crate::bound::ToolContext;
-use crate::config::Config;
-use crate::ledger::{Draft, Record, seal};
-use crate::protocol::host::HostReply;
-use crate::protocol::registry::{ToolError, ToolOutput};
-use crate::time::Timestamp;
+use bernstein_core::config::Config;
+use bernstein_core::ledger::{Draft, Record, seal};
+use bernstein_core::protocol::host::HostReply;
+use bernstein_core::protocol::registry::{ToolError, ToolOutput};
+use bernstein_core::time::Timestamp;
 
 use super::records;
 use super::tools;

@@ -4,7 +4,7 @@
 //! `bernstein mcp tools` prints the table, and the README's copy of it is compared with that
 //! output by a test. This module must never hold tool behaviour.
 
-use crate::config::Tier;
+use bernstein_core::config::Tier;
 
 use super::tools::registered;
 

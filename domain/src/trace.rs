@@ -3,7 +3,7 @@
 //!
 //! - `traceparent`: W3C Trace Context level 1, `00-<32 hex>-<16 hex>-<2 hex>`, lowercase, neither
 //!   id all zeros (the same check that lets it supply the call's trace id,
-//!   [`crate::protocol::ids::traceparent_trace_id`]). A valid one is kept whole; it is the
+//!   [`bernstein_core::protocol::ids::traceparent_trace_id`]). A valid one is kept whole; it is the
 //!   `step_id` of the lineage entries of what the call posts ([`super::lineage`]).
 //! - `tracestate`: at most [`MAX_TRACESTATE_MEMBERS`] comma-separated `key=value` members (blank
 //!   members allowed and dropped), keys unique, at most [`MAX_TRACESTATE_BYTES`] bytes; a key is
@@ -24,8 +24,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ledger::Draft;
-use crate::protocol::ids::traceparent_trace_id;
+use bernstein_core::ledger::Draft;
+use bernstein_core::protocol::ids::traceparent_trace_id;
 
 use super::dlp::redact;
 use super::records;
@@ -233,7 +233,7 @@ mod tests {
         let root = b.start("root");
         b.meta = Some(json!({"traceparent": TP, "baggage": "k=v"}));
         let child = b.subtask(&root, "child");
-        let traced: Vec<&crate::ledger::Record> = b
+        let traced: Vec<&bernstein_core::ledger::Record> = b
             .log
             .iter()
             .filter(|r| r.body.get("trace").is_some())

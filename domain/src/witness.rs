@@ -12,9 +12,9 @@
 
 use serde_json::Value;
 
-use crate::digest::Digest;
-use crate::ledger::verify::VerifyReport;
-use crate::ledger::{AUDIT_STREAM, BACKLOG_STREAM, run_stream};
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::verify::VerifyReport;
+use bernstein_core::ledger::{AUDIT_STREAM, BACKLOG_STREAM, run_stream};
 
 use super::handle::{RunHandle, verify_run_handle};
 use super::signed_head::{SIGNED_HEAD_TYPE, SignedHead, check_signed_head};

@@ -4,11 +4,11 @@
 //! `isError` when cancelled — audited once either way. A poll whose answer is final answers
 //! the same in every phase. `tasks/result` of a running task cancels the same way.
 
+use bernstein_core::config::Config;
+use bernstein_core::protocol::{Outcome, Phase, TransportFacts};
+use bernstein_core::time::Timestamp;
 use bernstein_domain::Snapshot;
 use bernstein_domain::bound::{Input, Server};
-use bernstein_domain::config::Config;
-use bernstein_domain::protocol::{Outcome, Phase, TransportFacts};
-use bernstein_domain::time::Timestamp;
 use serde_json::{Value, json};
 
 struct Engine {

@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use bernstein_core::config::{Config, Tier};
+use bernstein_core::engine::sim::{World, get, post, responses};
+use bernstein_core::engine::{ConnId, Input};
+use bernstein_core::transport::http::HttpOptions;
 use bernstein_domain::Projection;
 use bernstein_domain::bound::Server;
-use bernstein_domain::config::{Config, Tier};
-use bernstein_domain::engine::sim::{World, get, post, responses};
-use bernstein_domain::engine::{ConnId, Input};
-use bernstein_domain::transport::http::HttpOptions;
 
 const KEY: &[u8] = &[7; 32];
 const JSON_OR_SSE: &str = "Accept: application/json, text/event-stream";
@@ -27,7 +27,7 @@ fn server() -> Arc<Server> {
 }
 
 fn http(
-    limits: impl FnOnce(&mut bernstein_domain::transport::http::HttpLimits),
+    limits: impl FnOnce(&mut bernstein_core::transport::http::HttpLimits),
 ) -> World<Projection> {
     let mut options = HttpOptions::default();
     limits(&mut options.limits);

@@ -6,18 +6,18 @@ use std::collections::VecDeque;
 
 use serde_json::{Value, json};
 
-use bernstein_domain::Snapshot;
-use bernstein_domain::Timestamp;
-use bernstein_domain::bound::Server;
-use bernstein_domain::config::{Config, Tier};
-use bernstein_domain::engine::request::{Input, Output};
-use bernstein_domain::engine::turns::{Grant, Ticket, Turns};
-use bernstein_domain::engine::{
+use bernstein_core::Timestamp;
+use bernstein_core::config::{Config, Tier};
+use bernstein_core::engine::request::{Input, Output};
+use bernstein_core::engine::turns::{Grant, Ticket, Turns};
+use bernstein_core::engine::{
     DEFAULT_WAIT, Finished, Job, MAX_ATTEMPTS, Message, Moment, Request, Round, Stop, WaitPolicy,
 };
-use bernstein_domain::ledger::{AppendResult, StoreError};
-use bernstein_domain::protocol::TransportFacts;
-use bernstein_domain::protocol::host::HostReply;
+use bernstein_core::ledger::{AppendResult, StoreError};
+use bernstein_core::protocol::TransportFacts;
+use bernstein_core::protocol::host::HostReply;
+use bernstein_domain::Snapshot;
+use bernstein_domain::bound::Server;
 
 const KEY: &[u8] = &[7; 32];
 const WALL: Timestamp = Timestamp(1_780_000_000_000);
@@ -189,7 +189,7 @@ impl Sim {
         }
     }
 
-    fn append(&mut self, append: &bernstein_domain::ledger::Append) -> AppendResult {
+    fn append(&mut self, append: &bernstein_core::ledger::Append) -> AppendResult {
         if append.expected != self.ledger.position {
             return AppendResult::Conflict {
                 current: self.ledger.position,
@@ -599,16 +599,16 @@ fn host_rounds_feed_every_reply_back_until_the_tool_answers() {
         input_schema: || json!({"type": "object"}),
         output_schema: None,
         effects: Default::default(),
-        task_support: bernstein_domain::protocol::registry::TaskSupport::Forbidden,
+        task_support: bernstein_core::protocol::registry::TaskSupport::Forbidden,
         call: |ctx, _| match ctx.host.len() {
-            n @ (0 | 1) => bernstein_domain::protocol::registry::ToolOutput::ask(
-                bernstein_domain::protocol::host::HostRequest::Read {
+            n @ (0 | 1) => bernstein_core::protocol::registry::ToolOutput::ask(
+                bernstein_core::protocol::host::HostRequest::Read {
                     path: format!("f{n}"),
                     max_bytes: 10,
                     within: None,
                 },
             ),
-            _ => bernstein_domain::protocol::registry::ToolOutput::ok(
+            _ => bernstein_core::protocol::registry::ToolOutput::ok(
                 json!({"replies": ctx.host.len()}),
             ),
         },
@@ -657,15 +657,15 @@ struct Note {
 
 impl Job for Note {
     type Fold = bernstein_domain::Projection;
-    fn run(&mut self, round: Round<'_, Self::Fold>) -> bernstein_domain::protocol::Outcome {
+    fn run(&mut self, round: Round<'_, Self::Fold>) -> bernstein_core::protocol::Outcome {
         self.runs += 1;
         let s = round.snapshot;
         let draft =
-            bernstein_domain::ledger::Draft::new("notes", "test.note", json!({"run": self.runs}));
+            bernstein_core::ledger::Draft::new("notes", "test.note", json!({"run": self.runs}));
         let records =
-            bernstein_domain::ledger::seal(&s.position, |st| s.stream_head(st), vec![draft], KEY);
-        bernstein_domain::protocol::Outcome {
-            append: Some(bernstein_domain::ledger::Append {
+            bernstein_core::ledger::seal(&s.position, |st| s.stream_head(st), vec![draft], KEY);
+        bernstein_core::protocol::Outcome {
+            append: Some(bernstein_core::ledger::Append {
                 expected: s.position,
                 records,
             }),

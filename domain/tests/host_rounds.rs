@@ -2,15 +2,15 @@
 //! gets no response and no records until the runtime answers, then answers from the reply;
 //! batches cannot reach the host, and a tool that never stops asking is cut off.
 
+use bernstein_core::config::{Config, Tier};
+use bernstein_core::ledger::Draft;
+use bernstein_core::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HOST_ROUNDS};
+use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolOutput};
+use bernstein_core::protocol::{Outcome, Phase, TransportFacts};
+use bernstein_core::time::Timestamp;
 use bernstein_domain::Snapshot;
 use bernstein_domain::bound::{Catalog, ToolContext, ToolSpec};
 use bernstein_domain::bound::{Input, Server};
-use bernstein_domain::config::{Config, Tier};
-use bernstein_domain::ledger::Draft;
-use bernstein_domain::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HOST_ROUNDS};
-use bernstein_domain::protocol::registry::{Effects, TaskSupport, ToolOutput};
-use bernstein_domain::protocol::{Outcome, Phase, TransportFacts};
-use bernstein_domain::time::Timestamp;
 use serde_json::{Value, json};
 
 /// Reads `notes.txt`, then answers with its text and one journal record.

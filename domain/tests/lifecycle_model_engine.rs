@@ -25,9 +25,9 @@ mod replay_support;
 
 use std::collections::BTreeMap;
 
+use bernstein_core::ledger::Record;
+use bernstein_core::ledger::verify::verify_ledger;
 use bernstein_domain::Snapshot;
-use bernstein_domain::ledger::Record;
-use bernstein_domain::ledger::verify::verify_ledger;
 use bernstein_domain::plans;
 use lifecycle_model_parts::engine::{Answer, Engine, KEY, ok, refused};
 use lifecycle_model_parts::model::*;

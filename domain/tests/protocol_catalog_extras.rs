@@ -9,14 +9,14 @@
 
 mod protocol_support;
 
-use bernstein_domain::bound::Server;
-use bernstein_domain::bound::{Catalog, ToolContext};
-use bernstein_domain::config::Tier;
-use bernstein_domain::protocol::Outcome;
-use bernstein_domain::protocol::completion::starting_with;
-use bernstein_domain::protocol::registry::{
+use bernstein_core::config::Tier;
+use bernstein_core::protocol::Outcome;
+use bernstein_core::protocol::completion::starting_with;
+use bernstein_core::protocol::registry::{
     Progress, ResourceTemplateSpec, TemplateCompleter, ToolOutput,
 };
+use bernstein_domain::bound::Server;
+use bernstein_domain::bound::{Catalog, ToolContext};
 use protocol_support::{SchemaBook, Session, fixture_catalog, fixture_server, modern_meta};
 use serde_json::{Map, Value, json};
 
@@ -41,7 +41,7 @@ fn stepping(_: &ToolContext<'_>, _: Value) -> ToolOutput {
 }
 
 fn read_item(
-    _: &bernstein_domain::Config,
+    _: &bernstein_core::Config,
     uri: &str,
     vars: &Map<String, Value>,
 ) -> Result<Vec<Value>, String> {
@@ -248,7 +248,7 @@ fn completion_is_served_and_declared_only_with_completers() {
 
 #[test]
 fn bernsteins_own_catalogue_completes_the_run_scope() {
-    let mut config = bernstein_domain::Config::new(b"k".to_vec());
+    let mut config = bernstein_core::Config::new(b"k".to_vec());
     config.tier = Tier::Standard;
     for rev in REVISIONS {
         let mut p = Probe::new(rev, false);

@@ -8,9 +8,9 @@
 
 mod protocol_support;
 
+use bernstein_core::config::Tier;
+use bernstein_core::protocol::{StorageFailure, TransportFacts};
 use bernstein_domain::bound::Input;
-use bernstein_domain::config::Tier;
-use bernstein_domain::protocol::{StorageFailure, TransportFacts};
 use proptest::prelude::*;
 use protocol_support::{
     LATENCY_MS, NOW, SchemaBook, Session, fixture_server, modern_meta, request_revision,

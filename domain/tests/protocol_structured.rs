@@ -9,8 +9,8 @@
 
 mod protocol_support;
 
+use bernstein_core::config::{Config, Tier};
 use bernstein_domain::bound::Server;
-use bernstein_domain::config::{Config, Tier};
 use protocol_support::{LATENCY_MS, Session, modern_meta};
 use serde_json::{Value, json};
 
@@ -143,7 +143,7 @@ fn text_is_the_same_without_structured_output_and_polls_are_byte_identical() {
             "tools/call",
             json!({"name": name, "arguments": args}),
         );
-        s.now = bernstein_domain::time::Timestamp(s.now.0 + 60_000);
+        s.now = bernstein_core::time::Timestamp(s.now.0 + 60_000);
         let second = request(
             &mut s,
             false,

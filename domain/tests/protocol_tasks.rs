@@ -8,9 +8,9 @@
 
 mod protocol_support;
 
+use bernstein_core::config::{Config, Tier};
+use bernstein_core::protocol::Outcome;
 use bernstein_domain::bound::Server;
-use bernstein_domain::config::{Config, Tier};
-use bernstein_domain::protocol::Outcome;
 use protocol_support::{LATENCY_MS, SchemaBook, Session, modern_meta};
 use serde_json::{Value, json};
 
@@ -481,7 +481,7 @@ fn progress_ticks_advance_strictly_and_are_suppressed_across_instances() {
 
 #[test]
 fn a_request_id_matches_the_cancellation_that_names_it() {
-    use bernstein_domain::protocol::tasks::{cancelled_request, request_id};
+    use bernstein_core::protocol::tasks::{cancelled_request, request_id};
     for (request, cancel) in [
         (
             r#"{"jsonrpc":"2.0","id":"a\u0041","method":"tasks/result"}"#,

@@ -22,8 +22,8 @@ mod protocol_support;
 
 use std::path::{Path, PathBuf};
 
-use bernstein_domain::config::Tier;
-use bernstein_domain::protocol::{TransportFacts, TransportKind};
+use bernstein_core::config::Tier;
+use bernstein_core::protocol::{TransportFacts, TransportKind};
 use protocol_support::{LATENCY_MS, SchemaBook, Session, fixture_server, request_revision};
 use serde_json::Value;
 

@@ -13,11 +13,11 @@
 
 mod replay_support;
 
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::verify::verify_ledger;
 use bernstein_domain::claim_verify::verify_claim_receipt;
 use bernstein_domain::claims::parse_receipt;
-use bernstein_domain::digest::Digest;
 use bernstein_domain::handle::run_handle;
-use bernstein_domain::ledger::verify::verify_ledger;
 use bernstein_domain::verify_run_handle;
 use replay_support::{Fixture, all, replay, snapshot_value};
 use serde_json::Value;
@@ -164,7 +164,7 @@ fn recorded_handles_and_receipts_verify_offline() {
 /// The chain anchor of a run whose latest journal record is `records[j]`, by the rule of
 /// docs/RECORDS.md §5, computed here independently of the projection: the call record of that
 /// transaction naming the run, else the last audit record before it (zero before the first).
-fn expected_anchor(records: &[bernstein_domain::ledger::Record], j: usize, run: &str) -> Digest {
+fn expected_anchor(records: &[bernstein_core::ledger::Record], j: usize, run: &str) -> Digest {
     let start = j + 1 - records[j].txn[0] as usize;
     let end = start + records[j].txn[1] as usize;
     let named = records[start..end].iter().find(|r| {

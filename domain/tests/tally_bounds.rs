@@ -5,11 +5,11 @@
 
 mod protocol_support;
 
+use bernstein_core::config::Config;
+use bernstein_core::ledger::audit::{CallAudit, UNKNOWN_TOOL};
+use bernstein_core::time::Timestamp;
 use bernstein_domain::bound::Server;
 use bernstein_domain::call_stats::{KEPT_MINUTES, MAX_KEY_BYTES, MAX_KEYS};
-use bernstein_domain::config::Config;
-use bernstein_domain::ledger::audit::{CallAudit, UNKNOWN_TOOL};
-use bernstein_domain::time::Timestamp;
 use proptest::prelude::*;
 use protocol_support::{Session, modern_meta};
 use serde_json::{Value, json};

@@ -9,9 +9,9 @@
 
 mod replay_support;
 
-use bernstein_domain::digest::Digest;
-use bernstein_domain::ledger::verify::{VerifyFailure, verify_ledger_anchored};
-use bernstein_domain::ledger::{LedgerPosition, Record};
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::verify::{VerifyFailure, verify_ledger_anchored};
+use bernstein_core::ledger::{LedgerPosition, Record};
 use proptest::prelude::*;
 use replay_support::{Fixture, all};
 

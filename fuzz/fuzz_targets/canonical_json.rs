@@ -4,7 +4,7 @@
 //! a value without a canonical form holds a float; a canonical line's digest is stable.
 #![no_main]
 
-use bernstein_domain::canonical::to_canonical_bytes;
+use bernstein_core::canonical::to_canonical_bytes;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

@@ -18,8 +18,8 @@ use bernstein_domain::capsule::{
     self, CapsuleLedgerCheck, CapsuleVerdict, TaskCapsule, check_self, extract_capsule,
 };
 use bernstein_domain::projection::Projection;
-use bernstein_domain::signing::{Signer, parse_public_key_pem};
-use bernstein_domain::ledger::{AUDIT_STREAM, Draft, Record, seal};
+use bernstein_core::signing::{Signer, parse_public_key_pem};
+use bernstein_core::ledger::{AUDIT_STREAM, Draft, Record, seal};
 use bernstein_fuzz::fixture;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};

@@ -17,7 +17,7 @@ use arbitrary::Arbitrary;
 use bernstein_domain::handle::{RunHandle, poll_token, receipt_hash, run_handle};
 use bernstein_domain::handle_verify::verify_handle_on_ledger;
 use bernstein_domain::{RunStatus, verify_run_handle};
-use bernstein_domain::ledger::Record;
+use bernstein_core::ledger::Record;
 use bernstein_domain::Snapshot;
 use bernstein_fuzz::fixture;
 use libfuzzer_sys::fuzz_target;

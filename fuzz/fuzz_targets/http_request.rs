@@ -12,11 +12,11 @@
 
 use std::sync::OnceLock;
 
-use bernstein_domain::config::{AuthMode, Config, Tier};
+use bernstein_core::config::{AuthMode, Config, Tier};
 use bernstein_domain::dashboard::{self, ServerFacts, verify::PastedCheck};
-use bernstein_domain::ledger::StoreFacts;
+use bernstein_core::ledger::StoreFacts;
 use bernstein_domain::bound::Input;
-use bernstein_domain::transport::http::{
+use bernstein_core::transport::http::{
     Decision, Frame, HttpOptions, HttpPolicy, HttpResponse, OperatorRoute, ParserLimits,
     RequestParser, ServedParts,
 };

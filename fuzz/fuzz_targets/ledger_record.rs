@@ -6,8 +6,8 @@
 //! record fails under the key.
 #![no_main]
 
-use bernstein_domain::ledger::Record;
-use bernstein_domain::ledger::line::RecordKey;
+use bernstein_core::ledger::Record;
+use bernstein_core::ledger::line::RecordKey;
 use bernstein_fuzz::fixture;
 use libfuzzer_sys::fuzz_target;
 

@@ -6,8 +6,8 @@
 //! any change to a fixture ledger byte fails, naming exactly that byte's line.
 #![no_main]
 
-use bernstein_domain::ledger::verify::verify_ledger;
-use bernstein_domain::ledger::Record;
+use bernstein_core::ledger::verify::verify_ledger;
+use bernstein_core::ledger::Record;
 use bernstein_domain::Snapshot;
 use bernstein_fuzz::fixture;
 use libfuzzer_sys::fuzz_target;

@@ -5,7 +5,7 @@
 //! is longer than the limit or holds a `\n`.
 #![no_main]
 
-use bernstein_domain::transport::{Line, LineFramer};
+use bernstein_core::transport::{Line, LineFramer};
 use libfuzzer_sys::fuzz_target;
 
 fn reference(limit: usize, data: &[u8]) -> Vec<Line> {

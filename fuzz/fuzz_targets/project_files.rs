@@ -9,7 +9,7 @@
 //! tasks, and its id names its project file.
 #![no_main]
 
-use bernstein_domain::digest::Digest;
+use bernstein_core::digest::Digest;
 use bernstein_domain::scenarios::{self, MAX_TASKS};
 use bernstein_domain::skills::{self, MAX_DESCRIPTION_CHARS};
 use libfuzzer_sys::fuzz_target;

@@ -18,19 +18,19 @@ use std::sync::OnceLock;
 
 use arbitrary::Arbitrary;
 use base64::Engine;
-use bernstein_domain::config::{Config, Tier};
+use bernstein_core::config::{Config, Tier};
 use bernstein_domain::trace::{
     MAX_BAGGAGE_BYTES, MAX_BAGGAGE_MEMBERS, MAX_TRACESTATE_BYTES, MAX_TRACESTATE_MEMBERS, TraceRef,
     valid_baggage, valid_tracestate,
 };
 use bernstein_domain::bound::Server;
 use bernstein_domain::dlp::redact;
-use bernstein_domain::protocol::registry::{Effects, TaskSupport, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolOutput};
 use bernstein_domain::bound::{ToolContext, ToolSpec};
-use bernstein_domain::transport::http::ParamHeaders;
-use bernstein_domain::transport::http::headers::{BodyFacts, decode_sentinel};
-use bernstein_domain::transport::http::param_headers::{ParamKind, X_MCP_HEADER, scan};
-use bernstein_domain::transport::http::request::{Header, Request};
+use bernstein_core::transport::http::ParamHeaders;
+use bernstein_core::transport::http::headers::{BodyFacts, decode_sentinel};
+use bernstein_core::transport::http::param_headers::{ParamKind, X_MCP_HEADER, scan};
+use bernstein_core::transport::http::request::{Header, Request};
 use bernstein_fuzz::fixture;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};

@@ -5,7 +5,7 @@
 //! for notifications, deterministic, appended records extend the ledger and fold cleanly).
 #![no_main]
 
-use bernstein_domain::time::Timestamp;
+use bernstein_core::time::Timestamp;
 use bernstein_fuzz::{fixture, invariants};
 use libfuzzer_sys::fuzz_target;
 

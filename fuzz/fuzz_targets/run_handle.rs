@@ -13,7 +13,7 @@ use bernstein_domain::claim_verify::verify_claim_receipt;
 use bernstein_domain::claims;
 use bernstein_domain::handle::{poll_token, receipt_hash, run_handle};
 use bernstein_domain::{RunStatus, verify_run_handle};
-use bernstein_domain::protocol::era::Revision;
+use bernstein_core::protocol::era::Revision;
 use bernstein_fuzz::fixture;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
@@ -66,7 +66,7 @@ struct Built {
 }
 
 fn digest(bytes: &[u8; 32]) -> String {
-    bernstein_domain::digest::Digest(*bytes).to_string()
+    bernstein_core::digest::Digest(*bytes).to_string()
 }
 
 fuzz_target!(|b: Built| {

@@ -7,10 +7,10 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
-use bernstein_domain::protocol::host::{
+use bernstein_core::protocol::host::{
     DirEntry, EntryKind, HostFailure, HostReply, HostRequest,
 };
-use bernstein_domain::protocol::Phase;
+use bernstein_core::protocol::Phase;
 use bernstein_domain::bound::Input;
 use bernstein_fuzz::{fixture, invariants};
 use libfuzzer_sys::fuzz_target;

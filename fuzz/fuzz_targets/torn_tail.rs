@@ -11,8 +11,8 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use bernstein_domain::ledger::verify::verify_ledger;
-use bernstein_domain::ledger::{Store, StoreError};
+use bernstein_core::ledger::verify::verify_ledger;
+use bernstein_core::ledger::{Store, StoreError};
 use bernstein_fuzz::fixture;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use libfuzzer_sys::fuzz_target;

@@ -7,12 +7,12 @@
 
 use std::sync::OnceLock;
 
-use bernstein_domain::config::{Config, Tier};
-use bernstein_domain::ledger::Record;
+use bernstein_core::config::{Config, Tier};
+use bernstein_core::ledger::Record;
 use bernstein_domain::Snapshot;
-use bernstein_domain::protocol::{TransportFacts, TransportKind};
+use bernstein_core::protocol::{TransportFacts, TransportKind};
 use bernstein_domain::bound::Server;
-use bernstein_domain::time::Timestamp;
+use bernstein_core::time::Timestamp;
 
 /// The recorded ledger the fixed snapshot is folded from.
 pub const LEDGER: &[u8] =

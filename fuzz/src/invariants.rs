@@ -8,13 +8,13 @@
 //! - records an outcome appends extend the snapshot as whole transactions, read back as valid
 //!   records under the audit key, and fold without being skipped by the projection.
 
-use bernstein_domain::ledger::verify::check_extends;
-use bernstein_domain::ledger::{Append, Record};
+use bernstein_core::ledger::verify::check_extends;
+use bernstein_core::ledger::{Append, Record};
 use bernstein_domain::Snapshot;
-use bernstein_domain::protocol::host::HostReply;
-use bernstein_domain::protocol::{Outcome, Phase, TransportFacts};
+use bernstein_core::protocol::host::HostReply;
+use bernstein_core::protocol::{Outcome, Phase, TransportFacts};
 use bernstein_domain::bound::{Input, Server};
-use bernstein_domain::protocol::jsonrpc::is_integer_literal;
+use bernstein_core::protocol::jsonrpc::is_integer_literal;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -190,7 +190,7 @@ pub fn serve_sequence<'m>(
     server: &Server,
     snapshot: &mut Snapshot,
     facts: &mut TransportFacts,
-    now: bernstein_domain::time::Timestamp,
+    now: bernstein_core::time::Timestamp,
     messages: impl IntoIterator<Item = &'m [u8]>,
 ) {
     let key = server.config.audit_key.clone();

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use bernstein_serve::driver::Backend;
 
+use bernstein_core::transport::http::HttpOptions;
 use bernstein_domain::Server;
-use bernstein_domain::transport::http::HttpOptions;
 use bernstein_runtime_smol::http::{HttpServerHandle, bind};
 use http_support::Running;
 

@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use bernstein_core::engine::{Engine, Input, Output, STDIO};
 use bernstein_domain::bound::Server;
-use bernstein_domain::engine::{Engine, Input, Output, STDIO};
 use bernstein_serve::driver::Backend;
 use bernstein_serve::perform::{Performer, Wake, moment, seed};
 use bernstein_serve::{Stopper, stop_flag};

@@ -26,7 +26,7 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bernstein_domain::ledger::Store;
+use bernstein_core::ledger::Store;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::keys::load_audit_key;
 use bernstein_store_file::verify_cmd::audit_verify;

@@ -20,7 +20,7 @@ use std::fs;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use bernstein_domain::ledger::Store;
+use bernstein_core::ledger::Store;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::keys::load_audit_key;
 use bernstein_store_file::verify_cmd::audit_verify;

@@ -16,7 +16,7 @@ mod replay_support;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier};
 
-use bernstein_domain::ledger::Record;
+use bernstein_core::ledger::Record;
 use bernstein_store_file::verify_cmd::audit_verify;
 use replay_support::{McpProcess, Rng, Scratch, cli, http_address, http_post, tool_payload};
 use serde_json::{Value, json};

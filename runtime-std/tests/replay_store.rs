@@ -13,11 +13,11 @@ use std::sync::Mutex;
 
 use std::time::Duration;
 
-use bernstein_domain::Timestamp;
-use bernstein_domain::engine::{ConnId, Engine, EngineConfig, Input, Moment, Output, Peer};
-use bernstein_domain::ledger::Store;
-use bernstein_domain::protocol::host::{HostFailure, HostReply};
-use bernstein_domain::time::Clock;
+use bernstein_core::Timestamp;
+use bernstein_core::engine::{ConnId, Engine, EngineConfig, Input, Moment, Output, Peer};
+use bernstein_core::ledger::Store;
+use bernstein_core::protocol::host::{HostFailure, HostReply};
+use bernstein_core::time::Clock;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::verify_cmd::audit_verify;
 use replay_support::fixtures::{all, first_difference, next_call_time, snapshot_value};

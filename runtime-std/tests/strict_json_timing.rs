@@ -2,7 +2,7 @@
 //! typical `tools/call` message; it lives here because the core may not read a clock:
 //! `cargo test -p bernstein-runtime-std --release --test strict_json_timing -- --ignored --nocapture`.
 
-use bernstein_domain::protocol::strict_json::parse;
+use bernstein_core::protocol::strict_json::parse;
 use serde_json::Value;
 
 #[test]

@@ -7,9 +7,9 @@ mod worker_support;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 
+use bernstein_core::signing::Signer;
 use bernstein_domain::claim_verify::verify_claim_receipt;
 use bernstein_domain::claims::{ClaimReceipt, check_receipt};
-use bernstein_domain::signing::Signer;
 use bernstein_store_file::keys::load_signing_key;
 use bernstein_store_file::test_dir::TestDir;
 use serde_json::json;

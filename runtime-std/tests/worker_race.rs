@@ -13,12 +13,12 @@ mod worker_support;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 
+use bernstein_core::ledger::verify::verify_ledger;
+use bernstein_core::ledger::{AppendResult, Store};
+use bernstein_core::protocol::TransportFacts;
+use bernstein_core::time::Clock;
 use bernstein_domain::Input;
 use bernstein_domain::TaskStatus;
-use bernstein_domain::ledger::verify::verify_ledger;
-use bernstein_domain::ledger::{AppendResult, Store};
-use bernstein_domain::protocol::TransportFacts;
-use bernstein_domain::time::Clock;
 use bernstein_store_file::clock::SystemClock;
 use bernstein_store_file::test_dir::TestDir;
 use serde_json::json;

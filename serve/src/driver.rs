@@ -3,7 +3,7 @@
 //! host requests, the fsync, the turn, naps while a pending answer waits). For callers that
 //! serve one message or command at a time: the command line's operator commands
 //! ([`commit_job`]), an in-process worker and the benchmarks ([`serve_message`]). Servers run
-//! the engine of all their connections instead (`bernstein_domain::engine::Engine`, driven by a
+//! the engine of all their connections instead (`bernstein_core::engine::Engine`, driven by a
 //! runtime). Every decision is the engine's; this loop only does the IO, so it never releases
 //! an answer whose records are not durable.
 
@@ -12,19 +12,19 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Instant;
 
+use bernstein_core::engine::WaitSlots;
+use bernstein_core::engine::request::{Input, Output};
+use bernstein_core::engine::turns::{Grant, Ticket, Turns};
+use bernstein_core::engine::{Finished, Job, Message, Moment, Request};
+use bernstein_core::ledger::{Store, StoreError};
+use bernstein_core::protocol::TransportFacts;
 use bernstein_domain::Projection;
 use bernstein_domain::bound::Server;
-use bernstein_domain::engine::WaitSlots;
-use bernstein_domain::engine::request::{Input, Output};
-use bernstein_domain::engine::turns::{Grant, Ticket, Turns};
-use bernstein_domain::engine::{Finished, Job, Message, Moment, Request};
-use bernstein_domain::ledger::{Store, StoreError};
-use bernstein_domain::protocol::TransportFacts;
 
-pub use bernstein_domain::engine::{DEFAULT_WAIT, MAX_ATTEMPTS, Served, Stop, WaitPolicy};
+pub use bernstein_core::engine::{DEFAULT_WAIT, MAX_ATTEMPTS, Served, Stop, WaitPolicy};
 
 pub use crate::host::HostIo;
-pub use bernstein_domain::time::Clock;
+pub use bernstein_core::time::Clock;
 
 /// Serves one message: snapshot → core → compare-and-append (re-run from a fresh snapshot on
 /// conflict) → settle → render with the measured latency. `Err` only for store failures,

@@ -1,7 +1,7 @@
 //! What every runtime performs for the engine the same way, and the blocking driver of one job:
 //! it does the IO (file reads and writes, fsync, the store's network calls, host requests) and
 //! moves no bytes: the runtimes (`runtime-std`, `runtime-smol`) read and write sockets and
-//! pipes, drive the core's [`Engine`](bernstein_domain::engine::Engine) and call in here. It holds
+//! pipes, drive the core's [`Engine`](bernstein_core::engine::Engine) and call in here. It holds
 //! no protocol or domain logic.
 //!
 //! - [`perform`]: the engine's store, host and operator outputs ([`perform::Performer`]: the

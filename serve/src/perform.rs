@@ -22,12 +22,12 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
+use bernstein_core::engine::{ConnId, Counters, Engine, Input, Moment, Output, ReqId};
+use bernstein_core::ledger::{AppendResult, Store, StoreError};
+use bernstein_core::protocol::host::HostReply;
+use bernstein_core::transport::http::{HttpResponse, OperatorRequest};
 use bernstein_domain::Projection;
 use bernstein_domain::Snapshot;
-use bernstein_domain::engine::{ConnId, Counters, Engine, Input, Moment, Output, ReqId};
-use bernstein_domain::ledger::{AppendResult, Store, StoreError};
-use bernstein_domain::protocol::host::HostReply;
-use bernstein_domain::transport::http::{HttpResponse, OperatorRequest};
 
 use crate::host::HostIo;
 use crate::http::operator::Operator;
@@ -297,7 +297,7 @@ pub fn seed() -> std::io::Result<[u8; 32]> {
 }
 
 /// The engine's `now`: monotonic time since `origin` and the wall clock.
-pub fn moment(origin: std::time::Instant, clock: &dyn bernstein_domain::time::Clock) -> Moment {
+pub fn moment(origin: std::time::Instant, clock: &dyn bernstein_core::time::Clock) -> Moment {
     Moment {
         mono: origin.elapsed(),
         wall: clock.now(),
@@ -389,7 +389,7 @@ fn sync_loop(
 /// A store call for the pool.
 enum Job {
     Snapshot(ReqId),
-    Append(ReqId, bernstein_domain::ledger::Append),
+    Append(ReqId, bernstein_core::ledger::Append),
     Look,
 }
 

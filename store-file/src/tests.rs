@@ -4,9 +4,9 @@
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 
-use bernstein_domain::digest::Digest;
-use bernstein_domain::ledger::verify::verify_ledger;
-use bernstein_domain::ledger::{Draft, LedgerPosition, seal};
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::verify::verify_ledger;
+use bernstein_core::ledger::{Draft, LedgerPosition, seal};
 use serde_json::json;
 
 use super::test_dir::TestDir;
@@ -407,7 +407,7 @@ fn a_format_2_ledger_is_refused_as_one_and_upgraded() {
     let mut old = Vec::new();
     for line in current.split_inclusive(|b| *b == b'\n') {
         let mut rec = Record::from_line(&line[..line.len() - 1], None).unwrap();
-        rec.mac = Some(bernstein_domain::digest::hmac_tag(KEY, &rec.preimage()));
+        rec.mac = Some(bernstein_core::digest::hmac_tag(KEY, &rec.preimage()));
         old.extend(rec.to_line());
     }
     assert_eq!(old.len(), current.len());
@@ -678,7 +678,7 @@ fn checkpoints_are_written_every_n_records_and_used_on_open() {
 
 /// A checkpoint file holding `body`, tagged under `KEY`, as the writer frames it.
 fn framed_checkpoint(layout: &Layout, body: &str) {
-    let tag = bernstein_domain::ledger::digest::hmac_tag(KEY, body.as_bytes());
+    let tag = bernstein_core::ledger::digest::hmac_tag(KEY, body.as_bytes());
     let file = format!("{{\"checkpoint\":{body},\"mac\":\"{tag}\"}}\n");
     std::fs::write(layout.checkpoint_file(), file).unwrap();
 }

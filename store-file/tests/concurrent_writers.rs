@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use bernstein_domain::ledger::verify::verify_ledger;
+use bernstein_core::ledger::verify::verify_ledger;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::keys::load_or_create_audit_key;
 use bernstein_store_file::verify_cmd::audit_verify;

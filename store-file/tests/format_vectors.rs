@@ -7,10 +7,10 @@ mod common;
 
 use std::path::PathBuf;
 
-use bernstein_domain::canonical::to_canonical_bytes;
-use bernstein_domain::digest::Digest;
-use bernstein_domain::ledger::verify::verify_ledger;
-use bernstein_domain::ledger::{Draft, LedgerPosition, Record, seal};
+use bernstein_core::canonical::to_canonical_bytes;
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::verify::verify_ledger;
+use bernstein_core::ledger::{Draft, LedgerPosition, Record, seal};
 use bernstein_store_file::verify_cmd::audit_verify;
 use serde_json::json;
 

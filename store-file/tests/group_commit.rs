@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 
-use bernstein_domain::ledger::Store;
-use bernstein_domain::ledger::verify::verify_ledger;
+use bernstein_core::ledger::Store;
+use bernstein_core::ledger::verify::verify_ledger;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::keys::load_or_create_audit_key;
 use bernstein_store_file::verify_cmd::audit_verify;

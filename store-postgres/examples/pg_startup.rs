@@ -11,12 +11,13 @@
 use std::io::Write;
 use std::time::Instant;
 
-use bernstein_domain::ledger::Store;
+use bernstein_core::ledger::Store;
 
+use bernstein_core::protocol::TransportFacts;
+use bernstein_core::{Config, Timestamp};
+use bernstein_domain::Server;
 use bernstein_domain::Snapshot;
 use bernstein_domain::bound::Input;
-use bernstein_domain::protocol::TransportFacts;
-use bernstein_domain::{Config, Server, Timestamp};
 use bernstein_store_postgres::{PgOptions, transfer};
 
 type PgStore = bernstein_store_postgres::PgStore<bernstein_domain::Projection>;

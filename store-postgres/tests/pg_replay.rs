@@ -6,7 +6,7 @@ mod support;
 
 use std::path::Path;
 
-use bernstein_domain::ledger::{Append, AppendResult, Record, Store};
+use bernstein_core::ledger::{Append, AppendResult, Record, Store};
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_postgres::{PgOptions, PgStore, transfer};
 use support::*;

@@ -7,7 +7,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bernstein_domain::ledger::{Append, AppendResult, LedgerPosition, Store, StoreError};
+use bernstein_core::ledger::{Append, AppendResult, LedgerPosition, Store, StoreError};
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_postgres::schema::{self, SchemaError};
 use bernstein_store_postgres::{PgOptions, PoolOptions, transfer};
@@ -87,7 +87,7 @@ fn a_stale_append_conflicts_and_is_never_merged() {
         panic!("{first:?}")
     };
     // b still holds the genesis snapshot: an append built on it is refused.
-    let stale = bernstein_domain::ledger::seal(&genesis, |_| Default::default(), txn(2), KEY);
+    let stale = bernstein_core::ledger::seal(&genesis, |_| Default::default(), txn(2), KEY);
     let got = b
         .compare_and_append(&Append {
             expected: genesis,
@@ -141,8 +141,8 @@ fn racing_writers_on_three_instances_lose_nothing() {
 }
 
 /// The drafts of a call that wrote nothing: its audit record alone.
-fn call_audit(body: serde_json::Value) -> Vec<bernstein_domain::ledger::Draft> {
-    vec![bernstein_domain::ledger::Draft::new(
+fn call_audit(body: serde_json::Value) -> Vec<bernstein_core::ledger::Draft> {
+    vec![bernstein_core::ledger::Draft::new(
         "audit",
         "mcp.stateless_call",
         body,
@@ -164,7 +164,7 @@ fn call_audits_of_three_instances_commit_without_refusing_each_other() {
                 let snap = store.snapshot().unwrap();
                 for i in 0..20 {
                     let body = serde_json::json!({"tool": "bernstein_status", "call_id": format!("c-{t}-{i}"), "ok": true});
-                    let records = bernstein_domain::ledger::seal(
+                    let records = bernstein_core::ledger::seal(
                         &snap.position,
                         |s| snap.stream_head(s),
                         call_audit(body.clone()),
@@ -215,7 +215,7 @@ fn a_call_audit_moves_only_while_the_run_it_read_stands_still() {
     let a = open(&url);
     let b = open(&url);
     let journal = |n: u64| {
-        vec![bernstein_domain::ledger::Draft::new(
+        vec![bernstein_core::ledger::Draft::new(
             "run:T-1",
             "test.note",
             serde_json::json!({ "n": n }),
@@ -230,7 +230,7 @@ fn a_call_audit_moves_only_while_the_run_it_read_stands_still() {
             "ok": true, "run_id": "T-1", "journal_head": read_head.to_string()});
         Append {
             expected: read.position,
-            records: bernstein_domain::ledger::seal(
+            records: bernstein_core::ledger::seal(
                 &read.position,
                 |s| read.stream_head(s),
                 call_audit(body),
@@ -256,12 +256,7 @@ fn a_call_audit_moves_only_while_the_run_it_read_stands_still() {
     drafts.extend(call_audit(serde_json::json!({"tool": "bernstein_run"})));
     let written = Append {
         expected: read.position,
-        records: bernstein_domain::ledger::seal(
-            &read.position,
-            |s| read.stream_head(s),
-            drafts,
-            KEY,
-        ),
+        records: bernstein_core::ledger::seal(&read.position, |s| read.stream_head(s), drafts, KEY),
     };
     assert!(matches!(
         b.compare_and_append(&written).unwrap(),
@@ -271,7 +266,7 @@ fn a_call_audit_moves_only_while_the_run_it_read_stands_still() {
     // conflict; at the head, it is refused.
     let forged = |at: LedgerPosition| Append {
         expected: at,
-        records: bernstein_domain::ledger::seal(
+        records: bernstein_core::ledger::seal(
             &at,
             |s| b.snapshot().unwrap().stream_head(s),
             call_audit(serde_json::json!({"tool": "bernstein_status"})),

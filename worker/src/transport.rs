@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bernstein_domain::protocol::TransportFacts;
+use bernstein_core::protocol::TransportFacts;
 
 use bernstein_domain::bound::Server;
 use bernstein_serve::driver::{Backend, serve_message};

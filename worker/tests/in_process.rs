@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bernstein_domain::{Config, Server};
+use bernstein_core::Config;
+use bernstein_domain::Server;
 use bernstein_serve::driver::Backend;
 use bernstein_serve::host::ProjectHost;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;

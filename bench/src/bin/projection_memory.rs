@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::Command;
 
-use bernstein_domain::ledger::Record;
+use bernstein_core::ledger::Record;
 
 use bernstein_domain::Snapshot;
 use serde_json::Value;

@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use bernstein_domain::ledger::verify::{
+use bernstein_core::ledger::verify::{
     Affected, FindingsReport, FindingsVerifier, LedgerVerifier, VerifyFailure, VerifyReport,
 };
 use bernstein_domain::witness::{Witness, witness_from_json};
@@ -24,7 +24,7 @@ fn project_signer_pem(sdd: &Path) -> Result<Option<String>, String> {
     let seed = bernstein_store_file::keys::load_signing_key(sdd)
         .map_err(|e| format!("signing key: {e}"))?;
     Ok(seed.map(|s| {
-        bernstein_domain::signing::Signer::from_seed(&s)
+        bernstein_core::signing::Signer::from_seed(&s)
             .public_key_pem()
             .to_string()
     }))

@@ -11,9 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use bernstein_core::signing::Signer;
 use bernstein_domain::claim_verify::{ClaimCheck, ClaimFailure, ClaimVerifier};
 use bernstein_domain::claims::parse_receipt;
-use bernstein_domain::signing::Signer;
 use bernstein_store_file::keys::{load_audit_key, load_signing_key};
 use clap::Subcommand;
 use serde_json::json;

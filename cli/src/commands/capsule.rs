@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use bernstein_core::ledger::verify::LedgerVerifier;
 use bernstein_domain::capsule::{CapsuleLedgerCheck, extract_capsule};
-use bernstein_domain::ledger::verify::LedgerVerifier;
 use bernstein_store_file::verify_cmd::resolve_sdd;
 use clap::Subcommand;
 use serde_json::json;

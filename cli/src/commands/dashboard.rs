@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use bernstein_core::signing::Signer;
 use bernstein_domain::Server;
-use bernstein_domain::signing::Signer;
 use bernstein_serve::driver::Backend;
 use bernstein_serve::host::ProjectHost;
 use bernstein_store_file::clock::SystemClock;

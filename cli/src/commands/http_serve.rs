@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
+use bernstein_core::transport::http::HttpOptions;
 use bernstein_domain::Server;
-use bernstein_domain::transport::http::HttpOptions;
 use bernstein_serve::driver::Backend;
 
 use super::stop_signals::stop_on_signals;

@@ -28,7 +28,7 @@ use bernstein_domain::Projection;
 use bernstein_store_file::{FailedStore, FileStore, OpeningStore};
 
 /// A store the commands open, whichever kind it is.
-type SharedStore = Arc<dyn bernstein_domain::ledger::Store<bernstein_domain::Projection>>;
+type SharedStore = Arc<dyn bernstein_core::ledger::Store<bernstein_domain::Projection>>;
 
 /// The workdir's audit key. A missing key is created only while the ledger is empty: a new
 /// key could never verify records written under another, so none is made (or left behind)
@@ -73,8 +73,8 @@ fn project_audit_key(workdir: &Path) -> Result<Vec<u8>, String> {
 /// Whether a store's open failed because its ledger does not verify (corrupt, or written under
 /// another audit key): what an HTTP server reports as not ready instead of exiting. A store
 /// it cannot reach or whose schema it does not serve is a deployment error and stays fatal.
-fn does_not_verify(e: &bernstein_domain::ledger::StoreError) -> bool {
-    use bernstein_domain::ledger::StoreError;
+fn does_not_verify(e: &bernstein_core::ledger::StoreError) -> bool {
+    use bernstein_core::ledger::StoreError;
     matches!(
         e,
         StoreError::Corrupt { .. } | StoreError::KeyMismatch { .. } | StoreError::OldFormat { .. }
@@ -374,8 +374,8 @@ fn at_database(url: &str) -> impl Fn(String) -> String + '_ {
 /// Loads (creating on first use) the project's Ed25519 signing identity,
 /// `.sdd/keys/signing.ed25519`. A key file that is unreadable or open to others is an error:
 /// the server never signs with a key it cannot trust, and never answers unsigned.
-pub fn load_signer(workdir: &Path) -> Result<bernstein_domain::signing::Signer, String> {
+pub fn load_signer(workdir: &Path) -> Result<bernstein_core::signing::Signer, String> {
     let seed = bernstein_store_file::keys::load_or_create_signing_key(&workdir.join(".sdd"))
         .map_err(|e| format!("signing key: {e}"))?;
-    Ok(bernstein_domain::signing::Signer::from_seed(&seed))
+    Ok(bernstein_core::signing::Signer::from_seed(&seed))
 }

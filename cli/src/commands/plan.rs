@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use bernstein_core::ledger::Store;
 use bernstein_domain::Projection;
-use bernstein_domain::ledger::Store;
 use bernstein_domain::operator;
 use bernstein_domain::plans::{self, PlanDecision, PlanDocument};
 use clap::Subcommand;

@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use bernstein_domain::Config;
+use bernstein_core::Config;
+use bernstein_core::time::Clock;
 use bernstein_domain::bound::ToolContext;
-use bernstein_domain::time::Clock;
 use serde_json::{Value, json};
 
 pub fn run(workdir: &Path, json_output: bool, store: Option<&str>) -> Result<ExitCode, String> {

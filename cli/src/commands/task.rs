@@ -8,14 +8,14 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use bernstein_domain::Config;
+use bernstein_core::Config;
+use bernstein_core::engine::{Job, Round};
+use bernstein_core::ledger::{Append, Store, seal};
+use bernstein_core::protocol::Outcome;
+use bernstein_core::time::Timestamp;
 use bernstein_domain::Projection;
 use bernstein_domain::Snapshot;
-use bernstein_domain::engine::{Job, Round};
-use bernstein_domain::ledger::{Append, Store, seal};
 use bernstein_domain::operator::{self, OperatorOutcome};
-use bernstein_domain::protocol::Outcome;
-use bernstein_domain::time::Timestamp;
 use bernstein_serve::driver::{Admission, Env, commit_job};
 use bernstein_serve::host::NoHost;
 use bernstein_store_file::clock::SystemClock;

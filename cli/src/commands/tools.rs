@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use bernstein_domain::Tier;
+use bernstein_core::Tier;
 use serde_json::json;
 
 pub fn run(tier: Option<Tier>, json_output: bool) -> Result<ExitCode, String> {
@@ -81,7 +81,7 @@ fn estimated_tokens(bytes: usize) -> usize {
 
 /// The advertised listing size of `tier`, from the same server the `mcp` command runs.
 fn listing_bytes(tier: Tier) -> usize {
-    let mut config = bernstein_domain::config::Config::new(Vec::new());
+    let mut config = bernstein_core::config::Config::new(Vec::new());
     config.tier = tier;
-    bernstein_domain::protocol::listing::listing_bytes(&bernstein_domain::Server::new(config))
+    bernstein_core::protocol::listing::listing_bytes(&bernstein_domain::Server::new(config))
 }

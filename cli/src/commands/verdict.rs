@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use bernstein_domain::ledger::verify::VerifyReport;
+use bernstein_core::ledger::verify::VerifyReport;
 use serde_json::{Value, json};
 
 /// The ledger a verification read, as the JSON verdicts give it: where, how many records and

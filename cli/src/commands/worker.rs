@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use bernstein_domain::{Server, Tier};
+use bernstein_core::Tier;
+use bernstein_domain::Server;
 use bernstein_serve::driver::Backend;
 use bernstein_serve::host::ProjectHost;
 use bernstein_store_file::clock::SystemClock;

@@ -9,11 +9,11 @@ use super::*;
 use crate::Snapshot;
 use crate::bound::ToolLookup;
 use crate::bound::{Input, Server};
-use crate::config::{Config, Tier};
-use crate::protocol::TransportFacts;
 use crate::testkit::doc_table;
-use crate::time::Timestamp;
 use crate::{catalog, tiers, tools};
+use bernstein_core::config::{Config, Tier};
+use bernstein_core::protocol::TransportFacts;
+use bernstein_core::time::Timestamp;
 
 fn config(tier: Tier, aliases_on: bool) -> Config {
     let mut c = Config::new(b"k".to_vec()).with_signing_seed(&[7; 32]);

@@ -25,7 +25,7 @@ fn the_hash_covers_the_content_but_not_the_signature_fields() {
         redactions: Default::default(),
         redacted_kinds: Vec::new(),
     });
-    for r in crate::ledger::seal(&snap.position, |_| Digest::ZERO, drafts, b"k") {
+    for r in bernstein_core::ledger::seal(&snap.position, |_| Digest::ZERO, drafts, b"k") {
         snap.apply(&r).unwrap();
     }
     let task = snap.domain.task("T-0123456789abcdef").unwrap().clone();

@@ -1,6 +1,6 @@
 use super::*;
-use crate::ledger::{Draft, LedgerPosition, seal};
 use crate::testkit::{Bench, TEST_AUDIT_KEY};
+use bernstein_core::ledger::{Draft, LedgerPosition, seal};
 use serde_json::Value;
 
 fn bench_with_messages() -> (Bench, String, String) {

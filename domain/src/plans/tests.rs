@@ -1,7 +1,7 @@
 use super::*;
 use crate::operator::{self, OperatorCommand};
 use crate::testkit::Bench;
-use crate::time::Timestamp;
+use bernstein_core::time::Timestamp;
 use serde_json::json;
 
 fn plan(b: &mut Bench) -> (String, String, String) {

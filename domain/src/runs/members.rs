@@ -13,7 +13,7 @@ use imbl::OrdMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::lifecycle::TaskStatus;
-use crate::projection::compact::InlineStr;
+use bernstein_core::ledger::compact::InlineStr;
 
 /// Most members kept in the vector form.
 pub const FEW: usize = 16;

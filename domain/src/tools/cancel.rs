@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
-use crate::config::Tier;
-use crate::ledger::Draft;
-use crate::protocol::refusal::Common;
-use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 use crate::refusal::Refusal;
+use bernstein_core::config::Tier;
+use bernstein_core::ledger::Draft;
+use bernstein_core::protocol::refusal::Common;
+use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::args::{TaskId, Text};
 use super::super::dlp::Redactions;

@@ -15,11 +15,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 use crate::refusal::Refusal;
+use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use crate::bound::{ToolContext, ToolSpec};
-use crate::config::Tier;
+use bernstein_core::config::Tier;
 
 use super::super::args::{Ident, TaskId, Text};
 use super::super::completion::{ResumedParent, resume_parents};

@@ -7,9 +7,9 @@
 
 use serde_json::{Value, json};
 
-use crate::protocol::host::{HostFailure, HostReply};
-use crate::protocol::registry::ToolOutput;
 use crate::testkit::Bench;
+use bernstein_core::protocol::host::{HostFailure, HostReply};
+use bernstein_core::protocol::registry::ToolOutput;
 
 /// A secret shape: the value written, and the bytes of it that must never be recorded.
 const SHAPES: &[(&str, &str)] = &[

@@ -20,11 +20,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
-use crate::config::Tier;
-use crate::protocol::host::{DirEntry, EntryKind, HostFailure, HostReply, HostRequest};
-use crate::protocol::refusal::{Code, Common};
-use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 use crate::refusal::Refusal;
+use bernstein_core::config::Tier;
+use bernstein_core::protocol::host::{DirEntry, EntryKind, HostFailure, HostReply, HostRequest};
+use bernstein_core::protocol::refusal::{Code, Common};
+use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::ids::quote_for_message;
 use super::super::skills::{

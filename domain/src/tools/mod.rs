@@ -55,12 +55,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
-use crate::config::Tier;
-use crate::ledger::Draft;
-use crate::protocol::host::HostRequest;
-use crate::protocol::refusal::Common;
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 use crate::refusal::Refusal;
+use bernstein_core::config::Tier;
+use bernstein_core::ledger::Draft;
+use bernstein_core::protocol::host::HostRequest;
+use bernstein_core::protocol::refusal::Common;
+use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
 use super::schema;
 

@@ -13,12 +13,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
-use crate::config::Tier;
-use crate::digest::Digest;
-use crate::ledger::AUDIT_STREAM;
-use crate::protocol::refusal::Common;
-use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 use crate::refusal::Refusal;
+use bernstein_core::config::Tier;
+use bernstein_core::digest::Digest;
+use bernstein_core::ledger::AUDIT_STREAM;
+use bernstein_core::protocol::refusal::Common;
+use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::args::{ArtifactKey, Ident, TaskId};
 use super::super::artifacts::{

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use crate::dlp::tests::{documented_examples, secret_of};
 use crate::operator;
 use crate::plans::{self, PlanDecision};
-use crate::protocol::host::{HostFailure, HostReply};
 use crate::testkit::Bench;
+use bernstein_core::protocol::host::{HostFailure, HostReply};
 
 /// A free-text field: how to write `text` through it, where the answer counts it, and which
 /// records must carry it redacted (record kind, body field).

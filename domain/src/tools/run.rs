@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
-use crate::canonical::to_canonical_bytes;
-use crate::config::Tier;
-use crate::protocol::refusal::Common;
-use crate::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 use crate::refusal::Refusal;
+use bernstein_core::canonical::to_canonical_bytes;
+use bernstein_core::config::Tier;
+use bernstein_core::protocol::refusal::Common;
+use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
 
 use super::super::args::{Ident, Int, List, TaskId, Text};
 use super::super::deps::check_dependencies;

@@ -7,11 +7,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 use crate::refusal::Refusal;
+use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use crate::bound::{ToolContext, ToolSpec};
-use crate::config::Tier;
+use bernstein_core::config::Tier;
 
 use super::super::args::{Int, TaskId};
 use super::super::handle::{RunHandle, run_handle};

@@ -19,13 +19,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::bound::{ToolContext, ToolSpec};
-use crate::canonical::to_canonical_bytes;
-use crate::config::Tier;
-use crate::ledger::Draft;
-use crate::protocol::host::{EntryKind, HostFailure, HostReply, HostRequest};
-use crate::protocol::refusal::{Code, Common};
-use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 use crate::refusal::Refusal;
+use bernstein_core::canonical::to_canonical_bytes;
+use bernstein_core::config::Tier;
+use bernstein_core::ledger::Draft;
+use bernstein_core::protocol::host::{EntryKind, HostFailure, HostReply, HostRequest};
+use bernstein_core::protocol::refusal::{Code, Common};
+use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::args::{TaskId, Text};
 use super::super::dlp::{self, Redactions};

@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::bound::{ToolContext, ToolSpec};
-use crate::config::Tier;
-use crate::ledger::AUDIT_STREAM;
-use crate::protocol::host::{HostFailure, HostReply, HostRequest, MAX_PATH_BYTES};
-use crate::protocol::refusal::{Code, Common};
-use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 use crate::refusal::Refusal;
+use bernstein_core::config::Tier;
+use bernstein_core::ledger::AUDIT_STREAM;
+use bernstein_core::protocol::host::{HostFailure, HostReply, HostRequest, MAX_PATH_BYTES};
+use bernstein_core::protocol::refusal::{Code, Common};
+use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::args::{LOOKS_LIKE_A_SECRET, looks_like_a_secret};
 use super::super::ids::quote_for_message;

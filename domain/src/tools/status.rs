@@ -6,10 +6,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use crate::bound::{ToolContext, ToolSpec};
-use crate::config::Tier;
+use bernstein_core::config::Tier;
 
 use super::super::lifecycle::TaskStatus;
 use super::super::projection::Projection;

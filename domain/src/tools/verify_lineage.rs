@@ -4,7 +4,7 @@
 //! names the trace context the newest checked version was posted under.
 //!
 //! With `check_file: true` the handler also asks the runtime for the file at the key's path
-//! (a host read, [`crate::protocol::host`]) and reports whether its SHA-256 is the newest
+//! (a host read, [`bernstein_core::protocol::host`]) and reports whether its SHA-256 is the newest
 //! version's report text. It does so only for a key an artifact record names and whose path
 //! has no hidden (`.`) segment; the runtime further refuses a path that resolves outside the
 //! project or into `.sdd`. Each of those is a refusal. A malformed path is a refusal; an
@@ -15,12 +15,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
-use crate::config::Tier;
-use crate::digest::Digest;
-use crate::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HOST_READ_BYTES};
-use crate::protocol::refusal::Common;
-use crate::protocol::registry::{Effects, ToolError, ToolOutput};
 use crate::refusal::Refusal;
+use bernstein_core::config::Tier;
+use bernstein_core::digest::Digest;
+use bernstein_core::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HOST_READ_BYTES};
+use bernstein_core::protocol::refusal::Common;
+use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
 
 use super::super::artifacts::ArtifactContent;
 use super::super::lineage::LineageReport;

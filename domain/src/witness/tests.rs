@@ -5,10 +5,10 @@ use serde_json::json;
 
 use super::*;
 use crate::Snapshot;
-use crate::ledger::verify::LedgerVerifier;
-use crate::ledger::{Draft, Record, seal};
 use crate::signed_head::sign_head;
-use crate::signing::Signer;
+use bernstein_core::ledger::verify::LedgerVerifier;
+use bernstein_core::ledger::{Draft, Record, seal};
+use bernstein_core::signing::Signer;
 
 const KEY: &[u8] = b"witness-key";
 

@@ -3,14 +3,14 @@
 //! serialized to a byte ledger and read back into the snapshot the next call is served
 //! against; operator plan decisions through `domain::operator::decide_plan`, sealed likewise.
 
+use bernstein_core::config::{Config, Tier};
+use bernstein_core::ledger::{Draft, Record, seal};
+use bernstein_core::protocol::TransportFacts;
+use bernstein_core::time::Timestamp;
 use bernstein_domain::Snapshot;
 use bernstein_domain::bound::{Input, Server};
-use bernstein_domain::config::{Config, Tier};
-use bernstein_domain::ledger::{Draft, Record, seal};
 use bernstein_domain::operator::decide_plan;
 use bernstein_domain::plans::PlanDecision;
-use bernstein_domain::protocol::TransportFacts;
-use bernstein_domain::time::Timestamp;
 use serde_json::{Value, json};
 
 /// The audit key of the test's ledgers.

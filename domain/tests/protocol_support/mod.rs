@@ -5,25 +5,25 @@
 // Reads the official schema files: test code, outside the purity rules of domain/src.
 #![allow(clippy::disallowed_methods)]
 
-use bernstein_domain::protocol::refusal::Common;
+use bernstein_core::protocol::refusal::Common;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use bernstein_core::config::{Config, Tier};
+use bernstein_core::ledger::Draft;
+use bernstein_core::protocol::registry::{
+    Effects, PromptArgument, PromptSpec, TaskSupport, ToolError, ToolOutput,
+};
+use bernstein_core::protocol::{Outcome, TransportFacts};
+use bernstein_core::time::Timestamp;
 use bernstein_domain::Snapshot;
 use bernstein_domain::bound::{Catalog, ResourceSpec, ToolContext, ToolSpec};
 use bernstein_domain::bound::{Input, Server};
-use bernstein_domain::config::{Config, Tier};
-use bernstein_domain::ledger::Draft;
-use bernstein_domain::protocol::registry::{
-    Effects, PromptArgument, PromptSpec, TaskSupport, ToolError, ToolOutput,
-};
-use bernstein_domain::protocol::{Outcome, TransportFacts};
-use bernstein_domain::time::Timestamp;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-bernstein_domain::refusal_codes! {
+bernstein_core::refusal_codes! {
     /// This fixture's own refusal.
     enum Fixture {
         NotAllowed = "not_allowed",
@@ -275,7 +275,7 @@ pub fn fixture_catalog() -> Catalog {
         capability_card: card,
         tasks: None,
         effects_in_descriptions: false,
-        redact: bernstein_domain::protocol::registry::no_redaction,
+        redact: bernstein_core::protocol::registry::no_redaction,
     }
 }
 

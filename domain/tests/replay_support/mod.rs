@@ -13,14 +13,14 @@
 
 use std::path::{Path, PathBuf};
 
+use bernstein_core::config::{Config, Tier};
+use bernstein_core::ledger::audit::CALL_KIND;
+use bernstein_core::ledger::{AUDIT_STREAM, Record};
+use bernstein_core::protocol::TransportFacts;
+use bernstein_core::time::Timestamp;
+use bernstein_core::transport::{Line, LineFramer};
 use bernstein_domain::Snapshot;
 use bernstein_domain::bound::{Input, Server};
-use bernstein_domain::config::{Config, Tier};
-use bernstein_domain::ledger::audit::CALL_KIND;
-use bernstein_domain::ledger::{AUDIT_STREAM, Record};
-use bernstein_domain::protocol::TransportFacts;
-use bernstein_domain::time::Timestamp;
-use bernstein_domain::transport::{Line, LineFramer};
 use serde_json::Value;
 
 /// One recorded journal.

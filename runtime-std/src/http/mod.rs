@@ -21,11 +21,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use bernstein_core::engine::{ConnId, Engine, EngineConfig, Input, Moment, Output, Peer};
+use bernstein_core::time::Clock;
+use bernstein_core::transport::http::HttpOptions;
 use bernstein_domain::Projection;
 use bernstein_domain::bound::Server;
-use bernstein_domain::engine::{ConnId, Engine, EngineConfig, Input, Moment, Output, Peer};
-use bernstein_domain::time::Clock;
-use bernstein_domain::transport::http::HttpOptions;
 use bernstein_serve::Stopper;
 use bernstein_serve::driver::Backend;
 use bernstein_serve::http::operator::Operator;

@@ -11,9 +11,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bernstein_domain::time::{Clock, FixedClock};
-use bernstein_domain::transport::http::HttpOptions;
-use bernstein_domain::{Config, Server, Timestamp};
+use bernstein_core::time::{Clock, FixedClock};
+use bernstein_core::transport::http::HttpOptions;
+use bernstein_core::{Config, Timestamp};
+use bernstein_domain::Server;
 use bernstein_serve::driver::Backend;
 use bernstein_serve::host::ProjectHost;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;

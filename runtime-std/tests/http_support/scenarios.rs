@@ -4,8 +4,8 @@ use std::net::Shutdown;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bernstein_domain::Timestamp;
-use bernstein_domain::config::{AuthMode, OAuthConfig};
+use bernstein_core::Timestamp;
+use bernstein_core::config::{AuthMode, OAuthConfig};
 use serde_json::{Value, json};
 
 use super::client::{Conn, RawResponse, request_bytes};

@@ -4,17 +4,17 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bernstein_domain::Config;
+use bernstein_core::Config;
+use bernstein_core::ledger::verify::verify_ledger;
+use bernstein_core::ledger::{Append, AppendResult};
+use bernstein_core::protocol::TransportFacts;
+use bernstein_core::time::Timestamp;
 use bernstein_domain::Projection;
 use bernstein_domain::Snapshot;
-use bernstein_domain::ledger::verify::verify_ledger;
-use bernstein_domain::ledger::{Append, AppendResult};
-use bernstein_domain::protocol::TransportFacts;
-use bernstein_domain::time::Timestamp;
 use serde_json::{Value, json};
 
 use super::*;
-use bernstein_domain::time::FixedClock;
+use bernstein_core::time::FixedClock;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::layout::Layout;
 use bernstein_store_file::racing::Racing;
@@ -158,7 +158,7 @@ fn task_message(id: u64, method: &str, params: Value) -> Vec<u8> {
 
 fn standard_server() -> Server {
     let mut config = Config::new(KEY.to_vec());
-    config.tier = bernstein_domain::config::Tier::Standard;
+    config.tier = bernstein_core::config::Tier::Standard;
     Server::new(config)
 }
 

@@ -12,9 +12,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use bernstein_domain::protocol::host::{
-    DirEntry, EntryKind, HostFailure, HostReply, check_relative,
-};
+use bernstein_core::protocol::host::{DirEntry, EntryKind, HostFailure, HostReply, check_relative};
 
 /// The most entries [`Fence::is_under_sdd`] walks before it gives up and refuses.
 const MAX_SDD_ENTRIES: usize = 100_000;

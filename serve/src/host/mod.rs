@@ -1,4 +1,4 @@
-//! Host operations the core asks for (see `bernstein_domain::protocol::host`): listings and file
+//! Host operations the core asks for (see `bernstein_core::protocol::host`): listings and file
 //! reads under the project root, and the shutdown signal behind its containment barrier.
 //!
 //! [`ProjectHost`] is the one implementation: every path is taken relative to the project
@@ -11,7 +11,7 @@ mod shutdown;
 
 use std::path::{Path, PathBuf};
 
-use bernstein_domain::protocol::host::{HostFailure, HostReply, HostRequest};
+use bernstein_core::protocol::host::{HostFailure, HostReply, HostRequest};
 
 pub use shutdown::{SIGNAL_FILE, signal_shutdown};
 

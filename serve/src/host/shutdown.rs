@@ -16,7 +16,7 @@ use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bernstein_domain::protocol::host::{HostFailure, MAX_PATH_BYTES};
+use bernstein_core::protocol::host::{HostFailure, MAX_PATH_BYTES};
 use bernstein_domain::refusal::Refusal as Reason;
 
 /// The signal file, relative to the project root (declared once, by the tool that writes it).

@@ -3,14 +3,14 @@
 //! docs/OPERATIONS.md). Nothing here writes; a store that cannot be read leaves out the
 //! families derived from it and the process counters are still answered.
 
+use bernstein_core::histogram::Histogram;
+use bernstein_core::protocol::tally::METHODS;
+use bernstein_core::transport::http::prometheus::{CONTENT_TYPE, Exposition, Kind};
+use bernstein_core::transport::http::{HttpResponse, Status};
 use bernstein_domain::TaskStatus;
-use bernstein_domain::histogram::Histogram;
-use bernstein_domain::protocol::tally::METHODS;
-use bernstein_domain::transport::http::prometheus::{CONTENT_TYPE, Exposition, Kind};
-use bernstein_domain::transport::http::{HttpResponse, Status};
 
 use super::operator::Operator;
-use bernstein_domain::engine::Counters;
+use bernstein_core::engine::Counters;
 
 impl Operator {
     /// The exposition of this server's metrics.
@@ -147,7 +147,7 @@ fn served(x: &mut Exposition, counts: &Counters) {
     let known = METHODS
         .iter()
         .copied()
-        .chain([bernstein_domain::protocol::tally::OTHER_METHOD]);
+        .chain([bernstein_core::protocol::tally::OTHER_METHOD]);
     for method in known {
         let n = counts.requests.get(method).copied().unwrap_or(0);
         x.sample(&[("method", method)], n as f64);

@@ -2,7 +2,7 @@
 //! bind rule), the startup [`Announcement`], and [`operator`] (answering the operator's routes
 //! from the store and the engine's counters). Framing, routing, header rules, auth, SSE
 //! encoding, status mapping, timeouts and waits are the engine's
-//! (`bernstein_domain::engine`, `bernstein_domain::transport::http`); moving bytes is each
+//! (`bernstein_core::engine`, `bernstein_core::transport::http`); moving bytes is each
 //! runtime's.
 
 mod metrics_route;
@@ -11,9 +11,9 @@ pub mod operator;
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 
-use bernstein_domain::Config;
-use bernstein_domain::transport::http::guard::check_bind;
-use bernstein_domain::transport::http::{HttpOptions, HttpPolicy};
+use bernstein_core::Config;
+use bernstein_core::transport::http::guard::check_bind;
+use bernstein_core::transport::http::{HttpOptions, HttpPolicy};
 
 /// How many connections the kernel queues for the loop to accept (capped by
 /// `net.core.somaxconn`).

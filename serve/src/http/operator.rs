@@ -1,4 +1,4 @@
-//! Answers the operator's routes the core parsed ([`bernstein_domain::transport::http::operator`]):
+//! Answers the operator's routes the core parsed ([`bernstein_core::transport::http::operator`]):
 //! the probes, the dashboard's JSON API and the metrics (the live feed is the engine's). Every
 //! answer is read from the store or the engine's counters; nothing here writes to the ledger,
 //! so the read-only `bernstein dashboard` serves the same routes. It may block on the store:
@@ -6,16 +6,16 @@
 
 use std::sync::Arc;
 
+use bernstein_core::engine::Counters;
+use bernstein_core::ledger::Store;
+use bernstein_core::time::Clock;
+use bernstein_core::transport::http::{HttpResponse, OperatorRequest, OperatorRoute, Status};
 use bernstein_domain::Projection;
 use bernstein_domain::Snapshot;
 use bernstein_domain::bound::Server;
 use bernstein_domain::dashboard::verify::PastedCheck;
 use bernstein_domain::dashboard::{self, ServerFacts};
-use bernstein_domain::engine::Counters;
-use bernstein_domain::ledger::Store;
 use bernstein_domain::signed_head::sign_head;
-use bernstein_domain::time::Clock;
-use bernstein_domain::transport::http::{HttpResponse, OperatorRequest, OperatorRoute, Status};
 use serde_json::{Value, json};
 
 /// What answering the operator's routes reads.

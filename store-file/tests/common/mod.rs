@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use bernstein_domain::ledger::{Append, AppendResult, Draft, Store, seal};
+use bernstein_core::ledger::{Append, AppendResult, Draft, Store, seal};
 
 use bernstein_domain::Snapshot;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;

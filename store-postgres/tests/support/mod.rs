@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use bernstein_core::ledger::{Append, AppendResult, Draft, Record, Store, seal};
 use bernstein_domain::Projection;
-use bernstein_domain::ledger::{Append, AppendResult, Draft, Record, Store, seal};
 
 use bernstein_domain::Snapshot;
 use bernstein_store_postgres::PgOptions;

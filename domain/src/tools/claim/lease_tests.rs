@@ -2,9 +2,9 @@
 //! after expiry (recorded, exactly once, verifiable), and the old claimer refused as stale.
 
 use super::*;
-use crate::Timestamp;
 use crate::lease::{TASK_LEASE, TASK_RECLAIMED, TaskReclaimed};
 use crate::testkit::Bench;
+use bernstein_core::Timestamp;
 use serde_json::json;
 
 fn claim(b: &mut Bench, claimer: &str, lease: u64) -> ClaimReceipt {
@@ -233,7 +233,7 @@ mod model {
                 let now = b.now.0;
                 match op {
                     Op::Run => m.ids.push(b.start("job")),
-                    Op::Advance(ms) => b.now = crate::Timestamp(now + ms),
+                    Op::Advance(ms) => b.now = bernstein_core::Timestamp(now + ms),
                     Op::Claim(c, secs) => {
                         let r = claim(&mut b, &name(c), secs);
                         match m.pick(now) {

@@ -4,9 +4,9 @@ use super::tests::verify;
 use super::*;
 use crate::claim_verify::ClaimCheck;
 use crate::claims::{self, ClaimEntry, ClaimFilter, Claimer, SPEC_REVISION};
-use crate::ledger::AUDIT_STREAM;
 use crate::records;
 use crate::testkit::Bench;
+use bernstein_core::ledger::AUDIT_STREAM;
 use serde_json::json;
 
 #[test]

@@ -1,8 +1,8 @@
 use super::*;
 use crate::claim_verify::{ClaimCheck, verify_claim_receipt};
 use crate::claims::check_receipt;
-use crate::ledger::Record;
 use crate::testkit::{Bench, TEST_AUDIT_KEY};
+use bernstein_core::ledger::Record;
 use serde_json::json;
 
 fn claim(b: &mut Bench, args: Value) -> ClaimReceipt {
@@ -225,7 +225,7 @@ fn the_verifier_names_the_check_a_forgery_fails() {
     verify(&b, &r).unwrap();
 
     // A receipt re-signed by another key: its own checks pass, the project's key does not.
-    let other = crate::signing::Signer::from_seed(&[9; 32]);
+    let other = bernstein_core::signing::Signer::from_seed(&[9; 32]);
     let mut forged = r.clone();
     forged.signer_public_key_pem = other.public_key_pem().into();
     forged.signature = other.sign(&claims::signed_message(&r.receipt_hash, &r.chain_head));
@@ -332,7 +332,7 @@ fn a_rewritten_claim_entry_fails_the_reprojection_checks() {
 /// Re-chains `log` (hashes, prev, sprev) as an attacker without the audit key would, keeping
 /// the old MAC strings.
 fn reseal(log: &[Record]) -> Vec<u8> {
-    use crate::ledger::{Draft, LedgerPosition, seal};
+    use bernstein_core::ledger::{Draft, LedgerPosition, seal};
     let mut out = Vec::new();
     let mut pos = LedgerPosition::GENESIS;
     let mut heads = std::collections::HashMap::new();
@@ -345,7 +345,12 @@ fn reseal(log: &[Record]) -> Vec<u8> {
             .collect();
         let recs = seal(
             &pos,
-            |s| heads.get(s).copied().unwrap_or(crate::digest::Digest::ZERO),
+            |s| {
+                heads
+                    .get(s)
+                    .copied()
+                    .unwrap_or(bernstein_core::digest::Digest::ZERO)
+            },
             drafts,
             b"attacker-key",
         );

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::*;
-use crate::protocol::host::{MAX_HOST_ROUNDS, check_relative};
 use crate::testkit::Bench;
+use bernstein_core::protocol::host::{MAX_HOST_ROUNDS, check_relative};
 
 /// Files by path (relative to the project root); folders are implied by the paths.
 struct Tree(BTreeMap<String, String>);
@@ -139,7 +139,7 @@ fn the_index_lists_skill_folders_with_their_headers() {
     assert_eq!(skills[0]["scripts"], json!(["lint.sh"]));
     assert_eq!(
         skills[0]["sha256"],
-        crate::digest::Digest::of(BACKEND.as_bytes()).to_string()
+        bernstein_core::digest::Digest::of(BACKEND.as_bytes()).to_string()
     );
     assert_eq!(skills[1]["indexed"], false);
     assert!(skills[1]["problem"].as_str().unwrap().contains("not found"));

@@ -68,7 +68,7 @@ fn records_that_do_not_continue_a_key_are_skipped_and_counted() {
     let other = b.start("other");
     let v1 = report(&mut b, &t, "k", "one");
     let skip = |r: ArtifactRecord| {
-        crate::ledger::Draft::new("lineage", ARTIFACT_POSTED, artifacts::record_value(&r))
+        bernstein_core::ledger::Draft::new("lineage", ARTIFACT_POSTED, artifacts::record_value(&r))
     };
     b.commit(vec![
         skip(ArtifactRecord {
@@ -91,7 +91,7 @@ fn records_that_do_not_continue_a_key_are_skipped_and_counted() {
             task_id: "T-0123456789abcdef".into(),
             ..v1.clone()
         }),
-        crate::ledger::Draft::new(
+        bernstein_core::ledger::Draft::new(
             "audit",
             ARTIFACT_MIRROR,
             serde_json::to_value(ArtifactRef::of(&v1)).unwrap(),

@@ -10,9 +10,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::Draft;
-use crate::protocol::registry::ToolError;
 use crate::refusal::Refusal;
+use bernstein_core::ledger::Draft;
+use bernstein_core::protocol::registry::ToolError;
 
 use super::super::super::completion::resume_parents;
 use super::super::super::lease;

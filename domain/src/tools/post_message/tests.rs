@@ -1,8 +1,8 @@
 use super::*;
 use crate::lifecycle::TaskStatus;
 use crate::mailbox::{entry_hash, signed_message};
-use crate::signing::verify_signature;
 use crate::testkit::Bench;
+use bernstein_core::signing::verify_signature;
 use serde_json::json;
 
 fn post(b: &mut Bench, task: &str, body: &str) -> MailboxEntry {
@@ -24,7 +24,7 @@ fn a_secret_comes_back_redacted_and_the_entry_is_signed_and_chained() {
     assert_eq!(first.seq, 1);
     assert_eq!(
         first.prev_entry_hash,
-        crate::digest::Digest::ZERO.to_string()
+        bernstein_core::digest::Digest::ZERO.to_string()
     );
     assert_eq!(first.entry_hash, entry_hash(&first));
     assert_eq!(first.sender_card_fingerprint, "unregistered");

@@ -14,7 +14,7 @@ fn listing(names: &[&str]) -> HostReply {
     HostReply::Listing {
         entries: names
             .iter()
-            .map(|n| crate::protocol::host::DirEntry {
+            .map(|n| bernstein_core::protocol::host::DirEntry {
                 name: n.to_string(),
                 kind: EntryKind::File,
                 size: 1,

@@ -130,6 +130,7 @@ fn the_documented_record_example_parses() {
         .and_then(|b| b.lines().next())
         .expect("an example body");
     let rec: ShutdownRequested = serde_json::from_str(block).unwrap();
-    let again = crate::canonical::to_canonical_bytes(&serde_json::to_value(&rec).unwrap()).unwrap();
+    let again = bernstein_core::canonical::to_canonical_bytes(&serde_json::to_value(&rec).unwrap())
+        .unwrap();
     assert_eq!(String::from_utf8(again).unwrap(), block);
 }

@@ -1,7 +1,7 @@
 use super::*;
 use crate::capsule::{CapsuleLedgerCheck, CapsuleVerdict, TaskCapsule};
-use crate::ledger::Record;
 use crate::testkit::Bench;
+use bernstein_core::ledger::Record;
 use serde_json::json;
 
 /// A task with two mailbox entries and an artifact, and its capsule.
@@ -132,7 +132,7 @@ fn a_flipped_byte_anywhere_fails_verification() {
     let mut other = c.clone();
     other["task"]["title"] = json!("other");
     let mut cap: TaskCapsule = serde_json::from_value(other).unwrap();
-    let stranger = crate::signing::Signer::from_seed(&[9; 32]);
+    let stranger = bernstein_core::signing::Signer::from_seed(&[9; 32]);
     cap.signer_public_key_pem = stranger.public_key_pem().to_string();
     cap.capsule_hash = crate::capsule::capsule_hash(&cap);
     cap.signature = stranger.sign(&crate::capsule::signed_message(&cap.capsule_hash));

@@ -1,7 +1,7 @@
 use super::*;
 use crate::artifacts::{ArtifactRecord, ArtifactRef, record_value};
-use crate::ledger::Draft;
 use crate::testkit::Bench;
+use bernstein_core::ledger::Draft;
 use serde_json::json;
 
 fn post(b: &mut Bench, task: &str, key: &str, text: &str) -> Value {

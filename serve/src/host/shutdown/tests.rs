@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
 
-use bernstein_domain::protocol::host::{HostReply, HostRequest};
+use bernstein_core::protocol::host::{HostReply, HostRequest};
 
 use super::*;
 use crate::host::{HostIo, ProjectHost};

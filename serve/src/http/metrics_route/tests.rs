@@ -3,13 +3,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use bernstein_domain::Config;
+use bernstein_core::Config;
+use bernstein_core::engine::{ConnId, Engine, EngineConfig, Input, Moment, Peer};
+use bernstein_core::ledger::Store;
+use bernstein_core::time::Clock;
+use bernstein_core::transport::http::{HttpOptions, HttpPolicy};
 use bernstein_domain::Projection;
 use bernstein_domain::bound::Server;
-use bernstein_domain::engine::{ConnId, Engine, EngineConfig, Input, Moment, Peer};
-use bernstein_domain::ledger::Store;
-use bernstein_domain::time::Clock;
-use bernstein_domain::transport::http::{HttpOptions, HttpPolicy};
 use serde_json::json;
 
 use super::*;
