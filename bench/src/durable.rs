@@ -8,17 +8,17 @@ use std::time::{Duration, Instant};
 use bernstein_core::Config;
 use bernstein_core::protocol::TransportFacts;
 use bernstein_domain::Server;
-use bernstein_serve::driver::{Env, serve_message};
-use bernstein_serve::host::NoHost;
+use bernstein_effects::driver::{Env, serve_message};
+use bernstein_effects::host::NoHost;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
-use bernstein_store_file::clock::SystemClock;
+use bernstein_os::clock::SystemClock;
 use serde_json::json;
 
 use crate::ledger::call;
 use crate::stats::{Summary, fmt};
 
 /// The turn every request of this file takes once contended (they share one ledger).
-static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_serve::driver::Admission>> =
+static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_effects::driver::Admission>> =
     std::sync::LazyLock::new(Default::default);
 
 /// How long each writer count is measured.

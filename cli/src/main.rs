@@ -169,6 +169,6 @@ fn main() -> ExitCode {
 }
 
 fn fail(message: &str) -> ExitCode {
-    bernstein_store_file::log_line!("bernstein: {message}");
+    bernstein_os::log_line!("bernstein: {message}");
     ExitCode::from(2)
 }

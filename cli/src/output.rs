@@ -21,6 +21,6 @@ pub fn closed(e: io::Error) -> ! {
     if e.kind() == io::ErrorKind::BrokenPipe {
         std::process::exit(0);
     }
-    bernstein_store_file::log_line!("bernstein: cannot write to stdout: {e}");
+    bernstein_os::log_line!("bernstein: cannot write to stdout: {e}");
     std::process::exit(1)
 }

@@ -16,10 +16,10 @@ use std::sync::Arc;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Config, Tier};
 use bernstein_domain::Server;
-use bernstein_serve::driver::Backend;
-use bernstein_serve::host::ProjectHost;
+use bernstein_effects::driver::Backend;
+use bernstein_effects::host::ProjectHost;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
-use bernstein_store_file::clock::SystemClock;
+use bernstein_os::clock::SystemClock;
 
 struct Args {
     workdir: PathBuf,
@@ -85,7 +85,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            bernstein_store_file::log_line!("bernstein-conformance-fixture: {e}");
+            bernstein_os::log_line!("bernstein-conformance-fixture: {e}");
             ExitCode::from(2)
         }
     }

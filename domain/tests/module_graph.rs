@@ -724,7 +724,7 @@ const CRATES: [&str; 12] = [
     "domain",
     "store-file",
     "store-postgres",
-    "serve",
+    "effects",
     "runtime-std",
     "runtime-smol",
     "worker",

@@ -26,11 +26,11 @@ use bernstein_core::time::Clock;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_domain::Projection;
 use bernstein_domain::bound::Server;
-use bernstein_serve::Stopper;
-use bernstein_serve::driver::Backend;
-use bernstein_serve::http::operator::Operator;
-use bernstein_serve::http::{Announcement, open_listener};
-use bernstein_serve::perform::{Performer, moment, seed};
+use bernstein_effects::Stopper;
+use bernstein_effects::driver::Backend;
+use bernstein_effects::http::operator::Operator;
+use bernstein_effects::http::{Announcement, open_listener};
+use bernstein_effects::perform::{Performer, moment, seed};
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::{Async, LocalExecutor, Timer, future};
@@ -240,7 +240,7 @@ async fn accept(
             Ok(x) => x,
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
-                bernstein_store_file::log_line!("bernstein http: accept failed: {e}");
+                bernstein_os::log_line!("bernstein http: accept failed: {e}");
                 Timer::after(Duration::from_millis(20)).await;
                 continue;
             }
@@ -575,7 +575,7 @@ impl Hub {
                             let _ = link.tx.try_send(ToConn::Close { finish });
                         }
                     }
-                    other => bernstein_store_file::log_line!(
+                    other => bernstein_os::log_line!(
                         "bernstein http: an output nobody performs: {other:?}"
                     ),
                 }

@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use bernstein_core::engine::{Engine, Input, Output, STDIO};
 use bernstein_domain::bound::Server;
-use bernstein_serve::driver::Backend;
-use bernstein_serve::perform::{Performer, moment, seed};
-use bernstein_serve::{Stopper, stop_flag};
+use bernstein_effects::driver::Backend;
+use bernstein_effects::perform::{Performer, moment, seed};
+use bernstein_effects::{Stopper, stop_flag};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::{Timer, future};
 

@@ -7,7 +7,7 @@ mod http_support;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bernstein_serve::driver::Backend;
+use bernstein_effects::driver::Backend;
 
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_domain::Server;

@@ -20,9 +20,9 @@ use std::time::Instant;
 
 use bernstein_core::engine::{Engine, Input, Output, STDIO};
 use bernstein_domain::bound::Server;
-use bernstein_serve::driver::Backend;
-use bernstein_serve::perform::{Performer, Wake, moment, seed};
-use bernstein_serve::{Stopper, stop_flag};
+use bernstein_effects::driver::Backend;
+use bernstein_effects::perform::{Performer, Wake, moment, seed};
+use bernstein_effects::{Stopper, stop_flag};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
 /// Serves stdin/stdout until end of input, or until the [`Stopper`] handed to `on_started` is

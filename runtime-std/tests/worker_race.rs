@@ -19,7 +19,7 @@ use bernstein_core::protocol::TransportFacts;
 use bernstein_core::time::Clock;
 use bernstein_domain::Input;
 use bernstein_domain::TaskStatus;
-use bernstein_store_file::clock::SystemClock;
+use bernstein_os::clock::SystemClock;
 use bernstein_store_file::test_dir::TestDir;
 use serde_json::json;
 

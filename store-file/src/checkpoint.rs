@@ -307,7 +307,7 @@ pub fn read<F: Checkpointed>(layout: &Layout, key: &[u8]) -> Result<Option<Check
     };
     let reusable = b.format == FORMAT && b.software == SOFTWARE;
     if !reusable {
-        crate::log_line!(
+        bernstein_os::log_line!(
             "bernstein: checkpoint {} was written by {} (format {}), this is {SOFTWARE} (format {FORMAT}): folding the ledger from the start",
             layout.checkpoint_file().display(),
             b.software,

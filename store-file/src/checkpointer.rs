@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use bernstein_ledger::time::Clock;
 
-use crate::clock::SystemClock;
+use bernstein_os::clock::SystemClock;
 
 /// What writes one checkpoint of a state: the records it covers, or why it could not (logged
 /// by the writer thread; a checkpoint is an optimisation and the records are durable).
@@ -161,7 +161,7 @@ fn run<T>(shared: &Shared<T>, rest: u32, mut write: WriteCheckpoint<T>) {
         let written = write(&state);
         let rest_until = Instant::now() + began.elapsed().saturating_mul(rest);
         if let Err(e) = &written {
-            crate::log_line!("bernstein: {e}");
+            bernstein_os::log_line!("bernstein: {e}");
         }
         let mut slot = lock(&shared.slot);
         slot.busy = false;

@@ -160,11 +160,11 @@ fn load_or_create_secret(sdd: &Path, path: &Path, len: usize) -> Result<Vec<u8>,
 fn sweep_key_temps(dir: &Path) {
     match temp_files::sweep_stale(dir, &[AUDIT_KEY_FILE, SIGNING_KEY_FILE]) {
         Ok(0) => {}
-        Ok(n) => crate::log_line!(
+        Ok(n) => bernstein_os::log_line!(
             "bernstein: removed {n} key temp file(s) left in {} by a writer stopped mid-write",
             dir.display()
         ),
-        Err(e) => crate::log_line!(
+        Err(e) => bernstein_os::log_line!(
             "bernstein: cannot look for stale key temp files in {}: {e}",
             dir.display()
         ),

@@ -263,7 +263,7 @@ impl LedgerFile {
         if let (Some(t), TailPolicy::Repair) = (&torn, policy) {
             self.truncate(t.at)
                 .map_err(|e| self.io_error("truncate", &e))?;
-            crate::log_line!(
+            bernstein_os::log_line!(
                 "bernstein: ledger {}: cut a torn tail of {} bytes at line {} (seq {}): {}",
                 self.name(),
                 t.bytes,

@@ -6,9 +6,7 @@
 //! - [`FileStore`]: the ledger's [`Store`] over `.sdd/ledger/`; [`OpeningStore`] opens one in
 //!   the background, [`FailedStore`] stands in for one that does not verify.
 //! - [`keys`]: the audit key and the signing seed in `.sdd/keys/`.
-//! - [`clock`]: the wall clock handed to the core.
 //! - [`verify_cmd`], [`upgrade_cmd`]: `bernstein audit verify` and `bernstein ledger upgrade`.
-//! - [`log_line!`]: a stderr line that never panics.
 //!
 //! [`FileStore`] serves one append-only file, shared by any number of processes on one machine:
 //! - compare-and-append takes the exclusive file lock, first folds what other processes appended
@@ -34,19 +32,8 @@
 //! are not, never cut a byte it verified, and never hand out a snapshot built from unverified
 //! records.
 
-/// Writes one log line to stderr and never panics: `eprintln!` panics when the write fails, and
-/// a full or closed log device must not take the server down with it.
-#[macro_export]
-macro_rules! log_line {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
-
 pub mod checkpoint;
 pub mod checkpointer;
-pub mod clock;
 mod failed;
 pub mod group_commit;
 pub mod keys;
@@ -89,7 +76,7 @@ use self::layout::Layout;
 use self::ledger_file::{CatchUp, Folded, LedgerFile, Place, TailPolicy};
 use self::lock::LedgerLock;
 pub use self::opening::{Opened, OpeningStore};
-use crate::clock::SystemClock;
+use bernstein_os::clock::SystemClock;
 
 /// Tunables of a [`FileStore`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -182,11 +169,11 @@ impl<F: Checkpointed> FileStore<F> {
             .map_err(|e| io_error(&layout.sdd, "create", &e))?;
         match checkpoint::sweep_stale(&layout) {
             Ok(0) => {}
-            Ok(n) => log_line!(
+            Ok(n) => bernstein_os::log_line!(
                 "bernstein: removed {n} checkpoint temp file(s) left in {} by a writer stopped mid-write",
                 layout.ledger_dir().display()
             ),
-            Err(e) => log_line!(
+            Err(e) => bernstein_os::log_line!(
                 "bernstein: cannot look for stale checkpoint temp files in {}: {e}",
                 layout.ledger_dir().display()
             ),
@@ -615,7 +602,7 @@ impl<F: Checkpointed> Drop for FileStore<F> {
             && !displaced
             && let Err(e) = self.checkpoint()
         {
-            crate::log_line!("bernstein: {e}");
+            bernstein_os::log_line!("bernstein: {e}");
         }
     }
 }

@@ -78,7 +78,7 @@ impl<F: Fold> OpeningStore<F> {
                 *stage = Stage::Open;
             }
             Err(e) if detached => {
-                crate::log_line!("bernstein: {e}");
+                bernstein_os::log_line!("bernstein: {e}");
                 std::process::exit(2);
             }
             Err(e) => *stage = Stage::Failed(e),

@@ -1,10 +1,11 @@
 //! The workspace's crates depend one way. Every crate has a layer in [`LAYERS`]; each normal
 //! or build dependency on another workspace crate must point to a strictly lower layer (so a
-//! cycle cannot be written), the ledger depends on no workspace crate and the MCP engine on none
-//! but the ledger (neither even for tests), the core on none but the MCP engine, the stores on
-//! none but the ledger (and the PostgreSQL store on the file store; their tests may use the
-//! core), and neither a store crate nor the serving crate depends on a runtime crate, nor a
-//! runtime on another, not even for tests. The graph is `cargo metadata`'s.
+//! cycle cannot be written), the ledger depends on no workspace crate and the MCP engine (the
+//! core) and the system crate on none but the ledger (none of the three even for tests), the
+//! domain on none but the core, the stores on none but the ledger and the system crate (and the
+//! PostgreSQL store on the file store; their tests may use the core and the domain), and neither
+//! a store crate nor the effects crate depends on a runtime crate, nor a runtime on another, not
+//! even for tests. The graph is `cargo metadata`'s.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,24 +17,26 @@ use serde_json::Value;
 const LAYERS: &[(&str, u32)] = &[
     ("bernstein-ledger", 0),
     ("bernstein-core", 1),
-    ("bernstein-store-file", 1),
+    ("bernstein-os", 1),
     ("bernstein-domain", 2),
-    ("bernstein-store-postgres", 2),
-    ("bernstein-serve", 3),
-    ("bernstein-runtime-std", 4),
-    ("bernstein-runtime-smol", 4),
-    ("bernstein-worker", 4),
-    ("bernstein-bench", 4),
-    ("bernstein-conformance-fixture", 5),
-    ("bernstein", 5),
+    ("bernstein-store-file", 2),
+    ("bernstein-store-postgres", 3),
+    ("bernstein-effects", 4),
+    ("bernstein-runtime-std", 5),
+    ("bernstein-runtime-smol", 5),
+    ("bernstein-worker", 5),
+    ("bernstein-bench", 5),
+    ("bernstein-conformance-fixture", 6),
+    ("bernstein", 6),
 ];
 
 const LEDGER: &str = "bernstein-ledger";
-const MCP: &str = "bernstein-core";
-const CORE: &str = "bernstein-domain";
+const ENGINE: &str = "bernstein-core";
+const OS: &str = "bernstein-os";
+const DOMAIN: &str = "bernstein-domain";
 const FILE_STORE: &str = "bernstein-store-file";
 const STORES: &[&str] = &[FILE_STORE, "bernstein-store-postgres"];
-const SERVE: &str = "bernstein-serve";
+const EFFECTS: &str = "bernstein-effects";
 const RUNTIMES: &[&str] = &["bernstein-runtime-std", "bernstein-runtime-smol"];
 
 /// A dependency of one workspace crate on another.
@@ -65,9 +68,9 @@ fn violations(crates: &[String], edges: &[Edge]) -> Vec<String> {
             if STORES.contains(&e.from.as_str()) {
                 bad.push(format!("{edge}: a store crate depends on a runtime crate"));
             }
-            if e.from == SERVE {
+            if e.from == EFFECTS {
                 bad.push(format!(
-                    "{edge}: the serving crate depends on a runtime crate"
+                    "{edge}: the effects crate depends on a runtime crate"
                 ));
             }
             if RUNTIMES.contains(&e.from.as_str()) {
@@ -77,22 +80,27 @@ fn violations(crates: &[String], edges: &[Edge]) -> Vec<String> {
         if e.from == LEDGER {
             bad.push(format!("{edge}: the ledger depends on no workspace crate"));
         }
-        if e.from == MCP && e.to != LEDGER {
+        if e.from == ENGINE && e.to != LEDGER {
             bad.push(format!(
                 "{edge}: the MCP engine depends on no workspace crate but the ledger"
+            ));
+        }
+        if e.from == OS && e.to != LEDGER {
+            bad.push(format!(
+                "{edge}: the system crate depends on no workspace crate but the ledger"
             ));
         }
         if e.kind == "dev" {
             continue;
         }
-        if e.from == CORE && e.to != MCP {
+        if e.from == DOMAIN && e.to != ENGINE {
             bad.push(format!(
-                "{edge}: the core depends on no workspace crate but the MCP engine"
+                "{edge}: the domain depends on no workspace crate but the MCP engine"
             ));
         }
-        if STORES.contains(&e.from.as_str()) && e.to != LEDGER && e.to != FILE_STORE {
+        if STORES.contains(&e.from.as_str()) && e.to != LEDGER && e.to != OS && e.to != FILE_STORE {
             bad.push(format!(
-                "{edge}: a store depends on no workspace crate but the ledger (and the file store)"
+                "{edge}: a store depends on no workspace crate but the ledger and the system crate (and the file store)"
             ));
         }
         if let (Some(from), Some(to)) = (layers.get(e.from.as_str()), layers.get(e.to.as_str()))
@@ -179,23 +187,26 @@ fn offending_edges_are_named() {
         edge("bernstein-ledger", "bernstein-domain", "dev"),
         edge("bernstein-runtime-std", "bernstein-store-file", "normal"),
         edge("bernstein-runtime-smol", "bernstein-runtime-std", "dev"),
-        edge("bernstein-serve", "bernstein-runtime-smol", "normal"),
+        edge("bernstein-effects", "bernstein-runtime-smol", "normal"),
+        edge("bernstein-os", "bernstein-core", "normal"),
     ];
     let bad = violations(&crates, &edges);
     let expected = [
         "bernstein-store-postgres -> bernstein-runtime-std (dev): a store crate depends on a runtime crate",
-        "bernstein-store-file -> bernstein-store-postgres (normal): a store depends on no workspace crate but the ledger (and the file store)",
-        "bernstein-store-file -> bernstein-store-postgres (normal): layer 1 may depend only on lower layers, not on layer 2",
-        "bernstein-store-file -> bernstein-domain (normal): a store depends on no workspace crate but the ledger (and the file store)",
-        "bernstein-store-file -> bernstein-domain (normal): layer 1 may depend only on lower layers, not on layer 2",
-        "bernstein-store-postgres -> bernstein-domain (normal): a store depends on no workspace crate but the ledger (and the file store)",
-        "bernstein-store-postgres -> bernstein-domain (normal): layer 2 may depend only on lower layers, not on layer 2",
-        "bernstein-domain -> bernstein-store-file (normal): the core depends on no workspace crate but the MCP engine",
+        "bernstein-store-file -> bernstein-store-postgres (normal): a store depends on no workspace crate but the ledger and the system crate (and the file store)",
+        "bernstein-store-file -> bernstein-store-postgres (normal): layer 2 may depend only on lower layers, not on layer 3",
+        "bernstein-store-file -> bernstein-domain (normal): a store depends on no workspace crate but the ledger and the system crate (and the file store)",
+        "bernstein-store-file -> bernstein-domain (normal): layer 2 may depend only on lower layers, not on layer 2",
+        "bernstein-store-postgres -> bernstein-domain (normal): a store depends on no workspace crate but the ledger and the system crate (and the file store)",
+        "bernstein-domain -> bernstein-store-file (normal): the domain depends on no workspace crate but the MCP engine",
+        "bernstein-domain -> bernstein-store-file (normal): layer 2 may depend only on lower layers, not on layer 2",
         "bernstein-core -> bernstein-domain (dev): the MCP engine depends on no workspace crate but the ledger",
         "bernstein-ledger -> bernstein-domain (dev): the ledger depends on no workspace crate",
         "bernstein-runtime-smol -> bernstein-runtime-std (dev): a runtime depends on another runtime",
-        "bernstein-serve -> bernstein-runtime-smol (normal): the serving crate depends on a runtime crate",
-        "bernstein-serve -> bernstein-runtime-smol (normal): layer 3 may depend only on lower layers, not on layer 4",
+        "bernstein-effects -> bernstein-runtime-smol (normal): the effects crate depends on a runtime crate",
+        "bernstein-effects -> bernstein-runtime-smol (normal): layer 4 may depend only on lower layers, not on layer 5",
+        "bernstein-os -> bernstein-core (normal): the system crate depends on no workspace crate but the ledger",
+        "bernstein-os -> bernstein-core (normal): layer 1 may depend only on lower layers, not on layer 1",
     ];
     assert_eq!(bad, expected);
     let mut more = crates.clone();

@@ -41,7 +41,7 @@ impl Listener {
             .name("bernstein-pg-listen".into())
             .spawn(move || run(&config, &bg));
         if let Err(e) = spawned {
-            bernstein_store_file::log_line!(
+            bernstein_os::log_line!(
                 "bernstein: no LISTEN thread ({e}); waits fall back to polling"
             );
         }
@@ -91,7 +91,7 @@ fn run(config: &Config, shared: &Shared) {
         match listen_once(config, shared) {
             Ok(()) => return,
             Err(e) => {
-                bernstein_store_file::log_line!(
+                bernstein_os::log_line!(
                     "bernstein: PostgreSQL LISTEN connection lost ({e}); retrying in {backoff:?}"
                 );
                 std::thread::sleep(backoff);

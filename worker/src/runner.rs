@@ -61,7 +61,7 @@ pub struct RunSummary {
 
 /// The SHUTDOWN signal file of a project (the file `bernstein_shutdown_orchestrator` writes).
 pub fn shutdown_file(project_dir: &Path) -> PathBuf {
-    project_dir.join(bernstein_serve::host::SIGNAL_FILE)
+    project_dir.join(bernstein_effects::host::SIGNAL_FILE)
 }
 
 struct Running {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bernstein_core::protocol::TransportFacts;
 
 use bernstein_domain::bound::Server;
-use bernstein_serve::driver::{Backend, serve_message};
+use bernstein_effects::driver::{Backend, serve_message};
 use serde_json::{Value, json};
 
 /// The protocol revision the worker speaks.

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use bernstein_core::Config;
 use bernstein_domain::Server;
-use bernstein_serve::driver::Backend;
-use bernstein_serve::host::ProjectHost;
+use bernstein_effects::driver::Backend;
+use bernstein_effects::host::ProjectHost;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
-use bernstein_store_file::clock::SystemClock;
+use bernstein_os::clock::SystemClock;
 use bernstein_store_file::keys::{load_or_create_audit_key, load_or_create_signing_key};
 use bernstein_worker::display::Display;
 use bernstein_worker::runner::shutdown_file;

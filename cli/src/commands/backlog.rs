@@ -140,7 +140,7 @@ impl ProjectKeys {
     pub fn load(sdd: &Path) -> Result<ProjectKeys, String> {
         let audit = load_audit_key(sdd).map_err(|e| format!("audit key: {e}"))?;
         if audit.is_none() {
-            bernstein_store_file::log_line!(
+            bernstein_os::log_line!(
                 "bernstein: no audit key in {}: HMAC tags are not checked",
                 sdd.display()
             );
@@ -148,7 +148,7 @@ impl ProjectKeys {
         let public_pem = match load_signing_key(sdd) {
             Ok(seed) => seed.map(|s| Signer::from_seed(&s).public_key_pem().to_string()),
             Err(e) => {
-                bernstein_store_file::log_line!(
+                bernstein_os::log_line!(
                     "bernstein: not using the project's signing key to check signers: {e}"
                 );
                 None

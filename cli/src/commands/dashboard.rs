@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use bernstein_core::signing::Signer;
 use bernstein_domain::Server;
-use bernstein_serve::driver::Backend;
-use bernstein_serve::host::ProjectHost;
-use bernstein_store_file::clock::SystemClock;
+use bernstein_effects::driver::Backend;
+use bernstein_effects::host::ProjectHost;
+use bernstein_os::clock::SystemClock;
 use clap::Args;
 
 use super::http_serve::Runtime;

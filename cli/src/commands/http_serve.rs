@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_domain::Server;
-use bernstein_serve::driver::Backend;
+use bernstein_effects::driver::Backend;
 
 use super::stop_signals::stop_on_signals;
 use crate::settings;

@@ -138,7 +138,7 @@ pub fn run(workdir: &Path, command: LedgerCommand, json: bool) -> Result<ExitCod
             let pool = pool(store.as_deref())?;
             let key = audit_key(workdir)?;
             if key.is_none() {
-                bernstein_store_file::log_line!(
+                bernstein_os::log_line!(
                     "bernstein: no .sdd/keys/audit.key in {}: HMAC tags are not checked",
                     workdir.display()
                 );
@@ -197,7 +197,7 @@ fn keys_to_export(workdir: &Path) -> Result<(), String> {
     }
     let signing = bernstein_store_file::keys::signing_key_file(&sdd);
     if !signing.exists() {
-        bernstein_store_file::log_line!(
+        bernstein_os::log_line!(
             "bernstein: no {} to export: claim receipts in the export are checked without pinning the signer",
             signing.display()
         );

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use bernstein_core::Tier;
 use bernstein_domain::Server;
-use bernstein_serve::driver::Backend;
-use bernstein_serve::host::ProjectHost;
-use bernstein_store_file::clock::SystemClock;
+use bernstein_effects::driver::Backend;
+use bernstein_effects::host::ProjectHost;
+use bernstein_os::clock::SystemClock;
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::http_serve::Runtime;
@@ -114,7 +114,7 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
         Transport::Stdio => {
             if std::io::stderr().is_terminal() {
                 // Someone started it by hand: say that the silence is a server waiting.
-                bernstein_store_file::log_line!(
+                bernstein_os::log_line!(
                     "bernstein: serving MCP on stdin/stdout for {} (a host sends JSON-RPC lines); stop with Ctrl-D (end of input) or Ctrl-C",
                     workdir.display()
                 );

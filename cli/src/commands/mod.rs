@@ -85,7 +85,7 @@ fn does_not_verify(e: &bernstein_core::ledger::StoreError) -> bool {
 /// reason, so that `/healthz` answers, `/readyz` says why it is not ready (503), the dashboard
 /// shows it, and every MCP request is refused with it. Said on stderr once.
 fn failed_store(reason: &str) -> SharedStore {
-    bernstein_store_file::log_line!(
+    bernstein_os::log_line!(
         "bernstein: NOT READY: the ledger cannot be served: {reason}. Answering /healthz, /readyz (503 with this reason) and the dashboard only; every MCP request is refused until the ledger is repaired and the server restarted."
     );
     Arc::new(FailedStore::new(reason))
@@ -285,7 +285,7 @@ pub fn open_serving_store(
     if migrate {
         let applied = bernstein_store_postgres::migrate(url).map_err(at_database(url))?;
         if !applied.is_empty() {
-            bernstein_store_file::log_line!("bernstein: applied schema migrations {applied:?}");
+            bernstein_os::log_line!("bernstein: applied schema migrations {applied:?}");
         }
     }
     let key = audit_key_for(workdir, || {
@@ -321,7 +321,7 @@ fn open_file_store_early(workdir: &Path, key: &[u8]) -> Result<SharedStore, Stri
         Some(Err(e)) => Err(e),
         Some(Ok(())) => Ok(opening.opened().expect("open")),
         None => {
-            bernstein_store_file::log_line!(
+            bernstein_os::log_line!(
                 "bernstein: the ledger is still being opened and verified; serving meanwhile: /healthz answers, every other request gets 503 with Retry-After until it is ready"
             );
             Ok(opening)
@@ -360,7 +360,7 @@ pub fn announce_store(store: &SharedStore, workdir: &Path, url: Option<&str>) {
     } else {
         ""
     };
-    bernstein_store_file::log_line!(
+    bernstein_os::log_line!(
         "bernstein: store: {}{held}{note}",
         store_label(workdir, url)
     );

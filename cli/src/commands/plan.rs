@@ -127,7 +127,7 @@ fn show(open: OpenStore<'_>, plan_id: &str, as_json: bool) -> Result<ExitCode, S
     let doc = match plans::document(&snap.domain, plan_id) {
         Ok(d) => d,
         Err(e) => {
-            bernstein_store_file::log_line!("bernstein: {e}");
+            bernstein_os::log_line!("bernstein: {e}");
             return Ok(ExitCode::from(1));
         }
     };
@@ -204,11 +204,11 @@ fn decide(
             Ok(ExitCode::SUCCESS)
         }
         Err(e) if e.is_conflict() => {
-            bernstein_store_file::log_line!("bernstein: {e}");
+            bernstein_os::log_line!("bernstein: {e}");
             Ok(ExitCode::from(3))
         }
         Err(e) => {
-            bernstein_store_file::log_line!("bernstein: {e}");
+            bernstein_os::log_line!("bernstein: {e}");
             Ok(ExitCode::from(1))
         }
     }

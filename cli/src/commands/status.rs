@@ -19,7 +19,7 @@ pub fn run(workdir: &Path, json_output: bool, store: Option<&str>) -> Result<Exi
         .iter()
         .find(|t| t.name == "bernstein_status")
         .ok_or("the catalogue has no bernstein_status tool")?;
-    let now = bernstein_store_file::clock::SystemClock.now();
+    let now = bernstein_os::clock::SystemClock.now();
     let cx = ToolContext {
         snapshot: &snapshot,
         config: &config,

@@ -2,8 +2,8 @@
 //! server to stop (HTTP: answer what waits and what is in flight, then close; stdio: as end of
 //! input), after which the store writes its checkpoint as it closes; a second exits at once.
 
-use bernstein_serve::Stopper;
-use bernstein_store_file::log_line;
+use bernstein_effects::Stopper;
+use bernstein_os::log_line;
 
 /// Watches SIGTERM and SIGINT on a thread of its own: the first calls `stop`, a second exits
 /// at once (status 128 + the signal).

@@ -16,9 +16,9 @@ use bernstein_core::time::Timestamp;
 use bernstein_domain::Projection;
 use bernstein_domain::Snapshot;
 use bernstein_domain::operator::{self, OperatorOutcome};
-use bernstein_serve::driver::{Admission, Env, commit_job};
-use bernstein_serve::host::NoHost;
-use bernstein_store_file::clock::SystemClock;
+use bernstein_effects::driver::{Admission, Env, commit_job};
+use bernstein_effects::host::NoHost;
+use bernstein_os::clock::SystemClock;
 use clap::Subcommand;
 
 #[derive(Debug, Subcommand)]
@@ -64,7 +64,7 @@ pub fn run(workdir: &Path, store: Option<&str>, command: TaskCommand) -> Result<
             Ok(ExitCode::from(1))
         }
         Err(e) => {
-            bernstein_store_file::log_line!("bernstein: {}", refusal_text(&e.message, &e.hint));
+            bernstein_os::log_line!("bernstein: {}", refusal_text(&e.message, &e.hint));
             Ok(ExitCode::from(1))
         }
     }

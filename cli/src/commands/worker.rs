@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use bernstein_core::Tier;
 use bernstein_domain::Server;
-use bernstein_serve::driver::Backend;
-use bernstein_serve::host::ProjectHost;
-use bernstein_store_file::clock::SystemClock;
+use bernstein_effects::driver::Backend;
+use bernstein_effects::host::ProjectHost;
+use bernstein_os::clock::SystemClock;
 use bernstein_worker::display::Display;
 use bernstein_worker::duration::parse_duration;
 use bernstein_worker::path_lookup::find_on_path;

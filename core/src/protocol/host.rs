@@ -4,7 +4,7 @@
 //! The core never touches the filesystem. A handler that needs the host returns
 //! [`ToolOutput::host`](super::registry::ToolOutput) with a [`HostRequest`]; the engine hands it
 //! out in [`Outcome::host`](super::Outcome) with nothing appended and no response; the runtime
-//! performs it (confined to the project root, see `serve/src/host/`) and handles the same
+//! performs it (confined to the project root, see `effects/src/host/`) and handles the same
 //! message again with every reply so far, in order, through
 //! [`Server::handle_round`](super::Server::handle_round). A handler therefore sees its
 //! earlier answers in [`ToolContext::host`](super::registry::ToolContext) and either asks for

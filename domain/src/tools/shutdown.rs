@@ -4,7 +4,7 @@
 //! The handler screens `workdir` for shape with no filesystem call (at most
 //! [`MAX_PATH_BYTES`] bytes, no NUL, no `..` segment, not blank), then asks the runtime for
 //! [`HostRequest::SignalShutdown`]; the runtime resolves the directory and writes the file
-//! behind its containment barrier (`serve/src/host/shutdown.rs`: the directory must
+//! behind its containment barrier (`effects/src/host/shutdown.rs`: the directory must
 //! already hold `.sdd`, and no `.sdd`, `runtime`, `signals` or `SHUTDOWN` entry may be a
 //! symlink leading outside it). On the second run the handler reads the runtime's answer: a
 //! written signal becomes the payload plus one [`SHUTDOWN_REQUESTED`] audit record; a refusal

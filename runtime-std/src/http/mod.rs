@@ -26,11 +26,11 @@ use bernstein_core::time::Clock;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_domain::Projection;
 use bernstein_domain::bound::Server;
-use bernstein_serve::Stopper;
-use bernstein_serve::driver::Backend;
-use bernstein_serve::http::operator::Operator;
-use bernstein_serve::http::{Announcement, open_listener};
-use bernstein_serve::perform::{Performer, moment, seed};
+use bernstein_effects::Stopper;
+use bernstein_effects::driver::Backend;
+use bernstein_effects::http::operator::Operator;
+use bernstein_effects::http::{Announcement, open_listener};
+use bernstein_effects::perform::{Performer, moment, seed};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
@@ -287,7 +287,7 @@ impl Loop {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     // Out of file descriptors and the like: the next connection retries.
-                    bernstein_store_file::log_line!("bernstein http: accept failed: {e}");
+                    bernstein_os::log_line!("bernstein http: accept failed: {e}");
                     return;
                 }
             };
@@ -381,7 +381,7 @@ impl Loop {
                 match output {
                     Output::Send { conn, bytes } => self.send(conn.0, &bytes),
                     Output::Close { conn, finish } => self.close(conn.0, finish),
-                    other => bernstein_store_file::log_line!(
+                    other => bernstein_os::log_line!(
                         "bernstein http: an output nobody performs: {other:?}"
                     ),
                 }

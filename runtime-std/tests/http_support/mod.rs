@@ -15,10 +15,10 @@ use bernstein_core::time::{Clock, FixedClock};
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Config, Timestamp};
 use bernstein_domain::Server;
-use bernstein_serve::driver::Backend;
-use bernstein_serve::host::ProjectHost;
+use bernstein_effects::driver::Backend;
+use bernstein_effects::host::ProjectHost;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
-use bernstein_store_file::clock::SystemClock;
+use bernstein_os::clock::SystemClock;
 use bernstein_store_file::test_dir::TestDir;
 
 /// A running server of either runtime; dropping it stops the server.

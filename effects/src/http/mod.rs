@@ -64,19 +64,19 @@ impl Announcement {
     /// Says where the server listens and which `Host` values it answers (`runtime` describes
     /// the runtime, for the log).
     pub fn announce(&self, local: SocketAddr, runtime: &str) {
-        bernstein_store_file::log_line!(
+        bernstein_os::log_line!(
             "bernstein: answering HTTP requests whose Host is one of: {} (add names with BERNSTEIN_MCP_ALLOWED_HOSTS)",
             self.allowed_hosts
         );
         if self.mcp {
-            bernstein_store_file::log_line!(
+            bernstein_os::log_line!(
                 "bernstein: serving MCP over HTTP at http://{local}/mcp (legacy SSE at /sse; {runtime})"
             );
-            bernstein_store_file::log_line!(
+            bernstein_os::log_line!(
                 "bernstein: dashboard at http://{local}/ (metrics at /metrics, probes at /healthz and /readyz)"
             );
         } else {
-            bernstein_store_file::log_line!(
+            bernstein_os::log_line!(
                 "bernstein: serving the read-only dashboard at http://{local}/ (metrics at /metrics, probes at /healthz and /readyz; {runtime})"
             );
         }

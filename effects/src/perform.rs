@@ -279,7 +279,7 @@ impl Performer {
             match self.perform(output, engine.counters()) {
                 Ok(Some(done)) => done.feed(engine, now()),
                 Ok(None) => {}
-                Err(Output::Log(line)) => bernstein_store_file::log_line!("{line}"),
+                Err(Output::Log(line)) => bernstein_os::log_line!("{line}"),
                 Err(socket) => {
                     io.push(socket);
                     return;

@@ -103,7 +103,7 @@ impl Operator {
                 }
             }
             Err(e) => {
-                bernstein_store_file::log_line!("bernstein http: /metrics left out the ledger: {e}")
+                bernstein_os::log_line!("bernstein http: /metrics left out the ledger: {e}")
             }
         }
         if let Some(bytes) = facts.ledger_bytes {

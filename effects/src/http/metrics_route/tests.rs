@@ -16,7 +16,7 @@ use super::*;
 use crate::host::NoHost;
 use crate::perform::run_inline;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
-use bernstein_store_file::clock::SystemClock;
+use bernstein_os::clock::SystemClock;
 use bernstein_store_file::test_dir::TestDir;
 
 const KEY: &[u8] = &[9; 32];
