@@ -17,7 +17,7 @@
 //! back with full tree leaves ([`compact`]); a task row keeps the fields most tasks leave
 //! empty in one allocation made only when one is set ([`TaskRow`], `row.rare`), and a run's
 //! only member sits in its view (`runs::Members`): ≈0.7 KiB per run of one task read from a
-//! checkpoint, from ≈2.3 two rounds ago (BENCHMARKS.md).
+//! checkpoint (BENCHMARKS.md "Projection memory at 1M records").
 //!
 //! A record of a known kind that does not fit the state (a duplicate id, a status change whose
 //! `from` is stale, an edge the lifecycle forbids) is ignored and counted: the ledger chain
