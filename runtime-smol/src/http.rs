@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use bernstein_core::engine::{ConnId, Engine, EngineConfig, Input, Moment, Output, Peer};
+use bernstein_core::engine::{ConnId, Drain, Engine, EngineConfig, Input, Moment, Output, Peer};
 use bernstein_core::time::Clock;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_domain::Projection;
@@ -34,9 +34,6 @@ use bernstein_effects::perform::{Performer, moment, seed};
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::{Async, LocalExecutor, Timer, future};
-
-/// How long a shutdown waits for requests in flight before it ends what is left.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// A running server.
 #[derive(Debug)]
@@ -103,6 +100,8 @@ pub(crate) enum Event {
     Drained,
     /// The performer has results.
     Woken,
+    /// A connection task ended.
+    Ended,
     Stop,
 }
 
@@ -153,6 +152,7 @@ pub fn bind(
     let writes = Writes {
         timeout: options.limits.write_timeout,
         bound: options.limits.max_unsent_bytes,
+        linger: (options.limits.linger, options.limits.linger_bytes),
     };
     let origin = Instant::now();
     let config = EngineConfig::http(policy, options, seed()?);
@@ -176,7 +176,7 @@ pub fn bind(
                 clock,
                 origin,
                 accepting: Some(accepting),
-                stopping: None,
+                stopping: false,
                 live,
             };
             smol::block_on(ex.run(hub.run(rx)))
@@ -224,6 +224,8 @@ pub(crate) fn waker(tx: Sender<Event>) -> (Arc<dyn Fn() + Send + Sync>, Arc<Atom
 struct Writes {
     timeout: Duration,
     bound: usize,
+    /// How long, and for how many bytes, a finished connection lingers.
+    linger: (Duration, usize),
 }
 
 /// Accepts connections and starts a task for each.
@@ -263,29 +265,30 @@ async fn accept(
             bound: writes.bound,
             events: events.clone(),
         };
-        let live = Live::count(&live);
+        let live = Live::count(&live, &events);
         ex.spawn(async move {
-            connection(id, stream, rx, writes.timeout, unsent).await;
+            connection(id, stream, rx, writes, unsent).await;
             drop(live);
         })
         .detach();
     }
 }
 
-/// One running connection task, counted while it lives (a shutdown waits for them to write
-/// their last bytes).
-struct Live(Arc<AtomicUsize>);
+/// One running connection task, counted while it lives; its end tells the engine's task (a
+/// shutdown waits for them to write their last bytes).
+struct Live(Arc<AtomicUsize>, Sender<Event>);
 
 impl Live {
-    fn count(n: &Arc<AtomicUsize>) -> Live {
+    fn count(n: &Arc<AtomicUsize>, events: &Sender<Event>) -> Live {
         n.fetch_add(1, Ordering::AcqRel);
-        Live(n.clone())
+        Live(n.clone(), events.clone())
     }
 }
 
 impl Drop for Live {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
+        let _ = self.1.try_send(Event::Ended);
     }
 }
 
@@ -341,7 +344,7 @@ async fn connection(
     id: u64,
     mut stream: Async<TcpStream>,
     rx: Receiver<ToConn>,
-    write_timeout: Duration,
+    writes: Writes,
     unsent: Unsent,
 ) {
     let events = &unsent.events;
@@ -361,7 +364,7 @@ async fn connection(
             Step::Told(None) => return,
             Step::Told(Some(ToConn::More)) => wanted = true,
             Step::Told(Some(ToConn::Send(bytes))) => {
-                if write_timed(&mut stream, &bytes, write_timeout, &unsent)
+                if write_timed(&mut stream, &bytes, writes.timeout, &unsent)
                     .await
                     .is_err()
                 {
@@ -371,7 +374,7 @@ async fn connection(
             }
             Step::Told(Some(ToConn::Close { finish })) => {
                 if finish {
-                    finish_stream(stream).await;
+                    finish_stream(stream, writes.linger).await;
                 }
                 return;
             }
@@ -420,12 +423,12 @@ async fn write_timed(
 /// Ends a connection after its last response: half-close, then read and drop what the peer
 /// is still sending (briefly, boundedly), so closing does not reset the connection before the
 /// peer has read the response.
-async fn finish_stream(mut stream: Async<TcpStream>) {
+async fn finish_stream(mut stream: Async<TcpStream>, linger: (Duration, usize)) {
     let _ = stream.get_ref().shutdown(Shutdown::Write);
-    let deadline = Instant::now() + Duration::from_millis(500);
+    let deadline = Instant::now() + linger.0;
     // On the heap: an array here would sit in every connection task's future.
     let mut scratch = vec![0u8; 8192];
-    let mut budget: usize = 1 << 20;
+    let mut budget: usize = linger.1;
     while budget > 0 {
         let read = future::or(async { Some(stream.read(&mut scratch).await) }, async {
             Timer::at(deadline).await;
@@ -451,7 +454,7 @@ struct Hub {
     clock: Arc<dyn Clock>,
     origin: Instant,
     accepting: Option<smol::Task<()>>,
-    stopping: Option<Instant>,
+    stopping: bool,
     /// Connection tasks still running.
     live: Arc<AtomicUsize>,
 }
@@ -463,11 +466,7 @@ impl Hub {
 
     async fn run(mut self, rx: Receiver<Event>) -> io::Result<()> {
         loop {
-            let mut at = self.engine.poll_timeout().map(|d| self.origin + d);
-            if self.stopping.is_some() {
-                let soon = Instant::now() + Duration::from_millis(50);
-                at = Some(at.map_or(soon, |a| a.min(soon)));
-            }
+            let at = self.engine.poll_timeout().map(|d| self.origin + d);
             let first = match at {
                 None => rx.recv().await.ok(),
                 Some(at) => {
@@ -490,18 +489,19 @@ impl Hub {
                 self.engine.handle_input(now, Input::Tick);
             }
             self.pump();
-            if let Some(began) = self.stopping
-                && (self.engine.requests_in_flight() == 0 || began.elapsed() > SHUTDOWN_GRACE)
-            {
-                for (_, link) in self.conns.drain() {
-                    let _ = link.tx.try_send(ToConn::Close { finish: false });
+            match self.engine.drain() {
+                Some(Drain::Overdue) => return Ok(()),
+                Some(Drain::Answered) => {
+                    // The connection tasks write what they were sent, then end; each end wakes
+                    // this task (`Event::Ended`), and the engine's grace bounds the wait.
+                    for (_, link) in self.conns.drain() {
+                        let _ = link.tx.try_send(ToConn::Close { finish: false });
+                    }
+                    if self.live.load(Ordering::Acquire) == 0 {
+                        return Ok(());
+                    }
                 }
-                // The connection tasks write what they were sent, then end.
-                let until = Instant::now() + Duration::from_secs(1);
-                while self.live.load(Ordering::Acquire) > 0 && Instant::now() < until {
-                    Timer::after(Duration::from_millis(5)).await;
-                }
-                return Ok(());
+                Some(Drain::Answering) | None => {}
             }
         }
     }
@@ -532,9 +532,11 @@ impl Hub {
             }
             // The engine may wait for it: `pump` looks.
             Event::Drained | Event::Woken => {}
+            // A shutdown waits for the last connection task: `run` looks.
+            Event::Ended => {}
             Event::Stop => {
-                if self.stopping.is_none() {
-                    self.stopping = Some(Instant::now());
+                if !self.stopping {
+                    self.stopping = true;
                     // Dropping the accept task stops accepting.
                     self.accepting = None;
                     self.engine.handle_input(now, Input::Shutdown);
@@ -624,7 +626,12 @@ mod tests {
             bound: 64 * 1024,
             events,
         };
-        let task = connection(1, stream, rx, Duration::from_secs(1), unsent);
+        let writes = Writes {
+            timeout: Duration::from_secs(1),
+            bound: 64 * 1024,
+            linger: (Duration::from_millis(500), 1 << 20),
+        };
+        let task = connection(1, stream, rx, writes, unsent);
         let size = std::mem::size_of_val(&task);
         assert!(size < 1024, "a connection task's future is {size} bytes");
     }

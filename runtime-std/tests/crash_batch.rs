@@ -87,6 +87,25 @@ fn task_id(body: &[u8]) -> Option<String> {
     payload["task_id"].as_str().map(String::from)
 }
 
+/// Waits until `GET /readyz` says the ledger is open and verified: a server binds at once and
+/// answers 503 until then, which on a busy machine can outlast the first calls.
+fn wait_ready(addr: SocketAddr) {
+    let until = std::time::Instant::now() + SAFETY_TIMEOUT;
+    loop {
+        let mut stream = TcpStream::connect(addr).expect("connect for /readyz");
+        stream.set_read_timeout(Some(SAFETY_TIMEOUT)).unwrap();
+        let head = format!("GET /readyz HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        match exchange(&mut stream, &head, b"") {
+            Some((200, _)) => return,
+            other => assert!(
+                std::time::Instant::now() < until,
+                "the server never became ready: {other:?}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `GET /metrics`: the durable offset and the fsyncs that covered more than one append.
 fn scrape(addr: SocketAddr) -> (u64, u64) {
     let mut stream = TcpStream::connect(addr).expect("connect for /metrics");
@@ -175,6 +194,7 @@ fn sigkill_mid_batch_never_loses_an_answered_call() {
             &[("BERNSTEIN_MCP_COST_METER", "0")],
         );
         let addr: SocketAddr = http_address(&server).parse().expect("a socket address");
+        wait_ready(addr);
         let acked = Arc::new(Mutex::new(Vec::<String>::new()));
         let clients: Vec<_> = (0..CLIENTS)
             .map(|c| {

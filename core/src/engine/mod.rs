@@ -35,7 +35,9 @@ pub use cancels::Cancels;
 pub use counters::Counters;
 pub use job::{Job, Message, OwnedMessage, Round};
 pub use request::{Finished, Request};
-pub use server::{ConnId, Engine, EngineConfig, HttpConfig, Input, Output, Peer, ReqId, STDIO};
+pub use server::{
+    ConnId, Drain, Engine, EngineConfig, HttpConfig, Input, Output, Peer, ReqId, STDIO,
+};
 pub use wait_slots::WaitSlots;
 
 use crate::time::Timestamp;

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use bernstein_core::engine::{ConnId, Engine, EngineConfig, Input, Moment, Output, Peer};
+use bernstein_core::engine::{ConnId, Drain, Engine, EngineConfig, Input, Moment, Output, Peer};
 use bernstein_core::time::Clock;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_domain::Projection;
@@ -41,7 +41,6 @@ const WAKER: Token = Token(1);
 /// Connection ids start above the loop's own tokens (an id is its token).
 const FIRST_CONN: u64 = 2;
 /// How long a shutdown waits for requests in flight before it closes what is left.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// A running server.
 #[derive(Debug)]
@@ -132,6 +131,7 @@ pub fn bind(
         }),
     )?;
     let write_timeout = options.limits.write_timeout;
+    let linger = (options.limits.linger, options.limits.linger_bytes);
     let origin = Instant::now();
     let config = EngineConfig::http(policy, options, seed()?);
     let now = moment(origin, &*backend.clock);
@@ -149,8 +149,9 @@ pub fn bind(
         origin,
         next_conn: FIRST_CONN,
         stop: stop.clone(),
-        stopping: None,
+        stopping: false,
         write_timeout,
+        linger,
     };
     let thread = thread::Builder::new()
         .name("bernstein-http".into())
@@ -194,9 +195,11 @@ struct Loop {
     origin: Instant,
     next_conn: u64,
     stop: Arc<AtomicBool>,
-    /// When the shutdown began.
-    stopping: Option<Instant>,
+    /// Whether a shutdown began.
+    stopping: bool,
     write_timeout: Duration,
+    /// How long, and for how many bytes, a finished connection lingers.
+    linger: (Duration, usize),
 }
 
 impl Loop {
@@ -234,18 +237,18 @@ impl Loop {
                     }
                 }
             }
-            if self.stop.load(Ordering::SeqCst) && self.stopping.is_none() {
+            if self.stop.load(Ordering::SeqCst) && !self.stopping {
                 self.begin_shutdown();
             }
             self.expire();
             self.settle_outputs();
-            if let Some(began) = self.stopping {
-                // Done once every request is answered and every answer written.
-                let written = self.socks.values().all(|s| !s.has_pending());
-                let idle = self.engine.requests_in_flight() == 0 && written;
-                if idle || began.elapsed() > SHUTDOWN_GRACE {
+            // Done once every request is answered and every answer written, or the grace is over.
+            match self.engine.drain() {
+                Some(Drain::Overdue) => return Ok(()),
+                Some(Drain::Answered) if self.socks.values().all(|s| !s.has_pending()) => {
                     return Ok(());
                 }
+                _ => {}
             }
         }
     }
@@ -265,13 +268,6 @@ impl Loop {
         let at = match (engine, socks) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
-        };
-        // While shutting down, look again regularly.
-        let at = match (at, self.stopping) {
-            (at, Some(_)) => Some(at.map_or(Instant::now() + Duration::from_millis(50), |a| {
-                a.min(Instant::now() + Duration::from_millis(50))
-            })),
-            (at, None) => at,
         };
         at.map(|at| at.saturating_duration_since(Instant::now()))
     }
@@ -297,7 +293,7 @@ impl Loop {
             if register(self.poll.registry(), &mut stream, id, false).is_err() {
                 continue;
             }
-            self.socks.insert(id, Sock::new(stream));
+            self.socks.insert(id, Sock::new(stream, self.linger));
             let now = self.now();
             self.engine.handle_input(
                 now,
@@ -509,7 +505,7 @@ impl Loop {
 
     /// Stops accepting and tells the engine; it answers what waits and closes what is idle.
     fn begin_shutdown(&mut self) {
-        self.stopping = Some(Instant::now());
+        self.stopping = true;
         if let Some(mut l) = self.listener.take() {
             let _ = self.poll.registry().deregister(&mut l);
         }

@@ -9,8 +9,6 @@ use std::time::{Duration, Instant};
 use mio::net::TcpStream;
 
 /// How long a finished connection is drained after its half-close, and how much of it.
-const LINGER: Duration = Duration::from_millis(500);
-const LINGER_BYTES: usize = 1 << 20;
 
 /// Where a socket stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,14 +18,16 @@ pub(super) enum Ending {
     /// The engine asked to close it once its bytes are written (`finish`: half-close and
     /// drain first).
     AfterWrite { finish: bool },
-    /// Half-closed: read and dropped until the peer closes, [`LINGER`] passes or
-    /// [`LINGER_BYTES`] were read.
+    /// Half-closed: read and dropped until the peer closes, the linger passes or its bytes
+    /// were read (`HttpLimits::linger`, `HttpLimits::linger_bytes`).
     Draining { until: Instant, budget: usize },
 }
 
 #[derive(Debug)]
 pub(super) struct Sock {
     pub(super) stream: TcpStream,
+    /// How long, and for how many bytes, it lingers once finished.
+    linger: (Duration, usize),
     out: Vec<u8>,
     sent: usize,
     /// Since when the bytes that wait for the kernel made no progress (the write timeout runs
@@ -58,9 +58,10 @@ pub(super) enum Fate {
 }
 
 impl Sock {
-    pub(super) fn new(stream: TcpStream) -> Sock {
+    pub(super) fn new(stream: TcpStream, linger: (Duration, usize)) -> Sock {
         Sock {
             stream,
+            linger,
             out: Vec::new(),
             sent: 0,
             stalled: None,
@@ -118,8 +119,8 @@ impl Sock {
             Ending::AfterWrite { finish: true } => {
                 let _ = self.stream.shutdown(Shutdown::Write);
                 self.ending = Ending::Draining {
-                    until: now + LINGER,
-                    budget: LINGER_BYTES,
+                    until: now + self.linger.0,
+                    budget: self.linger.1,
                 };
                 self.drain(now)
             }

@@ -801,6 +801,13 @@ impl<F: Fold> Engine<F> {
     /// connections close and busy ones after their answer.
     pub(super) fn shutdown(&mut self) {
         self.shutting_down = true;
+        if self.grace_ends.is_none()
+            && let Some(grace) = self.http_limits().map(|l| l.shutdown_grace)
+        {
+            let at = self.now.mono + grace;
+            self.grace_ends = Some(at);
+            self.timers.arm(&mut None, at, Due::Grace);
+        }
         let waiting: Vec<_> = self.reqs.keys().copied().collect();
         for req in waiting {
             self.wake(req);

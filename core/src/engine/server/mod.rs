@@ -253,6 +253,8 @@ pub struct Engine<F: Fold> {
     counters: Counters,
     entropy: Entropy,
     shutting_down: bool,
+    /// When the shutdown's grace ends (the engine's clock), once one began.
+    grace_ends: Option<Duration>,
 }
 
 impl<F: Fold> std::fmt::Debug for Engine<F> {
@@ -263,6 +265,17 @@ impl<F: Fold> std::fmt::Debug for Engine<F> {
             .field("shutting_down", &self.shutting_down)
             .finish_non_exhaustive()
     }
+}
+
+/// Where a shutdown stands ([`Engine::drain`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drain {
+    /// Requests are still being answered, within the grace.
+    Answering,
+    /// Every request was answered: stop once the answers are written.
+    Answered,
+    /// The grace ended with requests unanswered: stop now.
+    Overdue,
 }
 
 /// How often the feeds look at the head while any is open (another process may move it).
@@ -315,6 +328,7 @@ impl<F: Fold> Engine<F> {
             counters: Counters::new(now.wall),
             entropy: Entropy::new(config.seed),
             shutting_down: false,
+            grace_ends: None,
         }
     }
 
@@ -354,6 +368,22 @@ impl<F: Fold> Engine<F> {
     /// Requests being served now (waits included).
     pub fn requests_in_flight(&self) -> usize {
         self.reqs.len()
+    }
+
+    /// Where a shutdown stands (`None` before [`Input::Shutdown`]): every request in flight
+    /// answered, or the grace (`HttpLimits::shutdown_grace`) over with some still unanswered.
+    /// On [`Drain::Answered`] the runtime stops once what it was sent is written; on
+    /// [`Drain::Overdue`] it stops at once.
+    pub fn drain(&self) -> Option<Drain> {
+        if !self.shutting_down {
+            None
+        } else if self.reqs.is_empty() {
+            Some(Drain::Answered)
+        } else if self.grace_ends.is_some_and(|at| at <= self.now.mono) {
+            Some(Drain::Overdue)
+        } else {
+            Some(Drain::Answering)
+        }
     }
 
     /// The next thing the engine asks for; `None` until an input gives it more to do.
@@ -422,6 +452,7 @@ impl<F: Fold> Engine<F> {
                     timers::fired(&mut self.feeds_armed, at);
                     self.feeds_timer();
                 }
+                Due::Grace => {}
                 Due::Sync => {
                     timers::fired(&mut self.syncs.armed, at);
                     self.maybe_sync();

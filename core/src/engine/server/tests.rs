@@ -10,12 +10,12 @@ mod backlog;
 use core::time::Duration;
 use std::sync::Arc;
 
-use super::{ConnId, Input};
+use super::{ConnId, Drain, Input};
 use crate::engine::sim::{World, get, post, responses};
 use crate::ledger::StoreError;
 use crate::protocol::unit_fold::{plain_tool, tools_only};
 use crate::protocol::{Server, TransportFacts};
-use crate::transport::http::{HttpOptions, HttpResponse, Status};
+use crate::transport::http::{HttpLimits, HttpOptions, HttpResponse, Status};
 
 const JSON_OR_SSE: &str = "Accept: application/json, text/event-stream";
 const ERA: &str = "MCP-Protocol-Version: 2025-06-18";
@@ -523,4 +523,33 @@ fn notifications_are_acknowledged_and_count_nothing() {
     assert!(w.engine.counters().requests.is_empty());
     assert_eq!(w.ledger.position.seq, 0);
     let _ = TransportFacts::stdio(None);
+}
+
+#[test]
+fn a_shutdown_is_answered_once_nothing_is_in_flight_and_overdue_after_its_grace() {
+    let mut w = http_world(|_| {});
+    w.auto_sync = false;
+    assert_eq!(w.engine.drain(), None);
+    w.connect(1, "127.0.0.1:45100");
+    w.bytes(1, &post_call(1));
+    w.input(Input::Shutdown);
+    // The call waits for its fsync: the engine is still answering, and wakes at the grace end.
+    assert_eq!(w.engine.drain(), Some(Drain::Answering));
+    let grace = HttpLimits::default().shutdown_grace;
+    assert!(
+        w.engine
+            .poll_timeout()
+            .is_some_and(|t| t <= w.now().mono + grace)
+    );
+    w.advance(grace);
+    assert_eq!(w.engine.drain(), Some(Drain::Overdue));
+
+    let mut w = http_world(|_| {});
+    w.auto_sync = false;
+    w.connect(1, "127.0.0.1:45101");
+    w.bytes(1, &post_call(1));
+    w.input(Input::Shutdown);
+    w.sync();
+    assert_eq!(ids(&w.take(1)), vec![1]);
+    assert_eq!(w.engine.drain(), Some(Drain::Answered));
 }

@@ -23,6 +23,8 @@ pub(super) enum Due {
     Feeds,
     /// The held sync is due (group commit).
     Sync,
+    /// A shutdown's grace ends: the server stops whatever is still in flight.
+    Grace,
 }
 
 #[derive(Debug, Default)]

@@ -112,6 +112,15 @@ pub struct HttpLimits {
     pub sse_idle: Duration,
     /// A dashboard feed that was told no new head this long is closed (its page reconnects).
     pub feed_idle: Duration,
+    /// After a connection's last answer the server half-closes it and reads and drops what its
+    /// peer still sends for at most this long ([`Self::linger_bytes`] at most), so that the
+    /// close does not reset the connection before the peer has read the answer.
+    pub linger: Duration,
+    /// Most bytes read and dropped while a connection lingers.
+    pub linger_bytes: usize,
+    /// How long a shutdown waits for the requests in flight to be answered before the server
+    /// stops anyway ([`Engine::is_drained`](crate::engine::Engine::is_drained)).
+    pub shutdown_grace: Duration,
 }
 
 impl Default for HttpLimits {
@@ -132,6 +141,9 @@ impl Default for HttpLimits {
             sse_keepalive: Duration::from_secs(15),
             sse_idle: Duration::from_secs(300),
             feed_idle: Duration::from_secs(300),
+            linger: Duration::from_millis(500),
+            linger_bytes: 1 << 20,
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }
