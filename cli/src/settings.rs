@@ -211,3 +211,35 @@ pub fn pg_options() -> Result<bernstein_store_postgres::PgOptions, String> {
     }
     Ok(options)
 }
+
+/// How a server scrubs its `.sdd/` ledger (docs/OPERATIONS.md, "The scrub"):
+/// `BERNSTEIN_SCRUB_INTERVAL_SECS`, the rest between passes (default 30; decimals allowed; `0`
+/// turns the scrub off), and `BERNSTEIN_SCRUB_MIB_PER_SEC`, the most it reads per second
+/// (default 32).
+pub fn scrub_policy() -> Result<Option<bernstein_store_file::scrub::ScrubPolicy>, String> {
+    let mut policy = bernstein_store_file::scrub::ScrubPolicy::default();
+    if let Some(v) = env_value("BERNSTEIN_SCRUB_INTERVAL_SECS")? {
+        let secs = v
+            .parse::<f64>()
+            .ok()
+            .filter(|s| s.is_finite() && (0.0..=86_400.0).contains(s))
+            .ok_or_else(|| {
+                format!("BERNSTEIN_SCRUB_INTERVAL_SECS={v:?} is not a number of seconds (0 to 86400; 0 turns the scrub off)")
+            })?;
+        if secs == 0.0 {
+            return Ok(None);
+        }
+        policy.every = std::time::Duration::from_secs_f64(secs);
+    }
+    if let Some(v) = env_value("BERNSTEIN_SCRUB_MIB_PER_SEC")? {
+        let mib = v
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (1..=1 << 20).contains(n))
+            .ok_or_else(|| {
+                format!("BERNSTEIN_SCRUB_MIB_PER_SEC={v:?} is not a positive whole number of MiB")
+            })?;
+        policy.bytes_per_sec = mib << 20;
+    }
+    Ok(Some(policy))
+}

@@ -43,6 +43,7 @@ pub mod lock;
 pub mod open_check;
 mod opening;
 mod scan;
+pub mod scrub;
 pub mod temp_files;
 pub mod upgrade_cmd;
 pub mod verify_cmd;
@@ -64,7 +65,7 @@ use bernstein_ledger::rebase;
 use bernstein_ledger::time::Clock as _;
 use bernstein_ledger::verify::check_extends;
 use bernstein_ledger::{
-    Append, AppendResult, Fold, Record, Snapshot, Store, StoreError, StoreFacts,
+    Append, AppendResult, Fold, LedgerPosition, Record, Snapshot, Store, StoreError, StoreFacts,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -126,6 +127,9 @@ pub struct FileStore<F: Checkpointed> {
     displaced: AtomicBool,
     /// Writes the checkpoints appends make due, off the request path.
     checkpointer: Checkpointer<Folded<F>>,
+    /// What the scrub found, if it found the ledger changed under the server: nothing more is
+    /// served.
+    finding: scrub::Finding,
 }
 
 #[derive(Debug)]
@@ -213,6 +217,7 @@ impl<F: Checkpointed> FileStore<F> {
             commit,
             place,
             displaced: AtomicBool::new(false),
+            finding: scrub::Finding::new(),
             state: Mutex::new(State {
                 ledger,
                 folded: None,
@@ -270,13 +275,46 @@ impl<F: Checkpointed> FileStore<F> {
         self.size_in_place().map(drop)
     }
 
-    /// Refuses once an fsync failed or the ledger path was found to name another file.
+    /// Refuses once an fsync failed, the ledger path was found to name another file or the
+    /// scrub found the ledger changed.
     fn check_served(&self) -> Result<(), StoreError> {
         self.commit.check().map_err(|e| self.sync_failed(&e))?;
         if self.displaced.load(Ordering::Acquire) {
             return Err(self.displaced_error());
         }
+        if let Some(reason) = self.finding.get() {
+            return Err(StoreError::NotServed(reason.clone()));
+        }
         Ok(())
+    }
+
+    /// The head folded so far (`None` before anything was folded).
+    fn position_now(&self) -> Option<LedgerPosition> {
+        let state = self.state();
+        state.folded.as_ref().map(|f| f.snapshot.position)
+    }
+
+    /// What the scrub found, if anything.
+    fn finding(&self) -> Option<&String> {
+        self.finding.get()
+    }
+
+    /// Records the scrub's finding; whether it is the first.
+    fn found(&self, reason: String) -> bool {
+        scrub::set(&self.finding, reason)
+    }
+
+    fn ledger_path(&self) -> PathBuf {
+        self.layout.ledger_file()
+    }
+
+    fn audit_key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// Every line up to the durable head, for the scrub (the same read as `scan_lines`).
+    fn scan_lines_for_scrub(&self, each: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), StoreError> {
+        Store::scan_lines(self, each)
     }
 
     /// The ledger file's size, read by its path; refused, and nothing served from then on,
@@ -511,6 +549,9 @@ impl<F: Checkpointed> FileStore<F> {
     /// The projection at the current head (folding what is new) and the file offset it
     /// reflects, noted with group commit as bytes a later fsync must cover; not yet durable.
     fn fold(&self) -> Result<(Arc<Snapshot<F>>, u64), StoreError> {
+        if let Some(reason) = self.finding.get() {
+            return Err(StoreError::NotServed(reason.clone()));
+        }
         let mut state = self.state();
         let len = self.ledger_size(&state)?;
         let (snapshot, offset) = match &state.folded {

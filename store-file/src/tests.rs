@@ -971,3 +971,5 @@ fn a_failed_fsync_is_not_worth_retrying_before_a_restart() {
     assert!(!err.retryable(), "{err:?}");
     assert!(err.to_string().contains("until it restarts"), "{err}");
 }
+
+mod scrub;

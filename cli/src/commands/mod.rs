@@ -25,6 +25,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bernstein_domain::Projection;
+use bernstein_store_file::scrub::ScrubPolicy;
 use bernstein_store_file::{FailedStore, FileStore, OpeningStore};
 
 /// A store the commands open, whichever kind it is.
@@ -274,13 +275,14 @@ pub fn open_serving_store(
 ) -> Result<(SharedStore, Vec<u8>), String> {
     let Some(url) = url else {
         let key = project_audit_key(workdir)?;
+        let scrub = crate::settings::scrub_policy()?;
         if !degrade {
             return match FileStore::open(workdir, key.clone()) {
-                Ok(store) => Ok((Arc::new(store), key)),
+                Ok(store) => Ok((scrubbed(store, scrub)?, key)),
                 Err(e) => Err(e.to_string()),
             };
         }
-        return Ok((open_file_store_early(workdir, &key)?, key));
+        return Ok((open_file_store_early(workdir, &key, scrub)?, key));
     };
     if migrate {
         let applied = bernstein_store_postgres::migrate(url).map_err(at_database(url))?;
@@ -309,10 +311,14 @@ const BIND_EARLY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 /// every request with a clear reason until the ledger is verified. A ledger that does not
 /// verify is served as a [`FailedStore`]; any other failure is returned (or, after binding,
 /// ends the process).
-fn open_file_store_early(workdir: &Path, key: &[u8]) -> Result<SharedStore, String> {
+fn open_file_store_early(
+    workdir: &Path,
+    key: &[u8],
+    scrub: Option<ScrubPolicy>,
+) -> Result<SharedStore, String> {
     let (dir, k) = (workdir.to_path_buf(), key.to_vec());
     let opening = OpeningStore::start(move || match FileStore::open(&dir, k) {
-        Ok(store) => Ok(Arc::new(store) as SharedStore),
+        Ok(store) => scrubbed(store, scrub),
         Err(e) if does_not_verify(&e) => Ok(failed_store(&e.to_string())),
         Err(e) => Err(e.to_string()),
     })
@@ -327,6 +333,19 @@ fn open_file_store_early(workdir: &Path, key: &[u8]) -> Result<SharedStore, Stri
             Ok(opening)
         }
     }
+}
+
+/// A server's file store, scrubbed in the background under `policy` (none: not scrubbed).
+fn scrubbed(
+    store: FileStore<Projection>,
+    policy: Option<ScrubPolicy>,
+) -> Result<SharedStore, String> {
+    let store = Arc::new(store);
+    if let Some(policy) = policy {
+        bernstein_store_file::scrub::start(&store, policy)
+            .map_err(|e| format!("cannot start the ledger scrub: {e}"))?;
+    }
+    Ok(store)
 }
 
 /// Which store a server serves, for its startup log: the `.sdd/` ledger file (absolute), or

@@ -40,7 +40,6 @@ const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
 /// Connection ids start above the loop's own tokens (an id is its token).
 const FIRST_CONN: u64 = 2;
-/// How long a shutdown waits for requests in flight before it closes what is left.
 
 /// A running server.
 #[derive(Debug)]

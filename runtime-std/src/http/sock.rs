@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 
-/// How long a finished connection is drained after its half-close, and how much of it.
-
 /// Where a socket stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Ending {
