@@ -218,6 +218,18 @@ impl<'ast> Visit<'ast> for Collector<'ast> {
         syn::visit::visit_path(self, p);
     }
 
+    /// `#[schemars(transform = super::schema::f)]`: an attribute's arguments are tokens too.
+    fn visit_attribute(&mut self, a: &'ast syn::Attribute) {
+        if let syn::Meta::List(list) = &a.meta {
+            let mut paths = Vec::new();
+            token_paths(list.tokens.clone(), &mut paths);
+            self.m
+                .named
+                .extend(paths.into_iter().map(|(path, line)| (path, line, false)));
+        }
+        syn::visit::visit_attribute(self, a);
+    }
+
     fn visit_macro(&mut self, mac: &'ast syn::Macro) {
         syn::visit::visit_path(self, &mac.path);
         let mut paths = Vec::new();
@@ -777,7 +789,9 @@ fn the_parser_sees_super_chains_nested_groups_re_exports_and_inline_paths() {
              \x20       let _ = \"crate::a::in_a_string\";\n\
              \x20       let _ = crate::b::Thing::new();\n\
              \x20   }\n\
-             }\n",
+             }\n\
+             #[schemars(transform = crate::b::h)]\n\
+             struct S;\n",
         ),
         (
             "b.rs",
@@ -801,6 +815,7 @@ fn the_parser_sees_super_chains_nested_groups_re_exports_and_inline_paths() {
         edges,
         [
             "a::x -> b (src/a/x.rs:1)",
+            "a::x -> b (src/a/x.rs:11)",
             "a::x -> b::c (src/a/x.rs:1)",
             "a::x::y -> b (src/a/x.rs:4)",
             "a::x::y -> b (src/a/x.rs:6)",
