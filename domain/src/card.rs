@@ -12,21 +12,13 @@ use serde_json::{Value, json};
 
 use crate::bound::ResourceSpec;
 use bernstein_core::config::{AuthMode, Config, Tier};
+use bernstein_core::protocol::era::Revision;
 
 use super::prompts;
 use super::tiers;
 
 /// URI of the capability card resource.
 pub const CAPABILITY_URI: &str = "bernstein://capability";
-
-/// Protocol revisions the server speaks, oldest first.
-pub const SPEC_REVISIONS: &[&str] = &[
-    "2024-11-05",
-    "2025-03-26",
-    "2025-06-18",
-    "2025-11-25",
-    "2026-07-28",
-];
 
 /// Environment variable selecting the tool tier (read by the CLI, named here for hosts).
 pub const TIER_ENV_VAR: &str = "BERNSTEIN_MCP_TOOL_TIER";
@@ -51,6 +43,11 @@ pub fn capability_card(config: &Config) -> Value {
     for t in Tier::ALL {
         tier_map.insert(t.as_str().into(), json!(tiers::tools_in(t)));
     }
+    let spec_revisions: Vec<&str> = Revision::SUPPORTED
+        .iter()
+        .rev()
+        .map(|r| r.as_str())
+        .collect();
     let prompt_list: Vec<Value> = prompts::registered()
         .iter()
         .map(|p| json!({"name": p.name, "description": p.description}))
@@ -59,7 +56,8 @@ pub fn capability_card(config: &Config) -> Value {
     json!({
         "name": config.server_name,
         "version": config.server_version,
-        "specRevisions": SPEC_REVISIONS,
+        // The protocol revisions the server speaks, oldest first.
+        "specRevisions": spec_revisions,
         "transports": config.transports,
         "auth": auth,
         "tools": {

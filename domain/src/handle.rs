@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 use crate::Snapshot;
 use bernstein_core::canonical::to_canonical_bytes;
 use bernstein_core::digest::Digest;
+use bernstein_core::protocol::era::Revision;
 
 use super::ids::{check_task_id, run_stream};
 use super::runs::RunStatus;
@@ -40,7 +41,7 @@ pub const SPEC_REVISION: &str = "2026-07-28";
 /// Whether `revision` may stand in a handle or receipt: one the server speaks (older servers
 /// wrote the call's revision there, and those receipts stay valid).
 pub fn known_spec_revision(revision: &str) -> bool {
-    super::card::SPEC_REVISIONS.contains(&revision)
+    Revision::parse(revision).is_some()
 }
 
 /// A verifiable run handle.

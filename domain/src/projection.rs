@@ -343,7 +343,7 @@ impl Projection {
                 parse::<records::RunTaskAdded>(&rec.body).is_some_and(|b| run.add_member(&b))
             }
             records::RUN_TASK_STATUS => {
-                parse::<records::RunTaskStatus>(&rec.body).is_some_and(|b| run.change_member(&b))
+                parse::<TaskStatusChanged>(&rec.body).is_some_and(|b| run.change_member(&b))
             }
             records::RUN_CANCELLED => {
                 parse::<records::RunCancelled>(&rec.body).is_some_and(|b| run.cancel(&b))
@@ -541,7 +541,7 @@ mod sharing_tests;
 mod tests {
     use super::*;
     use crate::Snapshot;
-    use crate::records::{Complexity, RunTaskStatus, Scope, new_run_drafts, new_subtask_drafts};
+    use crate::records::{Complexity, Scope, new_run_drafts, new_subtask_drafts};
     use bernstein_core::ledger::{Draft, LedgerPosition, seal};
     use serde_json::json;
 
@@ -683,7 +683,7 @@ mod tests {
             to: TaskStatus::Closed,
             ..stale.clone()
         };
-        let bad_journal = RunTaskStatus {
+        let bad_journal = TaskStatusChanged {
             run_id: "T-a".into(),
             task_id: "T-a".into(),
             from: TaskStatus::Open,

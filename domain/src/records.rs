@@ -121,7 +121,9 @@ pub struct TaskCreated {
     pub redacted_kinds: Vec<String>,
 }
 
-/// `task.status` (stream `backlog`).
+/// `task.status` (stream `backlog`) and `run.task_status` (stream `run:<run_id>`): one status
+/// change, whose body [`super::status_changes`] writes to both streams in the same transaction.
+/// Bodies are canonical JSON (keys sorted), so both kinds keep their bytes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskStatusChanged {
     pub task_id: String,
@@ -169,28 +171,6 @@ pub struct RunTaskAdded {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<String>,
     pub status: TaskStatus,
-}
-
-/// `run.task_status` (stream `run:<run_id>`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunTaskStatus {
-    pub run_id: String,
-    pub task_id: String,
-    pub from: TaskStatus,
-    pub to: TaskStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub actor: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<String>,
-    pub at: u64,
-    /// Spans DLP replaced, per field of this record (absent when none; docs/RECORDS.md §7).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub redactions: BTreeMap<String, u64>,
-    /// The kinds replaced, sorted (absent when none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub redacted_kinds: Vec<String>,
 }
 
 /// `run.cancelled` (stream `run:<run_id>`).
@@ -437,7 +417,7 @@ mod tests {
                 TASK_STATUS => round_trips::<TaskStatusChanged>(text),
                 RUN_CREATED => round_trips::<RunCreated>(text),
                 RUN_TASK_ADDED => round_trips::<RunTaskAdded>(text),
-                RUN_TASK_STATUS => round_trips::<RunTaskStatus>(text),
+                RUN_TASK_STATUS => round_trips::<TaskStatusChanged>(text),
                 RUN_CANCELLED => round_trips::<RunCancelled>(text),
                 CLAIM_RECEIPT => round_trips::<super::super::claims::ClaimEntry>(text),
                 MAILBOX_MESSAGE => round_trips::<super::super::mailbox::MailboxEntry>(text),

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use bernstein_core::digest::Digest;
 
 use super::lifecycle::{self, TaskStatus};
-use super::records::{RunCancelled, RunCreated, RunTaskAdded, RunTaskStatus};
+use super::records::{RunCancelled, RunCreated, RunTaskAdded, TaskStatusChanged};
 use bernstein_core::ledger::compact::InlineStr;
 
 mod counts;
@@ -134,7 +134,7 @@ impl RunView {
 
     /// Folds `run.task_status`; false when the journal's `from` does not match or the edge is
     /// illegal (the view is then left unchanged).
-    pub(crate) fn change_member(&mut self, body: &RunTaskStatus) -> bool {
+    pub(crate) fn change_member(&mut self, body: &TaskStatusChanged) -> bool {
         if body.run_id != self.run_id {
             return false;
         }
@@ -186,7 +186,7 @@ mod tests {
     }
 
     fn change(v: &mut RunView, task: &str, from: TaskStatus, to: TaskStatus) -> bool {
-        v.change_member(&RunTaskStatus {
+        v.change_member(&TaskStatusChanged {
             run_id: "T-a".into(),
             task_id: task.into(),
             from,

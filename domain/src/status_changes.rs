@@ -98,7 +98,7 @@ impl<'p> StatusChanges<'p> {
         let from = self.status(task_id).unwrap_or(task.status);
         lifecycle::transition(from, to)?;
         let mut r = Redactions::default();
-        let backlog = TaskStatusChanged {
+        let change = TaskStatusChanged {
             task_id: task.id.to_string(),
             run_id: task.run_id.to_string(),
             from,
@@ -111,22 +111,10 @@ impl<'p> StatusChanges<'p> {
             redacted_kinds: r.kinds(),
         };
         self.redactions.merge(&r);
-        let journal = RunTaskStatus {
-            run_id: backlog.run_id.clone(),
-            task_id: backlog.task_id.clone(),
-            from,
-            to,
-            reason: backlog.reason.clone(),
-            actor: backlog.actor.clone(),
-            summary: backlog.summary.clone(),
-            at,
-            redactions: backlog.redactions.clone(),
-            redacted_kinds: backlog.redacted_kinds.clone(),
-        };
         self.backlog
-            .push(draft(BACKLOG_STREAM, TASK_STATUS, &backlog));
+            .push(draft(BACKLOG_STREAM, TASK_STATUS, &change));
         self.journal
-            .push(draft(run_stream(&task.run_id), RUN_TASK_STATUS, &journal));
+            .push(draft(run_stream(&task.run_id), RUN_TASK_STATUS, &change));
         self.current.insert(task.id.to_string(), to);
         Ok(from)
     }
