@@ -1,10 +1,12 @@
 //! What the operator's dashboard shows, as JSON computed from a snapshot (`/api/overview`,
 //! `/api/task`; shapes in docs/OPERATIONS.md): runs with their progress (the fold of the
 //! progress ticks) and task trees, plans awaiting a decision, calls and refusals over a
-//! window, the ledger; and a task's mailbox, artifacts and lineage. [`verify`] checks a pasted
-//! handle, receipt or capsule. Pure and read-only: nothing here writes a record.
+//! window, the ledger, the claimers ([`workers`]); and a task's mailbox, artifacts and
+//! lineage. [`verify`] checks a pasted handle, receipt or capsule. Pure and read-only: nothing
+//! here writes a record.
 
 pub mod verify;
+pub mod workers;
 
 use serde_json::{Map, Value, json};
 
@@ -12,7 +14,7 @@ use crate::Snapshot;
 use crate::mailbox::{self, MailboxEntry};
 use crate::projection::{Projection, TaskRow};
 use crate::runs::RunView;
-use crate::{lifecycle::TaskStatus, lineage, plans, task_view};
+use crate::{dlp, lifecycle::TaskStatus, lineage, plans, task_view};
 use bernstein_core::ledger::StoreFacts;
 use bernstein_core::signing;
 use bernstein_core::time::Timestamp;
@@ -48,16 +50,7 @@ pub fn overview(s: &Snapshot, facts: &ServerFacts<'_>, now: Timestamp, window_s:
         "server": {"name": "bernstein", "version": facts.version, "read_only": facts.read_only},
         "now": now.0,
         "window_s": window_s,
-        "ledger": {
-            "records": s.position.seq,
-            "bytes": facts.store.ledger_bytes,
-            "head": s.position.head.to_string(),
-            // Every snapshot a store hands out was verified when it was read.
-            "verified_at_open": true,
-            "store": if facts.store.kind.is_empty() { "unknown" } else { facts.store.kind },
-            "ignored_records": p.ignored_records(),
-            "signed_head": facts.signed_head.clone().unwrap_or(Value::Null),
-        },
+        "ledger": ledger_json(s, facts),
         "tasks_by_status": by_status,
         "runs": runs,
         "plans": awaiting_plans(p),
@@ -67,6 +60,37 @@ pub fn overview(s: &Snapshot, facts: &ServerFacts<'_>, now: Timestamp, window_s:
             "cost_usd": t.cost_micro_usd as f64 / 1e6,
         })).collect::<Vec<_>>(),
         "calls": calls_json(p, now, window_s),
+        "workers": workers::workers(p, now.0),
+    })
+}
+
+/// Fields of `ledger` that a store of `kind` does not have at all (as opposed to a field it
+/// has but cannot tell now, which is `null` without being listed here).
+pub fn not_applicable(kind: &str) -> &'static [&'static str] {
+    match kind {
+        // Its ledger is the rows of a table, not a file: it has no byte length.
+        "postgres" => &["bytes"],
+        _ => &[],
+    }
+}
+
+/// The `ledger` object of `/api/overview`: what the snapshot and the store tell of it.
+fn ledger_json(s: &Snapshot, facts: &ServerFacts<'_>) -> Value {
+    let kind = if facts.store.kind.is_empty() {
+        "unknown"
+    } else {
+        facts.store.kind
+    };
+    json!({
+        "records": s.position.seq,
+        "bytes": facts.store.ledger_bytes,
+        "head": s.position.head.to_string(),
+        // Every snapshot a store hands out was verified when it was read.
+        "verified_at_open": true,
+        "store": kind,
+        "not_applicable": not_applicable(kind),
+        "ignored_records": s.domain.ignored_records(),
+        "signed_head": facts.signed_head.clone().unwrap_or(Value::Null),
     })
 }
 
@@ -118,7 +142,7 @@ fn task_row(t: &TaskRow) -> Value {
         "role": t.role,
         "status": t.status.as_str(),
         "depends_on": t.rare.depends_on,
-        "claimer": t.claimer,
+        "claimer": t.claimer.as_deref().map(|c| dlp::redact(c).text),
         "lease_expires_at": t.rare.lease_expires_at,
         "attempts": t.attempts,
         "children": t.rare.children,

@@ -154,3 +154,122 @@ fn pasted_handles_and_receipts_are_checked_against_the_ledger() {
     assert!(PastedCheck::new(b"not json", &b.snapshot.domain, "l", None, None).is_err());
     let _ = run::NAME;
 }
+
+fn facts_of(kind: &'static str, bytes: Option<u64>) -> ServerFacts<'static> {
+    ServerFacts {
+        store: StoreFacts {
+            kind,
+            ledger_bytes: bytes,
+            ..StoreFacts::default()
+        },
+        ..facts()
+    }
+}
+
+#[test]
+fn the_ledger_says_which_fields_its_store_does_not_have() {
+    let (b, _, _) = bench();
+    // PostgreSQL: records and head as any store; no byte length, and it says so.
+    let pg = overview(&b.snapshot, &facts_of("postgres", None), b.now, 3600);
+    let ledger = &pg["ledger"];
+    assert_eq!(ledger["store"], "postgres");
+    assert_eq!(ledger["records"], b.snapshot.position.seq);
+    assert_eq!(ledger["head"], b.snapshot.position.head.to_string());
+    assert_eq!(ledger["bytes"], Value::Null);
+    assert_eq!(ledger["not_applicable"], json!(["bytes"]));
+    // A file store has every field: a size it cannot tell now is null but not inapplicable.
+    let file = overview(&b.snapshot, &facts_of("file", None), b.now, 3600);
+    assert_eq!(file["ledger"]["bytes"], Value::Null);
+    assert_eq!(file["ledger"]["not_applicable"], json!([]));
+    let file = overview(&b.snapshot, &facts(), b.now, 3600);
+    assert_eq!(file["ledger"]["bytes"], 123);
+    assert_eq!(file["ledger"]["not_applicable"], json!([]));
+}
+
+#[test]
+fn the_workers_panel_lists_each_claimer_with_its_task_and_lease() {
+    let (mut b, claimed, _) = bench();
+    let claimed_at = b.snapshot.domain.task(&claimed).unwrap().updated_at;
+    // Another claimer takes a task, finishes it, and holds nothing after.
+    b.now = Timestamp(b.now.0 + 60_000);
+    let other = b.ok(claim::NAME, json!({"claimer_id": "worker-9"}))["taskId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    b.ok(
+        "bernstein_complete",
+        json!({"task_id": other, "result_summary": "done", "claimer_id": "worker-9"}),
+    );
+    let v = overview(&b.snapshot, &facts(), b.now, 3600);
+    let w = &v["workers"];
+    assert_eq!(w["total"], 2);
+    assert_eq!(w["truncated"], false);
+    assert_eq!(w["max_rows"], workers::MAX_WORKERS);
+    let rows = w["rows"].as_array().unwrap();
+    // The most recently active first.
+    assert_eq!(rows[0]["claimer"], "worker-9");
+    assert_eq!(rows[0]["held"], 0);
+    assert_eq!(rows[0]["holds_task"], false);
+    assert_eq!(rows[0]["task"]["id"], other.as_str());
+    assert_eq!(rows[0]["task"]["status"], "done");
+    assert_eq!(rows[0]["claimed_at"], Value::Null);
+    assert_eq!(rows[0]["lease_expires_at"], Value::Null);
+    let done = b.snapshot.domain.task(&other).unwrap();
+    assert_eq!(rows[0]["last_active_at"], done.updated_at);
+    assert!(done.updated_at > claimed_at);
+
+    let held = &rows[1];
+    let row = b.snapshot.domain.task(&claimed).unwrap();
+    assert_eq!(held["claimer"], "worker-7");
+    assert_eq!(held["held"], 1);
+    assert_eq!(held["holds_task"], true);
+    assert_eq!(held["task"]["id"], claimed.as_str());
+    assert_eq!(held["task"]["title"], row.title.as_str());
+    assert_eq!(held["task"]["status"], "claimed");
+    assert_eq!(held["claimed_at"], claimed_at);
+    let lease = row.rare.lease_expires_at.unwrap();
+    assert_eq!(held["lease_expires_at"], lease);
+    assert_eq!(held["lease_expired"], false);
+    // Its message renewed the lease: that is its last activity.
+    assert_eq!(held["last_active_at"], lease - row.rare.lease_ms.unwrap());
+
+    // Past the lease's end the row says it expired.
+    let later = overview(&b.snapshot, &facts(), Timestamp(lease + 1), 3600);
+    assert_eq!(later["workers"]["rows"][1]["lease_expired"], true);
+}
+
+#[test]
+fn the_workers_panel_is_bounded_and_never_shows_a_secret() {
+    let mut b = Bench::new();
+    for i in 0..workers::MAX_WORKERS + 5 {
+        b.start(&format!("task {i}"));
+        b.ok(claim::NAME, json!({"claimer_id": format!("w-{i}")}));
+    }
+    // The claim tool refuses such an id; a ledger written before it did may still hold one.
+    let secret = "AKIAABCDEFGHIJKLMNOP";
+    let task = b.start("a task for a badly named worker");
+    let (mut backlog, journal) = crate::status_changes::status_change_drafts(
+        &b.snapshot.domain,
+        &task,
+        TaskStatus::Claimed,
+        None,
+        b.now.0,
+    )
+    .unwrap();
+    backlog.body["actor"] = json!(secret);
+    b.commit(vec![backlog, journal]);
+    assert_eq!(
+        b.snapshot.domain.task(&task).unwrap().claimer.as_deref(),
+        Some(secret)
+    );
+    let v = overview(&b.snapshot, &facts(), b.now, 3600);
+    let w = &v["workers"];
+    assert_eq!(w["total"], workers::MAX_WORKERS + 6);
+    assert_eq!(w["truncated"], true);
+    assert_eq!(w["rows"].as_array().unwrap().len(), workers::MAX_WORKERS);
+    let text = v.to_string();
+    assert!(!text.contains(secret), "a secret claimer id leaked");
+    // The newest claimer first, its id redacted.
+    assert_eq!(w["rows"][0]["claimer"], "[REDACTED:aws_access_key]");
+    assert_eq!(w["rows"][0]["task"]["id"], task.as_str());
+}

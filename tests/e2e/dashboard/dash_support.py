@@ -3,7 +3,8 @@
 `DashServer` is one `bernstein mcp --transport http` process (or, `read_only=True`, the
 read-only `bernstein dashboard`) on a chosen port (`0`: a free one), so that a test can stop
 it and start the next process on the same port, as an operator restarting the server would;
-the browser talks to it directly. `tool` makes an MCP tool call
+the browser talks to it directly. `workdir` serves another project directory than the
+launcher's (a tampered copy, say). `tool` makes an MCP tool call
 over HTTP and returns its payload; `ready` reads `/readyz` (records and head of the ledger).
 """
 
@@ -31,19 +32,20 @@ class DashServer:
     """A server on `port` (0 = any free one) over `launcher`'s workdir."""
 
     def __init__(self, launcher: Launcher, label: str, *, port: int = 0, env: dict[str, str] | None = None,
-                 read_only: bool = False):
+                 read_only: bool = False, workdir: Path | None = None):
         self.prefix = launcher._prefix(label)
+        workdir = workdir or launcher.workdir
         where = ["--host", "127.0.0.1", "--port", str(port)]
         if read_only:
-            argv = [str(launcher.binary), "dashboard", "--workdir", str(launcher.workdir),
+            argv = [str(launcher.binary), "dashboard", "--workdir", str(workdir),
                     "--runtime", launcher.runtime, *where]
         else:
-            argv = launcher.server_argv() + ["--transport", "http", *where]
+            argv = launcher.server_argv(workdir=workdir) + ["--transport", "http", *where]
         self._ready = READY_DASHBOARD if read_only else READY
         self.stderr_path = Path(str(self.prefix) + ".stderr.log")
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=self._stderr, env=base_env(env), cwd=str(launcher.workdir))
+                                     stderr=self._stderr, env=base_env(env), cwd=str(workdir))
         try:
             self.port = split_authority(wait_announced(self.proc, self.stderr_path, self._ready))[1]
         except BaseException:

@@ -39,3 +39,43 @@ def test_the_feed_and_the_verify_box_span_instances(pg_servers, pg_url, bernstei
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_the_dashboard_shows_what_a_database_ledger_knows(pg_servers, runtime):
+    """On PostgreSQL the ledger has records and a head but no byte length: the API says the
+    field does not apply (not that it is unknown), and the page, in Chromium, says so too; a
+    claim made on one instance shows in the workers panel of another."""
+    a, b = pg_servers(2)
+    run = payload(call_tool(a.base, "bernstein_run", {"goal": "pg: a task to hold"}, id_=1))
+    claim = payload(call_tool(a.base, "bernstein_claim", {"claimer_id": "pg-claimer"}, id_=2))
+    assert claim["taskId"] == run["run_id"], claim
+    ready = request(b.direct_base, "GET", "/readyz").json()
+    ov = request(b.direct_base, "GET", "/api/overview").json()
+    ledger = ov["ledger"]
+    assert ledger["store"] == "postgres" and ledger["records"] == ready["records"], ledger
+    assert ledger["head"] == ready["head"]
+    assert ledger["bytes"] is None and ledger["not_applicable"] == ["bytes"], ledger
+    rows = ov["workers"]["rows"]
+    assert [(r["claimer"], r["task"]["id"]) for r in rows] == [("pg-claimer", run["run_id"])], rows
+
+    from playwright.sync_api import sync_playwright
+
+    from harness import browser as browser_harness
+
+    with sync_playwright() as pw:
+        chromium = browser_harness.launch(pw)
+        t = browser_harness.Tab(chromium, f"pg-dashboard-{runtime}")
+        try:
+            t.page.goto(b.direct_base + "/")
+            t.wait_attr(t.testid("conn-state"), "data-state", "live")
+            t.wait_attr(t.testid("ledger-records"), "data-value", str(ready["records"]))
+            assert t.text(t.testid("ledger-store")) == "postgres"
+            assert t.text(t.testid("ledger-head")) == ready["head"]
+            size = t.testid("ledger-bytes")
+            assert t.text(size) == "not applicable" and t.attr(size, "data-applicable") == "false"
+            assert "unknown" not in t.text(".ledger")
+            t.wait_visible(t.testid("worker-row", claimer="pg-claimer"))
+            t.screenshot("pg")
+        finally:
+            t.close()
+            chromium.close()

@@ -4,7 +4,7 @@
 //! | route | what | auth |
 //! |---|---|---|
 //! | `GET /`, `/dashboard.js`, `/dashboard-view.js`, `/dashboard.css` | the page (embedded, the same bytes for everyone) | none: it holds no data |
-//! | `GET /api/overview?window=S` | runs, tasks, plans, calls and the ledger ([`crate::dashboard`]) | as `/mcp` |
+//! | `GET /api/overview?window=S` | runs, tasks, plans, calls, workers and the ledger ([`crate::dashboard`]) | as `/mcp` |
 //! | `GET /api/task?id=T` | a task's mailbox, artifacts and lineage | as `/mcp` |
 //! | `POST /api/verify` | checks a pasted run handle, claim receipt or capsule against this ledger | as `/mcp` |
 //! | `GET /api/events` | SSE: one `head` event per ledger head move | as `/mcp` |

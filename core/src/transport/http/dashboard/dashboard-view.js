@@ -16,8 +16,12 @@ function renderHeader(ov) {
   document.title = `${server.name} dashboard`;
   document.querySelector(".ledger").hidden = false;
   setText("ledger-records", ledger.records.toLocaleString("en-US"), ledger.records);
-  setText("ledger-bytes", bytes(ledger.bytes), ledger.bytes).title =
-    ledger.bytes === null ? "the store does not report its size" : `${ledger.bytes} bytes`;
+  // A field the store does not have at all is "not applicable"; one it cannot tell now, unknown.
+  const noBytes = (ledger.not_applicable || []).includes("bytes");
+  const size = setText("ledger-bytes", noBytes ? "not applicable" : bytes(ledger.bytes), ledger.bytes);
+  size.dataset.applicable = String(!noBytes);
+  if (noBytes) size.title = `a ${ledger.store} ledger is rows of a table: it has no byte length`;
+  else size.title = ledger.bytes === null ? "the store cannot tell its size now" : `${ledger.bytes} bytes`;
   setText("ledger-head", ledger.head).title = ledger.head;
   setText("ledger-verified", ledger.verified_at_open ? "yes" : "no");
   setText("ledger-store", ledger.store);
@@ -41,6 +45,7 @@ function renderOverview(ov) {
   renderHeader(ov);
   renderStatusCounts(ov.tasks_by_status);
   keepFocus(() => renderRuns(ov.runs));
+  keepFocus(() => renderWorkers(ov.workers));
   renderPlans(ov.plans);
   renderCalls(ov.calls, ov.roles);
   refreshTimes();
@@ -53,10 +58,10 @@ function clearData() {
   byTest("task-detail").hidden = true;
   byTest("verify-result").hidden = true;
   document.querySelector(".ledger").hidden = true;
-  for (const id of ["tasks-by-status", "runs", "plans", "calls-summary", "calls-by-tool", "refusals",
+  for (const id of ["tasks-by-status", "runs", "workers", "plans", "calls-summary", "calls-by-tool", "refusals",
     "roles", "sparkline", "task-body"]) byTest(id).replaceChildren();
   for (const id of ["ledger-records", "ledger-bytes", "ledger-head", "ledger-verified", "ledger-store",
-    "ledger-signed-seq", "verify-kind", "verify-summary", "verify-valid"]) {
+    "ledger-signed-seq", "workers-note", "verify-kind", "verify-summary", "verify-valid"]) {
     setText(id, "");
   }
   byTest("verify-input").value = "";
@@ -154,6 +159,40 @@ function toggleRun(button) {
   else state.expanded.delete(id);
   button.setAttribute("aria-expanded", String(open));
   document.getElementById(button.getAttribute("aria-controls")).hidden = !open;
+}
+
+// ---- rendering: workers ------------------------------------------------------------------
+
+const DASH = "\u2014";
+
+function workerRow(w) {
+  const t = w.task;
+  const claimed = w.claimed_at
+    ? el("td", { "data-testid": "worker-claimed", "data-ago": w.claimed_at, title: iso(w.claimed_at) })
+    : el("td", { "data-testid": "worker-claimed", class: "meta", text: DASH,
+      title: w.holds_task ? "claimed before it started; the claim's time is in the audit records" : "holds no task now" });
+  const lease = w.lease_expires_at
+    ? el("span", { "data-testid": "worker-lease", "data-until": w.lease_expires_at, "data-expired": String(w.lease_expired),
+      class: w.lease_expired ? "expired" : null, title: iso(w.lease_expires_at) })
+    : el("span", { "data-testid": "worker-lease", class: "meta", text: DASH, title: "no lease held" });
+  return el("tr", { "data-testid": "worker-row", "data-claimer": w.claimer, "data-holds": String(w.holds_task) },
+    el("td", {}, el("code", { "data-testid": "worker-claimer", text: w.claimer }),
+      w.held > 1 && el("span", { class: "meta", text: ` holds ${w.held}` })),
+    el("td", {}, el("button", { type: "button", class: "link", "data-action": "select-task", "data-id": t.id,
+      "data-key": `worker:${w.claimer}`, "data-testid": "worker-task", "data-task-id": t.id, text: t.title }),
+    " ", badge(t.status), !w.holds_task && el("span", { class: "meta", text: " (last task)" })),
+    claimed,
+    el("td", {}, lease),
+    el("td", { "data-testid": "worker-active", "data-ago": w.last_active_at, title: iso(w.last_active_at) }));
+}
+
+function renderWorkers(w) {
+  const rows = (w && w.rows) || [];
+  byTest("workers").replaceChildren(...rows.map(workerRow));
+  byTest("workers-empty").hidden = rows.length > 0;
+  byTest("workers-note").textContent = !rows.length ? ""
+    : w.truncated ? `The ${w.max_rows} most recently active of ${w.total} claimers.`
+      : `Claimers of held tasks and of the newest tasks, most recently active first (at most ${w.max_rows}).`;
 }
 
 // ---- rendering: the selected task -------------------------------------------------------

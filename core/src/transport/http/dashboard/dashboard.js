@@ -11,10 +11,19 @@
  * Auth: a token from `#token=...` (then removed from the address bar) or from the form shown
  * after a 401, kept in sessionStorage, sent as `Authorization: Bearer` on every request.
  *
+ * Not ready: /api/* answer 503 {"status":"not_ready","reason","retryable"} while the ledger
+ * cannot be served. The page then shows the ledger's state instead of the connection's, with
+ * the reason in the error banner: `not_ready` (retryable false: the ledger does not verify, or
+ * was replaced; only the operator mends it, so the page waits for the feed to reconnect to a
+ * restarted server), `opening` (retryable, still opening and verifying) or `unavailable`
+ * (retryable otherwise); the retryable ones are asked again every RETRY_MS.
+ *
  * Test hooks (data-testid unless noted):
- *   conn-state            text and data-state: connecting | live | reconnecting | locked
+ *   conn-state            text and data-state: connecting | live | reconnecting | locked |
+ *                         not_ready | opening | unavailable (title = the server's reason)
  *   server-name, server-version, read-only (hidden unless read-only)
- *   ledger-records        data-value = records; ledger-bytes (data-value, may be empty)
+ *   ledger-records        data-value = records; ledger-bytes (data-value, may be empty;
+ *                         data-applicable = false when the store has no such field)
  *   ledger-head           textContent = the full head (shortened by CSS, full in title)
  *   ledger-verified (yes|no), ledger-store, ledger-signed-seq (data-value = seq or empty)
  *   auth, token-form, token-input, token-submit, auth-error; data (the data area), load-error
@@ -27,6 +36,9 @@
  *   task-detail > task-body: task-field[data-field], mailbox > mail-entry[data-seq] with
  *          mail-sender, mail-kind, mail-body, mail-signature; artifacts > artifact-row[data-key]
  *          with artifact-lineage (data-ok); task-close; task-missing
+ *   workers > worker-row[data-claimer][data-holds] with worker-claimer, worker-task
+ *          (button, data-task-id), worker-claimed (data-ago = ms, or "—"), worker-lease
+ *          (data-until = ms, data-expired), worker-active (data-ago); workers-empty, workers-note
  *   plans > plan-row[data-plan-id] with .title, .status, .planned, plan-hash (full text)
  *   window (select), calls-summary > calls-total, calls-refused (data-value), calls-by-tool > tool-row[data-tool]
  *          (data-value), refusals > refusal-row[data-code], roles > role-row[data-role],
@@ -42,6 +54,7 @@ const BACKOFF_MAX_MS = 5000;
 const REFRESH_GAP_MS = 250;
 const SILENCE_MS = 45000; // keep-alives come every 15 s; longer silence means a dead stream
 const AGE_TICK_MS = 5000;
+const RETRY_MS = 2000; // asking again while the ledger is opening or unreachable
 
 const state = {
   token: null,
@@ -51,6 +64,9 @@ const state = {
   expanded: new Set(),
   taskId: null,
   stream: null,
+  feedUp: false, // the feed's response arrived and its stream is open
+  notReady: null, // the body of the last 503 not_ready answer, until an overview loads
+  retryTimer: null,
   refresh: { timer: null, busy: false, again: false, last: 0 },
 };
 
@@ -63,9 +79,15 @@ class Unauthorized extends Error {
 class Unreachable extends Error {} // fetch itself failed: no answer from the server
 class ApiError extends Error {
   constructor(status, body) {
-    super((body && (body.message || body.error)) || `HTTP ${status}`);
+    super((body && (body.reason || body.message || body.error)) || `HTTP ${status}`);
     this.status = status;
     this.code = body && body.error;
+    this.body = body;
+  }
+
+  // A 503 saying the ledger cannot be served now (see "Not ready" above).
+  get notReady() {
+    return this.status === 503 && Boolean(this.body) && this.body.status === "not_ready";
   }
 }
 
@@ -147,6 +169,9 @@ function refreshTimes() {
   for (const node of document.querySelectorAll("[data-since]")) {
     node.textContent = span(serverNow() - Number(node.dataset.since));
   }
+  for (const node of document.querySelectorAll("[data-ago]")) {
+    node.textContent = `${span(serverNow() - Number(node.dataset.ago))} ago`;
+  }
   for (const node of document.querySelectorAll("[data-until]")) {
     node.textContent = relative(Number(node.dataset.until));
   }
@@ -194,6 +219,7 @@ function lock(reason) {
   state.stream = null;
   const hadToken = Boolean(state.token);
   state.token = null;
+  state.notReady = null;
   sessionStorage.removeItem(TOKEN_KEY);
   clearData();
   setConn("locked", "token needed");
@@ -219,6 +245,7 @@ function fail(err) {
   }
   // The server is unreachable: the connection state says so, and the reconnect reloads.
   if (err instanceof Unreachable) return;
+  if (err instanceof ApiError && err.notReady) return showNotReady(err.body);
   const banner = byTest("load-error");
   banner.textContent = `Could not load: ${err.message}`;
   banner.hidden = false;
@@ -227,11 +254,42 @@ function fail(err) {
 
 // ---- live feed --------------------------------------------------------------------------
 
-function setConn(s, label = s) {
+function setConn(s, label = s, reason = "") {
   const node = byTest("conn-state");
   node.dataset.state = s;
   node.textContent = label;
+  node.title = reason;
   node.parentElement.className = `conn conn-${s}`;
+}
+
+// [data-state, label] for a not_ready answer.
+function notReadyState(body) {
+  const reason = String(body.reason || body.message || "");
+  if (body.retryable === false) {
+    return ["not_ready", /does not verify/i.test(reason) ? "ledger does not verify" : "not ready"];
+  }
+  return /being opened|opening/i.test(reason) ? ["opening", "opening…"] : ["unavailable", "unavailable, retrying…"];
+}
+
+// The ledger cannot be served: say why, hide what a ledger that does not verify would vouch
+// for, and ask again later if waiting may help.
+function showNotReady(body) {
+  state.notReady = body;
+  const reason = String(body.reason || body.message || "not ready");
+  const [s, label] = notReadyState(body);
+  setConn(s, label, reason);
+  const banner = byTest("load-error");
+  banner.textContent = `${body.retryable === false ? "Not ready" : "Not ready yet"}: ${reason}`;
+  banner.hidden = false;
+  if (body.retryable === false) {
+    byTest("data").hidden = true;
+    document.querySelector(".ledger").hidden = true;
+  } else if (!state.retryTimer) {
+    state.retryTimer = setTimeout(() => {
+      state.retryTimer = null;
+      if (state.notReady) scheduleRefresh();
+    }, RETRY_MS);
+  }
 }
 
 // A parser of Server-Sent Events: feed it text, it calls onEvent({event, data, id}).
@@ -286,6 +344,9 @@ async function connectOnce(outer, onOpen) {
   try {
     const res = await api("/api/events", { signal: ctrl.signal, headers: { Accept: "text/event-stream" } });
     if (!res.ok || !res.body) throw new ApiError(res.status, await res.json().catch(() => null));
+    state.feedUp = true;
+    // A feed of a ledger that cannot be served sends no head: ask the API what it is now.
+    if (state.notReady) scheduleRefresh();
     alive();
     await readStream(res.body, (ev) => {
       if (ev.event !== "head") return;
@@ -308,7 +369,7 @@ async function follow(outer) {
   let backoff = BACKOFF_MIN_MS;
   const onOpen = () => {
     backoff = BACKOFF_MIN_MS;
-    setConn("live");
+    if (!state.notReady) setConn("live"); // else the refresh this head causes says what it is
   };
   while (!outer.signal.aborted) {
     try {
@@ -316,6 +377,7 @@ async function follow(outer) {
     } catch (err) {
       if (err instanceof Unauthorized) return fail(err);
     }
+    state.feedUp = false;
     if (outer.signal.aborted) return;
     setConn("reconnecting");
     await sleep(backoff, outer.signal);
@@ -346,6 +408,11 @@ async function refresh() {
     state.skewMs = ov.now - Date.now();
     state.overview = ov;
     byTest("load-error").hidden = true;
+    if (state.notReady) {
+      // The ledger is served again (it opened, or the database answers).
+      state.notReady = null;
+      setConn(state.feedUp ? "live" : "reconnecting");
+    }
     renderOverview(ov);
     if (state.taskId) await loadTask(state.taskId, false);
   } catch (err) {
@@ -363,6 +430,7 @@ function start() {
   byTest("auth").hidden = true;
   if (state.stream) state.stream.abort();
   state.stream = new AbortController();
+  state.feedUp = false;
   setConn("connecting");
   scheduleRefresh();
   follow(state.stream);
