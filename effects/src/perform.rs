@@ -248,7 +248,10 @@ impl Performer {
                     response: crate::http::operator::unavailable(&span),
                 }
             }
-            other @ (Output::Send { .. } | Output::Close { .. } | Output::Log(_)) => {
+            other @ (Output::Send { .. }
+            | Output::Close { .. }
+            | Output::Log(_)
+            | Output::Finished { .. }) => {
                 return Err(other);
             }
         };
