@@ -10,13 +10,16 @@
 //! `fstat`, a positional write); an fsync ([`Output::Sync`]) and a look at the durable head
 //! ([`Output::Look`]) with it released, so that other callers append meanwhile and the next
 //! fsync covers them all (the engine asks for one at a time). A caller with nothing to do
-//! waits until another caller or a store thread rings (a result is in, the engine has
-//! output) or the engine's next timer ([`Engine::poll_timeout`]: a nap, a jitter pause, a
-//! held sync) is due. A caller whose job finished leaves what the engine still asks for (the
-//! fsync others wait for) to the callers still waiting.
+//! parks until it is woken (its answer was taken from the engine by another caller, or it is
+//! the one asked to go on with the engine's work) or the engine's next timer
+//! ([`Engine::poll_timeout`]: a nap, a jitter pause, a held sync) is due. A caller whose job
+//! finished leaves what the engine still asks for (the fsync others wait for) to one of the
+//! callers still waiting, and wakes it; a store thread (a non-local store's pool) wakes one
+//! too. Each caller is woken for its own answer only, not every caller for every answer.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, Thread};
 use std::time::Instant;
 
 use bernstein_core::engine::{Engine, Output, Served};
@@ -59,10 +62,9 @@ impl<F: Fold> std::fmt::Debug for Local<F> {
     }
 }
 
-/// The engine and what its callers leave each other, behind one lock; the bell they wait on.
+/// The engine and what its callers leave each other, behind one lock.
 struct Shared<F: Fold> {
     state: Mutex<State<F>>,
-    bell: Condvar,
 }
 
 struct State<F: Fold> {
@@ -74,6 +76,22 @@ struct State<F: Fold> {
     left: Option<Output>,
     /// A store thread has results in [`Performer::drain`].
     rung: bool,
+    /// The callers parked, by the job they wait for.
+    parked: BTreeMap<JobId, Thread>,
+}
+
+impl<F: Fold> State<F> {
+    /// Wakes the caller of `job` if it is parked.
+    fn wake(&self, job: JobId) {
+        if let Some(t) = self.parked.get(&job) {
+            t.unpark();
+        }
+    }
+
+    /// One parked caller, to go on with the engine's work (none: nobody waits for it).
+    fn successor(&self) -> Option<Thread> {
+        self.parked.values().next().cloned()
+    }
 }
 
 impl<F: Fold> Shared<F> {
@@ -117,13 +135,18 @@ impl<F: Fold> Local<F> {
                 ended: HashMap::new(),
                 left: None,
                 rung: false,
+                parked: BTreeMap::new(),
             }),
-            bell: Condvar::new(),
         });
         let ring = shared.clone();
         let wake = Arc::new(move || {
-            ring.lock().rung = true;
-            ring.bell.notify_all();
+            let mut state = ring.lock();
+            state.rung = true;
+            let next = state.successor();
+            drop(state);
+            if let Some(t) = next {
+                t.unpark();
+            }
         });
         // Every sync where it is asked for (no syncer thread): the callers are the threads.
         let performer = Performer::new(
@@ -233,30 +256,27 @@ impl<F: Fold> Local<F> {
             }
             state = self.perform(state, id);
             if let Some(result) = state.ended.remove(&id) {
-                // The callers still waiting take over what is left: an fsync, the timers.
+                // A caller still waiting takes over what is left: an fsync, the timers.
+                let next = state.successor();
                 drop(state);
-                self.shared.bell.notify_all();
+                if let Some(t) = next {
+                    t.unpark();
+                }
                 return result;
             }
             let timeout = state
                 .engine
                 .poll_timeout()
                 .map(|at| (self.origin + at).saturating_duration_since(Instant::now()));
-            state = match timeout {
-                Some(t) => {
-                    let (s, _) = self
-                        .shared
-                        .bell
-                        .wait_timeout(state, t)
-                        .unwrap_or_else(PoisonError::into_inner);
-                    s
-                }
-                None => self
-                    .shared
-                    .bell
-                    .wait(state)
-                    .unwrap_or_else(PoisonError::into_inner),
-            };
+            state.parked.insert(id, thread::current());
+            drop(state);
+            // An unpark since the insert is not lost: the park returns at once.
+            match timeout {
+                Some(t) => thread::park_timeout(t),
+                None => thread::park(),
+            }
+            state = self.shared.lock();
+            state.parked.remove(&id);
         }
     }
 
@@ -274,10 +294,9 @@ impl<F: Fold> Local<F> {
             };
             match output {
                 Output::Finished { job, result } => {
-                    let theirs = job != id;
                     state.ended.insert(job, result);
-                    if theirs {
-                        self.shared.bell.notify_all();
+                    if job != id {
+                        state.wake(job);
                     }
                 }
                 Output::Log(line) => bernstein_os::log_line!("{line}"),
