@@ -5,21 +5,21 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use bernstein_core::Config;
+use bernstein_core::engine::DEFAULT_WAIT;
 use bernstein_core::protocol::TransportFacts;
 use bernstein_domain::Server;
-use bernstein_effects::driver::{Env, serve_message};
 use bernstein_effects::host::NoHost;
+use bernstein_effects::local::Local;
+use bernstein_effects::perform::Backend;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_os::clock::SystemClock;
 use serde_json::json;
 
 use crate::ledger::{MemLedger, call};
 use crate::stats::fmt;
-
-/// The turn every request of this file takes once contended (they share one ledger).
-static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_effects::driver::Admission>> =
-    std::sync::LazyLock::new(Default::default);
 
 /// Calls per measured row on a ledger of `records`: ~4 records each, so that at least two
 /// checkpoints fall due (one per 5,000 records, or per sixteenth of the ledger when larger).
@@ -47,14 +47,11 @@ pub fn appends_at_size(full: bool) {
         let key = l.key.clone();
         // The first open folds the ledger and writes its checkpoint; the measured one resumes.
         drop(FileStore::open(&dir, key.clone()).expect("open"));
-        let store = FileStore::open(&dir, key.clone()).expect("reopen");
-        let server = Server::new(Config::new(key));
-        let env = Env {
-            store: &store,
-            clock: &SystemClock,
-            host: &NoHost,
-            admission: &ADMISSION,
-        };
+        let store = Arc::new(FileStore::open(&dir, key.clone()).expect("reopen"));
+        let server = Arc::new(Server::new(Config::new(key)));
+        let backend = Backend::new(store.clone(), Arc::new(SystemClock), Arc::new(NoHost));
+        let local = Local::new(server, &backend, DEFAULT_WAIT).expect("a local engine");
+        drop(backend);
         let facts = TransportFacts::stdio(None);
         let calls = calls_for(records);
         let mut samples: Vec<Duration> = Vec::with_capacity(calls as usize);
@@ -62,7 +59,7 @@ pub fn appends_at_size(full: bool) {
         for i in 0..calls {
             let req = call(i, "bernstein_run", json!({"goal": format!("goal {i}")}));
             let t = Instant::now();
-            serve_message(&server, &env, &req, &facts).expect("served");
+            local.serve_message(&req, &facts).expect("served");
             samples.push(t.elapsed());
         }
         let rate = calls as f64 / began.elapsed().as_secs_f64();
@@ -76,6 +73,7 @@ pub fn appends_at_size(full: bool) {
             fmt(at(0.999)),
             fmt(*samples.last().expect("samples"))
         );
+        drop(local);
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
     }

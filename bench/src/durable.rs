@@ -1,25 +1,24 @@
-//! Durable writes through the real file store: `bernstein_run` served by the shared request
-//! driver (`serve_message`) from 1 and 16 threads on one `FileStore`, so that concurrent writers
-//! share fsyncs (group commit). Every call returns only once its records are durable.
+//! Durable writes through the real file store: `bernstein_run` served by one local engine
+//! (`Local::serve_message`, the engine of the command line and the in-process worker) from 1
+//! and 16 threads on one `FileStore`, so that concurrent writers share fsyncs (group commit,
+//! decided by the engine). Every call returns only once its records are durable.
 
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use bernstein_core::Config;
+use bernstein_core::engine::DEFAULT_WAIT;
 use bernstein_core::protocol::TransportFacts;
 use bernstein_domain::Server;
-use bernstein_effects::driver::{Env, serve_message};
 use bernstein_effects::host::NoHost;
+use bernstein_effects::local::Local;
+use bernstein_effects::perform::Backend;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_os::clock::SystemClock;
 use serde_json::json;
 
 use crate::ledger::call;
 use crate::stats::{Summary, fmt};
-
-/// The turn every request of this file takes once contended (they share one ledger).
-static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_effects::driver::Admission>> =
-    std::sync::LazyLock::new(Default::default);
 
 /// How long each writer count is measured.
 const PERIOD: Duration = Duration::from_secs(3);
@@ -47,18 +46,15 @@ fn measure(writers: usize) -> (f64, Summary, f64) {
     let key = vec![7u8; 32];
     let store = Arc::new(FileStore::open(&dir, key.clone()).expect("open store"));
     let server = Arc::new(Server::new(Config::new(key)));
+    let backend = Backend::new(store.clone(), Arc::new(SystemClock), Arc::new(NoHost));
+    let local = Local::new(server, &backend, DEFAULT_WAIT).expect("a local engine");
+    drop(backend);
     let start = Arc::new(Barrier::new(writers + 1));
     let threads: Vec<_> = (0..writers)
         .map(|w| {
-            let (store, server, start) = (store.clone(), server.clone(), start.clone());
+            let (local, start) = (local.clone(), start.clone());
             std::thread::spawn(move || {
                 let facts = TransportFacts::stdio(None);
-                let env = Env {
-                    store: &*store,
-                    clock: &SystemClock,
-                    host: &NoHost,
-                    admission: &ADMISSION,
-                };
                 let mut samples = Vec::new();
                 start.wait();
                 let began = Instant::now();
@@ -71,7 +67,7 @@ fn measure(writers: usize) -> (f64, Summary, f64) {
                         json!({"goal": format!("w{w} goal {i}")}),
                     );
                     let t = Instant::now();
-                    serve_message(&server, &env, &req, &facts).expect("served");
+                    local.serve_message(&req, &facts).expect("served");
                     samples.push(t.elapsed());
                 }
                 samples
@@ -86,6 +82,7 @@ fn measure(writers: usize) -> (f64, Summary, f64) {
     }
     let rate = all.len() as f64 / began.elapsed().as_secs_f64();
     let per_write = store.sync_stats().syncs as f64 / all.len() as f64;
+    drop(local);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
     (rate, Summary::of(all), per_write)

@@ -5,6 +5,7 @@
 mod output;
 mod commands;
 mod settings;
+mod views;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

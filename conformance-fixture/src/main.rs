@@ -16,8 +16,8 @@ use std::sync::Arc;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Config, Tier};
 use bernstein_domain::Server;
-use bernstein_effects::driver::Backend;
 use bernstein_effects::host::ProjectHost;
+use bernstein_effects::perform::Backend;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_os::clock::SystemClock;
 

@@ -1,19 +1,24 @@
-//! What every runtime performs for the engine the same way, and the blocking driver of one job:
-//! it does the IO (file reads and writes, fsync, the store's network calls, host requests) and
-//! moves no bytes: the runtimes (`runtime-std`, `runtime-smol`) read and write sockets and
-//! pipes, drive the core's [`Engine`](bernstein_core::engine::Engine) and call in here. It holds
-//! no protocol or domain logic.
+//! What every runtime performs for the engine the same way, and the engine of blocking
+//! callers: it does the IO (file reads and writes, fsync, the store's network calls, host
+//! requests) and moves no bytes: the runtimes (`runtime-std`, `runtime-smol`) read and write
+//! sockets and pipes, drive the core's [`Engine`](bernstein_core::engine::Engine) and call in
+//! here. It holds no protocol or domain logic, and is generic over the fold
+//! ([`Fold`](bernstein_core::ledger::Fold)) and the store
+//! ([`Store`](bernstein_core::ledger::Store)) it is given.
 //!
 //! - [`perform`]: the engine's store, host and operator outputs ([`perform::Performer`]: the
-//!   store on the runtime's thread or a pool, group commit on a syncer thread).
-//! - [`driver`]: one job driven to its answer on the caller's thread (the command line's
-//!   operator commands, an in-process worker, benchmarks).
+//!   store on the runtime's thread or a pool, group commit on a syncer thread), and the
+//!   [`perform::Backend`] a server is built on.
+//! - [`local`]: one engine shared by callers that block (the command line's operator
+//!   commands, an in-process worker, benchmarks), each submitting its job and driving the
+//!   engine on its own thread until the job ends.
 //! - [`host`]: file listings, reads and the shutdown signal the core asks for.
-//! - [`http`]: binding, the startup announcement and the operator's routes.
+//! - [`http`]: binding, the startup announcement and the operator's routes (what only the
+//!   fold's owner answers comes from its [`http::operator::Views`]).
 
-pub mod driver;
 pub mod host;
 pub mod http;
+pub mod local;
 pub mod perform;
 
 use std::sync::Arc;

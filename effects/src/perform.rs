@@ -23,21 +23,69 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
 use bernstein_core::engine::{ConnId, Counters, Engine, Input, Moment, Output, ReqId};
-use bernstein_core::ledger::{AppendResult, Store, StoreError};
+use bernstein_core::ledger::{Append, AppendResult, Fold, Snapshot, Store, StoreError};
 use bernstein_core::protocol::host::HostReply;
+use bernstein_core::time::Clock;
 use bernstein_core::transport::http::{HttpResponse, OperatorRequest};
-use bernstein_domain::Projection;
-use bernstein_domain::Snapshot;
 
 use crate::host::HostIo;
-use crate::http::operator::Operator;
+use crate::http::operator::{NoViews, Operator, Views};
+
+/// What a server or a [`Local`](crate::local::Local) engine is built on: the ledger, the wall
+/// clock, the host, and what the operator's routes read from the fold (HTTP servers).
+pub struct Backend<F: Fold> {
+    pub store: Arc<dyn Store<F>>,
+    pub clock: Arc<dyn Clock>,
+    pub host: Arc<dyn HostIo>,
+    /// The dashboard's answers and the fold's metrics ([`NoViews`] until
+    /// [`Backend::with_views`]).
+    pub views: Arc<dyn Views<F>>,
+}
+
+impl<F: Fold> Backend<F> {
+    pub fn new(
+        store: Arc<dyn Store<F>>,
+        clock: Arc<dyn Clock>,
+        host: Arc<dyn HostIo>,
+    ) -> Backend<F> {
+        Backend {
+            store,
+            clock,
+            host,
+            views: Arc::new(NoViews),
+        }
+    }
+
+    /// The same backend whose operator routes answer from `views`.
+    pub fn with_views(mut self, views: Arc<dyn Views<F>>) -> Backend<F> {
+        self.views = views;
+        self
+    }
+}
+
+impl<F: Fold> Clone for Backend<F> {
+    fn clone(&self) -> Self {
+        Backend {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            host: self.host.clone(),
+            views: self.views.clone(),
+        }
+    }
+}
+
+impl<F: Fold> std::fmt::Debug for Backend<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Backend")
+    }
+}
 
 /// What a performed output came to: the input to feed the engine.
 #[derive(Debug)]
-pub enum Done {
+pub enum Done<F> {
     Snapshot {
         req: ReqId,
-        snapshot: Arc<Snapshot>,
+        snapshot: Arc<Snapshot<F>>,
     },
     Appended {
         req: ReqId,
@@ -53,7 +101,7 @@ pub enum Done {
         req: ReqId,
         error: StoreError,
     },
-    Head(Arc<Snapshot>),
+    Head(Arc<Snapshot<F>>),
     HeadFailed(StoreError),
     Operator {
         conn: ConnId,
@@ -61,9 +109,9 @@ pub enum Done {
     },
 }
 
-impl Done {
+impl<F: Fold> Done<F> {
     /// Feeds this result to `engine` at `now`.
-    pub fn feed(self, engine: &mut Engine<Projection>, now: Moment) {
+    pub fn feed(self, engine: &mut Engine<F>, now: Moment) {
         let input = match self {
             Done::Snapshot { req, snapshot } => {
                 let snapshot = &*snapshot;
@@ -86,17 +134,17 @@ impl Done {
 pub type Wake = Arc<dyn Fn() + Send + Sync>;
 
 /// Results of outputs performed off the runtime's thread, and how to wake it.
-struct Mailbox {
-    done: Mutex<Vec<Done>>,
+struct Mailbox<F> {
+    done: Mutex<Vec<Done<F>>>,
     wake: Wake,
 }
 
-impl Mailbox {
-    fn post(&self, done: Done) {
+impl<F> Mailbox<F> {
+    fn post(&self, done: Done<F>) {
         self.post_all(vec![done]);
     }
 
-    fn post_all(&self, done: Vec<Done>) {
+    fn post_all(&self, done: Vec<Done<F>>) {
         if done.is_empty() {
             return;
         }
@@ -111,19 +159,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Performs the engine's outputs that are not about a socket (see the module docs).
-pub struct Performer {
-    store: Arc<dyn Store<Projection>>,
+pub struct Performer<F: Fold> {
+    store: Arc<dyn Store<F>>,
     host: Arc<dyn HostIo>,
-    mailbox: Arc<Mailbox>,
+    mailbox: Arc<Mailbox<F>>,
     /// Where syncs that more than `inline_syncs` requests wait for run (`None`: all here).
-    syncer: Option<Syncer>,
+    syncer: Option<Syncer<F>>,
     inline_syncs: usize,
     pool: Option<Pool>,
     operator: Option<OperatorQueue>,
     operator_thread: Option<thread::JoinHandle<()>>,
 }
 
-impl Drop for Performer {
+impl<F: Fold> Drop for Performer<F> {
     /// Returns once every thread of the performer (and its hold on the store) is gone, so that
     /// the store is dropped (and checkpointed) by the runtime that stops, not after it.
     fn drop(&mut self) {
@@ -134,7 +182,7 @@ impl Drop for Performer {
     }
 }
 
-impl std::fmt::Debug for Performer {
+impl<F: Fold> std::fmt::Debug for Performer<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Performer")
             .field("pooled", &self.pool.is_some())
@@ -142,7 +190,7 @@ impl std::fmt::Debug for Performer {
     }
 }
 
-impl Performer {
+impl<F: Fold> Performer<F> {
     /// A performer over `store` and `host`; `operator` answers operator routes (HTTP servers),
     /// `workers` threads call a store that is not local. A sync that at most `inline_syncs`
     /// requests wait for runs on the runtime's thread (a thread hand-off there and back costs
@@ -151,13 +199,13 @@ impl Performer {
     /// syncer thread, every sync here; a stdio peer's). `wake` is called whenever results wait
     /// in [`Performer::drain`].
     pub fn new(
-        store: Arc<dyn Store<Projection>>,
+        store: Arc<dyn Store<F>>,
         host: Arc<dyn HostIo>,
-        operator: Option<Operator>,
+        operator: Option<Operator<F>>,
         workers: usize,
         inline_syncs: usize,
         wake: Wake,
-    ) -> std::io::Result<Performer> {
+    ) -> std::io::Result<Performer<F>> {
         let mailbox = Arc::new(Mailbox {
             done: Mutex::new(Vec::new()),
             wake,
@@ -193,70 +241,77 @@ impl Performer {
 
     /// Performs `output`; `Some` when it was performed here and now (feed it to the engine at
     /// once), `None` when its result comes later through [`Performer::drain`]. Socket outputs
-    /// (`Send`, `Close`) and `Log` are the runtime's and come back as they went.
-    pub fn perform(&self, output: Output, counters: &Counters) -> Result<Option<Done>, Output> {
-        let done = match output {
-            Output::ReadSnapshot { req } => match &self.pool {
-                Some(pool) => return Ok(pool.queue(Job::Snapshot(req))),
-                None => match self.store.snapshot_unsettled() {
-                    Ok(snapshot) => Done::Snapshot { req, snapshot },
-                    Err(error) => Done::Failed { req, error },
-                },
-            },
-            Output::Append { req, append } => match &self.pool {
-                Some(pool) => return Ok(pool.queue(Job::Append(req, append))),
-                None => match self.store.compare_and_append_unsettled(&append) {
-                    Ok(result) => Done::Appended { req, result },
-                    Err(error) => Done::Failed { req, error },
-                },
-            },
+    /// (`Send`, `Close`), `Log` and `Finished` are the runtime's and come back as they went.
+    pub fn perform(&self, output: Output, counters: &Counters) -> Result<Option<Done<F>>, Output> {
+        match output {
+            Output::Operator { conn, request } => Ok(self.operator(conn, request, counters)),
+            other => self.perform_store(other),
+        }
+    }
+
+    /// [`Performer::perform`] for every output but `Operator` (which comes back as it went):
+    /// the store, where this performer places each call, and the host.
+    pub fn perform_store(&self, output: Output) -> Result<Option<Done<F>>, Output> {
+        let call = match output {
+            Output::ReadSnapshot { req } => Call::Snapshot(req),
+            Output::Append { req, append } => Call::Append(req, append),
             Output::Sync { waiting } => match &self.syncer {
                 Some(syncer) if waiting > self.inline_syncs => {
                     return Ok(syncer.queue(Wanted::Sync));
                 }
-                _ => match self.store.settle() {
-                    Ok(()) => Done::Synced,
-                    Err(error) => Done::SyncFailed(error),
-                },
+                // Here, whoever else waits: the pool only reads and appends.
+                _ => return Ok(Some(call(&*self.store, Call::Sync))),
             },
             Output::Look => match (&self.pool, &self.syncer) {
-                (Some(pool), _) => return Ok(pool.queue(Job::Look)),
                 (None, Some(syncer)) => match self.store.snapshot_unsettled() {
                     Ok(snapshot) => return Ok(syncer.queue(Wanted::Head(snapshot))),
-                    Err(error) => Done::HeadFailed(error),
+                    Err(error) => return Ok(Some(Done::HeadFailed(error))),
                 },
-                (None, None) => match self.store.snapshot() {
-                    Ok(s) => Done::Head(s),
-                    Err(e) => Done::HeadFailed(e),
-                },
+                _ => Call::Look,
             },
-            Output::Host { req, request } => Done::Host {
-                req,
-                reply: self.host.perform(&request),
-            },
-            Output::Operator { conn, request } => {
-                let sent = self
-                    .operator
-                    .as_ref()
-                    .is_some_and(|tx| tx.send((conn, request.clone(), counters.clone())).is_ok());
-                if sent {
-                    return Ok(None);
-                }
-                let span = request.span_id.clone();
-                Done::Operator {
-                    conn,
-                    response: crate::http::operator::unavailable(&span),
-                }
+            Output::Host { req, request } => {
+                return Ok(Some(Done::Host {
+                    req,
+                    reply: self.host.perform(&request),
+                }));
             }
-            other @ (Output::Send { .. } | Output::Close { .. } | Output::Log(_)) => {
-                return Err(other);
-            }
+            other @ (Output::Send { .. }
+            | Output::Close { .. }
+            | Output::Log(_)
+            | Output::Operator { .. }
+            | Output::Finished { .. }) => return Err(other),
         };
-        Ok(Some(done))
+        Ok(match &self.pool {
+            Some(pool) => pool.queue(call),
+            None => Some(self::call(&*self.store, call)),
+        })
+    }
+
+    /// Hands an operator route to its thread (`503` when there is none).
+    fn operator(
+        &self,
+        conn: ConnId,
+        request: OperatorRequest,
+        counters: &Counters,
+    ) -> Option<Done<F>> {
+        {
+            let sent = self
+                .operator
+                .as_ref()
+                .is_some_and(|tx| tx.send((conn, request.clone(), counters.clone())).is_ok());
+            if sent {
+                return None;
+            }
+            let span = request.span_id.clone();
+            Some(Done::Operator {
+                conn,
+                response: crate::http::operator::unavailable(&span),
+            })
+        }
     }
 
     /// What was performed off the runtime's thread since the last call.
-    pub fn drain(&self) -> Vec<Done> {
+    pub fn drain(&self) -> Vec<Done<F>> {
         std::mem::take(&mut *lock(&self.mailbox.done))
     }
 
@@ -266,12 +321,7 @@ impl Performer {
     /// stderr; a socket output (`Send`, `Close`) is left in `io` and returned at once, so that
     /// the runtime writes each answer as soon as it is ready (call again while
     /// [`Engine::has_output`]).
-    pub fn pump(
-        &self,
-        engine: &mut Engine<Projection>,
-        now: &dyn Fn() -> Moment,
-        io: &mut Vec<Output>,
-    ) {
+    pub fn pump(&self, engine: &mut Engine<F>, now: &dyn Fn() -> Moment, io: &mut Vec<Output>) {
         for done in self.drain() {
             done.feed(engine, now());
         }
@@ -304,28 +354,61 @@ pub fn moment(origin: std::time::Instant, clock: &dyn bernstein_core::time::Cloc
     }
 }
 
-/// What the syncer answers once what was written before it was asked is durable.
-enum Wanted {
+/// A store call: the one place each store output is performed, wherever it runs.
+enum Call {
+    Snapshot(ReqId),
+    Append(ReqId, Append),
     Sync,
-    Head(Arc<Snapshot>),
+    Look,
+}
+
+/// Performs `call` on `store`, on this thread.
+fn call<F: Fold>(store: &dyn Store<F>, call: Call) -> Done<F> {
+    match call {
+        Call::Snapshot(req) => match store.snapshot_unsettled() {
+            Ok(snapshot) => Done::Snapshot { req, snapshot },
+            Err(error) => Done::Failed { req, error },
+        },
+        Call::Append(req, append) => match store.compare_and_append_unsettled(&append) {
+            Ok(result) => Done::Appended { req, result },
+            Err(error) => Done::Failed { req, error },
+        },
+        Call::Sync => match store.settle() {
+            Ok(()) => Done::Synced,
+            Err(error) => Done::SyncFailed(error),
+        },
+        Call::Look => match store.snapshot() {
+            Ok(s) => Done::Head(s),
+            Err(e) => Done::HeadFailed(e),
+        },
+    }
+}
+
+/// What the syncer answers once what was written before it was asked is durable.
+enum Wanted<F> {
+    Sync,
+    Head(Arc<Snapshot<F>>),
 }
 
 /// The thread that waits for the disk: each round takes everything queued and performs one
 /// store settle for all of it.
-struct Syncer {
-    state: Arc<(Mutex<SyncQueue>, Condvar)>,
+struct Syncer<F> {
+    state: Arc<(Mutex<SyncQueue<F>>, Condvar)>,
     thread: Option<thread::JoinHandle<()>>,
 }
 
-#[derive(Default)]
-struct SyncQueue {
-    wanted: Vec<Wanted>,
+struct SyncQueue<F> {
+    wanted: Vec<Wanted<F>>,
     closed: bool,
 }
 
-impl Syncer {
-    fn start(store: Arc<dyn Store<Projection>>, mailbox: Arc<Mailbox>) -> std::io::Result<Syncer> {
-        let state: Arc<(Mutex<SyncQueue>, Condvar)> = Arc::default();
+impl<F: Fold> Syncer<F> {
+    fn start(store: Arc<dyn Store<F>>, mailbox: Arc<Mailbox<F>>) -> std::io::Result<Syncer<F>> {
+        let queue = SyncQueue {
+            wanted: Vec::new(),
+            closed: false,
+        };
+        let state = Arc::new((Mutex::new(queue), Condvar::new()));
         let s = state.clone();
         let thread = thread::Builder::new()
             .name("bernstein-sync".into())
@@ -336,14 +419,14 @@ impl Syncer {
         })
     }
 
-    fn queue(&self, wanted: Wanted) -> Option<Done> {
+    fn queue(&self, wanted: Wanted<F>) -> Option<Done<F>> {
         lock(&self.state.0).wanted.push(wanted);
         self.state.1.notify_one();
         None
     }
 }
 
-impl Drop for Syncer {
+impl<F> Drop for Syncer<F> {
     /// Answers what is queued, then stops; returns once the thread (and its hold on the
     /// store) is gone.
     fn drop(&mut self) {
@@ -355,10 +438,10 @@ impl Drop for Syncer {
     }
 }
 
-fn sync_loop(
-    state: &(Mutex<SyncQueue>, Condvar),
-    store: &dyn Store<Projection>,
-    mailbox: &Mailbox,
+fn sync_loop<F: Fold>(
+    state: &(Mutex<SyncQueue<F>>, Condvar),
+    store: &dyn Store<F>,
+    mailbox: &Mailbox<F>,
 ) {
     loop {
         let batch = {
@@ -386,27 +469,20 @@ fn sync_loop(
     }
 }
 
-/// A store call for the pool.
-enum Job {
-    Snapshot(ReqId),
-    Append(ReqId, bernstein_core::ledger::Append),
-    Look,
-}
-
 /// Threads that call a store which may wait on the network (PostgreSQL), so the runtime's
 /// thread never does.
 struct Pool {
-    jobs: Option<Mutex<Sender<Job>>>,
+    calls: Option<Mutex<Sender<Call>>>,
     threads: Vec<thread::JoinHandle<()>>,
 }
 
 impl Pool {
-    fn start(
-        store: Arc<dyn Store<Projection>>,
-        mailbox: Arc<Mailbox>,
+    fn start<F: Fold>(
+        store: Arc<dyn Store<F>>,
+        mailbox: Arc<Mailbox<F>>,
         workers: usize,
     ) -> std::io::Result<Pool> {
-        let (tx, rx) = mpsc::channel::<Job>();
+        let (tx, rx) = mpsc::channel::<Call>();
         let rx = Arc::new(Mutex::new(rx));
         let mut threads = Vec::new();
         for i in 0..workers.max(1) {
@@ -418,14 +494,14 @@ impl Pool {
             );
         }
         Ok(Pool {
-            jobs: Some(Mutex::new(tx)),
+            calls: Some(Mutex::new(tx)),
             threads,
         })
     }
 
-    fn queue(&self, job: Job) -> Option<Done> {
-        if let Some(jobs) = &self.jobs {
-            let _ = lock(jobs).send(job);
+    fn queue<F>(&self, call: Call) -> Option<Done<F>> {
+        if let Some(calls) = &self.calls {
+            let _ = lock(calls).send(call);
         }
         None
     }
@@ -434,41 +510,27 @@ impl Pool {
 impl Drop for Pool {
     /// The workers drain the queue and exit; returns once they have.
     fn drop(&mut self) {
-        self.jobs = None;
+        self.calls = None;
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
 }
 
-fn pool_loop(rx: &Mutex<Receiver<Job>>, store: &dyn Store<Projection>, mailbox: &Mailbox) {
+fn pool_loop<F: Fold>(rx: &Mutex<Receiver<Call>>, store: &dyn Store<F>, mailbox: &Mailbox<F>) {
     loop {
-        let job = lock(rx).recv();
-        let Ok(job) = job else { return };
-        let done = match job {
-            Job::Snapshot(req) => match store.snapshot_unsettled() {
-                Ok(snapshot) => Done::Snapshot { req, snapshot },
-                Err(error) => Done::Failed { req, error },
-            },
-            Job::Append(req, append) => match store.compare_and_append_unsettled(&append) {
-                Ok(result) => Done::Appended { req, result },
-                Err(error) => Done::Failed { req, error },
-            },
-            Job::Look => match store.snapshot() {
-                Ok(s) => Done::Head(s),
-                Err(e) => Done::HeadFailed(e),
-            },
-        };
-        mailbox.post(done);
+        let next = lock(rx).recv();
+        let Ok(next) = next else { return };
+        mailbox.post(call(store, next));
     }
 }
 
 /// The thread that answers operator routes, one at a time.
 type OperatorQueue = Sender<(ConnId, OperatorRequest, Counters)>;
 
-fn start_operator(
-    op: Operator,
-    mailbox: Arc<Mailbox>,
+fn start_operator<F: Fold>(
+    op: Operator<F>,
+    mailbox: Arc<Mailbox<F>>,
 ) -> std::io::Result<(OperatorQueue, thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<(ConnId, OperatorRequest, Counters)>();
     let t = thread::Builder::new()
@@ -480,47 +542,4 @@ fn start_operator(
             }
         })?;
     Ok((tx, t))
-}
-
-/// Performs every output of `engine` on this thread, blocking on the store and the host where
-/// it must, until the engine asks for nothing more; returns the outputs it does not perform
-/// (`Send`, `Close`, `Log`, `Operator`), in order. For tools and tests that hand an engine a
-/// whole input at once; servers use a runtime's loop and a [`Performer`].
-pub fn run_inline(
-    engine: &mut Engine<Projection>,
-    store: &dyn Store<Projection>,
-    host: &dyn HostIo,
-    now: &dyn Fn() -> Moment,
-) -> Vec<Output> {
-    let mut rest = Vec::new();
-    while let Some(output) = engine.poll_output() {
-        let done = match output {
-            Output::ReadSnapshot { req } => match store.snapshot_unsettled() {
-                Ok(snapshot) => Done::Snapshot { req, snapshot },
-                Err(error) => Done::Failed { req, error },
-            },
-            Output::Append { req, append } => match store.compare_and_append_unsettled(&append) {
-                Ok(result) => Done::Appended { req, result },
-                Err(error) => Done::Failed { req, error },
-            },
-            Output::Sync { .. } => match store.settle() {
-                Ok(()) => Done::Synced,
-                Err(error) => Done::SyncFailed(error),
-            },
-            Output::Look => match store.snapshot() {
-                Ok(s) => Done::Head(s),
-                Err(e) => Done::HeadFailed(e),
-            },
-            Output::Host { req, request } => Done::Host {
-                req,
-                reply: host.perform(&request),
-            },
-            other => {
-                rest.push(other);
-                continue;
-            }
-        };
-        done.feed(engine, now());
-    }
-    rest
 }

@@ -22,15 +22,14 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use bernstein_core::engine::{ConnId, Drain, Engine, EngineConfig, Input, Moment, Output, Peer};
+use bernstein_core::ledger::Fold;
+use bernstein_core::protocol::Server;
 use bernstein_core::time::Clock;
 use bernstein_core::transport::http::HttpOptions;
-use bernstein_domain::Projection;
-use bernstein_domain::bound::Server;
 use bernstein_effects::Stopper;
-use bernstein_effects::driver::Backend;
 use bernstein_effects::http::operator::Operator;
 use bernstein_effects::http::{Announcement, open_listener};
-use bernstein_effects::perform::{Performer, moment, seed};
+use bernstein_effects::perform::{Backend, Performer, moment, seed};
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::{Async, LocalExecutor, Timer, future};
@@ -125,9 +124,9 @@ pub(crate) enum ToConn {
 }
 
 /// Binds and starts serving on a thread running a smol executor.
-pub fn bind(
-    server: Arc<Server>,
-    backend: Backend,
+pub fn bind<F: Fold>(
+    server: Arc<Server<F>>,
+    backend: Backend<F>,
     options: HttpOptions,
 ) -> io::Result<HttpServerHandle> {
     let (listener, policy) = open_listener(&server.config, &options)?;
@@ -135,9 +134,9 @@ pub fn bind(
     let announcement = Announcement::new(&policy, &options);
     let (tx, rx) = smol::channel::unbounded::<Event>();
     let operator = Operator::new(
-        server.clone(),
         backend.store.clone(),
         backend.clock.clone(),
+        backend.views.clone(),
         !options.mcp,
     );
     let (wake, woken) = waker(tx.clone());
@@ -191,9 +190,9 @@ pub fn bind(
 
 /// Binds, announces the endpoint on stderr, hands `on_bound` what stops the server, and
 /// serves until it is stopped (or the process ends).
-pub fn serve_http(
-    server: Arc<Server>,
-    backend: Backend,
+pub fn serve_http<F: Fold>(
+    server: Arc<Server<F>>,
+    backend: Backend<F>,
     options: HttpOptions,
     on_bound: impl FnOnce(Stopper) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -443,9 +442,9 @@ async fn finish_stream(mut stream: Async<TcpStream>, linger: (Duration, usize)) 
 }
 
 /// The engine's task: everything the engine asks for is performed from here.
-struct Hub {
-    engine: Engine<Projection>,
-    performer: Performer,
+struct Hub<F: Fold> {
+    engine: Engine<F>,
+    performer: Performer<F>,
     /// Set while a wake-up from the performer is pending.
     woken: Arc<AtomicBool>,
     conns: HashMap<u64, Link>,
@@ -459,7 +458,7 @@ struct Hub {
     live: Arc<AtomicUsize>,
 }
 
-impl Hub {
+impl<F: Fold> Hub<F> {
     fn now(&self) -> Moment {
         moment(self.origin, &*self.clock)
     }

@@ -12,9 +12,9 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use bernstein_core::engine::{Engine, Input, Output, STDIO};
-use bernstein_domain::bound::Server;
-use bernstein_effects::driver::Backend;
-use bernstein_effects::perform::{Performer, moment, seed};
+use bernstein_core::ledger::Fold;
+use bernstein_core::protocol::Server;
+use bernstein_effects::perform::{Backend, Performer, moment, seed};
 use bernstein_effects::{Stopper, stop_flag};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::{Timer, future};
@@ -30,17 +30,17 @@ enum Step {
 
 /// Serves stdin/stdout until end of input, or until the [`Stopper`] handed to `on_started` is
 /// called (taken as end of input), and every answer is written, on a smol executor.
-pub fn serve_stdio(
-    server: Arc<Server>,
-    backend: Backend,
+pub fn serve_stdio<F: Fold>(
+    server: Arc<Server<F>>,
+    backend: Backend<F>,
     on_started: impl FnOnce(Stopper) -> io::Result<()>,
 ) -> io::Result<()> {
     smol::block_on(serve(server, backend, on_started))
 }
 
-async fn serve(
-    server: Arc<Server>,
-    backend: Backend,
+async fn serve<F: Fold>(
+    server: Arc<Server<F>>,
+    backend: Backend<F>,
     on_started: impl FnOnce(Stopper) -> io::Result<()>,
 ) -> io::Result<()> {
     let mut input = smol::Unblock::new(io::stdin());
@@ -122,7 +122,10 @@ async fn serve(
             for sent in wire.drain(..) {
                 match sent {
                     Output::Send { bytes, .. } => output.write_all(&bytes).await?,
-                    _ => closed = true,
+                    Output::Close { .. } => closed = true,
+                    other => {
+                        bernstein_os::log_line!("bernstein: an output nobody performs: {other:?}")
+                    }
                 }
             }
             // Each answer goes out as soon as it is ready.

@@ -7,10 +7,10 @@ mod http_support;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use bernstein_effects::driver::Backend;
+use bernstein_effects::perform::Backend;
 
 use bernstein_core::transport::http::HttpOptions;
-use bernstein_domain::Server;
+use bernstein_domain::{Projection, Server};
 use bernstein_runtime_smol::http::{HttpServerHandle, bind};
 use http_support::Running;
 
@@ -24,7 +24,7 @@ impl Running for Smol {
 
 fn launch(
     server: Arc<Server>,
-    backend: Backend,
+    backend: Backend<Projection>,
     opts: HttpOptions,
 ) -> std::io::Result<Box<dyn Running>> {
     Ok(Box::new(Smol(bind(server, backend, opts)?)))

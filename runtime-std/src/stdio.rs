@@ -19,17 +19,17 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use bernstein_core::engine::{Engine, Input, Output, STDIO};
-use bernstein_domain::bound::Server;
-use bernstein_effects::driver::Backend;
-use bernstein_effects::perform::{Performer, Wake, moment, seed};
+use bernstein_core::ledger::Fold;
+use bernstein_core::protocol::Server;
+use bernstein_effects::perform::{Backend, Performer, Wake, moment, seed};
 use bernstein_effects::{Stopper, stop_flag};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
 /// Serves stdin/stdout until end of input, or until the [`Stopper`] handed to `on_started` is
 /// called (taken as end of input), and every answer is written.
-pub fn serve_stdio(
-    server: Arc<Server>,
-    backend: &Backend,
+pub fn serve_stdio<F: Fold>(
+    server: Arc<Server<F>>,
+    backend: &Backend<F>,
     on_started: impl FnOnce(Stopper) -> io::Result<()>,
 ) -> io::Result<()> {
     let (wake_rx, wake_tx) = rustix::pipe::pipe()?;
@@ -115,7 +115,10 @@ pub fn serve_stdio(
             for output in wire.drain(..) {
                 match output {
                     Output::Send { bytes, .. } => out.write_all(&bytes)?,
-                    _ => closed = true,
+                    Output::Close { .. } => closed = true,
+                    other => {
+                        bernstein_os::log_line!("bernstein: an output nobody performs: {other:?}")
+                    }
                 }
             }
             // Each answer goes out as soon as it is ready.

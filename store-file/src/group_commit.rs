@@ -6,7 +6,7 @@
 //! highest offset written so far, fsyncs the file once for everybody, and wakes the others
 //! (followers); a follower whose bytes were written after that fsync began waits for the next
 //! one. Readers wait the same way for the offset of the snapshot they answer from
-//! (`Store::snapshot` waits before handing it out; the driver's unsettled snapshot waits in
+//! (`Store::snapshot` waits before handing it out; the engine's unsettled snapshot waits in
 //! `Store::settle` before an answer that appended nothing), so no answer leaves before the
 //! records it reflects are durable, whichever thread or process wrote them (an fsync through
 //! any descriptor of the file flushes every byte written to it). A writer's snapshot does not

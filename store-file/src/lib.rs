@@ -13,7 +13,7 @@
 //!   (cutting a torn tail a crashed writer left), refuses a stale `expected` head, then writes
 //!   all records of the request with one positional write, releases the locks and then waits
 //!   until an fsync has covered its bytes (group commit: concurrent writers of one process
-//!   share fsyncs, see [`group_commit`]; the driver waits only after giving up its turn, through
+//!   share fsyncs, see [`group_commit`]; the engine waits only after giving up its turn, through
 //!   [`Store::compare_and_append_unsettled`] and [`Store::settle`]);
 //! - snapshots take the shared lock only when the file grew, and fold just the new bytes, so a
 //!   request costs the same at any ledger size;
@@ -21,7 +21,7 @@
 //!   make one due hand it to a writer thread ([`checkpointer`]), so no request waits for one;
 //! - a snapshot is handed out only once the records it reflects are durable (a reader may fold
 //!   records a writer has written but not yet fsynced; it waits for, or performs, the fsync);
-//!   the driver's unsettled snapshot skips that wait and settles before answering without an
+//!   the engine's unsettled snapshot skips that wait and settles before answering without an
 //!   append.
 //! - every append, and every wait for durability, first checks that the ledger's path still
 //!   names the file the store holds open: a ledger removed or replaced behind the store's back

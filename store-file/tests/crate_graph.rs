@@ -3,9 +3,11 @@
 //! cycle cannot be written), the ledger depends on no workspace crate and the MCP engine (the
 //! core) and the system crate on none but the ledger (none of the three even for tests), the
 //! domain on none but the core, the stores on none but the ledger and the system crate (and the
-//! PostgreSQL store on the file store; their tests may use the core and the domain), and neither
-//! a store crate nor the effects crate depends on a runtime crate, nor a runtime on another, not
-//! even for tests. The graph is `cargo metadata`'s.
+//! PostgreSQL store on the file store; their tests may use the core and the domain), the effects
+//! crate and the runtimes on neither the domain nor a store crate (they are generic over the fold
+//! and the store: the CLI wires Bernstein's; their tests may use both), and neither a store crate
+//! nor the effects crate depends on a runtime crate, nor a runtime on another, not even for
+//! tests. The graph is `cargo metadata`'s.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -96,6 +98,12 @@ fn violations(crates: &[String], edges: &[Edge]) -> Vec<String> {
         if e.from == DOMAIN && e.to != ENGINE {
             bad.push(format!(
                 "{edge}: the domain depends on no workspace crate but the MCP engine"
+            ));
+        }
+        let generic = e.from == EFFECTS || RUNTIMES.contains(&e.from.as_str());
+        if generic && (e.to == DOMAIN || STORES.contains(&e.to.as_str())) {
+            bad.push(format!(
+                "{edge}: the effects crate and the runtimes depend on neither the domain nor a store crate (they are generic over the fold and the store)"
             ));
         }
         if STORES.contains(&e.from.as_str()) && e.to != LEDGER && e.to != OS && e.to != FILE_STORE {
@@ -189,6 +197,13 @@ fn offending_edges_are_named() {
         edge("bernstein-runtime-smol", "bernstein-runtime-std", "dev"),
         edge("bernstein-effects", "bernstein-runtime-smol", "normal"),
         edge("bernstein-os", "bernstein-core", "normal"),
+        edge("bernstein-effects", "bernstein-domain", "normal"),
+        edge("bernstein-effects", "bernstein-store-file", "dev"),
+        edge(
+            "bernstein-runtime-smol",
+            "bernstein-store-postgres",
+            "normal",
+        ),
     ];
     let bad = violations(&crates, &edges);
     let expected = [
@@ -202,11 +217,14 @@ fn offending_edges_are_named() {
         "bernstein-domain -> bernstein-store-file (normal): layer 2 may depend only on lower layers, not on layer 2",
         "bernstein-core -> bernstein-domain (dev): the MCP engine depends on no workspace crate but the ledger",
         "bernstein-ledger -> bernstein-domain (dev): the ledger depends on no workspace crate",
+        "bernstein-runtime-std -> bernstein-store-file (normal): the effects crate and the runtimes depend on neither the domain nor a store crate (they are generic over the fold and the store)",
         "bernstein-runtime-smol -> bernstein-runtime-std (dev): a runtime depends on another runtime",
         "bernstein-effects -> bernstein-runtime-smol (normal): the effects crate depends on a runtime crate",
         "bernstein-effects -> bernstein-runtime-smol (normal): layer 4 may depend only on lower layers, not on layer 5",
         "bernstein-os -> bernstein-core (normal): the system crate depends on no workspace crate but the ledger",
         "bernstein-os -> bernstein-core (normal): layer 1 may depend only on lower layers, not on layer 1",
+        "bernstein-effects -> bernstein-domain (normal): the effects crate and the runtimes depend on neither the domain nor a store crate (they are generic over the fold and the store)",
+        "bernstein-runtime-smol -> bernstein-store-postgres (normal): the effects crate and the runtimes depend on neither the domain nor a store crate (they are generic over the fold and the store)",
     ];
     assert_eq!(bad, expected);
     let mut more = crates.clone();

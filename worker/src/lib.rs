@@ -4,7 +4,7 @@
 //! `bernstein_post_message` (progress, heartbeats, and the claimer's status changes: started,
 //! failed, released) and `bernstein_complete` — over one of two transports behind [`Mcp`]:
 //! [`HttpMcp`] (streamable HTTP to a running server, `--url`) or [`InProcess`] (the same
-//! JSON-RPC messages served by the request driver against a project's ledger, `--workdir`).
+//! JSON-RPC messages submitted to a local engine over a project's ledger, `--workdir`).
 //!
 //! - [`transport`]: the tool-call client and the in-process transport.
 //! - [`http_client`]: the blocking streamable-HTTP transport (JSON or SSE answers).

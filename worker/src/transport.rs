@@ -3,18 +3,22 @@
 //!
 //! Era: every request is a 2026-07-28 (stateless) request — no `initialize`, the revision and
 //! the client's capabilities in `params._meta`, and over HTTP the `MCP-Protocol-Version`,
-//! `Mcp-Method` and `Mcp-Name` headers. The in-process transport sends the very same bytes
-//! through the request driver, so `--workdir` exercises the verbs a remote worker uses.
+//! `Mcp-Method` and `Mcp-Name` headers. The in-process transport submits the very same bytes
+//! to a local engine (`bernstein_effects::local`), so `--workdir` exercises the verbs a remote
+//! worker uses.
 //!
 //! This module never decides what a refusal means for the task; the task runner does.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use bernstein_core::engine::DEFAULT_WAIT;
 use bernstein_core::protocol::TransportFacts;
 
+use bernstein_domain::Projection;
 use bernstein_domain::bound::Server;
-use bernstein_effects::driver::{Backend, serve_message};
+use bernstein_effects::local::Local;
+use bernstein_effects::perform::Backend;
 use serde_json::{Value, json};
 
 /// The protocol revision the worker speaks.
@@ -158,16 +162,27 @@ fn unwrap_meter(v: Value) -> Value {
     }
 }
 
-/// `--workdir`: the request driver against a local store, in this process.
+/// `--workdir`: a local engine over the project's store, in this process (the worker's
+/// threads share it: its turn, its fsyncs).
 pub struct InProcess {
-    pub server: Arc<Server>,
-    pub backend: Backend,
+    local: Local<Projection>,
+}
+
+impl InProcess {
+    /// Serves `server`'s catalogue over `backend`.
+    pub fn new(server: Arc<Server>, backend: &Backend<Projection>) -> std::io::Result<InProcess> {
+        Ok(InProcess {
+            local: Local::new(server, backend, DEFAULT_WAIT)?,
+        })
+    }
 }
 
 impl Mcp for InProcess {
     fn exchange(&self, _tool: &str, request: &[u8]) -> Result<Value, TransportError> {
         let facts = TransportFacts::stdio(Some(PROTOCOL_VERSION.to_string()));
-        let served = serve_message(&self.server, &self.backend.env(), request, &facts)
+        let served = self
+            .local
+            .serve_message(request, &facts)
             .map_err(|e| TransportError::Io(format!("ledger: {e}")))?;
         let bytes = served
             .response

@@ -1,4 +1,4 @@
-//! The worker loop in process against a real project ledger (FileStore + request driver):
+//! The worker loop in process against a real project ledger (FileStore + local engine):
 //! dependency order, the verbs it records, a failing agent, and a drain on the SHUTDOWN file
 //! that releases a task whose agent outlived the grace period.
 
@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use bernstein_core::Config;
 use bernstein_domain::Server;
-use bernstein_effects::driver::Backend;
 use bernstein_effects::host::ProjectHost;
+use bernstein_effects::perform::Backend;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_os::clock::SystemClock;
 use bernstein_store_file::keys::{load_or_create_audit_key, load_or_create_signing_key};
@@ -54,10 +54,9 @@ impl Project {
             Arc::new(SystemClock),
             Arc::new(ProjectHost::new(&dir)),
         );
-        let client = Arc::new(Client::new(Box::new(InProcess {
-            server: Arc::new(Server::new(config)),
-            backend,
-        })));
+        let client = Arc::new(Client::new(Box::new(
+            InProcess::new(Arc::new(Server::new(config)), &backend).unwrap(),
+        )));
         Project {
             client,
             _cleanup: RemoveOnDrop(dir.clone()),

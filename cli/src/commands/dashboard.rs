@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use bernstein_core::signing::Signer;
 use bernstein_domain::Server;
-use bernstein_effects::driver::Backend;
 use bernstein_effects::host::ProjectHost;
+use bernstein_effects::perform::Backend;
 use bernstein_os::clock::SystemClock;
 use clap::Args;
 

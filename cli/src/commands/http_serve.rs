@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use bernstein_core::transport::http::HttpOptions;
-use bernstein_domain::Server;
-use bernstein_effects::driver::Backend;
+use bernstein_domain::{Projection, Server};
+use bernstein_effects::perform::Backend;
 
 use super::stop_signals::stop_on_signals;
 use crate::settings;
@@ -37,13 +37,16 @@ pub fn options(
     Ok(opts)
 }
 
-/// Serves until SIGTERM or SIGINT (or the process ends), on the std runtime or the smol one.
+/// Serves until SIGTERM or SIGINT (or the process ends), on the std runtime or the smol one;
+/// the operator's routes answer from Bernstein's projection ([`crate::views`]).
 pub fn serve(
     runtime: Runtime,
     server: Arc<Server>,
-    backend: Backend,
+    backend: Backend<Projection>,
     opts: HttpOptions,
 ) -> std::io::Result<()> {
+    let views = Arc::new(crate::views::BernsteinViews::new(server.clone()));
+    let backend = backend.with_views(views);
     let bind = format!("{}:{}", opts.host, opts.port);
     let served = match runtime {
         Runtime::Std => {

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use bernstein_core::Tier;
 use bernstein_domain::Server;
-use bernstein_effects::driver::Backend;
 use bernstein_effects::host::ProjectHost;
+use bernstein_effects::perform::Backend;
 use bernstein_os::clock::SystemClock;
 use clap::{Args, Subcommand, ValueEnum};
 

@@ -189,8 +189,9 @@ fn decide(
     as_json: bool,
 ) -> Result<ExitCode, String> {
     let (store, key) = open()?;
-    let outcome = commit_operator(&*store, &key, |snap, now| {
-        operator::decide_plan(snap, now, plan_id, hash, decision, reason.as_deref())
+    let (plan_id, hash) = (plan_id.to_string(), hash.to_string());
+    let outcome = commit_operator(store, &key, move |snap, now| {
+        operator::decide_plan(snap, now, &plan_id, &hash, decision, reason.as_deref())
     })?;
     match outcome {
         Ok(out) if as_json => {

@@ -53,7 +53,9 @@ fn print_table(payload: &Value) {
     }
     let rows = payload["tasks"].as_array().cloned().unwrap_or_default();
     if rows.is_empty() {
-        say!("no tasks yet: start a run with `bernstein run GOAL` (or the bernstein_run tool), then `bernstein worker` to work on it");
+        say!(
+            "no tasks yet: start a run with `bernstein run GOAL` (or the bernstein_run tool), then `bernstein worker` to work on it"
+        );
         return;
     }
     say!();

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use bernstein_core::Config;
 use bernstein_core::engine::{Job, Round};
@@ -16,8 +17,9 @@ use bernstein_core::time::Timestamp;
 use bernstein_domain::Projection;
 use bernstein_domain::Snapshot;
 use bernstein_domain::operator::{self, OperatorOutcome};
-use bernstein_effects::driver::{Admission, Env, commit_job};
 use bernstein_effects::host::NoHost;
+use bernstein_effects::local::Local;
+use bernstein_effects::perform::Backend;
 use bernstein_os::clock::SystemClock;
 use clap::Subcommand;
 
@@ -44,7 +46,7 @@ pub fn run(workdir: &Path, store: Option<&str>, command: TaskCommand) -> Result<
     } = command;
     let (store, key) = super::open_operator_store(workdir, store)?;
     let config = Config::new(key.clone());
-    let outcome = commit_operator(&*store, &key, |snap, now| {
+    let outcome = commit_operator(store, &key, move |snap, now| {
         operator::cancel_task(snap, &config, now, &task_id, reason.as_deref())
     })?;
     match outcome {
@@ -145,41 +147,41 @@ pub(crate) fn print_json(v: &serde_json::Value) -> Result<(), String> {
 }
 
 /// Runs `command` on a fresh snapshot and commits its drafts through the engine's one
-/// transaction path (`driver::commit_job`): sealed against that snapshot's position, decided
-/// again on the newer ledger after a lost race, durable before this returns. `Ok(Err(refusal))`
-/// when the command refused (nothing written); `Err` on a store failure.
-pub(crate) fn commit_operator<E>(
-    store: &dyn Store<Projection>,
+/// transaction path (a job submitted to a local engine, `Local::commit`): sealed against that
+/// snapshot's position, decided again on the newer ledger after a lost race, durable before
+/// this returns. `Ok(Err(refusal))` when the command refused (nothing written); `Err` on a
+/// store failure.
+pub(crate) fn commit_operator<C, E>(
+    store: Arc<dyn Store<Projection>>,
     key: &[u8],
-    command: impl FnMut(&Snapshot, Timestamp) -> Result<OperatorOutcome, E>,
-) -> Result<Result<OperatorOutcome, E>, String> {
-    let admission = std::sync::Arc::new(Admission::new());
-    let env = Env {
-        store,
-        clock: &SystemClock,
-        host: &NoHost,
-        admission: &admission,
-    };
-    let mut job = OperatorJob {
-        key,
+    command: C,
+) -> Result<Result<OperatorOutcome, E>, String>
+where
+    C: FnMut(&Snapshot, Timestamp) -> Result<OperatorOutcome, E> + Send + 'static,
+    E: Send + 'static,
+{
+    let backend = Backend::new(store, Arc::new(SystemClock), Arc::new(NoHost));
+    let local = Local::for_jobs(&backend).map_err(|e| format!("cannot start the engine: {e}"))?;
+    let job = OperatorJob {
+        key: key.to_vec(),
         command,
         decided: None,
     };
-    commit_job(&env, &mut job).map_err(|e| e.to_string())?;
+    let (job, _) = local.commit(job).map_err(|e| e.to_string())?;
     job.decided
         .ok_or_else(|| "the operator command was never run".to_string())
 }
 
 /// An operator command as an engine job: its last decision is kept for the caller.
-struct OperatorJob<'k, F, E> {
-    key: &'k [u8],
-    command: F,
+struct OperatorJob<C, E> {
+    key: Vec<u8>,
+    command: C,
     decided: Option<Result<OperatorOutcome, E>>,
 }
 
-impl<F, E> Job for OperatorJob<'_, F, E>
+impl<C, E> Job for OperatorJob<C, E>
 where
-    F: FnMut(&Snapshot, Timestamp) -> Result<OperatorOutcome, E>,
+    C: FnMut(&Snapshot, Timestamp) -> Result<OperatorOutcome, E>,
 {
     type Fold = Projection;
     fn run(&mut self, round: Round<'_, Projection>) -> Outcome {
@@ -192,7 +194,7 @@ where
                     &snap.position,
                     |s| snap.stream_head(s),
                     out.drafts.clone(),
-                    self.key,
+                    &self.key,
                 ),
             }),
             _ => None,

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use bernstein_core::Tier;
 use bernstein_domain::Server;
-use bernstein_effects::driver::Backend;
 use bernstein_effects::host::ProjectHost;
+use bernstein_effects::perform::Backend;
 use bernstein_os::clock::SystemClock;
 use bernstein_worker::display::Display;
 use bernstein_worker::duration::parse_duration;
@@ -158,10 +158,9 @@ pub(crate) fn transport(
         Arc::new(SystemClock),
         Arc::new(ProjectHost::new(workdir)),
     );
-    Ok(Box::new(InProcess {
-        server: Arc::new(Server::new(config)),
-        backend,
-    }))
+    let local = InProcess::new(Arc::new(Server::new(config)), &backend)
+        .map_err(|e| format!("cannot start the local engine: {e}"))?;
+    Ok(Box::new(local))
 }
 
 pub fn run(workdir: &Path, args: WorkerArgs) -> Result<ExitCode, String> {

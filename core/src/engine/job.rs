@@ -94,3 +94,45 @@ impl<F: Fold> Job for OwnedMessage<F> {
         .run(round)
     }
 }
+
+/// A job handed to the engine by a caller that is not a connection ([`Engine::submit`]): an
+/// operator's command from the command line, a message of an in-process client. It must own
+/// what it reads (the engine keeps it until its answer).
+///
+/// [`Engine::submit`]: super::Engine::submit
+pub type Submitted<F> = Box<dyn Job<Fold = F> + Send>;
+
+/// What one of the engine's requests runs: a message a connection framed, or a submitted job.
+pub(crate) enum Work<F> {
+    Message(OwnedMessage<F>),
+    Submitted(Submitted<F>),
+}
+
+impl<F> Work<F> {
+    /// The message's bytes (a submitted job has none).
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Work::Message(m) => &m.bytes,
+            Work::Submitted(_) => &[],
+        }
+    }
+}
+
+impl<F> std::fmt::Debug for Work<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Work::Message(m) => f.debug_tuple("Message").field(&m.bytes.len()).finish(),
+            Work::Submitted(_) => f.write_str("Submitted"),
+        }
+    }
+}
+
+impl<F: Fold> Job for Work<F> {
+    type Fold = F;
+    fn run(&mut self, round: Round<'_, F>) -> Outcome {
+        match self {
+            Work::Message(m) => m.run(round),
+            Work::Submitted(job) => job.run(round),
+        }
+    }
+}

@@ -9,9 +9,11 @@
 //! the host-request rounds, compare-and-append with re-runs from a fresh snapshot on conflict
 //! (at most [`MAX_ATTEMPTS`] runs), the fairness turn taken once a request has lost a race
 //! ([`turns`]), the wait of a pending answer for the ledger head to move (its wait slot,
-//! deadline, backoff, stop), and the settle/cancel round that ends a wait. A caller that runs
-//! one job alone (the command line's operator commands, an in-process worker) drives a
-//! [`request::Request`] directly. What a server's requests share is plain values here: the
+//! deadline, backoff, stop), and the settle/cancel round that ends a wait. A caller that is not
+//! a connection (the command line's operator commands, an in-process worker, a benchmark)
+//! submits its job to an engine ([`Engine::submit`]) and gets its end as
+//! [`Output::Finished`]; the request machine is interpreted nowhere else. What a server's
+//! requests share is plain values here: the
 //! turn ([`turns`]), the wait slots and their caps ([`wait_slots`]), the requests a
 //! `notifications/cancelled` reaches ([`cancels`]) and the [`Counters`]. Time and randomness
 //! only arrive as arguments ([`Moment`], the seeds); the engine never blocks and performs no
@@ -33,10 +35,10 @@ use core::time::Duration;
 
 pub use cancels::Cancels;
 pub use counters::Counters;
-pub use job::{Job, Message, OwnedMessage, Round};
+pub use job::{Job, Message, OwnedMessage, Round, Submitted};
 pub use request::{Finished, Request};
 pub use server::{
-    ConnId, Drain, Engine, EngineConfig, HttpConfig, Input, Output, Peer, ReqId, STDIO,
+    ConnId, Drain, Engine, EngineConfig, HttpConfig, Input, JobId, Output, Peer, ReqId, STDIO,
 };
 pub use wait_slots::WaitSlots;
 

@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use super::request::{Input as RequestInput, Output as RequestOutput};
-use super::server::{ConnId, Engine, EngineConfig, Input, Output, Peer};
-use super::{DEFAULT_WAIT, Message, Moment, Request};
+use super::server::{ConnId, Engine, EngineConfig, Input, JobId, Output, Peer};
+use super::{DEFAULT_WAIT, Finished, Message, Moment, Request, Submitted};
 use crate::ledger::{Append, AppendResult, Fold, Snapshot, StoreError};
 use crate::protocol::host::{HostFailure, HostReply};
 use crate::protocol::{Server, TransportFacts};
@@ -59,6 +59,8 @@ pub struct World<F: Fold> {
     pub conflicts: usize,
     pub looks: usize,
     pub fsyncs: usize,
+    /// The submitted jobs that ended ([`Output::Finished`]), in order.
+    pub finished: Vec<(JobId, Result<Box<Finished>, StoreError>)>,
 }
 
 impl<F: Fold> World<F> {
@@ -87,6 +89,7 @@ impl<F: Fold> World<F> {
             conflicts: 0,
             looks: 0,
             fsyncs: 0,
+            finished: Vec::new(),
         }
     }
 
@@ -110,6 +113,14 @@ impl<F: Fold> World<F> {
             mono: self.mono,
             wall: WALL,
         }
+    }
+
+    /// A caller submits `job`, then the world performs what follows.
+    pub fn submit(&mut self, job: Submitted<F>) -> JobId {
+        let now = self.now();
+        let id = self.engine.submit(now, job);
+        self.run();
+        id
     }
 
     /// Feeds one input, then performs what follows until the engine waits for the world.
@@ -297,6 +308,7 @@ impl<F: Fold> World<F> {
                     self.unread.remove(&conn);
                 }
                 Output::Log(line) => self.logs.push(line),
+                Output::Finished { job, result } => self.finished.push((job, result)),
             }
         }
     }

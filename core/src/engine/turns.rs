@@ -6,8 +6,8 @@
 //! other processes still race (the engine pauses with jitter after repeated losses).
 //! Uncontended requests never queue.
 //!
-//! The runtime keeps one `Turns` per server behind its lock and blocks a queued request until
-//! [`Turns::holds`] says its ticket has the turn; the decisions are all here.
+//! The engine keeps one `Turns` and parks a queued request until [`Turns::holds`] says its
+//! ticket has the turn; the decisions are all here.
 
 use std::collections::VecDeque;
 

@@ -3,8 +3,8 @@
 //! A request asks for a slot before it waits ([`super::Output::ClaimWaitSlot`]); without one
 //! the engine answers at once with the retryable `too_many_waits` refusal.
 //!
-//! The runtime keeps one `WaitSlots` per server behind its lock and performs the engine's
-//! claims and releases on it; every decision (the caps, the count per peer) is here.
+//! The engine keeps one `WaitSlots` and performs its requests' claims and releases on it;
+//! every decision (the caps, the count per peer) is here.
 
 use core::net::IpAddr;
 use std::collections::BTreeMap;

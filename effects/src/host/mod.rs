@@ -15,7 +15,7 @@ use bernstein_core::protocol::host::{HostFailure, HostReply, HostRequest};
 
 pub use shutdown::{SIGNAL_FILE, signal_shutdown};
 
-/// Performs host requests for the driver.
+/// Performs host requests for the engine (`Output::Host`).
 pub trait HostIo: Send + Sync {
     fn perform(&self, request: &HostRequest) -> HostReply;
 }

@@ -17,10 +17,49 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bernstein_core::protocol::host::{HostFailure, MAX_PATH_BYTES};
-use bernstein_domain::refusal::Refusal as Reason;
 
-/// The signal file, relative to the project root (declared once, by the tool that writes it).
-pub use bernstein_domain::tools::shutdown::SIGNAL_FILE;
+/// The signal file, relative to the project root: where the core's
+/// `HostRequest::SignalShutdown` writes (the tool that asks names the same path; a test holds
+/// them together).
+pub const SIGNAL_FILE: &str = ".sdd/runtime/signals/SHUTDOWN";
+
+/// Why the barrier refused, as the stable code `HostFailure::Refused` carries (the domain
+/// reads each as its refusal of the same name; a test holds them together).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    InvalidWorkdir,
+    WorkdirNotFound,
+    NotAProject,
+    SymlinkEscape,
+    NotADirectory,
+    NotAFile,
+    IoError,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 7] = [
+        Reason::InvalidWorkdir,
+        Reason::WorkdirNotFound,
+        Reason::NotAProject,
+        Reason::SymlinkEscape,
+        Reason::NotADirectory,
+        Reason::NotAFile,
+        Reason::IoError,
+    ];
+
+    /// The code on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::InvalidWorkdir => "invalid_workdir",
+            Reason::WorkdirNotFound => "workdir_not_found",
+            Reason::NotAProject => "not_a_project",
+            Reason::SymlinkEscape => "symlink_escape",
+            Reason::NotADirectory => "not_a_directory",
+            Reason::NotAFile => "not_a_file",
+            Reason::IoError => "io_error",
+        }
+    }
+}
 
 /// Why the barrier refused.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,14 +7,14 @@ use bernstein_core::histogram::Histogram;
 use bernstein_core::protocol::tally::METHODS;
 use bernstein_core::transport::http::prometheus::{CONTENT_TYPE, Exposition, Kind};
 use bernstein_core::transport::http::{HttpResponse, Status};
-use bernstein_domain::TaskStatus;
 
 use super::operator::Operator;
 use bernstein_core::engine::Counters;
+use bernstein_core::ledger::Fold;
 
-impl Operator {
+impl<F: Fold> Operator<F> {
     /// The exposition of this server's metrics.
-    pub(super) fn metrics_response(&self, span: &str, counters: &Counters) -> HttpResponse {
+    pub fn metrics_response(&self, span: &str, counters: &Counters) -> HttpResponse {
         let mut r = HttpResponse::new(Status::OK, span).with_header("Content-Type", CONTENT_TYPE);
         r.body = self.exposition(counters).into_bytes();
         r
@@ -60,7 +60,7 @@ impl Operator {
         x.finish()
     }
 
-    /// The families read from the store: fsyncs, size, tasks, checkpoint.
+    /// The families read from the store: fsyncs, size, the fold's own (the views'), checkpoint.
     fn ledger(&self, x: &mut Exposition) {
         let store = &self.store;
         let facts = store.facts();
@@ -92,15 +92,7 @@ impl Operator {
                     "Records in the ledger (the head's sequence number).",
                 )
                 .sample(&[], snapshot.position.seq as f64);
-                x.family(
-                    "bernstein_tasks",
-                    Kind::Gauge,
-                    "Tasks in the ledger by status.",
-                );
-                for status in TaskStatus::ALL {
-                    let n = snapshot.domain.count(status);
-                    x.sample(&[("status", status.as_str())], n as f64);
-                }
+                self.views().metrics(&snapshot, x);
             }
             Err(e) => {
                 bernstein_os::log_line!("bernstein http: /metrics left out the ledger: {e}")
@@ -169,6 +161,3 @@ fn histogram(x: &mut Exposition, name: &str, help: &str, h: &Histogram) {
 fn seconds(ms: u64) -> f64 {
     ms as f64 / 1000.0
 }
-
-#[cfg(test)]
-mod tests;

@@ -22,15 +22,14 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use bernstein_core::engine::{ConnId, Drain, Engine, EngineConfig, Input, Moment, Output, Peer};
+use bernstein_core::ledger::Fold;
+use bernstein_core::protocol::Server;
 use bernstein_core::time::Clock;
 use bernstein_core::transport::http::HttpOptions;
-use bernstein_domain::Projection;
-use bernstein_domain::bound::Server;
 use bernstein_effects::Stopper;
-use bernstein_effects::driver::Backend;
 use bernstein_effects::http::operator::Operator;
 use bernstein_effects::http::{Announcement, open_listener};
-use bernstein_effects::perform::{Performer, moment, seed};
+use bernstein_effects::perform::{Backend, Performer, moment, seed};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
@@ -100,10 +99,10 @@ impl Drop for HttpServerHandle {
     }
 }
 
-/// Binds and starts serving on a thread of its own.
-pub fn bind(
-    server: Arc<Server>,
-    backend: Backend,
+/// Binds and starts serving `server`'s catalogue over `backend` on a thread of its own.
+pub fn bind<F: Fold>(
+    server: Arc<Server<F>>,
+    backend: Backend<F>,
     options: HttpOptions,
 ) -> io::Result<HttpServerHandle> {
     let (listener, policy) = open_listener(&server.config, &options)?;
@@ -113,9 +112,9 @@ pub fn bind(
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
     let stop = Arc::new(AtomicBool::new(false));
     let operator = Operator::new(
-        server.clone(),
         backend.store.clone(),
         backend.clock.clone(),
+        backend.views.clone(),
         !options.mcp,
     );
     let wake = waker.clone();
@@ -166,9 +165,9 @@ pub fn bind(
 
 /// Binds, announces the endpoint on stderr, hands `on_bound` what stops the server, and
 /// serves until it is stopped (or the process ends).
-pub fn serve_http(
-    server: Arc<Server>,
-    backend: Backend,
+pub fn serve_http<F: Fold>(
+    server: Arc<Server<F>>,
+    backend: Backend<F>,
     options: HttpOptions,
     on_bound: impl FnOnce(Stopper) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -180,7 +179,7 @@ pub fn serve_http(
     handle.wait()
 }
 
-struct Loop {
+struct Loop<F: Fold> {
     poll: Poll,
     listener: Option<mio::net::TcpListener>,
     socks: HashMap<u64, Sock>,
@@ -188,8 +187,8 @@ struct Loop {
     paused: BTreeSet<u64>,
     /// Sockets with a deadline (a stalled write, a drain).
     timed: BTreeSet<u64>,
-    engine: Engine<Projection>,
-    performer: Performer,
+    engine: Engine<F>,
+    performer: Performer<F>,
     clock: Arc<dyn Clock>,
     origin: Instant,
     next_conn: u64,
@@ -201,7 +200,7 @@ struct Loop {
     linger: (Duration, usize),
 }
 
-impl Loop {
+impl<F: Fold> Loop<F> {
     fn run(&mut self) -> io::Result<()> {
         if let Some(l) = self.listener.as_mut() {
             self.poll

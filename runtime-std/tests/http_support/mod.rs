@@ -14,9 +14,9 @@ use std::time::Duration;
 use bernstein_core::time::{Clock, FixedClock};
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_core::{Config, Timestamp};
-use bernstein_domain::Server;
-use bernstein_effects::driver::Backend;
+use bernstein_domain::{Projection, Server};
 use bernstein_effects::host::ProjectHost;
+use bernstein_effects::perform::Backend;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_os::clock::SystemClock;
 use bernstein_store_file::test_dir::TestDir;
@@ -27,7 +27,8 @@ pub trait Running {
 }
 
 /// Starts a server of one runtime.
-pub type Launcher = fn(Arc<Server>, Backend, HttpOptions) -> std::io::Result<Box<dyn Running>>;
+pub type Launcher =
+    fn(Arc<Server>, Backend<Projection>, HttpOptions) -> std::io::Result<Box<dyn Running>>;
 
 /// A server over a fresh `.sdd/` in a temp dir. Field order: the server stops before the
 /// directory goes.

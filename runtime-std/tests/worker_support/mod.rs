@@ -1,28 +1,28 @@
 //! Shared helpers of the worker-loop integration tests (`worker_*.rs`): a real server (core +
-//! file store + driver, signing key and audit key from `.sdd/keys/`) called the way a
+//! file store + a local engine, signing key and audit key from `.sdd/keys/`) called the way a
 //! transport calls it, one JSON-RPC `tools/call` at a time.
 #![allow(dead_code)]
 
 use std::path::Path;
+use std::sync::Arc;
 
 use bernstein_core::Config;
+use bernstein_core::engine::DEFAULT_WAIT;
 use bernstein_core::protocol::TransportFacts;
-use bernstein_domain::Server;
-use bernstein_effects::driver::{Env, serve_message};
+use bernstein_domain::{Projection, Server};
 use bernstein_effects::host::NoHost;
+use bernstein_effects::local::Local;
+use bernstein_effects::perform::Backend;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_os::clock::SystemClock;
 use bernstein_store_file::keys::{load_or_create_audit_key, load_or_create_signing_key};
 use serde_json::{Value, json};
 
-/// The turn every request of this file takes once contended (they share one ledger).
-static ADMISSION: std::sync::LazyLock<std::sync::Arc<bernstein_effects::driver::Admission>> =
-    std::sync::LazyLock::new(Default::default);
-
-/// One server process's view of a project: its store, its server and its keys.
+/// One server process's view of a project: its store, its engine and its keys.
 pub struct Worker {
-    pub store: FileStore,
-    pub server: Server,
+    pub store: Arc<FileStore>,
+    pub server: Arc<Server>,
+    pub local: Local<Projection>,
     pub audit_key: Vec<u8>,
 }
 
@@ -58,30 +58,29 @@ impl Worker {
         let seed = load_or_create_signing_key(&sdd).unwrap();
         let mut config = Config::new(audit_key.clone()).with_signing_seed(&seed);
         config.cost_meter = false;
-        let store = FileStore::open(dir, audit_key.clone()).unwrap();
+        let store = Arc::new(FileStore::open(dir, audit_key.clone()).unwrap());
+        let backend = Backend::new(store.clone(), Arc::new(SystemClock), Arc::new(NoHost));
+        let server = Arc::new(Server::new(config));
+        let local = Local::new(server.clone(), &backend, DEFAULT_WAIT).unwrap();
         Worker {
             store,
-            server: Server::new(config),
+            server,
+            local,
             audit_key,
         }
     }
 
-    /// Calls `tool` through the driver (snapshot, core, compare-and-append with retry).
+    /// Calls `tool` through the local engine (snapshot, core, compare-and-append with retry).
     pub fn call(&self, tool: &str, args: Value) -> Answer {
         let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": tool, "arguments": args}});
-        let served = serve_message(
-            &self.server,
-            &Env {
-                store: &self.store,
-                clock: &SystemClock,
-                host: &NoHost,
-                admission: &ADMISSION,
-            },
-            &serde_json::to_vec(&msg).unwrap(),
-            &TransportFacts::stdio(Some("2025-11-25".into())),
-        )
-        .unwrap();
+        let served = self
+            .local
+            .serve_message(
+                &serde_json::to_vec(&msg).unwrap(),
+                &TransportFacts::stdio(Some("2025-11-25".into())),
+            )
+            .unwrap();
         let response: Value = serde_json::from_slice(&served.response.unwrap()).unwrap();
         let result = &response["result"];
         let text = result["content"][0]["text"]

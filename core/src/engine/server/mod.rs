@@ -5,10 +5,13 @@
 //! [`Input`] is the whole list of what the world can tell it: a connection opened, bytes
 //! arrived on it, its peer is done, what the runtime has not written of it yet; a snapshot was read, an append committed or conflicted,
 //! what was written is durable, a host request was answered, the head was looked at; an
-//! operator route was answered; time passed; the server is shutting down. [`Output`] is the
-//! whole list of what it can ask for: send bytes on a connection, close it, read a snapshot,
-//! compare-and-append, wait until durable, perform a host request, look at the head, answer an
-//! operator route, log a line; and [`Engine::poll_timeout`] says when to wake it.
+//! operator route was answered; the caller of a submitted job stops waiting; time passed; the
+//! server is shutting down. [`Output`] is the whole list of what it can ask for: send bytes on
+//! a connection, close it, read a snapshot, compare-and-append, wait until durable, perform a
+//! host request, look at the head, answer an operator route, log a line, hand a submitted job's
+//! answer to its caller; and [`Engine::poll_timeout`] says when to wake it. Besides
+//! connections, a caller may submit a job ([`Engine::submit`]: an operator's command, an
+//! in-process client's message), served by the same request state machine.
 //!
 //! What lives here, as explicit state: per connection its framing (stdio lines, HTTP/1.1), its
 //! read and stream clocks, the revision a stdio peer negotiated and the output it may not have
@@ -38,10 +41,10 @@ use std::sync::Arc;
 use self::entropy::Entropy;
 use self::timers::{Due, Timers};
 use super::counters::Counters;
-use super::job::OwnedMessage;
-use super::request::Request;
+use super::job::Work;
+use super::request::{Finished, Request};
 use super::turns::{Ticket, Turns};
-use super::{Cancels, Moment, WaitPolicy, WaitSlots};
+use super::{Cancels, Moment, Stop, WaitPolicy, WaitSlots};
 use crate::ledger::{Append, AppendResult, Fold, LedgerPosition, Snapshot, StoreError};
 use crate::protocol::host::{HostReply, HostRequest};
 use crate::protocol::{Server, TransportFacts, Wait};
@@ -65,6 +68,11 @@ pub const STDIO: ConnId = ConnId(0);
 /// A request being served, named by the engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ReqId(u64);
+
+/// A job a caller submitted ([`Engine::submit`]), named by the engine; its answer comes as
+/// [`Output::Finished`] with the same id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobId(u64);
 
 /// Who is at the other end of a new connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +124,10 @@ pub enum Input<'a, F> {
         conn: ConnId,
         response: HttpResponse,
     },
+    /// The caller of a submitted job stops waiting for the ledger: a pending answer of it is
+    /// given at once, as it stands ([`Stop::Settle`]) or cancelled ([`Stop::Cancel`]). A job
+    /// that never waits (an operator's command) is told this right after it is submitted.
+    StopJob { job: JobId, why: Stop },
     /// Time passed: whatever [`Engine::poll_timeout`] named may be due.
     Tick,
     /// Stop: waiting answers are sent as they stand, streams and feeds close, and no
@@ -153,6 +165,16 @@ pub enum Output {
     },
     /// A line for the server's log.
     Log(String),
+    /// A submitted job ended ([`Engine::submit`]): its answer, whose records are durable
+    /// (notifications in [`Served::notifications`], in order, before the response), or the
+    /// store failure that ended it (nothing it ran was acknowledged; a failure of the sync
+    /// after its append leaves its records written but not known durable).
+    ///
+    /// [`Served::notifications`]: super::Served::notifications
+    Finished {
+        job: JobId,
+        result: Result<Box<Finished>, StoreError>,
+    },
 }
 
 /// How a server's engine is configured.
@@ -187,6 +209,18 @@ impl EngineConfig {
             wait: super::DEFAULT_WAIT,
             max_waits: STDIO_MAX_WAITS,
             max_waits_per_peer: STDIO_MAX_WAITS,
+            http: None,
+            seed,
+        }
+    }
+
+    /// The engine of submitted jobs only ([`Engine::submit`]; no connection): waits are not
+    /// capped (each waiting job holds its caller, not a connection).
+    pub fn jobs(wait: WaitPolicy, seed: [u8; 32]) -> EngineConfig {
+        EngineConfig {
+            wait,
+            max_waits: usize::MAX,
+            max_waits_per_peer: usize::MAX,
             http: None,
             seed,
         }
@@ -345,6 +379,26 @@ impl<F: Fold> Engine<F> {
         engine
     }
 
+    /// An engine that serves submitted jobs only ([`Engine::submit`]): it frames no message,
+    /// so it holds an empty catalogue.
+    pub fn for_jobs(config: EngineConfig, now: Moment) -> Engine<F> {
+        let catalog = crate::protocol::registry::Catalog {
+            tools: Vec::new(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            resource_templates: Vec::new(),
+            aliases: Vec::new(),
+            instructions: |_| String::new(),
+            capability_card: |_| serde_json::Value::Null,
+            tasks: None,
+            effects_in_descriptions: false,
+            redact: crate::protocol::registry::no_redaction,
+        };
+        let config_of_none = crate::config::Config::new(Vec::new());
+        let server = Arc::new(Server::with_catalog(config_of_none, catalog));
+        Engine::new(server, config, now)
+    }
+
     /// The catalogue this engine serves.
     pub fn server(&self) -> &Arc<Server<F>> {
         &self.server
@@ -434,9 +488,15 @@ impl<F: Fold> Engine<F> {
             Input::Head(snapshot) => self.head(Ok(snapshot)),
             Input::HeadFailed(error) => self.head(Err(error)),
             Input::Operator { conn, response } => self.operator_answered(conn, response),
+            Input::StopJob { job, why } => self.stop_job(job, why),
             Input::Tick => self.tick(),
             Input::Shutdown => self.shutdown(),
         }
+        self.after_input();
+    }
+
+    /// Runs what the last input made ready and asks for a sync if one is due.
+    fn after_input(&mut self) {
         self.run_ready();
         self.maybe_sync();
         self.counters.in_flight = self.reqs.len();
@@ -541,9 +601,9 @@ struct Parked {
 /// One request being served: its state machine and what the engine keeps around it.
 #[derive(Debug)]
 struct Req<F: Fold> {
-    machine: Request<OwnedMessage<F>>,
-    /// The connection whose message this is.
-    conn: ConnId,
+    machine: Request<Work<F>>,
+    /// The connection whose message this is (`None`: a submitted job).
+    conn: Option<ConnId>,
     answer: Answer,
     /// The peer address its wait counts against (HTTP).
     peer: Option<IpAddr>,
@@ -598,6 +658,12 @@ enum Answer {
         m: LegacyMessage,
         stream: ConnId,
         span: String,
+    },
+    /// The caller that submitted the job ([`Output::Finished`]): its notifications are kept
+    /// for the answer; `stop` is what it said about waiting ([`Input::StopJob`]).
+    Job {
+        notes: Vec<Vec<u8>>,
+        stop: Option<Stop>,
     },
 }
 

@@ -7,8 +7,8 @@ use core::net::SocketAddr;
 use core::time::Duration;
 
 use super::timers::{self, Due};
-use super::{Answer, Conn, ConnId, Engine, Nap, Output, Park, Req, ReqId, syncs};
-use crate::engine::job::OwnedMessage;
+use super::{Answer, Conn, ConnId, Engine, JobId, Nap, Output, Park, Req, ReqId, syncs};
+use crate::engine::job::{OwnedMessage, Submitted, Work};
 use crate::engine::request::{self, Finished, Request};
 use crate::engine::turns::Grant;
 use crate::engine::{Served, Stop};
@@ -34,11 +34,52 @@ impl<F: Fold> Engine<F> {
             self.cancel(&named);
         }
         let entered = request_id(&bytes).map(|id| self.cancels.enter(id));
-        let job = OwnedMessage {
+        let job = Work::Message(OwnedMessage {
             server: self.server.clone(),
             bytes,
             facts,
+        });
+        self.begin(job, Some(conn), answer, super::peer_ip(peer), entered)
+    }
+
+    /// Serves `job` for a caller that is not a connection (an operator's command, an
+    /// in-process client) through the same request state machine as every message: decided
+    /// on a fresh snapshot, re-run on a lost race, durable before it ends. Its end is
+    /// [`Output::Finished`] with the id returned; a pending answer waits for the ledger until
+    /// its deadline or until the caller stops it ([`super::Input::StopJob`]).
+    pub fn submit(&mut self, now: super::Moment, job: Submitted<F>) -> JobId {
+        self.now = now;
+        let answer = Answer::Job {
+            notes: Vec::new(),
+            stop: None,
         };
+        let id = self.begin(Work::Submitted(job), None, answer, None, None);
+        self.after_input();
+        JobId(id.0)
+    }
+
+    /// The caller of a submitted job says how its wait ends; a napping one is woken to ask.
+    pub(super) fn stop_job(&mut self, job: JobId, why: Stop) {
+        let id = ReqId(job.0);
+        if let Some(Req {
+            answer: Answer::Job { stop, .. },
+            ..
+        }) = self.reqs.get_mut(&id)
+        {
+            *stop = Some(why);
+            self.wake(id);
+        }
+    }
+
+    /// Starts a request running `job`, ready to take its first outputs.
+    fn begin(
+        &mut self,
+        job: Work<F>,
+        conn: Option<ConnId>,
+        answer: Answer,
+        peer: Option<core::net::IpAddr>,
+        entered: Option<crate::engine::cancels::Entered>,
+    ) -> ReqId {
         let mut machine = Request::new(job, self.wait, self.entropy.request_seed());
         machine.start(self.now);
         let id = self.next_req_id();
@@ -48,7 +89,7 @@ impl<F: Fold> Engine<F> {
                 machine,
                 conn,
                 answer,
-                peer: super::peer_ip(peer),
+                peer,
                 ticket: None,
                 counted: false,
                 entered,
@@ -273,7 +314,7 @@ impl<F: Fold> Engine<F> {
 
     /// A waiting stdio request lets the lines behind it through.
     fn detach(&mut self, id: ReqId) {
-        let Some(conn) = self.reqs.get(&id).map(|r| r.conn) else {
+        let Some(conn) = self.reqs.get(&id).and_then(|r| r.conn) else {
             return;
         };
         if let Some(Conn::Stdio(s)) = self.conns.get_mut(&conn)
@@ -294,18 +335,20 @@ impl<F: Fold> Engine<F> {
         if r.entered.is_some_and(|e| self.cancels.is_cancelled(e)) {
             return Some(Stop::Cancel);
         }
+        let conn = r.conn.and_then(|c| self.conns.get(&c));
         let gone = match &r.answer {
             Answer::Stdio => {
-                return match self.conns.get(&r.conn) {
+                return match conn {
                     Some(Conn::Stdio(s)) if !s.eof => None,
                     _ => Some(Stop::Settle),
                 };
             }
-            Answer::Mcp { .. } => match self.conns.get(&r.conn) {
+            Answer::Mcp { .. } => match conn {
                 Some(Conn::Http(h)) => h.eof,
                 _ => true,
             },
             Answer::Legacy { stream, .. } => !self.conns.contains_key(stream),
+            Answer::Job { stop, .. } => return *stop,
         };
         gone.then_some(Stop::Cancel)
     }
@@ -329,7 +372,7 @@ impl<F: Fold> Engine<F> {
             .reqs
             .iter()
             .filter(|(_, r)| {
-                r.conn == conn
+                r.conn == Some(conn)
                     || matches!(&r.answer, Answer::Legacy { stream, .. } if *stream == conn)
             })
             .map(|(id, _)| *id)
@@ -485,8 +528,12 @@ impl<F: Fold> Engine<F> {
         let Some(r) = self.reqs.get_mut(&id) else {
             return;
         };
-        let conn = r.conn;
+        if let Answer::Job { notes, .. } = &mut r.answer {
+            return notes.push(n);
+        }
+        let Some(conn) = r.conn else { return };
         match &mut r.answer {
+            Answer::Job { .. } => {}
             Answer::Stdio => {
                 let mut line = n;
                 line.push(b'\n');
@@ -535,12 +582,14 @@ impl<F: Fold> Engine<F> {
         };
         let prefix = match r.answer {
             Answer::Stdio => "bernstein",
+            // Its caller reports the failure.
+            Answer::Job { .. } => return self.end_job(id, Err(e)),
             _ => "bernstein http",
         };
         // A request whose append committed failed at its sync: its records are written, but
         // whether they are durable is unknown.
         let reply = self.server.storage_failure_reply(
-            &r.machine.job().bytes,
+            r.machine.job().bytes(),
             &StorageFailure {
                 reason: &e.to_string(),
                 retryable: e.retryable(),
@@ -566,15 +615,26 @@ impl<F: Fold> Engine<F> {
 
     /// Takes a finished request out of the engine and writes its answer where it goes.
     fn deliver(&mut self, id: ReqId, finished: Finished, count: bool) {
-        let Some(r) = self.reqs.remove(&id) else {
+        let Some(mut r) = self.reqs.remove(&id) else {
             return;
         };
         self.release(&r, id);
         if count {
             self.counters.served(&finished.tally, finished.took);
         }
+        if let Answer::Job { notes, .. } = &mut r.answer {
+            // Its notifications, then the response, to the caller at once.
+            let mut finished = finished;
+            notes.append(&mut finished.served.notifications);
+            finished.served.notifications = std::mem::take(notes);
+            let job = JobId(id.0);
+            return self.push(Output::Finished {
+                job,
+                result: Ok(Box::new(finished)),
+            });
+        }
+        let Some(conn) = r.conn else { return };
         let served = finished.served;
-        let conn = r.conn;
         match r.answer {
             Answer::Stdio => {
                 let Some(Conn::Stdio(s)) = self.conns.get_mut(&conn) else {
@@ -615,6 +675,7 @@ impl<F: Fold> Engine<F> {
                     self.close(conn, true);
                 }
             },
+            Answer::Job { .. } => {}
             Answer::Legacy { m, stream, .. } => {
                 let now = self.now.mono;
                 let response = match self.conns.get_mut(&stream) {
@@ -636,6 +697,17 @@ impl<F: Fold> Engine<F> {
                     self.set_busy(conn, None);
                 }
             }
+        }
+    }
+
+    /// Ends a submitted job with `result` (a store failure: nothing counted).
+    fn end_job(&mut self, id: ReqId, result: Result<Box<Finished>, StoreError>) {
+        if let Some(r) = self.reqs.remove(&id) {
+            self.release(&r, id);
+            self.push(Output::Finished {
+                job: JobId(id.0),
+                result,
+            });
         }
     }
 

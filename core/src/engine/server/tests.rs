@@ -553,3 +553,78 @@ fn a_shutdown_is_answered_once_nothing_is_in_flight_and_overdue_after_its_grace(
     assert_eq!(ids(&w.take(1)), vec![1]);
     assert_eq!(w.engine.drain(), Some(Drain::Answered));
 }
+
+/// `call(id)` as a job a caller submits (an in-process client's message).
+fn job(w: &World<()>, id: u64) -> crate::engine::Submitted<()> {
+    Box::new(crate::engine::OwnedMessage {
+        server: w.engine.server().clone(),
+        bytes: call(id),
+        facts: TransportFacts::stdio(None),
+    })
+}
+
+fn finished_ids(w: &mut World<()>) -> Vec<u64> {
+    std::mem::take(&mut w.finished)
+        .into_iter()
+        .map(|(_, r)| {
+            let served = r.expect("served").served;
+            let v: serde_json::Value = serde_json::from_slice(&served.response.unwrap()).unwrap();
+            v["id"].as_u64().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn a_submitted_job_ends_once_durable_and_shares_the_fsync_of_the_connections() {
+    let mut w = calls_waiting_for_syncs(1);
+    let first = w.submit(job(&w, 7));
+    let second = w.submit(job(&w, 8));
+    assert_ne!(first, second);
+    assert!(
+        w.finished.is_empty(),
+        "no answer before its records are durable"
+    );
+    // The first fsync covers the connection's call; the jobs appended after it began.
+    w.sync();
+    assert_eq!(ids(&w.take(1)), vec![1]);
+    assert!(w.finished.is_empty());
+    w.sync();
+    assert_eq!(w.fsyncs, 2, "one fsync for both jobs");
+    assert_eq!(
+        w.finished.iter().map(|f| f.0).collect::<Vec<_>>(),
+        [first, second]
+    );
+    assert_eq!(finished_ids(&mut w), [7, 8]);
+    assert_eq!(w.ledger.position.seq, 3);
+    assert_eq!(w.engine.requests_in_flight(), 0);
+    assert_eq!(w.engine.counters().requests.get("tools/call"), Some(&3));
+}
+
+#[test]
+fn a_submitted_job_that_lost_a_race_runs_again_and_a_store_failure_ends_it() {
+    let mut w = World::new(
+        server(1 << 20),
+        crate::engine::EngineConfig::jobs(crate::engine::DEFAULT_WAIT, [1; 32]),
+    );
+    w.racers.push_back(line(&call(99)));
+    w.submit(job(&w, 1));
+    assert_eq!(w.conflicts, 1);
+    assert_eq!(finished_ids(&mut w), [1]);
+    assert_eq!(w.ledger.position.seq, 2);
+    w.fail_next = Some(StoreError::Unavailable("the disk is gone".into()));
+    w.submit(job(&w, 2));
+    let (_, result) = w.finished.pop().unwrap();
+    let e = result.unwrap_err();
+    assert!(e.to_string().contains("the disk is gone"), "{e}");
+    assert!(w.logs.is_empty(), "its caller reports it");
+    assert_eq!(w.ledger.position.seq, 2);
+    // A failed fsync ends the jobs waiting for it with the failure.
+    w.auto_sync = false;
+    w.submit(job(&w, 3));
+    w.sync_fails(StoreError::Io("fsync failed".into()));
+    assert!(matches!(
+        w.finished.pop(),
+        Some((_, Err(StoreError::Io(_))))
+    ));
+    assert_eq!(w.engine.requests_in_flight(), 0);
+}

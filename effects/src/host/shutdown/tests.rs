@@ -304,3 +304,13 @@ fn concurrent_signals_all_succeed() {
         BODY
     );
 }
+
+#[test]
+fn the_barrier_speaks_the_domain_s_codes_and_path() {
+    use bernstein_domain::refusal::Refusal as Domain;
+    for reason in Reason::ALL {
+        let theirs = Domain::from_code(reason.as_str());
+        assert_eq!(theirs.map(|r| r.as_str()), Some(reason.as_str()));
+    }
+    assert_eq!(SIGNAL_FILE, bernstein_domain::tools::shutdown::SIGNAL_FILE);
+}

@@ -7,23 +7,33 @@ use bernstein_core::Config;
 use bernstein_core::engine::{ConnId, Engine, EngineConfig, Input, Moment, Peer};
 use bernstein_core::ledger::Store;
 use bernstein_core::time::Clock;
+use bernstein_core::transport::http::prometheus::CONTENT_TYPE;
 use bernstein_core::transport::http::{HttpOptions, HttpPolicy};
 use bernstein_domain::Projection;
 use bernstein_domain::bound::Server;
+use bernstein_effects::host::NoHost;
+use bernstein_effects::http::operator::Operator;
+use bernstein_effects::perform::Performer;
 use serde_json::json;
 
 use super::*;
-use crate::host::NoHost;
-use crate::perform::run_inline;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_os::clock::SystemClock;
 use bernstein_store_file::test_dir::TestDir;
 
 const KEY: &[u8] = &[9; 32];
 
-/// An HTTP server's operator over the file store in `dir`, and an engine that served
-/// `messages` on a stdio connection (one HTTP connection open beside it).
-fn served(dir: &std::path::Path, messages: &[Vec<u8>]) -> (Operator, Engine<Projection>) {
+/// An HTTP server's operator (with Bernstein's views) over the file store in `dir`, its
+/// store, and an engine that served `messages` on a stdio connection (one HTTP connection
+/// open beside it), every output performed here by the runtimes' performer.
+fn served(
+    dir: &std::path::Path,
+    messages: &[Vec<u8>],
+) -> (
+    Operator<Projection>,
+    Arc<dyn Store<Projection>>,
+    Engine<Projection>,
+) {
     let config = Config::new(KEY.to_vec());
     let options = HttpOptions::default();
     let policy = HttpPolicy::new(&config, &options, "127.0.0.1:8053", true).unwrap();
@@ -54,6 +64,16 @@ fn served(dir: &std::path::Path, messages: &[Vec<u8>]) -> (Operator, Engine<Proj
             peer,
         },
     );
+    // Every store output on this thread: no syncer, no pool (a local store).
+    let performer = Performer::new(
+        store.clone(),
+        Arc::new(NoHost),
+        None,
+        1,
+        usize::MAX,
+        Arc::new(|| {}),
+    )
+    .unwrap();
     for m in messages {
         let mut line = m.clone();
         line.push(b'\n');
@@ -64,10 +84,14 @@ fn served(dir: &std::path::Path, messages: &[Vec<u8>]) -> (Operator, Engine<Proj
                 bytes: &line,
             },
         );
-        run_inline(&mut engine, &*store, &NoHost, &now);
+        let mut sent = Vec::new();
+        while engine.has_output() {
+            performer.pump(&mut engine, &now, &mut sent);
+        }
     }
-    let op = Operator::new(server, store, Arc::new(SystemClock), false);
-    (op, engine)
+    let views = Arc::new(BernsteinViews::new(server));
+    let op = Operator::new(store.clone(), Arc::new(SystemClock), views, false);
+    (op, store, engine)
 }
 
 /// Sample lines by series (`name{labels}`), checking that every family has one HELP and one
@@ -112,7 +136,7 @@ fn the_exposition_counts_what_the_engine_served() {
             "params": {"name": tool, "arguments": args}});
         messages.push(serde_json::to_vec(&msg).unwrap());
     }
-    let (op, engine) = served(tmp.path(), &messages);
+    let (op, store, engine) = served(tmp.path(), &messages);
     let r = op.metrics_response("span", engine.counters());
     assert_eq!(r.header("Content-Type"), Some(CONTENT_TYPE));
     let text = String::from_utf8(r.body).unwrap();
@@ -139,7 +163,7 @@ fn the_exposition_counts_what_the_engine_served() {
         get(r#"bernstein_tool_call_duration_seconds_bucket{tool="bernstein_run",le="+Inf"}"#),
         2.0
     );
-    let records = op.store.snapshot().unwrap().position.seq;
+    let records = store.snapshot().unwrap().position.seq;
     assert_eq!(get("bernstein_ledger_records"), records as f64);
     let bytes = std::fs::metadata(
         bernstein_store_file::layout::Layout::in_project(tmp.path()).ledger_file(),
@@ -175,12 +199,12 @@ fn a_checkpoint_shows_its_age() {
         // Dropping the store writes its checkpoint.
         drop(served(tmp.path(), &[initialize(), msg.to_vec()]));
     }
-    let (op, engine) = served(tmp.path(), &[]);
+    let (op, store, engine) = served(tmp.path(), &[]);
     let text = String::from_utf8(op.metrics_response("s", engine.counters()).body).unwrap();
     let age = samples(&text)["bernstein_checkpoint_age_seconds"];
     assert!((0.0..60.0).contains(&age), "{age}");
-    let records = op.store.snapshot().unwrap().position.seq;
-    assert_eq!(op.store.facts().checkpoint_records, Some(records));
+    let records = store.snapshot().unwrap().position.seq;
+    assert_eq!(store.facts().checkpoint_records, Some(records));
 }
 
 /// `initialize` at 2025-11-25, so that the calls after it are served in that revision.
