@@ -77,6 +77,7 @@ pub mod task_view;
 pub mod tiers;
 pub mod tools;
 pub mod trace;
+pub mod views;
 pub mod witness;
 
 pub use bound::Server;

@@ -14,7 +14,7 @@
 //!   engine on its own thread until the job ends.
 //! - [`host`]: file listings, reads and the shutdown signal the core asks for.
 //! - [`http`]: binding, the startup announcement and the operator's routes (what only the
-//!   fold's owner answers comes from its [`http::operator::Views`]).
+//!   fold's owner answers comes from its `bernstein_core::transport::http::views::Views`).
 
 pub mod host;
 pub mod http;

@@ -29,7 +29,8 @@ use bernstein_core::time::Clock;
 use bernstein_core::transport::http::{HttpResponse, OperatorRequest};
 
 use crate::host::HostIo;
-use crate::http::operator::{NoViews, Operator, Views};
+use crate::http::operator::Operator;
+use bernstein_core::transport::http::views::{NoViews, Views};
 
 /// What a server or a [`Local`](crate::local::Local) engine is built on: the ledger, the wall
 /// clock, the host, and what the operator's routes read from the fold (HTTP servers).
@@ -305,7 +306,7 @@ impl<F: Fold> Performer<F> {
             let span = request.span_id.clone();
             Some(Done::Operator {
                 conn,
-                response: crate::http::operator::unavailable(&span),
+                response: bernstein_core::transport::http::views::unavailable(&span),
             })
         }
     }

@@ -31,6 +31,7 @@ pub mod response;
 pub mod router;
 pub mod sse;
 pub mod stream_clock;
+pub mod views;
 
 pub use exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, ServedParts, StreamedReply};
 pub use guard::{BindRefused, is_loopback_host};
