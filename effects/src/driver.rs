@@ -49,9 +49,11 @@ pub fn serve_message_with(
     wait: &WaitPolicy,
     stop: &dyn Fn() -> Option<Stop>,
 ) -> Result<Served, StoreError> {
+    // Read once: every run of the request serves this value.
+    let message = server.read_message(bytes);
     let job = Message {
         server,
-        bytes,
+        message: &message,
         facts,
     };
     let notes = std::cell::RefCell::new(Vec::new());

@@ -9,9 +9,46 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
-use super::jsonrpc::{Id, RpcError, error_message, result_message};
+use super::jsonrpc::{Id, LEDGER_UNAVAILABLE, RpcError, error_message, result_message};
 use super::meter::envelope_bytes;
 use super::{MeterSlot, Response};
+
+/// What an answer is, known when it is made and carried beside its rendered bytes
+/// ([`Response::kind`]), so that nothing reads the bytes again to learn it (the HTTP status of
+/// a JSON-RPC error, for one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AnswerKind {
+    /// A result (or nothing to answer).
+    #[default]
+    Result,
+    /// A single JSON-RPC error.
+    Error(ErrorReply),
+    /// A batch's array of answers (revision 2025-03-26).
+    Batch,
+}
+
+impl AnswerKind {
+    /// The error, when the answer is a single JSON-RPC error.
+    pub fn error(self) -> Option<ErrorReply> {
+        match self {
+            AnswerKind::Error(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A JSON-RPC error answer, as far as a transport's status depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ErrorReply {
+    pub code: i64,
+    /// The reply answers no identifiable request (`"id": null`).
+    pub anonymous: bool,
+    /// The ledger could not record the request (`error.data.reason` is `ledger_unavailable`):
+    /// nothing changed.
+    pub unavailable: bool,
+    /// `error.data.retryable`: the same request may succeed later without anyone acting.
+    pub retryable: bool,
+}
 
 impl Response {
     /// A response carrying `result` for request `id`.
@@ -68,6 +105,28 @@ impl Response {
     /// The JSON-RPC error code, when this is a single error response.
     pub fn error_code(&self) -> Option<i64> {
         self.message.get("error")?.get("code")?.as_i64()
+    }
+
+    /// What this answer is (a result, an error and which, a batch), read off the value it was
+    /// made from: it travels beside the rendered bytes ([`AnswerKind`]).
+    pub fn kind(&self) -> AnswerKind {
+        if self.batch.is_some() {
+            return AnswerKind::Batch;
+        }
+        let Some(error) = self.message.get("error") else {
+            return AnswerKind::Result;
+        };
+        let Some(code) = error.get("code").and_then(Value::as_i64) else {
+            return AnswerKind::Result;
+        };
+        let data = error.get("data");
+        let reason = data.and_then(|d| d.get("reason"));
+        AnswerKind::Error(ErrorReply {
+            code,
+            anonymous: self.message.get("id").is_none_or(Value::is_null),
+            unavailable: reason.and_then(Value::as_str) == Some(LEDGER_UNAVAILABLE),
+            retryable: data.and_then(|d| d.get("retryable")) == Some(&Value::Bool(true)),
+        })
     }
 
     /// The bytes to send, with `latency_ms` (measured by the runtime from receipt to now) in the
