@@ -64,7 +64,7 @@ impl<F: Fold> Job for Message<'_, F> {
     fn run(&mut self, round: Round<'_, F>) -> Outcome {
         self.server.serve_round(
             &MessageInput {
-                message: self.message,
+                message: self.message.view(),
                 snapshot: round.snapshot,
                 now: round.now,
                 transport: self.facts,

@@ -25,7 +25,7 @@ use super::ids::RequestIds;
 use super::jsonrpc::{Id, Incoming, RpcError, classify};
 use super::lifecycle::{discover, initialize};
 use super::listing::{get_prompt, list_prompts, list_resources, tools_list_bytes};
-use super::message::{ClientMessage, id_from_raw, oversize_error, slot_ids};
+use super::message::{ClientMessage, MessageView, Reading, id_from_raw, oversize_error, slot_ids};
 use super::model::{ListParams, Meta, Method};
 use super::prescan::prescan;
 use super::progress;
@@ -44,9 +44,10 @@ pub fn handle<F: Fold>(
     host: &[HostReply],
     phase: Phase,
 ) -> Outcome {
-    let message = ClientMessage::read(input.bytes, &server.config.limits);
+    // Read in place: a caller holding bytes has them copied nowhere.
+    let reading = Reading::of(input.bytes, &server.config.limits);
     let input = MessageInput {
-        message: &message,
+        message: MessageView::new(input.bytes, &reading),
         snapshot: input.snapshot,
         now: input.now,
         transport: input.transport,
@@ -164,7 +165,7 @@ pub fn storage_failure_response_to(
     failure: &StorageFailure<'_>,
 ) -> Response {
     let span = RequestIds::of_bytes(message.bytes()).span_id;
-    storage_failure(message.scanned_id(), span, failure)
+    storage_failure(message.view().scanned_id(), span, failure)
 }
 
 fn storage_failure(id: Option<Id>, span: String, failure: &StorageFailure<'_>) -> Response {

@@ -24,9 +24,25 @@ use super::jsonrpc::{Id, Incoming, RpcError, classify, is_integer_literal};
 use super::prescan::{Prescan, prescan};
 use crate::config::Limits;
 
-/// One client message (a stdio line, an HTTP body), read once.
+/// One client message (a stdio line, an HTTP body), read once: its bytes and their
+/// [`Reading`], shared (a clone is a reference count).
 #[derive(Clone, Debug)]
-pub struct ClientMessage(Arc<Read>);
+pub struct ClientMessage(Arc<Owned>);
+
+#[derive(Debug)]
+struct Owned {
+    bytes: Vec<u8>,
+    reading: Reading,
+}
+
+/// A message read once, as a view of its bytes and their reading: what dispatch serves. A
+/// [`ClientMessage`] lends one ([`ClientMessage::view`]); a caller holding only bytes reads
+/// them into one without copying them ([`super::Server::handle`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MessageView<'a> {
+    bytes: &'a [u8],
+    reading: &'a Reading,
+}
 
 /// Why a message's bytes hold no JSON value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,19 +54,21 @@ pub enum Unreadable {
     Syntax(String),
 }
 
+/// What reading a message's bytes found (the bytes themselves are kept beside it).
 #[derive(Debug)]
-struct Read {
-    bytes: Vec<u8>,
+pub struct Reading {
     /// The prescan: depth against the configured limit, the raw ids of the top-level slots.
     scan: Prescan,
     /// The strict parse of the whole text.
     value: Result<Value, Unreadable>,
     /// Why dispatch answers the message as a whole, when it does.
     refusal: Option<Refusal>,
-    /// Per top-level slot (one for an object, one per element of a batch served): the ids of
-    /// the request it holds (of its method and params), or of the slot's value when it is no
-    /// valid request.
-    ids: Vec<RequestIds>,
+    /// The ids of the first top-level slot (the message itself, or a batch's first element):
+    /// of the request it holds (of its method and params), or of the slot's value when it is
+    /// no valid request.
+    first: Option<RequestIds>,
+    /// The ids of a served batch's later elements, in order.
+    rest: Vec<RequestIds>,
     /// A batch's ids as a whole (its span).
     batch: Option<RequestIds>,
 }
@@ -62,12 +80,11 @@ struct Refusal {
     error: RpcError,
 }
 
-impl ClientMessage {
+impl Reading {
     /// Reads `bytes` under `limits` (see the module docs).
-    pub fn read(bytes: impl Into<Vec<u8>>, limits: &Limits) -> ClientMessage {
-        let bytes = bytes.into();
-        let scan = prescan(&bytes, limits.max_json_depth);
-        let text = std::str::from_utf8(&bytes);
+    pub fn of(bytes: &[u8], limits: &Limits) -> Reading {
+        let scan = prescan(bytes, limits.max_json_depth);
+        let text = std::str::from_utf8(bytes);
         let blank = text.is_ok_and(|t| t.trim().is_empty());
         let value = match text {
             Ok(text) => {
@@ -77,29 +94,47 @@ impl ClientMessage {
                 offset: e.valid_up_to(),
             }),
         };
-        let refusal = refusal(&bytes, &scan, &value, blank, limits);
-        let ids = match &value {
-            Ok(Value::Array(items)) if refusal.is_none() => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| slot_ids(item, scan.id_text(&bytes, i)))
-                .collect(),
-            Ok(Value::Array(_)) => Vec::new(),
-            Ok(value) => vec![slot_ids(value, scan.id_text(&bytes, 0))],
-            Err(_) => Vec::new(),
+        let refusal = refusal(bytes, &scan, &value, blank, limits);
+        let (first, rest) = match &value {
+            Ok(Value::Array(items)) if refusal.is_none() => {
+                let mut ids = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| slot_ids(item, scan.id_text(bytes, i)));
+                (ids.next(), ids.collect())
+            }
+            Ok(Value::Array(_)) | Err(_) => (None, Vec::new()),
+            Ok(value) => (Some(slot_ids(value, scan.id_text(bytes, 0))), Vec::new()),
         };
         let batch = match &value {
             Ok(whole @ Value::Array(_)) => Some(RequestIds::of_value(whole)),
             _ => None,
         };
-        ClientMessage(Arc::new(Read {
-            bytes,
+        Reading {
             scan,
             value,
             refusal,
-            ids,
+            first,
+            rest,
             batch,
-        }))
+        }
+    }
+}
+
+impl ClientMessage {
+    /// Reads `bytes` under `limits` (see the module docs).
+    pub fn read(bytes: impl Into<Vec<u8>>, limits: &Limits) -> ClientMessage {
+        let bytes = bytes.into();
+        let reading = Reading::of(&bytes, limits);
+        ClientMessage(Arc::new(Owned { bytes, reading }))
+    }
+
+    /// The message as a view (what dispatch serves).
+    pub fn view(&self) -> MessageView<'_> {
+        MessageView {
+            bytes: &self.0.bytes,
+            reading: &self.0.reading,
+        }
     }
 
     /// The bytes as received.
@@ -107,70 +142,109 @@ impl ClientMessage {
         &self.0.bytes
     }
 
-    /// The parsed value, or why the bytes hold none (whatever the limits say of it).
+    /// See [`MessageView::value`].
     pub fn value(&self) -> Result<&Value, &Unreadable> {
-        self.0.value.as_ref()
+        self.0.reading.value.as_ref()
+    }
+
+    /// See [`MessageView::request_span_id`].
+    pub fn request_span_id(&self) -> Option<&str> {
+        self.view().request_span_id()
+    }
+
+    /// See [`MessageView::cancelled_request`].
+    pub fn cancelled_request(&self) -> Option<String> {
+        self.view().cancelled_request()
+    }
+
+    /// See [`MessageView::request_id`].
+    pub fn request_id(&self) -> Option<String> {
+        self.view().request_id()
+    }
+}
+
+impl<'a> MessageView<'a> {
+    /// The view of `bytes` read as `reading` (which must be [`Reading::of`] these bytes).
+    pub fn new(bytes: &'a [u8], reading: &'a Reading) -> MessageView<'a> {
+        MessageView { bytes, reading }
+    }
+
+    /// The bytes as received.
+    pub fn bytes(self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The parsed value, or why the bytes hold none (whatever the limits say of it).
+    pub fn value(self) -> Result<&'a Value, &'a Unreadable> {
+        self.reading.value.as_ref()
     }
 
     /// Why the message is answered as a whole before any of it is served (size, UTF-8,
     /// emptiness, depth, syntax), with the id the prescan found, when it is.
-    pub fn refusal(&self) -> Option<(Option<&Id>, &RpcError)> {
-        self.0.refusal.as_ref().map(|r| (r.id.as_ref(), &r.error))
+    pub fn refusal(self) -> Option<(Option<&'a Id>, &'a RpcError)> {
+        self.reading
+            .refusal
+            .as_ref()
+            .map(|r| (r.id.as_ref(), &r.error))
     }
 
     /// The raw JSON text of the `id` of top-level slot `i` (a batch's element `i`).
-    pub fn raw_id(&self, i: usize) -> Option<&str> {
-        self.0.scan.id_text(&self.0.bytes, i)
+    pub fn raw_id(self, i: usize) -> Option<&'a str> {
+        self.reading.scan.id_text(self.bytes, i)
     }
 
     /// The id of the message's first slot as the prescan found it, when it is a string or an
     /// integer (for an answer to a message that cannot be served).
-    pub fn scanned_id(&self) -> Option<Id> {
+    pub fn scanned_id(self) -> Option<Id> {
         self.raw_id(0).and_then(id_from_raw)
     }
 
-    /// The ids of top-level slot `i`, when the message is served (not refused as a whole).
-    pub fn ids(&self, i: usize) -> Option<&RequestIds> {
-        self.0.ids.get(i)
+    /// The ids of top-level slot `i`, computed when the message was read (every slot of a
+    /// message that is served has them).
+    pub fn ids(self, i: usize) -> Option<&'a RequestIds> {
+        match i {
+            0 => self.reading.first.as_ref(),
+            _ => self.reading.rest.get(i - 1),
+        }
     }
 
     /// The ids of a batch as a whole.
-    pub fn batch_ids(&self) -> Option<&RequestIds> {
-        self.0.batch.as_ref()
+    pub fn batch_ids(self) -> Option<&'a RequestIds> {
+        self.reading.batch.as_ref()
     }
 
     /// The span id the answer to this message will carry when it is a single request (one a
     /// runtime names in the headers of a streamed answer before the answer exists); `None`
     /// for anything else (the runtime then derives one from the bytes).
-    pub fn request_span_id(&self) -> Option<&str> {
-        let value = self.0.value.as_ref().ok()?;
+    pub fn request_span_id(self) -> Option<&'a str> {
+        let value = self.reading.value.as_ref().ok()?;
         // An id beyond 64 bits is known exactly only from its raw text: not a request here.
         match classify(value, None) {
-            Incoming::Request { .. } => self.0.ids.first().map(|ids| ids.span_id.as_str()),
+            Incoming::Request { .. } => self.reading.first.as_ref().map(|ids| ids.span_id.as_str()),
             _ => None,
         }
     }
 
     /// The JSON text of the request id this message cancels, when it is a
     /// `notifications/cancelled` (a runtime ends the wait of that request with it).
-    pub fn cancelled_request(&self) -> Option<String> {
+    pub fn cancelled_request(self) -> Option<String> {
         const METHOD: &str = "notifications/cancelled";
-        let v = self.0.value.as_ref().ok()?;
+        let v = self.reading.value.as_ref().ok()?;
         if v.get("method")?.as_str()? != METHOD {
             return None;
         }
         // The method spelled without escapes, as the runtime's cancellation peek always read it.
         let raw = METHOD.as_bytes();
-        if !self.0.bytes.windows(raw.len()).any(|w| w == raw) {
+        if !self.bytes.windows(raw.len()).any(|w| w == raw) {
             return None;
         }
         id_text(v.get("params")?.get("requestId")?)
     }
 
     /// The JSON text of the id of this message when it is a single JSON object (what
-    /// [`ClientMessage::cancelled_request`] names), to enter it among the cancellable requests.
-    pub fn request_id(&self) -> Option<String> {
-        let v = self.0.value.as_ref().ok()?;
+    /// [`MessageView::cancelled_request`] names), to enter it among the cancellable requests.
+    pub fn request_id(self) -> Option<String> {
+        let v = self.reading.value.as_ref().ok()?;
         id_text(v.as_object()?.get("id")?)
     }
 }

@@ -70,7 +70,7 @@ use crate::time::Timestamp;
 use registry::ToolSpec;
 
 pub use dispatch::StorageFailure;
-pub use message::ClientMessage;
+pub use message::{ClientMessage, MessageView};
 pub use registry::Catalog;
 pub use render::{AnswerKind, ErrorReply};
 
@@ -124,7 +124,7 @@ impl<F> Copy for Input<'_, F> {}
 /// hands the core on each of its runs, so that no run parses the message again.
 #[derive(Debug)]
 pub struct MessageInput<'a, F> {
-    pub message: &'a ClientMessage,
+    pub message: MessageView<'a>,
     pub snapshot: &'a Snapshot<F>,
     pub now: Timestamp,
     pub transport: &'a TransportFacts,
@@ -158,6 +158,9 @@ pub struct Response {
     /// A result rendered before (a cached `tools/list`): `message` then holds only `jsonrpc`
     /// and `id`, and `render` writes these bytes as its `result`.
     pub raw_result: Option<Arc<[u8]>>,
+    /// What the answer is (result, error and which, batch), decided when it was made: it
+    /// travels beside the rendered bytes ([`Response::kind`]).
+    pub kind: AnswerKind,
 }
 
 /// The parts of a `_meter` envelope known before the runtime measures latency.

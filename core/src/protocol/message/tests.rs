@@ -7,8 +7,8 @@ fn read(text: &str) -> ClientMessage {
 #[test]
 fn a_request_is_read_once_with_its_ids() {
     let m = read(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}"#);
-    assert!(m.refusal().is_none());
-    let ids = m.ids(0).expect("a slot");
+    assert!(m.view().refusal().is_none());
+    let ids = m.view().ids(0).expect("a slot");
     assert_eq!(
         ids,
         &RequestIds::of_request("tools/call", Some(&serde_json::json!({"name": "x"})))
@@ -27,6 +27,7 @@ fn refusals_follow_dispatch_order() {
     };
     let code = |bytes: &[u8]| {
         ClientMessage::read(bytes, &limits)
+            .view()
             .refusal()
             .map(|(_, e)| (e.code, e.message.clone()))
     };
@@ -46,7 +47,7 @@ fn refusals_follow_dispatch_order() {
     assert_eq!(c, -32600);
     assert!(m.contains("deeper than 3"), "{m}");
     let deep = ClientMessage::read(&br#"{"id":1,"a":[[[[1]]]]}"#[..], &limits);
-    assert_eq!(deep.refusal().unwrap().0, Some(&Id::Int(1.into())));
+    assert_eq!(deep.view().refusal().unwrap().0, Some(&Id::Int(1.into())));
     let (c, m) = code(br#"{"a":1,"a":2}"#).unwrap();
     assert_eq!(c, -32700);
     assert!(m.contains("duplicate key \"a\""), "{m}");
@@ -71,16 +72,16 @@ fn big_ids_are_kept_exactly_and_batches_have_ids_per_element() {
     let m = read(&format!(
         r#"{{"jsonrpc":"2.0","id":{big},"method":"ping"}}"#
     ));
-    assert_eq!(m.raw_id(0), Some(big));
+    assert_eq!(m.view().raw_id(0), Some(big));
     assert_eq!(
         m.request_span_id(),
         None,
         "not a request without its exact id"
     );
     let b = read(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},5]"#);
-    assert!(b.ids(0).is_some() && b.ids(1).is_some() && b.ids(2).is_none());
+    assert!(b.view().ids(0).is_some() && b.view().ids(1).is_some() && b.view().ids(2).is_none());
     assert_eq!(
-        b.batch_ids().map(|i| i.span_id.clone()),
+        b.view().batch_ids().map(|i| i.span_id.clone()),
         Some(RequestIds::of_value(b.value().unwrap()).span_id)
     );
 }
