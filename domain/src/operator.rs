@@ -119,7 +119,7 @@ pub fn cancel_task(
     if let Some(r) = reason {
         args["reason"] = json!(r);
     }
-    let out = cancel::handle(&ctx, args);
+    let out = crate::tools::call::<cancel::Cancel>(&ctx, args);
     let answer = out.result?;
     let changed = out
         .drafts

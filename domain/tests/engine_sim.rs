@@ -86,9 +86,10 @@ impl Sim {
     ) -> Result<Finished, StoreError> {
         let server = self.server.clone();
         let facts = TransportFacts::stdio(None);
+        let message = server.read_message(bytes);
         let job = Message {
             server: &server,
-            bytes,
+            message: &message,
             facts: &facts,
         };
         self.serve_job(job, wait, stop)
@@ -631,9 +632,10 @@ fn an_input_the_request_is_not_waiting_for_fails_it_cleanly() {
     let sim = Sim::new(Tier::Core);
     let msg = call(1, "bernstein_status", json!({}));
     let facts = TransportFacts::stdio(None);
+    let message = sim.server.read_message(msg);
     let job = Message {
         server: &sim.server,
-        bytes: &msg,
+        message: &message,
         facts: &facts,
     };
     let mut request = Request::new(job, DEFAULT_WAIT, 1);

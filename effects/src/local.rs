@@ -197,9 +197,10 @@ impl<F: Fold> Local<F> {
                 "this engine serves jobs only, no message".into(),
             ));
         };
+        // Read once here; every run of the job reads this value.
         let job = OwnedMessage {
+            message: server.read_message(bytes),
             server: server.clone(),
-            bytes: bytes.to_vec(),
             facts: facts.clone(),
         };
         Ok(self.drive(Box::new(job), stop)?.served)

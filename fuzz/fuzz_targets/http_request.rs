@@ -165,7 +165,7 @@ fuzz_target!(|data: &[u8]| {
                 let outcome = invariants::handle_checked(
                     server,
                     &Input {
-                        bytes: &exchange.body,
+                        bytes: exchange.message.bytes(),
                         snapshot: fixture::snapshot(),
                         now: fixture::NOW,
                         transport: &exchange.facts,
@@ -177,9 +177,15 @@ fuzz_target!(|data: &[u8]| {
                     .as_ref()
                     .map(|r| r.render(invariants::LATENCY_MS));
                 let span = outcome.response.as_ref().map(|r| r.span_id.clone());
+                let kind = outcome
+                    .response
+                    .as_ref()
+                    .map(|r| r.kind())
+                    .unwrap_or_default();
                 assert_http(&exchange.reply(ServedParts {
                     notifications: &outcome.notifications,
                     response: reply.as_deref(),
+                    kind,
                     span_id: span.as_deref(),
                 }));
             }

@@ -4,8 +4,8 @@
 //! in flight with that id is cancelled; an id nobody uses cancels nothing.
 //!
 //! The engine keeps one `Cancels`: it enters a request (by the id
-//! `protocol::tasks::request_id` reads) when it starts serving it, cancels the id a
-//! `notifications/cancelled` names (`protocol::tasks::cancelled_request`), gives the engine's
+//! `protocol::ClientMessage::request_id` reads) when it starts serving it, cancels the id a
+//! `notifications/cancelled` names (`ClientMessage::cancelled_request`), gives the engine's
 //! [`super::Output::AskStop`] the answer [`Cancels::is_cancelled`] gives, and leaves when the
 //! request ends. Entries live exactly as long as their request; nothing here outlives one.
 

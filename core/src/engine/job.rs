@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::ledger::{Fold, Snapshot};
 use crate::protocol::host::HostReply;
-use crate::protocol::{self, Outcome, Phase, Server, TransportFacts};
+use crate::protocol::{ClientMessage, MessageInput, Outcome, Phase, Server, TransportFacts};
 use crate::time::Timestamp;
 
 /// One run of a job: the snapshot it decides on, the time, the host's replies so far and the
@@ -43,11 +43,12 @@ impl<J: Job + ?Sized> Job for &mut J {
     }
 }
 
-/// An MCP message (a stdio line, an HTTP body) served by `server`.
+/// An MCP message (a stdio line, an HTTP body), read once by whoever framed it, served by
+/// `server`: every run serves the same [`ClientMessage`], never its bytes again.
 #[derive(Debug)]
 pub struct Message<'a, F> {
     pub server: &'a Server<F>,
-    pub bytes: &'a [u8],
+    pub message: &'a ClientMessage,
     pub facts: &'a TransportFacts,
 }
 
@@ -61,9 +62,9 @@ impl<F> Copy for Message<'_, F> {}
 impl<F: Fold> Job for Message<'_, F> {
     type Fold = F;
     fn run(&mut self, round: Round<'_, F>) -> Outcome {
-        self.server.handle_round(
-            &protocol::Input {
-                bytes: self.bytes,
+        self.server.serve_round(
+            &MessageInput {
+                message: self.message.view(),
                 snapshot: round.snapshot,
                 now: round.now,
                 transport: self.facts,
@@ -79,7 +80,7 @@ impl<F: Fold> Job for Message<'_, F> {
 #[derive(Clone, Debug)]
 pub struct OwnedMessage<F> {
     pub server: Arc<Server<F>>,
-    pub bytes: Vec<u8>,
+    pub message: ClientMessage,
     pub facts: TransportFacts,
 }
 
@@ -88,7 +89,7 @@ impl<F: Fold> Job for OwnedMessage<F> {
     fn run(&mut self, round: Round<'_, F>) -> Outcome {
         Message {
             server: &self.server,
-            bytes: &self.bytes,
+            message: &self.message,
             facts: &self.facts,
         }
         .run(round)
@@ -108,20 +109,13 @@ pub(crate) enum Work<F> {
     Submitted(Submitted<F>),
 }
 
-impl<F> Work<F> {
-    /// The message's bytes (a submitted job has none).
-    pub(crate) fn bytes(&self) -> &[u8] {
-        match self {
-            Work::Message(m) => &m.bytes,
-            Work::Submitted(_) => &[],
-        }
-    }
-}
-
 impl<F> std::fmt::Debug for Work<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Work::Message(m) => f.debug_tuple("Message").field(&m.bytes.len()).finish(),
+            Work::Message(m) => f
+                .debug_tuple("Message")
+                .field(&m.message.bytes().len())
+                .finish(),
             Work::Submitted(_) => f.write_str("Submitted"),
         }
     }

@@ -5,7 +5,7 @@
 //! moves bytes and performs those outputs.
 //!
 //! Inside it, each request is a state machine of its own ([`request::Request`]): reading a
-//! snapshot and running the core on it (a [`Job`]; for a message, [`Server::handle_round`]),
+//! snapshot and running the core on it (a [`Job`]; for a message, [`Server::serve_round`]),
 //! the host-request rounds, compare-and-append with re-runs from a fresh snapshot on conflict
 //! (at most [`MAX_ATTEMPTS`] runs), the fairness turn taken once a request has lost a race
 //! ([`turns`]), the wait of a pending answer for the ledger head to move (its wait slot,
@@ -19,7 +19,7 @@
 //! only arrive as arguments ([`Moment`], the seeds); the engine never blocks and performs no
 //! IO.
 //!
-//! [`Server::handle_round`]: crate::protocol::Server::handle_round
+//! [`Server::serve_round`]: crate::protocol::Server::serve_round
 
 pub mod cancels;
 pub mod counters;
@@ -92,6 +92,8 @@ pub struct Served {
     pub notifications: Vec<Vec<u8>>,
     /// The rendered response; `None` for notifications and client responses.
     pub response: Option<Vec<u8>>,
+    /// What the response is (result, error and its code, batch), known when it was made.
+    pub kind: crate::protocol::AnswerKind,
     /// The request's content-derived span id (the `X-Bernstein-Span-Id` header).
     pub span_id: Option<String>,
     /// Set by `initialize`: the revision the connection speaks from now on.

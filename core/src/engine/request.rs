@@ -8,7 +8,7 @@ use super::{MAX_ATTEMPTS, Moment, Served, Stop, WaitPolicy};
 use crate::ledger::{Append, AppendResult, Snapshot, StoreError};
 use crate::protocol::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
 use crate::protocol::tally::Tally;
-use crate::protocol::{Outcome, Phase, Wait};
+use crate::protocol::{Outcome, Phase, Response, Wait};
 
 /// What the world tells a request: each is the answer to the [`Output`] it names.
 #[derive(Debug)]
@@ -364,6 +364,11 @@ impl<J: Job> Request<J> {
         let served = Served {
             notifications: outcome.notifications,
             span_id: outcome.response.as_ref().map(|r| r.span_id.clone()),
+            kind: outcome
+                .response
+                .as_ref()
+                .map(Response::kind)
+                .unwrap_or_default(),
             response: outcome.response.map(|r| r.render(latency_ms)),
             negotiated_version: outcome.negotiated_version,
         };

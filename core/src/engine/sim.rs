@@ -332,9 +332,10 @@ impl<F: Fold> World<F> {
     /// A writer of another process serves `bytes` on this ledger, to its end, right now.
     pub fn other_writer(&mut self, server: &Server<F>, bytes: &[u8]) {
         let facts = TransportFacts::stdio(None);
+        let message = server.read_message(bytes);
         let job = Message {
             server,
-            bytes,
+            message: &message,
             facts: &facts,
         };
         let mut request = Request::new(job, DEFAULT_WAIT, 1);

@@ -90,51 +90,17 @@ pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallR
     let name = params.name;
     let empty = Value::Object(Map::new());
     let raw_args = params.arguments.unwrap_or(&empty);
-    let mut audit = Audit {
-        name,
-        args: raw_args,
-        alias_of: None,
-        input,
-        server,
+    let resolved = resolve(server, name);
+    // The call's audit entry, built once: every answer below seals it.
+    let alias_of = match &resolved {
+        Ok((tool, Some(_))) => Some(tool.name),
+        _ => None,
     };
-    let (tool, alias) = match server.catalog.lookup_tool(name, &server.config) {
-        ToolLookup::Tool(t) => (t, None),
-        ToolLookup::Alias { alias, tool } => (tool, Some(alias)),
-        ToolLookup::OutsideTier(t) => {
-            let why = format!(
-                "Unknown tool: {name} (not available in tool tier \"{}\"; it needs tier \"{}\" or above)",
-                server.config.tier.as_str(),
-                t.tier.as_str()
-            );
-            return audit.refuse(
-                RpcError::invalid_params(why).with_data(json!({"tool": name})),
-                Common::UnknownTool,
-            );
-        }
-        ToolLookup::AliasUnavailable { alias, replacement } => {
-            let why = format!(
-                "Unknown tool: {alias} (a deprecated alias that is not served here; call {replacement} instead)"
-            );
-            return audit.refuse(
-                RpcError::invalid_params(why).with_data(json!({"tool": alias})),
-                Common::UnknownTool,
-            );
-        }
-        ToolLookup::Unknown => {
-            let quoted = quote_unknown(server, name);
-            let why = if quoted == name {
-                format!("Unknown tool: {quoted}")
-            } else {
-                format!("Unknown tool: {quoted} (a name of {} bytes)", name.len())
-            };
-            return audit.refuse(
-                RpcError::invalid_params(why).with_data(json!({"tool": quoted})),
-                Common::UnknownTool,
-            );
-        }
+    let audit = Audit::of(server, input, name, raw_args, alias_of);
+    let (tool, alias) = match resolved {
+        Ok(found) => found,
+        Err(e) => return audit.refuse(e, Common::UnknownTool),
     };
-    audit.alias_of = alias.map(|_| tool.name);
-    let audit = audit;
     // Invalid arguments: a JSON-RPC -32602 before 2025-11-25, a tool execution error the model
     // can read and correct from then on (SEP-1303). Either way the handler never runs.
     let invalid = |message: String, violations: Vec<Value>| -> CallReply {
@@ -200,6 +166,42 @@ pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallR
     finish(server, input, &audit, tool, alias, output)
 }
 
+/// The tool `name` calls (and the deprecated alias it was called by), or the `-32602` that
+/// refuses it: outside the tier, an alias not served, or no tool at all.
+#[allow(clippy::type_complexity)]
+fn resolve<'s, F: Fold>(
+    server: &'s Server<F>,
+    name: &str,
+) -> Result<(&'s ToolSpec<F>, Option<&'static str>), RpcError> {
+    match server.catalog.lookup_tool(name, &server.config) {
+        ToolLookup::Tool(t) => Ok((t, None)),
+        ToolLookup::Alias { alias, tool } => Ok((tool, Some(alias))),
+        ToolLookup::OutsideTier(t) => {
+            let why = format!(
+                "Unknown tool: {name} (not available in tool tier \"{}\"; it needs tier \"{}\" or above)",
+                server.config.tier.as_str(),
+                t.tier.as_str()
+            );
+            Err(RpcError::invalid_params(why).with_data(json!({"tool": name})))
+        }
+        ToolLookup::AliasUnavailable { alias, replacement } => {
+            let why = format!(
+                "Unknown tool: {alias} (a deprecated alias that is not served here; call {replacement} instead)"
+            );
+            Err(RpcError::invalid_params(why).with_data(json!({"tool": alias})))
+        }
+        ToolLookup::Unknown => {
+            let quoted = quote_unknown(server, name);
+            let why = if quoted == name {
+                format!("Unknown tool: {quoted}")
+            } else {
+                format!("Unknown tool: {quoted} (a name of {} bytes)", name.len())
+            };
+            Err(RpcError::invalid_params(why).with_data(json!({"tool": quoted})))
+        }
+    }
+}
+
 /// Refuses a named `tools/call` before any handler runs (e.g. a task-augmented call of a tool
 /// that forbids tasks), with the call's audit record like every other refusal.
 pub(crate) fn refuse_call<F: Fold>(
@@ -212,14 +214,7 @@ pub(crate) fn refuse_call<F: Fold>(
     let name = params.map_or("", |p| p.name);
     let empty = Value::Object(Map::new());
     let args = params.and_then(|p| p.arguments).unwrap_or(&empty);
-    let audit = Audit {
-        name,
-        args,
-        alias_of: None,
-        input,
-        server,
-    };
-    audit.refuse(error, code)
+    Audit::of(server, input, name, args, None).refuse(error, code)
 }
 
 /// Runs `tool` with `args` on behalf of a protocol method (e.g. `tasks/cancel` through the
@@ -231,13 +226,7 @@ pub(crate) fn call_registered<F: Fold>(
     tool: &ToolSpec<F>,
     args: &Value,
 ) -> CallReply {
-    let audit = Audit {
-        name: tool.name,
-        args,
-        alias_of: None,
-        input,
-        server,
-    };
+    let audit = Audit::of(server, input, tool.name, args, None);
     let output = run_handler(server, input, tool, args);
     finish(server, input, &audit, tool, None, output)
 }
@@ -540,7 +529,25 @@ struct Audit<'a, F> {
     server: &'a Server<F>,
 }
 
-impl<F: Fold> Audit<'_, F> {
+impl<'a, F: Fold> Audit<'a, F> {
+    /// The audit entry of the call of `name` (standing for `alias_of`, when that is a
+    /// deprecated alias) with `args`.
+    fn of(
+        server: &'a Server<F>,
+        input: &'a CallInput<'a, F>,
+        name: &'a str,
+        args: &'a Value,
+        alias_of: Option<&'static str>,
+    ) -> Audit<'a, F> {
+        Audit {
+            name,
+            args,
+            alias_of,
+            input,
+            server,
+        }
+    }
+
     /// A call refused before or instead of its handler: the error reply plus the audit record.
     fn refuse(&self, error: RpcError, code: Common) -> CallReply {
         CallReply {

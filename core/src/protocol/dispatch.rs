@@ -1,8 +1,10 @@
-//! From bytes to an [`Outcome`]: size, UTF-8 and depth limits, parsing, batches (revision
-//! 2025-03-26 only), the choice of era and the routing of each method.
+//! From a message read once ([`ClientMessage`], which decided the size, UTF-8, depth and syntax
+//! checks) to an [`Outcome`]: batches (revision 2025-03-26 only), the choice of era and the
+//! routing of each method.
 //!
 //! Order of checks for one message: size (`-32600`), UTF-8 (`-32700`), nesting depth
-//! (`-32600`), JSON syntax and duplicate keys (`-32700`, [`super::strict_json`]), JSON-RPC shape (`-32600`; notifications and client
+//! (`-32600`), JSON syntax and duplicate keys (`-32700`, [`super::strict_json`]), all decided
+//! when the message was read; then JSON-RPC shape (`-32600`; notifications and client
 //! responses never get a reply), era and envelope (`-32602`, `-32022`, `-32020`), method
 //! (`-32601`), params (`-32602`). A batch in any revision but 2025-03-26 gets one `-32600`.
 //!
@@ -19,10 +21,11 @@ use super::completion::complete;
 use super::decorate::decorate;
 use super::era::{self, META_PROTOCOL_VERSION, Revision};
 use super::host::{HostReply, HostRequest};
-use super::ids::{RequestIds, numbers_as_text};
-use super::jsonrpc::{Id, Incoming, RpcError, classify, is_integer_literal};
+use super::ids::RequestIds;
+use super::jsonrpc::{Id, Incoming, RpcError, classify};
 use super::lifecycle::{discover, initialize};
 use super::listing::{get_prompt, list_prompts, list_resources, tools_list_bytes};
+use super::message::{ClientMessage, MessageView, Reading, id_from_raw, oversize_error, slot_ids};
 use super::model::{ListParams, Meta, Method};
 use super::prescan::prescan;
 use super::progress;
@@ -30,84 +33,57 @@ use super::resource_read::read_resource;
 use super::resource_templates::list_resource_templates;
 use super::tally::{self, OTHER_METHOD, Tally};
 use super::tasks;
-use super::{Input, MeterSlot, Outcome, Phase, Response, Server, Wait, Watch};
+use super::{Input, MessageInput, MeterSlot, Outcome, Phase, Response, Server, Wait, Watch};
 use crate::ledger::Fold;
 use crate::ledger::{Append, Record, Snapshot, run_stream};
 
-/// Handles one message (see the module docs).
+/// Handles one message given as bytes (see the module docs): reads it, then serves it.
 pub fn handle<F: Fold>(
     server: &Server<F>,
     input: &Input<'_, F>,
     host: &[HostReply],
     phase: Phase,
 ) -> Outcome {
-    let bytes = input.bytes;
-    let limits = &server.config.limits;
-    if bytes.len() > limits.max_message_bytes {
-        // The id is still worth finding (a linear scan), so the client can match the refusal.
-        let scan = prescan(bytes, limits.max_json_depth);
-        let id = scan.id_text(bytes, 0).and_then(id_from_raw);
-        let err = oversize_error(bytes.len(), limits.max_message_bytes);
-        return reply(Response::error(
-            id.as_ref(),
-            &err,
-            RequestIds::of_bytes(bytes).span_id,
-        ));
-    }
-    let text = match std::str::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            let err = RpcError::parse_error(format!(
-                "the message is not valid UTF-8 (invalid byte at offset {})",
-                e.valid_up_to()
-            ));
-            return reply(Response::error(
-                None,
-                &err,
-                RequestIds::of_bytes(bytes).span_id,
-            ));
+    // Read in place: a caller holding bytes has them copied nowhere.
+    let reading = Reading::of(input.bytes, &server.config.limits);
+    let input = MessageInput {
+        message: MessageView::new(input.bytes, &reading),
+        snapshot: input.snapshot,
+        now: input.now,
+        transport: input.transport,
+    };
+    serve(server, &input, host, phase)
+}
+
+/// Serves one message read before (see the module docs): what [`handle`] does after reading.
+pub fn serve<F: Fold>(
+    server: &Server<F>,
+    input: &MessageInput<'_, F>,
+    host: &[HostReply],
+    phase: Phase,
+) -> Outcome {
+    let message = input.message;
+    let value = match (message.refusal(), message.value()) {
+        (None, Ok(value)) => value,
+        (Some((id, err)), _) => {
+            let span = RequestIds::of_bytes(message.bytes()).span_id;
+            return reply(Response::error(id, err, span));
+        }
+        // Every unreadable message is refused above; this only keeps the match total.
+        (None, Err(_)) => {
+            let err = RpcError::parse_error("the message could not be read");
+            let span = RequestIds::of_bytes(message.bytes()).span_id;
+            return reply(Response::error(None, &err, span));
         }
     };
-    if text.trim().is_empty() {
-        return reply(Response::error(
-            None,
-            &RpcError::parse_error("the message is empty"),
-            RequestIds::of_bytes(bytes).span_id,
-        ));
-    }
-    let scan = prescan(bytes, limits.max_json_depth);
-    if scan.too_deep {
-        let err = RpcError::invalid_request(format!(
-            "the message nests JSON deeper than {} levels",
-            limits.max_json_depth
-        ));
-        let id = scan.id_text(bytes, 0).and_then(id_from_raw);
-        return reply(Response::error(
-            id.as_ref(),
-            &err,
-            RequestIds::of_bytes(bytes).span_id,
-        ));
-    }
-    let value: Value = match super::strict_json::parse(text) {
-        Ok(v) => v,
-        Err(e) => {
-            let err = RpcError::parse_error(format!("invalid JSON: {e}"));
-            return reply(Response::error(
-                None,
-                &err,
-                RequestIds::of_bytes(bytes).span_id,
-            ));
-        }
-    };
-    match &value {
-        Value::Array(items) => handle_batch(server, input, items, |i| scan.id_text(bytes, i)),
+    match value {
+        Value::Array(items) => handle_batch(server, input, items),
         _ => {
             let served = serve_one(
                 server,
                 input,
                 input.snapshot,
-                &value,
-                scan.id_text(bytes, 0),
+                (0, value),
                 Round {
                     host: Some(host),
                     phase,
@@ -134,18 +110,6 @@ pub fn handle<F: Fold>(
     }
 }
 
-/// The span id the answer to the single request `bytes` will carry, for a runtime that names
-/// it (in the headers of a streamed answer) before the answer exists; `None` for anything else.
-pub fn request_span_id(bytes: &[u8]) -> Option<String> {
-    let value: Value = super::strict_json::parse(std::str::from_utf8(bytes).ok()?).ok()?;
-    match classify(&value, None) {
-        Incoming::Request { method, params, .. } => {
-            Some(RequestIds::of_request(method, params).span_id)
-        }
-        _ => None,
-    }
-}
-
 /// The answer to a message refused as a whole (before its method could be read).
 fn reply(response: Response) -> Outcome {
     Outcome {
@@ -156,12 +120,6 @@ fn reply(response: Response) -> Outcome {
         },
         ..Outcome::default()
     }
-}
-
-fn oversize_error(size: usize, limit: usize) -> RpcError {
-    RpcError::invalid_request(format!(
-        "the message is {size} bytes; this server accepts at most {limit} bytes"
-    ))
 }
 
 /// The reply to a message over the size limit.
@@ -175,7 +133,7 @@ pub fn oversize_response(size: usize, limit: usize, ids: RequestIds) -> Response
 const MAX_STORE_REASON_CHARS: usize = 600;
 
 /// `error.data.reason` of [`storage_failure_response`]: HTTP answers it with 503.
-pub const LEDGER_UNAVAILABLE: &str = "ledger_unavailable";
+pub use super::jsonrpc::LEDGER_UNAVAILABLE;
 
 /// Why a request's records could not be committed, as its reply tells it.
 #[derive(Clone, Copy, Debug)]
@@ -196,14 +154,26 @@ pub fn storage_failure_response<F: Fold>(
     request: &[u8],
     failure: &StorageFailure<'_>,
 ) -> Response {
+    let scan = prescan(request, server.config.limits.max_json_depth);
+    let id = scan.id_text(request, 0).and_then(id_from_raw);
+    storage_failure(id, RequestIds::of_bytes(request).span_id, failure)
+}
+
+/// [`storage_failure_response`] for a message read before: its id as the prescan found it.
+pub fn storage_failure_response_to(
+    message: &ClientMessage,
+    failure: &StorageFailure<'_>,
+) -> Response {
+    let span = RequestIds::of_bytes(message.bytes()).span_id;
+    storage_failure(message.view().scanned_id(), span, failure)
+}
+
+fn storage_failure(id: Option<Id>, span: String, failure: &StorageFailure<'_>) -> Response {
     let StorageFailure {
         reason,
         retryable,
         written,
     } = *failure;
-    let limits = &server.config.limits;
-    let scan = prescan(request, limits.max_json_depth);
-    let id = scan.id_text(request, 0).and_then(id_from_raw);
     let then = if retryable {
         "retry later"
     } else {
@@ -219,27 +189,19 @@ pub fn storage_failure_response<F: Fold>(
         format!("the ledger could not record this request ({reason}); nothing was changed, {then}")
     })
     .with_data(json!({"reason": LEDGER_UNAVAILABLE, "retryable": retryable}));
-    Response::error(id.as_ref(), &err, RequestIds::of_bytes(request).span_id)
+    Response::error(id.as_ref(), &err, span)
 }
 
-/// An id from its raw JSON text, when it is a string or an integer.
-fn id_from_raw(raw: &str) -> Option<Id> {
-    match serde_json::from_str::<Value>(raw).ok()? {
-        Value::String(s) => Some(Id::Str(s)),
-        Value::Number(n) if n.is_i64() || n.is_u64() => Some(Id::Int(n)),
-        Value::Number(_) if is_integer_literal(raw.trim()) => Some(Id::Big(raw.trim().to_string())),
-        _ => None,
-    }
-}
-
-fn handle_batch<'b, F: Fold>(
+fn handle_batch<F: Fold>(
     server: &Server<F>,
-    input: &Input<'_, F>,
+    input: &MessageInput<'_, F>,
     items: &[Value],
-    raw_id: impl Fn(usize) -> Option<&'b str>,
 ) -> Outcome {
     let revision = era::batch_revision(input.transport);
-    let span = RequestIds::of_value(&numbers_as_text(&Value::Array(items.to_vec()))).span_id;
+    let span = match input.message.batch_ids() {
+        Some(ids) => ids.span_id.clone(),
+        None => RequestIds::of_value(&Value::Array(items.to_vec())).span_id,
+    };
     if !revision.allows_batches() {
         let err = RpcError::invalid_request(format!(
             "JSON-RPC batches are not supported in protocol revision {revision} (only 2025-03-26 allowed them); send \
@@ -266,7 +228,7 @@ fn handle_batch<'b, F: Fold>(
             host: None,
             phase: Phase::Settle,
         };
-        let served = serve_one(server, input, &snapshot, item, raw_id(i), round);
+        let served = serve_one(server, input, &snapshot, (i, item), round);
         for rec in &served.records {
             // Records sealed against this very snapshot always extend it.
             snapshot
@@ -320,12 +282,13 @@ struct Served {
     method: Option<&'static str>,
 }
 
+/// Serves top-level slot `slot` of the message (0 for a single message, the element's index in
+/// a batch), whose value is `value`.
 fn serve_one<F: Fold>(
     server: &Server<F>,
-    input: &Input<'_, F>,
+    input: &MessageInput<'_, F>,
     snapshot: &Snapshot<F>,
-    value: &Value,
-    raw_id: Option<&str>,
+    (slot, value): (usize, &Value),
     round: Round<'_>,
 ) -> Served {
     let none = Served {
@@ -337,10 +300,20 @@ fn serve_one<F: Fold>(
         host: None,
         method: None,
     };
+    let raw_id = input.message.raw_id(slot);
+    // Computed once, when the message was read.
+    let computed;
+    let ids = match input.message.ids(slot) {
+        Some(ids) => ids,
+        None => {
+            computed = slot_ids(value, raw_id);
+            &computed
+        }
+    };
     let (id, method, params) = match classify(value, raw_id) {
         Incoming::Notification { .. } | Incoming::ClientResponse => return none,
         Incoming::Invalid { id, error } => {
-            let span = RequestIds::of_value(&numbers_as_text(value)).span_id;
+            let span = ids.span_id.clone();
             return Served {
                 response: Some(Response::error(id.as_ref(), &error, span)),
                 method: Some(OTHER_METHOD),
@@ -349,17 +322,8 @@ fn serve_one<F: Fold>(
         }
         Incoming::Request { id, method, params } => (id, method, params),
     };
-    let ids = RequestIds::of_request(method, params);
     let known = Method::parse(method);
-    let routed = route(
-        server,
-        input,
-        snapshot,
-        (method, known),
-        params,
-        &ids,
-        round,
-    );
+    let routed = route(server, input, snapshot, (method, known), params, ids, round);
     if routed.host.is_some() || routed.withheld {
         // Not answered yet: the runtime performs the host request, or waits, and asks again
         // (a waiting long poll may still send a progress tick now).
@@ -423,7 +387,7 @@ impl Routed {
 
 fn route<F: Fold>(
     server: &Server<F>,
-    input: &Input<'_, F>,
+    input: &MessageInput<'_, F>,
     snapshot: &Snapshot<F>,
     (name, method): (&str, Option<Method>),
     params: Option<&Value>,

@@ -20,6 +20,10 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// Internal error.
 pub const INTERNAL_ERROR: i64 = -32603;
 
+/// `error.data.reason` of the `-32603` answering a request whose records the ledger could not
+/// commit (`dispatch::storage_failure_response`): HTTP answers it with 503.
+pub const LEDGER_UNAVAILABLE: &str = "ledger_unavailable";
+
 /// A JSON-RPC request id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Id {

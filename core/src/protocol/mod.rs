@@ -4,12 +4,15 @@
 //! never names the domain.
 //!
 //! Entry point: [`Server::handle`], a pure function of ([`Input`]) to [`Outcome`]; the runtime
-//! then commits `Outcome::append`, measures latency and writes [`Response::render`].
+//! then commits `Outcome::append`, measures latency and writes [`Response::render`], with the
+//! answer's [`AnswerKind`] beside the bytes. A request that may run more than once reads its
+//! message once ([`ClientMessage`]) and serves it with [`Server::serve_round`] on every run.
 //!
 //! - [`jsonrpc`]: JSON-RPC 2.0 classification, ids, error objects; [`model`]: the methods, typed
 //!   params and typed results.
-//! - [`prescan`]: depth limit and raw ids, before parsing; [`strict_json`]: the one parse of
-//!   incoming bytes (a duplicate key is a parse error).
+//! - [`message`]: a client message read once ([`ClientMessage`]), which travels with its
+//!   request; [`prescan`]: depth limit and raw ids; [`strict_json`]: the one parse of incoming
+//!   bytes (a duplicate key is a parse error).
 //! - [`era`]: protocol revisions and the per-request choice of era.
 //! - [`dispatch`]: size limits, batches, method routing.
 //! - [`lifecycle`]: `initialize`, `ping`, `server/discover`, stateless result decoration.
@@ -37,6 +40,7 @@ pub mod ids;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod listing;
+pub mod message;
 pub mod meter;
 pub mod model;
 pub mod prescan;
@@ -66,7 +70,9 @@ use crate::time::Timestamp;
 use registry::ToolSpec;
 
 pub use dispatch::StorageFailure;
+pub use message::{ClientMessage, MessageView};
 pub use registry::Catalog;
+pub use render::{AnswerKind, ErrorReply};
 
 /// Which transport delivered a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +120,23 @@ impl<F> Clone for Input<'_, F> {
 }
 impl<F> Copy for Input<'_, F> {}
 
+/// One message read before ([`ClientMessage`]) and what it is served against: what a request
+/// hands the core on each of its runs, so that no run parses the message again.
+#[derive(Debug)]
+pub struct MessageInput<'a, F> {
+    pub message: MessageView<'a>,
+    pub snapshot: &'a Snapshot<F>,
+    pub now: Timestamp,
+    pub transport: &'a TransportFacts,
+}
+
+impl<F> Clone for MessageInput<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F> Copy for MessageInput<'_, F> {}
+
 /// A response whose `_meter` timing is filled in by the runtime once measured.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
@@ -135,6 +158,9 @@ pub struct Response {
     /// A result rendered before (a cached `tools/list`): `message` then holds only `jsonrpc`
     /// and `id`, and `render` writes these bytes as its `result`.
     pub raw_result: Option<Arc<[u8]>>,
+    /// What the answer is (result, error and which, batch), decided when it was made: it
+    /// travels beside the rendered bytes ([`Response::kind`]).
+    pub kind: AnswerKind,
 }
 
 /// The parts of a `_meter` envelope known before the runtime measures latency.
@@ -353,6 +379,22 @@ impl<F: Fold> Server<F> {
         dispatch::handle(self, input, host, phase)
     }
 
+    /// [`Server::handle_round`] for a message read before ([`ClientMessage::read`]): what a
+    /// request runs on each of its rounds and re-runs, reading nothing again.
+    pub fn serve_round(
+        &self,
+        input: &MessageInput<'_, F>,
+        host: &[host::HostReply],
+        phase: Phase,
+    ) -> Outcome {
+        dispatch::serve(self, input, host, phase)
+    }
+
+    /// Reads `bytes` as a client message under this server's limits.
+    pub fn read_message(&self, bytes: impl Into<Vec<u8>>) -> ClientMessage {
+        ClientMessage::read(bytes, &self.config.limits)
+    }
+
     /// The rendered `-32600` reply for a message the runtime refused before reading it whole
     /// because it is `size` bytes long, over `config.limits.max_message_bytes`.
     pub fn oversize_reply(&self, size: usize) -> Vec<u8> {
@@ -369,5 +411,15 @@ impl<F: Fold> Server<F> {
     /// (then the reply says they may or may not be found, not that nothing was changed).
     pub fn storage_failure_reply(&self, request: &[u8], failure: &StorageFailure<'_>) -> Vec<u8> {
         dispatch::storage_failure_response(self, request, failure).render(0)
+    }
+
+    /// The `-32603` answer to `message` when the ledger could not commit its records (see
+    /// [`Server::storage_failure_reply`]), before it is rendered.
+    pub fn storage_failure(
+        &self,
+        message: &ClientMessage,
+        failure: &StorageFailure<'_>,
+    ) -> Response {
+        dispatch::storage_failure_response_to(message, failure)
     }
 }

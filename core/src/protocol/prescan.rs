@@ -1,7 +1,8 @@
-//! A single pass over a message's raw bytes before it is parsed: it measures JSON nesting depth
-//! (stopping as soon as the limit is passed, so hostile nesting never reaches the parser) and
-//! records the raw text of the top-level `id` members, so ids the JSON value model cannot hold
-//! exactly (integers beyond 64 bits) can be echoed verbatim.
+//! A single pass over a message's raw bytes beside its parse ([`super::message`]): it measures
+//! JSON nesting depth against the configured limit (stopping as soon as the limit is passed; a
+//! message nested deeper is refused, and the parse itself is bounded by serde_json's recursion
+//! limit) and records the raw text of the top-level `id` members, so ids the JSON value model
+//! cannot hold exactly (integers beyond 64 bits) can be echoed verbatim.
 //!
 //! The scan trusts nothing: on malformed input it returns whatever it saw and the parser then
 //! reports the syntax error. It must never panic, allocate per byte, or recurse.

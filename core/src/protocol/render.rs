@@ -9,9 +9,46 @@ use serde_json::Value;
 
 use std::sync::Arc;
 
-use super::jsonrpc::{Id, RpcError, error_message, result_message};
+use super::jsonrpc::{Id, LEDGER_UNAVAILABLE, RpcError, error_message, result_message};
 use super::meter::envelope_bytes;
 use super::{MeterSlot, Response};
+
+/// What an answer is, known when it is made and carried beside its rendered bytes
+/// ([`Response::kind`]), so that nothing reads the bytes again to learn it (the HTTP status of
+/// a JSON-RPC error, for one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AnswerKind {
+    /// A result (or nothing to answer).
+    #[default]
+    Result,
+    /// A single JSON-RPC error.
+    Error(ErrorReply),
+    /// A batch's array of answers (revision 2025-03-26).
+    Batch,
+}
+
+impl AnswerKind {
+    /// The error, when the answer is a single JSON-RPC error.
+    pub fn error(self) -> Option<ErrorReply> {
+        match self {
+            AnswerKind::Error(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A JSON-RPC error answer, as far as a transport's status depends on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ErrorReply {
+    pub code: i64,
+    /// The reply answers no identifiable request (`"id": null`).
+    pub anonymous: bool,
+    /// The ledger could not record the request (`error.data.reason` is `ledger_unavailable`):
+    /// nothing changed.
+    pub unavailable: bool,
+    /// `error.data.retryable`: the same request may succeed later without anyone acting.
+    pub retryable: bool,
+}
 
 impl Response {
     /// A response carrying `result` for request `id`.
@@ -21,7 +58,18 @@ impl Response {
 
     /// An error response; `id` is `None` when the request's id could not be read.
     pub fn error(id: Option<&Id>, error: &RpcError, span_id: impl Into<String>) -> Response {
-        Response::single(error_message(id, error), id, span_id.into())
+        let data = error.data.as_ref();
+        let kind = AnswerKind::Error(ErrorReply {
+            code: error.code,
+            anonymous: id.is_none(),
+            unavailable: data.and_then(|d| d.get("reason")).and_then(Value::as_str)
+                == Some(LEDGER_UNAVAILABLE),
+            retryable: data.and_then(|d| d.get("retryable")) == Some(&Value::Bool(true)),
+        });
+        Response {
+            kind,
+            ..Response::single(error_message(id, error), id, span_id.into())
+        }
     }
 
     /// A response whose `result` was rendered before (`raw`: its compact JSON bytes).
@@ -44,6 +92,7 @@ impl Response {
             exact_id: id.and_then(Id::exact_digits).map(str::to_string),
             batch: None,
             raw_result: None,
+            kind: AnswerKind::Result,
         }
     }
 
@@ -62,12 +111,19 @@ impl Response {
             exact_id: None,
             batch: Some(parts),
             raw_result: None,
+            kind: AnswerKind::Batch,
         }
     }
 
     /// The JSON-RPC error code, when this is a single error response.
     pub fn error_code(&self) -> Option<i64> {
         self.message.get("error")?.get("code")?.as_i64()
+    }
+
+    /// What this answer is (a result, an error and which, a batch), decided when it was made:
+    /// it travels beside the rendered bytes ([`AnswerKind`]).
+    pub fn kind(&self) -> AnswerKind {
+        self.kind
     }
 
     /// The bytes to send, with `latency_ms` (measured by the runtime from receipt to now) in the
@@ -261,5 +317,45 @@ mod tests {
         let v: Value = serde_json::from_slice(&r.render(0)).unwrap();
         assert_eq!(v.as_array().unwrap().len(), 2);
         assert_eq!(v, r.message);
+    }
+
+    /// The kind an answer carries is what its bytes say: a reader of the bytes (the error
+    /// object's code, a null id, `data.reason` and `data.retryable`) would learn the same.
+    #[test]
+    fn an_answers_kind_is_what_its_bytes_say() {
+        let read = |bytes: &[u8]| -> AnswerKind {
+            let v: Value = serde_json::from_slice(bytes).unwrap();
+            match (v.get("error"), v.is_array()) {
+                (_, true) => AnswerKind::Batch,
+                (None, _) => AnswerKind::Result,
+                (Some(e), _) => AnswerKind::Error(ErrorReply {
+                    code: e["code"].as_i64().unwrap(),
+                    anonymous: v["id"].is_null(),
+                    unavailable: e["data"]["reason"] == LEDGER_UNAVAILABLE,
+                    retryable: e["data"]["retryable"] == true,
+                }),
+            }
+        };
+        let id = Id::Str("a".into());
+        let down = RpcError::internal("x")
+            .with_data(json!({"reason": LEDGER_UNAVAILABLE, "retryable": true}));
+        let cases = [
+            Response::result(&id, json!({"error": "not really"}), "s"),
+            Response::rendered(&id, Arc::from(&b"{}"[..]), "s"),
+            Response::error(Some(&id), &RpcError::method_not_found("m", ""), "s"),
+            Response::error(None, &RpcError::parse_error("bad"), "s"),
+            Response::error(Some(&id), &down, "s"),
+            Response::error(Some(&Id::Big("123456789012345678901".into())), &down, "s"),
+            Response::batch(
+                vec![
+                    Response::result(&id, json!({}), "s"),
+                    Response::error(None, &RpcError::parse_error("bad"), "s"),
+                ],
+                "s",
+            ),
+        ];
+        for r in &cases {
+            assert_eq!(r.kind(), read(&r.render(0)), "{}", r.message);
+        }
     }
 }

@@ -3,10 +3,11 @@
 //! `"a"` and `"\u0061"` are the same key) is an error that names the key.
 //!
 //! Why: with "last key wins" a proxy or policy layer that reads the first of two `name` keys
-//! sees a different call than the server runs. Every transport's parse of a client message goes
-//! through [`parse`] (stdio and HTTP via `dispatch::handle`, the HTTP body prescan, the
-//! cancellation peek), so every reader of a message sees one meaning. The check costs one map
-//! lookup per key, in the same single pass that builds the value.
+//! sees a different call than the server runs. A client message is parsed through [`parse`]
+//! once, by the first layer that sees it ([`super::message::ClientMessage::read`]: the stdio
+//! framing, the HTTP router), and every reader of it (dispatch and its re-runs, the header
+//! rules, the cancellation peek) reads that one value, so it has one meaning. The check costs
+//! one map lookup per key, in the same single pass that builds the value.
 
 use std::fmt;
 

@@ -41,7 +41,6 @@ use super::model::results::{
     TaskFields, to_value,
 };
 use super::model::{CallParams, Method, TaskListParams, TaskParams, TaskUpdateParams};
-use super::prescan::prescan;
 use super::refusal::Common;
 use super::registry::{Task, TaskHooks, TaskStatus, TaskSupport, ToolLookup};
 use super::{MeterSlot, Phase, Server, Wait};
@@ -142,36 +141,20 @@ pub fn call_as_task<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> Ca
 }
 
 /// The JSON text of the request id that `bytes` cancels, when `bytes` is a
-/// `notifications/cancelled` message (a runtime ends the wait of that request with it).
+/// `notifications/cancelled` message: [`ClientMessage::cancelled_request`] for a caller holding
+/// bytes (a runtime holds the message it read, and asks it).
+///
+/// [`ClientMessage::cancelled_request`]: super::ClientMessage::cancelled_request
 pub fn cancelled_request(bytes: &[u8]) -> Option<String> {
-    const METHOD: &[u8] = b"notifications/cancelled";
-    if !bytes.windows(METHOD.len()).any(|w| w == METHOD) {
-        return None;
-    }
-    let v: Value = super::strict_json::parse_slice(bytes).ok()?;
-    if v.get("method")?.as_str()? != "notifications/cancelled" {
-        return None;
-    }
-    id_text(v.get("params")?.get("requestId")?)
+    super::ClientMessage::read(bytes, &crate::config::Limits::default()).cancelled_request()
 }
 
 /// The JSON text of the id of message `bytes`, a single JSON object (matches
-/// [`cancelled_request`]). HTTP runtimes ask this of every request, so the id is found by the
-/// linear prescan and only its own text is parsed, never the whole message.
+/// [`cancelled_request`]): [`ClientMessage::request_id`] for a caller holding bytes.
+///
+/// [`ClientMessage::request_id`]: super::ClientMessage::request_id
 pub fn request_id(bytes: &[u8]) -> Option<String> {
-    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        return None;
-    }
-    let raw = prescan(bytes, ID_SCAN_DEPTH).id_text(bytes, 0)?;
-    id_text(&serde_json::from_str(raw).ok()?)
-}
-
-/// How deep [`request_id`] follows nesting: well past any limit a server is configured with
-/// (a message nested deeper is refused before it could wait, so it needs no id).
-const ID_SCAN_DEPTH: usize = 512;
-
-fn id_text(id: &Value) -> Option<String> {
-    matches!(id, Value::String(_) | Value::Number(_)).then(|| id.to_string())
+    super::ClientMessage::read(bytes, &crate::config::Limits::default()).request_id()
 }
 
 /// The `-32602` that carries a tool's refusal (`isError` result) of a task-augmented call.

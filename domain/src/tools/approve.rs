@@ -7,10 +7,9 @@
 //! call's snapshot, committed by compare-and-append against it.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::refusal::Refusal;
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use crate::bound::{ToolContext, ToolSpec};
 use bernstein_core::config::Tier;
@@ -87,11 +86,6 @@ impl Tool for Approve {
 
 pub fn spec() -> ToolSpec {
     super::spec::<Approve>()
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<Approve>(ctx, args)
 }
 
 /// The refusal for a task that is not awaiting approval. It names both the approvable and the

@@ -7,14 +7,13 @@
 //! except through `crate::status_changes::status_change_drafts`.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
 use crate::refusal::Refusal;
 use bernstein_core::config::Tier;
 use bernstein_core::ledger::Draft;
 use bernstein_core::protocol::refusal::Common;
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use super::super::args::{TaskId, Text};
 use super::super::dlp::Redactions;
@@ -108,11 +107,6 @@ impl Tool for Cancel {
 
 pub fn spec() -> ToolSpec {
     super::spec::<Cancel>()
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<Cancel>(ctx, args)
 }
 
 fn plan(ctx: &ToolContext<'_>, args: CancelArgs) -> Result<(CancelAnswer, Vec<Draft>), ToolError> {

@@ -11,12 +11,11 @@
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
 use bernstein_core::config::Tier;
 use bernstein_core::ledger::AUDIT_STREAM;
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use super::super::args::{Ident, Int, List, TaskId};
 use super::super::claims::ClaimReceipt;
@@ -89,11 +88,6 @@ impl Tool for Claim {
 
 pub fn spec() -> ToolSpec {
     super::spec::<Claim>()
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<Claim>(ctx, args)
 }
 
 /// The filter of validated arguments (each argument's limits are its type's).

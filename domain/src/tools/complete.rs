@@ -13,10 +13,9 @@
 //! `StatusChanges`.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::refusal::Refusal;
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use crate::bound::{ToolContext, ToolSpec};
 use bernstein_core::config::Tier;
@@ -92,11 +91,6 @@ impl Tool for Complete {
 
 pub fn spec() -> ToolSpec {
     super::spec::<Complete>()
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<Complete>(ctx, args)
 }
 
 /// The refusal for a task the worker may not complete.

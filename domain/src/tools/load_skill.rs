@@ -17,14 +17,13 @@
 //! host path from an unscreened name, and never write records.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
 use crate::refusal::Refusal;
 use bernstein_core::config::Tier;
 use bernstein_core::protocol::host::{DirEntry, EntryKind, HostFailure, HostReply, HostRequest};
 use bernstein_core::protocol::refusal::{Code, Common};
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use super::super::ids::quote_for_message;
 use super::super::skills::{
@@ -157,11 +156,6 @@ pub fn spec() -> ToolSpec {
 enum Step {
     Ask(HostRequest),
     Done(Box<SkillAnswer>),
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<LoadSkill>(ctx, args)
 }
 
 fn load(ctx: &ToolContext<'_>, args: LoadSkillArgs) -> Called<SkillAnswer> {

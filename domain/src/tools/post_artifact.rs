@@ -10,7 +10,6 @@
 //! The handler never changes a task's status.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
 use crate::refusal::Refusal;
@@ -18,7 +17,7 @@ use bernstein_core::config::Tier;
 use bernstein_core::digest::Digest;
 use bernstein_core::ledger::AUDIT_STREAM;
 use bernstein_core::protocol::refusal::Common;
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use super::super::args::{ArtifactKey, Ident, TaskId};
 use super::super::artifacts::{
@@ -90,11 +89,6 @@ impl Tool for PostArtifact {
 
 pub fn spec() -> ToolSpec {
     super::spec::<PostArtifact>()
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<PostArtifact>(ctx, args)
 }
 
 fn bad(field: &str, message: String, hint: &str) -> ToolError {

@@ -14,13 +14,12 @@
 //! edge the lifecycle forbids, and any call while the server has no signing key.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
 use crate::refusal::Refusal;
 use bernstein_core::config::Tier;
 use bernstein_core::ledger::AUDIT_STREAM;
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use super::super::args::{Bytes, Ident, TaskId};
 use super::super::dlp;
@@ -93,11 +92,6 @@ impl Tool for PostMessage {
 
 pub fn spec() -> ToolSpec {
     super::spec::<PostMessage>()
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<PostMessage>(ctx, args)
 }
 
 fn post(ctx: &ToolContext<'_>, args: PostMessageArgs) -> Result<Called<MailboxEntry>, ToolError> {

@@ -11,14 +11,13 @@
 //! normalized arguments. This handler must never wait for the work itself.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
 use crate::refusal::Refusal;
 use bernstein_core::canonical::to_canonical_bytes;
 use bernstein_core::config::Tier;
 use bernstein_core::protocol::refusal::Common;
-use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolError};
 
 use super::super::args::{Ident, Int, List, TaskId, Text};
 use super::super::deps::check_dependencies;
@@ -162,11 +161,6 @@ struct Placement {
     parent_role: Option<String>,
     status: TaskStatus,
     parent_moves_to: Option<TaskStatus>,
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<Run>(ctx, args)
 }
 
 fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolError> {

@@ -5,10 +5,9 @@
 //! This handler must never write records.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::refusal::Refusal;
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use crate::bound::{ToolContext, ToolSpec};
 use bernstein_core::config::Tier;
@@ -81,11 +80,6 @@ impl Tool for PollRun {
 
 pub fn spec() -> ToolSpec {
     super::spec::<PollRun>()
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<PollRun>(ctx, args)
 }
 
 fn resolve(ctx: &ToolContext<'_>, args: &RunStatusArgs) -> Result<(String, RunHandle), ToolError> {

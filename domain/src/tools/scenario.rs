@@ -25,7 +25,7 @@ use bernstein_core::config::Tier;
 use bernstein_core::ledger::Draft;
 use bernstein_core::protocol::host::{EntryKind, HostFailure, HostReply, HostRequest};
 use bernstein_core::protocol::refusal::{Code, Common};
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use super::super::args::{TaskId, Text};
 use super::super::dlp::{self, Redactions};
@@ -176,11 +176,6 @@ impl Tool for ScenarioTool {
 
 pub fn spec() -> ToolSpec {
     super::spec::<ScenarioTool>()
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<ScenarioTool>(ctx, args)
 }
 
 fn plan(ctx: &ToolContext<'_>, args: ScenarioArgs) -> Called<ScenarioAnswer> {

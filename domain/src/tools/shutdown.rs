@@ -12,7 +12,7 @@
 //! engine's audit record. This handler must never touch the filesystem itself.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::bound::{ToolContext, ToolSpec};
 use crate::refusal::Refusal;
@@ -20,7 +20,7 @@ use bernstein_core::config::Tier;
 use bernstein_core::ledger::AUDIT_STREAM;
 use bernstein_core::protocol::host::{HostFailure, HostReply, HostRequest, MAX_PATH_BYTES};
 use bernstein_core::protocol::refusal::{Code, Common};
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use super::super::args::{LOOKS_LIKE_A_SECRET, looks_like_a_secret};
 use super::super::ids::quote_for_message;
@@ -102,11 +102,6 @@ impl Tool for Shutdown {
 
 pub fn spec() -> ToolSpec {
     super::spec::<Shutdown>()
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<Shutdown>(ctx, args)
 }
 
 /// The signal file's body: who asked and when (JSON, one line).

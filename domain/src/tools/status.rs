@@ -4,9 +4,8 @@
 //! This handler must never write records.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use crate::bound::{ToolContext, ToolSpec};
 use bernstein_core::config::Tier;
@@ -156,11 +155,6 @@ impl Tool for Status {
 
 pub fn spec() -> ToolSpec {
     super::spec::<Status>()
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<Status>(ctx, args)
 }
 
 fn micro_to_usd(micro: u64) -> f64 {

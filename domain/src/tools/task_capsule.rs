@@ -17,7 +17,7 @@ use crate::refusal::Refusal;
 use bernstein_core::config::Tier;
 use bernstein_core::ledger::AUDIT_STREAM;
 use bernstein_core::protocol::refusal::Common;
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use super::super::args::TaskId;
 use super::super::capsule::{self, CAPSULE_ISSUED};
@@ -76,11 +76,6 @@ impl Tool for TaskCapsuleTool {
 
 pub fn spec() -> ToolSpec {
     super::spec::<TaskCapsuleTool>()
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<TaskCapsuleTool>(ctx, args)
 }
 
 fn answer(

@@ -12,7 +12,6 @@
 //! never write records.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::bound::{ToolContext, ToolSpec};
 use crate::refusal::Refusal;
@@ -20,7 +19,7 @@ use bernstein_core::config::Tier;
 use bernstein_core::digest::Digest;
 use bernstein_core::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HOST_READ_BYTES};
 use bernstein_core::protocol::refusal::Common;
-use bernstein_core::protocol::registry::{Effects, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use super::super::artifacts::ArtifactContent;
 use super::super::lineage::LineageReport;
@@ -70,11 +69,6 @@ impl Tool for VerifyLineage {
 
 pub fn spec() -> ToolSpec {
     super::spec::<VerifyLineage>()
-}
-
-/// A call with arguments as the peer sent them.
-pub fn handle(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    super::call::<VerifyLineage>(ctx, args)
 }
 
 fn verify(

@@ -343,10 +343,11 @@ fn a_committed_job_comes_back_after_its_lost_races_with_its_records_durable() {
     let tmp = TestDir::new("local-commit");
     let store = Arc::new(Racing::new(tmp.path(), KEY, 3));
     let local = Local::for_jobs(&backend(store.clone())).unwrap();
+    let server = Arc::new(server());
     let job = Counted {
         message: OwnedMessage {
-            server: Arc::new(server()),
-            bytes: run_call("operator"),
+            message: server.read_message(run_call("operator")),
+            server,
             facts: TransportFacts::stdio(None),
         },
         runs: 0,

@@ -24,7 +24,6 @@ use super::{
 };
 use crate::ledger::{Fold, LedgerPosition};
 use crate::protocol::TransportFacts;
-use crate::protocol::dispatch::request_span_id;
 use crate::transport::http::exchange::{LegacyMessage, LegacyOpen};
 use crate::transport::http::operator::{feed_head, head_event};
 use crate::transport::http::read_clock::{Expired, ReadClock};
@@ -487,9 +486,9 @@ impl<F: Fold> Engine<F> {
         match decision {
             Decision::Respond(r) => self.respond(conn, r),
             Decision::Mcp(x) => {
-                let (body, facts) = (x.body.clone(), x.facts.clone());
+                let (message, facts) = (x.message.clone(), x.facts.clone());
                 let answer = Answer::Mcp { x, stream: None };
-                let req = self.start_request(conn, body, facts, answer, Some(peer));
+                let req = self.start_request(conn, message, facts, answer, Some(peer));
                 self.set_busy(conn, Some(Busy::Request(req)));
             }
             Decision::OpenLegacyStream(open) => self.open_legacy(conn, peer, &open),
@@ -671,10 +670,10 @@ impl<F: Fold> Engine<F> {
         }
         l.clock.message_started(now);
         let stream = stream.unwrap_or(conn);
-        let span = m.span(request_span_id(&m.body).as_deref());
-        let body = m.body.clone();
+        let span = m.span(m.message.request_span_id());
+        let message = m.message.clone();
         let answer = Answer::Legacy { m, stream, span };
-        let req = self.start_request(conn, body, facts, answer, Some(peer));
+        let req = self.start_request(conn, message, facts, answer, Some(peer));
         self.set_busy(conn, Some(Busy::Request(req)));
     }
 
@@ -790,7 +789,9 @@ impl<F: Fold> Engine<F> {
             };
             let facts = s.facts.clone();
             s.open += 1;
-            let req = self.start_request(conn, bytes, facts, Answer::Stdio, None);
+            // The framing is the first layer that sees the line: it is read here, once.
+            let message = self.server.read_message(bytes);
+            let req = self.start_request(conn, message, facts, Answer::Stdio, None);
             if let Some(Conn::Stdio(s)) = self.conns.get_mut(&conn) {
                 s.foreground = Some(req);
             }

@@ -13,30 +13,28 @@ use crate::engine::request::{self, Finished, Request};
 use crate::engine::turns::Grant;
 use crate::engine::{Served, Stop};
 use crate::ledger::{AppendResult, Fold, Snapshot, StoreError};
-use crate::protocol::dispatch::request_span_id;
 use crate::protocol::tally::Tally;
-use crate::protocol::tasks::{cancelled_request, request_id};
-use crate::protocol::{StorageFailure, TransportFacts};
+use crate::protocol::{ClientMessage, StorageFailure, TransportFacts};
 use crate::transport::http::exchange::{ServedParts, StreamedReply, body_span_id};
 
 impl<F: Fold> Engine<F> {
-    /// Starts serving `bytes` from `conn`; its answer goes to `answer`. A
-    /// `notifications/cancelled` first cancels the requests it names.
+    /// Starts serving `message` (read once, by whoever framed it) from `conn`; its answer goes
+    /// to `answer`. A `notifications/cancelled` first cancels the requests it names.
     pub(super) fn start_request(
         &mut self,
         conn: ConnId,
-        bytes: Vec<u8>,
+        message: ClientMessage,
         facts: TransportFacts,
         answer: Answer,
         peer: Option<SocketAddr>,
     ) -> ReqId {
-        if let Some(named) = cancelled_request(&bytes) {
+        if let Some(named) = message.cancelled_request() {
             self.cancel(&named);
         }
-        let entered = request_id(&bytes).map(|id| self.cancels.enter(id));
+        let entered = message.request_id().map(|id| self.cancels.enter(id));
         let job = Work::Message(OwnedMessage {
             server: self.server.clone(),
-            bytes,
+            message,
             facts,
         });
         self.begin(job, Some(conn), answer, super::peer_ip(peer), entered)
@@ -545,7 +543,10 @@ impl<F: Fold> Engine<F> {
                 }
                 let mut head = None;
                 if stream.is_none() {
-                    let span = request_span_id(&x.body).unwrap_or_else(|| body_span_id(&x.body));
+                    let span = x
+                        .message
+                        .request_span_id()
+                        .map_or_else(|| body_span_id(x.message.bytes()), String::from);
                     let Some(s) = StreamedReply::open(x, &span) else {
                         return;
                     };
@@ -566,6 +567,7 @@ impl<F: Fold> Engine<F> {
                 let served = ServedParts {
                     notifications: std::slice::from_ref(&n),
                     response: None,
+                    kind: Default::default(),
                     span_id: Some(span),
                 };
                 let events = m.events(&mut l.ids, served);
@@ -588,8 +590,11 @@ impl<F: Fold> Engine<F> {
         };
         // A request whose append committed failed at its sync: its records are written, but
         // whether they are durable is unknown.
-        let reply = self.server.storage_failure_reply(
-            r.machine.job().bytes(),
+        let crate::engine::job::Work::Message(m) = r.machine.job() else {
+            return self.end_job(id, Err(e));
+        };
+        let reply = self.server.storage_failure(
+            &m.message,
             &StorageFailure {
                 reason: &e.to_string(),
                 retryable: e.retryable(),
@@ -600,7 +605,8 @@ impl<F: Fold> Engine<F> {
         self.log(format!("{prefix}: ledger error: {e}"));
         let finished = Finished {
             served: Served {
-                response: Some(reply),
+                kind: reply.kind(),
+                response: Some(reply.render(0)),
                 ..Served::default()
             },
             tally: Tally::default(),
@@ -739,6 +745,7 @@ fn parts(served: &Served) -> ServedParts<'_> {
     ServedParts {
         notifications: &served.notifications,
         response: served.response.as_deref(),
+        kind: served.kind,
         span_id: served.span_id.as_deref(),
     }
 }

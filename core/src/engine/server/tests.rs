@@ -556,9 +556,10 @@ fn a_shutdown_is_answered_once_nothing_is_in_flight_and_overdue_after_its_grace(
 
 /// `call(id)` as a job a caller submits (an in-process client's message).
 fn job(w: &World<()>, id: u64) -> crate::engine::Submitted<()> {
+    let server = w.engine.server().clone();
     Box::new(crate::engine::OwnedMessage {
-        server: w.engine.server().clone(),
-        bytes: call(id),
+        message: server.read_message(call(id)),
+        server,
         facts: TransportFacts::stdio(None),
     })
 }

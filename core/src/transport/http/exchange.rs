@@ -6,14 +6,13 @@
 //!
 //! Nothing here performs IO or keeps state between requests.
 
-use serde_json::Value;
-
 use super::headers::Era;
 use super::response::{HttpResponse, Status};
 use super::sse;
 use crate::digest::Digest;
-use crate::protocol::TransportFacts;
-use crate::protocol::dispatch::LEDGER_UNAVAILABLE;
+use crate::protocol::{AnswerKind, ClientMessage, TransportFacts};
+
+pub use crate::protocol::ErrorReply;
 
 /// What serving one message produced, as the runtime's driver returns it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -22,6 +21,9 @@ pub struct ServedParts<'a> {
     pub notifications: &'a [Vec<u8>],
     /// The serialized reply; `None` for notifications and client responses.
     pub response: Option<&'a [u8]>,
+    /// What the reply is (a result, an error and its code), as the engine made it: the
+    /// status is decided from it, never from the bytes.
+    pub kind: AnswerKind,
     /// Content-derived span id of the message, when the engine computed one.
     pub span_id: Option<&'a str>,
 }
@@ -77,19 +79,6 @@ impl Accept {
     }
 }
 
-/// A JSON-RPC error reply, as far as the HTTP status depends on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ErrorReply {
-    pub code: i64,
-    /// The reply answers no identifiable request (`"id": null`).
-    pub anonymous: bool,
-    /// The ledger could not record the request (`error.data.reason` is `ledger_unavailable`):
-    /// nothing changed.
-    pub unavailable: bool,
-    /// `error.data.retryable`: the same request may succeed later without anyone acting.
-    pub retryable: bool,
-}
-
 /// The HTTP status of a JSON-RPC error reply. Stateless-era clients read statuses (`-32601` →
 /// 404; header, capability, version and framing errors → 400; internal → 500). Handshake-era
 /// clients drop the body of any 4xx/5xx (the Python SDK reports only "Server returned an error
@@ -112,37 +101,16 @@ pub fn status_for_error(era: Era, error: ErrorReply) -> Status {
     }
 }
 
-/// The error of a serialized JSON-RPC error response, if it is one.
-pub fn error_reply(response: &[u8]) -> Option<ErrorReply> {
-    // Replies are rendered with their keys sorted, and `error` sorts before `id` and
-    // `jsonrpc`: an error reply starts with it, and anything else (a result, a batch's array)
-    // needs no second parse.
-    if !response.starts_with(b"{\"error\":") {
-        return None;
-    }
-    let v: Value = serde_json::from_slice(response).ok()?;
-    let error = v.get("error")?;
-    let code = error.get("code")?.as_i64()?;
-    let data = error.get("data");
-    let reason = data.and_then(|d| d.get("reason"));
-    Some(ErrorReply {
-        code,
-        anonymous: v.get("id").is_none_or(Value::is_null),
-        unavailable: reason.and_then(Value::as_str) == Some(LEDGER_UNAVAILABLE),
-        retryable: data.and_then(|d| d.get("retryable")) == Some(&Value::Bool(true)),
-    })
-}
-
 /// A content-derived span id for a message the engine gave none (16 hex digits).
 pub fn body_span_id(body: &[u8]) -> String {
     Digest::of_parts(&[b"http-body", body]).hex()[..16].to_string()
 }
 
-/// `POST /mcp` ready to be served: hand `body` and `facts` to the engine, then call
-/// [`McpExchange::reply`].
+/// `POST /mcp` ready to be served: hand `message` (the body, read once by the router) and
+/// `facts` to the engine, then call [`McpExchange::reply`].
 #[derive(Clone, Debug)]
 pub struct McpExchange {
-    pub body: Vec<u8>,
+    pub message: ClientMessage,
     pub facts: TransportFacts,
     pub era: Era,
     pub accept: Accept,
@@ -156,7 +124,7 @@ impl McpExchange {
         let span = match served.span_id {
             Some(s) => s,
             None => {
-                fallback = body_span_id(&self.body);
+                fallback = body_span_id(self.message.bytes());
                 &fallback
             }
         };
@@ -179,8 +147,10 @@ impl McpExchange {
                         ),
                     )
                 } else {
-                    let error = error_reply(reply);
-                    let status = error.map_or(Status::OK, |e| status_for_error(self.era, e));
+                    let status = served
+                        .kind
+                        .error()
+                        .map_or(Status::OK, |e| status_for_error(self.era, e));
                     let response = HttpResponse::json_bytes(status, span, reply.to_vec());
                     if status == Status::SERVICE_UNAVAILABLE {
                         response.with_header("Retry-After", "1")
@@ -263,13 +233,14 @@ pub fn valid_token(token: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// `POST /messages?stream=<token>`: if the stream is live, serve `body` (with the revision the
-/// stream negotiated, if `facts` has none), write [`LegacyMessage::events`] to the stream and
-/// answer [`LegacyMessage::accepted`]; otherwise answer [`LegacyMessage::stream_gone`].
+/// `POST /messages?stream=<token>`: if the stream is live, serve `message` (the body, read once
+/// by the router; with the revision the stream negotiated, if `facts` has none), write
+/// [`LegacyMessage::events`] to the stream and answer [`LegacyMessage::accepted`]; otherwise
+/// answer [`LegacyMessage::stream_gone`].
 #[derive(Clone, Debug)]
 pub struct LegacyMessage {
     pub token: String,
-    pub body: Vec<u8>,
+    pub message: ClientMessage,
     pub facts: TransportFacts,
     pub keep_alive: bool,
 }
@@ -284,19 +255,19 @@ impl LegacyMessage {
 
     /// The span of this message's events: the engine's, else one derived from the body.
     pub fn span(&self, span_id: Option<&str>) -> String {
-        span_id.map_or_else(|| body_span_id(&self.body), String::from)
+        span_id.map_or_else(|| body_span_id(self.message.bytes()), String::from)
     }
 
     /// `202` once the events are on the stream.
     pub fn accepted(&self, span_id: Option<&str>) -> HttpResponse {
-        let span = span_id.map_or_else(|| body_span_id(&self.body), String::from);
+        let span = span_id.map_or_else(|| body_span_id(self.message.bytes()), String::from);
         let r = HttpResponse::new(Status::ACCEPTED, &span);
         if self.keep_alive { r } else { r.closing() }
     }
 
     /// `404`: no live stream has this token (never opened, or its connection closed).
     pub fn stream_gone(&self) -> HttpResponse {
-        let span = body_span_id(&self.body);
+        let span = body_span_id(self.message.bytes());
         let r = HttpResponse::problem(
             Status::NOT_FOUND,
             &span,
@@ -310,11 +281,44 @@ impl LegacyMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Limits;
     use crate::protocol::TransportKind;
+    use crate::protocol::dispatch::LEDGER_UNAVAILABLE;
+    use serde_json::Value;
+
+    /// The error of a serialized JSON-RPC error response, if it is one.
+    fn error_reply(response: &[u8]) -> Option<ErrorReply> {
+        // Replies are rendered with their keys sorted, and `error` sorts before `id` and
+        // `jsonrpc`: an error reply starts with it, and anything else (a result, a batch's array)
+        // needs no second parse.
+        if !response.starts_with(b"{\"error\":") {
+            return None;
+        }
+        let v: Value = serde_json::from_slice(response).ok()?;
+        let error = v.get("error")?;
+        let code = error.get("code")?.as_i64()?;
+        let data = error.get("data");
+        let reason = data.and_then(|d| d.get("reason"));
+        Some(ErrorReply {
+            code,
+            anonymous: v.get("id").is_none_or(Value::is_null),
+            unavailable: reason.and_then(Value::as_str) == Some(LEDGER_UNAVAILABLE),
+            retryable: data.and_then(|d| d.get("retryable")) == Some(&Value::Bool(true)),
+        })
+    }
+
+    /// The kind of a rendered reply, for a test holding only its bytes.
+    fn kind_of(reply: &[u8]) -> AnswerKind {
+        error_reply(reply).map_or(AnswerKind::Result, AnswerKind::Error)
+    }
+
+    fn body(bytes: &[u8]) -> ClientMessage {
+        ClientMessage::read(bytes, &Limits::default())
+    }
 
     fn exchange(era: Era, accept: &str) -> McpExchange {
         McpExchange {
-            body: b"{}".to_vec(),
+            message: body(b"{}"),
             facts: TransportFacts {
                 kind: TransportKind::StreamableHttp,
                 protocol_version: None,
@@ -376,6 +380,7 @@ mod tests {
         let plain = ServedParts {
             notifications: &[],
             response: Some(RESULT),
+            kind: kind_of(RESULT),
             span_id: Some("sp"),
         };
         let r = exchange(Era::Handshake, BOTH).reply(plain);
@@ -415,6 +420,7 @@ mod tests {
             let parts = ServedParts {
                 notifications: &[],
                 response: Some(body.as_bytes()),
+                kind: kind_of(body.as_bytes()),
                 span_id: None,
             };
             exchange(era, BOTH).reply(parts).status.code()
@@ -454,6 +460,7 @@ mod tests {
                 let r = exchange(era, BOTH).reply(ServedParts {
                     notifications: &[],
                     response: Some(&reply),
+                    kind: kind_of(&reply),
                     span_id: None,
                 });
                 let v: Value = serde_json::from_slice(&r.body).unwrap();
@@ -506,7 +513,7 @@ mod tests {
         assert!(!valid_token("") && !valid_token("a/b") && !valid_token(&"a".repeat(129)));
         let msg = LegacyMessage {
             token: "t".into(),
-            body: b"{}".to_vec(),
+            message: body(b"{}"),
             facts: TransportFacts {
                 kind: TransportKind::LegacySse,
                 protocol_version: None,
@@ -518,6 +525,7 @@ mod tests {
         let served = ServedParts {
             notifications: &[],
             response: Some(b"{\"id\":1}"),
+            kind: AnswerKind::Result,
             span_id: Some("x"),
         };
         let first = String::from_utf8(msg.events(&mut ids, served)).unwrap();

@@ -19,7 +19,7 @@
 //!
 //! Pure: the runtime supplies the facts it observed (peer loopback?) and `now`.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, valid_token};
 use super::guard::{BindRefused, OriginPolicy, authorize, bearer_credential, check_bind};
@@ -31,8 +31,9 @@ use super::options::HttpOptions;
 use super::param_headers::ParamHeaders;
 use super::request::Request;
 use super::response::{HttpResponse, Status, route_span_id};
-use crate::config::{AuthMode, Config, OAuthConfig};
-use crate::protocol::{TransportFacts, TransportKind};
+use crate::config::{AuthMode, Config, Limits, OAuthConfig};
+use crate::protocol::message::Unreadable;
+use crate::protocol::{ClientMessage, TransportFacts, TransportKind};
 use crate::time::Timestamp;
 
 /// What the runtime must do with a request.
@@ -63,6 +64,9 @@ pub struct HttpPolicy {
     mcp: bool,
     /// The tools' `Mcp-Param-*` bindings (empty unless [`HttpPolicy::with_param_headers`]).
     params: ParamHeaders,
+    /// The server's message limits, which a body is read under (once: the engine serves the
+    /// value the router read).
+    limits: Limits,
 }
 
 impl HttpPolicy {
@@ -88,6 +92,7 @@ impl HttpPolicy {
             bind_loopback,
             mcp: options.mcp,
             params: ParamHeaders::default(),
+            limits: config.limits.clone(),
         })
     }
 
@@ -192,7 +197,7 @@ impl HttpPolicy {
             ("/sse", "GET") => Decision::OpenLegacyStream(LegacyOpen { span_id: span }),
             ("/sse", _) => respond(method_not_allowed(&span, "GET")),
             ("/messages" | "/messages/", "POST") => {
-                match legacy_post(request, peer_loopback, now, &span) {
+                match legacy_post(request, peer_loopback, now, &span, &self.limits) {
                     Ok(m) => Decision::LegacyMessage(m),
                     Err(r) => respond(r),
                 }
@@ -271,12 +276,12 @@ impl HttpPolicy {
 
     fn mcp_post(
         &self,
-        request: Request,
+        mut request: Request,
         loopback: bool,
         now: Timestamp,
         span: &str,
     ) -> Result<McpExchange, HttpResponse> {
-        let facts = checked_body(&request, now, span)?;
+        let (message, facts) = checked_body(&mut request, now, span, &self.limits)?;
         let check = headers::check_headers(&request, &facts)
             .and_then(|check| {
                 if check.era == Era::Stateless && !facts.batch {
@@ -299,7 +304,7 @@ impl HttpPolicy {
         }
         let keep_alive = request.keep_alive();
         Ok(McpExchange {
-            body: request.body,
+            message,
             facts: TransportFacts {
                 kind: TransportKind::StreamableHttp,
                 protocol_version: check.protocol_version,
@@ -313,10 +318,11 @@ impl HttpPolicy {
 }
 
 fn legacy_post(
-    request: Request,
+    mut request: Request,
     loopback: bool,
     now: Timestamp,
     span: &str,
+    limits: &Limits,
 ) -> Result<LegacyMessage, HttpResponse> {
     let token = request
         .query()
@@ -331,7 +337,7 @@ fn legacy_post(
             "missing or invalid stream token",
         ));
     };
-    let facts = checked_body(&request, now, span)?;
+    let (message, facts) = checked_body(&mut request, now, span, limits)?;
     // The stateless era's header rules do not apply here: a 2026-07-28 request reaches the
     // engine, which answers it on the stream with the handshake-only -32022 (era module).
     let protocol_version =
@@ -339,7 +345,7 @@ fn legacy_post(
     let keep_alive = request.keep_alive();
     Ok(LegacyMessage {
         token,
-        body: request.body,
+        message,
         facts: TransportFacts {
             kind: TransportKind::LegacySse,
             protocol_version,
@@ -397,8 +403,14 @@ fn header_refusal(span: &str, facts: &BodyFacts, rej: headers::HeaderRejection) 
 }
 
 /// The checks shared by every route that carries a JSON-RPC body: the legacy session rule,
-/// `Content-Type`, UTF-8 and JSON.
-fn checked_body(request: &Request, now: Timestamp, span: &str) -> Result<BodyFacts, HttpResponse> {
+/// `Content-Type`, UTF-8 and JSON. The body is read here, once ([`ClientMessage::read`]): the
+/// engine serves that value, and the header rules read it.
+fn checked_body(
+    request: &mut Request,
+    now: Timestamp,
+    span: &str,
+    limits: &Limits,
+) -> Result<(ClientMessage, BodyFacts), HttpResponse> {
     if let Err(msg) = headers::check_session_header(request, now) {
         return Err(HttpResponse::rpc_error(
             Status::BAD_REQUEST,
@@ -434,15 +446,17 @@ fn checked_body(request: &Request, now: Timestamp, span: &str) -> Result<BodyFac
             None,
         )
     };
-    let text = std::str::from_utf8(&request.body).map_err(|e| {
-        parse_error(format!(
-            "Parse error: body is not valid UTF-8 (byte {})",
-            e.valid_up_to()
-        ))
-    })?;
-    let value: Value = crate::protocol::strict_json::parse(text)
-        .map_err(|e| parse_error(format!("Parse error: {e}")))?;
-    Ok(BodyFacts::of(&value))
+    let message = ClientMessage::read(std::mem::take(&mut request.body), limits);
+    let facts = match message.value() {
+        Ok(value) => BodyFacts::of(value),
+        Err(Unreadable::NotUtf8 { offset }) => {
+            return Err(parse_error(format!(
+                "Parse error: body is not valid UTF-8 (byte {offset})"
+            )));
+        }
+        Err(Unreadable::Syntax(e)) => return Err(parse_error(format!("Parse error: {e}"))),
+    };
+    Ok((message, facts))
 }
 
 fn mcp_delete(request: &Request, now: Timestamp, span: &str) -> HttpResponse {

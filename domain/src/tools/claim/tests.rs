@@ -3,7 +3,7 @@ use crate::claim_verify::{ClaimCheck, verify_claim_receipt};
 use crate::claims::check_receipt;
 use crate::testkit::{Bench, TEST_AUDIT_KEY};
 use bernstein_core::ledger::Record;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn claim(b: &mut Bench, args: Value) -> ClaimReceipt {
     serde_json::from_value(b.ok(NAME, args)).unwrap()

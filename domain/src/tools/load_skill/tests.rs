@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::testkit::Bench;
 use bernstein_core::protocol::host::{MAX_HOST_ROUNDS, check_relative};
+use bernstein_core::protocol::registry::ToolOutput;
 
 /// Files by path (relative to the project root); folders are implied by the paths.
 struct Tree(BTreeMap<String, String>);

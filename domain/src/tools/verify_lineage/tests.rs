@@ -2,7 +2,8 @@ use super::*;
 use crate::artifacts::{ArtifactRecord, ArtifactRef, record_value};
 use crate::testkit::Bench;
 use bernstein_core::ledger::Draft;
-use serde_json::json;
+use bernstein_core::protocol::registry::ToolOutput;
+use serde_json::{Value, json};
 
 fn post(b: &mut Bench, task: &str, key: &str, text: &str) -> Value {
     b.ok(
@@ -23,7 +24,7 @@ fn call_with_host(b: &Bench, args: Value, host: &[HostReply]) -> ToolOutput {
         host,
         meta: None,
     };
-    handle(&ctx, args)
+    crate::tools::call::<VerifyLineage>(&ctx, args)
 }
 
 #[test]
