@@ -3,6 +3,10 @@
 //! `effects/src/perform.rs:120`) is a file or directory of the checkout. A rename or a removal
 //! that leaves a page pointing at nothing fails here, not in a reader's hands.
 //!
+//! A `path:LINE` must name a line the file has; and in a table row that names a function beside
+//! its place (`| n | \`Type::name\` | \`path:LINE\` | … |`, as ARCHITECTURE.md draws one call's
+//! path), that line must declare the function (`fn name`), so the drawing moves with the code.
+//!
 //! Paths that a build or a test run creates (`target/`, `.cache/`, `fuzz/target/`) are left out,
 //! as are patterns (`*`, `{`, `<`).
 
@@ -49,6 +53,48 @@ fn repo_path<'a>(span: &'a str, tops: &[String]) -> Option<&'a str> {
     ok.then_some(path)
 }
 
+/// `(function, path, line)` of a table row `| n | \`Type::name\` | \`path:LINE\` | … |`.
+fn drawn_row(line: &str) -> Option<(&str, &str, usize)> {
+    let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+    let (name, place) = (cells.get(2)?, cells.get(3)?);
+    let name = name.strip_prefix('`')?.strip_suffix('`')?;
+    let place = place.strip_prefix('`')?.strip_suffix('`')?;
+    let (path, n) = place.rsplit_once(':')?;
+    Some((name, path, n.parse().ok()?))
+}
+
+#[test]
+fn every_drawn_function_is_declared_at_its_line() {
+    let root = root();
+    let mut rows = 0;
+    let mut wrong = Vec::new();
+    for page in pages(&root) {
+        let text = std::fs::read_to_string(&page).expect("a page is readable");
+        for (function, path, n) in text.lines().filter_map(drawn_row) {
+            rows += 1;
+            let fn_name = function.rsplit("::").next().unwrap_or(function);
+            let source = std::fs::read_to_string(root.join(path)).unwrap_or_default();
+            let at = source.lines().nth(n.saturating_sub(1)).unwrap_or("");
+            let declared =
+                at.contains(&format!("fn {fn_name}(")) || at.contains(&format!("fn {fn_name}<"));
+            if !declared {
+                wrong.push(format!(
+                    "`{function}` is not declared at {path}:{n} ({at:?})"
+                ));
+            }
+        }
+    }
+    assert!(
+        rows >= 20,
+        "only {rows} drawn rows found: is the scan broken?"
+    );
+    assert!(
+        wrong.is_empty(),
+        "the drawing no longer matches the code:\n{}",
+        wrong.join("\n")
+    );
+}
+
 #[test]
 fn every_documented_path_exists() {
     let root = root();
@@ -61,11 +107,25 @@ fn every_documented_path_exists() {
     for page in pages(&root) {
         let text = std::fs::read_to_string(&page).expect("a page is readable");
         for (n, line) in text.lines().enumerate() {
-            for path in spans(line).filter_map(|s| repo_path(s, &tops)) {
+            for span in spans(line) {
+                let Some(path) = repo_path(span, &tops) else {
+                    continue;
+                };
                 seen += 1;
-                if !root.join(path).exists() {
-                    let name = page.strip_prefix(&root).unwrap_or(&page).display();
-                    missing.push(format!("{name}:{}: `{path}`", n + 1));
+                let name = page.strip_prefix(&root).unwrap_or(&page).display();
+                let lines = std::fs::read_to_string(root.join(path))
+                    .map(|t| t.lines().count())
+                    .ok();
+                let wanted = span
+                    .rsplit_once(':')
+                    .and_then(|(_, l)| l.parse::<usize>().ok());
+                match (root.join(path).exists(), wanted, lines) {
+                    (false, _, _) => missing.push(format!("{name}:{}: `{path}`", n + 1)),
+                    (true, Some(l), Some(have)) if l > have => missing.push(format!(
+                        "{name}:{}: `{span}` (the file has {have} lines)",
+                        n + 1
+                    )),
+                    _ => {}
                 }
             }
         }
