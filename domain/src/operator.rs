@@ -1,8 +1,8 @@
 //! Operator commands: the decisions an operator takes outside MCP (the CLI today, other
 //! transports later) — cancel a task, approve or reject a plan. Each is a pure function of a
 //! snapshot returning the drafts to commit, ending with an `operator.command` audit record;
-//! the runtime commits them with compare-and-append against that snapshot and re-runs the
-//! command on a fresh snapshot on conflict, exactly as the tool driver does, so these gates
+//! the engine commits them with compare-and-append against that snapshot and re-runs the
+//! command on a fresh snapshot on conflict, exactly as it does a tool call, so these gates
 //! cannot race either.
 //!
 //! `task cancel` runs the very handler of `bernstein_cancel` (same gate, same refusals). This

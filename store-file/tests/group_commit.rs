@@ -47,7 +47,7 @@ fn concurrent_writers_share_fsyncs_and_lose_nothing() {
                 while !done.load(Ordering::SeqCst) {
                     let floor = acked.load(Ordering::SeqCst);
                     // Both ways a reader may answer: a settled snapshot, or an unsettled one
-                    // followed by `settle` (what the driver does for a call that appends
+                    // followed by `settle` (what the engine does for a call that appends
                     // nothing).
                     let seq = if reads.is_multiple_of(2) {
                         store.snapshot().unwrap().position.seq

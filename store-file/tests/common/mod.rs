@@ -16,7 +16,7 @@ pub fn append_with_retry(store: &FileStore, key: &[u8], drafts: &[Draft]) -> u64
     append_on(store, key, drafts, |s| s.snapshot().unwrap())
 }
 
-/// [`append_with_retry`] the way the request driver does it: sealed on an unsettled snapshot
+/// [`append_with_retry`] the way the engine does it: sealed on an unsettled snapshot
 /// (it may hold records still waiting for their fsync).
 pub fn append_unsettled_with_retry(store: &FileStore, key: &[u8], drafts: &[Draft]) -> u64 {
     append_on(store, key, drafts, |s| s.snapshot_unsettled().unwrap())

@@ -14,7 +14,7 @@ use crate::protocol::{AnswerKind, ClientMessage, TransportFacts};
 
 pub use crate::protocol::ErrorReply;
 
-/// What serving one message produced, as the runtime's driver returns it.
+/// What serving one message produced, as the engine hands it to the HTTP side.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ServedParts<'a> {
     /// Serialized notifications that precede the reply (progress).

@@ -8,7 +8,7 @@
 //! 2. hands each [`Request`] to [`HttpPolicy::route`] with the facts it observed (is the peer
 //!    loopback?) and `now`;
 //! 3. acts on the [`Decision`]: writes a response, or serves an MCP body through the request
-//!    driver and writes [`McpExchange::reply`], or opens / feeds a legacy SSE stream.
+//!    machine and writes [`McpExchange::reply`], or opens / feeds a legacy SSE stream.
 //!
 //! Everything protocol-related — limits, routing, header rules, authentication, `Host`
 //! pinning, `Origin` checks, OAuth discovery metadata, SSE framing, JSON-RPC error → HTTP status — is decided

@@ -73,7 +73,7 @@ impl Tree {
         }
     }
 
-    /// Runs the call to its end like the driver; answers the output and the requests made.
+    /// Runs the call to its end like the engine; answers the output and the requests made.
     fn run(&self, args: Value) -> (ToolOutput, Vec<HostRequest>) {
         let mut b = Bench::new();
         let mut replies = Vec::new();
