@@ -13,6 +13,11 @@ const KEY: &[u8] = b"verifier-test-key";
 
 /// Seals `txns` one after another from genesis and returns the records.
 fn build(txns: Vec<Vec<Draft>>) -> Vec<Record> {
+    build_under(KEY, txns)
+}
+
+/// [`build`] under `key` (the findings verifier's tests use their own).
+pub(crate) fn build_under(key: &[u8], txns: Vec<Vec<Draft>>) -> Vec<Record> {
     let mut at = LedgerPosition::GENESIS;
     let mut heads: HashMap<String, Digest> = HashMap::new();
     let mut out = Vec::new();
@@ -21,7 +26,7 @@ fn build(txns: Vec<Vec<Draft>>) -> Vec<Record> {
             &at,
             |s| heads.get(s).copied().unwrap_or(Digest::ZERO),
             drafts,
-            KEY,
+            key,
         );
         for r in &recs {
             heads.insert(r.stream.clone(), r.hash);
@@ -35,11 +40,11 @@ fn build(txns: Vec<Vec<Draft>>) -> Vec<Record> {
     out
 }
 
-fn lines(recs: &[Record]) -> Vec<Vec<u8>> {
+pub(crate) fn lines(recs: &[Record]) -> Vec<Vec<u8>> {
     recs.iter().map(Record::to_line).collect()
 }
 
-fn join(lines: &[Vec<u8>]) -> Vec<u8> {
+pub(crate) fn join(lines: &[Vec<u8>]) -> Vec<u8> {
     lines.concat()
 }
 

@@ -2,46 +2,18 @@
 //! insertions, moves, cuts, forged records), what each affects, and, over generated ledgers,
 //! that its first finding is the streaming verifier's failure.
 
-use std::collections::HashMap;
-
 use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
+use crate::Draft;
+use crate::verify::tests::{build_under, join, lines};
 use crate::verify::{verify_ledger, verify_ledger_anchored};
-use crate::{Draft, seal};
 
 const KEY: &[u8] = b"findings-test-key";
 
 fn build(txns: Vec<Vec<Draft>>) -> Vec<Record> {
-    let mut at = LedgerPosition::GENESIS;
-    let mut heads: HashMap<String, Digest> = HashMap::new();
-    let mut out = Vec::new();
-    for drafts in txns {
-        let recs = seal(
-            &at,
-            |s| heads.get(s).copied().unwrap_or(Digest::ZERO),
-            drafts,
-            KEY,
-        );
-        for r in &recs {
-            heads.insert(r.stream.clone(), r.hash);
-            at = LedgerPosition {
-                seq: r.seq,
-                head: r.hash,
-            };
-        }
-        out.extend(recs);
-    }
-    out
-}
-
-fn lines(recs: &[Record]) -> Vec<Vec<u8>> {
-    recs.iter().map(Record::to_line).collect()
-}
-
-fn join(lines: &[Vec<u8>]) -> Vec<u8> {
-    lines.concat()
+    build_under(KEY, txns)
 }
 
 fn head_of(recs: &[Record]) -> LedgerPosition {
