@@ -299,9 +299,9 @@ impl<F: Checkpointed> FileStore<F> {
         self.finding.get()
     }
 
-    /// Records the scrub's finding; whether it is the first.
+    /// Records the scrub's finding; whether it is the first (the first is the one kept).
     fn found(&self, reason: String) -> bool {
-        scrub::set(&self.finding, reason)
+        self.finding.set(reason).is_ok()
     }
 
     fn ledger_path(&self) -> PathBuf {
@@ -310,11 +310,6 @@ impl<F: Checkpointed> FileStore<F> {
 
     fn audit_key(&self) -> &[u8] {
         &self.key
-    }
-
-    /// Every line up to the durable head, for the scrub (the same read as `scan_lines`).
-    fn scan_lines_for_scrub(&self, each: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), StoreError> {
-        Store::scan_lines(self, each)
     }
 
     /// The ledger file's size, read by its path; refused, and nothing served from then on,

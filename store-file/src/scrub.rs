@@ -15,6 +15,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use bernstein_ledger::LedgerPosition;
+use bernstein_ledger::Store;
 use bernstein_ledger::verify::LedgerVerifier;
 
 use crate::{Checkpointed, FileStore};
@@ -101,7 +102,7 @@ pub(crate) fn pass<F: Checkpointed>(
     let mut verifier = LedgerVerifier::new(&file, Some(store.audit_key())).collect_calls(false);
     let mut problem = None;
     let mut pace = Pace::new(policy.bytes_per_sec);
-    let scanned = store.scan_lines_for_scrub(&mut |line| {
+    let scanned = Store::scan_lines(store, &mut |line| {
         if let Err(e) = verifier.push_line(line) {
             problem = Some(format!(
                 "{file} line {} (record {}) no longer verifies: {}; it changed while the server ran: stop it and run `bernstein audit verify`",
@@ -166,9 +167,4 @@ impl Pace {
             std::thread::sleep(ahead);
         }
     }
-}
-
-/// Whether `finding` was set by this call (the first finding is the one kept and logged).
-pub(crate) fn set(finding: &Finding, reason: String) -> bool {
-    finding.set(reason).is_ok()
 }
