@@ -203,7 +203,8 @@ impl<F: Fold> Local<F> {
             server: server.clone(),
             facts: facts.clone(),
         };
-        Ok(self.drive(Box::new(job), stop)?.served)
+        let submit = |engine: &mut Engine<F>, now| engine.submit_message(now, job);
+        Ok(self.drive(submit, stop)?.served)
     }
 
     /// Commits what `job` decides (an operator's command from the command line) through the
@@ -215,7 +216,9 @@ impl<F: Fold> Local<F> {
         J: Job<Fold = F> + Send + 'static,
     {
         let job = Arc::new(Mutex::new(job));
-        let finished = self.drive(Box::new(Lent(job.clone())), &|| Some(Stop::Settle))?;
+        let lent: Submitted<F> = Box::new(Lent(job.clone()));
+        let submit = |engine: &mut Engine<F>, now| engine.submit(now, lent);
+        let finished = self.drive(submit, &|| Some(Stop::Settle))?;
         // The engine dropped its hold on the job when it ended it.
         let job = Arc::try_unwrap(job)
             .map_err(|_| StoreError::Unavailable("the engine kept a job it had finished".into()))?;
@@ -227,14 +230,14 @@ impl<F: Fold> Local<F> {
         moment(self.origin, &*self.backend.clock)
     }
 
-    /// Submits `job` and drives the engine until it ends.
+    /// Submits a job (`submit` hands it to the engine) and drives the engine until it ends.
     fn drive(
         &self,
-        job: Submitted<F>,
+        submit: impl FnOnce(&mut Engine<F>, Moment) -> JobId,
         stop: &dyn Fn() -> Option<Stop>,
     ) -> Result<Box<Finished>, StoreError> {
         let mut state = self.shared.lock();
-        let id = state.engine.submit(self.now(), job);
+        let id = submit(&mut state.engine, self.now());
         let mut asked = false;
         loop {
             if !asked && let Some(why) = stop() {

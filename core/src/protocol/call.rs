@@ -56,6 +56,8 @@ pub struct CallReply {
     /// Set when the answer is not final and the call may wait (see [`ToolOutput::wait_ms`]):
     /// nothing else in the reply counts.
     pub wait_ms: Option<u64>,
+    /// The stream the wait depends on (see [`ToolOutput::watch`]).
+    pub watch: Option<String>,
 }
 
 /// Everything a tool call reads.
@@ -269,6 +271,7 @@ fn finish<F: Fold>(
         host,
         progress,
         wait_ms,
+        watch,
     } = output;
     let result = match (host, input.host) {
         (Some(request), Some(replies)) if replies.len() < MAX_HOST_ROUNDS => {
@@ -310,6 +313,7 @@ fn finish<F: Fold>(
             // The run it waits on: a long poll ticks while it waits.
             return CallReply {
                 run_id,
+                watch,
                 ..CallReply::pending(ms)
             };
         }
@@ -431,6 +435,7 @@ fn finish<F: Fold>(
         host: None,
         progress,
         wait_ms: None,
+        watch: None,
     }
 }
 
@@ -463,6 +468,7 @@ impl CallReply {
             host: None,
             progress: Vec::new(),
             wait_ms: None,
+            watch: None,
         }
     }
 
@@ -503,6 +509,7 @@ fn unaudited(error: RpcError) -> CallReply {
         host: None,
         progress: Vec::new(),
         wait_ms: None,
+        watch: None,
     }
 }
 
@@ -559,6 +566,7 @@ impl<'a, F: Fold> Audit<'a, F> {
             host: None,
             progress: Vec::new(),
             wait_ms: None,
+            watch: None,
         }
     }
 

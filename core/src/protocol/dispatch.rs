@@ -451,13 +451,14 @@ fn route<F: Fold>(
                     pending: Some(Wait {
                         after: snapshot.position,
                         max_wait_ms: Some(max_wait_ms),
-                        watch: reply.run_id.as_deref().map(|run| {
-                            let stream = run_stream(run);
-                            Watch {
+                        watch: reply
+                            .watch
+                            .clone()
+                            .or_else(|| reply.run_id.as_deref().map(run_stream))
+                            .map(|stream| Watch {
                                 head: snapshot.stream_head(&stream),
                                 stream,
-                            }
-                        }),
+                            }),
                     }),
                     withheld: true,
                     notifications,

@@ -150,6 +150,9 @@ pub struct ToolOutput {
     /// still wait (see [`super::Phase`]); when the wait ends the handler's answer as it stands
     /// is sent, and a cancelled wait answers `{cancelled: true, partial: [that answer]}`.
     pub wait_ms: Option<u64>,
+    /// The one stream a wait depends on when it is not the run's (`run_id`): the wait wakes
+    /// only when this stream moves. `None` and no `run_id`: any record wakes it.
+    pub watch: Option<String>,
 }
 
 /// One progress step a tool reports (`notifications/progress` params without the token).
@@ -172,6 +175,7 @@ impl ToolOutput {
             host: None,
             progress: Vec::new(),
             wait_ms: None,
+            watch: None,
         }
     }
 
@@ -192,6 +196,7 @@ impl ToolOutput {
             host: None,
             progress: Vec::new(),
             wait_ms: None,
+            watch: None,
         }
     }
 }

@@ -95,6 +95,7 @@ pub struct Called<A> {
     pub drafts: Vec<Draft>,
     pub run_id: Option<String>,
     pub wait_ms: Option<u64>,
+    pub watch: Option<String>,
     pub host: Option<HostRequest>,
 }
 
@@ -125,6 +126,7 @@ impl<A> From<Result<A, ToolError>> for Called<A> {
             drafts: Vec::new(),
             run_id: None,
             wait_ms: None,
+            watch: None,
             host: None,
         }
     }
@@ -166,6 +168,7 @@ pub fn call<T: Tool>(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
             drafts: called.drafts,
             run_id: called.run_id,
             wait_ms: called.wait_ms,
+            watch: called.watch,
             ..ToolOutput::ok(payload)
         },
         // A refusal appends nothing but the call's audit record.

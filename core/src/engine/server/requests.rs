@@ -46,12 +46,35 @@ impl<F: Fold> Engine<F> {
     /// [`Output::Finished`] with the id returned; a pending answer waits for the ledger until
     /// its deadline or until the caller stops it ([`super::Input::StopJob`]).
     pub fn submit(&mut self, now: super::Moment, job: Submitted<F>) -> JobId {
+        self.submit_work(now, Work::Submitted(job), None)
+    }
+
+    /// [`Engine::submit`] for a message of an in-process client: cancellable by its id as a
+    /// connection's request is, by a `notifications/cancelled` submitted the same way.
+    pub fn submit_message(&mut self, now: super::Moment, message: OwnedMessage<F>) -> JobId {
+        self.now = now;
+        if let Some(named) = message.message.cancelled_request() {
+            self.cancel(&named);
+        }
+        let entered = message
+            .message
+            .request_id()
+            .map(|id| self.cancels.enter(id));
+        self.submit_work(now, Work::Message(message), entered)
+    }
+
+    fn submit_work(
+        &mut self,
+        now: super::Moment,
+        work: Work<F>,
+        entered: Option<crate::engine::cancels::Entered>,
+    ) -> JobId {
         self.now = now;
         let answer = Answer::Job {
             notes: Vec::new(),
             stop: None,
         };
-        let id = self.begin(Work::Submitted(job), None, answer, None, None);
+        let id = self.begin(work, None, answer, None, entered);
         self.after_input();
         JobId(id.0)
     }
