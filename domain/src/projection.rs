@@ -484,6 +484,12 @@ impl Projection {
             .filter_map(|(_, seq)| self.by_creation.get(seq).and_then(|id| self.task(id)))
     }
 
+    /// The first lease to end at or after `now` (wall-clock ms): when a held task next
+    /// becomes claimable again without any record being appended.
+    pub fn next_lease_end(&self, now: u64) -> Option<u64> {
+        self.leases.range((now, 0)..).next().map(|(end, _)| *end)
+    }
+
     /// The head of task `id`'s mailbox (empty when nothing was posted).
     pub fn mailbox(&self, id: &str) -> MailboxHead {
         self.mailboxes.get(id).cloned().unwrap_or_default()

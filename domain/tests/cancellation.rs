@@ -2,10 +2,12 @@
 //! `bernstein_run_status` is pending (nothing sent, nothing recorded) while it may wait,
 //! answers the handle as it stands when it settles, and `{cancelled: true, partial}` without
 //! `isError` when cancelled — audited once either way. A poll whose answer is final answers
-//! the same in every phase. `tasks/result` of a running task cancels the same way.
+//! the same in every phase. `tasks/result` of a running task cancels the same way. A claim
+//! that finds nothing waits on the backlog alone, cut at the next lease end.
 
-use bernstein_core::config::Config;
+use bernstein_core::config::{Config, Tier};
 use bernstein_core::protocol::{Outcome, Phase, TransportFacts};
+use bernstein_core::signing::Signer;
 use bernstein_core::time::Timestamp;
 use bernstein_domain::Snapshot;
 use bernstein_domain::bound::{Input, Server};
@@ -15,6 +17,7 @@ struct Engine {
     server: Server,
     snapshot: Snapshot,
     facts: TransportFacts,
+    now: Timestamp,
 }
 
 impl Engine {
@@ -25,10 +28,14 @@ impl Engine {
     fn metered(cost_meter: bool) -> Engine {
         let mut config = Config::new(b"k".to_vec());
         config.cost_meter = cost_meter;
+        // The worker's tools too (`bernstein_claim`, which signs).
+        config.tier = Tier::Standard;
+        config.signing_key = Some(Signer::from_seed(&[7; 32]));
         Engine {
             server: Server::new(config),
             snapshot: Snapshot::genesis(),
             facts: TransportFacts::stdio(Some("2025-11-25".into())),
+            now: Timestamp(1_790_000_000_000),
         }
     }
 
@@ -38,7 +45,7 @@ impl Engine {
             &Input {
                 bytes: bytes.as_bytes(),
                 snapshot: &self.snapshot,
-                now: Timestamp(1_790_000_000_000),
+                now: self.now,
                 transport: &self.facts,
             },
             &[],
@@ -197,4 +204,79 @@ fn a_cancelled_metered_poll_answers_the_documented_shape() {
     assert_eq!(meter["ok"], false);
     assert_eq!(meter["cost_usd"], 0);
     assert!(meter["call_id"].is_string() && meter["ts"].is_string());
+}
+
+fn kinds(out: &Outcome) -> Vec<String> {
+    let records = out.append.iter().flat_map(|a| &a.records);
+    records.map(|r| r.kind.clone()).collect()
+}
+
+#[test]
+fn a_claim_that_finds_nothing_waits_on_the_backlog_and_records_only_its_answer() {
+    let mut e = Engine::new();
+    let claim = tool(
+        "bernstein_claim",
+        json!({"claimer_id": "w1", "wait_ms": 60000}),
+    );
+    let live = e.serve(&claim, Phase::Live);
+    let wait = live
+        .pending
+        .as_ref()
+        .expect("nothing open: the claim waits");
+    assert_eq!(wait.max_wait_ms, Some(60000));
+    assert_eq!(wait.watch.as_ref().unwrap().stream, "backlog");
+    assert!(live.response.is_none() && live.append.is_none());
+
+    // The wait ends with nothing found: one refusal receipt and the call's audit record.
+    let settled = e.serve(&claim, Phase::Settle);
+    assert_eq!(text(&settled)["granted"], false);
+    assert_eq!(
+        kinds(&settled),
+        ["task.claim_receipt", "mcp.stateless_call"]
+    );
+    // A worker stopping mid-wait: only the audit record, saying it was cancelled.
+    let cancelled = e.serve(&claim, Phase::Cancelled);
+    assert_eq!(kinds(&cancelled), ["mcp.stateless_call"]);
+    assert_eq!(audit_error(&cancelled), Some(json!("cancelled")));
+
+    // A new run moves the backlog: decided again, the claim is granted at once.
+    e.call("bernstein_run", json!({"goal": "g"}));
+    let woken = e.serve(&claim, Phase::Live);
+    assert!(woken.pending.is_none());
+    assert_eq!(text(&woken)["granted"], true);
+    assert_eq!(kinds(&woken)[0], "task.status");
+
+    // Without wait_ms nothing waits (the granted task is no longer open).
+    e.commit(&woken);
+    let plain = e.serve(
+        &tool("bernstein_claim", json!({"claimer_id": "w2"})),
+        Phase::Live,
+    );
+    assert!(plain.pending.is_none());
+    assert_eq!(text(&plain)["granted"], false);
+}
+
+#[test]
+fn a_waiting_claim_wakes_when_a_held_lease_ends_and_takes_the_task_over() {
+    let mut e = Engine::new();
+    e.call("bernstein_run", json!({"goal": "g"}));
+    let first = e.call(
+        "bernstein_claim",
+        json!({"claimer_id": "w1", "lease_seconds": 10}),
+    );
+    assert_eq!(first["granted"], true);
+    e.now = Timestamp(e.now.0 + 4_000);
+    let claim = tool(
+        "bernstein_claim",
+        json!({"claimer_id": "w2", "wait_ms": 60000}),
+    );
+    let live = e.serve(&claim, Phase::Live);
+    let wait = live.pending.as_ref().expect("the only task is held");
+    // The lease ends 6 s from now; the wait is cut just past it.
+    assert_eq!(wait.max_wait_ms, Some(6_005));
+    e.now = Timestamp(e.now.0 + 6_005);
+    let settled = e.serve(&claim, Phase::Settle);
+    assert_eq!(text(&settled)["granted"], true);
+    assert_eq!(text(&settled)["taskId"], first["taskId"]);
+    assert_eq!(kinds(&settled)[0], "task.reclaimed");
 }

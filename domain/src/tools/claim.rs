@@ -7,6 +7,10 @@
 //! compare-and-append against the snapshot the decision was taken on, so two claimers can never
 //! win one task: the loser's append conflicts and it is decided again on the newer ledger.
 //! Without a signing key the call is refused; it never answers an unsigned receipt.
+//!
+//! With `wait_ms`, a claim that finds nothing holds its answer (a long poll: no thread, no
+//! record) until the backlog moves or the next lease ends, and is decided again then; only
+//! the answer it finally gives is recorded, so an idle worker appends one refusal per wait.
 
 use std::collections::BTreeSet;
 
@@ -14,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bound::{ToolContext, ToolSpec};
 use bernstein_core::config::Tier;
-use bernstein_core::ledger::AUDIT_STREAM;
+use bernstein_core::ledger::{AUDIT_STREAM, BACKLOG_STREAM};
 use bernstein_core::protocol::registry::{Effects, ToolError};
 
 use super::super::args::{Ident, Int, List, TaskId};
@@ -39,8 +43,8 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Claim the next open task matching the filters whose depends_on are \
-done, for lease_seconds. Answers a signed receipt {taskId, granted, ...} (taskId \"\" if none).";
+const DESCRIPTION: &str = "Claim the next matching open task with depends_on done for \
+lease_seconds, waiting up to wait_ms. Answers a signed receipt; taskId \"\" if none.";
 
 /// Arguments of `bernstein_claim`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -54,7 +58,7 @@ pub struct ClaimArgs {
     pub project: Option<Ident<256>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capability: Option<Ident<64>>,
-    /// Done tasks you hold: offered tasks' depends_on must all be here.
+    /// Offers need all depends_on here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completed_ids: Option<List<TaskId, MAX_COMPLETED_IDS>>,
     /// Skip tasks claimed this often.
@@ -67,7 +71,17 @@ pub struct ClaimArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = lease::DEFAULT_LEASE_SECONDS))]
     pub lease_seconds: Option<Int<u64, { lease::MIN_LEASE_SECONDS }, { lease::MAX_LEASE_SECONDS }>>,
+    // A long poll: the most milliseconds to wait for a task when none is open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<Int<u32, 1, { MAX_WAIT_MS }>>,
 }
+
+/// Longest `wait_ms` (the engine's own limit on a held answer is the same).
+pub const MAX_WAIT_MS: u64 = 120_000;
+
+/// How long past a lease's end a waiting claim wakes: the lease has then ended by any clock
+/// reading of the same millisecond.
+const AFTER_LEASE_END_MS: u64 = 5;
 
 /// `bernstein_claim`, declared once (see [`Tool`]).
 pub struct Claim;
@@ -165,11 +179,30 @@ fn claim(ctx: &ToolContext<'_>, args: ClaimArgs) -> Result<Called<ClaimReceipt>,
     drafts.push(records::draft(AUDIT_STREAM, records::CLAIM_RECEIPT, &entry));
     let mut receipt = decision.receipt.clone();
     receipt.task = decision.task.map(|t| ClaimedTask::of(t, now, lease_ms));
+    let wait_ms = match (decision.task, args.wait_ms) {
+        (None, Some(wait)) => wait_for(ctx, u64::from(wait.get())),
+        _ => None,
+    };
     Ok(Called {
         drafts,
         run_id: decision.task.map(|t| t.run_id.to_string()),
+        wait_ms,
+        // Tasks are created, freed and leased on the backlog only.
+        watch: wait_ms.map(|_| BACKLOG_STREAM.to_string()),
         ..Called::ok(receipt)
     })
+}
+
+/// How long a claim that found nothing may wait: `wait_ms`, cut at the next lease end (a
+/// task whose lease ends is claimable again with no record to wake the wait).
+fn wait_for(ctx: &ToolContext<'_>, wait_ms: u64) -> Option<u64> {
+    let now = ctx.now.0;
+    let until_lease_end = ctx
+        .snapshot
+        .domain
+        .next_lease_end(now)
+        .map_or(u64::MAX, |end| end - now + AFTER_LEASE_END_MS);
+    Some(wait_ms.min(until_lease_end)).filter(|ms| *ms > 0)
 }
 
 #[cfg(test)]
