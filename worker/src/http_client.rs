@@ -4,7 +4,7 @@
 //! One connection per request (`Connection: close`), so a dead server costs one refused
 //! connect and nothing lingers. Every POST carries `Content-Type: application/json`,
 //! `Accept: application/json, text/event-stream`, the 2026-07-28 era headers
-//! (`MCP-Protocol-Version`, `Mcp-Method: tools/call`, `Mcp-Name: <tool>`) and, when
+//! (`MCP-Protocol-Version`, `Mcp-Method`, and `Mcp-Name: <tool>` on a `tools/call`) and, when
 //! `BERNSTEIN_MCP_TOKEN` is set, `Authorization: Bearer <token>`. The answer is read as JSON or
 //! as an SSE stream (the last `data:` event that is a JSON-RPC response wins); chunked
 //! transfer coding is decoded. Plain `http://` only: put TLS in front with a proxy.
@@ -62,7 +62,8 @@ impl HttpMcp {
         })
     }
 
-    fn connect(&self) -> Result<TcpStream, TransportError> {
+    /// A connection whose reads may take `REQUEST_TIMEOUT` plus `hold`.
+    fn connect(&self, hold: Duration) -> Result<TcpStream, TransportError> {
         let addrs = (self.host.as_str(), self.port)
             .to_socket_addrs()
             .map_err(|e| TransportError::Io(format!("{}:{}: {e}", self.host, self.port)))?;
@@ -71,7 +72,8 @@ impl HttpMcp {
             match TcpStream::connect_timeout(&addr, Duration::from_secs(10)) {
                 Ok(s) => {
                     let io = |e: std::io::Error| TransportError::Io(e.to_string());
-                    s.set_read_timeout(Some(REQUEST_TIMEOUT)).map_err(io)?;
+                    s.set_read_timeout(Some(REQUEST_TIMEOUT + hold))
+                        .map_err(io)?;
                     s.set_write_timeout(Some(REQUEST_TIMEOUT)).map_err(io)?;
                     return Ok(s);
                 }
@@ -86,13 +88,17 @@ impl HttpMcp {
         )))
     }
 
-    fn request_head(&self, tool: &str, len: usize) -> String {
+    /// The head of a POST of `method` (`name`: the tool a `tools/call` calls).
+    fn request_head(&self, method: &str, name: Option<&str>, len: usize) -> String {
         let mut head = format!(
             "POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {PROTOCOL_VERSION}\r\n\
-             Mcp-Method: tools/call\r\nMcp-Name: {tool}\r\nContent-Length: {len}\r\nConnection: close\r\n",
+             Mcp-Method: {method}\r\nContent-Length: {len}\r\nConnection: close\r\n",
             self.path, self.host, self.port
         );
+        if let Some(name) = name {
+            head.push_str(&format!("Mcp-Name: {name}\r\n"));
+        }
         if let Some(t) = &self.token {
             head.push_str(&format!("Authorization: Bearer {t}\r\n"));
         }
@@ -101,20 +107,31 @@ impl HttpMcp {
     }
 }
 
-impl Mcp for HttpMcp {
-    fn exchange(&self, tool: &str, request: &[u8]) -> Result<Value, TransportError> {
-        let mut stream = self.connect()?;
+impl HttpMcp {
+    /// POSTs `body` and reads the whole answer.
+    fn post(&self, head: &str, body: &[u8], hold: Duration) -> Result<HttpAnswer, TransportError> {
+        let mut stream = self.connect(hold)?;
         let io = |e: std::io::Error| TransportError::Io(e.to_string());
-        stream
-            .write_all(self.request_head(tool, request.len()).as_bytes())
-            .map_err(io)?;
-        stream.write_all(request).map_err(io)?;
+        stream.write_all(head.as_bytes()).map_err(io)?;
+        stream.write_all(body).map_err(io)?;
         let mut raw = Vec::new();
         stream
             .take(MAX_RESPONSE_BYTES as u64)
             .read_to_end(&mut raw)
             .map_err(io)?;
-        let response = parse_response(&raw)?;
+        parse_response(&raw)
+    }
+}
+
+impl Mcp for HttpMcp {
+    fn exchange(
+        &self,
+        tool: &str,
+        request: &[u8],
+        hold: Duration,
+    ) -> Result<Value, TransportError> {
+        let head = self.request_head("tools/call", Some(tool), request.len());
+        let response = self.post(&head, request, hold)?;
         if response.status != 200 {
             // JSON-RPC errors ride on 4xx with a JSON body; surface them as such.
             if let Ok(v) = serde_json::from_slice::<Value>(&response.body)
@@ -132,6 +149,19 @@ impl Mcp for HttpMcp {
         }
         serde_json::from_slice(&response.body)
             .map_err(|e| TransportError::Malformed(format!("answer is not JSON: {e}")))
+    }
+
+    /// A notification is accepted with 202 and no body.
+    fn notify(&self, method: &str, notification: &[u8]) -> Result<(), TransportError> {
+        let head = self.request_head(method, None, notification.len());
+        let response = self.post(&head, notification, Duration::ZERO)?;
+        match response.status {
+            200..=299 => Ok(()),
+            status => Err(TransportError::Http {
+                status,
+                body: String::from_utf8_lossy(&response.body).into_owned(),
+            }),
+        }
     }
 }
 
@@ -262,9 +292,13 @@ mod tests {
     #[test]
     fn the_token_rides_in_the_authorization_header() {
         let h = HttpMcp::new("http://h:1/mcp", Some("s3cret".into())).unwrap();
-        let head = h.request_head("bernstein_claim", 10);
+        let head = h.request_head("tools/call", Some("bernstein_claim"), 10);
         assert!(head.contains("Authorization: Bearer s3cret\r\n"));
+        assert!(head.contains("Mcp-Method: tools/call\r\nContent-Length: 10\r\n"));
         assert!(head.contains("Mcp-Name: bernstein_claim\r\n"));
         assert!(head.ends_with("\r\n\r\n"));
+        let note = h.request_head("notifications/cancelled", None, 5);
+        assert!(note.contains("Mcp-Method: notifications/cancelled\r\n"));
+        assert!(!note.contains("Mcp-Name"));
     }
 }

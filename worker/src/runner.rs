@@ -18,11 +18,12 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
 use bernstein_domain::claims::ClaimedTask;
+use bernstein_domain::tools::claim::MAX_WAIT_MS as MAX_CLAIM_WAIT_MS;
 use serde_json::{Value, json};
 
 use crate::display::Display;
 use crate::duration::format_duration;
-use crate::task_run::{Claimed, Outcome, TaskControl, TaskSettings, run_task};
+use crate::task_run::{Claimed, Outcome, TaskControl, TaskSettings, release, run_task};
 use crate::transport::{Client, ToolReply};
 
 /// How often the SHUTDOWN file and the stop flag are looked at.
@@ -43,6 +44,10 @@ pub struct WorkerConfig {
     /// should not fill the ledger).
     pub poll_interval: Duration,
     pub max_poll_interval: Duration,
+    /// How long one claim may wait on the server for a task (`wait_ms`; zero: answer at
+    /// once). A claim that waited is followed by the next at once; the poll pauses above apply
+    /// to answers that came back sooner (a server without waits, or out of wait slots).
+    pub claim_wait: Duration,
     /// Where granted claim receipts are saved (`<task_id>.<n>.json`), if anywhere.
     pub receipts_dir: Option<PathBuf>,
 }
@@ -69,6 +74,16 @@ struct Running {
     ctl: Arc<TaskControl>,
     handle: JoinHandle<Outcome>,
 }
+
+/// A claim in flight on a thread of its own (it may wait on the server for a task).
+struct Claiming {
+    /// Its request id, for the cancellation on shutdown.
+    id: u64,
+    handle: JoinHandle<Result<Option<Claimed>, String>>,
+}
+
+/// How long a cancelled claim has to answer before the worker stops waiting for it.
+const CANCELLED_CLAIM_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Runs the worker until shutdown. Returns what it did.
 pub fn run_worker(
@@ -101,9 +116,11 @@ pub fn run_worker(
     );
     let mut summary = RunSummary::default();
     let mut running: Vec<Running> = Vec::new();
+    let mut claiming: Option<Claiming> = None;
     let mut next_claim = Instant::now();
     let mut idle = config.poll_interval;
     let mut backoff = config.poll_interval;
+    let mut claim_wait = config.claim_wait;
     let stopped_by = loop {
         reap(&mut running, &mut summary, &display, false);
         if stop.load(Ordering::SeqCst) {
@@ -112,8 +129,8 @@ pub fn run_worker(
         if written_since(&signal_file, started_at) {
             break format!("{}", signal_file.display());
         }
-        if running.len() < config.concurrency.max(1) && Instant::now() >= next_claim {
-            match claim(&client, config) {
+        if let Some(c) = claiming.take_if(|c| c.handle.is_finished()) {
+            match joined(c) {
                 Ok(Some(c)) => {
                     summary.claimed += 1;
                     backoff = config.poll_interval;
@@ -123,20 +140,35 @@ pub fn run_worker(
                     running.push(start(&client, config, c, &display));
                     continue;
                 }
+                // After a claim that waited on the server, `next_claim` has passed.
                 Ok(None) => {
-                    next_claim = Instant::now() + idle;
                     idle = (idle * 2).min(config.max_poll_interval.max(config.poll_interval));
                 }
                 Err(e) => {
-                    display.event(None, &format!("claim failed: {e}"));
+                    if !claim_wait.is_zero() && e.contains("wait_ms") {
+                        display.event(None, "the server cannot hold claims: polling instead");
+                        claim_wait = Duration::ZERO;
+                    } else {
+                        display.event(None, &format!("claim failed: {e}"));
+                    }
                     next_claim = Instant::now() + backoff;
                     backoff = (backoff * 2).min(Duration::from_secs(10));
                 }
             }
         }
+        if claiming.is_none()
+            && running.len() < config.concurrency.max(1)
+            && Instant::now() >= next_claim
+        {
+            next_claim = Instant::now() + idle;
+            claiming = Some(start_claim(&client, config, claim_wait));
+        }
         display.redraw();
         thread::sleep(Duration::from_millis(100).min(SHUTDOWN_POLL));
     };
+    if let Some(c) = claiming {
+        stop_claim(&client, config, c, &mut running, &display);
+    }
     display.event(
         None,
         &format!(
@@ -166,8 +198,67 @@ fn written_since(path: &Path, since: SystemTime) -> bool {
     meta.modified().map_or(true, |m| m >= since)
 }
 
-/// One claim: `Ok(None)` when nothing is eligible.
-fn claim(client: &Client, config: &WorkerConfig) -> Result<Option<Claimed>, String> {
+/// Starts one claim on its own thread, waiting up to `wait` on the server for a task.
+fn start_claim(client: &Arc<Client>, config: &WorkerConfig, wait: Duration) -> Claiming {
+    let id = client.next_id();
+    let (client, config) = (Arc::clone(client), config.clone());
+    let handle = thread::spawn(move || claim(&client, &config, id, wait));
+    Claiming { id, handle }
+}
+
+/// What a finished claim thread answered.
+fn joined(c: Claiming) -> Result<Option<Claimed>, String> {
+    c.handle
+        .join()
+        .unwrap_or_else(|_| Err("the claim thread panicked".to_string()))
+}
+
+/// On shutdown: cancels the claim in flight and, should it have been granted before the
+/// cancellation arrived, gives the task straight back.
+fn stop_claim(
+    client: &Arc<Client>,
+    config: &WorkerConfig,
+    c: Claiming,
+    running: &mut Vec<Running>,
+    display: &Arc<Display>,
+) {
+    if let Err(e) = client.cancel(c.id, "the worker is shutting down") {
+        display.event(None, &format!("could not cancel the waiting claim: {e}"));
+    }
+    let deadline = Instant::now() + CANCELLED_CLAIM_PATIENCE;
+    while !c.handle.is_finished() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    if !c.handle.is_finished() {
+        display.event(None, "the waiting claim did not end; leaving it");
+        return;
+    }
+    if let Ok(Some(granted)) = joined(c) {
+        display.event(
+            Some(&granted.task_id),
+            "granted while shutting down: giving it back",
+        );
+        let ctl = Arc::new(TaskControl::default());
+        ctl.kill();
+        let client = Arc::clone(client);
+        let (settings, display2) = (config.task.clone(), Arc::clone(display));
+        let task_id = granted.task_id.clone();
+        let handle = thread::spawn(move || release(&client, &settings, &granted, &display2));
+        running.push(Running {
+            task_id,
+            ctl,
+            handle,
+        });
+    }
+}
+
+/// One claim: `Ok(None)` when nothing is eligible (within `wait`, when not zero).
+fn claim(
+    client: &Client,
+    config: &WorkerConfig,
+    id: u64,
+    wait: Duration,
+) -> Result<Option<Claimed>, String> {
     let mut args = json!({
         "claimer_id": config.task.claimer_id,
         "lease_seconds": config.task.lease.as_secs().max(1),
@@ -175,7 +266,15 @@ fn claim(client: &Client, config: &WorkerConfig) -> Result<Option<Claimed>, Stri
     if let Some(role) = &config.role {
         args["role"] = json!(role);
     }
-    match client.call_tool("bernstein_claim", args) {
+    let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+    if wait_ms > 0 {
+        args["wait_ms"] = json!(wait_ms.min(MAX_CLAIM_WAIT_MS));
+    }
+    match client.call_tool_as(id, "bernstein_claim", args, wait) {
+        // A claim cancelled while it waited (shutdown): nothing was granted.
+        Ok(ToolReply::Ok(receipt)) if receipt.get("cancelled") == Some(&Value::Bool(true)) => {
+            Ok(None)
+        }
         Ok(ToolReply::Ok(receipt)) => {
             if receipt.get("granted") != Some(&Value::Bool(true)) {
                 return Ok(None);

@@ -112,6 +112,25 @@ struct Poster<'a> {
 struct LostClaim(String);
 
 impl<'a> Poster<'a> {
+    fn new(
+        client: &'a Client,
+        settings: &'a TaskSettings,
+        task_id: &'a str,
+        display: &'a Display,
+    ) -> Poster<'a> {
+        Poster {
+            client,
+            settings,
+            task_id,
+            display,
+            output_messages: 0,
+            last_post: Instant::now(),
+            batch: String::new(),
+            last_flush: Instant::now(),
+            output_dropped: false,
+        }
+    }
+
     fn post(&mut self, body: &str, status: Option<&str>) -> Result<(), LostClaim> {
         let mut args = json!({
             "task_id": self.task_id,
@@ -266,6 +285,25 @@ impl Transcript {
 }
 
 /// Runs one claimed task to its end.
+/// Gives back a task granted to a worker that is shutting down before it started the agent:
+/// back to open, recorded with the worker's reason.
+pub fn release(
+    client: &Client,
+    settings: &TaskSettings,
+    claimed: &Claimed,
+    display: &Display,
+) -> Outcome {
+    let mut poster = Poster::new(client, settings, &claimed.task_id, display);
+    let why = format!(
+        "worker {} shutting down: released before its agent started",
+        settings.claimer_id
+    );
+    match poster.post(&why, Some("open")) {
+        Ok(()) => Outcome::Released,
+        Err(LostClaim(why)) => Outcome::Lost(why),
+    }
+}
+
 pub fn run_task(
     client: &Client,
     settings: &TaskSettings,
@@ -274,17 +312,7 @@ pub fn run_task(
     display: &Display,
 ) -> Outcome {
     let id = claimed.task_id.as_str();
-    let mut poster = Poster {
-        client,
-        settings,
-        task_id: id,
-        display,
-        output_messages: 0,
-        last_post: Instant::now(),
-        batch: String::new(),
-        last_flush: Instant::now(),
-        output_dropped: false,
-    };
+    let mut poster = Poster::new(client, settings, id, display);
     if let Err(LostClaim(why)) = poster.post(
         &format!("started by {}: {}", settings.claimer_id, settings.command),
         Some("in_progress"),

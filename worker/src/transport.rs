@@ -11,8 +11,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
-use bernstein_core::engine::DEFAULT_WAIT;
+use bernstein_core::engine::{DEFAULT_WAIT, Served};
 use bernstein_core::protocol::TransportFacts;
 
 use bernstein_domain::Projection;
@@ -39,8 +40,13 @@ pub enum TransportError {
 
 /// One transport: sends a JSON-RPC request, answers its JSON-RPC response.
 pub trait Mcp: Send + Sync {
-    /// `tool` is the tool name (for transports that carry it in a header).
-    fn exchange(&self, tool: &str, request: &[u8]) -> Result<Value, TransportError>;
+    /// `tool` is the tool name (for transports that carry it in a header); `hold` is how long
+    /// the server may hold the answer on purpose (a long poll), on top of the usual time.
+    fn exchange(&self, tool: &str, request: &[u8], hold: Duration)
+    -> Result<Value, TransportError>;
+
+    /// Sends a JSON-RPC notification named `method` (no answer is read).
+    fn notify(&self, method: &str, notification: &[u8]) -> Result<(), TransportError>;
 }
 
 /// What a tool call answered.
@@ -84,11 +90,52 @@ impl Client {
 
     /// Calls `tool` with `arguments`.
     pub fn call_tool(&self, tool: &str, arguments: Value) -> Result<ToolReply, TransportError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.call_tool_as(self.next_id(), tool, arguments, Duration::ZERO)
+    }
+
+    /// A request id no other call of this client uses (to name a call [`Client::cancel`]
+    /// may cancel).
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Calls `tool` as request `id`; the server may hold the answer up to `hold` (a call
+    /// with `wait_ms`).
+    pub fn call_tool_as(
+        &self,
+        id: u64,
+        tool: &str,
+        arguments: Value,
+        hold: Duration,
+    ) -> Result<ToolReply, TransportError> {
         let request = tool_call_request(id, tool, arguments);
-        let response = self.mcp.exchange(tool, request.to_string().as_bytes())?;
+        let response = self
+            .mcp
+            .exchange(tool, request.to_string().as_bytes(), hold)?;
         read_tool_result(&response)
     }
+
+    /// Asks the server to end request `id` now (`notifications/cancelled`): a waiting call
+    /// answers at once, as cancelled.
+    pub fn cancel(&self, id: u64, reason: &str) -> Result<(), TransportError> {
+        let note = json!({
+            "jsonrpc": "2.0",
+            "method": CANCELLED,
+            "params": {"requestId": id, "reason": reason, "_meta": era_meta()},
+        });
+        self.mcp.notify(CANCELLED, note.to_string().as_bytes())
+    }
+}
+
+/// The notification that cancels a request.
+const CANCELLED: &str = "notifications/cancelled";
+
+/// The `_meta` every message of the stateless era carries.
+fn era_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    })
 }
 
 /// The JSON-RPC `tools/call` request the worker sends.
@@ -100,10 +147,7 @@ pub fn tool_call_request(id: u64, tool: &str, arguments: Value) -> Value {
         "params": {
             "name": tool,
             "arguments": arguments,
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-                "io.modelcontextprotocol/clientCapabilities": {},
-            },
+            "_meta": era_meta(),
         },
     })
 }
@@ -177,18 +221,34 @@ impl InProcess {
     }
 }
 
-impl Mcp for InProcess {
-    fn exchange(&self, _tool: &str, request: &[u8]) -> Result<Value, TransportError> {
+impl InProcess {
+    fn serve(&self, message: &[u8]) -> Result<Served, TransportError> {
         let facts = TransportFacts::stdio(Some(PROTOCOL_VERSION.to_string()));
-        let served = self
-            .local
-            .serve_message(request, &facts)
-            .map_err(|e| TransportError::Io(format!("ledger: {e}")))?;
-        let bytes = served
+        self.local
+            .serve_message(message, &facts)
+            .map_err(|e| TransportError::Io(format!("ledger: {e}")))
+    }
+}
+
+impl Mcp for InProcess {
+    /// A held answer waits in the local engine, under its wait policy.
+    fn exchange(
+        &self,
+        _tool: &str,
+        request: &[u8],
+        _hold: Duration,
+    ) -> Result<Value, TransportError> {
+        let bytes = self
+            .serve(request)?
             .response
             .ok_or_else(|| TransportError::Malformed("no response to a request".into()))?;
         serde_json::from_slice(&bytes)
             .map_err(|e| TransportError::Malformed(format!("response is not JSON: {e}")))
+    }
+
+    /// The same engine serves it: a cancellation reaches the request it names there.
+    fn notify(&self, _method: &str, notification: &[u8]) -> Result<(), TransportError> {
+        self.serve(notification).map(drop)
     }
 }
 

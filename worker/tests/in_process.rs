@@ -106,6 +106,7 @@ impl Project {
             grace,
             poll_interval: Duration::from_millis(50),
             max_poll_interval: Duration::from_millis(200),
+            claim_wait: Duration::from_secs(5),
             receipts_dir: None,
         }
     }
@@ -203,4 +204,57 @@ fn the_shutdown_file_drains_and_releases_what_outlives_the_grace() {
     assert_eq!(p.task_status(&quick), "done");
     assert_eq!(p.task_status(&slow), "open");
     assert_eq!(p.task_status(&waiting), "open");
+}
+
+/// The claims the ledger records: (granted, refused, cancelled), from the audit records.
+fn claims_recorded(p: &Project) -> (usize, usize, usize) {
+    let ledger = read(&p.path(".sdd/ledger/ledger.jsonl"));
+    let records: Vec<Value> = ledger
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let receipts = |granted: bool| {
+        records
+            .iter()
+            .filter(|r| r["kind"] == "task.claim_receipt" && r["body"]["granted"] == granted)
+            .count()
+    };
+    let cancelled = records
+        .iter()
+        .filter(|r| r["body"]["tool"] == "bernstein_claim" && r["body"]["error"] == "cancelled")
+        .count();
+    (receipts(true), receipts(false), cancelled)
+}
+
+#[test]
+fn an_idle_worker_waits_in_its_claim_wakes_for_new_work_and_stops_at_once() {
+    let p = Project::new("idle");
+    let mut cfg = p.config(
+        r#"echo "RESULT: did $BERNSTEIN_TASK_GOAL""#,
+        1,
+        Duration::ZERO,
+    );
+    cfg.claim_wait = Duration::from_secs(100);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (client, flag) = (Arc::clone(&p.client), Arc::clone(&stop));
+    let handle =
+        thread::spawn(move || run_worker(client, &cfg, flag, Arc::new(Display::new(false))));
+    // Idle: the claim waits on the server and nothing is recorded.
+    thread::sleep(Duration::from_millis(700));
+    assert_eq!(claims_recorded(&p), (0, 0, 0));
+    // New work wakes the waiting claim long before its wait ends.
+    let asked = Instant::now();
+    let t = p.run(json!({"goal": "wake"}));
+    while p.task_status(&t) != "done" {
+        assert!(asked.elapsed() < Duration::from_secs(20), "not woken");
+        thread::sleep(Duration::from_millis(20));
+    }
+    // Idle again, then stopped: the waiting claim is cancelled and the worker returns at once.
+    thread::sleep(Duration::from_millis(500));
+    let stopping = Instant::now();
+    stop.store(true, Ordering::SeqCst);
+    let summary = handle.join().unwrap();
+    assert!(stopping.elapsed() < Duration::from_secs(5), "{summary:?}");
+    assert_eq!((summary.claimed, summary.completed), (1, 1));
+    assert_eq!(claims_recorded(&p), (1, 0, 1));
 }

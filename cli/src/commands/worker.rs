@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use bernstein_core::Tier;
 use bernstein_domain::Server;
+use bernstein_domain::tools::claim::MAX_WAIT_MS as MAX_CLAIM_WAIT_MS;
 use bernstein_effects::host::ProjectHost;
 use bernstein_effects::perform::Backend;
 use bernstein_os::clock::SystemClock;
@@ -66,7 +67,11 @@ pub struct WorkerArgs {
     /// Claim lease: another worker may take a task over once this passes without a message.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     lease: Duration,
-    /// Pause between claims when nothing is eligible (doubling while idle, up to --max-poll).
+    /// How long one claim waits on the server for a task to become claimable (at most 2m; 0s:
+    /// answer at once). An idle worker records one empty claim per wait.
+    #[arg(long, default_value = "2m", value_parser = parse_claim_wait)]
+    claim_wait: Duration,
+    /// Pause between claims that found nothing at once (a server that cannot hold claims; doubling while idle, up to --max-poll).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     poll: Duration,
     /// Longest pause between claims of an idle worker.
@@ -78,6 +83,16 @@ pub struct WorkerArgs {
     /// Save each granted claim receipt here as <task_id>.<n>.json (for verify-claim).
     #[arg(long, value_name = "DIR")]
     receipts_dir: Option<PathBuf>,
+}
+
+/// `--claim-wait`: a duration of at most the server's longest claim wait.
+fn parse_claim_wait(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    let most = Duration::from_millis(MAX_CLAIM_WAIT_MS);
+    if d > most {
+        return Err(format!("{s:?}: a claim waits {}s at most", most.as_secs()));
+    }
+    Ok(d)
 }
 
 fn presets_help() -> String {
@@ -199,6 +214,7 @@ pub fn run(workdir: &Path, args: WorkerArgs) -> Result<ExitCode, String> {
         grace: args.grace,
         poll_interval: args.poll,
         max_poll_interval: args.max_poll,
+        claim_wait: args.claim_wait,
         receipts_dir: args.receipts_dir.clone(),
     };
     let display = Arc::new(Display::new(std::io::stdout().is_terminal()));

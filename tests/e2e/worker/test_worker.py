@@ -196,3 +196,47 @@ async def test_a_killed_workers_task_is_reclaimed_after_its_lease(server, worker
     assert rescuer.stop() == 0, rescuer.text()
     verify_receipts(doomed, workdir, 1)
     verify_receipts(rescuer, workdir, 1)
+
+
+def claims(workdir: Path) -> tuple[int, int, int]:
+    """The claims the ledger records: (granted receipts, refused receipts, cancelled calls)."""
+    receipts = records(workdir, "task.claim_receipt")
+    calls = [b for b in records(workdir, "mcp.stateless_call") if b.get("tool") == "bernstein_claim"]
+    return (
+        sum(1 for r in receipts if r["granted"]),
+        sum(1 for r in receipts if not r["granted"]),
+        sum(1 for c in calls if c.get("error") == "cancelled"),
+    )
+
+
+async def test_an_idle_worker_waits_in_its_claim_wakes_for_work_and_stops_at_once(server, workers, workdir):
+    worker = workers('echo "RESULT: woken"', "--claim-wait", "100s")
+    worker.wait_for(" up: concurrency")
+    time.sleep(1.0)  # idle, waiting on the server: nothing is recorded meanwhile
+    assert claims(workdir) == (0, 0, 0)
+    async with handshake_streamable(server) as (host, _):
+        asked = time.monotonic()
+        job = await run(host, "Wake the worker")
+        # Far sooner than the claim's 100 s wait: the new task woke it.
+        assert await wait_run(host, job["run_id"], {"completed", "failed"}, timeout=15) == "completed"
+        assert time.monotonic() - asked < 15
+    worker.wait_for("completed: ")
+    time.sleep(0.5)  # waiting again
+    stopping = time.monotonic()
+    assert worker.stop(signal.SIGTERM, timeout=10) == 0, worker.text()
+    assert time.monotonic() - stopping < 5, worker.text()
+    # One granted claim, no empty receipt, and the waiting claim ended as cancelled.
+    assert claims(workdir) == (1, 0, 1)
+    assert_verifies(workdir / ".sdd")
+
+
+async def test_an_idle_worker_records_one_empty_claim_per_wait(server, workers, workdir):
+    worker = workers("true", "--claim-wait", "1s")
+    worker.wait_for(" up: concurrency")
+    time.sleep(5.5)
+    assert worker.stop(signal.SIGTERM, timeout=10) == 0, worker.text()
+    granted, refused, cancelled = claims(workdir)
+    # 5.5 s of 1 s waits: about five empty claims, each one receipt and one call record.
+    assert granted == 0 and 3 <= refused <= 7 and cancelled <= 1, (refused, cancelled)
+    calls = [b for b in records(workdir, "mcp.stateless_call") if b.get("tool") == "bernstein_claim"]
+    assert len(calls) == refused + cancelled
