@@ -14,7 +14,7 @@ use crate::Snapshot;
 use crate::mailbox::{self, MailboxEntry};
 use crate::projection::{Projection, TaskRow};
 use crate::runs::RunView;
-use crate::{dlp, lifecycle::TaskStatus, lineage, plans, task_view};
+use crate::{dlp, lifecycle::TaskStatus, lineage, outcome, plans, task_view};
 use bernstein_core::ledger::StoreFacts;
 use bernstein_core::signing;
 use bernstein_core::time::Timestamp;
@@ -130,6 +130,9 @@ fn run_json(p: &Projection, r: &RunView, now: Timestamp) -> Value {
         "progress": {"earned": progress.earned, "total": progress.total, "message": progress.message},
         "counts": counts,
         "tasks": tasks,
+        // The same answers as bernstein_run_status's (one source: crate::outcome).
+        "outcome": outcome::outcome(p, r),
+        "waiting": outcome::waiting(p, r, now.0),
     })
 }
 

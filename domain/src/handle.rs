@@ -127,12 +127,32 @@ pub fn poll_token(run_id: &str) -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
+/// The keys a `bernstein_run_status` answer may carry beside the handle's fields: they are not
+/// covered by `receiptHash` and are left out when the handle is checked.
+pub const UNSIGNED_KEYS: [&str; 2] = ["outcome", "waiting"];
+
+/// The handle's fields of `answer` (a handle, or an answer carrying [`UNSIGNED_KEYS`] beside
+/// it); any other field is refused.
+pub fn handle_fields(answer: &Value) -> Result<RunHandle, String> {
+    let parsed = match answer {
+        Value::Object(m) if UNSIGNED_KEYS.iter().any(|k| m.contains_key(*k)) => {
+            let mut m = m.clone();
+            for k in UNSIGNED_KEYS {
+                m.remove(k);
+            }
+            RunHandle::deserialize(Value::Object(m))
+        }
+        _ => RunHandle::deserialize(answer),
+    };
+    parsed.map_err(|e| format!("not a run handle: {e}"))
+}
+
 /// Checks a handle on its own: every field has its shape, `receiptHash` matches the other
 /// fields and `pollToken` names `runId`. (Checking `journalHead` and `chainHead` against a
-/// ledger is the job of the ledger verifier.)
+/// ledger is the job of the ledger verifier.) A `bernstein_run_status` answer verifies as its
+/// handle: its [`UNSIGNED_KEYS`] are not checked.
 pub fn verify_run_handle(handle: &Value) -> Result<(), String> {
-    let h: RunHandle =
-        RunHandle::deserialize(handle).map_err(|e| format!("not a run handle: {e}"))?;
+    let h = handle_fields(handle)?;
     check_task_id(&h.task_id).map_err(|e| format!("taskId: {e}"))?;
     check_task_id(&h.run_id).map_err(|e| format!("runId: {e}"))?;
     for (name, v) in [
@@ -246,6 +266,17 @@ mod tests {
         let mut extra = good.clone();
         extra["extra"] = json!(1);
         assert!(verify_run_handle(&extra).is_err());
+        // What an answer carries beside the handle is not signed, and not checked.
+        let mut answer = good.clone();
+        answer["outcome"] = json!({"tasks": [], "more": 0});
+        answer["waiting"] = json!({"for": "worker"});
+        verify_run_handle(&answer).unwrap();
+        assert_eq!(
+            handle_fields(&answer).unwrap(),
+            handle_fields(&good).unwrap()
+        );
+        answer["status"] = json!("completed");
+        assert!(verify_run_handle(&answer).is_err());
         let mut missing = good;
         missing.as_object_mut().unwrap().remove("chainHead");
         assert!(verify_run_handle(&missing).is_err());

@@ -9,7 +9,6 @@
 //! envelope, a `CallToolResult` (structured content or JSON text block) or a JSON-RPC response.
 //! This module is pure: the caller reads the files and feeds lines.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::Snapshot;
@@ -17,7 +16,7 @@ use bernstein_core::digest::Digest;
 use bernstein_core::ledger::AUDIT_STREAM;
 use bernstein_core::ledger::verify::{LedgerVerifier, VerifyReport};
 
-use super::handle::{RunHandle, run_handle_at, verify_run_handle};
+use super::handle::{RunHandle, handle_fields, run_handle_at, verify_run_handle};
 use super::ids::run_stream;
 
 /// The checks of `bernstein audit verify-handle`, in the order they run.
@@ -117,8 +116,7 @@ impl HandleVerifier {
     /// Checks the handle on its own, then prepares the ledger walk (HMAC tags iff `key`).
     pub fn new(handle: &Value, file: &str, key: Option<&[u8]>) -> Result<Self, HandleFailure> {
         verify_run_handle(handle).map_err(|d| fail(HandleCheck::Handle, d))?;
-        let handle =
-            RunHandle::deserialize(handle).map_err(|e| fail(HandleCheck::Handle, e.to_string()))?;
+        let handle = handle_fields(handle).map_err(|e| fail(HandleCheck::Handle, e))?;
         Ok(HandleVerifier {
             stream: run_stream(&handle.run_id),
             chain_seen: handle.chain_head == Digest::ZERO.to_string(),

@@ -61,6 +61,7 @@ pub mod lifecycle;
 pub mod lineage;
 pub mod mailbox;
 pub mod operator;
+pub mod outcome;
 pub mod plans;
 pub mod projection;
 pub mod prompts;

@@ -110,6 +110,9 @@ pub struct Projection {
     ignored_records: u64,
     /// Calls per minute of the last day (the dashboard's tallies).
     calls: CallStats,
+    /// Wall-clock ms of the newest claim decision, granted or refused (`task.claim_receipt`'s
+    /// `at`): whether a worker is claiming from this project at all.
+    last_claim_at: Option<u64>,
 }
 
 impl Fold for Projection {
@@ -263,6 +266,11 @@ impl Projection {
         if let Some(summary) = &b.summary {
             row.rare.make_mut().result_summary = Some(summary.clone());
         }
+        let ended = matches!(b.to, TaskStatus::Failed | TaskStatus::Cancelled);
+        if ended || row.rare.end_reason.is_some() {
+            row.rare.make_mut().end_reason = b.reason.clone().filter(|_| ended);
+            row.rare.shrink();
+        }
         let seq = row.created_seq;
         if b.from == TaskStatus::Open {
             self.open_queue.remove(&(row.priority, seq));
@@ -360,6 +368,13 @@ impl Projection {
             artifacts::ARTIFACT_MIRROR => return self.artifacts.fold_ref(rec, false),
             capsule_index::CAPSULE_ISSUED => return self.capsules.fold_issued(rec, audit_head),
             records::STATELESS_CALL => {}
+            records::CLAIM_RECEIPT => {
+                let at = rec.body.get("at").and_then(Value::as_u64);
+                if let Some(at) = at {
+                    self.last_claim_at = Some(self.last_claim_at.map_or(at, |l| l.max(at)));
+                }
+                return at.is_some();
+            }
             _ => return true,
         }
         let audit = CallAudit::read(&rec.body);
@@ -392,6 +407,11 @@ impl Projection {
             self.capsules.fold_mailbox(entry);
         }
         fitted
+    }
+
+    /// Wall-clock ms of the newest claim decision recorded, granted or refused.
+    pub fn last_claim_at(&self) -> Option<u64> {
+        self.last_claim_at
     }
 
     /// Tool calls per minute of the last day.

@@ -1,6 +1,6 @@
 //! A task row, sized for what most rows hold: the fields every task sets sit in the row, and
 //! the ones most tasks leave empty (a parent, children, dependencies, a project, capabilities,
-//! redactions, a result summary, a lease, reclaimed claimers) sit in one [`Rare`] allocated
+//! redactions, a result summary, a lease, reclaimed claimers, the reason it ended) sit in one [`Rare`] allocated
 //! only when one of them is set. An ordinary row is then ≈190 bytes instead of 432, and its
 //! title, goal and role are kept inline when short ([`InlineStr`]).
 //!
@@ -69,6 +69,9 @@ pub struct Rare {
     pub lease_ms: Option<u64>,
     /// Claimers whose expired lease another claimer took over (`task.reclaimed`).
     pub reclaimed_from: Vec<String>,
+    /// Why it failed or was cancelled (that status change's `reason`), while it is failed or
+    /// cancelled.
+    pub end_reason: Option<String>,
 }
 
 static EMPTY: Rare = Rare {
@@ -83,6 +86,7 @@ static EMPTY: Rare = Rare {
     lease_expires_at: None,
     lease_ms: None,
     reclaimed_from: Vec::new(),
+    end_reason: None,
 };
 
 impl Rare {
@@ -161,6 +165,7 @@ struct RowRef<'a> {
     lease_expires_at: Option<u64>,
     lease_ms: Option<u64>,
     reclaimed_from: &'a Vec<String>,
+    end_reason: &'a Option<String>,
 }
 
 /// The serialized form, owned (what a checkpoint holds).
@@ -196,6 +201,7 @@ struct Row {
     lease_expires_at: Option<u64>,
     lease_ms: Option<u64>,
     reclaimed_from: Vec<String>,
+    end_reason: Option<String>,
 }
 
 impl Serialize for TaskRow {
@@ -230,6 +236,7 @@ impl Serialize for TaskRow {
             lease_expires_at: r.lease_expires_at,
             lease_ms: r.lease_ms,
             reclaimed_from: &r.reclaimed_from,
+            end_reason: &r.end_reason,
         }
         .serialize(serializer)
     }
@@ -268,6 +275,7 @@ impl<'de> Deserialize<'de> for TaskRow {
                 lease_expires_at: r.lease_expires_at,
                 lease_ms: r.lease_ms,
                 reclaimed_from: r.reclaimed_from,
+                end_reason: r.end_reason,
             }),
         })
     }
@@ -314,7 +322,7 @@ mod tests {
                 r#""depends_on":[],"requires_approval":false,"plan":false,"project":null,"#,
                 r#""capabilities":[],"redactions":{},"redacted_kinds":[],"claimer":null,"#,
                 r#""attempts":0,"result_summary":null,"lease_expires_at":null,"lease_ms":null,"#,
-                r#""reclaimed_from":[]}"#
+                r#""reclaimed_from":[],"end_reason":null}"#
             )
         );
         assert_eq!(serde_json::from_str::<TaskRow>(&text).unwrap(), row());

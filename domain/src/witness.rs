@@ -16,7 +16,7 @@ use bernstein_core::digest::Digest;
 use bernstein_core::ledger::verify::VerifyReport;
 use bernstein_core::ledger::{AUDIT_STREAM, BACKLOG_STREAM, run_stream};
 
-use super::handle::{RunHandle, verify_run_handle};
+use super::handle::{handle_fields, verify_run_handle};
 use super::signed_head::{SIGNED_HEAD_TYPE, SignedHead, check_signed_head};
 
 /// Which stream a bound record must be on.
@@ -86,8 +86,7 @@ impl Witness {
             }
             Found::RunHandle(v) => {
                 verify_run_handle(v).map_err(fail)?;
-                let h: RunHandle =
-                    serde_json::from_value(v.clone()).map_err(|e| fail(e.to_string()))?;
+                let h = handle_fields(v).map_err(fail)?;
                 let journal = OnStream::Exactly(run_stream(&h.run_id));
                 (
                     "run handle",

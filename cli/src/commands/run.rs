@@ -2,8 +2,10 @@
 //! like any host: it sends `tools/call bernstein_run` (in process against the project's ledger,
 //! or to `--url` over streamable HTTP), so the run is recorded exactly as a host's call is (the
 //! same records and the same `mcp.stateless_call` audit record). `--wait` then long-polls
-//! `bernstein_run_status` until the run ends and prints its outcome (the root task's result or
-//! failure, from `bernstein_task_capsule`). Exit 0 started (or completed), 1 the run failed or
+//! `bernstein_run_status` until the run ends and prints its outcome: each task of the run with
+//! its result summary or the reason it failed or was cancelled (the answer's `outcome`), and,
+//! while it waits, the answer's notice that no worker is claiming. `--json` prints the last
+//! answer (the handle with its `outcome`) and the root task from `bernstein_task_capsule`. Exit 0 started (or completed), 1 the run failed or
 //! was cancelled or the call was refused, 2 usage or IO error.
 
 use std::path::Path;
@@ -82,6 +84,7 @@ pub fn run(workdir: &Path, args: RunArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut said_input = false;
+    let mut said_waiting = false;
     let handle = loop {
         let handle = match call(
             &client,
@@ -91,6 +94,13 @@ pub fn run(workdir: &Path, args: RunArgs) -> Result<ExitCode, String> {
             ToolReply::Ok(v) => v,
             ToolReply::Refused(e) => return refused(&e, args.json),
         };
+        if let Some(w) = handle.get("waiting")
+            && !said_waiting
+            && !args.json
+        {
+            said_waiting = true;
+            say!("run {run_id} waits: {}", text(w, "hint"));
+        }
         match text(&handle, "status") {
             "completed" | "failed" | "cancelled" => break handle,
             "input_required" if !said_input && !args.json => {
@@ -117,16 +127,45 @@ pub fn run(workdir: &Path, args: RunArgs) -> Result<ExitCode, String> {
         super::task::print_json(&json!({"handle": handle, "task": task}))?;
     } else {
         say!("run {run_id} {status}");
-        match task.get("result_summary").and_then(Value::as_str) {
-            Some(result) => say!("result: {result}"),
-            None => say!("no result was recorded"),
-        }
+        print_outcome(&handle);
     }
     Ok(if status == "completed" {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The outcome: the root task's result (or the reason it ended) as `result: …` (`reason: …`),
+/// then each other task of the run on an indented line with its id and status.
+fn print_outcome(handle: &Value) {
+    let outcome = handle.get("outcome").unwrap_or(&Value::Null);
+    let tasks = outcome.get("tasks").and_then(Value::as_array);
+    for (i, t) in tasks.into_iter().flatten().enumerate() {
+        let cut = if t.get("truncated") == Some(&Value::Bool(true)) {
+            " (cut)"
+        } else {
+            ""
+        };
+        let said = match (t.get("summary"), t.get("reason")) {
+            (Some(Value::String(s)), _) => format!("result: {s}{cut}"),
+            (_, Some(Value::String(r))) => format!("reason: {r}{cut}"),
+            _ => "no result was recorded".to_string(),
+        };
+        if i == 0 {
+            say!("{said}");
+        } else {
+            say!("  {} {}: {said}", text(t, "taskId"), text(t, "status"));
+        }
+    }
+    if tasks.is_none_or(Vec::is_empty) {
+        say!("no result was recorded");
+    }
+    if let Some(more) = outcome.get("more").and_then(Value::as_u64)
+        && more > 0
+    {
+        say!("  and {more} more tasks (`bernstein status`)");
+    }
 }
 
 fn call(client: &Client, tool: &str, arguments: Value) -> Result<ToolReply, String> {

@@ -16,6 +16,9 @@
 //! * `last_active_at`: the newest time its tasks record: a claim, a status change or a lease
 //!   renewal (the start of the current lease: `expires_at - lease_ms`).
 //!
+//! * `last_claim_at`: the newest claim decision of the project, granted or refused (the
+//!   projection's [`Projection::last_claim_at`], which a run's `waiting` notice reads too).
+//!
 //! A claimer id is caller-supplied text: it passes through the domain's DLP ([`crate::dlp`])
 //! before it leaves, like every other text the dashboard shows.
 
@@ -116,6 +119,8 @@ pub fn workers(p: &Projection, now: u64) -> Value {
         "total": total,
         "truncated": total > MAX_WORKERS,
         "max_rows": MAX_WORKERS,
+        // Claims refused for want of work too: whether any worker is claiming at all.
+        "last_claim_at": p.last_claim_at(),
     })
 }
 

@@ -47,7 +47,7 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Start a run for a goal; returns at once with task_id (the run id) and \
+const DESCRIPTION: &str = "Start a run; returns at once with task_id (the run id) and \
 poll_after_ms. Runs take minutes to hours: poll bernstein_run_status, never call again to wait.";
 
 /// Arguments of `bernstein_run`.
@@ -75,7 +75,7 @@ pub struct RunArgs {
     /// Make it a subtask of this task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_task_id: Option<TaskId>,
-    /// Tasks that must be done first.
+    /// Must be done first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depends_on: Option<List<TaskId, 64>>,
     /// Completion needs bernstein_approve.

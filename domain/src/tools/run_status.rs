@@ -2,6 +2,8 @@
 //! any task of the run. The id is checked for shape before it is looked up; an unknown or
 //! malformed id is a structured refusal. Polls append only the engine's audit record, which
 //! never moves a handle, so two polls of an unchanged run answer byte-identically.
+//! Beside the handle's fields, outside its `receiptHash`, the answer carries the `outcome` of a
+//! run that ended and the notice that a run is `waiting` for a worker ([`crate::outcome`]).
 //! This handler must never write records.
 
 use serde::{Deserialize, Serialize};
@@ -14,7 +16,7 @@ use bernstein_core::config::Tier;
 
 use super::super::args::{Int, TaskId};
 use super::super::handle::{RunHandle, run_handle};
-use super::super::runs::RunStatus;
+use super::super::outcome::{self, Outcome, Waiting};
 use super::{Called, Tool};
 
 pub const NAME: &str = "bernstein_run_status";
@@ -26,7 +28,7 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Poll a run's signed handle tens of seconds apart; stop at completed, \
+const DESCRIPTION: &str = "Poll a run's signed handle tens of seconds apart until completed, \
 failed or cancelled.";
 
 /// Arguments of `bernstein_run_status`.
@@ -35,13 +37,33 @@ failed or cancelled.";
 pub struct RunStatusArgs {
     /// Or any task of the run.
     pub run_id: TaskId,
-    /// Long poll: wait for the end or a move past since.
+    /// Long poll: until the end or a move past since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<Int<u32, 1, 120_000>>,
     /// The journalHead last seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 128))]
     pub since: Option<String>,
+}
+
+/// Payload of `bernstein_run_status`: the handle's fields, then what is not signed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct RunStatusAnswer {
+    #[serde(flatten)]
+    pub handle: RunHandle,
+    /// The run ended: its tasks with their summaries or reasons.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "an_object")]
+    pub outcome: Option<Outcome>,
+    /// Its open tasks wait for a worker that has not claimed for a while.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "an_object")]
+    pub waiting: Option<Waiting>,
+}
+
+/// Advertised as a bare object: docs/RECORDS.md describes it, the listing stays small.
+fn an_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object"})
 }
 
 /// `bernstein_run_status`, declared once (see [`Tool`]).
@@ -55,15 +77,20 @@ impl Tool for PollRun {
     const EFFECTS: Effects = EFFECTS;
     const ADVERTISES_ANSWER: bool = true;
     type Args = RunStatusArgs;
-    type Answer = RunHandle;
+    type Answer = RunStatusAnswer;
 
-    fn call(ctx: &ToolContext<'_>, args: RunStatusArgs) -> Called<RunHandle> {
+    fn call(ctx: &ToolContext<'_>, args: RunStatusArgs) -> Called<RunStatusAnswer> {
         match resolve(ctx, &args) {
             Ok((run_id, h)) => {
-                let settled = matches!(
-                    h.status,
-                    RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
-                ) || args.since.as_deref().is_some_and(|s| s != h.journal_head);
+                let settled = outcome::ended(h.status)
+                    || args.since.as_deref().is_some_and(|s| s != h.journal_head);
+                let p = &ctx.snapshot.domain;
+                let run = p.run(&run_id);
+                let h = RunStatusAnswer {
+                    outcome: run.and_then(|r| outcome::outcome(p, r)),
+                    waiting: run.and_then(|r| outcome::waiting(p, r, ctx.now.0)),
+                    handle: h,
+                };
                 Called {
                     run_id: Some(run_id),
                     wait_ms: args
@@ -130,6 +157,10 @@ mod tests {
         assert!(first.drafts.is_empty());
         verify_run_handle(&x).unwrap();
         assert_eq!(x["status"], "working");
+        assert!(
+            x.get("outcome").is_none() && x.get("waiting").is_none(),
+            "{x}"
+        );
         assert_eq!(x["taskId"], run.as_str());
         assert_eq!(x["specRevision"], "2026-07-28");
         assert_eq!(
@@ -202,5 +233,171 @@ mod tests {
             seen.windows(2).all(|w| w[0] == w[1]),
             "handle bytes differ by era"
         );
+    }
+
+    mod outcome_and_waiting {
+        use super::*;
+        use crate::lifecycle::TaskStatus;
+        use crate::outcome::{MAX_OUTCOME_TASKS, MAX_OUTCOME_TEXT_CHARS, WORKER_HINT};
+        use bernstein_core::time::Timestamp;
+
+        const SIX_MINUTES: u64 = 6 * 60_000;
+
+        /// Claims the next task as `w` and completes it with `summary`; the task's id.
+        fn do_next(b: &mut Bench, summary: &str) -> String {
+            let r = b.ok("bernstein_claim", json!({"claimer_id": "w"}));
+            let id = r["taskId"]
+                .as_str()
+                .expect("a task was granted")
+                .to_string();
+            b.ok(
+                "bernstein_complete",
+                json!({"task_id": id, "result_summary": summary}),
+            );
+            id
+        }
+
+        #[test]
+        fn a_completed_run_lists_its_tasks_in_creation_order_with_their_summaries() {
+            let mut b = Bench::new();
+            let run = b.start("root");
+            let child = b.subtask(&run, "child");
+            let mut done = Vec::new();
+            for i in 0..4 {
+                if b.ok(NAME, json!({"run_id": run}))["status"] == "completed" {
+                    break;
+                }
+                done.push(do_next(&mut b, &format!("summary {i}")));
+            }
+            let a = b.ok(NAME, json!({"run_id": run}));
+            assert_eq!(a["status"], "completed", "{a}");
+            verify_run_handle(&a).unwrap();
+            assert!(a.get("waiting").is_none());
+            let tasks = a["outcome"]["tasks"].as_array().unwrap();
+            assert_eq!(a["outcome"]["more"], 0);
+            let ids: Vec<&str> = tasks
+                .iter()
+                .map(|t| t["taskId"].as_str().unwrap())
+                .collect();
+            assert_eq!(ids, [run.as_str(), child.as_str()]);
+            for t in tasks {
+                assert_eq!(t["status"], "done", "{t}");
+                assert!(t.get("reason").is_none() && t.get("truncated").is_none());
+            }
+            for (i, id) in done.iter().enumerate() {
+                let t = tasks.iter().find(|t| t["taskId"] == id.as_str()).unwrap();
+                assert_eq!(t["summary"], format!("summary {i}"));
+            }
+            // The outcome is beside the handle, not in it: the handle's fields are a handle.
+            let mut handle = a.clone();
+            handle.as_object_mut().unwrap().remove("outcome");
+            verify_run_handle(&handle).unwrap();
+            let again = b.ok(NAME, json!({"run_id": child}));
+            assert_eq!(again, a, "polls of an ended run are identical");
+        }
+
+        #[test]
+        fn a_failed_run_carries_the_reason_and_a_cancelled_one_its_reason() {
+            let mut b = Bench::new();
+            let run = b.start("will fail");
+            b.ok("bernstein_claim", json!({"claimer_id": "w"}));
+            b.ok(
+                "bernstein_post_message",
+                json!({"task_id": run, "body": "agent exited with status 1", "kind": "finding",
+                       "sender": "w", "status": "failed"}),
+            );
+            let a = b.ok(NAME, json!({"run_id": run}));
+            assert_eq!(a["status"], "failed");
+            assert_eq!(
+                a["outcome"]["tasks"],
+                json!([{"taskId": run, "status": "failed", "reason": "agent exited with status 1"}])
+            );
+
+            let gone = b.start("not needed");
+            let sub = b.subtask(&gone, "sub");
+            b.ok(
+                "bernstein_cancel",
+                json!({"task_id": gone, "reason": "the goal changed"}),
+            );
+            let a = b.ok(NAME, json!({"run_id": gone}));
+            assert_eq!(a["status"], "cancelled");
+            assert_eq!(
+                a["outcome"]["tasks"],
+                json!([
+                    {"taskId": gone, "status": "cancelled", "reason": "the goal changed"},
+                    {"taskId": sub, "status": "cancelled",
+                     "reason": format!("cancelled with ancestor {gone}")},
+                ])
+            );
+        }
+
+        #[test]
+        fn an_outcome_is_bounded_in_tasks_and_in_text() {
+            let mut b = Bench::new();
+            let run = b.start("many");
+            for i in 0..MAX_OUTCOME_TASKS + 10 {
+                b.subtask(&run, &format!("sub {i}"));
+            }
+            b.ok("bernstein_cancel", json!({"task_id": run}));
+            let a = b.ok(NAME, json!({"run_id": run}));
+            assert_eq!(a["status"], "cancelled");
+            assert_eq!(
+                a["outcome"]["tasks"].as_array().unwrap().len(),
+                MAX_OUTCOME_TASKS
+            );
+            assert_eq!(a["outcome"]["more"], 11);
+            assert_eq!(a["outcome"]["tasks"][0]["taskId"], run.as_str());
+
+            let mut b = Bench::new();
+            let run = b.start("long");
+            let long = "é".repeat(4000);
+            do_next(&mut b, &long);
+            let a = b.ok(NAME, json!({"run_id": run}));
+            let t = &a["outcome"]["tasks"][0];
+            assert_eq!(t["truncated"], true);
+            assert_eq!(
+                t["summary"].as_str().unwrap(),
+                "é".repeat(MAX_OUTCOME_TEXT_CHARS)
+            );
+            assert!(serde_json::to_vec(&a).unwrap().len() < 2 * 1024);
+        }
+
+        #[test]
+        fn a_run_waits_for_a_worker_after_six_minutes_without_a_claim() {
+            let mut b = Bench::new();
+            let run = b.start("nobody home");
+            b.now = Timestamp(b.now.0 + SIX_MINUTES - 5_000);
+            assert!(b.ok(NAME, json!({"run_id": run})).get("waiting").is_none());
+            b.now = Timestamp(b.now.0 + 5_000);
+            let a = b.ok(NAME, json!({"run_id": run}));
+            verify_run_handle(&a).unwrap();
+            assert_eq!(
+                a["waiting"],
+                json!({"for": "worker", "lastClaimAt": null, "hint": WORKER_HINT})
+            );
+            assert_eq!(
+                b.ok(NAME, json!({"run_id": run})),
+                a,
+                "the notice is stable"
+            );
+
+            // A refused claim is a worker too: the notice goes until six quiet minutes pass.
+            let refused = b.ok(
+                "bernstein_claim",
+                json!({"claimer_id": "w", "role": "nobody-has-this-role"}),
+            );
+            assert_eq!(refused["granted"], false, "{refused}");
+            let claimed_at = b.now.0 - 1_000;
+            assert!(b.ok(NAME, json!({"run_id": run})).get("waiting").is_none());
+            b.now = Timestamp(claimed_at + SIX_MINUTES);
+            let a = b.ok(NAME, json!({"run_id": run}));
+            assert_eq!(a["waiting"]["lastClaimAt"], claimed_at);
+
+            // A held task means a worker is on it.
+            b.ok("bernstein_claim", json!({"claimer_id": "w"}));
+            b.now = Timestamp(b.now.0 + 2 * SIX_MINUTES);
+            assert_eq!(b.status_of(&run), TaskStatus::Claimed);
+            assert!(b.ok(NAME, json!({"run_id": run})).get("waiting").is_none());
+        }
     }
 }

@@ -481,7 +481,7 @@ fn status(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<Called<ScenarioA
     };
     let polled = run_status::PollRun::call(ctx, poll);
     let mut a = answer(Action::Status);
-    a.handle = Some(polled.answer?);
+    a.handle = Some(polled.answer?.handle);
     Ok(Called {
         run_id: polled.run_id,
         ..Called::ok(a)

@@ -111,7 +111,8 @@ function treeOrder(tasks) {
   return out;
 }
 
-function taskItem({ task, depth }) {
+function taskItem({ task, depth }, outcome) {
+  const said = outcome && (outcome.summary || outcome.reason);
   const li = el("li", { "data-testid": "task-row", "data-task-id": task.id, "data-status": task.status,
     "data-depth": depth, "aria-current": task.id === state.taskId ? "true" : null },
   el("button", { type: "button", class: "link", "data-action": "select-task", "data-id": task.id,
@@ -124,7 +125,10 @@ function taskItem({ task, depth }) {
     el("span", { "data-testid": "task-claimer", text: task.claimer })),
   task.lease_expires_at && el("span", { class: "meta" }, "lease ",
     el("span", { "data-testid": "task-lease", "data-until": task.lease_expires_at, title: iso(task.lease_expires_at) })),
-  task.attempts > 1 && el("span", { class: "meta", text: `${task.attempts} attempts` }));
+  task.attempts > 1 && el("span", { class: "meta", text: `${task.attempts} attempts` }),
+  said && el("span", { class: "meta" }, outcome.reason ? "why: " : "result: ",
+    el("span", { "data-testid": "task-outcome", "data-truncated": String(Boolean(outcome.truncated)),
+      text: outcome.truncated ? `${said}\u2026` : said })));
   li.style.setProperty("--depth", String(depth));
   return li;
 }
@@ -136,12 +140,15 @@ function runRows(run) {
     el("td", {}, el("button", { type: "button", class: "link toggle goal", "data-action": "toggle-run",
       "data-id": run.run_id, "data-key": `run:${run.run_id}`, "data-testid": "run-toggle",
       "aria-expanded": String(open), "aria-controls": treeId, text: run.goal })),
-    el("td", {}, badge(run.status)),
+    el("td", {}, badge(run.status), run.waiting && el("div", { class: "meta", "data-testid": "run-waiting",
+      "data-last-claim": run.waiting.lastClaimAt || "", text: run.waiting.hint })),
     el("td", {}, statusBar(run.counts)),
     el("td", { class: "progress", text: run.progress ? run.progress.message : "" }),
     el("td", { class: "age", "data-since": run.created_at, title: iso(run.created_at) }));
+  // An ended run's outcome: each task's result or the reason it ended (crate::outcome).
+  const outcomes = new Map(((run.outcome && run.outcome.tasks) || []).map((t) => [t.taskId, t]));
   const tree = el("ul", { class: "tree", "aria-label": `Tasks of ${run.goal}` },
-    treeOrder(run.tasks || []).map(taskItem));
+    treeOrder(run.tasks || []).map((item) => taskItem(item, outcomes.get(item.task.id))));
   const sub = el("tr", { class: "sub", id: treeId, "data-testid": "run-tasks", "data-run-id": run.run_id,
     hidden: !open }, el("td", { colspan: 5 }, tree));
   return [row, sub];

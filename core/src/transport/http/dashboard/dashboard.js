@@ -29,10 +29,12 @@
  *   auth, token-form, token-input, token-submit, auth-error; data (the data area), load-error
  *   tasks-by-status > status-count[data-status] (data-value = count)
  *   runs > run-row[data-run-id][data-status] with .goal (the expand button, data-testid
- *          run-toggle), .status, run-bar > .seg[data-status][data-value], .progress, .age
+ *          run-toggle), .status, run-waiting (the waits-for-a-worker hint, data-last-claim = ms
+ *          or empty), run-bar > .seg[data-status][data-value], .progress, .age
  *   run-tasks[data-run-id] (the task tree row; hidden until expanded)
  *          > task-row[data-task-id][data-status][data-depth] with task-select (button),
- *            .status, task-deps, task-claimer, task-lease (data-until = ms)
+ *            .status, task-deps, task-claimer, task-lease (data-until = ms), task-outcome
+ *            (an ended run's result or reason; data-truncated)
  *   task-detail > task-body: task-field[data-field], mailbox > mail-entry[data-seq] with
  *          mail-sender, mail-kind, mail-body, mail-signature; artifacts > artifact-row[data-key]
  *          with artifact-lineage (data-ok); task-close; task-missing
