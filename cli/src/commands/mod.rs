@@ -25,7 +25,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bernstein_domain::Projection;
-use bernstein_store_file::scrub::ScrubPolicy;
+use bernstein_os::scrub::ScrubPolicy;
 use bernstein_store_file::{FailedStore, FileStore, OpeningStore};
 
 /// A store the commands open, whichever kind it is.
@@ -335,14 +335,15 @@ fn open_file_store_early(
     }
 }
 
-/// A server's file store, scrubbed in the background under `policy` (none: not scrubbed).
-fn scrubbed(
-    store: FileStore<Projection>,
-    policy: Option<ScrubPolicy>,
-) -> Result<SharedStore, String> {
+/// A server's store (the file store, PostgreSQL), scrubbed in the background under `policy`
+/// (none: not scrubbed).
+fn scrubbed<S>(store: S, policy: Option<ScrubPolicy>) -> Result<SharedStore, String>
+where
+    S: bernstein_os::scrub::Scrubbed + bernstein_core::ledger::Store<Projection>,
+{
     let store = Arc::new(store);
     if let Some(policy) = policy {
-        bernstein_store_file::scrub::start(&store, policy)
+        bernstein_os::scrub::start(&store, policy)
             .map_err(|e| format!("cannot start the ledger scrub: {e}"))?;
     }
     Ok(store)
