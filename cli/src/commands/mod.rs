@@ -293,9 +293,10 @@ pub fn open_serving_store(
     let key = audit_key_for(workdir, || {
         bernstein_store_postgres::has_records(url).map_err(at_database(url))
     })?;
+    let scrub = crate::settings::scrub_policy()?;
     match bernstein_store_postgres::PgStore::open(url, key.clone(), crate::settings::pg_options()?)
     {
-        Ok(store) => Ok((Arc::new(store), key)),
+        Ok(store) => Ok((scrubbed(store, scrub)?, key)),
         Err(e) if degrade && does_not_verify(&e) => Ok((failed_store(&e.to_string()), key)),
         Err(e) => Err(at_database(url)(e.to_string())),
     }
