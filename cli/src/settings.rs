@@ -212,12 +212,12 @@ pub fn pg_options() -> Result<bernstein_store_postgres::PgOptions, String> {
     Ok(options)
 }
 
-/// How a server scrubs its `.sdd/` ledger (docs/OPERATIONS.md, "The scrub"):
+/// How a server scrubs its ledger, `.sdd/` or PostgreSQL (docs/OPERATIONS.md, "The scrub"):
 /// `BERNSTEIN_SCRUB_INTERVAL_SECS`, the rest between passes (default 30; decimals allowed; `0`
 /// turns the scrub off), and `BERNSTEIN_SCRUB_MIB_PER_SEC`, the most it reads per second
 /// (default 32).
-pub fn scrub_policy() -> Result<Option<bernstein_store_file::scrub::ScrubPolicy>, String> {
-    let mut policy = bernstein_store_file::scrub::ScrubPolicy::default();
+pub fn scrub_policy() -> Result<Option<bernstein_os::scrub::ScrubPolicy>, String> {
+    let mut policy = bernstein_os::scrub::ScrubPolicy::default();
     if let Some(v) = env_value("BERNSTEIN_SCRUB_INTERVAL_SECS")? {
         let secs = v
             .parse::<f64>()

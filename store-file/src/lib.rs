@@ -129,7 +129,7 @@ pub struct FileStore<F: Checkpointed> {
     checkpointer: Checkpointer<Folded<F>>,
     /// What the scrub found, if it found the ledger changed under the server: nothing more is
     /// served.
-    finding: scrub::Finding,
+    finding: bernstein_os::scrub::Finding,
 }
 
 #[derive(Debug)]
@@ -217,7 +217,7 @@ impl<F: Checkpointed> FileStore<F> {
             commit,
             place,
             displaced: AtomicBool::new(false),
-            finding: scrub::Finding::new(),
+            finding: bernstein_os::scrub::Finding::new(),
             state: Mutex::new(State {
                 ledger,
                 folded: None,
@@ -294,12 +294,8 @@ impl<F: Checkpointed> FileStore<F> {
         state.folded.as_ref().map(|f| f.snapshot.position)
     }
 
-    /// What the scrub found, if anything.
-    fn finding(&self) -> Option<&String> {
-        self.finding.get()
-    }
-
-    /// Records the scrub's finding; whether it is the first (the first is the one kept).
+    /// Records a scrub's finding; whether it is the first (the first is the one kept).
+    #[cfg(test)]
     fn found(&self, reason: String) -> bool {
         self.finding.set(reason).is_ok()
     }

@@ -1,170 +1,34 @@
-//! The scrub: a server re-verifies its whole ledger in the background, pass after pass, so that
-//! an old record edited in place while it runs is noticed (the open verifies the ledger once;
-//! appends only read what was added since). Each pass reads every record up to the durable
-//! head, checks its hash, chain and HMAC tag (the offline verifier's checks), and checks that
-//! the prefix it saw before still ends in the same hash: the head the store opened on, then
-//! the head of its previous pass. So an edit that keeps the chain consistent (made with the
-//! audit key) is caught as well, and so is a ledger cut short in place.
-//!
-//! A finding is final: the store refuses every request from then on with the finding's reason
-//! (`/readyz` says it, appends are refused) and it is logged once. The scrub reads at most
-//! [`ScrubPolicy::bytes_per_sec`] and rests [`ScrubPolicy::every`] between passes, on a thread
-//! of its own that ends with the store.
+//! The file store's scrub (`bernstein_os::scrub`, shared with the PostgreSQL store): a pass reads
+//! the ledger file up to the durable offset a snapshot would show, so it never verifies bytes
+//! whose append is not acknowledged yet. `bernstein_os::scrub::start` starts it.
 
-use std::sync::{Arc, OnceLock, Weak};
-use std::time::{Duration, Instant};
-
-use bernstein_ledger::LedgerPosition;
-use bernstein_ledger::Store;
-use bernstein_ledger::verify::LedgerVerifier;
+use bernstein_ledger::{LedgerPosition, Store};
+use bernstein_os::scrub::{Finding, Problem, Scrubbed};
 
 use crate::{Checkpointed, FileStore};
 
-/// How a server scrubs its ledger.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ScrubPolicy {
-    /// The rest between the end of a pass and the start of the next.
-    pub every: Duration,
-    /// Most ledger bytes read per second.
-    pub bytes_per_sec: u64,
-}
-
-impl Default for ScrubPolicy {
-    fn default() -> Self {
-        ScrubPolicy {
-            every: Duration::from_secs(30),
-            bytes_per_sec: 32 << 20,
-        }
-    }
-}
-
-/// What a pass found wrong, once; the store refuses everything from then on.
-pub(crate) type Finding = OnceLock<String>;
-
-/// Starts scrubbing `store` under `policy` on a thread of its own; the thread ends when the
-/// store is dropped.
-pub fn start<F: Checkpointed + Send + Sync + 'static>(
-    store: &Arc<FileStore<F>>,
-    policy: ScrubPolicy,
-) -> std::io::Result<()> {
-    let anchor = store.position_now();
-    let weak = Arc::downgrade(store);
-    std::thread::Builder::new()
-        .name("bernstein-scrub".into())
-        .spawn(move || scrub_forever(&weak, policy, anchor))
-        .map(drop)
-}
-
-fn scrub_forever<F: Checkpointed>(
-    store: &Weak<FileStore<F>>,
-    policy: ScrubPolicy,
-    mut anchor: Option<LedgerPosition>,
-) {
-    loop {
-        std::thread::sleep(policy.every);
-        let Some(store) = store.upgrade() else {
-            return;
-        };
-        if store.finding().is_some() {
-            return;
-        }
-        match pass(&store, policy, anchor.as_ref()) {
-            Ok(head) => anchor = Some(head),
-            Err(Problem::Found(reason)) => {
-                if store.found(reason.clone()) {
-                    bernstein_os::log_line!("bernstein: scrub: {reason}");
-                }
-                return;
-            }
-            // The store cannot be read now (it said why to whoever asked); try the next pass.
-            Err(Problem::Unreadable(_)) => {}
-        }
-    }
-}
-
-/// Why a pass ended early.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Problem {
-    /// The ledger is not what the server served: final.
-    Found(String),
-    /// The store could not be read this time.
-    Unreadable(String),
-}
-
-/// One pass over `store`'s ledger, paced to `policy`: the head it verified up to, or what it
-/// found. `anchor` is a head an earlier look verified (the open, the previous pass).
-pub(crate) fn pass<F: Checkpointed>(
-    store: &FileStore<F>,
-    policy: ScrubPolicy,
-    anchor: Option<&LedgerPosition>,
-) -> Result<LedgerPosition, Problem> {
-    let file = store.ledger_path().display().to_string();
-    let mut verifier = LedgerVerifier::new(&file, Some(store.audit_key())).collect_calls(false);
-    let mut problem = None;
-    let mut pace = Pace::new(policy.bytes_per_sec);
-    let scanned = Store::scan_lines(store, &mut |line| {
-        if let Err(e) = verifier.push_line(line) {
-            problem = Some(format!(
-                "{file} line {} (record {}) no longer verifies: {}; it changed while the server ran: stop it and run `bernstein audit verify`",
-                e.line, e.seq, e.reason
-            ));
-            return false;
-        }
-        if let Some(a) = anchor
-            && verifier.head().seq == a.seq
-            && verifier.head().head != a.head
-        {
-            problem = Some(format!(
-                "{file}: the records up to {} no longer end in the hash this server verified ({}); the ledger was rewritten while the server ran: stop it and run `bernstein audit verify`",
-                a.seq, a.head
-            ));
-            return false;
-        }
-        pace.read(line.len() as u64 + 1);
-        true
-    });
-    if let Some(reason) = problem {
-        return Err(Problem::Found(reason));
-    }
-    scanned.map_err(|e| Problem::Unreadable(e.to_string()))?;
-    let head = verifier.head();
-    if let Some(a) = anchor
-        && head.seq < a.seq
-    {
-        return Err(Problem::Found(format!(
-            "{file} holds {} records, fewer than the {} this server verified; the ledger was cut short while the server ran: stop it and run `bernstein audit verify`",
-            head.seq, a.seq
-        )));
-    }
-    Ok(head)
-}
-
-/// Keeps a reader under a byte rate: after each read it sleeps until the bytes read so far are
-/// due at the rate.
-struct Pace {
-    began: Instant,
-    bytes: u64,
-    per_sec: u64,
-}
-
-impl Pace {
-    fn new(per_sec: u64) -> Pace {
-        Pace {
-            began: Instant::now(),
-            bytes: 0,
-            per_sec: per_sec.max(1),
-        }
+impl<F: Checkpointed + Send + Sync + 'static> Scrubbed for FileStore<F> {
+    fn ledger_name(&self) -> String {
+        self.ledger_path().display().to_string()
     }
 
-    fn read(&mut self, n: u64) {
-        self.bytes += n;
-        // Checked every 256 KiB, so that a pass of small records is not a sleep per record.
-        if self.bytes % (256 << 10) >= n {
-            return;
-        }
-        let due = Duration::from_secs_f64(self.bytes as f64 / self.per_sec as f64);
-        if let Some(ahead) = due.checked_sub(self.began.elapsed()) {
-            std::thread::sleep(ahead);
-        }
+    fn scrub_key(&self) -> &[u8] {
+        self.audit_key()
+    }
+
+    fn verified_head(&self) -> Option<LedgerPosition> {
+        self.position_now()
+    }
+
+    fn scrub_lines(
+        &self,
+        each: &mut dyn FnMut(&[u8]) -> Option<LedgerPosition>,
+    ) -> Result<(), Problem> {
+        Store::scan_lines(self, &mut |line| each(line).is_some())
+            .map_err(|e| Problem::Unreadable(e.to_string()))
+    }
+
+    fn finding(&self) -> &Finding {
+        &self.finding
     }
 }

@@ -11,6 +11,8 @@
 //! - [`schema`]: embedded, versioned migrations and the schema check servers run at start.
 //! - [`transfer`]: export to and import from the file store's `ledger.jsonl`, byte for byte.
 //! - [`pool`]: a bounded connection pool with timeouts.
+//! - [`scrub`]: the background re-verification of the ledger table under a running server
+//!   (`bernstein_os::scrub`, as the file store's).
 //!
 //! The records are the file store's bytes: the same digests, receipts and handles come out of
 //! either store. This crate is a database client only; it never changes the core, and never
@@ -23,6 +25,7 @@ mod insert;
 pub mod listen;
 pub mod pool;
 pub mod schema;
+pub mod scrub;
 pub mod store;
 pub mod transfer;
 

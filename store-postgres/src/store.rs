@@ -32,6 +32,7 @@ use bernstein_ledger::{
     StoreFacts,
 };
 
+use bernstein_os::scrub::Finding;
 use bernstein_store_file::Checkpointed;
 use bernstein_store_file::checkpointer::Checkpointer;
 use postgres::NoTls;
@@ -88,6 +89,9 @@ pub struct PgStore<F: Checkpointed> {
     listener: Option<Listener>,
     /// Writes the checkpoints that fall due, off the request path, on a connection of its own.
     checkpointer: Checkpointer<Arc<Snapshot<F>>>,
+    /// What the scrub found, if it found the ledger changed under the server (`crate::scrub`):
+    /// nothing more is served.
+    finding: Finding,
 }
 
 impl<F: Checkpointed> std::fmt::Debug for PgStore<F> {
@@ -170,6 +174,7 @@ impl<F: Checkpointed> PgStore<F> {
             group: Group::default(),
             listener,
             checkpointer,
+            finding: Finding::new(),
         };
         store.catch_up()?;
         Ok(store)
@@ -213,6 +218,23 @@ impl<F: Checkpointed> PgStore<F> {
             .map_err(|e| StoreError::Unavailable(format!("PostgreSQL: {e}")))?;
         self.state().since_checkpoint = 0;
         Ok(())
+    }
+
+    /// The head folded so far.
+    pub(crate) fn position(&self) -> LedgerPosition {
+        self.state().snapshot.position
+    }
+
+    pub(crate) fn finding_cell(&self) -> &Finding {
+        &self.finding
+    }
+
+    /// Refuses once the scrub found the ledger changed.
+    fn check_served(&self) -> Result<(), StoreError> {
+        match self.finding.get() {
+            Some(reason) => Err(StoreError::NotServed(reason.clone())),
+            None => Ok(()),
+        }
     }
 
     fn state(&self) -> MutexGuard<'_, State<F>> {
@@ -475,7 +497,12 @@ fn is_conflict(e: &postgres::Error) -> bool {
 
 impl<F: Checkpointed> Store<F> for PgStore<F> {
     fn snapshot(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
+        self.check_served()?;
         self.catch_up()
+    }
+
+    fn check_writable(&self) -> Result<(), StoreError> {
+        self.check_served()
     }
 
     fn facts(&self) -> StoreFacts {
@@ -486,6 +513,7 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
     }
 
     fn scan_lines(&self, each: &mut dyn FnMut(&[u8]) -> bool) -> Result<(), StoreError> {
+        self.check_served()?;
         // `each` saying stop is an early end, not an error.
         let read =
             crate::transfer::for_each_line(
@@ -506,6 +534,7 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
     }
 
     fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
+        self.check_served()?;
         if let Some(draft) = lone_call_audit(append, &self.key) {
             return self.commit_call_audit(draft);
         }

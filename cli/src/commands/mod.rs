@@ -25,7 +25,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bernstein_domain::Projection;
-use bernstein_store_file::scrub::ScrubPolicy;
+use bernstein_os::scrub::ScrubPolicy;
 use bernstein_store_file::{FailedStore, FileStore, OpeningStore};
 
 /// A store the commands open, whichever kind it is.
@@ -293,9 +293,10 @@ pub fn open_serving_store(
     let key = audit_key_for(workdir, || {
         bernstein_store_postgres::has_records(url).map_err(at_database(url))
     })?;
+    let scrub = crate::settings::scrub_policy()?;
     match bernstein_store_postgres::PgStore::open(url, key.clone(), crate::settings::pg_options()?)
     {
-        Ok(store) => Ok((Arc::new(store), key)),
+        Ok(store) => Ok((scrubbed(store, scrub)?, key)),
         Err(e) if degrade && does_not_verify(&e) => Ok((failed_store(&e.to_string()), key)),
         Err(e) => Err(at_database(url)(e.to_string())),
     }
@@ -335,14 +336,15 @@ fn open_file_store_early(
     }
 }
 
-/// A server's file store, scrubbed in the background under `policy` (none: not scrubbed).
-fn scrubbed(
-    store: FileStore<Projection>,
-    policy: Option<ScrubPolicy>,
-) -> Result<SharedStore, String> {
+/// A server's store (the file store, PostgreSQL), scrubbed in the background under `policy`
+/// (none: not scrubbed).
+fn scrubbed<S>(store: S, policy: Option<ScrubPolicy>) -> Result<SharedStore, String>
+where
+    S: bernstein_os::scrub::Scrubbed + bernstein_core::ledger::Store<Projection>,
+{
     let store = Arc::new(store);
     if let Some(policy) = policy {
-        bernstein_store_file::scrub::start(&store, policy)
+        bernstein_os::scrub::start(&store, policy)
             .map_err(|e| format!("cannot start the ledger scrub: {e}"))?;
     }
     Ok(store)

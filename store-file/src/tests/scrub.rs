@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::scrub::{Problem, ScrubPolicy, pass};
+use bernstein_os::scrub::{Problem, ScrubPolicy, pass};
 
 const FAST: ScrubPolicy = ScrubPolicy {
     every: Duration::from_millis(20),
@@ -116,7 +116,7 @@ fn the_scrub_thread_finds_an_edit_within_its_interval_and_ends_with_the_store() 
     let tmp = TestDir::new("scrub-thread");
     let store = Arc::new(open(tmp.path()));
     fill(&store);
-    crate::scrub::start(&store, FAST).unwrap();
+    bernstein_os::scrub::start(&store, FAST).unwrap();
     std::thread::sleep(Duration::from_millis(60));
     assert!(store.check_writable().is_ok(), "a clean ledger stays ready");
     let at = offset_of(tmp.path(), b"note 1");

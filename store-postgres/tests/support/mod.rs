@@ -124,4 +124,5 @@ pub fn snapshot_json(s: &Snapshot) -> serde_json::Value {
 }
 
 /// A scratch directory removed on drop (the file store's own test helper).
+#[allow(unused_imports)] // not every test file uses it
 pub use bernstein_store_file::test_dir::TestDir;
