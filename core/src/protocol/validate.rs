@@ -45,12 +45,32 @@ pub struct Violation {
 }
 
 impl Violation {
-    fn new(path: &str, rule: impl Into<String>) -> Violation {
+    /// `rule` broken at `path` (`arguments.goal`, `must be at least 1 character`).
+    pub fn new(path: &str, rule: impl Into<String>) -> Violation {
         Violation {
             path: path.to_string(),
             rule: rule.into(),
             type_mismatch: false,
         }
+    }
+}
+
+impl Violation {
+    /// The message refusing a call of `tool` for `violations`: the first of them.
+    pub fn message(tool: &str, violations: &[Violation]) -> String {
+        match violations.first() {
+            Some(v) => format!("Invalid arguments for tool {tool}: {v}"),
+            None => format!("Invalid arguments for tool {tool}"),
+        }
+    }
+
+    /// What a refusal lists of `violations`: the first 20, as `{path, rule}`.
+    pub fn listed(violations: &[Violation]) -> Vec<Value> {
+        violations
+            .iter()
+            .take(20)
+            .map(|v| serde_json::json!({"path": v.path, "rule": v.rule}))
+            .collect()
     }
 }
 
