@@ -412,6 +412,8 @@ pub(crate) fn internal(tool: &str, detail: &str) -> ToolError {
 #[cfg(test)]
 mod field_tests;
 #[cfg(test)]
+mod oracle_tests;
+#[cfg(test)]
 mod redaction_tests;
 
 #[cfg(test)]
