@@ -1,11 +1,12 @@
 //! Argument newtypes: each carries its limits as const parameters, and both the schema a tool
 //! advertises and the check its arguments pass when they are parsed are read off them, so the
-//! two are one fact. The engine validates a call's arguments against the advertised schema
-//! before any handler runs; what a schema cannot say (non-blank text, no control characters,
-//! no secret in an identifier) is checked on parse, which any caller that parses arguments
-//! (the engine's tools, the CLI, a test) goes through. A failed check is a serde error naming
-//! what was wrong; `tools::parse_args` turns it into the refusal `invalid_arguments` with the
-//! argument's path as `field`.
+//! two are one fact. Parsing is the only check a call's arguments pass (the engine runs no
+//! schema validator for typed tools): each type's Deserialize refuses everything its schema
+//! says (a length, a bound, a number of items) and what a schema cannot say (non-blank text,
+//! no control characters, no secret in an identifier), for any caller that parses arguments
+//! (the engine's tools, the CLI, a test). A failed check is a serde error whose message is the
+//! rule, worded as the schema validator words it where both say it (`must be at least 1
+//! character`); `tools::parse_args` turns it into a violation at the argument's path.
 //!
 //! Every string a tool records is one of two things (docs/SECURITY.md lists each field):
 //! free text ([`Text`], [`Label`], [`Bytes`]), which the tool redacts with the DLP before

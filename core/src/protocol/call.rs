@@ -1,6 +1,7 @@
-//! `tools/call`: resolve the tool (tier, deprecated aliases), validate the arguments before the
-//! handler runs, run the handler, shape the `CallToolResult` (meter envelope, structured
-//! content, `isError`), and seal the call's records with its audit entry.
+//! `tools/call`: resolve the tool (tier, deprecated aliases), check the arguments once (against
+//! the schema before the handler runs, or by a typed handler as it parses them), run the
+//! handler, shape the `CallToolResult` (meter envelope, structured content, `isError`), and
+//! seal the call's records with its audit entry.
 //!
 //! Audit policy: every `tools/call` whose `params.name` is a string appends exactly one
 //! `mcp.stateless_call` record to the `audit` stream, after the handler's drafts and in the same

@@ -30,10 +30,11 @@
 //! disagree.
 //!
 //! Handlers are pure: they read the snapshot in their [`ToolContext`] and return an answer plus
-//! the drafts to append, or a structured refusal with no drafts. Arguments were validated
-//! against the advertised schema already; what a schema cannot say is checked as they parse,
-//! by the newtypes of [`super::args`] that carry each argument's limits, and a failed parse is
-//! the refusal `invalid_arguments` naming the argument, never a panic.
+//! the drafts to append, or a structured refusal with no drafts. The tools are
+//! `Arguments::Typed`: the engine does not validate their arguments against the advertised
+//! schema, they are checked once, as [`call`] parses them into the tool's `Args` (the newtypes
+//! of [`super::args`] carry each argument's limits, the ones the schema states and the ones it
+//! cannot), and a failed parse is [`ToolOutput::invalid_arguments`], never a panic.
 
 pub mod approve;
 pub mod cancel;
