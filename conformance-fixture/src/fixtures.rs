@@ -11,8 +11,8 @@
 
 use bernstein_core::protocol::completion::starting_with;
 use bernstein_core::protocol::registry::{
-    Effects, Progress, PromptArgument, PromptSpec, ResourceTemplateSpec, TaskSupport, ToolError,
-    ToolOutput,
+    Arguments, Effects, Progress, PromptArgument, PromptSpec, ResourceTemplateSpec, TaskSupport,
+    ToolError, ToolOutput,
 };
 use bernstein_core::{Config, Tier};
 use bernstein_domain::bound::{Catalog, ResourceSpec, ToolContext, ToolSpec};
@@ -54,6 +54,7 @@ fn fixture_tool(
         output_schema: None,
         effects: Effects::default(),
         task_support: TaskSupport::Forbidden,
+        arguments: Arguments::Schema,
         call,
     }
 }

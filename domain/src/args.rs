@@ -1,11 +1,12 @@
 //! Argument newtypes: each carries its limits as const parameters, and both the schema a tool
 //! advertises and the check its arguments pass when they are parsed are read off them, so the
-//! two are one fact. The engine validates a call's arguments against the advertised schema
-//! before any handler runs; what a schema cannot say (non-blank text, no control characters,
-//! no secret in an identifier) is checked on parse, which any caller that parses arguments
-//! (the engine's tools, the CLI, a test) goes through. A failed check is a serde error naming
-//! what was wrong; `tools::parse_args` turns it into the refusal `invalid_arguments` with the
-//! argument's path as `field`.
+//! two are one fact. Parsing is the only check a call's arguments pass (the engine runs no
+//! schema validator for typed tools): each type's Deserialize refuses everything its schema
+//! says (a length, a bound, a number of items) and what a schema cannot say (non-blank text,
+//! no control characters, no secret in an identifier), for any caller that parses arguments
+//! (the engine's tools, the CLI, a test). A failed check is a serde error whose message is the
+//! rule, worded as the schema validator words it where both say it (`must be at least 1
+//! character`); `tools::parse_args` turns it into a violation at the argument's path.
 //!
 //! Every string a tool records is one of two things (docs/SECURITY.md lists each field):
 //! free text ([`Text`], [`Label`], [`Bytes`]), which the tool redacts with the DLP before
@@ -32,6 +33,11 @@ use super::lineage::{MAX_KEY_BYTES, check_key};
 /// a note, a reason).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Text<const MIN: usize, const MAX: usize>(String);
+
+/// `MIN` to `MAX` characters, nothing more said of them (a journal head to compare, a name
+/// looked up as given).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chars<const MIN: usize, const MAX: usize>(String);
 
 /// 1 to `MAX` characters of non-blank text without control characters (a label or a filter
 /// value).
@@ -68,19 +74,37 @@ pub struct List<T, const MAX: usize>(Vec<T>);
 
 impl<const MIN: usize, const MAX: usize> Text<MIN, MAX> {
     pub fn check(text: &str) -> Result<(), String> {
+        Chars::<MIN, MAX>::check(text)?;
+        if MIN > 0 && text.trim().is_empty() {
+            return Err("must hold some non-blank text".into());
+        }
+        Ok(())
+    }
+}
+
+impl<const MIN: usize, const MAX: usize> Chars<MIN, MAX> {
+    /// The length rules of the schema's `minLength`/`maxLength`, worded as the schema
+    /// validator words them.
+    pub fn check(text: &str) -> Result<(), String> {
         let chars = text.chars().count();
-        if chars < MIN || chars > MAX || (MIN > 0 && text.trim().is_empty()) {
-            let blank = if MIN > 0 {
-                " and some non-blank text"
-            } else {
-                ""
-            };
+        if chars < MIN {
             return Err(format!(
-                "must hold {MIN} to {MAX} characters{blank} (got {chars} characters)"
+                "must be at least {MIN} character{}",
+                plural(MIN as u64)
+            ));
+        }
+        if chars > MAX {
+            return Err(format!(
+                "must be at most {MAX} character{} (got {chars})",
+                plural(MAX as u64)
             ));
         }
         Ok(())
     }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 impl<const MAX: usize> Label<MAX> {
@@ -229,6 +253,11 @@ string_newtype!(
     format!("Text_{MIN}_{MAX}"),
     string_schema(MIN, MAX)
 );
+string_newtype!(
+    Chars<const MIN: usize, const MAX: usize>,
+    format!("Chars_{MIN}_{MAX}"),
+    string_schema(MIN, MAX)
+);
 string_newtype!(Label<const MAX: usize>, format!("Label_{MAX}"), string_schema(1, MAX));
 string_newtype!(Bytes<const MAX: usize>, format!("Bytes_{MAX}"), string_schema(1, MAX));
 string_newtype!(
@@ -265,11 +294,19 @@ fn pattern_schema(pattern: &str) -> Schema {
 
 impl<T: Copy + Into<u64>, const MIN: u64, const MAX: u64> Int<T, MIN, MAX> {
     pub fn new(value: T) -> Result<Self, String> {
-        let v: u64 = value.into();
-        if !(MIN..=MAX).contains(&v) {
-            return Err(format!("must be from {MIN} to {MAX} (got {v})"));
-        }
+        Self::check(i128::from(value.into()))?;
         Ok(Int(value))
+    }
+
+    /// The schema's `minimum`/`maximum`, worded as the schema validator words them.
+    fn check(v: i128) -> Result<(), String> {
+        if v < i128::from(MIN) {
+            return Err(format!("must be at least {MIN} (got {v})"));
+        }
+        if v > i128::from(MAX) {
+            return Err(format!("must be at most {MAX} (got {v})"));
+        }
+        Ok(())
     }
 
     pub fn get(self) -> T {
@@ -283,12 +320,32 @@ impl<T: Serialize, const MIN: u64, const MAX: u64> Serialize for Int<T, MIN, MAX
     }
 }
 
+/// Reads any JSON integer, so one out of the bounds (a negative, one past `T`'s width) is
+/// refused by them, not by `T`.
 impl<'de, T, const MIN: u64, const MAX: u64> Deserialize<'de> for Int<T, MIN, MAX>
 where
-    T: Copy + Into<u64> + Deserialize<'de>,
+    T: Copy + Into<u64> + TryFrom<u64>,
 {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Int::new(T::deserialize(d)?).map_err(de::Error::custom)
+        struct Integer;
+        impl de::Visitor<'_> for Integer {
+            type Value = i128;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an integer")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<i128, E> {
+                Ok(v.into())
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<i128, E> {
+                Ok(v.into())
+            }
+        }
+        let v = d.deserialize_i128(Integer)?;
+        Self::check(v).map_err(de::Error::custom)?;
+        // In 0..=MAX, so a u64; in `T` as long as MAX is (a bound past `T` is a bug here).
+        let v = u64::try_from(v).map_err(|_| de::Error::custom("is out of range"))?;
+        let t = T::try_from(v).map_err(|_| de::Error::custom("is out of range"))?;
+        Ok(Int(t))
     }
 }
 
@@ -339,7 +396,8 @@ impl<'de, T: Deserialize<'de>, const MAX: usize> Deserialize<'de> for List<T, MA
         let items = Vec::<T>::deserialize(d)?;
         if items.len() > MAX {
             return Err(de::Error::custom(format!(
-                "lists {} items; at most {MAX}",
+                "must have at most {MAX} item{} (got {})",
+                plural(MAX as u64),
                 items.len()
             )));
         }
@@ -361,6 +419,17 @@ impl<T: JsonSchema, const MAX: usize> JsonSchema for List<T, MAX> {
         schema.insert("maxItems".into(), MAX.into());
         schema
     }
+}
+
+/// `#[serde(default, deserialize_with = "null_is_default")]` on an argument that is not an
+/// `Option`: an explicit `null` is the argument left out, as for an `Option` one (clients that
+/// fill every field send `null` for "not given").
+pub fn null_is_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 #[cfg(test)]

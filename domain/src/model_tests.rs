@@ -340,7 +340,7 @@ fn step(b: &mut Bench, m: &mut Model, op: Op) {
         Op::PollMalformed => {
             let e = b.refused("bernstein_run_status", json!({"run_id": "run/../../etc"}));
             assert_eq!(e.error, "invalid_arguments");
-            assert_eq!(e.extra["field"], "run_id");
+            assert_eq!(crate::testkit::argument(&e), "run_id");
         }
     }
 }

@@ -19,8 +19,9 @@
 //! - no keyword that says what its absence says: `default: false` on a boolean (an absent
 //!   boolean is false to every handler) and `additionalProperties: true`.
 //!
-//! This module must never validate anything: the protocol engine validates arguments against
-//! these schemas.
+//! This module must never validate anything: the types these schemas are generated from check
+//! the arguments as they parse (`super::args`), and a test holds them to the schemas with the
+//! engine's validator (`tools::oracle_tests`).
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;

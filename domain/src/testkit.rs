@@ -276,3 +276,20 @@ pub(crate) fn path_to(target: super::lifecycle::TaskStatus) -> Vec<super::lifecy
         PendingApproval => vec![Claimed, PendingApproval],
     }
 }
+
+/// The argument a refusal names: its `field` (a handler's own refusal), or the first segment
+/// of its first violation's path (arguments that did not parse: `completed_ids` of
+/// `arguments.completed_ids[3]`).
+pub fn argument(e: &ToolError) -> String {
+    if let Some(Value::String(f)) = e.extra.get("field") {
+        return f.clone();
+    }
+    let path = e.extra["violations"][0]["path"]
+        .as_str()
+        .unwrap_or_default();
+    let path = path.strip_prefix("arguments.").unwrap_or(path);
+    path.split(['.', '['])
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}

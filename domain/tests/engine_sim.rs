@@ -601,6 +601,7 @@ fn host_rounds_feed_every_reply_back_until_the_tool_answers() {
         output_schema: None,
         effects: Default::default(),
         task_support: bernstein_core::protocol::registry::TaskSupport::Forbidden,
+        arguments: bernstein_core::protocol::registry::Arguments::Schema,
         call: |ctx, _| match ctx.host.len() {
             n @ (0 | 1) => bernstein_core::protocol::registry::ToolOutput::ask(
                 bernstein_core::protocol::host::HostRequest::Read {

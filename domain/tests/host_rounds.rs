@@ -5,7 +5,7 @@
 use bernstein_core::config::{Config, Tier};
 use bernstein_core::ledger::Draft;
 use bernstein_core::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HOST_ROUNDS};
-use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolOutput};
+use bernstein_core::protocol::registry::{Arguments, Effects, TaskSupport, ToolOutput};
 use bernstein_core::protocol::{Outcome, Phase, TransportFacts};
 use bernstein_core::time::Timestamp;
 use bernstein_domain::Snapshot;
@@ -50,6 +50,7 @@ fn spec(name: &'static str, call: fn(&ToolContext<'_>, Value) -> ToolOutput) -> 
         output_schema: None,
         effects: Effects::default(),
         task_support: TaskSupport::Forbidden,
+        arguments: Arguments::Schema,
         call,
     }
 }

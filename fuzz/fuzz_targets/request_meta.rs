@@ -25,7 +25,7 @@ use bernstein_domain::trace::{
 };
 use bernstein_domain::bound::Server;
 use bernstein_domain::dlp::redact;
-use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolOutput};
+use bernstein_core::protocol::registry::{Arguments, Effects, TaskSupport, ToolOutput};
 use bernstein_domain::bound::{ToolContext, ToolSpec};
 use bernstein_core::transport::http::ParamHeaders;
 use bernstein_core::transport::http::headers::{BodyFacts, decode_sentinel};
@@ -88,6 +88,7 @@ fn table() -> &'static ParamHeaders {
             output_schema: None,
             effects: Effects::default(),
             task_support: TaskSupport::Forbidden,
+            arguments: Arguments::Schema,
             call: answer,
         }];
         let t = ParamHeaders::of(&Server::with_catalog(Config::new(b"k".to_vec()), catalog));

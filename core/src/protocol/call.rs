@@ -1,6 +1,7 @@
-//! `tools/call`: resolve the tool (tier, deprecated aliases), validate the arguments before the
-//! handler runs, run the handler, shape the `CallToolResult` (meter envelope, structured
-//! content, `isError`), and seal the call's records with its audit entry.
+//! `tools/call`: resolve the tool (tier, deprecated aliases), check the arguments once (against
+//! the schema before the handler runs, or by a typed handler as it parses them), run the
+//! handler, shape the `CallToolResult` (meter envelope, structured content, `isError`), and
+//! seal the call's records with its audit entry.
 //!
 //! Audit policy: every `tools/call` whose `params.name` is a string appends exactly one
 //! `mcp.stateless_call` record to the `audit` stream, after the handler's drafts and in the same
@@ -22,8 +23,10 @@ use super::jsonrpc::{RpcError, kind_of, shorten};
 use super::model::results::CallToolResult;
 use super::model::{CallParams, Meta, Method};
 use super::refusal::Common;
-use super::registry::{Progress, ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec};
-use super::validate::check_limits;
+use super::registry::{
+    Arguments, Progress, ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec,
+};
+use super::validate::{Violation, check_limits};
 use super::{MeterSlot, Phase, Server};
 use crate::digest::Digest;
 use crate::ledger::Fold;
@@ -105,17 +108,9 @@ pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallR
     };
     // Invalid arguments: a JSON-RPC -32602 before 2025-11-25, a tool execution error the model
     // can read and correct from then on (SEP-1303). Either way the handler never runs.
-    let invalid = |message: String, violations: Vec<Value>| -> CallReply {
+    let invalid = |message: String, violations: &[Violation]| -> CallReply {
         if input.revision.reports_argument_errors_in_result() {
-            let refusal = ToolError::new(
-                Common::InvalidArguments,
-                message,
-                format!(
-                    "Call {} again with arguments that match its inputSchema.",
-                    tool.name
-                ),
-            )
-            .with("violations", violations);
+            let refusal = ToolError::invalid_arguments(tool.name, message, violations);
             finish(
                 server,
                 input,
@@ -125,8 +120,8 @@ pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallR
                 ToolOutput::refused(refusal),
             )
         } else {
-            let e =
-                RpcError::invalid_params(message).with_data(json!({ "violations": violations }));
+            let listed = Violation::listed(violations);
+            let e = RpcError::invalid_params(message).with_data(json!({ "violations": listed }));
             audit.refuse(e, Common::InvalidArguments)
         }
     };
@@ -135,36 +130,34 @@ pub fn call_tool<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> CallR
             "Invalid arguments for tool {name}: arguments must be an object, got {}",
             kind_of(raw_args)
         );
-        return invalid(
-            message,
-            vec![json!({"path": "arguments", "rule": "must be an object"})],
-        );
+        return invalid(message, &[Violation::new("arguments", "must be an object")]);
     }
     if let Err(v) = check_limits(raw_args, &server.config.limits, "arguments") {
-        let listed = vec![json!({"path": v.path, "rule": v.rule})];
-        return invalid(format!("Invalid arguments for tool {name}: {v}"), listed);
+        let v = [v];
+        return invalid(Violation::message(name, &v), &v);
     }
-    match server.validate_arguments(tool, raw_args) {
-        Ok(violations) if violations.is_empty() => {}
-        Ok(violations) => {
-            let listed: Vec<Value> = violations
-                .iter()
-                .take(20)
-                .map(|v| json!({"path": v.path, "rule": v.rule}))
-                .collect();
-            return invalid(
-                format!("Invalid arguments for tool {name}: {}", violations[0]),
-                listed,
-            );
-        }
-        Err(fault) => {
-            return audit.refuse(
-                RpcError::internal(format!("tool {name}: {fault}")),
-                Common::InternalError,
-            );
+    // Arguments are checked once: against the schema here, or by the typed handler as it
+    // parses them (its refusal comes back as `invalid_arguments`).
+    if tool.arguments == Arguments::Schema {
+        match server.validate_arguments(tool, raw_args) {
+            Ok(violations) if violations.is_empty() => {}
+            Ok(violations) => return invalid(Violation::message(name, &violations), &violations),
+            Err(fault) => {
+                return audit.refuse(
+                    RpcError::internal(format!("tool {name}: {fault}")),
+                    Common::InternalError,
+                );
+            }
         }
     }
     let output = run_handler(server, input, tool, raw_args);
+    if let Some(violations) = output
+        .invalid_arguments
+        .as_deref()
+        .filter(|v| !v.is_empty())
+    {
+        return invalid(Violation::message(name, violations), violations);
+    }
     finish(server, input, &audit, tool, alias, output)
 }
 
@@ -272,6 +265,8 @@ fn finish<F: Fold>(
         progress,
         wait_ms,
         watch,
+        // Outside `tools/call` (`call_registered`), `result` is the refusal already.
+        invalid_arguments: _,
     } = output;
     let result = match (host, input.host) {
         (Some(request), Some(replies)) if replies.len() < MAX_HOST_ROUNDS => {

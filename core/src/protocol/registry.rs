@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::host::{HostReply, HostRequest};
 use super::refusal::RefusalCode;
+use super::validate::Violation;
 use crate::config::{Config, Tier};
 use crate::ledger::{Draft, Fold, Snapshot};
 use crate::time::Timestamp;
@@ -113,6 +114,18 @@ impl ToolError {
         self
     }
 
+    /// The refusal `invalid_arguments` of a call of `tool`: `message`, the hint to call again
+    /// with arguments that match the inputSchema, and the first 20 `violations` as
+    /// `{path, rule}`.
+    pub fn invalid_arguments(tool: &str, message: String, violations: &[Violation]) -> ToolError {
+        ToolError::new(
+            super::refusal::Common::InvalidArguments,
+            message,
+            format!("Call {tool} again with arguments that match its inputSchema."),
+        )
+        .with("violations", Violation::listed(violations))
+    }
+
     /// The error object as a tool result payload.
     pub fn to_value(&self) -> Value {
         let mut obj = self.extra.clone();
@@ -153,6 +166,10 @@ pub struct ToolOutput {
     /// The one stream a wait depends on when it is not the run's (`run_id`): the wait wakes
     /// only when this stream moves. `None` and no `run_id`: any record wakes it.
     pub watch: Option<String>,
+    /// Set by a [`Arguments::Typed`] tool whose arguments did not parse
+    /// ([`ToolOutput::invalid_arguments`]): what was wrong, for `tools/call` to refuse the call
+    /// exactly as a failed schema check is refused.
+    pub invalid_arguments: Option<Vec<Violation>>,
 }
 
 /// One progress step a tool reports (`notifications/progress` params without the token).
@@ -176,6 +193,7 @@ impl ToolOutput {
             progress: Vec::new(),
             wait_ms: None,
             watch: None,
+            invalid_arguments: None,
         }
     }
 
@@ -197,8 +215,34 @@ impl ToolOutput {
             progress: Vec::new(),
             wait_ms: None,
             watch: None,
+            invalid_arguments: None,
         }
     }
+
+    /// The arguments of a call of `tool` did not parse (an [`Arguments::Typed`] tool): the
+    /// handler never ran. `result` is the refusal `invalid_arguments` (what a caller outside
+    /// `tools/call` sees); `tools/call` answers in its revision's shape from the violations.
+    pub fn invalid_arguments(tool: &str, violations: Vec<Violation>) -> ToolOutput {
+        let message = Violation::message(tool, &violations);
+        ToolOutput {
+            invalid_arguments: Some(violations.clone()),
+            ..ToolOutput::refused(ToolError::invalid_arguments(tool, message, &violations))
+        }
+    }
+}
+
+/// Who checks a tool's arguments: each call's arguments are checked once, before anything
+/// reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arguments {
+    /// The engine validates them against `input_schema` (`protocol::validate`) before the
+    /// handler runs: for a tool with no Rust type of its arguments (a test fixture's, whose
+    /// schema is written by hand).
+    Schema,
+    /// The handler parses them into the Rust type its `input_schema` was generated from, which
+    /// refuses everything that schema does; a failed parse answers
+    /// [`ToolOutput::invalid_arguments`], and the engine skips its schema check.
+    Typed,
 }
 
 /// One tool, declared once.
@@ -218,7 +262,11 @@ pub struct ToolSpec<F> {
     pub output_schema: Option<fn() -> Value>,
     pub effects: Effects,
     pub task_support: TaskSupport,
-    /// The handler. Arguments have already been validated against `input_schema`.
+    /// Who checks the arguments: the engine against `input_schema`, or the handler as it
+    /// parses them.
+    pub arguments: Arguments,
+    /// The handler. With [`Arguments::Schema`], the arguments have already been validated
+    /// against `input_schema`; with [`Arguments::Typed`], it parses them itself.
     pub call: fn(&ToolContext<'_, F>, Value) -> ToolOutput,
 }
 

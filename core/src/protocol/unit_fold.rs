@@ -36,6 +36,7 @@ pub fn plain_tool(name: &'static str) -> ToolSpec {
         output_schema: None,
         effects: super::registry::Effects::default(),
         task_support: super::registry::TaskSupport::Forbidden,
+        arguments: super::registry::Arguments::Schema,
         call: |_, _| super::registry::ToolOutput::ok(serde_json::json!({})),
     }
 }

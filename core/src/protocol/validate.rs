@@ -1,5 +1,9 @@
-//! Argument validation: the input limits every argument string obeys, and a validator for the
-//! JSON Schema subset that schemars 1.x emits for plain structs and enums.
+//! Argument validation: the input limits every argument string obeys ([`check_limits`], on
+//! every call), and a validator for the JSON Schema subset that schemars 1.x emits for plain
+//! structs and enums ([`validate`]). The validator checks only the arguments of
+//! `Arguments::Schema` tools, whose schemas are written by hand (the conformance fixture's):
+//! Bernstein's own tools are `Arguments::Typed`, checked by the parse into their types, and
+//! their tests use this validator as the oracle those types must agree with.
 //!
 //! Supported keywords: boolean schemas, `type` (one name or a list, e.g. `["string","null"]`),
 //! `enum`, `const`, `minLength`/`maxLength` (characters), `minimum`/`maximum`/
@@ -14,8 +18,8 @@
 //! An explicit `null` for a declared, optional property (one not in `required`) counts as the
 //! property left out, whatever its schema: advertised schemas never say "or null"
 //! (`domain::schema`), yet clients that fill every field send `null` for "not given", and the
-//! handlers read both the same way (`Option` fields, and `domain::tools::parse_args` drops
-//! top-level nulls before deserializing).
+//! typed tools read both the same way (`Option` fields, and `args::null_is_default` for
+//! defaulted ones).
 //!
 //! A violation is the peer's fault and becomes a message naming the argument path and the rule
 //! (`arguments.goal: must be at least 1 character`). A schema the validator cannot follow
@@ -45,12 +49,32 @@ pub struct Violation {
 }
 
 impl Violation {
-    fn new(path: &str, rule: impl Into<String>) -> Violation {
+    /// `rule` broken at `path` (`arguments.goal`, `must be at least 1 character`).
+    pub fn new(path: &str, rule: impl Into<String>) -> Violation {
         Violation {
             path: path.to_string(),
             rule: rule.into(),
             type_mismatch: false,
         }
+    }
+}
+
+impl Violation {
+    /// The message refusing a call of `tool` for `violations`: the first of them.
+    pub fn message(tool: &str, violations: &[Violation]) -> String {
+        match violations.first() {
+            Some(v) => format!("Invalid arguments for tool {tool}: {v}"),
+            None => format!("Invalid arguments for tool {tool}"),
+        }
+    }
+
+    /// What a refusal lists of `violations`: the first 20, as `{path, rule}`.
+    pub fn listed(violations: &[Violation]) -> Vec<Value> {
+        violations
+            .iter()
+            .take(20)
+            .map(|v| serde_json::json!({"path": v.path, "rule": v.rule}))
+            .collect()
     }
 }
 

@@ -160,8 +160,13 @@ fn a_live_alias_answers_the_wrapped_replacement() {
             plain.get("result").unwrap_or(&plain).clone()
         );
     }
-    // A refusal through an alias is still flagged deprecated.
-    let refused = call(&server, "bernstein_task_handle", json!({"run_id": "nope"}));
+    // A refusal through an alias is still flagged deprecated (a handler's refusal: arguments
+    // that do not parse are a JSON-RPC error in this revision).
+    let refused = call(
+        &server,
+        "bernstein_task_handle",
+        json!({"run_id": "T-ffffffffffffffff"}),
+    );
     assert_eq!(refused["result"]["isError"], true);
     let body = payload(&refused);
     let body = body.get("result").unwrap_or(&body);

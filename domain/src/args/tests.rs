@@ -70,11 +70,14 @@ fn each_type_checks_its_limits_on_parse() {
     assert!(parse(json!({"goal": "ship it"})).is_ok());
     for (bad, says) in [
         (json!({"goal": "   "}), "non-blank"),
-        (json!({"goal": ""}), "1 to 20 characters"),
-        (json!({"goal": "x".repeat(21)}), "got 21 characters"),
+        (json!({"goal": ""}), "must be at least 1 character"),
+        (
+            json!({"goal": "x".repeat(21)}),
+            "must be at most 20 characters (got 21)",
+        ),
         (
             json!({"goal": "g", "reason": "123456"}),
-            "0 to 5 characters",
+            "must be at most 5 characters (got 6)",
         ),
         (
             json!({"goal": "g", "label": "a\u{7}b"}),
@@ -83,9 +86,26 @@ fn each_type_checks_its_limits_on_parse() {
         (json!({"goal": "g", "label": " "}), "without control"),
         (json!({"goal": "g", "who": "a b"}), "letters, digits"),
         (json!({"goal": "g", "who": "abcdefg"}), "1 to 6 characters"),
-        (json!({"goal": "g", "priority": 0}), "from 1 to 3 (got 0)"),
-        (json!({"goal": "g", "priority": 4}), "from 1 to 3 (got 4)"),
-        (json!({"goal": "g", "ids": ["a", "b", "c"]}), "at most 2"),
+        (
+            json!({"goal": "g", "priority": 0}),
+            "must be at least 1 (got 0)",
+        ),
+        (
+            json!({"goal": "g", "priority": 4}),
+            "must be at most 3 (got 4)",
+        ),
+        (
+            json!({"goal": "g", "priority": -1}),
+            "must be at least 1 (got -1)",
+        ),
+        (
+            json!({"goal": "g", "priority": 256}),
+            "must be at most 3 (got 256)",
+        ),
+        (
+            json!({"goal": "g", "ids": ["a", "b", "c"]}),
+            "must have at most 2 items (got 3)",
+        ),
         (json!({"goal": "g", "ids": ["a", "b c"]}), "letters, digits"),
     ] {
         let e = parse(bad.clone()).unwrap_err();
@@ -111,21 +131,35 @@ fn values_serialize_unwrapped() {
 
 #[test]
 fn a_failed_check_names_its_argument() {
-    let e =
-        crate::tools::parse_args::<Args>("t", json!({"goal": "g", "ids": ["a", "!"]})).unwrap_err();
-    assert_eq!(e.error, "invalid_arguments");
-    assert_eq!(e.extra["field"], "ids");
+    let e = crate::tools::parse_args::<Args>(json!({"goal": "g", "ids": ["a", "!"]})).unwrap_err();
+    assert_eq!(e.path, "arguments.ids[1]");
+    assert!(e.rule.starts_with("\"!\" must be 1 to 6"), "{}", e.rule);
+    let e = crate::tools::parse_args::<Args>(json!({"goal": "g", "x": 1})).unwrap_err();
+    assert_eq!(e.path, "arguments.x", "{e:?}");
     assert!(
-        e.message.starts_with("t: ids[1]: \"!\" must be 1 to 6"),
-        "{}",
-        e.message
+        e.rule
+            .starts_with("is not accepted here (expected one of: goal, reason,"),
+        "{e:?}"
     );
-    let e = crate::tools::parse_args::<Args>("t", json!({"goal": "g", "x": 1})).unwrap_err();
-    assert_eq!(e.extra["field"], "x", "{e:?}");
-    // A failure of the arguments as a whole names no argument.
-    let e = crate::tools::parse_args::<Args>("t", json!({})).unwrap_err();
-    assert!(!e.extra.contains_key("field"), "{e:?}");
-    assert!(e.message.contains("missing field `goal`"), "{e:?}");
+    // A missing argument is named by the path, as the schema validator names it.
+    let e = crate::tools::parse_args::<Args>(json!({})).unwrap_err();
+    assert_eq!(
+        (e.path.as_str(), e.rule.as_str()),
+        ("arguments.goal", "is required")
+    );
+    let e = crate::tools::parse_args::<Args>(json!({"goal": 5})).unwrap_err();
+    assert_eq!(
+        (e.path.as_str(), e.rule.as_str()),
+        ("arguments.goal", "must be a string, got an integer")
+    );
+    let e = crate::tools::parse_args::<Args>(json!({"goal": "g", "priority": 1.5})).unwrap_err();
+    assert_eq!(e.rule, "must be an integer, got a number");
+    let e = crate::tools::parse_args::<Args>(json!({"goal": "g", "ids": "a"})).unwrap_err();
+    assert_eq!(e.rule, "must be an array, got a string");
+    let e = crate::tools::parse_args::<Args>(json!({"goal": null})).unwrap_err();
+    assert_eq!(e.rule, "must be a string, got null");
+    // An explicit null for an optional argument is the argument left out.
+    assert!(crate::tools::parse_args::<Args>(json!({"goal": "g", "who": null})).is_ok());
 }
 
 /// The shapes the identifier patterns state are the shapes their checks accept: each pattern,
@@ -203,12 +237,14 @@ fn identifiers_that_look_like_secrets_are_refused_unrepeated() {
         (json!({"goal": "g", "who": "password:hunter2x"}), "who"),
         (json!({"goal": "g", "task": "Bearer abcdefgh0123"}), "task"),
     ] {
-        let e = crate::tools::parse_args::<Args>("t", args.clone()).unwrap_err();
-        assert_eq!(e.error, "invalid_arguments", "{args}");
-        assert_eq!(e.extra["field"], field, "{args}");
-        assert!(e.message.contains("looks like a secret"), "{}", e.message);
+        let e = crate::tools::parse_args::<Args>(args.clone()).unwrap_err();
+        assert!(
+            e.path.starts_with(&format!("arguments.{field}")),
+            "{args}: {e:?}"
+        );
+        assert!(e.rule.contains("looks like a secret"), "{}", e.rule);
         for secret in [token, "hunter2x", "abcdefgh0123"] {
-            assert!(!e.message.contains(secret), "{}", e.message);
+            assert!(!e.to_string().contains(secret), "{e}");
         }
     }
     // A name that merely mentions a secret's kind is fine.

@@ -409,7 +409,7 @@ fn assert_refused(out: &ToolOutput, field: &str, secret: &str, what: &str) {
         .unwrap_or_else(|| panic!("{what}: accepted"));
     assert_eq!(e.error, "invalid_arguments", "{what}: {e:?}");
     let argument = field.split(['.', '[']).next().unwrap();
-    assert_eq!(e.extra["field"], argument, "{what}: {e:?}");
+    assert_eq!(crate::testkit::argument(e), argument, "{what}: {e:?}");
     let said = e.to_value().to_string();
     assert!(
         !said.contains(secret),
@@ -486,7 +486,7 @@ fn every_identifier_refuses_a_value_of_the_wrong_shape() {
             .unwrap_or_else(|| panic!("{what}: accepted"));
         assert_eq!(e.error, "invalid_arguments", "{what}: {e:?}");
         assert_eq!(
-            e.extra["field"],
+            crate::testkit::argument(e),
             field.split(['.', '[']).next().unwrap(),
             "{what}"
         );

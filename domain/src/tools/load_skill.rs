@@ -25,6 +25,7 @@ use bernstein_core::protocol::host::{DirEntry, EntryKind, HostFailure, HostReply
 use bernstein_core::protocol::refusal::{Code, Common};
 use bernstein_core::protocol::registry::{Effects, ToolError};
 
+use super::super::args::Chars;
 use super::super::ids::quote_for_message;
 use super::super::skills::{
     self, MAX_SKILL_FILE_BYTES, REFERENCES_DIR, SCRIPTS_DIR, SKILLS_DIR, SkillHeader,
@@ -52,16 +53,13 @@ run).";
 pub struct LoadSkillArgs {
     /// Omit for the index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 128))]
-    pub name: Option<String>,
+    pub name: Option<Chars<1, 128>>,
     /// A file in its references/.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 128))]
-    pub reference: Option<String>,
+    pub reference: Option<Chars<1, 128>>,
     /// A file in its scripts/.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 128))]
-    pub script: Option<String>,
+    pub script: Option<Chars<1, 128>>,
 }
 
 /// One skill of the index.

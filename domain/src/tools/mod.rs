@@ -30,10 +30,11 @@
 //! disagree.
 //!
 //! Handlers are pure: they read the snapshot in their [`ToolContext`] and return an answer plus
-//! the drafts to append, or a structured refusal with no drafts. Arguments were validated
-//! against the advertised schema already; what a schema cannot say is checked as they parse,
-//! by the newtypes of [`super::args`] that carry each argument's limits, and a failed parse is
-//! the refusal `invalid_arguments` naming the argument, never a panic.
+//! the drafts to append, or a structured refusal with no drafts. The tools are
+//! `Arguments::Typed`: the engine does not validate their arguments against the advertised
+//! schema, they are checked once, as [`call`] parses them into the tool's `Args` (the newtypes
+//! of [`super::args`] carry each argument's limits, the ones the schema states and the ones it
+//! cannot), and a failed parse is [`ToolOutput::invalid_arguments`], never a panic.
 
 pub mod approve;
 pub mod cancel;
@@ -59,8 +60,11 @@ use crate::refusal::Refusal;
 use bernstein_core::config::Tier;
 use bernstein_core::ledger::Draft;
 use bernstein_core::protocol::host::HostRequest;
+use bernstein_core::protocol::jsonrpc::{brief, kind_of};
 use bernstein_core::protocol::refusal::Common;
-use bernstein_core::protocol::registry::{Effects, TaskSupport, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{Arguments, Effects, TaskSupport, ToolError, ToolOutput};
+use bernstein_core::protocol::validate::{Violation, child_path};
+use serde_path_to_error::Segment;
 
 use super::schema;
 
@@ -143,16 +147,17 @@ pub fn spec<T: Tool>() -> ToolSpec {
         output_schema: T::ADVERTISES_ANSWER.then_some(schema::output_schema::<T::Answer>),
         effects: T::EFFECTS,
         task_support: T::TASK_SUPPORT,
+        arguments: Arguments::Typed,
         call: call::<T>,
     }
 }
 
-/// Calls `T` with arguments as the peer sent them: parsed into `T::Args`, answered, and the
-/// answer serialized.
+/// Calls `T` with arguments as the peer sent them: parsed into `T::Args` (arguments that do
+/// not parse answer [`ToolOutput::invalid_arguments`]), answered, and the answer serialized.
 pub fn call<T: Tool>(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
-    let args = match parse_args::<T::Args>(T::NAME, args) {
+    let args = match parse_args::<T::Args>(args) {
         Ok(a) => a,
-        Err(e) => return ToolOutput::refused(e),
+        Err(v) => return ToolOutput::invalid_arguments(T::NAME, vec![v]),
     };
     let called = T::call(ctx, args);
     if let Some(request) = called.host {
@@ -212,40 +217,157 @@ pub fn registered() -> Vec<ToolSpec> {
     tools
 }
 
-/// Deserializes validated arguments; a mismatch (a type, or a check of `super::args`) is the
-/// refusal `invalid_arguments`, naming the argument as `field`.
-pub(crate) fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+/// Parses a call's arguments into `T`, the one check they pass: `T`'s Deserialize refuses
+/// everything its advertised schema does (the newtypes of `super::args` carry each bound), and
+/// what no schema can say. A failure is the broken rule at its argument path, in the schema
+/// validator's words (`arguments.goal`, `must be at least 1 character`).
+///
+/// An explicit `null` for an optional argument is the argument left out (an `Option` reads it
+/// as `None`, a defaulted one through `args::null_is_default`); for a required one it is the
+/// wrong type.
+pub(crate) fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, Violation> {
     let args = match args {
         Value::Null => Value::Object(Default::default()),
-        // An explicit null is the argument left out, as the engine validated it.
-        Value::Object(mut m) => {
-            m.retain(|_, v| !v.is_null());
-            Value::Object(m)
-        }
-        _ => {
-            return Err(ToolError::new(
-                Common::InvalidArguments,
-                format!("{tool}: arguments must be a JSON object"),
-                "Pass the arguments as an object of named fields (tools/list shows the inputSchema).",
-            ));
+        Value::Object(m) => Value::Object(m),
+        other => {
+            let rule = format!("must be an object, got {}", kind_of(&other));
+            return Err(Violation::new("arguments", rule));
         }
     };
     serde_path_to_error::deserialize(args).map_err(|e| {
-        let path = e.path().to_string();
-        let refusal = ToolError::new(
-            Common::InvalidArguments,
-            format!("{tool}: {path}: {}", e.inner()),
-            "Check the arguments against the tool's inputSchema (tools/list).",
-        );
-        // The argument the failure is in: the first segment of the path (`completed_ids` of
-        // `completed_ids[3]`); none when the arguments as a whole failed.
-        let field = path.split(['.', '[']).next().unwrap_or_default();
-        if field.is_empty() {
-            refusal
-        } else {
-            refusal.with("field", field)
+        let mut path = "arguments".to_string();
+        for segment in e.path().iter() {
+            match segment {
+                Segment::Map { key } => path = child_path(&path, key),
+                Segment::Seq { index } => path = format!("{path}[{index}]"),
+                Segment::Enum { .. } | Segment::Unknown => {}
+            }
         }
+        let (child, rule) = rule_of(&e.inner().to_string());
+        if let Some(field) = child {
+            path = child_path(&path, &field);
+        }
+        Violation::new(&path, rule)
     })
+}
+
+/// serde's words for a failed parse in the schema validator's (`protocol::validate`): the
+/// rule, and the property it is about when serde names it in the message rather than the path
+/// (a missing field). A check of `super::args` words its own rule and passes through.
+fn rule_of(message: &str) -> (Option<String>, String) {
+    if let Some(field) = message
+        .strip_prefix("missing field `")
+        .and_then(|r| r.strip_suffix('`'))
+    {
+        return (Some(field.to_string()), "is required".into());
+    }
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        let expected = rest.split_once("`, expected ").map_or("", |(_, e)| e);
+        let known = backticked(expected);
+        let rule = if known.is_empty() {
+            "is not accepted here (no properties are)".to_string()
+        } else {
+            format!(
+                "is not accepted here (expected one of: {})",
+                known.join(", ")
+            )
+        };
+        return (None, rule);
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant `")
+        && let Some((got, expected)) = rest.split_once("`, expected ")
+    {
+        let quoted = |v: &str| brief(&Value::String(v.to_string()));
+        let options: Vec<String> = backticked(expected).iter().map(|v| quoted(v)).collect();
+        return (
+            None,
+            format!("must be one of {}; got {}", options.join(", "), quoted(got)),
+        );
+    }
+    if let Some((got, expected)) = message
+        .strip_prefix("invalid value: integer `")
+        .and_then(|r| r.split_once("`, expected "))
+        && let Some((lo, hi)) = integer_range(expected)
+    {
+        return (None, format!("must be from {lo} to {hi} (got {got})"));
+    }
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some((got, expected)) = message
+            .strip_prefix(prefix)
+            .and_then(|r| r.split_once(", expected "))
+        {
+            return (
+                None,
+                format!("must be {}, got {}", kind_expected(expected), kind_got(got)),
+            );
+        }
+    }
+    if message.starts_with("data did not match any variant of untagged enum") {
+        return (
+            None,
+            "must match one of the forms its inputSchema allows".into(),
+        );
+    }
+    (None, message.to_string())
+}
+
+/// The range of a Rust integer type serde names (`u8`, `i64`).
+fn integer_range(name: &str) -> Option<(i128, i128)> {
+    let signed = name.starts_with('i');
+    let bits: u32 = name.get(1..)?.parse().ok()?;
+    if !name.starts_with(['u', 'i']) || !(8..=64).contains(&bits) {
+        return None;
+    }
+    Some(if signed {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    })
+}
+
+/// The names in serde's `one of `a`, `b``.
+fn backticked(list: &str) -> Vec<&str> {
+    list.split('`').skip(1).step_by(2).collect()
+}
+
+/// What serde says it got (`integer `5``, `string "x"`, `map`) as a JSON kind.
+fn kind_got(got: &str) -> &'static str {
+    let word = |w: &str| got == w || got.starts_with(&format!("{w} "));
+    if word("integer") {
+        "an integer"
+    } else if word("floating point") {
+        "a number"
+    } else if word("string") || word("character") {
+        "a string"
+    } else if word("boolean") {
+        "a boolean"
+    } else if word("sequence") {
+        "an array"
+    } else if word("map") {
+        "an object"
+    } else {
+        "null"
+    }
+}
+
+/// What serde says it expected (`a string`, `u32`, `struct TableContent`) as a JSON kind.
+fn kind_expected(expected: &str) -> String {
+    let is_int = |e: &str| {
+        e.len() > 1
+            && matches!(e.as_bytes()[0], b'u' | b'i')
+            && e[1..].bytes().all(|b| b.is_ascii_digit())
+    };
+    match expected {
+        e if is_int(e) || e == "an integer" || e == "usize" => "an integer".into(),
+        "a sequence" => "an array".into(),
+        "a map" => "an object".into(),
+        "a boolean" | "a string" => expected.into(),
+        // A unit enum reads a string (serde_json says `string or map`).
+        "string or map" => "a string".into(),
+        e if e.starts_with("struct ") || e.starts_with("a map") => "an object".into(),
+        e if e.starts_with("a sequence") => "an array".into(),
+        other => other.into(),
+    }
 }
 
 /// The refusal for a well-formed id that names no task.
@@ -294,6 +416,8 @@ pub(crate) fn internal(tool: &str, detail: &str) -> ToolError {
 #[cfg(test)]
 mod field_tests;
 #[cfg(test)]
+mod oracle_tests;
+#[cfg(test)]
 mod redaction_tests;
 
 #[cfg(test)]
@@ -337,13 +461,28 @@ mod tests {
         struct A {
             x: u8,
         }
-        let e = parse_args::<A>("t", serde_json::json!({"x": "no"})).unwrap_err();
-        assert_eq!(e.error, "invalid_arguments");
-        assert!(parse_args::<A>("t", serde_json::json!({"x": 1, "y": 2})).is_err());
-        assert!(parse_args::<A>("t", serde_json::json!([1])).is_err());
-        assert!(parse_args::<A>("t", serde_json::json!("x")).is_err());
-        assert!(
-            parse_args::<A>("t", Value::Null).is_err(),
+        let e = parse_args::<A>(serde_json::json!({"x": "no"})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "arguments.x: must be an integer, got a string"
+        );
+        let e = parse_args::<A>(serde_json::json!({"x": 1, "y": 2})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "arguments.y: is not accepted here (expected one of: x)"
+        );
+        let e = parse_args::<A>(serde_json::json!({"x": 300})).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "arguments.x: must be from 0 to 255 (got 300)"
+        );
+        let e = parse_args::<A>(serde_json::json!([1])).unwrap_err();
+        assert_eq!(e.to_string(), "arguments: must be an object, got an array");
+        assert!(parse_args::<A>(serde_json::json!("x")).is_err());
+        let e = parse_args::<A>(Value::Null).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "arguments.x: is required",
             "null is {{}}, which lacks x"
         );
     }

@@ -19,7 +19,7 @@ use bernstein_core::ledger::AUDIT_STREAM;
 use bernstein_core::protocol::refusal::Common;
 use bernstein_core::protocol::registry::{Effects, ToolError};
 
-use super::super::args::{ArtifactKey, Ident, TaskId};
+use super::super::args::{ArtifactKey, Chars, Ident, TaskId};
 use super::super::artifacts::{
     self, ARTIFACT_MIRROR, ARTIFACT_POSTED, ArtifactContent, ArtifactKind, ArtifactRecord,
     ArtifactRef, LINEAGE_STREAM, RUN_ARTIFACT,
@@ -62,8 +62,7 @@ pub struct PostArtifactArgs {
     pub key: ArtifactKey,
     pub kind: ArtifactKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 256))]
-    pub title: Option<String>,
+    pub title: Option<Chars<1, 256>>,
     /// By kind.
     pub content: ArtifactContent,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -14,7 +14,7 @@ use bernstein_core::protocol::registry::{Effects, ToolError};
 use crate::bound::{ToolContext, ToolSpec};
 use bernstein_core::config::Tier;
 
-use super::super::args::{Int, TaskId};
+use super::super::args::{Chars, Int, TaskId};
 use super::super::handle::{RunHandle, run_handle};
 use super::super::outcome::{self, Outcome, Waiting};
 use super::{Called, Tool};
@@ -42,8 +42,7 @@ pub struct RunStatusArgs {
     pub wait_ms: Option<Int<u32, 1, 120_000>>,
     /// The journalHead last seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 128))]
-    pub since: Option<String>,
+    pub since: Option<Chars<1, 128>>,
 }
 
 /// Payload of `bernstein_run_status`: the handle's fields, then what is not signed.

@@ -27,7 +27,7 @@ use bernstein_core::protocol::host::{EntryKind, HostFailure, HostReply, HostRequ
 use bernstein_core::protocol::refusal::{Code, Common};
 use bernstein_core::protocol::registry::{Effects, ToolError};
 
-use super::super::args::{TaskId, Text};
+use super::super::args::{Chars, TaskId, Text};
 use super::super::dlp::{self, Redactions};
 use super::super::handle::RunHandle;
 use super::super::ids::{derive_task_id, quote_for_message};
@@ -75,8 +75,7 @@ pub struct ScenarioArgs {
     pub action: Option<Action>,
     /// For run: an id from list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 128))]
-    pub scenario_id: Option<String>,
+    pub scenario_id: Option<Chars<1, 128>>,
     /// For run: text appended to every goal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Text<0, 4000>>,

@@ -19,7 +19,7 @@ use bernstein_core::ledger::AUDIT_STREAM;
 use bernstein_core::protocol::refusal::Common;
 use bernstein_core::protocol::registry::{Effects, ToolError};
 
-use super::super::args::TaskId;
+use super::super::args::{TaskId, null_is_default};
 use super::super::capsule::{self, CAPSULE_ISSUED};
 use super::super::records;
 use super::no_signer;
@@ -42,7 +42,7 @@ const DESCRIPTION: &str = "Cut a task's signed context capsule, or check one (ve
 pub struct TaskCapsuleArgs {
     pub task_id: TaskId,
     /// Check `capsule` instead.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub verify: bool,
     /// One this tool returned.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -21,6 +21,7 @@ use bernstein_core::protocol::host::{HostFailure, HostReply, HostRequest, MAX_HO
 use bernstein_core::protocol::refusal::Common;
 use bernstein_core::protocol::registry::{Effects, ToolError};
 
+use super::super::args::{Chars, null_is_default};
 use super::super::artifacts::ArtifactContent;
 use super::super::lineage::LineageReport;
 use super::super::lineage::{self, FileCheck};
@@ -43,10 +44,9 @@ at that path.";
 #[serde(deny_unknown_fields)]
 pub struct VerifyLineageArgs {
     /// Key or `key@version`.
-    #[schemars(length(min = 1, max = 300))]
-    pub artefact_path: String,
+    pub artefact_path: Chars<1, 300>,
     // Also compare the file at that path (the description says so).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_is_default")]
     pub check_file: bool,
 }
 

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use bernstein_core::config::{Config, Tier};
 use bernstein_core::ledger::Draft;
 use bernstein_core::protocol::registry::{
-    Effects, PromptArgument, PromptSpec, TaskSupport, ToolError, ToolOutput,
+    Arguments, Effects, PromptArgument, PromptSpec, TaskSupport, ToolError, ToolOutput,
 };
 use bernstein_core::protocol::{Outcome, TransportFacts};
 use bernstein_core::time::Timestamp;
@@ -197,6 +197,7 @@ pub fn fixture_catalog() -> Catalog {
         output_schema: output,
         effects: NO_EFFECTS,
         task_support: TaskSupport::Forbidden,
+        arguments: Arguments::Schema,
         call,
     };
     let mut peek_tool = tool(

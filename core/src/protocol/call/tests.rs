@@ -1,7 +1,7 @@
 use super::*;
 use crate::config::{Config, Tier};
 use crate::ledger::Draft;
-use crate::protocol::registry::{Effects, TaskSupport, ToolError};
+use crate::protocol::registry::{Arguments, Effects, TaskSupport, ToolError};
 use crate::protocol::unit_fold::{Server, Snapshot, ToolContext, ToolSpec, tools_only};
 
 fn object_schema() -> Value {
@@ -64,6 +64,7 @@ fn spec(
         output_schema: Some(object_schema),
         effects: Effects::default(),
         task_support: TaskSupport::Forbidden,
+        arguments: Arguments::Schema,
         call,
     }
 }

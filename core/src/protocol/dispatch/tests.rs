@@ -1,7 +1,7 @@
 use super::*;
 use crate::config::{Config, Tier};
 use crate::ledger::Draft;
-use crate::protocol::registry::{Effects, TaskSupport, ToolOutput};
+use crate::protocol::registry::{Arguments, Effects, TaskSupport, ToolOutput};
 use crate::protocol::unit_fold::{Input, Server, Snapshot, ToolContext, ToolSpec, tools_only};
 use crate::protocol::{TransportFacts, TransportKind};
 use crate::time::Timestamp;
@@ -24,6 +24,7 @@ fn server() -> Server {
         output_schema: None,
         effects: Effects::default(),
         task_support: TaskSupport::Forbidden,
+        arguments: Arguments::Schema,
         call: journal,
     };
     Server::with_catalog(Config::new(b"k".to_vec()), tools_only(vec![tool]))

@@ -167,7 +167,7 @@ fn unknown_and_malformed_ids_are_refused_without_drafts() {
     assert!(out.drafts.is_empty());
     let e = out.result.unwrap_err();
     assert_eq!(e.error, "invalid_arguments");
-    assert_eq!(e.extra["field"], "task_id");
+    assert_eq!(crate::testkit::argument(&e), "task_id");
     let e = b.refused(NAME, json!({"task_id": "T-0123456789abcdef"}));
     assert_eq!(e.error, "unknown_task");
     assert_eq!(e.extra["task_id"], "T-0123456789abcdef");

@@ -149,7 +149,7 @@ fn bad_arguments_are_refused() {
     }
     let e = b.refused(NAME, json!({"task_id": "nope", "result_summary": "x"}));
     assert_eq!(e.error, "invalid_arguments");
-    assert_eq!(e.extra["field"], "task_id");
+    assert_eq!(crate::testkit::argument(&e), "task_id");
     assert_eq!(
         b.refused(
             NAME,

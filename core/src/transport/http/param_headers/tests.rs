@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::config::{Config, Tier};
-use crate::protocol::registry::{Effects, TaskSupport, ToolOutput};
+use crate::protocol::registry::{Arguments, Effects, TaskSupport, ToolOutput};
 use crate::protocol::unit_fold::{Server, ToolContext, ToolSpec, tools_only};
 use crate::transport::http::headers::HEADER_MISMATCH;
 use crate::transport::http::headers::tests::req;
@@ -37,6 +37,7 @@ fn server() -> Server {
         output_schema: None,
         effects: Effects::default(),
         task_support: TaskSupport::Forbidden,
+        arguments: Arguments::Schema,
         call: echo,
     };
     let catalog = tools_only(vec![
