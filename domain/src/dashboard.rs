@@ -64,16 +64,6 @@ pub fn overview(s: &Snapshot, facts: &ServerFacts<'_>, now: Timestamp, window_s:
     })
 }
 
-/// Fields of `ledger` that a store of `kind` does not have at all (as opposed to a field it
-/// has but cannot tell now, which is `null` without being listed here).
-pub fn not_applicable(kind: &str) -> &'static [&'static str] {
-    match kind {
-        // Its ledger is the rows of a table, not a file: it has no byte length.
-        "postgres" => &["bytes"],
-        _ => &[],
-    }
-}
-
 /// The `ledger` object of `/api/overview`: what the snapshot and the store tell of it.
 fn ledger_json(s: &Snapshot, facts: &ServerFacts<'_>) -> Value {
     let kind = if facts.store.kind.is_empty() {
@@ -88,7 +78,9 @@ fn ledger_json(s: &Snapshot, facts: &ServerFacts<'_>) -> Value {
         // Every snapshot a store hands out was verified when it was read.
         "verified_at_open": true,
         "store": kind,
-        "not_applicable": not_applicable(kind),
+        // Fields a store does not have at all (a field it cannot tell now is null): every
+        // store has every field today (PostgreSQL's `bytes` is its table's size on disk).
+        "not_applicable": [],
         "ignored_records": s.domain.ignored_records(),
         "signed_head": facts.signed_head.clone().unwrap_or(Value::Null),
     })

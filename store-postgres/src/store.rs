@@ -22,8 +22,8 @@
 //! It must never acknowledge an append before COMMIT returned, never merge, and never hand out
 //! a snapshot built from records it did not verify.
 
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use bernstein_ledger::rebase::{lone_call_audit, reseal};
 use bernstein_ledger::verify::check_extends;
@@ -92,7 +92,16 @@ pub struct PgStore<F: Checkpointed> {
     /// What the scrub found, if it found the ledger changed under the server (`crate::scrub`):
     /// nothing more is served.
     finding: Finding,
+    /// The ledger table's size on disk and when it was read (see [`PgStore::table_bytes`]).
+    table_size: Mutex<Option<(Instant, Option<u64>)>>,
 }
+
+/// The ledger table's size on disk: its rows, TOAST and indexes.
+const TABLE_BYTES: &str = "SELECT pg_total_relation_size('bernstein_ledger'::regclass)";
+
+/// How long a read of the table's size is reused: the dashboard polls every few seconds, and
+/// each read is a query of its own.
+const TABLE_BYTES_FRESH: Duration = Duration::from_secs(5);
 
 impl<F: Checkpointed> std::fmt::Debug for PgStore<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -175,6 +184,7 @@ impl<F: Checkpointed> PgStore<F> {
             listener,
             checkpointer,
             finding: Finding::new(),
+            table_size: Mutex::new(None),
         };
         store.catch_up()?;
         Ok(store)
@@ -458,6 +468,38 @@ fn verify_prefix<F: Fold>(
     Ok(())
 }
 
+impl<F: Checkpointed> PgStore<F> {
+    /// The ledger table's size on disk, read at most every [`TABLE_BYTES_FRESH`] (`None` when
+    /// the database cannot tell now).
+    fn table_bytes(&self) -> Option<u64> {
+        let mut cached = self
+            .table_size
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((at, bytes)) = *cached
+            && at.elapsed() < TABLE_BYTES_FRESH
+        {
+            return bytes;
+        }
+        let bytes = self.pool.get().ok().and_then(|mut lease| {
+            let row = lease
+                .prepared(TABLE_BYTES)
+                .and_then(|stmt| lease.client().query_one(&stmt, &[]));
+            match row {
+                Ok(row) => row
+                    .get::<_, Option<i64>>(0)
+                    .and_then(|n| u64::try_from(n).ok()),
+                Err(_) => {
+                    lease.discard();
+                    None
+                }
+            }
+        });
+        *cached = Some((Instant::now(), bytes));
+        bytes
+    }
+}
+
 /// Rows after `from`, at most `limit`, in order.
 pub(crate) fn read_rows(
     lease: &mut Lease<'_>,
@@ -508,6 +550,7 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
     fn facts(&self) -> StoreFacts {
         StoreFacts {
             kind: "postgres",
+            ledger_bytes: self.table_bytes(),
             ..StoreFacts::default()
         }
     }

@@ -20,8 +20,9 @@ function renderHeader(ov) {
   const noBytes = (ledger.not_applicable || []).includes("bytes");
   const size = setText("ledger-bytes", noBytes ? "not applicable" : bytes(ledger.bytes), ledger.bytes);
   size.dataset.applicable = String(!noBytes);
-  if (noBytes) size.title = `a ${ledger.store} ledger is rows of a table: it has no byte length`;
-  else size.title = ledger.bytes === null ? "the store cannot tell its size now" : `${ledger.bytes} bytes`;
+  if (noBytes) size.title = `a ${ledger.store} ledger has no byte length`;
+  else if (ledger.bytes === null) size.title = "the store cannot tell its size now";
+  else size.title = ledger.store === "postgres" ? `${ledger.bytes} bytes: the ledger table on disk, with its indexes` : `${ledger.bytes} bytes`;
   setText("ledger-head", ledger.head).title = ledger.head;
   setText("ledger-verified", ledger.verified_at_open ? "yes" : "no");
   setText("ledger-store", ledger.store);
