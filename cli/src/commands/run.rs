@@ -5,8 +5,9 @@
 //! `bernstein_run_status` until the run ends and prints its outcome: each task of the run with
 //! its result summary or the reason it failed or was cancelled (the answer's `outcome`), and,
 //! while it waits, the answer's notice that no worker is claiming. `--json` prints the last
-//! answer (the handle with its `outcome`) and the root task from `bernstein_task_capsule`. Exit 0 started (or completed), 1 the run failed or
-//! was cancelled or the call was refused, 2 usage or IO error.
+//! answer (the handle with its `outcome`) and the root task from `bernstein_task_capsule`.
+//! Exit 0 started (or completed), 1 the run failed or was cancelled or the call was refused, 2
+//! usage or IO error.
 
 use std::path::Path;
 use std::process::ExitCode;

@@ -79,3 +79,12 @@ def test_run_wait_and_run_status_show_the_outcome(http_server, workdir, tmp_path
     verified = launch.run_cli(["--workdir", str(workdir), "audit", "verify-handle", str(saved)])
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert verified.stdout.startswith(f"OK: run {run_id} handle (completed) verified"), verified.stdout
+
+    # The command line is a caller like any host: its run is recorded as a tool call's is.
+    from harness.ledger import ledger_lines
+
+    records = [json.loads(line.raw) for line in ledger_lines(workdir / ".sdd")]
+    first = [r["kind"] for r in records[:4]]
+    assert first == ["task.created", "run.created", "run.task_added", "mcp.stateless_call"], first
+    audit = records[3]["body"]
+    assert audit["tool"] == "bernstein_run" and audit["ok"] is True and audit["run_id"] == run_id, audit
