@@ -51,6 +51,9 @@ pub mod verify_cmd;
 /// Test support (the `test-support` feature): a store that loses its first appends' races.
 #[cfg(any(test, feature = "test-support"))]
 pub mod racing;
+/// Test support (the `test-support` feature): a store refusing everything after a finding.
+#[cfg(any(test, feature = "test-support"))]
+pub mod refusing;
 /// Test support (the `test-support` feature): a scratch directory removed on drop.
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_dir;

@@ -7,9 +7,9 @@
 mod support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bernstein_core::ledger::{Append, Store, StoreError};
+use bernstein_core::ledger::Store;
 use bernstein_os::scrub::{Problem, ScrubPolicy, Scrubbed, pass, start};
 use postgres::{Client, NoTls};
 use support::*;
@@ -82,20 +82,7 @@ fn a_line_edited_in_place_is_found_and_the_store_then_serves_nothing() {
         "{reason}"
     );
     assert!(store.finding().set(reason.clone()).is_ok());
-    let err = store.check_writable().unwrap_err();
-    assert!(
-        matches!(&err, StoreError::NotServed(r) if *r == reason),
-        "{err}"
-    );
-    assert!(store.snapshot().is_err());
-    let refused = store.compare_and_append(&Append {
-        expected: head,
-        records: vec![],
-    });
-    assert!(
-        matches!(refused, Err(StoreError::NotServed(_))),
-        "{refused:?}"
-    );
+    bernstein_store_file::refusing::assert_refuses_all(&store, &reason, head);
 }
 
 #[test]
@@ -172,15 +159,6 @@ fn the_scrub_thread_finds_an_edit_within_its_interval_and_ends_with_the_store() 
     std::thread::sleep(Duration::from_millis(100));
     assert!(store.check_writable().is_ok(), "a clean ledger stays ready");
     assert_eq!(sql(&url, EDIT_RECORD_3), 1);
-    let until = Instant::now() + Duration::from_secs(10);
-    while store.check_writable().is_ok() {
-        assert!(Instant::now() < until, "the scrub never found the edit");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let err = store.check_writable().unwrap_err().to_string();
-    assert!(err.contains("no longer verifies"), "{err}");
     // The thread holds only a weak reference: the store goes when its last owner drops it.
-    let weak = Arc::downgrade(&store);
-    drop(store);
-    assert!(weak.upgrade().is_none());
+    bernstein_store_file::refusing::assert_scrub_finds_edit(store);
 }

@@ -3,7 +3,7 @@
 //! store serves nothing.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::*;
 use bernstein_os::scrub::{Problem, ScrubPolicy, pass};
@@ -66,20 +66,7 @@ fn an_old_record_edited_in_place_is_found_and_the_store_then_serves_nothing() {
         !store.found("a second finding".into()),
         "the first finding is kept"
     );
-    let err = store.check_writable().unwrap_err();
-    assert!(
-        matches!(&err, StoreError::NotServed(r) if *r == reason),
-        "{err}"
-    );
-    assert!(store.snapshot().is_err());
-    let refused = store.compare_and_append(&Append {
-        expected: head,
-        records: vec![],
-    });
-    assert!(
-        matches!(refused, Err(StoreError::NotServed(_))),
-        "{refused:?}"
-    );
+    crate::refusing::assert_refuses_all(&store, &reason, head);
 }
 
 #[test]
@@ -121,15 +108,6 @@ fn the_scrub_thread_finds_an_edit_within_its_interval_and_ends_with_the_store() 
     assert!(store.check_writable().is_ok(), "a clean ledger stays ready");
     let at = offset_of(tmp.path(), b"note 1");
     write_in_place(tmp.path(), at + 5, b"8");
-    let until = Instant::now() + Duration::from_secs(10);
-    while store.check_writable().is_ok() {
-        assert!(Instant::now() < until, "the scrub never found the edit");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let err = store.check_writable().unwrap_err().to_string();
-    assert!(err.contains("no longer verifies"), "{err}");
     // The thread holds only a weak reference: the store goes when its last owner drops it.
-    let weak = Arc::downgrade(&store);
-    drop(store);
-    assert!(weak.upgrade().is_none());
+    crate::refusing::assert_scrub_finds_edit(store);
 }

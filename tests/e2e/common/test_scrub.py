@@ -11,18 +11,10 @@ from __future__ import annotations
 import time
 
 from harness.http_raw import call_tool, request
+from harness.operator import wait_not_ready
 
 SCRUB = {"BERNSTEIN_SCRUB_INTERVAL_SECS": "0.2"}
 
-
-def wait_not_ready(base: str, seconds: float = 15.0):
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        reply = request(base, "GET", "/readyz")
-        if reply.status != 200:
-            return reply
-        time.sleep(0.05)
-    raise AssertionError("the scrub never found the edit: /readyz stayed 200")
 
 
 def test_an_edit_in_place_is_found_by_the_scrub(http_server, workdir):

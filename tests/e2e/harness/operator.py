@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import time
 from pathlib import Path
 
+from .http_raw import request
 from .http_server import READY_DASHBOARD, wait_announced
 from .launch import base_env
 
@@ -60,3 +62,14 @@ def start_dashboard(bin_path: Path, workdir: Path, runtime: str, log: Path,
     except BaseException:
         proc.kill()
         raise
+
+
+def wait_not_ready(base: str, seconds: float = 15.0):
+    """The first `/readyz` answer that is not 200 within `seconds` (the scrub's finding)."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        reply = request(base, "GET", "/readyz")
+        if reply.status != 200:
+            return reply
+        time.sleep(0.05)  # polling the probe, as a load balancer does
+    raise AssertionError(f"the scrub never found the edit within {seconds} s: /readyz stayed 200")

@@ -13,20 +13,12 @@ from __future__ import annotations
 import time
 
 from harness.http_raw import call_tool, request
+from harness.operator import wait_not_ready
 
 from pg_support import psql
 
 SCRUB = {"BERNSTEIN_SCRUB_INTERVAL_SECS": "1"}
 
-
-def wait_not_ready(base: str, seconds: float = 10.0):
-    until = time.monotonic() + seconds
-    while time.monotonic() < until:
-        reply = request(base, "GET", "/readyz")
-        if reply.status != 200:
-            return reply
-        time.sleep(0.05)
-    raise AssertionError(f"the scrub never found the edit within {seconds} s: /readyz stayed 200")
 
 
 def test_a_row_edited_in_place_is_found_by_the_scrub(pg_servers, pg_url):
