@@ -145,7 +145,12 @@ pub fn run_worker(
                     idle = (idle * 2).min(config.max_poll_interval.max(config.poll_interval));
                 }
                 Err(e) => {
-                    if !claim_wait.is_zero() && e.contains("wait_ms") {
+                    // An older server refuses the argument itself (not a lack of wait slots,
+                    // `too_many_waits`, which passes).
+                    if !claim_wait.is_zero()
+                        && e.contains("\"invalid_arguments\"")
+                        && e.contains("wait_ms")
+                    {
                         display.event(None, "the server cannot hold claims: polling instead");
                         claim_wait = Duration::ZERO;
                     } else {
