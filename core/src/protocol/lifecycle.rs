@@ -93,16 +93,9 @@ mod tests {
     /// A catalogue of nothing over the empty fold: the handshake needs no domain.
     fn server() -> Server<()> {
         let catalog = Catalog {
-            tools: Vec::new(),
-            prompts: Vec::new(),
-            resources: Vec::new(),
-            resource_templates: Vec::new(),
-            aliases: Vec::new(),
             instructions: |_| "Use the tools.".into(),
             capability_card: |c| json!({"tier": c.tier.as_str()}),
-            tasks: None,
-            effects_in_descriptions: false,
-            redact: crate::protocol::registry::no_redaction,
+            ..Catalog::empty()
         };
         Server::with_catalog(Config::new(b"k".to_vec()), catalog)
     }

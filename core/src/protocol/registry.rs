@@ -380,6 +380,25 @@ pub struct Catalog<F> {
     pub redact: fn(&str) -> String,
 }
 
+impl<F> Catalog<F> {
+    /// A catalogue offering nothing: no tools, prompts, resources, aliases or tasks, empty
+    /// instructions and no card.
+    pub fn empty() -> Catalog<F> {
+        Catalog {
+            tools: Vec::new(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            resource_templates: Vec::new(),
+            aliases: Vec::new(),
+            instructions: |_| String::new(),
+            capability_card: |_| Value::Null,
+            tasks: None,
+            effects_in_descriptions: false,
+            redact: no_redaction,
+        }
+    }
+}
+
 /// A [`Catalog::redact`] that keeps the text as it is.
 pub fn no_redaction(text: &str) -> String {
     text.to_string()

@@ -13,15 +13,7 @@ pub type ResourceSpec = super::registry::ResourceSpec<()>;
 pub fn tools_only(tools: Vec<ToolSpec>) -> Catalog {
     Catalog {
         tools,
-        prompts: Vec::new(),
-        resources: Vec::new(),
-        resource_templates: Vec::new(),
-        aliases: Vec::new(),
-        instructions: |_| String::new(),
-        capability_card: |_| serde_json::Value::Null,
-        tasks: None,
-        effects_in_descriptions: false,
-        redact: super::registry::no_redaction,
+        ..Catalog::empty()
     }
 }
 

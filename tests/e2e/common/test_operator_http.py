@@ -146,11 +146,7 @@ def test_readyz_is_503_on_a_ledger_that_does_not_verify(http_server, workdir, tm
     srv = http_server("ops-fill")
     run_goal(srv, "soon tampered")
     srv.stop()
-    copy = ledger.copy_store(workdir / ".sdd", tmp_path / "tampered")
-    for cp in (copy / "ledger").glob("checkpoint*"):
-        cp.unlink()
-    path = copy / "ledger" / "ledger.jsonl"
-    path.write_bytes(path.read_bytes().replace(b"soon tampered", b"soon tampereD"))
+    copy = ledger.tampered_copy(workdir / ".sdd", tmp_path / "tampered", b"soon tampered", b"soon tampereD")
     bad = http_server("ops-tampered", workdir=copy.parent, record=False)
     base = bad.direct_base
     assert get(base, "/healthz").status == 200

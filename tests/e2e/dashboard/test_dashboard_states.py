@@ -71,11 +71,7 @@ def test_a_ledger_that_does_not_verify_says_so(dash_server, tab, launcher, workd
     srv = dash_server("before")
     run(srv.base, "soon tampered")
     srv.stop()
-    copy = ledger.copy_store(workdir / ".sdd", tmp_path / "tampered")
-    for cp in (copy / "ledger").glob("checkpoint*"):
-        cp.unlink()
-    path = copy / "ledger" / "ledger.jsonl"
-    path.write_bytes(path.read_bytes().replace(b"soon tampered", b"soon tampereD"))
+    copy = ledger.tampered_copy(workdir / ".sdd", tmp_path / "tampered", b"soon tampered", b"soon tampereD")
     bad = dash_server("tampered", workdir=copy.parent)
     answer = request(bad.base, "GET", "/api/overview")
     assert answer.status == 503, answer.body[:300]

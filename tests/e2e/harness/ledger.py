@@ -78,6 +78,17 @@ def copy_store(sdd: Path, dest_root: Path) -> Path:
     return dest
 
 
+def tampered_copy(sdd: Path, dest_root: Path, old: bytes, new: bytes) -> Path:
+    """A copy of the store `sdd` under `dest_root` whose ledger has `old` replaced by `new` (an
+    edit that breaks its hashes) and no checkpoint to start from; the copy's `.sdd/`."""
+    copy = copy_store(sdd, dest_root)
+    for cp in (copy / "ledger").glob("checkpoint*"):
+        cp.unlink()
+    path = copy / "ledger" / "ledger.jsonl"
+    path.write_bytes(path.read_bytes().replace(old, new))
+    return copy
+
+
 def replace_line(path: Path, line_no: int, new: bytes | None) -> None:
     """Replaces (or, with None, removes) 1-based line `line_no` of `path`, keeping the rest."""
     data = path.read_bytes()

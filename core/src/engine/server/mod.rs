@@ -382,18 +382,7 @@ impl<F: Fold> Engine<F> {
     /// An engine that serves submitted jobs only ([`Engine::submit`]): it frames no message,
     /// so it holds an empty catalogue.
     pub fn for_jobs(config: EngineConfig, now: Moment) -> Engine<F> {
-        let catalog = crate::protocol::registry::Catalog {
-            tools: Vec::new(),
-            prompts: Vec::new(),
-            resources: Vec::new(),
-            resource_templates: Vec::new(),
-            aliases: Vec::new(),
-            instructions: |_| String::new(),
-            capability_card: |_| serde_json::Value::Null,
-            tasks: None,
-            effects_in_descriptions: false,
-            redact: crate::protocol::registry::no_redaction,
-        };
+        let catalog = crate::protocol::registry::Catalog::empty();
         let config_of_none = crate::config::Config::new(Vec::new());
         let server = Arc::new(Server::with_catalog(config_of_none, catalog));
         Engine::new(server, config, now)
