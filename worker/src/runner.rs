@@ -79,7 +79,7 @@ struct Running {
 struct Claiming {
     /// Its request id, for the cancellation on shutdown.
     id: u64,
-    handle: JoinHandle<Result<Option<Claimed>, String>>,
+    handle: JoinHandle<Result<Option<Claimed>, ClaimFailed>>,
 }
 
 /// How long a cancelled claim has to answer before the worker stops waiting for it.
@@ -145,16 +145,12 @@ pub fn run_worker(
                     idle = (idle * 2).min(config.max_poll_interval.max(config.poll_interval));
                 }
                 Err(e) => {
-                    // An older server refuses the argument itself (not a lack of wait slots,
-                    // `too_many_waits`, which passes).
-                    if !claim_wait.is_zero()
-                        && e.contains("\"invalid_arguments\"")
-                        && e.contains("wait_ms")
-                    {
-                        display.event(None, "the server cannot hold claims: polling instead");
-                        claim_wait = Duration::ZERO;
-                    } else {
-                        display.event(None, &format!("claim failed: {e}"));
+                    match e {
+                        ClaimFailed::WaitRefused => {
+                            display.event(None, "the server cannot hold claims: polling instead");
+                            claim_wait = Duration::ZERO;
+                        }
+                        ClaimFailed::Other(e) => display.event(None, &format!("claim failed: {e}")),
                     }
                     next_claim = Instant::now() + backoff;
                     backoff = (backoff * 2).min(Duration::from_secs(10));
@@ -212,10 +208,10 @@ fn start_claim(client: &Arc<Client>, config: &WorkerConfig, wait: Duration) -> C
 }
 
 /// What a finished claim thread answered.
-fn joined(c: Claiming) -> Result<Option<Claimed>, String> {
+fn joined(c: Claiming) -> Result<Option<Claimed>, ClaimFailed> {
     c.handle
         .join()
-        .unwrap_or_else(|_| Err("the claim thread panicked".to_string()))
+        .unwrap_or_else(|_| Err("the claim thread panicked".into()))
 }
 
 /// On shutdown: cancels the claim in flight and, should it have been granted before the
@@ -263,7 +259,7 @@ fn claim(
     config: &WorkerConfig,
     id: u64,
     wait: Duration,
-) -> Result<Option<Claimed>, String> {
+) -> Result<Option<Claimed>, ClaimFailed> {
     let mut args = json!({
         "claimer_id": config.task.claimer_id,
         "lease_seconds": config.task.lease.as_secs().max(1),
@@ -302,8 +298,36 @@ fn claim(
                 receipt,
             }))
         }
-        Ok(ToolReply::Refused(v)) => Err(format!("refused: {v}")),
-        Err(e) => Err(e.to_string()),
+        // An older server refuses the argument itself (`too_many_waits`, a lack of wait slots,
+        // is another refusal).
+        Ok(ToolReply::Refused(v))
+            if wait_ms > 0
+                && v["error"] == "invalid_arguments"
+                && v.to_string().contains("wait_ms") =>
+        {
+            Err(ClaimFailed::WaitRefused)
+        }
+        Ok(ToolReply::Refused(v)) => Err(format!("refused: {v}").into()),
+        Err(e) => Err(e.to_string().into()),
+    }
+}
+
+/// Why a claim brought nothing to act on.
+enum ClaimFailed {
+    /// The server refused `wait_ms` itself (an older server): claim without it from now on.
+    WaitRefused,
+    Other(String),
+}
+
+impl From<&str> for ClaimFailed {
+    fn from(why: &str) -> ClaimFailed {
+        ClaimFailed::Other(why.to_string())
+    }
+}
+
+impl From<String> for ClaimFailed {
+    fn from(why: String) -> ClaimFailed {
+        ClaimFailed::Other(why)
     }
 }
 
