@@ -272,3 +272,11 @@ pub fn tls_files(
         )),
     }
 }
+
+/// The worker's extra CA file: the flag, else `BERNSTEIN_WORKER_CA`.
+pub fn worker_ca(flag: Option<&std::path::Path>) -> Result<Option<std::path::PathBuf>, String> {
+    match flag {
+        Some(p) => Ok(Some(p.to_path_buf())),
+        None => Ok(env_value("BERNSTEIN_WORKER_CA")?.map(std::path::PathBuf::from)),
+    }
+}

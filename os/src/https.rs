@@ -10,8 +10,12 @@ use std::time::Duration;
 
 use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
 
-/// An agent whose requests take at most `timeout` each, trusting the system's roots and the
-/// certificates in `extra_ca`. Status codes are returned as responses, not errors.
+/// Longest a connection may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An agent whose requests take at most `timeout` each (a request may set its own), trusting
+/// the system's roots and the certificates in `extra_ca`. Every status, redirects included,
+/// is returned as a response, not an error or a second request.
 pub fn agent(extra_ca: Option<&Path>, timeout: Duration) -> Result<ureq::Agent, String> {
     let roots = roots(extra_ca)?;
     let tls = TlsConfig::builder()
@@ -22,8 +26,14 @@ pub fn agent(extra_ca: Option<&Path>, timeout: Duration) -> Result<ureq::Agent, 
     let config = ureq::Agent::config_builder()
         .tls_config(tls)
         .timeout_global(Some(timeout))
+        .timeout_connect(Some(timeout.min(CONNECT_TIMEOUT)))
         .http_status_as_error(false)
         .max_redirects(0)
+        .max_redirects_will_error(false)
+        // One connection per request: nothing lingers, and no request meets a pooled
+        // connection its server closed meanwhile.
+        .max_idle_connections(0)
+        .max_idle_connections_per_host(0)
         .user_agent(concat!("bernstein/", env!("CARGO_PKG_VERSION")))
         .build();
     Ok(config.into())
