@@ -12,11 +12,9 @@ mod protocol_support;
 use bernstein_core::config::Tier;
 use bernstein_core::protocol::Outcome;
 use bernstein_core::protocol::completion::starting_with;
-use bernstein_core::protocol::registry::{
-    Progress, ResourceTemplateSpec, TemplateCompleter, ToolOutput,
-};
-use bernstein_domain::bound::Server;
+use bernstein_core::protocol::registry::{Candidates, Progress, TemplatedRead, ToolOutput};
 use bernstein_domain::bound::{Catalog, ToolContext};
+use bernstein_domain::bound::{ResourceContext, ResourceTemplateSpec, Server, TemplateCompleter};
 use protocol_support::{SchemaBook, Session, fixture_catalog, fixture_server, modern_meta};
 use serde_json::{Map, Value, json};
 
@@ -41,21 +39,22 @@ fn stepping(_: &ToolContext<'_>, _: Value) -> ToolOutput {
 }
 
 fn read_item(
-    _: &bernstein_core::Config,
+    _: &ResourceContext<'_>,
     uri: &str,
     vars: &Map<String, Value>,
-) -> Result<Vec<Value>, String> {
+) -> Result<TemplatedRead, String> {
     let id = vars["id"].as_str().unwrap_or_default();
     if id == "missing" {
         return Err("no item missing".into());
     }
-    Ok(vec![
-        json!({"uri": uri, "mimeType": "text/plain", "text": format!("item {id}")}),
-    ])
+    Ok(TemplatedRead {
+        contents: vec![json!({"uri": uri, "mimeType": "text/plain", "text": format!("item {id}")})],
+        ..TemplatedRead::default()
+    })
 }
 
-fn item_ids(_: &str, typed: &str, _: &Map<String, Value>) -> Vec<String> {
-    starting_with(&["alpha", "beta"], typed)
+fn item_ids(_: &ResourceContext<'_>, _: &str, typed: &str, _: &Map<String, Value>) -> Candidates {
+    Candidates::all(starting_with(&["alpha", "beta"], typed))
 }
 
 fn catalog(completers: bool) -> Catalog {
@@ -262,6 +261,30 @@ fn bernsteins_own_catalogue_completes_the_run_scope() {
         let reply = p.complete(goal, "nope", "");
         assert_eq!(reply["error"]["code"], -32602, "{rev}");
         let reply = p.ask("resources/templates/list", json!({}));
-        assert_eq!(reply["result"]["resourceTemplates"], json!([]), "{rev}");
+        let templates: Vec<&str> = reply["result"]["resourceTemplates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["uriTemplate"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            templates,
+            [
+                "bernstein://runs/{run_id}",
+                "bernstein://tasks/{task_id}",
+                "bernstein://tasks/{task_id}/artifacts",
+                "bernstein://tasks/{task_id}/mailbox"
+            ],
+            "{rev}"
+        );
+        // No run yet: nothing to complete, and no such run to read.
+        let run = json!({"type": "ref/resource", "uri": "bernstein://runs/{run_id}"});
+        let reply = p.complete(run, "run_id", "T-");
+        assert_eq!(reply["result"]["completion"]["values"], json!([]), "{rev}");
+        let reply = p.ask(
+            "resources/read",
+            json!({"uri": "bernstein://runs/T-0123456789abcdef"}),
+        );
+        assert!(reply["error"]["code"].is_i64(), "{rev}: {reply}");
     }
 }
