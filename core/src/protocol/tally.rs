@@ -154,7 +154,8 @@ mod tests {
                 outcome: "unknown_tool".into()
             }]
         );
-        let read = audit(json!({"tool": "resources/read", "ok": true, "spec_revision": "2025-11-25"}));
+        let read =
+            audit(json!({"tool": "resources/read", "ok": true, "spec_revision": "2025-11-25"}));
         assert_eq!(audited_calls(&server, &read)[0].tool, RESOURCE_READ);
         let odd = audit(json!({"tool": tool, "ok": false, "error": "Not A Code",
             "spec_revision": "1999-01-01"}));
