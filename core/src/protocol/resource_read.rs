@@ -90,3 +90,112 @@ fn unaudited(result: Result<Value, RpcError>) -> ReadReply {
         records: Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::ledger::audit::{CallAudit, RESOURCE_READ};
+    use crate::protocol::Phase;
+    use crate::protocol::ids::RequestIds;
+    use crate::protocol::registry::{ResourceTemplateSpec, TemplatedRead};
+    use crate::protocol::unit_fold::{Catalog, ResourceSpec, Server, Snapshot};
+    use crate::time::Timestamp;
+
+    fn server() -> Server {
+        let catalog = Catalog {
+            resources: vec![ResourceSpec {
+                uri: "test://static",
+                name: "static",
+                title: "Static",
+                description: "A static resource.",
+                mime_type: "text/plain",
+                read: |_, _| vec![json!({"uri": "test://static", "text": "s"})],
+            }],
+            resource_templates: vec![ResourceTemplateSpec {
+                uri_template: "test://runs/{id}",
+                name: "run",
+                title: "Run",
+                description: "A run.",
+                mime_type: "application/json",
+                read: |_, uri, vars| match vars["id"].as_str() {
+                    Some("missing") => Err("no run has this id".into()),
+                    id => Ok(TemplatedRead {
+                        contents: vec![json!({"uri": uri, "text": id})],
+                        ttl_ms: Some(7),
+                        run_id: id.map(str::to_string),
+                    }),
+                },
+                complete: None,
+            }],
+            ..Catalog::empty()
+        };
+        Server::with_catalog(Config::new(b"k".to_vec()), catalog)
+    }
+
+    fn read(s: &Server, revision: Revision, uri: &str) -> ReadReply {
+        let params = json!({ "uri": uri });
+        let ids = RequestIds::of_request("resources/read", Some(&params));
+        let snapshot = Snapshot::default();
+        let input = CallInput {
+            params: Some(&params),
+            revision,
+            ids: &ids,
+            snapshot: &snapshot,
+            now: Timestamp(5),
+            host: None,
+            phase: Phase::Settle,
+        };
+        read_resource(s, &input)
+    }
+
+    fn audit(reply: &ReadReply) -> CallAudit<'_> {
+        let [record] = reply.records.as_slice() else {
+            panic!("one audit record, got {:?}", reply.records);
+        };
+        CallAudit::read(&record.body)
+    }
+
+    #[test]
+    fn a_templated_read_is_audited_with_its_template_and_run() {
+        let s = server();
+        let reply = read(&s, Revision::LATEST_HANDSHAKE, "test://runs/T-1");
+        let result = reply.result.as_ref().unwrap();
+        assert_eq!(result["contents"][0]["text"], "T-1");
+        assert!(
+            result.get("ttlMs").is_none(),
+            "no cache hints before 2026-07-28"
+        );
+        let a = audit(&reply);
+        assert_eq!(
+            (
+                a.tool.as_ref(),
+                a.ok,
+                a.resource.as_deref(),
+                a.run_id.as_deref()
+            ),
+            (RESOURCE_READ, true, Some("test://runs/{id}"), Some("T-1"))
+        );
+        assert!(a.journal_head.is_some() && a.name_digest.is_none());
+        let modern = read(&s, Revision::MODERN, "test://runs/T-1");
+        assert_eq!(modern.result.unwrap()["ttlMs"], 7);
+    }
+
+    #[test]
+    fn a_read_of_nothing_is_refused_and_audited_and_others_append_nothing() {
+        let s = server();
+        let reply = read(&s, Revision::LATEST_HANDSHAKE, "test://runs/missing");
+        assert_eq!(reply.result.as_ref().unwrap_err().code, -32002);
+        let a = audit(&reply);
+        assert_eq!(
+            (a.ok, a.error.as_deref()),
+            (false, Some("resource_not_found"))
+        );
+        let modern = read(&s, Revision::MODERN, "test://runs/missing");
+        assert_eq!(modern.result.unwrap_err().code, -32602);
+        let fixed = read(&s, Revision::LATEST_HANDSHAKE, "test://static");
+        assert!(fixed.result.is_ok() && fixed.records.is_empty());
+        let unknown = read(&s, Revision::LATEST_HANDSHAKE, "test://nothing");
+        assert!(unknown.result.is_err() && unknown.records.is_empty());
+    }
+}
