@@ -10,12 +10,13 @@
 //! tests/conformance/expected-failures.txt lists those scenarios with the reason.
 
 use bernstein_core::protocol::completion::starting_with;
+use bernstein_core::protocol::logging::{LogLevel, LogMessage};
 use bernstein_core::protocol::registry::{
-    Arguments, Effects, Progress, PromptArgument, PromptSpec, ResourceTemplateSpec, TaskSupport,
-    ToolError, ToolOutput,
+    Arguments, Candidates, Effects, Progress, PromptArgument, PromptSpec, TaskSupport,
+    TemplatedRead, ToolError, ToolOutput,
 };
 use bernstein_core::{Config, Tier};
-use bernstein_domain::bound::{Catalog, ResourceSpec, ToolContext, ToolSpec};
+use bernstein_domain::bound::{Catalog, ResourceSpec, ResourceTemplateSpec, ToolContext, ToolSpec};
 use serde_json::{Map, Value, json};
 
 /// A 1x1 transparent PNG, base64.
@@ -115,6 +116,25 @@ fn with_progress(_: &ToolContext<'_>, _: Value) -> ToolOutput {
     out
 }
 
+/// `test_tool_with_logging` and `test_logging_tool`: three `info` messages before the result,
+/// which the engine sends only at a level the client asked for.
+fn with_logging(_: &ToolContext<'_>, _: Value) -> ToolOutput {
+    let mut out = ToolOutput::ok(json!("Logging test completed: 3 messages logged."));
+    out.logs = [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ]
+    .into_iter()
+    .map(|text| LogMessage {
+        level: LogLevel::Info,
+        logger: "conformance-fixture",
+        data: json!(text),
+    })
+    .collect();
+    out
+}
+
 fn tools() -> Vec<ToolSpec> {
     vec![
         fixture_tool(
@@ -182,6 +202,22 @@ fn tools() -> Vec<ToolSpec> {
             NO_EFFECTS,
             empty_schema,
             with_progress,
+        ),
+        fixture_tool(
+            "test_tool_with_logging",
+            "With logging",
+            NO_EFFECTS,
+            empty_schema,
+            with_logging,
+        ),
+        // The stateless suite's diagnostic name for the same tool (SEP-2575: no message
+        // without a level asked).
+        fixture_tool(
+            "test_logging_tool",
+            "Logging diagnostic",
+            NO_EFFECTS,
+            empty_schema,
+            with_logging,
         ),
         fixture_tool(
             "test_header_params",
@@ -363,13 +399,16 @@ fn templates() -> Vec<ResourceTemplateSpec> {
             let id = vars.get("id").and_then(Value::as_str).ok_or("no id")?;
             let text =
                 json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
-            Ok(vec![
-                json!({"uri": uri, "mimeType": "application/json", "text": text.to_string()}),
-            ])
+            Ok(TemplatedRead {
+                contents: vec![
+                    json!({"uri": uri, "mimeType": "application/json", "text": text.to_string()}),
+                ],
+                ..TemplatedRead::default()
+            })
         },
-        complete: Some(|variable, typed, _| match variable {
-            "id" => starting_with(&["123", "456", "789"], typed),
-            _ => Vec::new(),
+        complete: Some(|_, variable, typed, _| match variable {
+            "id" => Candidates::all(starting_with(&["123", "456", "789"], typed)),
+            _ => Candidates::default(),
         }),
     }]
 }
@@ -462,7 +501,15 @@ mod tests {
         let uri = "test://template/123/data";
         let vars =
             bernstein_core::protocol::resource_templates::match_uri(t.uri_template, uri).unwrap();
-        let contents = (t.read)(&Config::new(b"k".to_vec()), uri, &vars).unwrap();
+        let config = Config::new(b"k".to_vec());
+        let snapshot = bernstein_domain::Snapshot::default();
+        let ctx = bernstein_domain::bound::ResourceContext {
+            snapshot: &snapshot,
+            config: &config,
+            now: bernstein_core::time::Timestamp(0),
+            spec_revision: "2025-11-25",
+        };
+        let contents = (t.read)(&ctx, uri, &vars).unwrap().contents;
         assert_eq!(contents[0]["uri"], uri);
         assert!(contents[0]["text"].as_str().unwrap().contains("123"));
     }

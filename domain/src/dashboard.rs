@@ -179,8 +179,18 @@ fn calls_json(p: &Projection, now: Timestamp, window_s: u64) -> Value {
 
 /// `/api/task?id=…`: the task, its mailbox (bodies as stored: redacted before they were
 /// recorded), its artifacts with their lineage; `None` for an unknown task. `signer` is the
-/// project's public key PEM, when known: an entry signed by another key is `"foreign"`.
+/// project's public key PEM, when known: an entry signed by another key is `"foreign"`. The
+/// task's resources (`crate::resources`) serve the same three parts.
 pub fn task(p: &Projection, id: &str, signer: Option<&str>) -> Option<Value> {
+    let row = task_detail(p, id)?;
+    let mailbox = task_mailbox(p, id, signer);
+    let artifacts = task_artifacts(p, id);
+    Some(json!({"task": row, "mailbox": mailbox, "artifacts": artifacts}))
+}
+
+/// The task `id` as `/api/task` shows it: its row with its run, goal, result summary and
+/// redactions; `None` for an unknown task.
+pub fn task_detail(p: &Projection, id: &str) -> Option<Value> {
     let t = p.task(id)?;
     let mut row = task_row(t);
     if let Value::Object(m) = &mut row {
@@ -190,14 +200,21 @@ pub fn task(p: &Projection, id: &str, signer: Option<&str>) -> Option<Value> {
         m.insert("requires_approval".into(), t.requires_approval.into());
         m.insert("redacted_kinds".into(), json!(t.rare.redacted_kinds));
     }
-    let mailbox: Vec<Value> = p
-        .capsules()
+    Some(row)
+}
+
+/// The mailbox of task `id`, oldest first, each entry with the state of its checks.
+pub fn task_mailbox(p: &Projection, id: &str, signer: Option<&str>) -> Vec<Value> {
+    p.capsules()
         .mailbox(id)
         .iter()
         .map(|e| entry_json(e, signer))
-        .collect();
-    let artifacts: Vec<Value> = p
-        .artifacts()
+        .collect()
+}
+
+/// The artifacts of task `id`, each version with its lineage walked.
+pub fn task_artifacts(p: &Projection, id: &str) -> Vec<Value> {
+    p.artifacts()
         .of_task(id)
         .map(|v| {
             let r = &v.record;
@@ -220,8 +237,7 @@ pub fn task(p: &Projection, id: &str, signer: Option<&str>) -> Option<Value> {
                 },
             })
         })
-        .collect();
-    Some(json!({"task": row, "mailbox": mailbox, "artifacts": artifacts}))
+        .collect()
 }
 
 /// A mailbox entry with the state of its own checks: `valid` (its hash covers its fields and

@@ -12,7 +12,8 @@
 //! - [`aliases`]: the deprecated tool names and their replacements (never listed).
 //! - [`skills`], [`scenarios`]: skill files and scenario definitions (`load_skill`,
 //!   `bernstein_scenario`).
-//! - [`prompts`], [`card`], [`instructions`]: the rest of the catalogue.
+//! - [`prompts`], [`card`], [`instructions`]: the rest of the catalogue; [`resources`]: runs
+//!   and tasks as resource templates, and the links tool results carry to them.
 //! - [`schema`]: advertised JSON Schemas generated from the Rust types; [`args`]: argument
 //!   newtypes whose limits are both their schema and their check.
 //! - [`deps`]: `depends_on` checks (unknown tasks, cycles).
@@ -67,6 +68,8 @@ pub mod projection;
 pub mod prompts;
 pub mod records;
 pub mod refusal;
+pub mod resource_links;
+pub mod resources;
 pub mod runs;
 pub mod scenarios;
 pub mod schema;
@@ -95,7 +98,7 @@ pub fn catalog() -> Catalog {
         tools: tools::registered(),
         prompts: prompts::registered(),
         resources: vec![card::resource(), signed_head::resource()],
-        resource_templates: Vec::new(),
+        resource_templates: resources::templates(),
         aliases: aliases::DEPRECATED_ALIASES.to_vec(),
         instructions: instructions::instructions,
         capability_card: card::capability_card,

@@ -451,6 +451,15 @@ impl Projection {
             .map(|(_, v)| &**v)
     }
 
+    /// Tasks whose id sorts at or after `from`, in id order (those starting with a prefix are
+    /// the first ones of `tasks_from(prefix)`).
+    pub fn tasks_from<'a>(&'a self, from: &str) -> impl Iterator<Item = &'a TaskRow> + use<'a> {
+        use std::ops::Bound;
+        self.tasks
+            .range::<_, str>((Bound::Included(from), Bound::Unbounded))
+            .map(|(_, v)| &**v)
+    }
+
     /// How many tasks exist.
     pub fn total(&self) -> u64 {
         self.tasks.len() as u64

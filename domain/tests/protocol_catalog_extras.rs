@@ -12,11 +12,9 @@ mod protocol_support;
 use bernstein_core::config::Tier;
 use bernstein_core::protocol::Outcome;
 use bernstein_core::protocol::completion::starting_with;
-use bernstein_core::protocol::registry::{
-    Progress, ResourceTemplateSpec, TemplateCompleter, ToolOutput,
-};
-use bernstein_domain::bound::Server;
+use bernstein_core::protocol::registry::{Candidates, Progress, TemplatedRead, ToolOutput};
 use bernstein_domain::bound::{Catalog, ToolContext};
+use bernstein_domain::bound::{ResourceContext, ResourceTemplateSpec, Server, TemplateCompleter};
 use protocol_support::{SchemaBook, Session, fixture_catalog, fixture_server, modern_meta};
 use serde_json::{Map, Value, json};
 
@@ -41,21 +39,22 @@ fn stepping(_: &ToolContext<'_>, _: Value) -> ToolOutput {
 }
 
 fn read_item(
-    _: &bernstein_core::Config,
+    _: &ResourceContext<'_>,
     uri: &str,
     vars: &Map<String, Value>,
-) -> Result<Vec<Value>, String> {
+) -> Result<TemplatedRead, String> {
     let id = vars["id"].as_str().unwrap_or_default();
     if id == "missing" {
         return Err("no item missing".into());
     }
-    Ok(vec![
-        json!({"uri": uri, "mimeType": "text/plain", "text": format!("item {id}")}),
-    ])
+    Ok(TemplatedRead {
+        contents: vec![json!({"uri": uri, "mimeType": "text/plain", "text": format!("item {id}")})],
+        ..TemplatedRead::default()
+    })
 }
 
-fn item_ids(_: &str, typed: &str, _: &Map<String, Value>) -> Vec<String> {
-    starting_with(&["alpha", "beta"], typed)
+fn item_ids(_: &ResourceContext<'_>, _: &str, typed: &str, _: &Map<String, Value>) -> Candidates {
+    Candidates::all(starting_with(&["alpha", "beta"], typed))
 }
 
 fn catalog(completers: bool) -> Catalog {
@@ -124,8 +123,12 @@ impl Probe {
             .unwrap_or_else(|e| panic!("{rev} {method}: {e}\n{reply}"));
         for note in &outcome.notifications {
             let note: Value = serde_json::from_slice(note).unwrap();
+            let def = match note["method"].as_str() {
+                Some("notifications/message") => "LoggingMessageNotification",
+                _ => "ProgressNotification",
+            };
             self.book
-                .check(rev, "ProgressNotification", &note)
+                .check(rev, def, &note)
                 .unwrap_or_else(|e| panic!("{rev}: {e}\n{note}"));
         }
         (reply, outcome)
@@ -262,6 +265,93 @@ fn bernsteins_own_catalogue_completes_the_run_scope() {
         let reply = p.complete(goal, "nope", "");
         assert_eq!(reply["error"]["code"], -32602, "{rev}");
         let reply = p.ask("resources/templates/list", json!({}));
-        assert_eq!(reply["result"]["resourceTemplates"], json!([]), "{rev}");
+        let templates: Vec<&str> = reply["result"]["resourceTemplates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["uriTemplate"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            templates,
+            [
+                "bernstein://runs/{run_id}",
+                "bernstein://tasks/{task_id}",
+                "bernstein://tasks/{task_id}/artifacts",
+                "bernstein://tasks/{task_id}/mailbox"
+            ],
+            "{rev}"
+        );
+        // No run yet: nothing to complete, and no such run to read.
+        let run = json!({"type": "ref/resource", "uri": "bernstein://runs/{run_id}"});
+        let reply = p.complete(run, "run_id", "T-");
+        assert_eq!(reply["result"]["completion"]["values"], json!([]), "{rev}");
+        let reply = p.ask(
+            "resources/read",
+            json!({"uri": "bernstein://runs/T-0123456789abcdef"}),
+        );
+        assert!(reply["error"]["code"].is_i64(), "{rev}: {reply}");
+    }
+}
+
+/// The `notifications/message` of an outcome, parsed.
+fn log_messages(out: &Outcome) -> Vec<Value> {
+    out.notifications
+        .iter()
+        .map(|n| serde_json::from_slice::<Value>(n).unwrap())
+        .filter(|n| n["method"] == "notifications/message")
+        .collect()
+}
+
+#[test]
+fn a_poll_logs_the_run_only_at_a_level_asked_for() {
+    let mut config = bernstein_core::Config::new(b"k".to_vec());
+    config.tier = Tier::Standard;
+    for rev in REVISIONS {
+        let mut p = Probe::new(rev, false);
+        p.session.server = Server::new(config.clone());
+        let (run, _) = p.send(
+            "tools/call",
+            json!({"name": "bernstein_run", "arguments": {"goal": "log me"}}),
+        );
+        let run: Value =
+            serde_json::from_str(run["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+        let run_id = run["result"]["run_id"].as_str().unwrap().to_string();
+        let poll = json!({"name": "bernstein_run_status", "arguments": {"run_id": run_id}});
+        let (_, out) = p.send("tools/call", poll.clone());
+        assert!(log_messages(&out).is_empty(), "{rev}: no level asked");
+        let mut loud = poll.clone();
+        if rev == "2026-07-28" {
+            // Per request; logging/setLevel is no method of this era.
+            let (reply, _) = p.send("logging/setLevel", json!({"level": "info"}));
+            assert_eq!(reply["error"]["code"], -32601, "{rev}");
+            loud["_meta"] = json!({"io.modelcontextprotocol/logLevel": "info"});
+        } else {
+            let (reply, _) = p.send("logging/setLevel", json!({"level": "info"}));
+            assert_eq!(reply["result"], json!({}), "{rev}");
+            let (reply, _) = p.send("logging/setLevel", json!({"level": "loud"}));
+            assert_eq!(reply["error"]["code"], -32602, "{rev}");
+        }
+        let (_, out) = p.send("tools/call", loud.clone());
+        let logs = log_messages(&out);
+        assert_eq!(logs.len(), 1, "{rev}");
+        let params = &logs[0]["params"];
+        assert_eq!(
+            (
+                &params["level"],
+                &params["logger"],
+                &params["data"]["run_id"]
+            ),
+            (&json!("info"), &json!("bernstein.run"), &json!(run_id)),
+            "{rev}"
+        );
+        assert_eq!(params["data"]["status"], "working", "{rev}");
+        // Above the level a working run logs at: nothing.
+        if rev == "2026-07-28" {
+            loud["_meta"] = json!({"io.modelcontextprotocol/logLevel": "warning"});
+        } else {
+            p.send("logging/setLevel", json!({"level": "warning"}));
+        }
+        let (_, out) = p.send("tools/call", loud);
+        assert!(log_messages(&out).is_empty(), "{rev}");
     }
 }

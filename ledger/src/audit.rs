@@ -1,7 +1,7 @@
-//! The audit record of one `tools/call` ([`CALL_KIND`] on the audit stream), typed once: the
-//! protocol writes its body and every reader parses it with this type (the offline verifier,
-//! the stores' re-sealing of reads, the metrics' tallies, the projection's per-minute call
-//! counts and run chain heads). docs/RECORDS.md describes each field.
+//! The audit record of one `tools/call` or templated `resources/read` ([`CALL_KIND`] on the
+//! audit stream), typed once: the protocol writes its body and every reader parses it with this
+//! type (the offline verifier, the stores' re-sealing of reads, the metrics' tallies, the
+//! projection's per-minute call counts and run chain heads). docs/RECORDS.md describes each field.
 //!
 //! Reading is lenient: a field a body lacks reads as its default (an empty string, `false`,
 //! `0`, absent), so a reader of an odd body gets what is there instead of nothing; writing
@@ -18,6 +18,10 @@ pub const CALL_KIND: &str = "mcp.stateless_call";
 
 /// The `tool` of a call whose name is no tool of the catalogue (nor a deprecated alias).
 pub const UNKNOWN_TOOL: &str = "unknown";
+
+/// The `tool` of a `resources/read` of a templated resource, audited like a call: its
+/// [`CallAudit::resource`] names the template, `args_digest` covers `{"uri": …}`.
+pub const RESOURCE_READ: &str = "resources/read";
 
 /// The body of a call's audit record.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +70,9 @@ pub struct CallAudit<'a> {
     pub name_digest: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name_len: Option<u64>,
+    /// For [`RESOURCE_READ`]: the URI template the read URI matched.
+    #[serde(borrow, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<Cow<'a, str>>,
 }
 
 impl<'a> CallAudit<'a> {

@@ -98,4 +98,6 @@ pub struct Served {
     pub span_id: Option<String>,
     /// Set by `initialize`: the revision the connection speaks from now on.
     pub negotiated_version: Option<String>,
+    /// Set by `logging/setLevel`: the log level the connection asks for from now on.
+    pub log_level: Option<crate::protocol::logging::LogLevel>,
 }

@@ -371,6 +371,7 @@ impl<J: Job> Request<J> {
                 .unwrap_or_default(),
             response: outcome.response.map(|r| r.render(latency_ms)),
             negotiated_version: outcome.negotiated_version,
+            log_level: outcome.log_level,
         };
         self.out.push_back(Output::Done(Finished {
             served,

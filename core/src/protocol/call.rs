@@ -20,6 +20,7 @@ use super::era::Revision;
 use super::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
 use super::ids::{RequestIds, digest_of_value};
 use super::jsonrpc::{RpcError, kind_of, shorten};
+use super::logging::LogMessage;
 use super::model::results::CallToolResult;
 use super::model::{CallParams, Meta, Method};
 use super::refusal::Common;
@@ -37,7 +38,7 @@ use crate::time::Timestamp;
 pub const ALIAS_REMOVAL_RELEASE: &str = "v3.12.0";
 /// Kind of the audit record every tool call appends (defined once, by the ledger's verifier).
 pub use crate::ledger::audit::CALL_KIND as AUDIT_KIND;
-use crate::ledger::audit::{CallAudit, UNKNOWN_TOOL};
+use crate::ledger::audit::{CallAudit, RESOURCE_READ, UNKNOWN_TOOL};
 
 /// What serving one `tools/call` produced.
 #[derive(Debug)]
@@ -56,6 +57,8 @@ pub struct CallReply {
     /// The handler's progress steps (see [`ToolOutput::progress`]), for the dispatcher to send
     /// as `notifications/progress` when the request carries a progress token.
     pub progress: Vec<Progress>,
+    /// The handler's log messages (see [`ToolOutput::logs`]), also of a round that waits.
+    pub logs: Vec<LogMessage>,
     /// Set when the answer is not final and the call may wait (see [`ToolOutput::wait_ms`]):
     /// nothing else in the reply counts.
     pub wait_ms: Option<u64>,
@@ -262,6 +265,8 @@ fn finish<F: Fold>(
         run_id,
         content,
         host,
+        links,
+        logs,
         progress,
         wait_ms,
         watch,
@@ -309,6 +314,7 @@ fn finish<F: Fold>(
             return CallReply {
                 run_id,
                 watch,
+                logs,
                 ..CallReply::pending(ms)
             };
         }
@@ -401,6 +407,15 @@ fn finish<F: Fold>(
         }
         None => vec![text()],
     };
+    // Links to the resources the result names follow the payload (the meter fills the last
+    // text block, wherever the links put it).
+    let content = if ok && input.revision.has_resource_links() {
+        let mut content = content;
+        content.extend(links.iter().map(|l| l.to_block()));
+        content
+    } else {
+        content
+    };
     // Structured output is the success payload the outputSchema describes; a refusal is
     // reported in the text block only, so strict clients never see it fail that schema.
     let structured = ok
@@ -429,9 +444,35 @@ fn finish<F: Fold>(
         records,
         host: None,
         progress,
+        logs,
         wait_ms: None,
         watch: None,
     }
+}
+
+/// The records of a `resources/read` of a URI that `template` matched, audited like a tool
+/// call (docs/RECORDS.md): one `mcp.stateless_call` record with `tool: "resources/read"`,
+/// `resource: template`, the digest of `{"uri": uri}`, and, for a read that answered from a
+/// run, that run and its journal head. `refused` is the refusal code of a read that found
+/// nothing.
+pub(crate) fn audit_read<F: Fold>(
+    server: &Server<F>,
+    input: &CallInput<'_, F>,
+    (template, uri): (&'static str, &str),
+    refused: Option<Common>,
+    run_id: Option<&str>,
+) -> Vec<Record> {
+    let args = json!({ "uri": uri });
+    let audit = Audit {
+        resource: Some(template),
+        ..Audit::of(server, input, RESOURCE_READ, &args, None)
+    };
+    audit.seal(
+        Vec::new(),
+        refused.is_none(),
+        refused.map(Common::as_str),
+        run_id,
+    )
 }
 
 /// What a cancelled long poll answers instead of its payload: the answer as it stood.
@@ -462,6 +503,7 @@ impl CallReply {
             run_id: None,
             host: None,
             progress: Vec::new(),
+            logs: Vec::new(),
             wait_ms: None,
             watch: None,
         }
@@ -503,6 +545,7 @@ fn unaudited(error: RpcError) -> CallReply {
         run_id: None,
         host: None,
         progress: Vec::new(),
+        logs: Vec::new(),
         wait_ms: None,
         watch: None,
     }
@@ -527,6 +570,8 @@ struct Audit<'a, F> {
     name: &'a str,
     args: &'a Value,
     alias_of: Option<&'static str>,
+    /// The URI template of an audited `resources/read` (then `name` is [`RESOURCE_READ`]).
+    resource: Option<&'static str>,
     input: &'a CallInput<'a, F>,
     server: &'a Server<F>,
 }
@@ -545,6 +590,7 @@ impl<'a, F: Fold> Audit<'a, F> {
             name,
             args,
             alias_of,
+            resource: None,
             input,
             server,
         }
@@ -560,6 +606,7 @@ impl<'a, F: Fold> Audit<'a, F> {
             run_id: None,
             host: None,
             progress: Vec::new(),
+            logs: Vec::new(),
             wait_ms: None,
             watch: None,
         }
@@ -578,7 +625,7 @@ impl<'a, F: Fold> Audit<'a, F> {
         let key = &self.server.config.audit_key;
         // A name that is no tool is recorded as a fixed marker with its digest and length:
         // the client's bytes reach neither the ledger nor the tallies folded from it.
-        let known = self.server.catalog.knows_tool(self.name);
+        let known = self.resource.is_some() || self.server.catalog.knows_tool(self.name);
         let mut audit = CallAudit {
             tool: if known { self.name } else { UNKNOWN_TOOL }.into(),
             call_id: input.ids.call_id.as_str().into(),
@@ -595,6 +642,7 @@ impl<'a, F: Fold> Audit<'a, F> {
             read_at: None,
             name_digest: (!known).then(|| Digest::of(self.name.as_bytes()).to_string().into()),
             name_len: (!known).then_some(self.name.len() as u64),
+            resource: self.resource.map(Into::into),
         };
         if let Some(run) = run_id {
             let stream = run_stream(run);

@@ -11,9 +11,11 @@
 use serde_json::{Map, Value};
 
 use super::Server;
+use super::call::CallInput;
 use super::jsonrpc::{RpcError, names_or_none, shorten};
 use super::model::results::{CompleteResult, Completion, to_value};
 use super::model::{CompleteParams, CompleteRef};
+use super::registry::{Candidates, ResourceContext};
 use super::resource_templates::variables;
 use crate::ledger::Fold;
 
@@ -21,13 +23,13 @@ use crate::ledger::Fold;
 pub const MAX_VALUES: usize = 100;
 
 /// Serves `completion/complete`.
-pub fn complete<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<Value, RpcError> {
+pub fn complete<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> Result<Value, RpcError> {
     let CompleteParams {
         reference,
         name,
         value,
         context,
-    } = CompleteParams::read(params)?;
+    } = CompleteParams::read(input.params)?;
     let empty = Map::new();
     let context = context.unwrap_or(&empty);
     let candidates = match reference {
@@ -42,7 +44,7 @@ pub fn complete<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<V
                 let known: Vec<&str> = prompt.arguments.iter().map(|a| a.name).collect();
                 return Err(no_such_argument(name, prompt.name, &known));
             };
-            arg.complete.map(|f| f(value, context)).unwrap_or_default()
+            Candidates::all(arg.complete.map(|f| f(value, context)).unwrap_or_default())
         }
         CompleteRef::Resource { uri } => {
             let template = server
@@ -57,11 +59,17 @@ pub fn complete<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<V
                     if !known.contains(&name) {
                         return Err(no_such_argument(name, t.uri_template, &known));
                     }
+                    let ctx = ResourceContext {
+                        snapshot: input.snapshot,
+                        config: &server.config,
+                        now: input.now,
+                        spec_revision: input.revision.as_str(),
+                    };
                     t.complete
-                        .map(|f| f(name, value, context))
+                        .map(|f| f(&ctx, name, value, context))
                         .unwrap_or_default()
                 }
-                None if server.catalog.resource(uri).is_some() => Vec::new(),
+                None if server.catalog.resource(uri).is_some() => Candidates::default(),
                 None => {
                     return Err(RpcError::invalid_params(format!(
                         "Unknown resource or resource template: {}",
@@ -71,13 +79,14 @@ pub fn complete<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<V
             }
         }
     };
-    let total = candidates.len();
-    let values: Vec<String> = candidates.into_iter().take(MAX_VALUES).collect();
+    let Candidates { values, total } = candidates;
+    let total = total.max(values.len());
+    let values: Vec<String> = values.into_iter().take(MAX_VALUES).collect();
     Ok(to_value(&CompleteResult {
         completion: Completion {
+            has_more: total > values.len(),
             values,
             total,
-            has_more: total > MAX_VALUES,
         },
     }))
 }

@@ -13,7 +13,8 @@ use crate::ledger::Fold;
 /// Freshness hint of cacheable stateless results: five minutes. Lists change only when the
 /// server restarts with another configuration.
 pub const LIST_TTL_MS: u64 = 300_000;
-/// Freshness hint of `resources/read`: the capability card reflects live configuration.
+/// Freshness hint of `resources/read` when the reader gives none: the capability card reflects
+/// live configuration.
 pub const READ_TTL_MS: u64 = 60_000;
 
 /// The server's `Implementation` object for `revision`.
@@ -63,7 +64,8 @@ pub fn decorate<F: Fold>(
         );
     }
     if let Some((ttl, scope)) = cache_hint(method) {
-        obj.insert("ttlMs".into(), Value::from(ttl));
+        // A reader that knows better (a finished run's resource) set its own `ttlMs`.
+        obj.entry("ttlMs").or_insert_with(|| Value::from(ttl));
         obj.insert("cacheScope".into(), Value::String(scope.into()));
     }
     Value::Object(obj)

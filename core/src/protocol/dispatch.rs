@@ -25,6 +25,7 @@ use super::ids::RequestIds;
 use super::jsonrpc::{Id, Incoming, RpcError, classify};
 use super::lifecycle::{discover, initialize};
 use super::listing::{get_prompt, list_prompts, list_resources, tools_list_bytes};
+use super::logging::{self, LogLevel};
 use super::message::{ClientMessage, MessageView, Reading, id_from_raw, oversize_error, slot_ids};
 use super::model::{ListParams, Meta, Method};
 use super::prescan::prescan;
@@ -102,6 +103,7 @@ pub fn serve<F: Fold>(
                 notifications: served.notifications,
                 append,
                 negotiated_version: served.negotiated.map(|r| r.as_str().to_string()),
+                log_level: served.log_level,
                 pending: served.pending,
                 host: served.host,
                 tally,
@@ -221,6 +223,7 @@ fn handle_batch<F: Fold>(
     let mut records: Vec<Record> = Vec::new();
     let mut notifications = Vec::new();
     let mut negotiated = None;
+    let mut log_level = None;
     let mut methods = Vec::new();
     for (i, item) in items.iter().enumerate() {
         // A batch is answered at once: nothing in it waits.
@@ -241,6 +244,7 @@ fn handle_batch<F: Fold>(
         notifications.extend(served.notifications);
         parts.extend(served.response);
         negotiated = served.negotiated.or(negotiated);
+        log_level = served.log_level.or(log_level);
     }
     let tally = Tally {
         methods,
@@ -256,6 +260,7 @@ fn handle_batch<F: Fold>(
         notifications,
         append,
         negotiated_version: negotiated.map(|r: Revision| r.as_str().to_string()),
+        log_level,
         pending: None,
         host: None,
         tally,
@@ -275,6 +280,8 @@ struct Served {
     response: Option<Response>,
     records: Vec<Record>,
     negotiated: Option<Revision>,
+    /// Set by `logging/setLevel`.
+    log_level: Option<LogLevel>,
     notifications: Vec<Vec<u8>>,
     pending: Option<Wait>,
     host: Option<HostRequest>,
@@ -295,6 +302,7 @@ fn serve_one<F: Fold>(
         response: None,
         records: Vec::new(),
         negotiated: None,
+        log_level: None,
         notifications: Vec::new(),
         pending: None,
         host: None,
@@ -347,6 +355,7 @@ fn serve_one<F: Fold>(
         response: Some(response),
         records: routed.records,
         negotiated: routed.negotiated,
+        log_level: routed.log_level,
         notifications: routed.notifications,
         pending: routed.pending,
         host: None,
@@ -360,6 +369,7 @@ struct Routed {
     meter: Option<MeterSlot>,
     records: Vec<Record>,
     negotiated: Option<Revision>,
+    log_level: Option<LogLevel>,
     notifications: Vec<Vec<u8>>,
     pending: Option<Wait>,
     host: Option<HostRequest>,
@@ -376,6 +386,7 @@ impl Routed {
             meter: None,
             records: Vec::new(),
             negotiated: None,
+            log_level: None,
             notifications: Vec::new(),
             pending: None,
             host: None,
@@ -419,6 +430,11 @@ fn route<F: Fold>(
             Err(e) => Routed::of(Err(e)),
         };
     }
+    // The level of the messages the request may carry: none unless asked (`protocol::logging`).
+    let level = match logging::asked(revision, params, input.transport) {
+        Ok(level) => level,
+        Err(e) => return Routed::of(Err(e)),
+    };
     let finish =
         |r: Result<Value, RpcError>| Routed::of(r.map(|v| decorate(server, revision, method, v)));
     let call = CallInput {
@@ -444,9 +460,16 @@ fn route<F: Fold>(
                 };
             }
             if let Some(max_wait_ms) = reply.wait_ms {
-                // Nothing to answer yet, but the run's current tick goes out now (once).
-                let (notifications, records) = progress::waiting_tick(server, &call, &reply)
-                    .map_or_else(Default::default, |(n, r)| (vec![n], r));
+                // Nothing to answer yet, but what the round saw goes out now: its log messages,
+                // and the run's current tick (once).
+                let mut notifications = logging::notifications(level, &reply.logs);
+                let records = match progress::waiting_tick(server, &call, &reply) {
+                    Some((note, records)) => {
+                        notifications.push(note);
+                        records
+                    }
+                    None => Vec::new(),
+                };
                 return Routed {
                     pending: Some(Wait {
                         after: snapshot.position,
@@ -466,7 +489,8 @@ fn route<F: Fold>(
                     ..Routed::of(Ok(Value::Null))
                 };
             }
-            let mut notifications = progress::tool_steps(params, &reply.progress);
+            let mut notifications = logging::notifications(level, &reply.logs);
+            notifications.extend(progress::tool_steps(params, &reply.progress));
             notifications.extend(progress::tick(server, &call, &mut reply));
             Routed {
                 result: reply.result,
@@ -497,10 +521,16 @@ fn route<F: Fold>(
         Method::PromptsList => finish(list_prompts(server, revision, params)),
         Method::PromptsGet => finish(get_prompt(server, params)),
         Method::ResourcesList => finish(list_resources(server, revision, params)),
-        Method::ResourcesRead => finish(read_resource(server, revision, params, snapshot)),
+        Method::ResourcesRead => {
+            let reply = read_resource(server, &call);
+            Routed {
+                records: reply.records,
+                ..finish(reply.result)
+            }
+        }
         Method::ResourcesTemplatesList => finish(list_resource_templates(server, revision, params)),
         Method::CompletionComplete if server.catalog.has_completions() => {
-            finish(complete(server, params))
+            finish(complete(server, &call))
         }
         // Served whatever revision the envelope names: it is how a client learns them.
         Method::ServerDiscover => Routed::of(Ok(decorate(
@@ -510,6 +540,18 @@ fn route<F: Fold>(
             discover(server),
         ))),
         Method::Ping if !revision.is_modern() => Routed::of(Ok(Value::Object(Default::default()))),
+        Method::LoggingSetLevel if !revision.is_modern() => match logging::set_level(params) {
+            Ok((result, level)) => Routed {
+                log_level: Some(level),
+                ..Routed::of(Ok(result))
+            },
+            Err(e) => Routed::of(Err(e)),
+        },
+        Method::LoggingSetLevel => Routed::of(Err(RpcError::method_not_found(
+            method.as_str(),
+            " (not a method of stateless revision 2026-07-28: a request asks for its log level in \
+             params._meta[\"io.modelcontextprotocol/logLevel\"])",
+        ))),
         Method::Initialize | Method::Ping => Routed::of(Err(RpcError::method_not_found(
             method.as_str(),
             " (not a method of stateless revision 2026-07-28: call server/discover, or send requests directly \

@@ -103,6 +103,11 @@ impl Revision {
         self >= Revision::V2025_06_18
     }
 
+    /// `resource_link` content blocks in tool results exist from 2025-06-18.
+    pub fn has_resource_links(self) -> bool {
+        self >= Revision::V2025_06_18
+    }
+
     /// `Tool.execution.taskSupport` exists in 2025-11-25 only (2026-07-28 moved tasks into the
     /// `io.modelcontextprotocol/tasks` extension).
     /// Whether invalid tool arguments are a tool execution error (`isError` result the model
@@ -293,6 +298,7 @@ mod tests {
             kind: TransportKind::LegacySse,
             protocol_version: v.map(str::to_string),
             loopback: true,
+            log_level: None,
         };
         let probe = json!({"_meta": {
             META_PROTOCOL_VERSION: "2026-07-28",
@@ -417,6 +423,7 @@ mod tests {
             kind: TransportKind::StreamableHttp,
             protocol_version: Some("2025-11-25".into()),
             loopback: true,
+            log_level: None,
         };
         let p =
             json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}});

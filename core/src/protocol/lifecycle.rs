@@ -62,8 +62,9 @@ fn description<F: Fold>(server: &Server<F>) -> Description {
     }
 }
 
-/// What this server offers: no list-change notifications, no subscriptions, no logging;
-/// `completions` when a prompt argument or a resource template of the catalogue has a completer.
+/// What this server offers: no list-change notifications, no subscriptions; logging (messages
+/// only at a level the client asked for); `completions` when a prompt argument or a resource
+/// template of the catalogue has a completer.
 pub fn capabilities_of<F: Fold>(server: &Server<F>) -> ServerCapabilities {
     let unchanging = || ListChanged {
         list_changed: false,
@@ -76,6 +77,7 @@ pub fn capabilities_of<F: Fold>(server: &Server<F>) -> ServerCapabilities {
             list_changed: false,
         },
         completions: server.catalog.has_completions().then_some(Empty {}),
+        logging: Empty {},
         tasks: None,
         extensions: None,
     }

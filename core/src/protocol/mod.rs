@@ -18,6 +18,7 @@
 //! - [`lifecycle`]: `initialize`, `ping`, `server/discover`, stateless result decoration.
 //! - [`listing`]: `tools/list`, prompts and resources; [`resource_templates`]: templated
 //!   resources; [`completion`]: `completion/complete`.
+//! - [`logging`]: log levels asked per request or connection, `notifications/message`.
 //! - [`call`]: `tools/call` with validation, meter envelope and audit record; [`refusal`]:
 //!   refusal codes, each declared once in an enum.
 //! - [`validate`]: argument limits and the JSON Schema subset validator.
@@ -40,6 +41,7 @@ pub mod ids;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod listing;
+pub mod logging;
 pub mod message;
 pub mod meter;
 pub mod model;
@@ -92,6 +94,8 @@ pub struct TransportFacts {
     pub protocol_version: Option<String>,
     /// Whether the peer is on a loopback address (stdio counts as loopback).
     pub loopback: bool,
+    /// The log level `logging/setLevel` set on the connection (handshake era), if any.
+    pub log_level: Option<logging::LogLevel>,
 }
 
 impl TransportFacts {
@@ -100,6 +104,7 @@ impl TransportFacts {
             kind: TransportKind::Stdio,
             protocol_version,
             loopback: true,
+            log_level: None,
         }
     }
 }
@@ -186,6 +191,9 @@ pub struct Outcome {
     /// Set by `initialize`: the revision the connection now speaks (stdio runtimes remember it
     /// as a transport fact; HTTP clients send it as a header).
     pub negotiated_version: Option<String>,
+    /// Set by `logging/setLevel`: the level the connection asks for from now on (the engine
+    /// keeps it with the connection and hands it back in [`TransportFacts::log_level`]).
+    pub log_level: Option<logging::LogLevel>,
     /// Set when the answer is not final yet (`tasks/result` of a task still running): the
     /// runtime may hold `response` back and handle the same message again once the ledger head
     /// moves past [`Wait::after`]. A runtime that does not wait (or stops waiting) sends

@@ -89,6 +89,9 @@ refusal_codes! {
         /// The peer cancelled the call before its answer (an audit outcome: the answer carries
         /// the partial result).
         Cancelled = "cancelled",
+        /// A `resources/read` of a URI a template matches but that names nothing (an audit
+        /// outcome: the answer is the revision's resource-not-found error).
+        ResourceNotFound = "resource_not_found",
         /// Placeholder of a call whose host request is out (never answered to a peer).
         HostRequest = "host_request",
     }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::host::{HostReply, HostRequest};
+use super::logging::LogMessage;
 use super::refusal::RefusalCode;
 use super::validate::Violation;
 use crate::config::{Config, Tier};
@@ -153,6 +154,13 @@ pub struct ToolOutput {
     /// "Not yet: perform this on the host and call me again" (see [`super::host`]). When set,
     /// `result`, `drafts` and `content` are ignored.
     pub host: Option<HostRequest>,
+    /// Messages for the client's log, sent as `notifications/message` before the result (or,
+    /// while a long poll waits, with the round that produced them) when the request asked for a
+    /// level (`protocol::logging`), those at or above it only.
+    pub logs: Vec<LogMessage>,
+    /// Resources the result points at, sent as `resource_link` content blocks after the
+    /// payload's text block where the revision has them (2025-06-18 onward), on success only.
+    pub links: Vec<ResourceLink>,
     /// Progress steps sent as `notifications/progress` before the result, in order, when the
     /// request carries `_meta.progressToken` (none without one). Empty for every Bernstein tool
     /// (a [`TaskHooks::ticking_tool`] ticks through [`super::progress::tick`] instead).
@@ -170,6 +178,28 @@ pub struct ToolOutput {
     /// ([`ToolOutput::invalid_arguments`]): what was wrong, for `tools/call` to refuse the call
     /// exactly as a failed schema check is refused.
     pub invalid_arguments: Option<Vec<Violation>>,
+}
+
+/// A resource a tool result points at (a `resource_link` content block).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceLink {
+    pub uri: String,
+    pub name: String,
+    pub description: &'static str,
+    pub mime_type: &'static str,
+}
+
+impl ResourceLink {
+    /// The content block.
+    pub fn to_block(&self) -> Value {
+        serde_json::json!({
+            "type": "resource_link",
+            "uri": self.uri,
+            "name": self.name,
+            "description": self.description,
+            "mimeType": self.mime_type,
+        })
+    }
 }
 
 /// One progress step a tool reports (`notifications/progress` params without the token).
@@ -190,6 +220,8 @@ impl ToolOutput {
             run_id: None,
             content: None,
             host: None,
+            links: Vec::new(),
+            logs: Vec::new(),
             progress: Vec::new(),
             wait_ms: None,
             watch: None,
@@ -212,6 +244,8 @@ impl ToolOutput {
             run_id: None,
             content: None,
             host: None,
+            links: Vec::new(),
+            logs: Vec::new(),
             progress: Vec::new(),
             wait_ms: None,
             watch: None,
@@ -291,13 +325,64 @@ pub struct PromptArgument {
 /// reply at 100 values.
 pub type Completer = fn(&str, &Map<String, Value>) -> Vec<String>;
 
-/// Completion candidates for one variable of a resource template: (variable name, the value
-/// typed so far, the other variables already given) → candidates.
-pub type TemplateCompleter = fn(&str, &str, &Map<String, Value>) -> Vec<String>;
+/// What a templated resource's reader and completer may read: pure values only, like a tool's
+/// [`ToolContext`].
+#[derive(Debug)]
+pub struct ResourceContext<'a, F> {
+    pub snapshot: &'a Snapshot<F>,
+    pub config: &'a Config,
+    pub now: Timestamp,
+    /// The protocol revision the request is served under.
+    pub spec_revision: &'a str,
+}
+
+impl<F> Clone for ResourceContext<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F> Copy for ResourceContext<'_, F> {}
+
+/// Completion candidates for one variable of a resource template.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Candidates {
+    /// Best first; the engine sends at most 100.
+    pub values: Vec<String>,
+    /// How many candidates there are in all (at least `values.len()`).
+    pub total: usize,
+}
+
+impl Candidates {
+    /// Every candidate, listed.
+    pub fn all(values: Vec<String>) -> Candidates {
+        Candidates {
+            total: values.len(),
+            values,
+        }
+    }
+}
+
+/// Completion candidates for one variable of a resource template: (the context, variable name,
+/// the value typed so far, the other variables already given) → candidates.
+pub type TemplateCompleter<F> =
+    fn(&ResourceContext<'_, F>, &str, &str, &Map<String, Value>) -> Candidates;
+
+/// A templated resource as its reader produced it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TemplatedRead {
+    /// `TextResourceContents` / `BlobResourceContents` objects.
+    pub contents: Vec<Value>,
+    /// How long a client may cache it (the 2026-07-28 `ttlMs`); `None`: the engine's default.
+    pub ttl_ms: Option<u64>,
+    /// The run whose journal the read answered from, bound into the read's audit record.
+    pub run_id: Option<String>,
+}
 
 /// Reads a templated resource from the URI's variables (percent-decoded strings) and the URI
-/// itself; `Err` says why no such resource exists (the revision's resource-not-found error).
-pub type TemplateReader = fn(&Config, &str, &Map<String, Value>) -> Result<Vec<Value>, String>;
+/// itself at the request's snapshot; `Err` says why no such resource exists (the revision's
+/// resource-not-found error).
+pub type TemplateReader<F> =
+    fn(&ResourceContext<'_, F>, &str, &Map<String, Value>) -> Result<TemplatedRead, String>;
 
 /// Renders a prompt's messages from its string arguments, or says why they are unusable.
 pub type PromptRenderer = fn(&Map<String, Value>) -> Result<Vec<Value>, String>;
@@ -335,16 +420,22 @@ impl<F> Clone for ResourceSpec<F> {
 
 /// A family of resources named by an RFC 6570 level-1 URI template (`test://items/{id}`):
 /// listed by `resources/templates/list`, read by `resources/read` for any matching URI.
-#[derive(Clone, Debug)]
-pub struct ResourceTemplateSpec {
+#[derive(Debug)]
+pub struct ResourceTemplateSpec<F> {
     pub uri_template: &'static str,
     pub name: &'static str,
     pub title: &'static str,
     pub description: &'static str,
     pub mime_type: &'static str,
-    pub read: TemplateReader,
+    pub read: TemplateReader<F>,
     /// Completion candidates for the template's variables; `None`: none offered.
-    pub complete: Option<TemplateCompleter>,
+    pub complete: Option<TemplateCompleter<F>>,
+}
+
+impl<F> Clone for ResourceTemplateSpec<F> {
+    fn clone(&self) -> Self {
+        ResourceTemplateSpec { ..*self }
+    }
 }
 
 /// A fold that comes with the catalogue written against it: what [`Server::new`] serves.
@@ -361,8 +452,8 @@ pub struct Catalog<F> {
     pub tools: Vec<ToolSpec<F>>,
     pub prompts: Vec<PromptSpec>,
     pub resources: Vec<ResourceSpec<F>>,
-    /// Resource templates (none for Bernstein's own catalogue).
-    pub resource_templates: Vec<ResourceTemplateSpec>,
+    /// Resource templates, read at the request's snapshot.
+    pub resource_templates: Vec<ResourceTemplateSpec<F>>,
     /// Deprecated tool names: (alias, replacement). Callable, never listed.
     pub aliases: Vec<(&'static str, &'static str)>,
     /// Connect-time instructions.

@@ -180,9 +180,9 @@ pub(super) fn filled_result(result: &Value, slot: &MeterSlot, latency_ms: u64) -
     serde_json::from_slice(&out).expect("a written result is JSON")
 }
 
-/// Writes a metered tool `result`: the envelope `env` in place of its last content block's
-/// text (the only block, or the one after a tool's own blocks) and of its structured content,
-/// when present. The core leaves placeholders there; everything else is written as it is.
+/// Writes a metered tool `result`: the envelope `env` in place of its last text block's text
+/// (the only one, or the one after a tool's own blocks; `resource_link` blocks may follow it)
+/// and of its structured content, when present. The core leaves placeholders there; everything else is written as it is.
 fn write_metered(out: &mut Vec<u8>, result: &Value, env: &[u8]) {
     let Value::Object(result) = result else {
         return write_json(out, result);
@@ -190,13 +190,14 @@ fn write_metered(out: &mut Vec<u8>, result: &Value, env: &[u8]) {
     write_object(out, result, |key, value, out| match (key, value) {
         ("structuredContent", _) => out.extend_from_slice(env),
         ("content", Value::Array(blocks)) => {
+            let last_text = blocks.iter().rposition(|b| b["type"] == "text");
             out.push(b'[');
             for (i, block) in blocks.iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
                 match block {
-                    Value::Object(block) if i + 1 == blocks.len() => {
+                    Value::Object(block) if Some(i) == last_text => {
                         write_object(out, block, |key, value, out| match key {
                             "text" => {
                                 let text = std::str::from_utf8(env).expect("JSON text is UTF-8");

@@ -7,17 +7,17 @@
 //! receives the percent-decoded values. A template with any other expression (`{+x}`, `{a,b}`,
 //! an unclosed brace) matches nothing.
 //!
-//! This module never appends records and never keeps state.
+//! This module never appends records and never keeps state (`resource_read` audits a read).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::Server;
 use super::era::Revision;
-use super::jsonrpc::{RpcError, shorten};
+use super::jsonrpc::RpcError;
 use super::listing::resource_entry;
 use super::model::ListParams;
-use super::model::results::{Address, ListResourceTemplatesResult, ReadResourceResult, to_value};
-use super::registry::ResourceTemplateSpec;
+use super::model::results::{Address, ListResourceTemplatesResult, to_value};
+use super::registry::{ResourceContext, ResourceTemplateSpec, TemplatedRead};
 use crate::ledger::Fold;
 
 /// One piece of a parsed template.
@@ -141,7 +141,7 @@ pub fn list_resource_templates<F: Fold>(
     params: Option<&Value>,
 ) -> Result<Value, RpcError> {
     ListParams::read(params)?;
-    let mut templates: Vec<&ResourceTemplateSpec> =
+    let mut templates: Vec<&ResourceTemplateSpec<F>> =
         server.catalog.resource_templates.iter().collect();
     templates.sort_by(|a, b| a.uri_template.cmp(b.uri_template));
     let resource_templates = templates
@@ -156,26 +156,20 @@ pub fn list_resource_templates<F: Fold>(
     }))
 }
 
-/// `resources/read` through the first template (in catalogue order) that matches `uri`;
-/// `None` when none does.
-pub fn read_templated<F: Fold>(
-    server: &Server<F>,
-    revision: Revision,
+/// `resources/read` through the first template (in catalogue order) that matches `uri`: the
+/// template and what its reader said (`Err`: why nothing has that URI); `None` when no
+/// template matches.
+pub fn read_templated<'s, F: Fold>(
+    server: &'s Server<F>,
+    ctx: &ResourceContext<'_, F>,
     uri: &str,
-) -> Option<Result<Value, RpcError>> {
+) -> Option<(&'s ResourceTemplateSpec<F>, Result<TemplatedRead, String>)> {
     let (template, vars) = server
         .catalog
         .resource_templates
         .iter()
         .find_map(|t| match_uri(t.uri_template, uri).map(|v| (t, v)))?;
-    Some(match (template.read)(&server.config, uri, &vars) {
-        Ok(contents) => Ok(to_value(&ReadResourceResult { contents })),
-        Err(why) => Err(RpcError::new(
-            revision.resource_not_found_code(),
-            format!("Resource not found: {} ({why})", shorten(uri, 200)),
-        )
-        .with_data(json!({ "uri": uri }))),
-    })
+    Some((template, (template.read)(ctx, uri, &vars)))
 }
 
 #[cfg(test)]

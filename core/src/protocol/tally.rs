@@ -1,8 +1,8 @@
 //! What a runtime may count about an [`Outcome`](super::Outcome) (its metrics): the method of
 //! each request answered and the tool calls audited in its records. Every value is from a
 //! bounded set: a method this server serves (else [`OTHER_METHOD`]), a catalogue tool name
-//! (else [`UNKNOWN_TOOL`]), a protocol revision, a refusal code this server's code chose. A
-//! peer's string never becomes a label.
+//! (`resources/read` for an audited resource read, else [`UNKNOWN_TOOL`]), a protocol
+//! revision, a refusal code this server's code chose. A peer's string never becomes a label.
 //!
 //! The calls are read back from the audit records themselves (`mcp.stateless_call`, see
 //! [`super::call`]), so what a runtime counts is exactly what the audit log holds: a
@@ -16,7 +16,7 @@ use super::call::AUDIT_KIND;
 use super::era::Revision;
 use super::model::Method;
 use crate::ledger::Fold;
-use crate::ledger::audit::CallAudit;
+use crate::ledger::audit::{CallAudit, RESOURCE_READ};
 use crate::ledger::{AUDIT_STREAM, Record};
 
 /// The `method` of a request whose method this server does not serve (or that had none).
@@ -84,6 +84,7 @@ fn call_facts<F: Fold>(server: &Server<F>, body: &Value) -> CallFacts {
         .iter()
         .map(|t| t.name)
         .chain(catalog.aliases.iter().map(|(alias, _)| *alias))
+        .chain([RESOURCE_READ])
         .find(|n| *n == name)
         .unwrap_or(UNKNOWN_TOOL);
     let era = Revision::parse(&audit.spec_revision).map_or(UNKNOWN, Revision::as_str);
@@ -153,6 +154,9 @@ mod tests {
                 outcome: "unknown_tool".into()
             }]
         );
+        let read =
+            audit(json!({"tool": "resources/read", "ok": true, "spec_revision": "2025-11-25"}));
+        assert_eq!(audited_calls(&server, &read)[0].tool, RESOURCE_READ);
         let odd = audit(json!({"tool": tool, "ok": false, "error": "Not A Code",
             "spec_revision": "1999-01-01"}));
         let facts = audited_calls(&server, &odd);

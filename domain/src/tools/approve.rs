@@ -6,6 +6,7 @@
 //! are decided as a whole (`bernstein plan approve`). Atomic like every gate: decided on the
 //! call's snapshot, committed by compare-and-append against it.
 
+use crate::resource_links;
 use serde::{Deserialize, Serialize};
 
 use crate::refusal::Refusal;
@@ -164,6 +165,10 @@ fn approve(ctx: &ToolContext<'_>, args: ApproveArgs) -> Result<Called<ApproveAns
     Ok(Called {
         drafts,
         run_id: Some(task.run_id.to_string()),
+        links: vec![
+            resource_links::task_link(&task.id),
+            resource_links::run_link(&task.run_id),
+        ],
         ..Called::ok(answer)
     })
 }

@@ -6,6 +6,7 @@
 //! root also writes `run.cancelled` to the run journal. This handler must never change a status
 //! except through `crate::status_changes::status_change_drafts`.
 
+use crate::resource_links;
 use serde::{Deserialize, Serialize};
 
 use crate::bound::{ToolContext, ToolSpec};
@@ -96,6 +97,10 @@ impl Tool for Cancel {
     fn call(ctx: &ToolContext<'_>, args: CancelArgs) -> Called<CancelAnswer> {
         match plan(ctx, args) {
             Ok((answer, drafts)) => Called {
+                links: vec![
+                    resource_links::task_link(&answer.task_id),
+                    resource_links::run_link(&answer.run_id),
+                ],
                 run_id: Some(answer.run_id.clone()),
                 drafts,
                 ..Called::ok(answer)

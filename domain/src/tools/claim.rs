@@ -12,6 +12,7 @@
 //! record) until the backlog moves or the next lease ends, and is decided again then; only
 //! the answer it finally gives is recorded, so an idle worker appends one refusal per wait.
 
+use crate::resource_links;
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
@@ -183,8 +184,18 @@ fn claim(ctx: &ToolContext<'_>, args: ClaimArgs) -> Result<Called<ClaimReceipt>,
         (None, Some(wait)) => wait_for(ctx, u64::from(wait.get())),
         _ => None,
     };
+    let links = decision
+        .task
+        .map(|t| {
+            vec![
+                resource_links::task_link(&t.id),
+                resource_links::run_link(&t.run_id),
+            ]
+        })
+        .unwrap_or_default();
     Ok(Called {
         drafts,
+        links,
         run_id: decision.task.map(|t| t.run_id.to_string()),
         wait_ms,
         // Tasks are created, freed and leased on the backlog only.

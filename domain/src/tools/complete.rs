@@ -12,6 +12,7 @@
 //! again on the newer ledger and refused. This handler changes statuses only through
 //! `StatusChanges`.
 
+use crate::resource_links;
 use serde::{Deserialize, Serialize};
 
 use crate::refusal::Refusal;
@@ -178,6 +179,10 @@ fn complete(
     Ok(Called {
         drafts,
         run_id: Some(task.run_id.to_string()),
+        links: vec![
+            resource_links::task_link(&task.id),
+            resource_links::run_link(&task.run_id),
+        ],
         ..Called::ok(answer)
     })
 }

@@ -61,8 +61,11 @@ use bernstein_core::config::Tier;
 use bernstein_core::ledger::Draft;
 use bernstein_core::protocol::host::HostRequest;
 use bernstein_core::protocol::jsonrpc::{brief, kind_of};
+use bernstein_core::protocol::logging::LogMessage;
 use bernstein_core::protocol::refusal::Common;
-use bernstein_core::protocol::registry::{Arguments, Effects, TaskSupport, ToolError, ToolOutput};
+use bernstein_core::protocol::registry::{
+    Arguments, Effects, ResourceLink, TaskSupport, ToolError, ToolOutput,
+};
 use bernstein_core::protocol::validate::{Violation, child_path};
 use serde_path_to_error::Segment;
 
@@ -101,6 +104,10 @@ pub struct Called<A> {
     pub wait_ms: Option<u64>,
     pub watch: Option<String>,
     pub host: Option<HostRequest>,
+    /// Messages for the client's log (sent only at a level it asked for).
+    pub logs: Vec<LogMessage>,
+    /// The run and task resources the answer names (`resource_link`s, [`crate::resources`]).
+    pub links: Vec<ResourceLink>,
 }
 
 impl<A> Called<A> {
@@ -132,6 +139,8 @@ impl<A> From<Result<A, ToolError>> for Called<A> {
             wait_ms: None,
             watch: None,
             host: None,
+            logs: Vec::new(),
+            links: Vec::new(),
         }
     }
 }
@@ -174,6 +183,8 @@ pub fn call<T: Tool>(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
             run_id: called.run_id,
             wait_ms: called.wait_ms,
             watch: called.watch,
+            links: called.links,
+            logs: called.logs,
             ..ToolOutput::ok(payload)
         },
         // A refusal appends nothing but the call's audit record.

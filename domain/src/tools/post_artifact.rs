@@ -9,6 +9,7 @@
 //! tasks, a key of another run, a content whose shape is not its kind's, and oversized bodies.
 //! The handler never changes a task's status.
 
+use crate::resource_links;
 use serde::{Deserialize, Serialize};
 
 use crate::bound::{ToolContext, ToolSpec};
@@ -220,6 +221,7 @@ fn post(
         && v.record.content_hash == content_hash
     {
         return Ok(Called {
+            links: vec![resource_links::artifacts_link(id)],
             run_id: Some(task.run_id.to_string()),
             ..Called::ok(v.record.clone())
         });
@@ -251,6 +253,7 @@ fn post(
     ];
     Ok(Called {
         drafts,
+        links: vec![resource_links::artifacts_link(&record.task_id)],
         run_id: Some(record.run_id.clone()),
         ..Called::ok(record)
     })

@@ -13,6 +13,7 @@
 //! sender whose claim was reclaimed (stale), a status from anyone but the claimer or along an
 //! edge the lifecycle forbids, and any call while the server has no signing key.
 
+use crate::resource_links;
 use serde::{Deserialize, Serialize};
 
 use crate::bound::{ToolContext, ToolSpec};
@@ -147,6 +148,7 @@ fn post(ctx: &ToolContext<'_>, args: PostMessageArgs) -> Result<Called<MailboxEn
     ));
     Ok(Called {
         drafts,
+        links: vec![resource_links::mailbox_link(id)],
         ..Called::ok(entry)
     })
 }

@@ -10,6 +10,7 @@
 //! see [`crate::deps`]). The task id is derived from the ledger head and the
 //! normalized arguments. This handler must never wait for the work itself.
 
+use crate::resource_links;
 use serde::{Deserialize, Serialize};
 
 use crate::bound::{ToolContext, ToolSpec};
@@ -270,9 +271,14 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
         redactions: redactions.counts(),
         redacted_kinds: redactions.kinds(),
     };
+    let mut links = vec![resource_links::run_link(&run_id)];
+    if answer.task_id != run_id {
+        links.push(resource_links::task_link(&answer.task_id));
+    }
     Ok(Called {
         drafts,
         run_id: Some(run_id),
+        links,
         ..Called::ok(answer)
     })
 }

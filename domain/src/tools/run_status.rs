@@ -6,6 +6,7 @@
 //! run that ended and the notice that a run is `waiting` for a worker ([`crate::outcome`]).
 //! This handler must never write records.
 
+use crate::resource_links;
 use serde::{Deserialize, Serialize};
 
 use crate::refusal::Refusal;
@@ -18,6 +19,11 @@ use super::super::args::{Chars, Int, TaskId};
 use super::super::handle::{RunHandle, run_handle};
 use super::super::outcome::{self, Outcome, Waiting};
 use super::{Called, Tool};
+use crate::Snapshot;
+use crate::lifecycle::TaskStatus;
+use crate::runs::{RunStatus, RunView};
+use bernstein_core::protocol::logging::{LogLevel, LogMessage};
+use bernstein_core::time::Timestamp;
 
 pub const NAME: &str = "bernstein_run_status";
 
@@ -81,16 +87,15 @@ impl Tool for PollRun {
     fn call(ctx: &ToolContext<'_>, args: RunStatusArgs) -> Called<RunStatusAnswer> {
         match resolve(ctx, &args) {
             Ok((run_id, h)) => {
-                let settled = outcome::ended(h.status)
-                    || args.since.as_deref().is_some_and(|s| s != h.journal_head);
+                let settled = outcome::ended(h.handle.status)
+                    || args
+                        .since
+                        .as_deref()
+                        .is_some_and(|s| s != h.handle.journal_head);
                 let p = &ctx.snapshot.domain;
-                let run = p.run(&run_id);
-                let h = RunStatusAnswer {
-                    outcome: run.and_then(|r| outcome::outcome(p, r)),
-                    waiting: run.and_then(|r| outcome::waiting(p, r, ctx.now.0)),
-                    handle: h,
-                };
                 Called {
+                    logs: vec![observed(&h, p.run(&run_id))],
+                    links: vec![resource_links::run_link(&run_id)],
                     run_id: Some(run_id),
                     wait_ms: args
                         .wait_ms
@@ -108,7 +113,58 @@ pub fn spec() -> ToolSpec {
     super::spec::<PollRun>()
 }
 
-fn resolve(ctx: &ToolContext<'_>, args: &RunStatusArgs) -> Result<(String, RunHandle), ToolError> {
+/// The answer `bernstein_run_status` gives for run `run_id` at `snapshot` (`now`: the clock
+/// the waiting notice is judged by), also the contents of the run's resource
+/// (`crate::resources`); `None` when no run has that id.
+pub fn answer(snapshot: &Snapshot, run_id: &str, now: Timestamp) -> Option<RunStatusAnswer> {
+    let handle = run_handle(snapshot, run_id)?;
+    let p = &snapshot.domain;
+    let run = p.run(run_id);
+    Some(RunStatusAnswer {
+        outcome: run.and_then(|r| outcome::outcome(p, r)),
+        waiting: run.and_then(|r| outcome::waiting(p, r, now.0)),
+        handle,
+    })
+}
+
+/// The name of the logger of the run events a poll sees.
+pub const LOGGER: &str = "bernstein.run";
+
+/// What a poll logs of the run it read (sent only at a level the client asked for): its status,
+/// task counts by status and journal head. A long poll reads the run again each time its
+/// journal moves, so it logs each state it sees. `info` while the run works or waits for
+/// input, `notice` once completed, `warning` once failed or cancelled.
+fn observed(answer: &RunStatusAnswer, run: Option<&RunView>) -> LogMessage {
+    let h = &answer.handle;
+    let level = match h.status {
+        RunStatus::Completed => LogLevel::Notice,
+        RunStatus::Failed | RunStatus::Cancelled => LogLevel::Warning,
+        _ => LogLevel::Info,
+    };
+    let mut tasks = serde_json::Map::new();
+    for status in TaskStatus::ALL {
+        let n = run.map_or(0, |r| r.count(status));
+        if n > 0 {
+            tasks.insert(status.as_str().into(), n.into());
+        }
+    }
+    LogMessage {
+        level,
+        logger: LOGGER,
+        data: serde_json::json!({
+            "event": "run_status",
+            "run_id": h.run_id,
+            "status": h.status.as_str(),
+            "tasks": tasks,
+            "journal_head": h.journal_head,
+        }),
+    }
+}
+
+fn resolve(
+    ctx: &ToolContext<'_>,
+    args: &RunStatusArgs,
+) -> Result<(String, RunStatusAnswer), ToolError> {
     let id = args.run_id.as_str();
     let p = &ctx.snapshot.domain;
     let run_id = if p.run(id).is_some() {
@@ -123,7 +179,7 @@ fn resolve(ctx: &ToolContext<'_>, args: &RunStatusArgs) -> Result<(String, RunHa
         )
         .with("run_id", id));
     };
-    let h = run_handle(ctx.snapshot, &run_id).ok_or_else(|| {
+    let h = answer(ctx.snapshot, &run_id, ctx.now).ok_or_else(|| {
         ToolError::new(
             Refusal::UnknownRun,
             format!("task {id} belongs to run {run_id}, whose journal is missing"),

@@ -333,6 +333,10 @@ impl Session {
         if let Some(v) = &outcome.negotiated_version {
             self.facts.protocol_version = Some(v.clone());
         }
+        // As the engine keeps it with the connection.
+        if let Some(level) = outcome.log_level {
+            self.facts.log_level = Some(level);
+        }
         outcome
     }
 

@@ -15,11 +15,12 @@ from .launch import Launcher
 
 
 @asynccontextmanager
-async def connect(launcher: Launcher, label: str = "sdk1", **kw):
-    """Yields (session, InitializeResult) for a fresh recorded server."""
+async def connect(launcher: Launcher, label: str = "sdk1", logging_callback=None, **kw):
+    """Yields (session, InitializeResult) for a fresh recorded server; `logging_callback`
+    receives the `notifications/message` params the server sends."""
     params = launcher.stdio_params(label, **kw)
     with launcher.sdk_errlog(label) as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, logging_callback=logging_callback) as session:
                 init = await session.initialize()
                 yield session, init

@@ -17,11 +17,12 @@ from .launch import Launcher
 
 
 @asynccontextmanager
-async def connect(launcher: Launcher, label: str = "sdk2", mode: str = "auto", **kw):
-    """Yields a connected `mcp.Client` for a fresh recorded server."""
+async def connect(launcher: Launcher, label: str = "sdk2", mode: str = "auto", client_kw=None, **kw):
+    """Yields a connected `mcp.Client` for a fresh recorded server (`client_kw`: more
+    arguments of `Client`, e.g. `log_level` and `logging_callback`)."""
     params = launcher.stdio_params(label, **kw)
     with launcher.sdk_errlog(label) as errlog:
         # The same transport `Client(params)` builds, with the proxy's stderr sent to a file.
-        client = Client(stdio_client(params, errlog=errlog), mode=mode, cache=None)
+        client = Client(stdio_client(params, errlog=errlog), mode=mode, cache=None, **(client_kw or {}))
         async with client:
             yield client

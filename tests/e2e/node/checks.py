@@ -96,3 +96,17 @@ def bad_arguments(result: dict) -> None:
         assert outcome(unknown["value"]).is_error, unknown
     counts = outcome(result["statusAfter"]).payload["counts"]
     assert counts["total"] == 0, f"a refused call changed the ledger: {counts}"
+
+
+def resources(steps: dict) -> None:
+    """The run templates listed, the run's resource_link followed to what bernstein_run_status
+    answers, its id completed, an unknown run a protocol error."""
+    templates = {t["uriTemplate"] for t in steps["templates"]["resourceTemplates"]}
+    assert "bernstein://runs/{run_id}" in templates and "bernstein://tasks/{task_id}" in templates, templates
+    run = run_handle(steps["run"])
+    assert "read" in steps, f"bernstein_run carried no resource_link: {json.dumps(steps['run'])[:600]}"
+    [content] = steps["read"]["contents"]
+    assert content["uri"] == f"bernstein://runs/{run['run_id']}" and content["mimeType"] == "application/json"
+    assert json.loads(content["text"]) == outcome(steps["status"]).payload
+    assert steps["complete"]["completion"]["values"] == [run["run_id"]], steps["complete"]
+    assert not steps["missing"]["ok"], "an unknown run must be a protocol error"

@@ -71,3 +71,8 @@ def test_no_unknown_format_warnings(node_clients, target, script, transport, era
     rep = report(node_clients, target, script, transport, era, "formats")
     assert rep["result"]["tools"] > 0
     checks.no_unknown_formats(rep["warnings"], rep["stderr"])
+
+
+@pytest.mark.parametrize("script,transport,era", CASES)
+def test_a_run_reads_as_a_resource(node_clients, target, script, transport, era):
+    checks.resources(run(node_clients, target, script, transport, era, "resources"))

@@ -85,6 +85,7 @@ impl<F: Fold> Engine<F> {
             eof: false,
             backlog: Backlog::default(),
             armed: None,
+            log_level: None,
         };
         self.conns.insert(conn, Conn::Http(h));
         self.counters.connections += 1;
@@ -486,7 +487,10 @@ impl<F: Fold> Engine<F> {
         match decision {
             Decision::Respond(r) => self.respond(conn, r),
             Decision::Mcp(x) => {
-                let (message, facts) = (x.message.clone(), x.facts.clone());
+                let (message, mut facts) = (x.message.clone(), x.facts.clone());
+                if let Some(Conn::Http(h)) = self.conns.get(&conn) {
+                    facts.log_level = h.log_level;
+                }
                 let answer = Answer::Mcp { x, stream: None };
                 let req = self.start_request(conn, message, facts, answer, Some(peer));
                 self.set_busy(conn, Some(Busy::Request(req)));
@@ -548,6 +552,7 @@ impl<F: Fold> Engine<F> {
             token,
             peer,
             version: None,
+            log_level: None,
             last_event: now,
             backlog: self.take_backlog(conn),
             armed: None,
@@ -668,6 +673,7 @@ impl<F: Fold> Engine<F> {
         if facts.protocol_version.is_none() {
             facts.protocol_version = l.version.clone();
         }
+        facts.log_level = l.log_level;
         l.clock.message_started(now);
         let stream = stream.unwrap_or(conn);
         let span = m.span(m.message.request_span_id());

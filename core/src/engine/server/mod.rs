@@ -668,6 +668,9 @@ struct HttpConn {
     eof: bool,
     backlog: Backlog,
     armed: Option<Duration>,
+    /// The log level `logging/setLevel` set on this connection (handshake era; streamable HTTP
+    /// keeps no session, so it lasts as long as the connection).
+    log_level: Option<crate::protocol::logging::LogLevel>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -700,6 +703,8 @@ struct LegacyConn {
     clock: StreamClock,
     ids: EventIds,
     version: Option<String>,
+    /// The log level `logging/setLevel` set for messages posted to this stream.
+    log_level: Option<crate::protocol::logging::LogLevel>,
     /// When it was last sent an event other than a keep-alive (its open included).
     last_event: Duration,
     backlog: Backlog,

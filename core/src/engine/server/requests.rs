@@ -672,6 +672,9 @@ impl<F: Fold> Engine<F> {
                 if let Some(v) = &served.negotiated_version {
                     s.facts.protocol_version = Some(v.clone());
                 }
+                if let Some(level) = served.log_level {
+                    s.facts.log_level = Some(level);
+                }
                 s.open = s.open.saturating_sub(1);
                 if s.foreground == Some(id) {
                     s.foreground = None;
@@ -686,6 +689,12 @@ impl<F: Fold> Engine<F> {
             }
             Answer::Mcp { x, stream } => match stream {
                 None => {
+                    if let (Some(level), Some(Conn::Http(h))) =
+                        (served.log_level, self.conns.get_mut(&conn))
+                    {
+                        // No sessions over streamable HTTP: the level holds for the connection.
+                        h.log_level = Some(level);
+                    }
                     let response = x.reply(parts(&served));
                     let close = response.close;
                     self.respond(conn, response);
@@ -713,6 +722,9 @@ impl<F: Fold> Engine<F> {
                         l.last_event = now;
                         if let Some(v) = &served.negotiated_version {
                             l.version = Some(v.clone());
+                        }
+                        if let Some(level) = served.log_level {
+                            l.log_level = Some(level);
                         }
                         let events = m.events(&mut l.ids, parts(&served));
                         self.send(stream, events);

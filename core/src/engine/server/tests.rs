@@ -629,3 +629,64 @@ fn a_submitted_job_that_lost_a_race_runs_again_and_a_store_failure_ends_it() {
     ));
     assert_eq!(w.engine.requests_in_flight(), 0);
 }
+
+/// A server whose tool `logs` logs one `info` message.
+fn logging_server() -> Arc<Server<()>> {
+    let mut tool = plain_tool("logs");
+    tool.call = |_, _| {
+        let mut out = crate::protocol::registry::ToolOutput::ok(serde_json::json!({}));
+        out.logs = vec![crate::protocol::logging::LogMessage {
+            level: crate::protocol::logging::LogLevel::Info,
+            logger: "t",
+            data: serde_json::json!("seen"),
+        }];
+        out
+    };
+    let config = crate::config::Config::new(b"k".to_vec());
+    Arc::new(Server::with_catalog(config, tools_only(vec![tool])))
+}
+
+fn log_call(id: u64) -> Vec<u8> {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"logs","arguments":{{}}}}}}"#)
+        .into_bytes()
+}
+
+const SET_INFO: &[u8] =
+    br#"{"jsonrpc":"2.0","id":9,"method":"logging/setLevel","params":{"level":"info"}}"#;
+
+#[test]
+fn a_stdio_connection_keeps_the_level_it_set_and_logs_only_after() {
+    let mut w = World::stdio(logging_server());
+    w.bytes(0, &line(&log_call(1)));
+    let out = w.take_text(0);
+    assert!(!out.contains("notifications/message"), "{out}");
+    w.bytes(0, &line(SET_INFO));
+    assert_eq!(
+        w.take_text(0),
+        "{\"id\":9,\"jsonrpc\":\"2.0\",\"result\":{}}\n"
+    );
+    w.bytes(0, &line(&log_call(2)));
+    let out = w.take_text(0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0].contains(r#""method":"notifications/message""#),
+        "{out}"
+    );
+    assert!(lines[1].starts_with(r#"{"id":2,"#), "{out}");
+}
+
+#[test]
+fn an_http_connection_keeps_the_level_it_set_and_another_connection_does_not() {
+    let mut w = World::http(logging_server(), HttpOptions::default());
+    w.connect(1, "127.0.0.1:40000");
+    w.connect(2, "127.0.0.1:40001");
+    w.bytes(1, &post("/mcp", SET_INFO, &[JSON_OR_SSE, ERA]));
+    assert_eq!(ids(&w.take(1)), vec![9]);
+    w.bytes(1, &post("/mcp", &log_call(1), &[JSON_OR_SSE, ERA]));
+    let on_one = String::from_utf8(w.take(1)).unwrap();
+    assert!(on_one.contains("notifications/message"), "{on_one}");
+    w.bytes(2, &post("/mcp", &log_call(2), &[JSON_OR_SSE, ERA]));
+    let on_two = String::from_utf8(w.take(2)).unwrap();
+    assert!(!on_two.contains("notifications/message"), "{on_two}");
+}

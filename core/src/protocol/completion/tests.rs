@@ -2,8 +2,30 @@ use serde_json::json;
 
 use super::*;
 use crate::config::Config;
-use crate::protocol::registry::{Completer, PromptArgument, PromptSpec, ResourceTemplateSpec};
-use crate::protocol::unit_fold::{Catalog, ResourceSpec, Server};
+use crate::protocol::era::Revision;
+use crate::protocol::ids::RequestIds;
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::registry::{
+    Completer, PromptArgument, PromptSpec, ResourceContext, ResourceTemplateSpec,
+};
+use crate::protocol::unit_fold::{Catalog, ResourceSpec, Server, Snapshot};
+use crate::time::Timestamp;
+
+/// `completion/complete` with `params` on an empty ledger.
+fn complete(s: &Server, params: Option<&Value>) -> Result<Value, RpcError> {
+    let ids = RequestIds::of_request("completion/complete", params);
+    let snapshot = Snapshot::default();
+    let input = CallInput {
+        params,
+        revision: Revision::V2025_11_25,
+        ids: &ids,
+        snapshot: &snapshot,
+        now: Timestamp(5),
+        host: None,
+        phase: crate::protocol::Phase::Settle,
+    };
+    super::complete(s, &input)
+}
 
 fn colours(typed: &str, context: &Map<String, Value>) -> Vec<String> {
     // The context narrows the candidates: a "warm" mood offers warm colours only.
@@ -18,10 +40,15 @@ fn many(_: &str, _: &Map<String, Value>) -> Vec<String> {
     (0..150).map(|i| format!("v{i:03}")).collect()
 }
 
-fn ids(variable: &str, typed: &str, _: &Map<String, Value>) -> Vec<String> {
+fn ids(
+    _: &ResourceContext<'_, ()>,
+    variable: &str,
+    typed: &str,
+    _: &Map<String, Value>,
+) -> Candidates {
     match variable {
-        "id" => starting_with(&["100", "123", "200"], typed),
-        _ => Vec::new(),
+        "id" => Candidates::all(starting_with(&["100", "123", "200"], typed)),
+        _ => Candidates::default(),
     }
 }
 
@@ -59,7 +86,7 @@ fn catalog(with_completers: bool) -> Catalog {
             title: "Item",
             description: "An item part.",
             mime_type: "text/plain",
-            read: |_, _, _| Ok(Vec::new()),
+            read: |_, _, _| Ok(Default::default()),
             complete: if with_completers { Some(ids) } else { None },
         }],
         aliases: Vec::new(),

@@ -15,6 +15,7 @@ pub enum Method {
     ResourcesRead,
     ResourcesTemplatesList,
     CompletionComplete,
+    LoggingSetLevel,
     TasksGet,
     TasksResult,
     TasksList,
@@ -24,7 +25,7 @@ pub enum Method {
 
 impl Method {
     /// Every method, in this order (also the order of the metrics' labels).
-    pub const ALL: [Method; 16] = [
+    pub const ALL: [Method; 17] = [
         Method::Initialize,
         Method::Ping,
         Method::ServerDiscover,
@@ -36,6 +37,7 @@ impl Method {
         Method::ResourcesRead,
         Method::ResourcesTemplatesList,
         Method::CompletionComplete,
+        Method::LoggingSetLevel,
         Method::TasksGet,
         Method::TasksResult,
         Method::TasksList,
@@ -57,6 +59,7 @@ impl Method {
             Method::ResourcesRead => "resources/read",
             Method::ResourcesTemplatesList => "resources/templates/list",
             Method::CompletionComplete => "completion/complete",
+            Method::LoggingSetLevel => "logging/setLevel",
             Method::TasksGet => "tasks/get",
             Method::TasksResult => "tasks/result",
             Method::TasksList => "tasks/list",

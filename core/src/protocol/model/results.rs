@@ -70,6 +70,8 @@ pub struct ServerCapabilities {
     pub resources: ResourcesCapability,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub completions: Option<Empty>,
+    /// `notifications/message` at a level the client asks for.
+    pub logging: Empty,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tasks: Option<TasksCapability>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -368,6 +370,7 @@ mod tests {
                 list_changed: false,
             },
             completions: Some(Empty {}),
+            logging: Empty {},
             tasks: Some(TasksCapability::default()),
             extensions: None,
         };
@@ -375,7 +378,7 @@ mod tests {
             to_value(&caps),
             json!({"tools": {"listChanged": false}, "prompts": {"listChanged": false},
                    "resources": {"subscribe": false, "listChanged": false}, "completions": {},
-                   "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}})
+                   "logging": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}})
         );
     }
 

@@ -309,6 +309,8 @@ impl HttpPolicy {
                 kind: TransportKind::StreamableHttp,
                 protocol_version: check.protocol_version,
                 loopback,
+                // The engine knows the connection's, if `logging/setLevel` set one.
+                log_level: None,
             },
             era: check.era,
             accept,
@@ -350,6 +352,7 @@ fn legacy_post(
             kind: TransportKind::LegacySse,
             protocol_version,
             loopback,
+            log_level: None,
         },
         keep_alive,
     })

@@ -97,6 +97,24 @@ async function formats(client, call) {
   return { tools: tools.tools.length };
 }
 
+// A run read as a resource: the templates, the run's resource_link followed, its id completed,
+// an unknown run refused.
+async function resources(client, call) {
+  const steps = {};
+  steps.templates = await client.listResourceTemplates();
+  steps.run = await call('bernstein_run', { goal: 'Read this run as a resource' });
+  const link = steps.run?.content?.find?.((c) => c.type === 'resource_link');
+  if (!link) return steps; // the Python side names what came back instead
+  steps.read = await client.readResource({ uri: link.uri });
+  steps.status = await call('bernstein_run_status', { run_id: link.name });
+  steps.complete = await client.complete({
+    ref: { type: 'ref/resource', uri: 'bernstein://runs/{run_id}' },
+    argument: { name: 'run_id', value: 'T-' },
+  });
+  steps.missing = await settle(client.readResource({ uri: 'bernstein://runs/T-0123456789abcdef' }));
+  return steps;
+}
+
 export async function runScenario(name, client, call, errors) {
   switch (name) {
     case 'formats':
@@ -109,6 +127,8 @@ export async function runScenario(name, client, call, errors) {
       return progress(client, call, errors);
     case 'bad_arguments':
       return badArguments(client, call);
+    case 'resources':
+      return resources(client, call);
     default:
       throw new Error(`unknown scenario ${name}`);
   }
