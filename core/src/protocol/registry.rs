@@ -116,15 +116,20 @@ impl ToolError {
     }
 
     /// The refusal `invalid_arguments` of a call of `tool`: `message`, the hint to call again
-    /// with arguments that match the inputSchema, and the first 20 `violations` as
-    /// `{path, rule}`.
+    /// with arguments that match the inputSchema, the first 20 `violations` as `{path, rule}`,
+    /// and `field`, the argument the first violation is in (as every other refusal about one
+    /// argument names it; absent when the arguments as a whole are wrong).
     pub fn invalid_arguments(tool: &str, message: String, violations: &[Violation]) -> ToolError {
-        ToolError::new(
+        let e = ToolError::new(
             super::refusal::Common::InvalidArguments,
             message,
             format!("Call {tool} again with arguments that match its inputSchema."),
         )
-        .with("violations", Violation::listed(violations))
+        .with("violations", Violation::listed(violations));
+        match violations.first().map(|v| argument_of(&v.path)) {
+            Some(field) if !field.is_empty() => e.with("field", field),
+            _ => e,
+        }
     }
 
     /// The error object as a tool result payload.
@@ -135,6 +140,14 @@ impl ToolError {
         obj.insert("hint".into(), self.hint.clone().into());
         Value::Object(obj)
     }
+}
+
+/// The top-level argument a violation's path is in: `completed_ids` of
+/// `arguments.completed_ids[3]`, empty for `arguments` itself.
+fn argument_of(path: &str) -> &str {
+    let path = path.strip_prefix("arguments").unwrap_or(path);
+    let path = path.strip_prefix('.').unwrap_or(path);
+    path.split(['.', '[']).next().unwrap_or_default()
 }
 
 /// What a tool call produced.
@@ -689,5 +702,28 @@ impl<F: Fold> Catalog<F> {
             .iter()
             .any(|p| p.arguments.iter().any(|a| a.complete.is_some()))
             || self.resource_templates.iter().any(|t| t.complete.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_argument_refusal_names_the_field_of_its_first_violation() {
+        let v = |path: &str| Violation::new(path, "must be a string");
+        let e = ToolError::invalid_arguments(
+            "t",
+            "bad".into(),
+            &[v("arguments.completed_ids[3]"), v("arguments.goal")],
+        );
+        assert_eq!(e.extra["field"], "completed_ids");
+        let e = ToolError::invalid_arguments("t", "bad".into(), &[v("arguments.scope.kind")]);
+        assert_eq!(e.extra["field"], "scope");
+        // The arguments as a whole (not an object): no field to name.
+        let e = ToolError::invalid_arguments("t", "bad".into(), &[v("arguments")]);
+        assert!(!e.extra.contains_key("field"));
+        let e = ToolError::invalid_arguments("t", "bad".into(), &[]);
+        assert!(!e.extra.contains_key("field"));
     }
 }
