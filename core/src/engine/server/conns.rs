@@ -487,8 +487,16 @@ impl<F: Fold> Engine<F> {
             Decision::Respond(r) => self.respond(conn, r),
             Decision::Mcp(x) => {
                 let (message, facts) = (x.message.clone(), x.facts.clone());
+                let traceparent = x.traceparent.clone();
                 let answer = Answer::Mcp { x, stream: None };
-                let req = self.start_request(conn, message, facts, answer, Some(peer));
+                let req = self.start_request(
+                    conn,
+                    message,
+                    facts,
+                    answer,
+                    Some(peer),
+                    traceparent.as_deref(),
+                );
                 self.set_busy(conn, Some(Busy::Request(req)));
             }
             Decision::OpenLegacyStream(open) => self.open_legacy(conn, peer, &open),
@@ -673,7 +681,7 @@ impl<F: Fold> Engine<F> {
         let span = m.span(m.message.request_span_id());
         let message = m.message.clone();
         let answer = Answer::Legacy { m, stream, span };
-        let req = self.start_request(conn, message, facts, answer, Some(peer));
+        let req = self.start_request(conn, message, facts, answer, Some(peer), None);
         self.set_busy(conn, Some(Busy::Request(req)));
     }
 
@@ -791,7 +799,7 @@ impl<F: Fold> Engine<F> {
             s.open += 1;
             // The framing is the first layer that sees the line: it is read here, once.
             let message = self.server.read_message(bytes);
-            let req = self.start_request(conn, message, facts, Answer::Stdio, None);
+            let req = self.start_request(conn, message, facts, Answer::Stdio, None, None);
             if let Some(Conn::Stdio(s)) = self.conns.get_mut(&conn) {
                 s.foreground = Some(req);
             }

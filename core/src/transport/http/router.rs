@@ -303,6 +303,7 @@ impl HttpPolicy {
             ));
         }
         let keep_alive = request.keep_alive();
+        let traceparent = request.header_str("traceparent").map(str::to_string);
         Ok(McpExchange {
             message,
             facts: TransportFacts {
@@ -313,6 +314,7 @@ impl HttpPolicy {
             era: check.era,
             accept,
             keep_alive,
+            traceparent,
         })
     }
 }
