@@ -292,6 +292,7 @@ impl<F: Fold> Local<F> {
         mut state: MutexGuard<'a, State<F>>,
         id: JobId,
     ) -> MutexGuard<'a, State<F>> {
+        self.performer.attach(&mut state.engine);
         loop {
             let Some(output) = state.left.take().or_else(|| state.engine.poll_output()) else {
                 return state;
