@@ -32,6 +32,7 @@ HANDSHAKE_REQUIREMENTS=(
   "jsonschema>=4.18,<5"
   "prometheus_client>=0.20,<1"
   "playwright>=1.40,<2"
+  "opentelemetry-proto>=1.27,<2"
 )
 STATELESS_REQUIREMENTS=(
   "mcp>=2,<3"
