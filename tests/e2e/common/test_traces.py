@@ -31,6 +31,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from harness.http_raw import rpc
 from harness.launch import base_env, run_cli
+from harness.operator import start_dashboard
 
 META_TRACE, META_PARENT = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 HEADER_TRACE, HEADER_PARENT = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
@@ -202,6 +203,16 @@ def test_the_log_format_comes_from_the_environment_and_a_bad_one_is_refused(http
     bad = run_cli(["mcp", "--workdir", str(workdir)], env={"BERNSTEIN_LOG_FORMAT": "yaml"})
     assert bad.returncode == 2
     assert "BERNSTEIN_LOG_FORMAT=yaml is not a log format: use plain or json" in bad.stderr
+
+
+def test_the_dashboard_logs_json_lines_too(bernstein_bin, workdir, runtime, tmp_path):
+    assert run_cli(["init", str(workdir)]).returncode == 0
+    log = tmp_path / "dashboard.stderr.log"
+    proc, base = start_dashboard(bernstein_bin, workdir, runtime, log, ["--log-format", "json"])
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    messages = [line["message"] for line in json_lines(log.read_text())]
+    assert any(f"serving the read-only dashboard at {base}/" in m for m in messages), messages
 
 
 def test_an_agent_run_is_a_child_of_its_claim_and_its_lines_carry_the_trace(workdir, bernstein_bin):
