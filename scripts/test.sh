@@ -32,6 +32,7 @@ HANDSHAKE_REQUIREMENTS=(
   "jsonschema>=4.18,<5"
   "prometheus_client>=0.20,<1"
   "playwright>=1.40,<2"
+  "cryptography>=42"
   "opentelemetry-proto>=1.27,<2"
 )
 STATELESS_REQUIREMENTS=(
@@ -39,6 +40,7 @@ STATELESS_REQUIREMENTS=(
   "pytest>=8,<9"
   "pytest-timeout>=2.1,<3"
   "jsonschema>=4.18,<5"
+  "cryptography>=42"
 )
 
 START_TIME=$(date +%s)

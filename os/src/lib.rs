@@ -3,11 +3,14 @@
 //! [`Clock`](bernstein_ledger::time::Clock) a server hands the engine) and [`log_line!`]
 //! (plain or, when asked, structured: [`log`]); and
 //! the background [`scrub`] both stores run (a thread, a clock and a log line around the
-//! ledger's verifier).
+//! ledger's verifier); [`tls`], what both runtimes serve HTTPS with, and [`https`], the client
+//! agent outgoing HTTPS requests use.
 
 pub mod clock;
+pub mod https;
 pub mod log;
 pub mod scrub;
+pub mod tls;
 
 /// Writes one log line to stderr and never panics: `eprintln!` panics when the write fails, and
 /// a full or closed log device must not take the server down with it. Plain text unless the

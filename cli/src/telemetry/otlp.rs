@@ -9,7 +9,7 @@
 //! A request never waits for the exporter: a closed span goes into the batch processor's
 //! bounded queue (2,048 spans unless `OTEL_BSP_MAX_QUEUE_SIZE` says otherwise; a full queue
 //! drops the span) and a thread of its own posts the batches with a blocking `ureq` client
-//! (rustls on `ring`, the system's roots). A collector that cannot be reached costs a log line
+//! (HTTPS through the `os` crate's agent: rustls on `ring`, the system's roots). A collector that cannot be reached costs a log line
 //! when it starts failing and one when it answers again; what was lost is counted and said at
 //! exit.
 
@@ -234,41 +234,22 @@ impl HttpClient for UreqClient {
     }
 }
 
-/// An agent whose requests take at most `timeout`, verifying HTTPS collectors against the
-/// system's roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` honoured).
+/// An agent whose requests take at most `timeout`: the `os` crate's HTTPS agent (the system's
+/// roots, `SSL_CERT_FILE` honoured) for an `https:` collector, a plain one otherwise (no root
+/// store needed to reach a collector on plain HTTP).
 fn agent(timeout: Duration) -> Result<ureq::Agent, String> {
-    use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
     let https = [TRACES_ENDPOINT, ENDPOINT]
         .iter()
         .filter_map(|v| env(v))
         .any(|e| e.starts_with("https:"));
-    let mut config = ureq::Agent::config_builder()
+    if https {
+        return bernstein_os::https::agent(None, timeout)
+            .map_err(|e| format!("the HTTPS trace collector: {e}"));
+    }
+    let config = ureq::Agent::config_builder()
         .timeout_global(Some(timeout))
         .http_status_as_error(false)
-        .max_redirects(0);
-    if https {
-        let found = rustls_native_certs::load_native_certs();
-        if found.certs.is_empty() {
-            return Err(format!(
-                "no system root certificates for the HTTPS trace collector: {:?}",
-                found.errors
-            ));
-        }
-        let roots: Vec<Certificate<'static>> = found
-            .certs
-            .iter()
-            .map(|c| Certificate::from_der(c.as_ref()).to_owned())
-            .collect();
-        // ring (no cmake), as the server's own TLS; its lack of post-quantum key exchange is
-        // what the deprecation says.
-        #[allow(deprecated)]
-        let ring = rustls::crypto::ring::default_provider();
-        let tls = TlsConfig::builder()
-            .provider(TlsProvider::Rustls)
-            .unversioned_rustls_crypto_provider(Arc::new(ring))
-            .root_certs(RootCerts::Specific(Arc::new(roots)))
-            .build();
-        config = config.tls_config(tls);
-    }
-    Ok(config.build().into())
+        .max_redirects(0)
+        .build();
+    Ok(config.into())
 }

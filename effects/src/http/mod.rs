@@ -51,6 +51,7 @@ pub fn open_listener(
 pub struct Announcement {
     allowed_hosts: String,
     mcp: bool,
+    tls: bool,
 }
 
 impl Announcement {
@@ -58,26 +59,38 @@ impl Announcement {
         Announcement {
             allowed_hosts: policy.allowed_hosts(),
             mcp: options.mcp,
+            tls: false,
         }
+    }
+
+    /// The same, for a server that speaks HTTPS.
+    pub fn with_tls(mut self, tls: bool) -> Announcement {
+        self.tls = tls;
+        self
     }
 
     /// Says where the server listens and which `Host` values it answers (`runtime` describes
     /// the runtime, for the log).
     pub fn announce(&self, local: SocketAddr, runtime: &str) {
+        let (proto, scheme) = if self.tls {
+            ("HTTPS", "https")
+        } else {
+            ("HTTP", "http")
+        };
         bernstein_os::log_line!(
             "bernstein: answering HTTP requests whose Host is one of: {} (add names with BERNSTEIN_MCP_ALLOWED_HOSTS)",
             self.allowed_hosts
         );
         if self.mcp {
             bernstein_os::log_line!(
-                "bernstein: serving MCP over HTTP at http://{local}/mcp (legacy SSE at /sse; {runtime})"
+                "bernstein: serving MCP over {proto} at {scheme}://{local}/mcp (legacy SSE at /sse; {runtime})"
             );
             bernstein_os::log_line!(
-                "bernstein: dashboard at http://{local}/ (metrics at /metrics, probes at /healthz and /readyz)"
+                "bernstein: dashboard at {scheme}://{local}/ (metrics at /metrics, probes at /healthz and /readyz)"
             );
         } else {
             bernstein_os::log_line!(
-                "bernstein: serving the read-only dashboard at http://{local}/ (metrics at /metrics, probes at /healthz and /readyz; {runtime})"
+                "bernstein: serving the read-only dashboard at {scheme}://{local}/ (metrics at /metrics, probes at /healthz and /readyz; {runtime})"
             );
         }
     }
