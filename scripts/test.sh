@@ -33,6 +33,7 @@ HANDSHAKE_REQUIREMENTS=(
   "prometheus_client>=0.20,<1"
   "playwright>=1.40,<2"
   "cryptography>=42"
+  "opentelemetry-proto>=1.27,<2"
 )
 STATELESS_REQUIREMENTS=(
   "mcp>=2,<3"

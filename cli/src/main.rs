@@ -5,6 +5,7 @@
 mod output;
 mod commands;
 mod settings;
+mod telemetry;
 mod views;
 
 use std::path::PathBuf;
@@ -141,6 +142,24 @@ fn main() -> ExitCode {
     {
         return fail(&message);
     }
+    let traced = match &cli.command {
+        Command::Mcp(args) => Some((&args.log, "mcp")),
+        Command::Dashboard(args) => Some((&args.log, "dashboard")),
+        Command::Worker(args) => Some((&args.log, "worker")),
+        _ => None,
+    };
+    // Held until the command returns: dropping it exports the spans still queued.
+    let _telemetry = match traced {
+        Some((log, command)) => {
+            match telemetry::log_format(log.log_format)
+                .and_then(|format| telemetry::start(format, command))
+            {
+                Ok(t) => t,
+                Err(message) => return fail(&message),
+            }
+        }
+        None => telemetry::Telemetry::default(),
+    };
     let result = match cli.command {
         Command::Mcp(args) => commands::mcp::run(&workdir, args),
         Command::Dashboard(args) => commands::dashboard::run(&workdir, args),

@@ -13,6 +13,8 @@
 //!   commands, an in-process worker, benchmarks), each submitting its job and driving the
 //!   engine on its own thread until the job ends.
 //! - [`host`]: file listings, reads and the shutdown signal the core asks for.
+//! - [`trace`]: request spans (`tracing`) with the store calls as children, when the process
+//!   traces.
 //! - [`http`]: binding, the startup announcement and the operator's routes (what only the
 //!   fold's owner answers comes from its `bernstein_core::transport::http::views::Views`).
 
@@ -20,6 +22,7 @@ pub mod host;
 pub mod http;
 pub mod local;
 pub mod perform;
+pub mod trace;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -124,11 +124,13 @@ impl<F: Fold> Local<F> {
     }
 
     fn start(
-        engine: Engine<F>,
+        mut engine: Engine<F>,
         server: Option<Arc<Server<F>>>,
         backend: &Backend<F>,
         origin: Instant,
     ) -> std::io::Result<Local<F>> {
+        // Its performer traces the requests when the process does: from the first job on.
+        engine.trace_requests(crate::trace::enabled());
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 engine,

@@ -30,6 +30,7 @@ use bernstein_core::transport::http::{HttpResponse, OperatorRequest};
 
 use crate::host::HostIo;
 use crate::http::operator::Operator;
+use crate::trace::{Requests, entered};
 use bernstein_core::transport::http::views::{NoViews, Views};
 
 /// What a server or a [`Local`](crate::local::Local) engine is built on: the ledger, the wall
@@ -170,6 +171,8 @@ pub struct Performer<F: Fold> {
     pool: Option<Pool>,
     operator: Option<OperatorQueue>,
     operator_thread: Option<thread::JoinHandle<()>>,
+    /// The request spans, when the process traces ([`crate::trace::enable`]).
+    trace: Option<Requests>,
 }
 
 impl<F: Fold> Drop for Performer<F> {
@@ -237,6 +240,7 @@ impl<F: Fold> Performer<F> {
             pool,
             operator,
             operator_thread,
+            trace: crate::trace::enabled().then(Requests::default),
         })
     }
 
@@ -255,14 +259,32 @@ impl<F: Fold> Performer<F> {
     pub fn perform_store(&self, output: Output) -> Result<Option<Done<F>>, Output> {
         let call = match output {
             Output::ReadSnapshot { req } => Call::Snapshot(req),
-            Output::Append { req, append } => Call::Append(req, append),
-            Output::Sync { waiting } => match &self.syncer {
-                Some(syncer) if waiting > self.inline_syncs => {
-                    return Ok(syncer.queue(Wanted::Sync));
+            Output::Append { req, append } => {
+                let span = self.trace.as_ref().map(|t| t.append(req));
+                Call::Append(req, append, span)
+            }
+            Output::Sync { waiting } => {
+                let spans = self.trace.as_ref().map(Requests::fsync).unwrap_or_default();
+                return Ok(match &self.syncer {
+                    Some(syncer) if waiting > self.inline_syncs => {
+                        syncer.queue(Wanted::Sync(spans))
+                    }
+                    // Here, whoever else waits: the pool only reads and appends.
+                    _ => Some(call(&*self.store, Call::Sync(spans))),
+                });
+            }
+            Output::Began { req, span } => {
+                if let Some(t) = &self.trace {
+                    t.begin(req, &span);
                 }
-                // Here, whoever else waits: the pool only reads and appends.
-                _ => return Ok(Some(call(&*self.store, Call::Sync))),
-            },
+                return Ok(None);
+            }
+            Output::Ended { req, error, failed } => {
+                if let Some(t) = &self.trace {
+                    t.end(req, error, failed);
+                }
+                return Ok(None);
+            }
             Output::Look => match (&self.pool, &self.syncer) {
                 (None, Some(syncer)) => match self.store.snapshot_unsettled() {
                     Ok(snapshot) => return Ok(syncer.queue(Wanted::Head(snapshot))),
@@ -311,6 +333,14 @@ impl<F: Fold> Performer<F> {
         }
     }
 
+    /// Asks `engine` to announce its requests when this performer traces them (once: cheap
+    /// to call before every pump).
+    pub fn attach(&self, engine: &mut Engine<F>) {
+        if self.trace.is_some() && !engine.traces_requests() {
+            engine.trace_requests(true);
+        }
+    }
+
     /// What was performed off the runtime's thread since the last call.
     pub fn drain(&self) -> Vec<Done<F>> {
         std::mem::take(&mut *lock(&self.mailbox.done))
@@ -323,6 +353,7 @@ impl<F: Fold> Performer<F> {
     /// the runtime writes each answer as soon as it is ready (call again while
     /// [`Engine::has_output`]).
     pub fn pump(&self, engine: &mut Engine<F>, now: &dyn Fn() -> Moment, io: &mut Vec<Output>) {
+        self.attach(engine);
         for done in self.drain() {
             done.feed(engine, now());
         }
@@ -358,8 +389,10 @@ pub fn moment(origin: std::time::Instant, clock: &dyn bernstein_core::time::Cloc
 /// A store call: the one place each store output is performed, wherever it runs.
 enum Call {
     Snapshot(ReqId),
-    Append(ReqId, Append),
-    Sync,
+    /// With the request's `store.append` span, when it is traced.
+    Append(ReqId, Append, Option<tracing::Span>),
+    /// With the `store.fsync` spans of the requests it makes durable.
+    Sync(Vec<tracing::Span>),
     Look,
 }
 
@@ -370,14 +403,20 @@ fn call<F: Fold>(store: &dyn Store<F>, call: Call) -> Done<F> {
             Ok(snapshot) => Done::Snapshot { req, snapshot },
             Err(error) => Done::Failed { req, error },
         },
-        Call::Append(req, append) => match store.compare_and_append_unsettled(&append) {
-            Ok(result) => Done::Appended { req, result },
-            Err(error) => Done::Failed { req, error },
-        },
-        Call::Sync => match store.settle() {
-            Ok(()) => Done::Synced,
-            Err(error) => Done::SyncFailed(error),
-        },
+        Call::Append(req, append, span) => {
+            let _entered = span.as_ref().map(tracing::Span::enter);
+            match store.compare_and_append_unsettled(&append) {
+                Ok(result) => Done::Appended { req, result },
+                Err(error) => Done::Failed { req, error },
+            }
+        }
+        Call::Sync(spans) => {
+            let _entered = entered(&spans);
+            match store.settle() {
+                Ok(()) => Done::Synced,
+                Err(error) => Done::SyncFailed(error),
+            }
+        }
         Call::Look => match store.snapshot() {
             Ok(s) => Done::Head(s),
             Err(e) => Done::HeadFailed(e),
@@ -387,7 +426,8 @@ fn call<F: Fold>(store: &dyn Store<F>, call: Call) -> Done<F> {
 
 /// What the syncer answers once what was written before it was asked is durable.
 enum Wanted<F> {
-    Sync,
+    /// With the `store.fsync` spans of the requests it makes durable.
+    Sync(Vec<tracing::Span>),
     Head(Arc<Snapshot<F>>),
 }
 
@@ -456,12 +496,23 @@ fn sync_loop<F: Fold>(
             std::mem::take(&mut q.wanted)
         };
         // Began after every request in the batch asked: it covers what each wrote or read.
-        let settled = store.settle();
+        let spans: Vec<tracing::Span> = batch
+            .iter()
+            .flat_map(|w| match w {
+                Wanted::Sync(spans) => spans.clone(),
+                Wanted::Head(_) => Vec::new(),
+            })
+            .collect();
+        let settled = {
+            let _entered = entered(&spans);
+            store.settle()
+        };
+        drop(spans);
         let done = batch
             .into_iter()
             .map(|w| match (w, &settled) {
-                (Wanted::Sync, Ok(())) => Done::Synced,
-                (Wanted::Sync, Err(e)) => Done::SyncFailed(e.clone()),
+                (Wanted::Sync(_), Ok(())) => Done::Synced,
+                (Wanted::Sync(_), Err(e)) => Done::SyncFailed(e.clone()),
                 (Wanted::Head(s), Ok(())) => Done::Head(s),
                 (Wanted::Head(_), Err(e)) => Done::HeadFailed(e.clone()),
             })

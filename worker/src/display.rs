@@ -53,6 +53,7 @@ impl Display {
             Some(t) => format!("[worker] {t}: {text}"),
             None => format!("[worker] {text}"),
         };
+        bernstein_os::log::mirror(format_args!("{line}"));
         let mut st = self.state();
         let mut out = std::io::stdout().lock();
         if self.tty {

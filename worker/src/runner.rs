@@ -17,13 +17,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
+use bernstein_core::protocol::ids::RequestIds;
 use bernstein_domain::claims::ClaimedTask;
 use bernstein_domain::tools::claim::MAX_WAIT_MS as MAX_CLAIM_WAIT_MS;
 use serde_json::{Value, json};
 
 use crate::display::Display;
 use crate::duration::format_duration;
-use crate::task_run::{Claimed, Outcome, TaskControl, TaskSettings, release, run_task};
+use crate::task_run::{ClaimTrace, Claimed, Outcome, TaskControl, TaskSettings, release, run_task};
 use crate::transport::{Client, ToolReply};
 
 /// How often the SHUTDOWN file and the stop flag are looked at.
@@ -271,6 +272,10 @@ fn claim(
     if wait_ms > 0 {
         args["wait_ms"] = json!(wait_ms.min(MAX_CLAIM_WAIT_MS));
     }
+    // The claim's content-derived trace and span ids, as the server derives them: the agent
+    // run is traced as a child of the claim.
+    let claim = crate::transport::tool_call_request(id, "bernstein_claim", args.clone());
+    let ids = RequestIds::of_request("tools/call", claim.get("params"));
     match client.call_tool_as(id, "bernstein_claim", args, wait) {
         // A claim cancelled while it waited (shutdown): nothing was granted.
         Ok(ToolReply::Ok(receipt)) if receipt.get("cancelled") == Some(&Value::Bool(true)) => {
@@ -296,6 +301,10 @@ fn claim(
                 task_id,
                 task,
                 receipt,
+                claim_trace: ClaimTrace {
+                    trace_id: ids.trace_id,
+                    span_id: ids.span_id,
+                },
             }))
         }
         // An older server refuses the argument itself (`too_many_waits`, a lack of wait slots,

@@ -79,6 +79,17 @@ pub struct Claimed {
     pub task: ClaimedTask,
     /// The signed receipt as the server answered it.
     pub receipt: Value,
+    /// The claim call's span: the agent run's parent.
+    pub claim_trace: ClaimTrace,
+}
+
+/// The content-derived ids of the `bernstein_claim` call that granted a task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimTrace {
+    /// 32 lowercase hex digits.
+    pub trace_id: String,
+    /// 16 lowercase hex digits.
+    pub span_id: String,
 }
 
 /// How a task ended for this worker.
@@ -305,6 +316,33 @@ pub fn release(
 }
 
 pub fn run_task(
+    client: &Client,
+    settings: &TaskSettings,
+    claimed: &Claimed,
+    ctl: &TaskControl,
+    display: &Display,
+) -> Outcome {
+    let id = claimed.task_id.as_str();
+    // The agent run, a child of the claim's span: what is logged meanwhile carries its trace.
+    let span = tracing::info_span!(
+        target: "bernstein::worker",
+        "agent.run",
+        otel.name = %format!("agent run {id}"),
+        trace_id = %claimed.claim_trace.trace_id,
+        parent_span_id = %claimed.claim_trace.span_id,
+        bernstein.task_id = id,
+        bernstein.command = %settings.command,
+        failed = tracing::field::Empty,
+    );
+    let _entered = span.enter();
+    let outcome = run_entered(client, settings, claimed, ctl, display);
+    if !matches!(outcome, Outcome::Completed(_)) {
+        span.record("failed", true);
+    }
+    outcome
+}
+
+fn run_entered(
     client: &Client,
     settings: &TaskSettings,
     claimed: &Claimed,

@@ -20,6 +20,8 @@ use crate::settings;
 
 #[derive(Debug, Args)]
 pub struct DashboardArgs {
+    #[command(flatten)]
+    pub log: crate::telemetry::LogArgs,
     /// Interface to bind (a non-loopback one needs BERNSTEIN_MCP_TOKEN, sent as a bearer token).
     #[arg(long, default_value = "127.0.0.1")]
     host: String,

@@ -20,6 +20,8 @@ use crate::settings;
 pub struct McpArgs {
     #[command(subcommand)]
     command: Option<McpCommand>,
+    #[command(flatten)]
+    pub log: crate::telemetry::LogArgs,
     /// Transport to serve.
     #[arg(long, value_enum, default_value_t = Transport::Stdio)]
     transport: Transport,

@@ -31,6 +31,8 @@ use crate::settings;
 #[command(after_help = presets_help())]
 #[command(group(clap::ArgGroup::new("agent_command").required(true).args(["exec", "agent"])))]
 pub struct WorkerArgs {
+    #[command(flatten)]
+    pub log: crate::telemetry::LogArgs,
     /// The agent command line, run with `sh -c` in the project directory (task JSON on stdin;
     /// BERNSTEIN_TASK_ID, BERNSTEIN_TASK_GOAL, BERNSTEIN_TASK_ROLE, BERNSTEIN_RUN_ID set).
     #[arg(long, value_name = "CMD", conflicts_with = "agent")]

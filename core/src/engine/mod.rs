@@ -28,6 +28,7 @@ pub mod request;
 pub mod server;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
+pub mod span;
 pub mod turns;
 pub mod wait_slots;
 

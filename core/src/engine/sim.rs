@@ -61,6 +61,8 @@ pub struct World<F: Fold> {
     pub fsyncs: usize,
     /// The submitted jobs that ended ([`Output::Finished`]), in order.
     pub finished: Vec<(JobId, Result<Box<Finished>, StoreError>)>,
+    /// [`Output::Began`] and [`Output::Ended`], in order (with [`Engine::trace_requests`]).
+    pub spans: Vec<Output>,
 }
 
 impl<F: Fold> World<F> {
@@ -90,6 +92,7 @@ impl<F: Fold> World<F> {
             looks: 0,
             fsyncs: 0,
             finished: Vec::new(),
+            spans: Vec::new(),
         }
     }
 
@@ -309,6 +312,7 @@ impl<F: Fold> World<F> {
                 }
                 Output::Log(line) => self.logs.push(line),
                 Output::Finished { job, result } => self.finished.push((job, result)),
+                span @ (Output::Began { .. } | Output::Ended { .. }) => self.spans.push(span),
             }
         }
     }

@@ -491,8 +491,16 @@ impl<F: Fold> Engine<F> {
                 if let Some(Conn::Http(h)) = self.conns.get(&conn) {
                     facts.log_level = h.log_level;
                 }
+                let traceparent = x.traceparent.clone();
                 let answer = Answer::Mcp { x, stream: None };
-                let req = self.start_request(conn, message, facts, answer, Some(peer));
+                let req = self.start_request(
+                    conn,
+                    message,
+                    facts,
+                    answer,
+                    Some(peer),
+                    traceparent.as_deref(),
+                );
                 self.set_busy(conn, Some(Busy::Request(req)));
             }
             Decision::OpenLegacyStream(open) => self.open_legacy(conn, peer, &open),
@@ -679,7 +687,7 @@ impl<F: Fold> Engine<F> {
         let span = m.span(m.message.request_span_id());
         let message = m.message.clone();
         let answer = Answer::Legacy { m, stream, span };
-        let req = self.start_request(conn, message, facts, answer, Some(peer));
+        let req = self.start_request(conn, message, facts, answer, Some(peer), None);
         self.set_busy(conn, Some(Busy::Request(req)));
     }
 
@@ -797,7 +805,7 @@ impl<F: Fold> Engine<F> {
             s.open += 1;
             // The framing is the first layer that sees the line: it is read here, once.
             let message = self.server.read_message(bytes);
-            let req = self.start_request(conn, message, facts, Answer::Stdio, None);
+            let req = self.start_request(conn, message, facts, Answer::Stdio, None, None);
             if let Some(Conn::Stdio(s)) = self.conns.get_mut(&conn) {
                 s.foreground = Some(req);
             }

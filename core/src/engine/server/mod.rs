@@ -43,6 +43,7 @@ use self::timers::{Due, Timers};
 use super::counters::Counters;
 use super::job::Work;
 use super::request::{Finished, Request};
+use super::span::RequestSpan;
 use super::turns::{Ticket, Turns};
 use super::{Cancels, Moment, Stop, WaitPolicy, WaitSlots};
 use crate::ledger::{Append, AppendResult, Fold, LedgerPosition, Snapshot, StoreError};
@@ -175,6 +176,16 @@ pub enum Output {
         job: JobId,
         result: Result<Box<Finished>, StoreError>,
     },
+    /// A request began: what names its span (only while [`Engine::trace_requests`] is on;
+    /// before the request's first store output).
+    Began { req: ReqId, span: Box<RequestSpan> },
+    /// A request began with [`Output::Began`] ended: answered (`error`: the JSON-RPC error
+    /// code it was answered with) or ended by a store failure (`failed`).
+    Ended {
+        req: ReqId,
+        error: Option<i64>,
+        failed: bool,
+    },
 }
 
 /// How a server's engine is configured.
@@ -289,6 +300,8 @@ pub struct Engine<F: Fold> {
     shutting_down: bool,
     /// When the shutdown's grace ends (the engine's clock), once one began.
     grace_ends: Option<Duration>,
+    /// Whether requests are announced and ended for a runtime that traces them.
+    traced: bool,
 }
 
 impl<F: Fold> std::fmt::Debug for Engine<F> {
@@ -363,7 +376,19 @@ impl<F: Fold> Engine<F> {
             entropy: Entropy::new(config.seed),
             shutting_down: false,
             grace_ends: None,
+            traced: false,
         }
+    }
+
+    /// Whether each request is announced ([`Output::Began`]) and ended ([`Output::Ended`]) for
+    /// a runtime that traces; off by default (then neither is ever output).
+    pub fn trace_requests(&mut self, on: bool) {
+        self.traced = on;
+    }
+
+    /// See [`Engine::trace_requests`].
+    pub fn traces_requests(&self) -> bool {
+        self.traced
     }
 
     /// The engine of a stdio server, its one peer connected as [`STDIO`].

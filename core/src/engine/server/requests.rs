@@ -10,6 +10,7 @@ use super::timers::{self, Due};
 use super::{Answer, Conn, ConnId, Engine, JobId, Nap, Output, Park, Req, ReqId, syncs};
 use crate::engine::job::{OwnedMessage, Submitted, Work};
 use crate::engine::request::{self, Finished, Request};
+use crate::engine::span::RequestSpan;
 use crate::engine::turns::Grant;
 use crate::engine::{Served, Stop};
 use crate::ledger::{AppendResult, Fold, Snapshot, StoreError};
@@ -27,17 +28,37 @@ impl<F: Fold> Engine<F> {
         facts: TransportFacts,
         answer: Answer,
         peer: Option<SocketAddr>,
+        traceparent: Option<&str>,
     ) -> ReqId {
         if let Some(named) = message.cancelled_request() {
             self.cancel(&named);
         }
+        let span = self
+            .traced
+            .then(|| Box::new(RequestSpan::of(&message, traceparent)));
         let entered = message.request_id().map(|id| self.cancels.enter(id));
         let job = Work::Message(OwnedMessage {
             server: self.server.clone(),
             message,
             facts,
         });
-        self.begin(job, Some(conn), answer, super::peer_ip(peer), entered)
+        let id = self.begin(job, Some(conn), answer, super::peer_ip(peer), entered);
+        self.began(id, span);
+        id
+    }
+
+    /// Announces a request's span to a runtime that traces.
+    fn began(&mut self, req: ReqId, span: Option<Box<RequestSpan>>) {
+        if let Some(span) = span {
+            self.push(Output::Began { req, span });
+        }
+    }
+
+    /// Ends a request's span for a runtime that traces.
+    fn ended(&mut self, req: ReqId, error: Option<i64>, failed: bool) {
+        if self.traced {
+            self.push(Output::Ended { req, error, failed });
+        }
     }
 
     /// Serves `job` for a caller that is not a connection (an operator's command, an
@@ -46,7 +67,7 @@ impl<F: Fold> Engine<F> {
     /// [`Output::Finished`] with the id returned; a pending answer waits for the ledger until
     /// its deadline or until the caller stops it ([`super::Input::StopJob`]).
     pub fn submit(&mut self, now: super::Moment, job: Submitted<F>) -> JobId {
-        self.submit_work(now, Work::Submitted(job), None)
+        self.submit_work(now, Work::Submitted(job), None, None)
     }
 
     /// [`Engine::submit`] for a message of an in-process client: cancellable by its id as a
@@ -60,7 +81,10 @@ impl<F: Fold> Engine<F> {
             .message
             .request_id()
             .map(|id| self.cancels.enter(id));
-        self.submit_work(now, Work::Message(message), entered)
+        let span = self
+            .traced
+            .then(|| Box::new(RequestSpan::of(&message.message, None)));
+        self.submit_work(now, Work::Message(message), entered, span)
     }
 
     fn submit_work(
@@ -68,6 +92,7 @@ impl<F: Fold> Engine<F> {
         now: super::Moment,
         work: Work<F>,
         entered: Option<crate::engine::cancels::Entered>,
+        span: Option<Box<RequestSpan>>,
     ) -> JobId {
         self.now = now;
         let answer = Answer::Job {
@@ -75,6 +100,7 @@ impl<F: Fold> Engine<F> {
             stop: None,
         };
         let id = self.begin(work, None, answer, None, entered);
+        self.began(id, span);
         self.after_input();
         JobId(id.0)
     }
@@ -648,6 +674,8 @@ impl<F: Fold> Engine<F> {
             return;
         };
         self.release(&r, id);
+        let error = finished.served.kind.error().map(|e| e.code);
+        self.ended(id, error, !count);
         if count {
             self.counters.served(&finished.tally, finished.took);
         }
@@ -745,6 +773,7 @@ impl<F: Fold> Engine<F> {
     fn end_job(&mut self, id: ReqId, result: Result<Box<Finished>, StoreError>) {
         if let Some(r) = self.reqs.remove(&id) {
             self.release(&r, id);
+            self.ended(id, None, result.is_err());
             self.push(Output::Finished {
                 job: JobId(id.0),
                 result,

@@ -115,6 +115,9 @@ pub struct McpExchange {
     pub era: Era,
     pub accept: Accept,
     pub keep_alive: bool,
+    /// The request's `traceparent` header, as sent (the engine names the request's span's
+    /// parent from it when it is valid and the body's `_meta` carries none).
+    pub traceparent: Option<String>,
 }
 
 impl McpExchange {
@@ -328,6 +331,7 @@ mod tests {
             era,
             accept: Accept::parse(Some(accept)),
             keep_alive: true,
+            traceparent: None,
         }
     }
 

@@ -303,6 +303,7 @@ impl HttpPolicy {
             ));
         }
         let keep_alive = request.keep_alive();
+        let traceparent = request.header_str("traceparent").map(str::to_string);
         Ok(McpExchange {
             message,
             facts: TransportFacts {
@@ -315,6 +316,7 @@ impl HttpPolicy {
             era: check.era,
             accept,
             keep_alive,
+            traceparent,
         })
     }
 }
