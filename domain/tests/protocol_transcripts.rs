@@ -98,6 +98,7 @@ fn transport_from(args: &str, at: &str) -> TransportFacts {
         kind,
         protocol_version: version,
         loopback: true,
+        principal: None,
     }
 }
 

@@ -13,11 +13,13 @@
 //!   commands, an in-process worker, benchmarks), each submitting its job and driving the
 //!   engine on its own thread until the job ends.
 //! - [`host`]: file listings, reads and the shutdown signal the core asks for.
+//! - [`idp`]: the OAuth issuer's signing keys, fetched off the runtime's thread.
 //! - [`http`]: binding, the startup announcement and the operator's routes (what only the
 //!   fold's owner answers comes from its `bernstein_core::transport::http::views::Views`).
 
 pub mod host;
 pub mod http;
+pub mod idp;
 pub mod local;
 pub mod perform;
 

@@ -111,6 +111,7 @@ pub fn facts(selector: u8) -> TransportFacts {
         kind,
         protocol_version: revision,
         loopback: selector & 0x80 == 0,
+        principal: None,
     }
 }
 

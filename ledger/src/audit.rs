@@ -62,6 +62,20 @@ pub struct CallAudit<'a> {
     pub name_digest: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name_len: Option<u64>,
+    /// Who an OAuth access token said the call was for (its issuer and subject; never the
+    /// token). Absent for calls made without one.
+    #[serde(borrow, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<AuditPrincipal<'a>>,
+}
+
+/// The principal of an OAuth-authenticated call.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuditPrincipal<'a> {
+    #[serde(borrow)]
+    pub iss: Cow<'a, str>,
+    #[serde(borrow)]
+    pub sub: Cow<'a, str>,
 }
 
 impl<'a> CallAudit<'a> {

@@ -5,6 +5,7 @@
 //! ledger's verifier).
 
 pub mod clock;
+pub mod https;
 pub mod scrub;
 
 /// Writes one log line to stderr and never panics: `eprintln!` panics when the write fails, and

@@ -296,6 +296,10 @@ impl<F: Fold> World<F> {
                     self.engine.handle_input(now, Input::Head(&head));
                 }
                 Output::Operator { conn, request } => self.operator.push((conn, request)),
+                // The simulated world has no issuer: a fetch fails, as an unreachable one does.
+                Output::FetchKeys { .. } => self
+                    .engine
+                    .handle_input(now, Input::Keys(Err("no issuer in the simulation".into()))),
                 Output::Send { conn, bytes } => {
                     if self.stalled.contains(&conn) {
                         *self.unread.entry(conn).or_default() += bytes.len();

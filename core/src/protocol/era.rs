@@ -293,6 +293,7 @@ mod tests {
             kind: TransportKind::LegacySse,
             protocol_version: v.map(str::to_string),
             loopback: true,
+            principal: None,
         };
         let probe = json!({"_meta": {
             META_PROTOCOL_VERSION: "2026-07-28",
@@ -417,6 +418,7 @@ mod tests {
             kind: TransportKind::StreamableHttp,
             protocol_version: Some("2025-11-25".into()),
             loopback: true,
+            principal: None,
         };
         let p =
             json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}});

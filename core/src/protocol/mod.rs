@@ -44,6 +44,7 @@ pub mod message;
 pub mod meter;
 pub mod model;
 pub mod prescan;
+pub mod principal;
 pub mod progress;
 pub mod refusal;
 pub mod registry;
@@ -92,6 +93,8 @@ pub struct TransportFacts {
     pub protocol_version: Option<String>,
     /// Whether the peer is on a loopback address (stdio counts as loopback).
     pub loopback: bool,
+    /// Who an OAuth access token says the request is for (HTTP with OAuth only).
+    pub principal: Option<principal::Principal>,
 }
 
 impl TransportFacts {
@@ -100,6 +103,7 @@ impl TransportFacts {
             kind: TransportKind::Stdio,
             protocol_version,
             loopback: true,
+            principal: None,
         }
     }
 }

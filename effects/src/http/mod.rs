@@ -33,8 +33,15 @@ pub fn open_listener(
         ));
     }
     let loopback = addrs.iter().all(is_loopback);
-    check_bind(&options.host, loopback, &config.auth)
-        .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+    // TLS is not served yet (`tls: false`): a public bind needs the static token.
+    check_bind(
+        &options.host,
+        loopback,
+        &config.auth,
+        config.oauth.is_some(),
+        false,
+    )
+    .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
     let listener = TcpListener::bind(&addrs[..])?;
     // The standard library listens with a queue of 128: a burst of connections faster than the
     // loop accepts them overflows it, and the kernel drops their SYNs (each client then waits

@@ -230,7 +230,7 @@ impl<F: Fold> Engine<F> {
                 match h.busy {
                     // A waiting request whose peer left ends as cancelled.
                     Some(Busy::Request(req)) => self.wake(req),
-                    Some(Busy::Operator | Busy::Parked) => {}
+                    Some(Busy::Operator | Busy::Parked | Busy::Keys) => {}
                     None => self.advance_http(conn),
                 }
             }
@@ -474,7 +474,12 @@ impl<F: Fold> Engine<F> {
                     h.clock.request_served();
                     let Some(http) = &self.http else { return };
                     let loopback = peer.ip().to_canonical().is_loopback();
-                    let decision = http.policy.route(request, loopback, self.now.wall);
+                    let decision = http.policy.route_with_keys(
+                        request,
+                        loopback,
+                        self.now.wall,
+                        self.keys.set(),
+                    );
                     self.act(conn, peer, decision);
                 }
             }
@@ -482,7 +487,7 @@ impl<F: Fold> Engine<F> {
     }
 
     /// Carries out a routing decision for a request on `conn`.
-    fn act(&mut self, conn: ConnId, peer: SocketAddr, decision: Decision) {
+    pub(super) fn act(&mut self, conn: ConnId, peer: SocketAddr, decision: Decision) {
         match decision {
             Decision::Respond(r) => self.respond(conn, r),
             Decision::Mcp(x) => {
@@ -494,6 +499,7 @@ impl<F: Fold> Engine<F> {
             Decision::OpenLegacyStream(open) => self.open_legacy(conn, peer, &open),
             Decision::LegacyMessage(m) => self.legacy_message(conn, peer, m),
             Decision::Operator(request) => self.operator(conn, peer, request),
+            Decision::NeedKeys(request) => self.need_keys(conn, peer, request),
         }
     }
 

@@ -26,6 +26,7 @@
 
 mod conns;
 mod entropy;
+mod keys;
 mod requests;
 mod syncs;
 mod timers;
@@ -52,6 +53,7 @@ use crate::transport::LineFramer;
 use crate::transport::http::exchange::{LegacyMessage, McpExchange, StreamedReply};
 use crate::transport::http::read_clock::ReadClock;
 use crate::transport::http::sse::EventIds;
+use crate::transport::http::tool_scopes::ToolScopes;
 use crate::transport::http::{
     HttpOptions, HttpPolicy, HttpResponse, OperatorRequest, ParamHeaders, RequestParser,
     StreamClock,
@@ -124,6 +126,9 @@ pub enum Input<'a, F> {
         conn: ConnId,
         response: HttpResponse,
     },
+    /// [`Output::FetchKeys`]: the issuer's JWKS document, or why it could not be fetched
+    /// (naming no token).
+    Keys(Result<serde_json::Value, String>),
     /// The caller of a submitted job stops waiting for the ledger: a pending answer of it is
     /// given at once, as it stands ([`Stop::Settle`]) or cancelled ([`Stop::Cancel`]). A job
     /// that never waits (an operator's command) is told this right after it is submitted.
@@ -162,6 +167,13 @@ pub enum Output {
     Operator {
         conn: ConnId,
         request: OperatorRequest,
+    },
+    /// Fetch the OAuth issuer's signing keys (its JWKS, at `jwks_url` or where the issuer's
+    /// metadata says) → [`Input::Keys`]. At most one is asked at a time, and at most one per
+    /// [`keys::REFETCH_AFTER`].
+    FetchKeys {
+        issuer: String,
+        jwks_url: Option<String>,
     },
     /// A line for the server's log.
     Log(String),
@@ -286,6 +298,8 @@ pub struct Engine<F: Fold> {
     out: VecDeque<Output>,
     counters: Counters,
     entropy: Entropy,
+    /// The OAuth issuer's keys and the requests waiting for them.
+    keys: keys::Keys,
     shutting_down: bool,
     /// When the shutdown's grace ends (the engine's clock), once one began.
     grace_ends: Option<Duration>,
@@ -328,7 +342,10 @@ impl<F: Fold> Engine<F> {
             .as_ref()
             .map_or(usize::MAX, |h| h.options.limits.max_unsent_bytes);
         let http = config.http.map(|h| HttpConfig {
-            policy: h.policy.with_param_headers(ParamHeaders::of(&server)),
+            policy: h
+                .policy
+                .with_param_headers(ParamHeaders::of(&server))
+                .with_tool_scopes(ToolScopes::of(&server)),
             options: h.options,
         });
         Engine {
@@ -361,6 +378,7 @@ impl<F: Fold> Engine<F> {
             out: VecDeque::new(),
             counters: Counters::new(now.wall),
             entropy: Entropy::new(config.seed),
+            keys: keys::Keys::default(),
             shutting_down: false,
             grace_ends: None,
         }
@@ -477,6 +495,7 @@ impl<F: Fold> Engine<F> {
             Input::Head(snapshot) => self.head(Ok(snapshot)),
             Input::HeadFailed(error) => self.head(Err(error)),
             Input::Operator { conn, response } => self.operator_answered(conn, response),
+            Input::Keys(result) => self.keys_fetched(result),
             Input::StopJob { job, why } => self.stop_job(job, why),
             Input::Tick => self.tick(),
             Input::Shutdown => self.shutdown(),
@@ -676,6 +695,8 @@ enum Busy {
     Operator,
     /// Its legacy message waits for its stream to drain ([`Parked`]).
     Parked,
+    /// Its request waits for the issuer's keys ([`keys`]).
+    Keys,
 }
 
 /// A stdio peer: its framer, the revision `initialize` negotiated (a transport fact, like the

@@ -323,6 +323,7 @@ mod tests {
                 kind: TransportKind::StreamableHttp,
                 protocol_version: None,
                 loopback: true,
+                principal: None,
             },
             era,
             accept: Accept::parse(Some(accept)),
@@ -518,6 +519,7 @@ mod tests {
                 kind: TransportKind::LegacySse,
                 protocol_version: None,
                 loopback: true,
+                principal: None,
             },
             keep_alive: true,
         };

@@ -90,10 +90,7 @@ mod tests {
 
     #[test]
     fn metadata_and_challenge() {
-        let o = OAuthConfig {
-            issuer: "https://idp.example".into(),
-            scopes: vec!["bernstein.read".into()],
-        };
+        let o = OAuthConfig::new("https://idp.example", vec!["bernstein.read".into()]);
         let m = metadata(&o, "https://h", METADATA_MCP);
         assert_eq!(
             m,

@@ -12,10 +12,10 @@ fn config(auth: AuthMode, issuer: bool) -> Config {
     let mut c = Config::new(b"k".to_vec());
     c.auth = auth;
     if issuer {
-        c.oauth = Some(OAuthConfig {
-            issuer: "https://idp.example".into(),
-            scopes: vec!["bernstein.read".into(), "bernstein.write".into()],
-        });
+        c.oauth = Some(OAuthConfig::new(
+            "https://idp.example",
+            vec!["bernstein.read".into(), "bernstein.write".into()],
+        ));
     }
     c
 }
