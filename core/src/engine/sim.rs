@@ -61,6 +61,9 @@ pub struct World<F: Fold> {
     pub fsyncs: usize,
     /// The submitted jobs that ended ([`Output::Finished`]), in order.
     pub finished: Vec<(JobId, Result<Box<Finished>, StoreError>)>,
+    /// How many times the engine asked for the OAuth issuer's keys ([`Output::FetchKeys`]);
+    /// the test answers with [`World::answer_keys`].
+    pub keys_asked: usize,
 }
 
 impl<F: Fold> World<F> {
@@ -90,6 +93,7 @@ impl<F: Fold> World<F> {
             looks: 0,
             fsyncs: 0,
             finished: Vec::new(),
+            keys_asked: 0,
         }
     }
 
@@ -221,6 +225,12 @@ impl<F: Fold> World<F> {
         String::from_utf8(self.take(conn)).expect("the engine sends UTF-8 here")
     }
 
+    /// Answers the engine's last [`Output::FetchKeys`] with the issuer's JWKS, or why it could
+    /// not be fetched.
+    pub fn answer_keys(&mut self, result: Result<serde_json::Value, String>) {
+        self.input(Input::Keys(result));
+    }
+
     /// Answers the oldest operator route asked for.
     pub fn answer_operator(&mut self, response: HttpResponse) {
         let (conn, _) = self.operator.remove(0);
@@ -296,10 +306,7 @@ impl<F: Fold> World<F> {
                     self.engine.handle_input(now, Input::Head(&head));
                 }
                 Output::Operator { conn, request } => self.operator.push((conn, request)),
-                // The simulated world has no issuer: a fetch fails, as an unreachable one does.
-                Output::FetchKeys { .. } => self
-                    .engine
-                    .handle_input(now, Input::Keys(Err("no issuer in the simulation".into()))),
+                Output::FetchKeys { .. } => self.keys_asked += 1,
                 Output::Send { conn, bytes } => {
                     if self.stalled.contains(&conn) {
                         *self.unread.entry(conn).or_default() += bytes.len();

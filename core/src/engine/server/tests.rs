@@ -6,6 +6,7 @@
 //! [`backlog`].
 
 mod backlog;
+mod keys;
 
 use core::time::Duration;
 use std::sync::Arc;

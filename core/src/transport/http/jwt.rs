@@ -396,4 +396,6 @@ fn check_claims(claims: &Value, expected: &Expected<'_>) -> Result<Principal, To
 }
 
 #[cfg(test)]
+pub(crate) mod test_keys;
+#[cfg(test)]
 mod tests;

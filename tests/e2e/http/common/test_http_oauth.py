@@ -78,7 +78,7 @@ def test_idp_tokens_are_checked_by_the_server(srv, idp, launcher):
         assert_invalid(reply, token, why)
         assert why in reply.json()["error_description"], (why, reply.body)
     # Nothing refused reached the ledger; the served call names its principal, not its token.
-    ledger = "".join(p.read_text() for p in (launcher.workdir / ".sdd").rglob("*.jsonl"))
+    ledger = (launcher.workdir / ".sdd" / "ledger" / "ledger.jsonl").read_text()
     assert '"principal":{"iss":"' + idp.issuer in ledger.replace(" ", ""), "principal recorded"
     assert good not in ledger and "mallory" not in ledger
     verify = audit_verify(launcher.workdir / ".sdd")
@@ -126,7 +126,20 @@ def test_read_scope_cannot_write(srv, idp):
     challenge = refused.headers["www-authenticate"]
     assert 'error="insufficient_scope"' in challenge and 'scope="bernstein.write"' in challenge, challenge
     assert "resource_metadata=" in challenge, challenge
+    error = refused.rpc_response()["error"]
+    assert "bernstein.write" in error["message"] and error["data"]["error"] == "insufficient_scope", error
     assert call_tool(base, "bernstein_status", token=read).status == 200
     write = idp.token(claims={"aud": audience(srv), "sub": "writer", "scope": WRITE})
     names = {t["name"] for t in rpc(base, "tools/list", token=write).rpc_response()["result"]["tools"]}
     assert "bernstein_post_message" in names, names
+
+
+def test_a_token_pasted_into_an_argument_never_reaches_the_ledger(srv, idp, launcher):
+    token = idp.token(claims={"aud": audience(srv), "sub": "paster", "scope": WRITE})
+    goal = f"deploy with Authorization: Bearer {token} and again {token}"
+    reply = call_tool(srv.direct_base, "bernstein_run", {"goal": goal}, token=token)
+    assert reply.status == 200 and "result" in reply.rpc_response(), reply.body[:300]
+    ledger = (launcher.workdir / ".sdd" / "ledger" / "ledger.jsonl").read_text()
+    assert "[REDACTED:" in ledger, "the pasted token was redacted"
+    for part in token.split("."):
+        assert part not in ledger, "no part of the token is in the ledger"

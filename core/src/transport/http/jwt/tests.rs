@@ -3,37 +3,15 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use ed25519_dalek::Signer as _;
 use p256::ecdsa::signature::Signer as _;
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
+use sha2::Sha256;
 
+use super::test_keys::{ISS, ec_key, ed_jwk, ed_key, ed_token, enc};
 use super::*;
 
-const ISS: &str = "https://idp.example";
 const AUD: &str = "https://mcp.example/mcp";
 const NOW: u64 = 1_800_000_000;
-
-fn seed(label: &str) -> [u8; 32] {
-    Sha256::digest(label.as_bytes()).into()
-}
-
-fn ed_key(label: &str) -> ed25519_dalek::SigningKey {
-    ed25519_dalek::SigningKey::from_bytes(&seed(label))
-}
-
-fn ec_key(label: &str) -> p256::ecdsa::SigningKey {
-    p256::ecdsa::SigningKey::from_slice(&seed(label)).expect("a hash is a valid P-256 scalar")
-}
-
-fn enc(v: &Value) -> String {
-    URL_SAFE_NO_PAD.encode(serde_json::to_vec(v).unwrap())
-}
-
-fn ed_jwk(label: &str, kid: &str) -> Value {
-    let x = URL_SAFE_NO_PAD.encode(ed_key(label).verifying_key().as_bytes());
-    json!({"kty": "OKP", "crv": "Ed25519", "x": x, "kid": kid, "use": "sig"})
-}
 
 fn ec_jwk(label: &str, kid: &str) -> Value {
     let point = ec_key(label).verifying_key().to_sec1_point(false);
@@ -51,12 +29,6 @@ fn keys() -> KeySet {
 fn claims() -> Value {
     json!({"iss": ISS, "aud": AUD, "sub": "alice", "exp": NOW + 600, "nbf": NOW - 5,
            "iat": NOW - 5, "scope": "bernstein.read"})
-}
-
-fn ed_token(header: &Value, claims: &Value, label: &str) -> String {
-    let input = format!("{}.{}", enc(header), enc(claims));
-    let sig = ed_key(label).sign(input.as_bytes());
-    format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.to_bytes()))
 }
 
 fn ec_token(claims: &Value) -> String {

@@ -7,7 +7,7 @@ use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::super::guard::{authorize, bearer_credential};
-use super::super::headers::BodyFacts;
+use super::super::headers::{BodyFacts, INVALID_REQUEST};
 use super::super::jwt::{self, Expected, KeySet, TokenRefused};
 use super::super::oauth;
 use super::super::request::Request;
@@ -143,20 +143,30 @@ impl HttpPolicy {
             if facts.known_method() != Some(Method::ToolsCall) {
                 return None;
             }
-            let name = facts.name?;
-            self.scopes
-                .missing(&name, p.scopes)
-                .map(|scope| (name, scope))
+            let scope = self.scopes.missing(facts.name.as_deref()?, p.scopes)?;
+            Some((facts, scope))
         });
-        let Some((tool, scope)) = missing else {
+        let Some((facts, scope)) = missing else {
             return Ok(());
         };
-        let description = format!("calling {} needs the scope {scope}", shown(&tool));
+        let tool = shown(facts.name.as_deref().unwrap_or_default());
+        let description = format!("calling {tool} needs the scope {scope}");
         let base = oauth::request_base(request, authority);
-        Err(HttpResponse::json(
+        // A JSON-RPC error answering the call (its id, for a single message), so that a client
+        // shows why; the challenge says the same to an HTTP layer.
+        let id = if value.is_array() {
+            None
+        } else {
+            facts.id.as_ref()
+        };
+        let data = json!({"error": "insufficient_scope", "scope": scope});
+        Err(HttpResponse::rpc_error(
             Status::FORBIDDEN,
             span,
-            &json!({"error": "insufficient_scope", "scope": scope, "error_description": description}),
+            id,
+            INVALID_REQUEST,
+            &format!("Forbidden: {description} (the access token's scopes do not include it)"),
+            Some(data),
         )
         .with_header(
             "WWW-Authenticate",
