@@ -588,3 +588,4 @@ fn a_duplicate_key_is_a_400_parse_error_on_both_post_endpoints() {
 }
 
 mod host;
+mod tokens;
