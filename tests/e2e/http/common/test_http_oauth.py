@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from harness.http_raw import call_tool, rpc
+from harness.http_raw import call_tool, request, rpc
 from harness.idp import Idp
 from harness.ledger import audit_verify
 
@@ -92,6 +92,10 @@ def test_audit_verify_names_the_principal(srv, idp, launcher):
     out = run_cli(["audit", "verify", "--verbose", "--dir", str(launcher.workdir / ".sdd")])
     assert out.returncode == 0, out.stderr
     assert f"by {idp.issuer} bob" in out.stdout, out.stdout[-2000:]
+    # The dashboard's overview counts the calls by principal (an access token reads it too).
+    overview = request(srv.direct_base, "GET", "/api/overview", headers={"Authorization": f"Bearer {token}"})
+    assert overview.status == 200, overview.body[:300]
+    assert overview.json()["calls"]["by_principal"] == {f"bob ({idp.issuer})": 1}, overview.json()["calls"]
 
 
 def test_rotated_and_other_algorithms_work_without_restart(srv, idp):
