@@ -5,11 +5,12 @@
 //! [`Input`] is the whole list of what the world can tell it: a connection opened, bytes
 //! arrived on it, its peer is done, what the runtime has not written of it yet; a snapshot was read, an append committed or conflicted,
 //! what was written is durable, a host request was answered, the head was looked at; an
-//! operator route was answered; the caller of a submitted job stops waiting; time passed; the
-//! server is shutting down. [`Output`] is the whole list of what it can ask for: send bytes on
-//! a connection, close it, read a snapshot, compare-and-append, wait until durable, perform a
-//! host request, look at the head, answer an operator route, log a line, hand a submitted job's
-//! answer to its caller; and [`Engine::poll_timeout`] says when to wake it. Besides
+//! operator route was answered; the OAuth issuer's keys came; the caller of a submitted job
+//! stops waiting; time passed; the server is shutting down. [`Output`] is the whole list of
+//! what it can ask for: send bytes on a connection, close it, read a snapshot,
+//! compare-and-append, wait until durable, perform a host request, look at the head, answer an
+//! operator route, fetch the issuer's keys ([`keys`]), log a line, hand a submitted job's answer
+//! to its caller; and [`Engine::poll_timeout`] says when to wake it. Besides
 //! connections, a caller may submit a job ([`Engine::submit`]: an operator's command, an
 //! in-process client's message), served by the same request state machine.
 //!
