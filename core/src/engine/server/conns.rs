@@ -808,6 +808,7 @@ impl<F: Fold> Engine<F> {
     /// connections close and busy ones after their answer.
     pub(super) fn shutdown(&mut self) {
         self.shutting_down = true;
+        self.keys_shutdown();
         if self.grace_ends.is_none()
             && let Some(grace) = self.http_limits().map(|l| l.shutdown_grace)
         {

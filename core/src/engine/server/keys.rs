@@ -5,7 +5,7 @@
 //! [`REFETCH_AFTER`] ago: then the token is refused at once, so that a flood of unknown `kid`s
 //! costs the issuer one fetch per interval. The answer ([`Input::Keys`](super::Input::Keys))
 //! replaces the set (rotation needs no restart) and routes each parked request again; a failed
-//! fetch answers them `503`.
+//! fetch answers them `503`, and so does a shutdown.
 
 use core::net::SocketAddr;
 use core::time::Duration;
@@ -76,6 +76,25 @@ impl<F: Fold> Engine<F> {
             request,
         });
         self.set_busy(conn, Some(Busy::Keys));
+    }
+
+    /// Shutdown: the requests waiting for the keys are answered `503` at once (they would
+    /// otherwise hold their connections past the last request).
+    pub(super) fn keys_shutdown(&mut self) {
+        let Some(http) = &self.http else { return };
+        let answers: Vec<_> = std::mem::take(&mut self.keys.parked)
+            .into_iter()
+            .map(|p| {
+                let why = "the server is shutting down";
+                (p.conn, http.policy.keys_unavailable(&p.request, why))
+            })
+            .collect();
+        for (conn, response) in answers {
+            if matches!(self.conns.get(&conn), Some(Conn::Http(h)) if h.busy == Some(Busy::Keys)) {
+                // A closing response: the connection is closed once it is written.
+                self.respond(conn, response.closing());
+            }
+        }
     }
 
     /// The runtime's answer to [`Output::FetchKeys`]: the issuer's JWKS, or why it could not

@@ -120,3 +120,21 @@ fn an_issuer_that_cannot_be_reached_is_a_503_and_a_kid_it_lacks_a_401() {
     w.bytes(1, &list(&token("k1", "key one")));
     assert_eq!(statuses(&mut w, 1), [200]);
 }
+
+#[test]
+fn shutdown_answers_the_requests_waiting_for_the_keys() {
+    let mut w = world();
+    w.connect(1, "127.0.0.1:40000");
+    w.bytes(1, &list(&token("k1", "key one")));
+    assert!(w.take(1).is_empty());
+    w.input(crate::engine::Input::Shutdown);
+    let out = w.take_text(1);
+    assert!(
+        out.starts_with("HTTP/1.1 503") && out.contains("shutting down"),
+        "{out}"
+    );
+    assert!(w.closed.contains_key(&crate::engine::ConnId(1)));
+    // The fetch that was asked for may still come: nothing is waiting for it.
+    w.answer_keys(Ok(jwks(&[("key one", "k1")])));
+    assert!(w.take(1).is_empty());
+}
