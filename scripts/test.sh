@@ -32,12 +32,14 @@ HANDSHAKE_REQUIREMENTS=(
   "jsonschema>=4.18,<5"
   "prometheus_client>=0.20,<1"
   "playwright>=1.40,<2"
+  "cryptography>=42"
 )
 STATELESS_REQUIREMENTS=(
   "mcp>=2,<3"
   "pytest>=8,<9"
   "pytest-timeout>=2.1,<3"
   "jsonschema>=4.18,<5"
+  "cryptography>=42"
 )
 
 START_TIME=$(date +%s)

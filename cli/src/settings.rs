@@ -260,3 +260,40 @@ pub fn scrub_policy() -> Result<Option<bernstein_os::scrub::ScrubPolicy>, String
     }
     Ok(Some(policy))
 }
+
+/// The HTTPS certificate and key files: the flags, else `BERNSTEIN_MCP_TLS_CERT` and
+/// `BERNSTEIN_MCP_TLS_KEY`; both or neither.
+pub fn tls_files(
+    cert: Option<&std::path::Path>,
+    key: Option<&std::path::Path>,
+) -> Result<Option<(std::path::PathBuf, std::path::PathBuf)>, String> {
+    let pick = |flag: Option<&std::path::Path>, var: &str| -> Result<_, String> {
+        Ok(match flag {
+            Some(p) => Some(p.to_path_buf()),
+            None => env_value(var)?.map(std::path::PathBuf::from),
+        })
+    };
+    match (
+        pick(cert, "BERNSTEIN_MCP_TLS_CERT")?,
+        pick(key, "BERNSTEIN_MCP_TLS_KEY")?,
+    ) {
+        (Some(c), Some(k)) => Ok(Some((c, k))),
+        (None, None) => Ok(None),
+        (Some(c), None) => Err(format!(
+            "TLS certificate {} given without its key: add --tls-key FILE (or BERNSTEIN_MCP_TLS_KEY)",
+            c.display()
+        )),
+        (None, Some(k)) => Err(format!(
+            "TLS key {} given without its certificate: add --tls-cert FILE (or BERNSTEIN_MCP_TLS_CERT)",
+            k.display()
+        )),
+    }
+}
+
+/// The worker's extra CA file: the flag, else `BERNSTEIN_WORKER_CA`.
+pub fn worker_ca(flag: Option<&std::path::Path>) -> Result<Option<std::path::PathBuf>, String> {
+    match flag {
+        Some(p) => Ok(Some(p.to_path_buf())),
+        None => Ok(env_value("BERNSTEIN_WORKER_CA")?.map(std::path::PathBuf::from)),
+    }
+}

@@ -77,7 +77,7 @@ fn run() -> Result<(), String> {
         Arc::new(SystemClock),
         Arc::new(ProjectHost::new(&args.workdir)),
     );
-    bernstein_runtime_std::http::serve_http(server, backend, options, |_| Ok(()))
+    bernstein_runtime_std::http::serve_http(server, backend, options, None, |_| Ok(()))
         .map_err(|e| e.to_string())
 }
 

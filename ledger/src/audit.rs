@@ -52,11 +52,15 @@ pub struct CallAudit<'a> {
     #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub alias_of: Option<Cow<'a, str>>,
     /// The run whose journal the call wrote or read, and that journal's head after the call's
-    /// transaction (both or neither).
+    /// transaction, or for a read, in the snapshot it was served from (both or neither).
     #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<Cow<'a, str>>,
     #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub journal_head: Option<Cow<'a, str>>,
+    /// The position (seq) of the snapshot a read was served from, when its record was placed
+    /// later than right after it (`crate::rebase`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<u64>,
     /// For [`UNKNOWN_TOOL`]: SHA-256 of the name the client sent, and its length in bytes.
     #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub name_digest: Option<Cow<'a, str>>,

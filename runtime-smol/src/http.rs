@@ -6,7 +6,9 @@
 //! connection task what to write and when to close. A connection task owns its socket: it
 //! reads a chunk, hands it over and waits until the engine wants the next (a message framed
 //! behind the one being served waits, as TCP makes it), and writes what it is sent, dropping
-//! the connection when a write makes no progress for the write timeout. The two share a count
+//! the connection when a write makes no progress for the write timeout; on an HTTPS server it
+//! also runs the connection's [`TlsSession`] (what it reads is decrypted before it is handed
+//! over, what it writes is encrypted). The two share a count
 //! of the bytes sent to the task that it has not written yet: the engine's task reads it to
 //! tell the engine ([`Input::Drained`]) once a connection it waits on is back under its bound,
 //! and the connection task wakes it when the count falls back to the bound. Everything runs on
@@ -30,6 +32,7 @@ use bernstein_effects::Stopper;
 use bernstein_effects::http::operator::Operator;
 use bernstein_effects::http::{Announcement, open_listener};
 use bernstein_effects::perform::{Backend, Performer, moment, seed};
+use bernstein_os::tls::{Received, ServerTls, TlsSession};
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::{Async, LocalExecutor, Timer, future};
@@ -129,9 +132,21 @@ pub fn bind<F: Fold>(
     backend: Backend<F>,
     options: HttpOptions,
 ) -> io::Result<HttpServerHandle> {
+    bind_tls(server, backend, options, None)
+}
+
+/// [`bind`], speaking HTTPS with `tls` when given.
+pub fn bind_tls<F: Fold>(
+    server: Arc<Server<F>>,
+    backend: Backend<F>,
+    options: HttpOptions,
+    tls: Option<Arc<ServerTls>>,
+) -> io::Result<HttpServerHandle> {
+    let mut options = options;
+    options.tls = tls.is_some();
     let (listener, policy) = open_listener(&server.config, &options)?;
     let local_addr = listener.local_addr()?;
-    let announcement = Announcement::new(&policy, &options);
+    let announcement = Announcement::new(&policy, &options).with_tls(tls.is_some());
     let (tx, rx) = smol::channel::unbounded::<Event>();
     let operator = Operator::new(
         backend.store.clone(),
@@ -165,7 +180,14 @@ pub fn bind<F: Fold>(
             // One thread: the engine's task and every connection task run here.
             let ex = Rc::new(LocalExecutor::new());
             let live = Arc::new(AtomicUsize::new(0));
-            let accepting = ex.spawn(accept(ex.clone(), listener, events, writes, live.clone()));
+            let accepting = ex.spawn(accept(
+                ex.clone(),
+                listener,
+                events,
+                writes,
+                live.clone(),
+                tls,
+            ));
             let hub = Hub {
                 engine,
                 performer,
@@ -189,14 +211,15 @@ pub fn bind<F: Fold>(
 }
 
 /// Binds, announces the endpoint on stderr, hands `on_bound` what stops the server, and
-/// serves until it is stopped (or the process ends).
+/// serves (HTTPS with `tls`) until it is stopped (or the process ends).
 pub fn serve_http<F: Fold>(
     server: Arc<Server<F>>,
     backend: Backend<F>,
     options: HttpOptions,
+    tls: Option<Arc<ServerTls>>,
     on_bound: impl FnOnce(Stopper) -> io::Result<()>,
 ) -> io::Result<()> {
-    let handle = bind(server, backend, options)?;
+    let handle = bind_tls(server, backend, options, tls)?;
     handle
         .announcement
         .announce(handle.local_addr(), "runtime smol");
@@ -234,6 +257,7 @@ async fn accept(
     events: Sender<Event>,
     writes: Writes,
     live: Arc<AtomicUsize>,
+    tls: Option<Arc<ServerTls>>,
 ) {
     let mut next: u64 = 1;
     loop {
@@ -247,6 +271,17 @@ async fn accept(
             }
         };
         let _ = stream.get_ref().set_nodelay(true);
+        let session = match &tls {
+            None => None,
+            Some(tls) => match tls.session(stream.get_ref().local_addr().ok()) {
+                // Boxed: a connection task stays small while it waits.
+                Ok(session) => Some(Box::new(session)),
+                Err(e) => {
+                    bernstein_os::log_line!("bernstein https: {e}");
+                    continue;
+                }
+            },
+        };
         let id = next;
         next += 1;
         // Unbounded, but the engine sends a connection nothing more once it is over its bound.
@@ -266,7 +301,7 @@ async fn accept(
         };
         let live = Live::count(&live, &events);
         ex.spawn(async move {
-            connection(id, stream, rx, writes, unsent).await;
+            connection(id, stream, session, rx, writes, unsent).await;
             drop(live);
         })
         .detach();
@@ -342,6 +377,7 @@ impl Unsent {
 async fn connection(
     id: u64,
     mut stream: Async<TcpStream>,
+    mut tls: Option<Box<TlsSession>>,
     rx: Receiver<ToConn>,
     writes: Writes,
     unsent: Unsent,
@@ -363,15 +399,27 @@ async fn connection(
             Step::Told(None) => return,
             Step::Told(Some(ToConn::More)) => wanted = true,
             Step::Told(Some(ToConn::Send(bytes))) => {
-                if write_timed(&mut stream, &bytes, writes.timeout, &unsent)
-                    .await
-                    .is_err()
-                {
+                let written = match tls.as_mut() {
+                    None => write_timed(&mut stream, &bytes, writes.timeout, Some(&unsent)).await,
+                    Some(tls) => {
+                        let mut sealed = Vec::with_capacity(bytes.len() + 64);
+                        tls.send(&bytes, &mut sealed);
+                        let w = write_timed(&mut stream, &sealed, writes.timeout, None).await;
+                        unsent.written(bytes.len());
+                        w
+                    }
+                };
+                if written.is_err() {
                     let _ = events.send(Event::Closed(id)).await;
                     return;
                 }
             }
             Step::Told(Some(ToConn::Close { finish })) => {
+                if let Some(tls) = tls.as_mut() {
+                    let mut notify = Vec::new();
+                    tls.close(&mut notify);
+                    let _ = write_timed(&mut stream, &notify, writes.timeout, None).await;
+                }
                 if finish {
                     finish_stream(stream, writes.linger).await;
                 }
@@ -380,6 +428,39 @@ async fn connection(
             Step::Read(Ok(bytes)) if bytes.is_empty() => {
                 eof = true;
                 let _ = events.send(Event::Closed(id)).await;
+            }
+            Step::Read(Ok(raw)) if tls.is_some() => {
+                let Some(session) = tls.as_mut() else {
+                    return;
+                };
+                let (mut plain, mut out) = (Vec::new(), Vec::new());
+                let received = session.receive(&raw, &mut plain, &mut out);
+                let wrote = write_timed(&mut stream, &out, writes.timeout, None).await;
+                if !plain.is_empty() {
+                    wanted = false;
+                    if events.send(Event::Bytes(id, plain)).await.is_err() {
+                        return;
+                    }
+                }
+                match received {
+                    Received::Open if wrote.is_ok() => {}
+                    Received::PeerClosed if wrote.is_ok() => {
+                        eof = true;
+                        let _ = events.send(Event::Closed(id)).await;
+                    }
+                    received => {
+                        if let Received::Failed(why) = &received
+                            && let Ok(peer) = stream.get_ref().peer_addr()
+                        {
+                            bernstein_os::log_line!("bernstein https: {peer}: TLS failed: {why}");
+                        }
+                        let _ = events.send(Event::Closed(id)).await;
+                        if received == Received::PlainHttp && wrote.is_ok() {
+                            finish_stream(stream, writes.linger).await;
+                        }
+                        return;
+                    }
+                }
             }
             Step::Read(Ok(bytes)) => {
                 wanted = false;
@@ -401,7 +482,7 @@ async fn write_timed(
     stream: &mut Async<TcpStream>,
     bytes: &[u8],
     limit: Duration,
-    unsent: &Unsent,
+    unsent: Option<&Unsent>,
 ) -> io::Result<()> {
     let mut done = 0;
     while done < bytes.len() {
@@ -414,7 +495,9 @@ async fn write_timed(
             return Err(io::ErrorKind::WriteZero.into());
         }
         done += n;
-        unsent.written(n);
+        if let Some(unsent) = unsent {
+            unsent.written(n);
+        }
     }
     Ok(())
 }
@@ -630,7 +713,7 @@ mod tests {
             bound: 64 * 1024,
             linger: (Duration::from_millis(500), 1 << 20),
         };
-        let task = connection(1, stream, rx, writes, unsent);
+        let task = connection(1, stream, None, rx, writes, unsent);
         let size = std::mem::size_of_val(&task);
         assert!(size < 1024, "a connection task's future is {size} bytes");
     }

@@ -124,7 +124,7 @@ fn append_then_conflict_on_a_stale_head() {
 }
 
 #[test]
-fn a_stale_call_that_wrote_nothing_is_placed_after_the_head_unless_its_run_moved() {
+fn a_stale_call_that_wrote_nothing_is_placed_after_the_head_and_names_where_it_was_served() {
     let tmp = TestDir::new("store-rebase");
     let store = open(tmp.path());
     assert!(matches!(
@@ -161,19 +161,28 @@ fn a_stale_call_that_wrote_nothing_is_placed_after_the_head_unless_its_run_moved
     let head = store.snapshot().unwrap().position;
     let got = store.compare_and_append(&poll("p-1")).unwrap();
     let AppendResult::Committed(at) = got else {
-        panic!("a stale read of an unmoved run was refused: {got:?}")
+        panic!("a stale read was refused: {got:?}")
     };
     assert_eq!(at.seq, head.seq + 1);
-    // Its run's journal moves: the same read is stale now, and nothing is written.
+    // Its run's journal moves: the read has no precondition, so it is placed all the same,
+    // still naming the journal head it read and the snapshot it was served from.
     assert!(matches!(
         append(&store, vec![note("run:R", 3)]),
         AppendResult::Committed(_)
     ));
-    let len = ledger_bytes(tmp.path()).len();
     let current = store.snapshot().unwrap().position;
     let got = store.compare_and_append(&poll("p-2")).unwrap();
-    assert_eq!(got, AppendResult::Conflict { current });
-    assert_eq!(ledger_bytes(tmp.path()).len(), len);
+    assert_eq!(
+        got,
+        AppendResult::Committed(store.snapshot().unwrap().position)
+    );
+    let text = String::from_utf8(ledger_bytes(tmp.path())).unwrap();
+    let placed = text.lines().find(|l| l.contains("\"p-2\"")).unwrap();
+    let placed: serde_json::Value = serde_json::from_str(placed).unwrap();
+    assert_eq!(placed["seq"], json!(current.seq + 1));
+    assert_eq!(placed["body"]["read_at"], json!(read.position.seq));
+    assert_eq!(placed["body"]["journal_head"], json!(journal.to_string()));
+    let current = store.snapshot().unwrap().position;
     // A stale call record not sealed under the store's key is never sealed again.
     let forged = Append {
         expected: read.position,
@@ -188,7 +197,7 @@ fn a_stale_call_that_wrote_nothing_is_placed_after_the_head_unless_its_run_moved
     assert_eq!(got, AppendResult::Conflict { current });
     let bytes = ledger_bytes(tmp.path());
     let report = verify_ledger(&bytes, "l", Some(KEY)).unwrap();
-    assert_eq!(report.transactions, 7);
+    assert_eq!(report.transactions, 8);
     assert_eq!(
         String::from_utf8(bytes).unwrap().matches("\"p-1\"").count(),
         1

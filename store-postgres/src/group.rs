@@ -12,7 +12,9 @@
 use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use bernstein_ledger::{Draft, LedgerPosition};
+#[cfg(test)]
+use bernstein_ledger::Draft;
+use bernstein_ledger::LedgerPosition;
 
 /// Most records one leader commits at once (the rest wait for the next leader).
 pub const MAX_BATCH: usize = 512;
@@ -22,34 +24,49 @@ pub const MAX_BATCH: usize = 512;
 pub enum Outcome {
     /// Committed (durable) at this position.
     Committed(LedgerPosition),
-    /// Not written: the run journal it read moved; serve the call again from this head.
+    /// Not written: the record may not be placed after another head; serve the call again from
+    /// this head.
     Stale(LedgerPosition),
     /// Not acknowledged: the store failed (whether it landed shows in the ledger).
     Failed(String),
 }
 
-/// The queue and who leads it.
-#[derive(Debug, Default)]
-pub struct Group {
-    queue: Mutex<Queue>,
+/// The queue of `T`s (what a leader needs to seal one record) and who leads it.
+#[derive(Debug)]
+pub struct Group<T> {
+    queue: Mutex<Queue<T>>,
     settled: Condvar,
 }
 
-#[derive(Debug, Default)]
-struct Queue {
+impl<T> Default for Group<T> {
+    fn default() -> Self {
+        Group {
+            queue: Mutex::new(Queue {
+                next: 0,
+                pending: Vec::new(),
+                leading: false,
+                outcomes: HashMap::new(),
+            }),
+            settled: Condvar::new(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Queue<T> {
     next: u64,
-    pending: Vec<(u64, Draft)>,
+    pending: Vec<(u64, T)>,
     leading: bool,
     outcomes: HashMap<u64, Outcome>,
 }
 
-impl Group {
+impl<T> Group<T> {
     /// Queues `draft` and returns its outcome: as the leader, `commit` is called with the
     /// queue (oldest first) and must answer one outcome per ticket it was given.
     pub fn submit(
         &self,
-        draft: Draft,
-        mut commit: impl FnMut(Vec<(u64, Draft)>) -> Vec<(u64, Outcome)>,
+        draft: T,
+        mut commit: impl FnMut(Vec<(u64, T)>) -> Vec<(u64, Outcome)>,
     ) -> Outcome {
         let mut q = self.lock();
         let ticket = q.next;
@@ -65,7 +82,7 @@ impl Group {
             }
             q.leading = true;
             let take = q.pending.len().min(MAX_BATCH);
-            let batch: Vec<(u64, Draft)> = q.pending.drain(..take).collect();
+            let batch: Vec<(u64, T)> = q.pending.drain(..take).collect();
             drop(q);
             let mut lead = Lead {
                 group: self,
@@ -78,19 +95,19 @@ impl Group {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Queue> {
+    fn lock(&self) -> MutexGuard<'_, Queue<T>> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 /// A leader's batch: settled with the outcomes, or failed when dropped unsettled (a panic).
-struct Lead<'a> {
-    group: &'a Group,
+struct Lead<'a, T> {
+    group: &'a Group<T>,
     tickets: Vec<u64>,
     settled: bool,
 }
 
-impl Lead<'_> {
+impl<T> Lead<'_, T> {
     fn settle(&mut self, outcomes: Vec<(u64, Outcome)>) {
         let mut q = self.group.lock();
         for (ticket, outcome) in outcomes {
@@ -112,7 +129,7 @@ impl Lead<'_> {
     }
 }
 
-impl Drop for Lead<'_> {
+impl<T> Drop for Lead<'_, T> {
     fn drop(&mut self) {
         if self.settled {
             return;
@@ -155,7 +172,7 @@ mod tests {
 
     #[test]
     fn every_waiter_gets_its_own_outcome_and_batches_form() {
-        let group = Arc::new(Group::default());
+        let group = Arc::new(Group::<Draft>::default());
         let commits = Arc::new(AtomicUsize::new(0));
         let seq = Arc::new(Mutex::new(0u64));
         let threads: Vec<_> = (0..32u64)
@@ -196,7 +213,7 @@ mod tests {
 
     #[test]
     fn a_leader_that_panics_fails_its_batch_and_the_next_one_leads() {
-        let group = Arc::new(Group::default());
+        let group = Arc::new(Group::<Draft>::default());
         let g = group.clone();
         let panicked = std::thread::spawn(move || {
             g.submit(draft(1), |_| panic!("the database client panicked"))
@@ -214,7 +231,7 @@ mod tests {
 
     #[test]
     fn a_ticket_left_without_outcome_fails_instead_of_hanging() {
-        let group = Group::default();
+        let group = Group::<Draft>::default();
         let out = group.submit(draft(1), |_| Vec::new());
         assert!(matches!(out, Outcome::Failed(_)), "{out:?}");
     }

@@ -85,7 +85,7 @@ pub struct PgStore<F: Checkpointed> {
     /// after waiting for the winner's commit). Instances still race each other, safely.
     writer: Mutex<()>,
     /// The queue of call audits waiting for one transaction (see [`crate::group`]).
-    group: Group,
+    group: Group<(Draft, u64)>,
     listener: Option<Listener>,
     /// Writes the checkpoints that fall due, off the request path, on a connection of its own.
     checkpointer: Checkpointer<Arc<Snapshot<F>>>,
@@ -305,8 +305,11 @@ impl<F: Checkpointed> PgStore<F> {
 
     /// Commits a call's lone audit record through the group commit: durable on `Committed`,
     /// at the position it was sealed at (after the head the leader read).
-    fn commit_call_audit(&self, draft: Draft) -> Result<AppendResult, StoreError> {
-        match self.group.submit(draft, |batch| self.commit_batch(batch)) {
+    fn commit_call_audit(&self, draft: Draft, served_at: u64) -> Result<AppendResult, StoreError> {
+        match self
+            .group
+            .submit((draft, served_at), |batch| self.commit_batch(batch))
+        {
             Outcome::Committed(at) => Ok(AppendResult::Committed(at)),
             Outcome::Stale(current) => Ok(AppendResult::Conflict { current }),
             Outcome::Failed(why) => Err(StoreError::Unavailable(why)),
@@ -316,10 +319,10 @@ impl<F: Checkpointed> PgStore<F> {
     /// The group commit's leader: seals `batch` after the head, one transaction per record, and
     /// inserts them all in one database transaction, reading the head again when another
     /// instance took it first.
-    fn commit_batch(&self, batch: Vec<(u64, Draft)>) -> Vec<(u64, Outcome)> {
+    fn commit_batch(&self, batch: Vec<(u64, (Draft, u64))>) -> Vec<(u64, Outcome)> {
         let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let fail = |why: String| -> Vec<(u64, Outcome)> {
-            let each = |(t, _): &(u64, Draft)| (*t, Outcome::Failed(why.clone()));
+            let each = |(t, _): &(u64, (Draft, u64))| (*t, Outcome::Failed(why.clone()));
             batch.iter().map(each).collect()
         };
         let mut lease = match self.pool.get() {
@@ -346,18 +349,18 @@ impl<F: Checkpointed> PgStore<F> {
     fn lead(
         &self,
         lease: &mut Lease<'_>,
-        batch: &[(u64, Draft)],
+        batch: &[(u64, (Draft, u64))],
     ) -> Result<Option<Vec<(u64, Outcome)>>, String> {
         let snapshot = self.catch_up_on(lease).map_err(|e| e.to_string())?;
         let mut outcomes = Vec::with_capacity(batch.len());
         let mut sealed: Vec<(u64, Record)> = Vec::with_capacity(batch.len());
         let mut at = snapshot.position;
-        for (ticket, draft) in batch {
+        for (ticket, (draft, served_at)) in batch {
             let head = |stream: &str| {
                 let mine = sealed.iter().rev().find(|(_, r)| r.stream == stream);
                 mine.map_or_else(|| snapshot.stream_head(stream), |(_, r)| r.hash)
             };
-            match reseal(draft.clone(), &at, head, &self.key) {
+            match reseal(draft.clone(), *served_at, &at, head, &self.key) {
                 Some(rec) => {
                     at = LedgerPosition {
                         seq: rec.seq,
@@ -579,7 +582,7 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
     fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
         self.check_served()?;
         if let Some(draft) = lone_call_audit(append, &self.key) {
-            return self.commit_call_audit(draft);
+            return self.commit_call_audit(draft, append.expected.seq);
         }
         let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let mut snapshot = self.state().snapshot.clone();

@@ -208,7 +208,7 @@ fn call_audits_of_three_instances_commit_without_refusing_each_other() {
 }
 
 #[test]
-fn a_call_audit_moves_only_while_the_run_it_read_stands_still() {
+fn a_call_audit_moves_after_any_head_and_names_the_snapshot_it_was_served_from() {
     let Some(url) = migrated_db("call_audit_stale") else {
         return;
     };
@@ -245,12 +245,30 @@ fn a_call_audit_moves_only_while_the_run_it_read_stands_still() {
         "{moved:?}"
     );
     append_retrying(&a, || journal(3));
-    let stale = b.compare_and_append(&poll("c-2")).unwrap();
-    let AppendResult::Conflict { current } = stale else {
-        panic!("a poll of a journal that moved was committed: {stale:?}")
-    };
-    assert_eq!(current, a.snapshot().unwrap().position);
-    assert_eq!(current.seq, 5);
+    // The journal it read moved: a read has no precondition, so it is placed all the same and
+    // names the snapshot it was served from.
+    let later = b.compare_and_append(&poll("c-2")).unwrap();
+    assert!(
+        matches!(later, AppendResult::Committed(at) if at.seq == 6),
+        "{later:?}"
+    );
+    let placed = a.snapshot().unwrap();
+    assert_eq!(placed.position.seq, 6);
+    let mut line = None;
+    a.scan_lines(&mut |l| {
+        let needle = b"\"c-2\"";
+        if l.windows(needle.len()).any(|w| w == needle) {
+            line = Some(l.to_vec());
+        }
+        true
+    })
+    .unwrap();
+    let line: serde_json::Value = serde_json::from_slice(&line.unwrap()).unwrap();
+    assert_eq!(
+        line["body"]["read_at"],
+        serde_json::json!(read.position.seq)
+    );
+    let current = placed.position;
     // A call that wrote something besides its audit record stays compare-and-append.
     let mut drafts = journal(4);
     drafts.extend(call_audit(serde_json::json!({"tool": "bernstein_run"})));
@@ -279,7 +297,7 @@ fn a_call_audit_moves_only_while_the_run_it_read_stands_still() {
         b.compare_and_append(&forged(current)),
         Err(StoreError::Unavailable(m)) if m.contains("malformed")
     ));
-    assert_eq!(b.snapshot().unwrap().position.seq, 5);
+    assert_eq!(b.snapshot().unwrap().position.seq, 6);
 }
 
 #[test]

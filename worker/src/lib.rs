@@ -7,7 +7,8 @@
 //! JSON-RPC messages submitted to a local engine over a project's ledger, `--workdir`).
 //!
 //! - [`transport`]: the tool-call client and the in-process transport.
-//! - [`http_client`]: the blocking streamable-HTTP transport (JSON or SSE answers).
+//! - [`http_client`]: the blocking streamable-HTTP transport on `ureq` (http:// or https://,
+//!   JSON or SSE answers).
 //! - [`agent`]: one agent process in its own process group: stdin, output lines, kill.
 //! - [`presets`]: the documented command templates of common agent CLIs.
 //! - [`path_lookup`]: whether a preset's agent CLI is on `PATH`.

@@ -36,9 +36,12 @@ pub struct DashboardArgs {
     /// Runtime that moves the bytes.
     #[arg(long, value_enum, default_value_t = Runtime::Std)]
     runtime: Runtime,
+    #[command(flatten)]
+    tls: super::tls::TlsArgs,
 }
 
 pub fn run(workdir: &Path, args: DashboardArgs) -> Result<ExitCode, String> {
+    let tls = args.tls.load()?;
     let url = settings::store_url(args.store.as_deref())?;
     let (store, key) = super::open_operator_store_with(workdir, url.as_deref(), true)?;
     super::announce_store(&store, workdir, url.as_deref());
@@ -62,7 +65,13 @@ pub fn run(workdir: &Path, args: DashboardArgs) -> Result<ExitCode, String> {
         max_body,
     )?;
     opts.mcp = false;
-    super::http_serve::serve(args.runtime, Arc::new(Server::new(config)), backend, opts)
-        .map_err(|e| e.to_string())?;
+    super::http_serve::serve(
+        args.runtime,
+        Arc::new(Server::new(config)),
+        backend,
+        opts,
+        tls,
+    )
+    .map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -51,6 +51,8 @@ pub struct McpArgs {
     /// Apply the PostgreSQL schema migrations before serving.
     #[arg(long)]
     migrate: bool,
+    #[command(flatten)]
+    tls: super::tls::TlsArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -94,6 +96,13 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
     if let Some(McpCommand::Tools { tier, json }) = args.command {
         return super::tools::run(tier, json);
     }
+    if args.tls.given() && !matches!(args.transport, Transport::Http) {
+        return Err("--tls-cert and --tls-key serve HTTPS: they need --transport http".into());
+    }
+    let tls = match args.transport {
+        Transport::Http => args.tls.load()?,
+        Transport::Stdio => None,
+    };
     let tier = settings::tier(args.mcp_tier)?;
     let url = settings::store_url(args.store.as_deref())?;
     let http = matches!(args.transport, Transport::Http);
@@ -143,7 +152,8 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
                 args.allowed_hosts.as_deref(),
                 max_body,
             )?;
-            super::http_serve::serve(args.runtime, Arc::new(Server::new(config)), backend, opts)
+            let server = Arc::new(Server::new(config));
+            super::http_serve::serve(args.runtime, server, backend, opts, tls)
         }
     };
     served.map_err(|e| e.to_string())?;

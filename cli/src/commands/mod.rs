@@ -17,6 +17,7 @@ pub mod status;
 pub mod stop_signals;
 pub mod store;
 pub mod task;
+pub mod tls;
 pub mod tools;
 pub mod verdict;
 pub mod worker;

@@ -49,7 +49,8 @@ pub struct RunArgs {
 const POLL_WAIT_MS: u64 = 20_000;
 
 pub fn run(workdir: &Path, args: RunArgs) -> Result<ExitCode, String> {
-    let transport = super::worker::transport(workdir, args.url.as_deref(), args.store.as_deref())?;
+    let transport =
+        super::worker::transport(workdir, args.url.as_deref(), None, args.store.as_deref())?;
     let client = Client::new(transport);
     let mut arguments = json!({"goal": args.goal});
     if let Some(role) = &args.role {

@@ -42,6 +42,10 @@ pub struct WorkerArgs {
     /// in process. BERNSTEIN_MCP_TOKEN is sent as a bearer token when set.
     #[arg(long, value_name = "URL")]
     url: Option<String>,
+    /// With an https:// --url: a PEM file of CA certificates trusted besides the system's roots
+    /// (else BERNSTEIN_WORKER_CA; SSL_CERT_FILE replaces the system's roots).
+    #[arg(long, value_name = "FILE", requires = "url")]
+    ca: Option<PathBuf>,
     /// In process (without --url): drive the PostgreSQL ledger at this URL (else
     /// BERNSTEIN_STORE_URL, else the .sdd/ of --workdir, which holds the keys either way).
     #[arg(long, value_name = "URL", conflicts_with = "url")]
@@ -157,11 +161,13 @@ fn default_claimer_id() -> String {
 pub(crate) fn transport(
     workdir: &Path,
     url: Option<&str>,
+    ca: Option<&Path>,
     store: Option<&str>,
 ) -> Result<Box<dyn Mcp>, String> {
     if let Some(url) = url {
         let token = std::env::var("BERNSTEIN_MCP_TOKEN").ok();
-        return Ok(Box::new(HttpMcp::new(url, token)?));
+        let ca = settings::worker_ca(ca)?;
+        return Ok(Box::new(HttpMcp::new(url, token, ca.as_deref())?));
     }
     let store_url = settings::store_url(store)?;
     let (store, key) = super::open_operator_store(workdir, store_url.as_deref())?;
@@ -197,6 +203,7 @@ pub fn run(workdir: &Path, args: WorkerArgs) -> Result<ExitCode, String> {
     let client = Arc::new(Client::new(transport(
         workdir,
         args.url.as_deref(),
+        args.ca.as_deref(),
         args.store.as_deref(),
     )?));
     let config = WorkerConfig {

@@ -594,6 +594,7 @@ impl<'a, F: Fold> Audit<'a, F> {
             alias_of: self.alias_of.map(Into::into),
             run_id: None,
             journal_head: None,
+            read_at: None,
             name_digest: (!known).then(|| Digest::of(self.name.as_bytes()).to_string().into()),
             name_len: (!known).then_some(self.name.len() as u64),
             principal: input.principal.map(|p| AuditPrincipal {

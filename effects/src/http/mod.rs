@@ -33,13 +33,12 @@ pub fn open_listener(
         ));
     }
     let loopback = addrs.iter().all(is_loopback);
-    // TLS is not served yet (`tls: false`): a public bind needs the static token.
     check_bind(
         &options.host,
         loopback,
         &config.auth,
         config.oauth.is_some(),
-        false,
+        options.tls,
     )
     .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
     let listener = TcpListener::bind(&addrs[..])?;
@@ -58,6 +57,7 @@ pub fn open_listener(
 pub struct Announcement {
     allowed_hosts: String,
     mcp: bool,
+    tls: bool,
 }
 
 impl Announcement {
@@ -65,26 +65,38 @@ impl Announcement {
         Announcement {
             allowed_hosts: policy.allowed_hosts(),
             mcp: options.mcp,
+            tls: false,
         }
+    }
+
+    /// The same, for a server that speaks HTTPS.
+    pub fn with_tls(mut self, tls: bool) -> Announcement {
+        self.tls = tls;
+        self
     }
 
     /// Says where the server listens and which `Host` values it answers (`runtime` describes
     /// the runtime, for the log).
     pub fn announce(&self, local: SocketAddr, runtime: &str) {
+        let (proto, scheme) = if self.tls {
+            ("HTTPS", "https")
+        } else {
+            ("HTTP", "http")
+        };
         bernstein_os::log_line!(
             "bernstein: answering HTTP requests whose Host is one of: {} (add names with BERNSTEIN_MCP_ALLOWED_HOSTS)",
             self.allowed_hosts
         );
         if self.mcp {
             bernstein_os::log_line!(
-                "bernstein: serving MCP over HTTP at http://{local}/mcp (legacy SSE at /sse; {runtime})"
+                "bernstein: serving MCP over {proto} at {scheme}://{local}/mcp (legacy SSE at /sse; {runtime})"
             );
             bernstein_os::log_line!(
-                "bernstein: dashboard at http://{local}/ (metrics at /metrics, probes at /healthz and /readyz)"
+                "bernstein: dashboard at {scheme}://{local}/ (metrics at /metrics, probes at /healthz and /readyz)"
             );
         } else {
             bernstein_os::log_line!(
-                "bernstein: serving the read-only dashboard at http://{local}/ (metrics at /metrics, probes at /healthz and /readyz; {runtime})"
+                "bernstein: serving the read-only dashboard at {scheme}://{local}/ (metrics at /metrics, probes at /healthz and /readyz; {runtime})"
             );
         }
     }
@@ -131,6 +143,33 @@ mod tests {
         assert_eq!(
             reachable("0.0.0.0:5".parse().unwrap()),
             "127.0.0.1:5".parse().unwrap()
+        );
+    }
+
+    #[test]
+    fn a_public_bind_needs_no_static_token_with_oauth_over_tls_only() {
+        let mut config = Config::new(b"k".to_vec());
+        config.oauth = Some(bernstein_core::config::OAuthConfig::new(
+            "https://idp.example",
+            vec!["bernstein.read".into()],
+        ));
+        let public = |tls: bool| HttpOptions {
+            host: "0.0.0.0".into(),
+            port: 0,
+            tls,
+            ..HttpOptions::default()
+        };
+        let err = open_listener(&config, &public(false)).unwrap_err();
+        assert_eq!(
+            err.kind(),
+            io::ErrorKind::PermissionDenied,
+            "tokens in the clear"
+        );
+        assert!(open_listener(&config, &public(true)).is_ok());
+        let no_oauth = Config::new(b"k".to_vec());
+        assert!(
+            open_listener(&no_oauth, &public(true)).is_err(),
+            "TLS alone"
         );
     }
 }

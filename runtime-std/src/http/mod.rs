@@ -2,7 +2,8 @@
 //! transport (`GET /sse`, `POST /messages?stream=…`) and the operator's routes on one port.
 //!
 //! One thread runs a `mio` poll over the listener and every connection and drives the server's
-//! [`Engine`]: it accepts, reads what arrives and hands it in, writes what the engine asks to
+//! [`Engine`]: it accepts, reads what arrives and hands it in (on an HTTPS server, what its
+//! connection's [`TlsSession`] decrypts of it), writes what the engine asks to
 //! send (what the kernel does not take at once waits with the socket; a write that makes no
 //! progress for the write timeout drops it), tells the engine how much a connection it waits
 //! on still has to write once that is back under its bound ([`Input::Drained`]), closes, wakes
@@ -30,6 +31,7 @@ use bernstein_effects::Stopper;
 use bernstein_effects::http::operator::Operator;
 use bernstein_effects::http::{Announcement, open_listener};
 use bernstein_effects::perform::{Backend, Performer, moment, seed};
+use bernstein_os::tls::{Received, ServerTls, TlsSession};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
@@ -105,9 +107,21 @@ pub fn bind<F: Fold>(
     backend: Backend<F>,
     options: HttpOptions,
 ) -> io::Result<HttpServerHandle> {
+    bind_tls(server, backend, options, None)
+}
+
+/// [`bind`], speaking HTTPS with `tls` when given.
+pub fn bind_tls<F: Fold>(
+    server: Arc<Server<F>>,
+    backend: Backend<F>,
+    options: HttpOptions,
+    tls: Option<Arc<ServerTls>>,
+) -> io::Result<HttpServerHandle> {
+    let mut options = options;
+    options.tls = tls.is_some();
     let (listener, policy) = open_listener(&server.config, &options)?;
     let local_addr = listener.local_addr()?;
-    let announcement = Announcement::new(&policy, &options);
+    let announcement = Announcement::new(&policy, &options).with_tls(tls.is_some());
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
     let stop = Arc::new(AtomicBool::new(false));
@@ -150,6 +164,7 @@ pub fn bind<F: Fold>(
         stopping: false,
         write_timeout,
         linger,
+        tls,
     };
     let thread = thread::Builder::new()
         .name("bernstein-http".into())
@@ -164,14 +179,15 @@ pub fn bind<F: Fold>(
 }
 
 /// Binds, announces the endpoint on stderr, hands `on_bound` what stops the server, and
-/// serves until it is stopped (or the process ends).
+/// serves (HTTPS with `tls`) until it is stopped (or the process ends).
 pub fn serve_http<F: Fold>(
     server: Arc<Server<F>>,
     backend: Backend<F>,
     options: HttpOptions,
+    tls: Option<Arc<ServerTls>>,
     on_bound: impl FnOnce(Stopper) -> io::Result<()>,
 ) -> io::Result<()> {
-    let handle = bind(server, backend, options)?;
+    let handle = bind_tls(server, backend, options, tls)?;
     handle
         .announcement
         .announce(handle.local_addr(), "runtime std, one event loop");
@@ -198,6 +214,8 @@ struct Loop<F: Fold> {
     write_timeout: Duration,
     /// How long, and for how many bytes, a finished connection lingers.
     linger: (Duration, usize),
+    /// The certificate each new connection's TLS uses, when the server speaks HTTPS.
+    tls: Option<Arc<ServerTls>>,
 }
 
 impl<F: Fold> Loop<F> {
@@ -286,12 +304,16 @@ impl<F: Fold> Loop<F> {
                 }
             };
             let _ = stream.set_nodelay(true);
+            let tls = match self.session(&stream) {
+                Ok(tls) => tls,
+                Err(()) => continue,
+            };
             let id = self.next_conn;
             self.next_conn += 1;
             if register(self.poll.registry(), &mut stream, id, false).is_err() {
                 continue;
             }
-            self.socks.insert(id, Sock::new(stream, self.linger));
+            self.socks.insert(id, Sock::new(stream, tls, self.linger));
             let now = self.now();
             self.engine.handle_input(
                 now,
@@ -336,11 +358,17 @@ impl<F: Fold> Loop<F> {
                 Ok(n) => *n < buf.len() && !sock.hung_up,
                 Err(e) => e.kind() == io::ErrorKind::WouldBlock,
             };
+            let tls = sock.tls.is_some();
             let now = self.now();
             match read {
                 Ok(0) => {
                     let conn = ConnId(id);
                     return self.engine.handle_input(now, Input::Closed { conn });
+                }
+                Ok(n) if tls => {
+                    if !self.decrypt(id, &buf[..n]) {
+                        return;
+                    }
                 }
                 Ok(n) => {
                     let (conn, bytes) = (ConnId(id), &buf[..n]);
@@ -352,6 +380,76 @@ impl<F: Fold> Loop<F> {
                 Err(_) => return self.broken(id),
             }
         }
+    }
+
+    /// A new connection's TLS on an HTTPS server (`Err`: it cannot have one; drop it).
+    fn session(&self, stream: &TcpStream) -> Result<Option<TlsSession>, ()> {
+        let Some(tls) = &self.tls else {
+            return Ok(None);
+        };
+        tls.session(stream.local_addr().ok())
+            .map(Some)
+            .map_err(|e| {
+                bernstein_os::log_line!("bernstein https: {e}");
+            })
+    }
+
+    /// Hands the engine what a TLS socket's `raw` bytes decrypt to, writes what the session
+    /// answers (handshake, alerts, a plain-HTTP client's refusal) and ends the connection when
+    /// the session says so; whether to go on reading it.
+    fn decrypt(&mut self, id: u64, raw: &[u8]) -> bool {
+        let Some(sock) = self.socks.get_mut(&id) else {
+            return false;
+        };
+        let Some(tls) = sock.tls.as_mut() else {
+            return false;
+        };
+        let (mut plain, mut out) = (Vec::new(), Vec::new());
+        let received = tls.receive(raw, &mut plain, &mut out);
+        let now = self.now();
+        let conn = ConnId(id);
+        if !plain.is_empty() {
+            let bytes = &plain;
+            self.engine
+                .handle_input(now, Input::Received { conn, bytes });
+        }
+        let Some(sock) = self.socks.get_mut(&id) else {
+            return false;
+        };
+        let ending = match &received {
+            Received::Open => None,
+            Received::PeerClosed => Some(false),
+            Received::PlainHttp => Some(true),
+            Received::Failed(why) => {
+                if let Ok(peer) = sock.stream.peer_addr() {
+                    bernstein_os::log_line!("bernstein https: {peer}: TLS failed: {why}");
+                }
+                Some(false)
+            }
+        };
+        let instant = Instant::now();
+        let mut fate = if out.is_empty() {
+            Fate::Alive
+        } else {
+            sock.send_raw(&out, instant)
+        };
+        if let Some(finish) = ending {
+            if !matches!(received, Received::PeerClosed) {
+                // The session is over: nothing more is encrypted, not even a close_notify.
+                sock.tls = None;
+                if fate == Fate::Alive {
+                    fate = sock.close(finish, instant);
+                }
+            }
+            sock.eof = true;
+            // The engine's own close of it then finds it closing (and a second `Closed`, from
+            // a write that fails, one it forgot).
+            self.engine.handle_input(now, Input::Closed { conn });
+            self.after(id, fate);
+            return false;
+        }
+        self.after(id, fate);
+        true
     }
 
     /// Writes what waits on a socket that became writable.

@@ -1,11 +1,13 @@
 //! One client socket of the loop: the bytes the engine asked to send that the kernel has not
-//! taken yet, and how the socket ends (closed once written, or half-closed and drained
-//! briefly, so that closing does not reset a connection whose response the peer has not read).
+//! taken yet (encrypted first when the socket speaks TLS), and how the socket ends (closed
+//! once written, or half-closed and drained briefly, so that closing does not reset a
+//! connection whose response the peer has not read).
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::time::{Duration, Instant};
 
+use bernstein_os::tls::TlsSession;
 use mio::net::TcpStream;
 
 /// Where a socket stands.
@@ -24,6 +26,9 @@ pub(super) enum Ending {
 #[derive(Debug)]
 pub(super) struct Sock {
     pub(super) stream: TcpStream,
+    /// The connection's TLS, when the server speaks HTTPS (dropped once it failed: what is
+    /// written then is already in `out`).
+    pub(super) tls: Option<TlsSession>,
     /// How long, and for how many bytes, it lingers once finished.
     linger: (Duration, usize),
     out: Vec<u8>,
@@ -56,9 +61,14 @@ pub(super) enum Fate {
 }
 
 impl Sock {
-    pub(super) fn new(stream: TcpStream, linger: (Duration, usize)) -> Sock {
+    pub(super) fn new(
+        stream: TcpStream,
+        tls: Option<TlsSession>,
+        linger: (Duration, usize),
+    ) -> Sock {
         Sock {
             stream,
+            tls,
             linger,
             out: Vec::new(),
             sent: 0,
@@ -72,8 +82,20 @@ impl Sock {
         }
     }
 
-    /// Queues `bytes` and writes what the kernel takes now.
+    /// Queues `bytes` (encrypted on a TLS socket) and writes what the kernel takes now.
     pub(super) fn send(&mut self, bytes: &[u8], now: Instant) -> Fate {
+        match self.tls.as_mut() {
+            Some(tls) => {
+                let mut sealed = Vec::with_capacity(bytes.len() + 64);
+                tls.send(bytes, &mut sealed);
+                self.send_raw(&sealed, now)
+            }
+            None => self.send_raw(bytes, now),
+        }
+    }
+
+    /// Queues bytes as they go on the wire and writes what the kernel takes now.
+    pub(super) fn send_raw(&mut self, bytes: &[u8], now: Instant) -> Fate {
         if matches!(self.ending, Ending::Draining { .. }) {
             return Fate::Alive;
         }
@@ -139,6 +161,11 @@ impl Sock {
     /// Closes once what was queued is written.
     pub(super) fn close(&mut self, finish: bool, now: Instant) -> Fate {
         if self.ending == Ending::Open {
+            if let Some(tls) = self.tls.as_mut() {
+                let mut notify = Vec::new();
+                tls.close(&mut notify);
+                self.out.extend_from_slice(&notify);
+            }
             self.ending = Ending::AfterWrite { finish };
         }
         self.flush(now)

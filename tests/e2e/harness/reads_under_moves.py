@@ -1,11 +1,12 @@
-"""Concurrent reads while the runs they read move (issue 15): the stores place a read's audit
-record after whatever head they find instead of refusing it, unless the run it read moved.
+"""Concurrent reads while the runs they read move: the stores place a read's audit record after
+whatever head they find instead of refusing it, even when the run it read moved meanwhile; a
+record placed later than right after the snapshot it was served from names it (`read_at`).
 
 `reads_under_moves(bases)` polls four runs from 12 raw HTTP clients spread over the servers at
 `bases` (one ledger) while a mover claims and completes each run through the last server;
 `check_audits(records, made)` then checks the ledger from outside: exactly one
 `mcp.stateless_call` per call, and every read's record naming a run states that run's journal
-head where it stands.
+head at the position it was served from (`read_at`, else right before the record).
 """
 
 from __future__ import annotations
@@ -72,12 +73,17 @@ def reads_under_moves(bases: list[str]) -> Counter[str]:
 
 
 def check_audits(records: list[dict], made: Counter[str]) -> None:
-    """One audit record per call, and each read's record true where it stands."""
+    """One audit record per call, and each read's record true of the snapshot it was served from."""
     audits = [r for r in records if r["kind"] == "mcp.stateless_call"]
     assert Counter(a["body"]["tool"] for a in audits) == made
-    heads: dict[str, str] = {}
+    history: dict[str, list[tuple[int, str]]] = {}
+    moved = 0
     for r in records:
-        heads[r["stream"]] = r["hash"]
         body = r["body"]
         if r["kind"] == "mcp.stateless_call" and "run_id" in body and r["txn"] == [1, 1] and body["ok"]:
-            assert body["journal_head"] == heads.get("run:" + body["run_id"]), (r["seq"], body)
+            served = body.get("read_at", r["seq"] - 1)
+            assert served < r["seq"], (r["seq"], body)
+            moved += "read_at" in body
+            journal = [h for seq, h in history.get("run:" + body["run_id"], []) if seq <= served]
+            assert journal and body["journal_head"] == journal[-1], (r["seq"], body)
+        history.setdefault(r["stream"], []).append((r["seq"], r["hash"]))

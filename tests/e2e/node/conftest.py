@@ -50,9 +50,10 @@ class NodeClients:
         env.update(extra)
         return env
 
-    def run(self, script: str, target: dict, scenario: str, era: str = "legacy") -> dict:
-        """Runs clients/SCRIPT against TARGET; returns its JSON report."""
-        env = self._env({"TARGET": json.dumps(target), "SCENARIO": scenario, "ERA": era})
+    def run(self, script: str, target: dict, scenario: str, era: str = "legacy",
+            env: dict[str, str] | None = None) -> dict:
+        """Runs clients/SCRIPT against TARGET (`env`: more variables); returns its JSON report."""
+        env = self._env({"TARGET": json.dumps(target), "SCENARIO": scenario, "ERA": era, **(env or {})})
         r = subprocess.run([str(self.node), str(self.root / "clients" / script)], env=env, capture_output=True,
                            text=True, timeout=CLIENT_TIMEOUT, stdin=subprocess.DEVNULL, cwd=str(self.root))
         lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]

@@ -92,14 +92,12 @@ impl HttpPolicy {
         bind_authority: &str,
         bind_loopback: bool,
     ) -> Result<HttpPolicy, BindRefused> {
-        // TLS is not served yet: a public bind needs the static token.
-        let tls = false;
         check_bind(
             &options.host,
             bind_loopback,
             &config.auth,
             config.oauth.is_some(),
-            tls,
+            options.tls,
         )?;
         let local = bind_authority
             .parse()
