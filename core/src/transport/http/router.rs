@@ -74,6 +74,9 @@ pub struct HttpPolicy {
     bind_loopback: bool,
     /// Whether the MCP routes are served (see [`HttpOptions::mcp`]).
     mcp: bool,
+    /// Whether the runtime speaks TLS on this port ([`HttpOptions::tls`]): the URLs it builds
+    /// are `https://`.
+    tls: bool,
     /// The tools' `Mcp-Param-*` bindings (empty unless [`HttpPolicy::with_param_headers`]).
     params: ParamHeaders,
     /// The scope each tool needs (empty unless [`HttpPolicy::with_tool_scopes`]).
@@ -111,6 +114,7 @@ impl HttpPolicy {
             hosts,
             bind_loopback,
             mcp: options.mcp,
+            tls: options.tls,
             params: ParamHeaders::default(),
             scopes: ToolScopes::default(),
             limits: config.limits.clone(),
@@ -268,7 +272,7 @@ impl HttpPolicy {
         if request.method != "GET" {
             return method_not_allowed(span, "GET");
         }
-        let base = oauth::request_base(request, authority);
+        let base = oauth::request_base(request, authority, self.tls);
         HttpResponse::json(Status::OK, span, &oauth::metadata(o, &base, path))
     }
 
@@ -311,7 +315,7 @@ impl HttpPolicy {
                 "WWW-Authenticate",
                 format!(
                     "{}{invalid}",
-                    oauth::challenge(&oauth::request_base(request, authority))
+                    oauth::challenge(&oauth::request_base(request, authority, self.tls))
                 ),
             ),
             (None, AuthMode::Bearer { .. }) => r.with_header(

@@ -104,7 +104,7 @@ impl HttpPolicy {
             Refused::Unauthorized => self.unauthorized(request, authority, span),
             Refused::Token(why) => {
                 let description = why.to_string();
-                let base = oauth::request_base(request, authority);
+                let base = oauth::request_base(request, authority, self.tls);
                 HttpResponse::json(
                     Status::UNAUTHORIZED,
                     span,
@@ -151,7 +151,7 @@ impl HttpPolicy {
         };
         let tool = shown(facts.name.as_deref().unwrap_or_default());
         let description = format!("calling {tool} needs the scope {scope}");
-        let base = oauth::request_base(request, authority);
+        let base = oauth::request_base(request, authority, self.tls);
         // A JSON-RPC error answering the call (its id, for a single message), so that a client
         // shows why; the challenge says the same to an HTTP layer.
         let id = if value.is_array() {
