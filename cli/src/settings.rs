@@ -80,9 +80,11 @@ pub fn auth_mode(flag: Option<&str>) -> Result<AuthMode, String> {
     }
 }
 
-/// OAuth protected-resource metadata from `BERNSTEIN_MCP_OAUTH_ISSUER` and
+/// The OAuth resource-server mode from `BERNSTEIN_MCP_OAUTH_ISSUER` (the IdP whose access
+/// tokens are accepted, and the protected-resource metadata naming it),
 /// `BERNSTEIN_MCP_OAUTH_SCOPES` (comma- or space-separated; default bernstein.read,
-/// bernstein.write).
+/// bernstein.write), `BERNSTEIN_MCP_OAUTH_AUDIENCE` (an audience accepted besides the `/mcp`
+/// URL) and `BERNSTEIN_MCP_OAUTH_JWKS_URL` (the keys, when not discovered from the issuer).
 pub fn oauth() -> Result<Option<OAuthConfig>, String> {
     let Some(issuer) = env_value("BERNSTEIN_MCP_OAUTH_ISSUER")? else {
         return Ok(None);
@@ -100,7 +102,22 @@ pub fn oauth() -> Result<Option<OAuthConfig>, String> {
             .collect(),
         None => vec!["bernstein.read".to_string(), "bernstein.write".to_string()],
     };
-    Ok(Some(OAuthConfig { issuer, scopes }))
+    let audience = env_value("BERNSTEIN_MCP_OAUTH_AUDIENCE")?.filter(|a| !a.trim().is_empty());
+    let jwks_url = env_value("BERNSTEIN_MCP_OAUTH_JWKS_URL")?;
+    if let Some(url) = &jwks_url {
+        bernstein_effects::idp::allowed_url(url)
+            .map_err(|e| format!("BERNSTEIN_MCP_OAUTH_JWKS_URL: {e}"))?;
+    }
+    if !issuer.starts_with("https://") {
+        bernstein_effects::idp::allowed_url(&issuer)
+            .map_err(|e| format!("BERNSTEIN_MCP_OAUTH_ISSUER: {e}"))?;
+    }
+    Ok(Some(OAuthConfig {
+        issuer,
+        scopes,
+        audience,
+        jwks_url,
+    }))
 }
 
 /// Extra trusted browser origins from `BERNSTEIN_MCP_ALLOWED_ORIGINS` (comma-separated).

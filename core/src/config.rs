@@ -61,6 +61,23 @@ pub enum AuthMode {
 pub struct OAuthConfig {
     pub issuer: String,
     pub scopes: Vec<String>,
+    /// An audience accepted besides this server's `/mcp` URL (`BERNSTEIN_MCP_OAUTH_AUDIENCE`).
+    pub audience: Option<String>,
+    /// Where the issuer's keys are (`BERNSTEIN_MCP_OAUTH_JWKS_URL`); `None`: discovered from
+    /// the issuer's metadata.
+    pub jwks_url: Option<String>,
+}
+
+impl OAuthConfig {
+    /// Tokens of `issuer`, advertising `scopes`; keys discovered, no extra audience.
+    pub fn new(issuer: impl Into<String>, scopes: Vec<String>) -> OAuthConfig {
+        OAuthConfig {
+            issuer: issuer.into(),
+            scopes,
+            audience: None,
+            jwks_url: None,
+        }
+    }
 }
 
 /// Limits that protect the server from oversized or hostile input.

@@ -39,9 +39,28 @@ pub fn tally_key(name: &str) -> &str {
     if shaped { name } else { UNKNOWN_TOOL }
 }
 
+/// The key a tally of principals counts a call made with an OAuth token under: `sub (iss)`
+/// when it is at most [`MAX_PRINCIPAL_BYTES`] printable bytes, else [`UNKNOWN_TOOL`].
+pub fn principal_key(iss: &str, sub: &str) -> String {
+    let key = format!("{sub} ({iss})");
+    let shaped = key.len() <= MAX_PRINCIPAL_BYTES && key.chars().all(|c| !c.is_control());
+    if shaped {
+        key
+    } else {
+        UNKNOWN_TOOL.to_string()
+    }
+}
+
+/// The longest principal key a tally keeps.
+pub const MAX_PRINCIPAL_BYTES: usize = 200;
+
 /// Adds `n` to `key` in `map`, keeping the map within [`MAX_KEYS`] keys.
 fn count(map: &mut BTreeMap<String, u64>, key: &str, n: u64) {
-    let key = tally_key(key);
+    count_shaped(map, tally_key(key), n);
+}
+
+/// [`count`] of a key already bounded.
+fn count_shaped(map: &mut BTreeMap<String, u64>, key: &str, n: u64) {
     if let Some(v) = map.get_mut(key) {
         *v += n;
         return;
@@ -62,6 +81,10 @@ pub struct MinuteTally {
     pub calls: BTreeMap<String, u64>,
     /// Refused calls by the audit record's `error` code.
     pub refusals: BTreeMap<String, u64>,
+    /// Calls made with an OAuth access token, by [`principal_key`] (absent while there is none:
+    /// a ledger without OAuth folds what it always did).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub principals: BTreeMap<String, u64>,
 }
 
 /// The kept minutes, by minute number.
@@ -76,6 +99,8 @@ pub struct CallStats {
 pub struct WindowTally {
     pub by_tool: BTreeMap<String, u64>,
     pub refusals: BTreeMap<String, u64>,
+    /// Calls made with an OAuth access token, by [`principal_key`].
+    pub by_principal: BTreeMap<String, u64>,
     /// `(minute start in ms, calls, refused)` for every minute of the window, oldest first.
     pub per_minute: Vec<(u64, u64, u64)>,
 }
@@ -96,6 +121,9 @@ impl CallStats {
         if !audit.ok {
             let code = audit.error.as_deref().unwrap_or("error");
             count(&mut tally.refusals, code, 1);
+        }
+        if let Some(p) = &audit.principal {
+            count_shaped(&mut tally.principals, &principal_key(&p.iss, &p.sub), 1);
         }
         if minute > self.newest {
             self.newest = minute;
@@ -125,6 +153,9 @@ impl CallStats {
                     for (code, n) in &t.refusals {
                         count(&mut out.refusals, code, *n);
                     }
+                    for (who, n) in &t.principals {
+                        count_shaped(&mut out.by_principal, who, *n);
+                    }
                     (t.calls.values().sum(), t.refusals.values().sum())
                 }
             };
@@ -151,6 +182,30 @@ mod tests {
         fn fold_value(&mut self, body: &Value) {
             self.fold(&CallAudit::read(body));
         }
+    }
+
+    #[test]
+    fn calls_with_a_token_are_counted_by_principal_and_others_change_nothing() {
+        let mut plain = CallStats::default();
+        plain.fold_value(&call("t", 60_000, None));
+        let before = serde_json::to_string(&plain).unwrap();
+        assert!(!before.contains("principals"), "{before}");
+        let mut s = plain.clone();
+        let with = |sub: &str| {
+            json!({"tool": "t", "ts": 60_000, "ok": true,
+                   "principal": {"iss": "https://idp.example", "sub": sub}})
+        };
+        s.fold_value(&with("alice"));
+        s.fold_value(&with("alice"));
+        s.fold_value(&with("bob\u{7}"));
+        let w = s.window(60_000, 1);
+        assert_eq!(w.by_principal["alice (https://idp.example)"], 2);
+        assert_eq!(
+            w.by_principal[UNKNOWN_TOOL], 1,
+            "a subject with control characters"
+        );
+        assert_eq!(w.by_tool["t"], 4);
+        assert!(plain.window(60_000, 1).by_principal.is_empty());
     }
 
     #[test]

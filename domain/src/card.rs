@@ -133,10 +133,7 @@ mod tests {
         c.auth = AuthMode::Bearer {
             token: "s3cret-token".into(),
         };
-        c.oauth = Some(OAuthConfig {
-            issuer: "https://idp.example".into(),
-            scopes: vec!["mcp".into()],
-        });
+        c.oauth = Some(OAuthConfig::new("https://idp.example", vec!["mcp".into()]));
         let card = capability_card(&c);
         assert_eq!(card["tools"]["activeTier"], "core");
         assert_eq!(card["costMeter"]["enabled"], false);

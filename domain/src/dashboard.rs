@@ -171,6 +171,7 @@ fn calls_json(p: &Projection, now: Timestamp, window_s: u64) -> Value {
         "refused": refused,
         "by_tool": w.by_tool,
         "refusals": w.refusals,
+        "by_principal": w.by_principal,
         "per_minute": w.per_minute.iter().map(|(minute, calls, refused)| json!({
             "minute": minute, "calls": calls, "refused": refused,
         })).collect::<Vec<_>>(),

@@ -99,6 +99,7 @@ fn transport_from(args: &str, at: &str) -> TransportFacts {
         protocol_version: version,
         loopback: true,
         log_level: None,
+        principal: None,
     }
 }
 

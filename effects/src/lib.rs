@@ -15,11 +15,13 @@
 //! - [`host`]: file listings, reads and the shutdown signal the core asks for.
 //! - [`trace`]: request spans (`tracing`) with the store calls as children, when the process
 //!   traces.
+//! - [`idp`]: the OAuth issuer's signing keys, fetched off the runtime's thread.
 //! - [`http`]: binding, the startup announcement and the operator's routes (what only the
 //!   fold's owner answers comes from its `bernstein_core::transport::http::views::Views`).
 
 pub mod host;
 pub mod http;
+pub mod idp;
 pub mod local;
 pub mod perform;
 pub mod trace;

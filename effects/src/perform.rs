@@ -109,6 +109,7 @@ pub enum Done<F> {
         conn: ConnId,
         response: HttpResponse,
     },
+    Keys(Result<serde_json::Value, String>),
 }
 
 impl<F: Fold> Done<F> {
@@ -127,6 +128,7 @@ impl<F: Fold> Done<F> {
             Done::Failed { req, error } => Input::Failed { req, error },
             Done::HeadFailed(error) => Input::HeadFailed(error),
             Done::Operator { conn, response } => Input::Operator { conn, response },
+            Done::Keys(result) => Input::Keys(result),
         };
         engine.handle_input(now, input);
     }
@@ -250,6 +252,7 @@ impl<F: Fold> Performer<F> {
     pub fn perform(&self, output: Output, counters: &Counters) -> Result<Option<Done<F>>, Output> {
         match output {
             Output::Operator { conn, request } => Ok(self.operator(conn, request, counters)),
+            Output::FetchKeys { issuer, jwks_url } => Ok(self.fetch_keys(issuer, jwks_url)),
             other => self.perform_store(other),
         }
     }
@@ -302,6 +305,7 @@ impl<F: Fold> Performer<F> {
             | Output::Close { .. }
             | Output::Log(_)
             | Output::Operator { .. }
+            | Output::FetchKeys { .. }
             | Output::Finished { .. }) => return Err(other),
         };
         Ok(match &self.pool {
@@ -338,6 +342,24 @@ impl<F: Fold> Performer<F> {
     pub fn attach(&self, engine: &mut Engine<F>) {
         if self.trace.is_some() && !engine.traces_requests() {
             engine.trace_requests(true);
+        }
+    }
+
+    /// Fetches the OAuth issuer's keys on a thread of its own (the engine asks for one fetch
+    /// at a time, at most one per few seconds); the answer comes through [`Performer::drain`].
+    fn fetch_keys(&self, issuer: String, jwks_url: Option<String>) -> Option<Done<F>> {
+        let mailbox = self.mailbox.clone();
+        let spawned = thread::Builder::new()
+            .name("bernstein-idp".into())
+            .spawn(move || {
+                let result = crate::idp::fetch_keys(&issuer, jwks_url.as_deref());
+                mailbox.post(Done::Keys(result));
+            });
+        match spawned {
+            Ok(_) => None,
+            Err(e) => Some(Done::Keys(Err(format!(
+                "cannot start a thread to fetch them: {e}"
+            )))),
         }
     }
 

@@ -112,6 +112,7 @@ pub fn facts(selector: u8) -> TransportFacts {
         protocol_version: revision,
         loopback: selector & 0x80 == 0,
         log_level: None,
+        principal: None,
     }
 }
 

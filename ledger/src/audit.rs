@@ -73,6 +73,20 @@ pub struct CallAudit<'a> {
     /// For [`RESOURCE_READ`]: the URI template the read URI matched.
     #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub resource: Option<Cow<'a, str>>,
+    /// Who an OAuth access token said the call was for (its issuer and subject; never the
+    /// token). Absent for calls made without one.
+    #[serde(borrow, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<AuditPrincipal<'a>>,
+}
+
+/// The principal of an OAuth-authenticated call.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AuditPrincipal<'a> {
+    #[serde(borrow)]
+    pub iss: Cow<'a, str>,
+    #[serde(borrow)]
+    pub sub: Cow<'a, str>,
 }
 
 impl<'a> CallAudit<'a> {

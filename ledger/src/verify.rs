@@ -49,6 +49,9 @@ pub struct CallEntry {
     pub tool: String,
     pub call_id: String,
     pub ok: bool,
+    /// `iss sub` of the OAuth token the call was made with (absent without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
 }
 
 /// Records and head of one stream.
@@ -492,11 +495,16 @@ impl LedgerVerifier {
                         s.into_owned()
                     }
                 };
+                let principal = body
+                    .principal
+                    .as_ref()
+                    .map(|p| format!("{} {}", p.iss, p.sub));
                 r.calls.push(CallEntry {
                     seq: raw.seq,
                     tool: text(body.tool),
                     call_id: text(body.call_id),
                     ok: body.ok,
+                    principal,
                 });
             }
         }

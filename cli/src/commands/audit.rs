@@ -206,8 +206,13 @@ fn verify(workdir: &Path, args: Verify) -> Result<ExitCode, String> {
 fn print_clean(report: &VerifyReport, witness: &[PathBuf], verbose: bool, chains_only: bool) {
     if verbose {
         for call in &report.calls {
+            let by = call
+                .principal
+                .as_deref()
+                .map(|p| format!("  by {p}"))
+                .unwrap_or_default();
             say!(
-                "{:>8}  {:<32} {}  {}",
+                "{:>8}  {:<32} {}  {}{by}",
                 call.seq,
                 call.tool,
                 call.call_id,

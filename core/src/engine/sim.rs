@@ -63,6 +63,9 @@ pub struct World<F: Fold> {
     pub finished: Vec<(JobId, Result<Box<Finished>, StoreError>)>,
     /// [`Output::Began`] and [`Output::Ended`], in order (with [`Engine::trace_requests`]).
     pub spans: Vec<Output>,
+    /// How many times the engine asked for the OAuth issuer's keys ([`Output::FetchKeys`]);
+    /// the test answers with [`World::answer_keys`].
+    pub keys_asked: usize,
 }
 
 impl<F: Fold> World<F> {
@@ -93,6 +96,7 @@ impl<F: Fold> World<F> {
             fsyncs: 0,
             finished: Vec::new(),
             spans: Vec::new(),
+            keys_asked: 0,
         }
     }
 
@@ -224,6 +228,12 @@ impl<F: Fold> World<F> {
         String::from_utf8(self.take(conn)).expect("the engine sends UTF-8 here")
     }
 
+    /// Answers the engine's last [`Output::FetchKeys`] with the issuer's JWKS, or why it could
+    /// not be fetched.
+    pub fn answer_keys(&mut self, result: Result<serde_json::Value, String>) {
+        self.input(Input::Keys(result));
+    }
+
     /// Answers the oldest operator route asked for.
     pub fn answer_operator(&mut self, response: HttpResponse) {
         let (conn, _) = self.operator.remove(0);
@@ -299,6 +309,7 @@ impl<F: Fold> World<F> {
                     self.engine.handle_input(now, Input::Head(&head));
                 }
                 Output::Operator { conn, request } => self.operator.push((conn, request)),
+                Output::FetchKeys { .. } => self.keys_asked += 1,
                 Output::Send { conn, bytes } => {
                     if self.stalled.contains(&conn) {
                         *self.unread.entry(conn).or_default() += bytes.len();

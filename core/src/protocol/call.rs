@@ -38,7 +38,7 @@ use crate::time::Timestamp;
 pub const ALIAS_REMOVAL_RELEASE: &str = "v3.12.0";
 /// Kind of the audit record every tool call appends (defined once, by the ledger's verifier).
 pub use crate::ledger::audit::CALL_KIND as AUDIT_KIND;
-use crate::ledger::audit::{CallAudit, RESOURCE_READ, UNKNOWN_TOOL};
+use crate::ledger::audit::{AuditPrincipal, CallAudit, RESOURCE_READ, UNKNOWN_TOOL};
 
 /// What serving one `tools/call` produced.
 #[derive(Debug)]
@@ -79,6 +79,8 @@ pub struct CallInput<'a, F> {
     pub host: Option<&'a [HostReply]>,
     /// Whether the request may still wait, must settle, or was cancelled.
     pub phase: Phase,
+    /// Who an OAuth access token says the call is for (recorded in its audit record).
+    pub principal: Option<&'a super::principal::Principal>,
 }
 
 impl<F> Clone for CallInput<'_, F> {
@@ -643,6 +645,10 @@ impl<'a, F: Fold> Audit<'a, F> {
             name_digest: (!known).then(|| Digest::of(self.name.as_bytes()).to_string().into()),
             name_len: (!known).then_some(self.name.len() as u64),
             resource: self.resource.map(Into::into),
+            principal: input.principal.map(|p| AuditPrincipal {
+                iss: p.iss.as_str().into(),
+                sub: p.sub.as_str().into(),
+            }),
         };
         if let Some(run) = run_id {
             let stream = run_stream(run);

@@ -24,7 +24,7 @@ use super::host::{HostReply, HostRequest};
 use super::ids::RequestIds;
 use super::jsonrpc::{Id, Incoming, RpcError, classify};
 use super::lifecycle::{discover, initialize};
-use super::listing::{get_prompt, list_prompts, list_resources, tools_list_bytes};
+use super::listing::{get_prompt, list_prompts, list_resources, list_tools_for, tools_list_bytes};
 use super::logging::{self, LogLevel};
 use super::message::{ClientMessage, MessageView, Reading, id_from_raw, oversize_error, slot_ids};
 use super::model::{ListParams, Meta, Method};
@@ -445,6 +445,7 @@ fn route<F: Fold>(
         now: input.now,
         host,
         phase,
+        principal: input.transport.principal.as_ref(),
     };
     match method {
         Method::ToolsCall => {
@@ -512,6 +513,10 @@ fn route<F: Fold>(
             }
         }
         Method::ToolsList => match ListParams::read(params) {
+            Ok(_) if input.transport.principal.is_some() => {
+                let scopes = input.transport.principal.as_ref().map(|p| p.scopes);
+                finish(list_tools_for(server, revision, params, scopes))
+            }
             Ok(_) => Routed {
                 rendered: Some(tools_list_bytes(server, revision)),
                 ..Routed::of(Ok(Value::Null))

@@ -299,6 +299,7 @@ mod tests {
             protocol_version: v.map(str::to_string),
             loopback: true,
             log_level: None,
+            principal: None,
         };
         let probe = json!({"_meta": {
             META_PROTOCOL_VERSION: "2026-07-28",
@@ -424,6 +425,7 @@ mod tests {
             protocol_version: Some("2025-11-25".into()),
             loopback: true,
             log_level: None,
+            principal: None,
         };
         let p =
             json!({"_meta": {META_PROTOCOL_VERSION: "2026-07-28", META_CLIENT_CAPABILITIES: {}}});

@@ -30,6 +30,28 @@ pub fn list_tools<F: Fold>(
     Ok(to_value(&tools_result(server, revision)))
 }
 
+/// `tools/list` for an OAuth token with `scopes`: only the tools it may call (`None`: every
+/// tool of the tier).
+pub fn list_tools_for<F: Fold>(
+    server: &Server<F>,
+    revision: Revision,
+    params: Option<&Value>,
+    scopes: Option<super::principal::Scopes>,
+) -> Result<Value, RpcError> {
+    ListParams::read(params)?;
+    let mut result = tools_result(server, revision);
+    if let Some(scopes) = scopes {
+        let allowed = |name: &str| {
+            server
+                .catalog
+                .tool(name)
+                .is_some_and(|t| scopes.allow(t.effects))
+        };
+        result.tools.retain(|t| allowed(t.name));
+    }
+    Ok(to_value(&result))
+}
+
 /// The typed `tools/list` result of `revision`.
 fn tools_result<F: Fold>(server: &Server<F>, revision: Revision) -> ListToolsResult<'_> {
     let tools = server.catalog.tools_in_tier(server.config.tier);

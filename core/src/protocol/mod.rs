@@ -46,6 +46,7 @@ pub mod message;
 pub mod meter;
 pub mod model;
 pub mod prescan;
+pub mod principal;
 pub mod progress;
 pub mod refusal;
 pub mod registry;
@@ -96,6 +97,8 @@ pub struct TransportFacts {
     pub loopback: bool,
     /// The log level `logging/setLevel` set on the connection (handshake era), if any.
     pub log_level: Option<logging::LogLevel>,
+    /// Who an OAuth access token says the request is for (HTTP with OAuth only).
+    pub principal: Option<principal::Principal>,
 }
 
 impl TransportFacts {
@@ -105,6 +108,7 @@ impl TransportFacts {
             protocol_version,
             loopback: true,
             log_level: None,
+            principal: None,
         }
     }
 }

@@ -24,6 +24,13 @@ pub struct Effects {
 }
 
 impl Effects {
+    /// Whether the tool changes nothing: it writes no file (the ledger included), starts no
+    /// process and makes no network request. An OAuth token with `bernstein.read` may call
+    /// such a tool ([`super::principal`]).
+    pub fn writes_nothing(&self) -> bool {
+        !self.writes_files && !self.spawns_processes && !self.network
+    }
+
     /// The sentence `tools/list` ends every tool's description with: the host effects the tool
     /// has, and that it has no other ("Effects: reads files only.", "Effects: reads and writes
     /// files only.", "Effects: none."). It is on every tool of every listing, so it names only

@@ -145,6 +145,7 @@ mod tests {
             now: Timestamp(5),
             host: None,
             phase: Phase::Settle,
+            principal: None,
         };
         read_resource(s, &input)
     }

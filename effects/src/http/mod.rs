@@ -33,8 +33,14 @@ pub fn open_listener(
         ));
     }
     let loopback = addrs.iter().all(is_loopback);
-    check_bind(&options.host, loopback, &config.auth)
-        .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+    check_bind(
+        &options.host,
+        loopback,
+        &config.auth,
+        config.oauth.is_some(),
+        options.tls,
+    )
+    .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
     let listener = TcpListener::bind(&addrs[..])?;
     // The standard library listens with a queue of 128: a burst of connections faster than the
     // loop accepts them overflows it, and the kernel drops their SYNs (each client then waits
@@ -137,6 +143,33 @@ mod tests {
         assert_eq!(
             reachable("0.0.0.0:5".parse().unwrap()),
             "127.0.0.1:5".parse().unwrap()
+        );
+    }
+
+    #[test]
+    fn a_public_bind_needs_no_static_token_with_oauth_over_tls_only() {
+        let mut config = Config::new(b"k".to_vec());
+        config.oauth = Some(bernstein_core::config::OAuthConfig::new(
+            "https://idp.example",
+            vec!["bernstein.read".into()],
+        ));
+        let public = |tls: bool| HttpOptions {
+            host: "0.0.0.0".into(),
+            port: 0,
+            tls,
+            ..HttpOptions::default()
+        };
+        let err = open_listener(&config, &public(false)).unwrap_err();
+        assert_eq!(
+            err.kind(),
+            io::ErrorKind::PermissionDenied,
+            "tokens in the clear"
+        );
+        assert!(open_listener(&config, &public(true)).is_ok());
+        let no_oauth = Config::new(b"k".to_vec());
+        assert!(
+            open_listener(&no_oauth, &public(true)).is_err(),
+            "TLS alone"
         );
     }
 }

@@ -117,6 +117,8 @@ pub fn bind_tls<F: Fold>(
     options: HttpOptions,
     tls: Option<Arc<ServerTls>>,
 ) -> io::Result<HttpServerHandle> {
+    let mut options = options;
+    options.tls = tls.is_some();
     let (listener, policy) = open_listener(&server.config, &options)?;
     let local_addr = listener.local_addr()?;
     let announcement = Announcement::new(&policy, &options).with_tls(tls.is_some());

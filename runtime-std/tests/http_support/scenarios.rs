@@ -549,10 +549,10 @@ pub fn bearer_auth_over_the_wire(launch: Launcher) {
     config.auth = AuthMode::Bearer {
         token: "tok-123".into(),
     };
-    config.oauth = Some(OAuthConfig {
-        issuer: "https://idp.example".into(),
-        scopes: vec!["bernstein.read".into()],
-    });
+    config.oauth = Some(OAuthConfig::new(
+        "https://idp.example",
+        vec!["bernstein.read".into()],
+    ));
     let mut options = test_options();
     options.allowed_hosts = vec!["mcp.test".into()];
     let f = start(launch, config, options);
@@ -727,10 +727,10 @@ pub fn get_and_unknown_paths(launch: Launcher) {
 
 pub fn foreign_hosts_are_refused_on_every_route(launch: Launcher) {
     let mut config = test_config();
-    config.oauth = Some(OAuthConfig {
-        issuer: "https://idp.example".into(),
-        scopes: vec!["bernstein.read".into()],
-    });
+    config.oauth = Some(OAuthConfig::new(
+        "https://idp.example",
+        vec!["bernstein.read".into()],
+    ));
     let mut options = test_options();
     options.allowed_hosts = vec!["mcp.allowed.example".into()];
     let f = start(launch, config, options);

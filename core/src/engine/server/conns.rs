@@ -231,7 +231,7 @@ impl<F: Fold> Engine<F> {
                 match h.busy {
                     // A waiting request whose peer left ends as cancelled.
                     Some(Busy::Request(req)) => self.wake(req),
-                    Some(Busy::Operator | Busy::Parked) => {}
+                    Some(Busy::Operator | Busy::Parked | Busy::Keys) => {}
                     None => self.advance_http(conn),
                 }
             }
@@ -475,7 +475,12 @@ impl<F: Fold> Engine<F> {
                     h.clock.request_served();
                     let Some(http) = &self.http else { return };
                     let loopback = peer.ip().to_canonical().is_loopback();
-                    let decision = http.policy.route(request, loopback, self.now.wall);
+                    let decision = http.policy.route_with_keys(
+                        request,
+                        loopback,
+                        self.now.wall,
+                        self.keys.set(),
+                    );
                     self.act(conn, peer, decision);
                 }
             }
@@ -483,7 +488,7 @@ impl<F: Fold> Engine<F> {
     }
 
     /// Carries out a routing decision for a request on `conn`.
-    fn act(&mut self, conn: ConnId, peer: SocketAddr, decision: Decision) {
+    pub(super) fn act(&mut self, conn: ConnId, peer: SocketAddr, decision: Decision) {
         match decision {
             Decision::Respond(r) => self.respond(conn, r),
             Decision::Mcp(x) => {
@@ -506,6 +511,7 @@ impl<F: Fold> Engine<F> {
             Decision::OpenLegacyStream(open) => self.open_legacy(conn, peer, &open),
             Decision::LegacyMessage(m) => self.legacy_message(conn, peer, m),
             Decision::Operator(request) => self.operator(conn, peer, request),
+            Decision::NeedKeys(request) => self.need_keys(conn, peer, request),
         }
     }
 
@@ -816,6 +822,7 @@ impl<F: Fold> Engine<F> {
     /// connections close and busy ones after their answer.
     pub(super) fn shutdown(&mut self) {
         self.shutting_down = true;
+        self.keys_shutdown();
         if self.grace_ends.is_none()
             && let Some(grace) = self.http_limits().map(|l| l.shutdown_grace)
         {

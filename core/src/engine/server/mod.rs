@@ -5,11 +5,12 @@
 //! [`Input`] is the whole list of what the world can tell it: a connection opened, bytes
 //! arrived on it, its peer is done, what the runtime has not written of it yet; a snapshot was read, an append committed or conflicted,
 //! what was written is durable, a host request was answered, the head was looked at; an
-//! operator route was answered; the caller of a submitted job stops waiting; time passed; the
-//! server is shutting down. [`Output`] is the whole list of what it can ask for: send bytes on
-//! a connection, close it, read a snapshot, compare-and-append, wait until durable, perform a
-//! host request, look at the head, answer an operator route, log a line, hand a submitted job's
-//! answer to its caller; and [`Engine::poll_timeout`] says when to wake it. Besides
+//! operator route was answered; the OAuth issuer's keys came; the caller of a submitted job
+//! stops waiting; time passed; the server is shutting down. [`Output`] is the whole list of
+//! what it can ask for: send bytes on a connection, close it, read a snapshot,
+//! compare-and-append, wait until durable, perform a host request, look at the head, answer an
+//! operator route, fetch the issuer's keys ([`keys`]), log a line, hand a submitted job's answer
+//! to its caller; and [`Engine::poll_timeout`] says when to wake it. Besides
 //! connections, a caller may submit a job ([`Engine::submit`]: an operator's command, an
 //! in-process client's message), served by the same request state machine.
 //!
@@ -26,6 +27,7 @@
 
 mod conns;
 mod entropy;
+mod keys;
 mod requests;
 mod syncs;
 mod timers;
@@ -53,6 +55,7 @@ use crate::transport::LineFramer;
 use crate::transport::http::exchange::{LegacyMessage, McpExchange, StreamedReply};
 use crate::transport::http::read_clock::ReadClock;
 use crate::transport::http::sse::EventIds;
+use crate::transport::http::tool_scopes::ToolScopes;
 use crate::transport::http::{
     HttpOptions, HttpPolicy, HttpResponse, OperatorRequest, ParamHeaders, RequestParser,
     StreamClock,
@@ -125,6 +128,9 @@ pub enum Input<'a, F> {
         conn: ConnId,
         response: HttpResponse,
     },
+    /// [`Output::FetchKeys`]: the issuer's JWKS document, or why it could not be fetched
+    /// (naming no token).
+    Keys(Result<serde_json::Value, String>),
     /// The caller of a submitted job stops waiting for the ledger: a pending answer of it is
     /// given at once, as it stands ([`Stop::Settle`]) or cancelled ([`Stop::Cancel`]). A job
     /// that never waits (an operator's command) is told this right after it is submitted.
@@ -163,6 +169,13 @@ pub enum Output {
     Operator {
         conn: ConnId,
         request: OperatorRequest,
+    },
+    /// Fetch the OAuth issuer's signing keys (its JWKS, at `jwks_url` or where the issuer's
+    /// metadata says) → [`Input::Keys`]. At most one is asked at a time, and at most one per
+    /// [`keys::REFETCH_AFTER`].
+    FetchKeys {
+        issuer: String,
+        jwks_url: Option<String>,
     },
     /// A line for the server's log.
     Log(String),
@@ -297,6 +310,8 @@ pub struct Engine<F: Fold> {
     out: VecDeque<Output>,
     counters: Counters,
     entropy: Entropy,
+    /// The OAuth issuer's keys and the requests waiting for them.
+    keys: keys::Keys,
     shutting_down: bool,
     /// When the shutdown's grace ends (the engine's clock), once one began.
     grace_ends: Option<Duration>,
@@ -341,7 +356,10 @@ impl<F: Fold> Engine<F> {
             .as_ref()
             .map_or(usize::MAX, |h| h.options.limits.max_unsent_bytes);
         let http = config.http.map(|h| HttpConfig {
-            policy: h.policy.with_param_headers(ParamHeaders::of(&server)),
+            policy: h
+                .policy
+                .with_param_headers(ParamHeaders::of(&server))
+                .with_tool_scopes(ToolScopes::of(&server)),
             options: h.options,
         });
         Engine {
@@ -374,6 +392,7 @@ impl<F: Fold> Engine<F> {
             out: VecDeque::new(),
             counters: Counters::new(now.wall),
             entropy: Entropy::new(config.seed),
+            keys: keys::Keys::default(),
             shutting_down: false,
             grace_ends: None,
             traced: false,
@@ -502,6 +521,7 @@ impl<F: Fold> Engine<F> {
             Input::Head(snapshot) => self.head(Ok(snapshot)),
             Input::HeadFailed(error) => self.head(Err(error)),
             Input::Operator { conn, response } => self.operator_answered(conn, response),
+            Input::Keys(result) => self.keys_fetched(result),
             Input::StopJob { job, why } => self.stop_job(job, why),
             Input::Tick => self.tick(),
             Input::Shutdown => self.shutdown(),
@@ -704,6 +724,8 @@ enum Busy {
     Operator,
     /// Its legacy message waits for its stream to drain ([`Parked`]).
     Parked,
+    /// Its request waits for the issuer's keys ([`keys`]).
+    Keys,
 }
 
 /// A stdio peer: its framer, the revision `initialize` negotiated (a transport fact, like the

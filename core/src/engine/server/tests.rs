@@ -6,6 +6,7 @@
 //! [`backlog`].
 
 mod backlog;
+mod keys;
 mod spans;
 
 use core::time::Duration;

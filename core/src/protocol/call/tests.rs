@@ -92,6 +92,7 @@ fn call(server: &Server, snapshot: &Snapshot, params: Value) -> CallReply {
         now: Timestamp(5),
         host: Some(&[]),
         phase: crate::protocol::Phase::Live,
+        principal: None,
     };
     let mut reply = call_tool(server, &input);
     // The result as a client reads it: the meter envelope filled in where the core left its

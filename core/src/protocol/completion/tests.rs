@@ -23,6 +23,7 @@ fn complete(s: &Server, params: Option<&Value>) -> Result<Value, RpcError> {
         now: Timestamp(5),
         host: None,
         phase: crate::protocol::Phase::Settle,
+        principal: None,
     };
     super::complete(s, &input)
 }

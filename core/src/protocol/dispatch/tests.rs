@@ -171,6 +171,7 @@ fn http_transport_facts_are_honoured() {
         protocol_version: Some("2026-07-28".into()),
         loopback: false,
         log_level: None,
+        principal: None,
     };
     let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{META}}}}}"#);
     let out = handle(

@@ -327,6 +327,7 @@ mod tests {
                 protocol_version: None,
                 loopback: true,
                 log_level: None,
+                principal: None,
             },
             era,
             accept: Accept::parse(Some(accept)),
@@ -524,6 +525,7 @@ mod tests {
                 protocol_version: None,
                 loopback: true,
                 log_level: None,
+                principal: None,
             },
             keep_alive: true,
         };

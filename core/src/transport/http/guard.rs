@@ -15,7 +15,8 @@ use crate::config::AuthMode;
 pub enum BindRefused {
     #[error(
         "refusing to serve HTTP on non-loopback address {host} without a bearer token: set \
-         BERNSTEIN_MCP_TOKEN (or BERNSTEIN_MCP_AUTH_TOKEN), or bind 127.0.0.1"
+         BERNSTEIN_MCP_TOKEN (or BERNSTEIN_MCP_AUTH_TOKEN), or serve TLS with \
+         BERNSTEIN_MCP_OAUTH_ISSUER set, or bind 127.0.0.1"
     )]
     PublicWithoutToken { host: String },
     #[error("the bearer token is empty")]
@@ -36,12 +37,20 @@ pub fn is_loopback_host(host: &str) -> bool {
         .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// The startup rule: a non-loopback bind needs a bearer token.
-pub fn check_bind(host: &str, bind_loopback: bool, auth: &AuthMode) -> Result<(), BindRefused> {
+/// The startup rule: a non-loopback bind needs a bearer token, or OAuth (`oauth`: an issuer
+/// whose access tokens are checked) over TLS (`tls`: every connection is HTTPS, so no token
+/// crosses the network in the clear).
+pub fn check_bind(
+    host: &str,
+    bind_loopback: bool,
+    auth: &AuthMode,
+    oauth: bool,
+    tls: bool,
+) -> Result<(), BindRefused> {
     match auth {
         AuthMode::Bearer { token } if token.is_empty() => Err(BindRefused::EmptyToken),
         AuthMode::Bearer { .. } => Ok(()),
-        AuthMode::None if bind_loopback => Ok(()),
+        AuthMode::None if bind_loopback || (oauth && tls) => Ok(()),
         AuthMode::None => Err(BindRefused::PublicWithoutToken {
             host: host.to_string(),
         }),
@@ -215,14 +224,19 @@ mod tests {
 
     #[test]
     fn bind_rule() {
-        assert!(check_bind("127.0.0.1", true, &AuthMode::None).is_ok());
-        let err = check_bind("0.0.0.0", false, &AuthMode::None).unwrap_err();
+        let none = AuthMode::None;
+        assert!(check_bind("127.0.0.1", true, &none, false, false).is_ok());
+        let err = check_bind("0.0.0.0", false, &none, false, false).unwrap_err();
         assert!(err.to_string().contains("BERNSTEIN_MCP_TOKEN"), "{err}");
-        assert!(check_bind("0.0.0.0", false, &bearer("t")).is_ok());
+        assert!(check_bind("0.0.0.0", false, &bearer("t"), false, false).is_ok());
         assert_eq!(
-            check_bind("0.0.0.0", false, &bearer("")),
+            check_bind("0.0.0.0", false, &bearer(""), true, true),
             Err(BindRefused::EmptyToken)
         );
+        // OAuth alone (tokens in the clear) or TLS alone (no credential) is not enough.
+        assert!(check_bind("0.0.0.0", false, &none, true, false).is_err());
+        assert!(check_bind("0.0.0.0", false, &none, false, true).is_err());
+        assert!(check_bind("0.0.0.0", false, &none, true, true).is_ok());
         for h in [
             "127.0.0.1",
             "127.9.9.9",

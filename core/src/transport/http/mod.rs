@@ -20,6 +20,7 @@ pub mod exchange;
 pub mod guard;
 pub mod headers;
 pub mod host;
+pub mod jwt;
 pub mod oauth;
 pub mod operator;
 pub mod options;
@@ -31,6 +32,7 @@ pub mod response;
 pub mod router;
 pub mod sse;
 pub mod stream_clock;
+pub mod tool_scopes;
 pub mod views;
 
 pub use exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, ServedParts, StreamedReply};

@@ -19,8 +19,12 @@ pub const METADATA_ROOT: &str = "/.well-known/oauth-protected-resource";
 pub const METADATA_MCP: &str = "/.well-known/oauth-protected-resource/mcp";
 
 /// `scheme://authority` of the request, where `authority` is what [`super::HostPolicy::check`]
-/// returned for it.
-pub fn request_base(request: &Request, authority: &str) -> String {
+/// returned for it: `https` when the server itself speaks TLS (`tls`), else what a proxy's
+/// `X-Forwarded-Proto` says, else `http`.
+pub fn request_base(request: &Request, authority: &str, tls: bool) -> String {
+    if tls {
+        return format!("https://{authority}");
+    }
     let proto = request
         .header_str("x-forwarded-proto")
         .and_then(|v| v.split(',').next())
@@ -75,25 +79,27 @@ mod tests {
     fn base_uses_the_checked_authority_and_known_protos_only() {
         let evil = ("host", "evil.example");
         assert_eq!(
-            request_base(&req(&[evil]), "mcp.example.com"),
+            request_base(&req(&[evil]), "mcp.example.com", false),
             "http://mcp.example.com",
             "the Host header itself is never read here"
         );
         let fwd = req(&[("x-forwarded-proto", "HTTPS, http")]);
         assert_eq!(
-            request_base(&fwd, "mcp.example.com:8443"),
+            request_base(&fwd, "mcp.example.com:8443", false),
             "https://mcp.example.com:8443"
         );
         let forged = req(&[("x-forwarded-proto", "javascript")]);
-        assert_eq!(request_base(&forged, "h"), "http://h");
+        assert_eq!(request_base(&forged, "h", false), "http://h");
+        assert_eq!(
+            request_base(&forged, "h", true),
+            "https://h",
+            "a TLS server is https"
+        );
     }
 
     #[test]
     fn metadata_and_challenge() {
-        let o = OAuthConfig {
-            issuer: "https://idp.example".into(),
-            scopes: vec!["bernstein.read".into()],
-        };
+        let o = OAuthConfig::new("https://idp.example", vec!["bernstein.read".into()]);
         let m = metadata(&o, "https://h", METADATA_MCP);
         assert_eq!(
             m,

@@ -24,6 +24,9 @@ pub struct HttpOptions {
     /// Serve MCP (`/mcp`, `/sse`, `/messages`); off for the read-only `bernstein dashboard`,
     /// which serves only the operator's routes ([`super::operator`]).
     pub mcp: bool,
+    /// Whether the runtime serves this port over TLS (set by the runtime from the certificate
+    /// it was given): a public bind with an OAuth issuer then needs no static token.
+    pub tls: bool,
 }
 
 impl Default for HttpOptions {
@@ -35,6 +38,7 @@ impl Default for HttpOptions {
             allowed_hosts: Vec::new(),
             limits: HttpLimits::default(),
             mcp: true,
+            tls: false,
         }
     }
 }

@@ -17,22 +17,30 @@
 //! credentials problem). An HTTP/1.0 request without `Host` is taken as aimed at the bind
 //! address. URLs the server builds use the accepted authority only.
 //!
+//! Authentication takes the static bearer token or, with an issuer configured, an OAuth access
+//! token checked against the IdP's keys the engine holds ([`super::jwt`]); a token signed by a
+//! key the engine does not hold is [`Decision::NeedKeys`] (the engine fetches the keys and
+//! routes it again). A token's scopes bound the tools it may call ([`ToolScopes`]).
+//!
 //! Pure: the runtime supplies the facts it observed (peer loopback?) and `now`.
 
 use serde_json::json;
 
 use super::exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, valid_token};
-use super::guard::{BindRefused, OriginPolicy, authorize, bearer_credential, check_bind};
+use super::guard::{BindRefused, OriginPolicy, bearer_credential, check_bind};
 use super::headers::{self, BodyFacts, Era};
 use super::host::{HostPolicy, HostRefusal};
+use super::jwt::KeySet;
 use super::oauth;
 use super::operator::{self, OperatorRequest, Parsed};
 use super::options::HttpOptions;
 use super::param_headers::ParamHeaders;
 use super::request::Request;
 use super::response::{HttpResponse, Status, route_span_id};
+use super::tool_scopes::ToolScopes;
 use crate::config::{AuthMode, Config, Limits, OAuthConfig};
 use crate::protocol::message::Unreadable;
+use crate::protocol::principal::Principal;
 use crate::protocol::{ClientMessage, TransportFacts, TransportKind};
 use crate::time::Timestamp;
 
@@ -50,6 +58,10 @@ pub enum Decision {
     LegacyMessage(LegacyMessage),
     /// Serve an operator route (dashboard API, metrics, probes; [`operator`]).
     Operator(OperatorRequest),
+    /// The request carries an access token signed by a key the engine does not hold: fetch
+    /// the issuer's keys and route it again ([`HttpPolicy::unknown_key`] if they still lack
+    /// it, [`HttpPolicy::keys_unavailable`] if they cannot be fetched).
+    NeedKeys(Request),
 }
 
 /// The HTTP policy of one listening server, fixed at startup.
@@ -62,8 +74,13 @@ pub struct HttpPolicy {
     bind_loopback: bool,
     /// Whether the MCP routes are served (see [`HttpOptions::mcp`]).
     mcp: bool,
+    /// Whether the runtime speaks TLS on this port ([`HttpOptions::tls`]): the URLs it builds
+    /// are `https://`.
+    tls: bool,
     /// The tools' `Mcp-Param-*` bindings (empty unless [`HttpPolicy::with_param_headers`]).
     params: ParamHeaders,
+    /// The scope each tool needs (empty unless [`HttpPolicy::with_tool_scopes`]).
+    scopes: ToolScopes,
     /// The server's message limits, which a body is read under (once: the engine serves the
     /// value the router read).
     limits: Limits,
@@ -78,7 +95,13 @@ impl HttpPolicy {
         bind_authority: &str,
         bind_loopback: bool,
     ) -> Result<HttpPolicy, BindRefused> {
-        check_bind(&options.host, bind_loopback, &config.auth)?;
+        check_bind(
+            &options.host,
+            bind_loopback,
+            &config.auth,
+            config.oauth.is_some(),
+            options.tls,
+        )?;
         let local = bind_authority
             .parse()
             .map_err(|_| BindRefused::BadBindAddress(bind_authority.to_string()))?;
@@ -91,7 +114,9 @@ impl HttpPolicy {
             hosts,
             bind_loopback,
             mcp: options.mcp,
+            tls: options.tls,
             params: ParamHeaders::default(),
+            scopes: ToolScopes::default(),
             limits: config.limits.clone(),
         })
     }
@@ -103,13 +128,38 @@ impl HttpPolicy {
         self
     }
 
+    /// This policy bounding OAuth tokens' calls by `scopes` (see [`ToolScopes::of`]).
+    pub fn with_tool_scopes(mut self, scopes: ToolScopes) -> HttpPolicy {
+        self.scopes = scopes;
+        self
+    }
+
+    /// Whether access tokens are checked (an issuer is configured): the engine then holds
+    /// the issuer's keys.
+    pub fn oauth(&self) -> Option<&OAuthConfig> {
+        self.oauth.as_ref()
+    }
+
     /// The `Host` values this server answers, for the startup log.
     pub fn allowed_hosts(&self) -> String {
         self.hosts.describe()
     }
 
-    /// Decides what to do with `request`, which arrived from a loopback peer or not, at `now`.
-    pub fn route(&self, mut request: Request, peer_loopback: bool, now: Timestamp) -> Decision {
+    /// Decides what to do with `request`, which arrived from a loopback peer or not, at `now`,
+    /// holding no issuer keys ([`HttpPolicy::route_with_keys`]).
+    pub fn route(&self, request: Request, peer_loopback: bool, now: Timestamp) -> Decision {
+        self.route_with_keys(request, peer_loopback, now, &KeySet::default())
+    }
+
+    /// Decides what to do with `request`, which arrived from a loopback peer or not, at `now`,
+    /// with `keys` the issuer's keys the engine holds (empty without OAuth).
+    pub fn route_with_keys(
+        &self,
+        mut request: Request,
+        peer_loopback: bool,
+        now: Timestamp,
+        keys: &KeySet,
+    ) -> Decision {
         let keep = request.keep_alive();
         let span = route_span_id(&request.method, request.path());
         let respond = |r: HttpResponse| Decision::Respond(if keep { r } else { r.closing() });
@@ -144,18 +194,17 @@ impl HttpPolicy {
         if request.path().starts_with("/.well-known/") {
             return respond(self.well_known(&request, &authority, &span));
         }
+        if self.needs_keys(&request, keys) {
+            return Decision::NeedKeys(request);
+        }
         let op = operator::parse(&mut request);
         if let Parsed::Asset(a) = op {
             return respond(operator::asset(a, &span));
         }
-        if !authorize(
-            &self.auth,
-            self.bind_loopback,
-            peer_loopback,
-            request.header("authorization"),
-        ) {
-            return respond(self.unauthorized(&request, &authority, &span));
-        }
+        let principal = match self.authenticate(&request, peer_loopback, now, keys, &authority) {
+            Ok(p) => p,
+            Err(refused) => return respond(self.refused(&request, &authority, &span, refused)),
+        };
         match op {
             Parsed::None | Parsed::Asset(_) => {}
             Parsed::Route(route) => {
@@ -188,16 +237,19 @@ impl HttpPolicy {
             ));
         }
         match (request.path(), request.method.as_str()) {
-            ("/mcp" | "/mcp/", "POST") => match self.mcp_post(request, peer_loopback, now, &span) {
-                Ok(x) => Decision::Mcp(x),
-                Err(r) => respond(r),
-            },
+            ("/mcp" | "/mcp/", "POST") => {
+                match self.mcp_post(request, peer_loopback, now, &span, (principal, &authority)) {
+                    Ok(x) => Decision::Mcp(x),
+                    Err(r) => respond(r),
+                }
+            }
             ("/mcp" | "/mcp/", "DELETE") => respond(mcp_delete(&request, now, &span)),
             ("/mcp" | "/mcp/", _) => respond(method_not_allowed(&span, "POST")),
             ("/sse", "GET") => Decision::OpenLegacyStream(LegacyOpen { span_id: span }),
             ("/sse", _) => respond(method_not_allowed(&span, "GET")),
             ("/messages" | "/messages/", "POST") => {
-                match legacy_post(request, peer_loopback, now, &span, &self.limits) {
+                match self.legacy_post(request, peer_loopback, now, &span, (principal, &authority))
+                {
                     Ok(m) => Decision::LegacyMessage(m),
                     Err(r) => respond(r),
                 }
@@ -220,7 +272,7 @@ impl HttpPolicy {
         if request.method != "GET" {
             return method_not_allowed(span, "GET");
         }
-        let base = oauth::request_base(request, authority);
+        let base = oauth::request_base(request, authority, self.tls);
         HttpResponse::json(Status::OK, span, &oauth::metadata(o, &base, path))
     }
 
@@ -263,7 +315,7 @@ impl HttpPolicy {
                 "WWW-Authenticate",
                 format!(
                     "{}{invalid}",
-                    oauth::challenge(&oauth::request_base(request, authority))
+                    oauth::challenge(&oauth::request_base(request, authority, self.tls))
                 ),
             ),
             (None, AuthMode::Bearer { .. }) => r.with_header(
@@ -280,8 +332,10 @@ impl HttpPolicy {
         loopback: bool,
         now: Timestamp,
         span: &str,
+        (principal, authority): (Option<Principal>, &str),
     ) -> Result<McpExchange, HttpResponse> {
         let (message, facts) = checked_body(&mut request, now, span, &self.limits)?;
+        self.check_scopes(&request, authority, span, principal.as_ref(), &message)?;
         let check = headers::check_headers(&request, &facts)
             .and_then(|check| {
                 if check.era == Era::Stateless && !facts.batch {
@@ -312,6 +366,7 @@ impl HttpPolicy {
                 loopback,
                 // The engine knows the connection's, if `logging/setLevel` set one.
                 log_level: None,
+                principal,
             },
             era: check.era,
             accept,
@@ -321,43 +376,48 @@ impl HttpPolicy {
     }
 }
 
-fn legacy_post(
-    mut request: Request,
-    loopback: bool,
-    now: Timestamp,
-    span: &str,
-    limits: &Limits,
-) -> Result<LegacyMessage, HttpResponse> {
-    let token = request
-        .query()
-        .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("stream=")))
-        .filter(|t| valid_token(t))
-        .map(String::from);
-    let Some(token) = token else {
-        return Err(HttpResponse::problem(
-            Status::NOT_FOUND,
-            span,
-            "stream_not_found",
-            "missing or invalid stream token",
-        ));
-    };
-    let (message, facts) = checked_body(&mut request, now, span, limits)?;
-    // The stateless era's header rules do not apply here: a 2026-07-28 request reaches the
-    // engine, which answers it on the stream with the handshake-only -32022 (era module).
-    let protocol_version =
-        headers::version_header(&request).map_err(|rej| header_refusal(span, &facts, rej))?;
-    let keep_alive = request.keep_alive();
-    Ok(LegacyMessage {
-        token,
-        message,
-        facts: TransportFacts {
-            kind: TransportKind::LegacySse,
-            protocol_version,
-            loopback,
-            log_level: None,
-        },
-        keep_alive,
-    })
+impl HttpPolicy {
+    fn legacy_post(
+        &self,
+        mut request: Request,
+        loopback: bool,
+        now: Timestamp,
+        span: &str,
+        (principal, authority): (Option<Principal>, &str),
+    ) -> Result<LegacyMessage, HttpResponse> {
+        let token = request
+            .query()
+            .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("stream=")))
+            .filter(|t| valid_token(t))
+            .map(String::from);
+        let Some(token) = token else {
+            return Err(HttpResponse::problem(
+                Status::NOT_FOUND,
+                span,
+                "stream_not_found",
+                "missing or invalid stream token",
+            ));
+        };
+        let (message, facts) = checked_body(&mut request, now, span, &self.limits)?;
+        self.check_scopes(&request, authority, span, principal.as_ref(), &message)?;
+        // The stateless era's header rules do not apply here: a 2026-07-28 request reaches the
+        // engine, which answers it on the stream with the handshake-only -32022 (era module).
+        let protocol_version =
+            headers::version_header(&request).map_err(|rej| header_refusal(span, &facts, rej))?;
+        let keep_alive = request.keep_alive();
+        Ok(LegacyMessage {
+            token,
+            message,
+            facts: TransportFacts {
+                kind: TransportKind::LegacySse,
+                protocol_version,
+                loopback,
+                principal,
+                log_level: None,
+            },
+            keep_alive,
+        })
+    }
 }
 
 /// Whether `origin` is `http(s)://` + the accepted `Host` authority.
@@ -496,6 +556,8 @@ fn method_not_allowed(span: &str, allow: &str) -> HttpResponse {
     )
     .with_header("Allow", allow)
 }
+
+mod auth;
 
 #[cfg(test)]
 mod tests;

@@ -13,7 +13,10 @@ function transportFor(t) {
   if (t.transport === 'stdio') {
     return new StdioClientTransport({ command: t.command, args: t.args, env: t.env, cwd: t.cwd, stderr: 'inherit' });
   }
-  if (t.transport === 'http') return new StreamableHTTPClientTransport(new URL(t.url));
+  // `headers` (optional): sent with every request (an OAuth access token's Authorization).
+  if (t.transport === 'http') {
+    return new StreamableHTTPClientTransport(new URL(t.url), { requestInit: { headers: t.headers ?? {} } });
+  }
   if (t.transport === 'sse') return new SSEClientTransport(new URL(t.url));
   throw new Error(`unknown transport ${t.transport}`);
 }

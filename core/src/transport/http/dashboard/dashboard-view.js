@@ -60,7 +60,7 @@ function clearData() {
   byTest("verify-result").hidden = true;
   document.querySelector(".ledger").hidden = true;
   for (const id of ["tasks-by-status", "runs", "workers", "plans", "calls-summary", "calls-by-tool", "refusals",
-    "roles", "sparkline", "task-body"]) byTest(id).replaceChildren();
+    "calls-by-principal", "roles", "sparkline", "task-body"]) byTest(id).replaceChildren();
   for (const id of ["ledger-records", "ledger-bytes", "ledger-head", "ledger-verified", "ledger-store",
     "ledger-signed-seq", "workers-note", "verify-kind", "verify-summary", "verify-valid"]) {
     setText(id, "");
@@ -335,6 +335,7 @@ function renderCalls(calls, roles) {
     ` in the last ${span(state.windowS * 1000)}`);
   countRows(byTest("calls-by-tool"), Object.entries(calls.by_tool || {}), "tool-row", "data-tool");
   countRows(byTest("refusals"), Object.entries(calls.refusals || {}), "refusal-row", "data-code");
+  countRows(byTest("calls-by-principal"), Object.entries(calls.by_principal || {}), "principal-row", "data-principal");
   byTest("sparkline").replaceChildren(sparkline(calls.per_minute || []));
   byTest("roles").replaceChildren(...(roles || []).map((r) =>
     el("tr", { "data-testid": "role-row", "data-role": r.role },

@@ -12,10 +12,10 @@ fn config(auth: AuthMode, issuer: bool) -> Config {
     let mut c = Config::new(b"k".to_vec());
     c.auth = auth;
     if issuer {
-        c.oauth = Some(OAuthConfig {
-            issuer: "https://idp.example".into(),
-            scopes: vec!["bernstein.read".into(), "bernstein.write".into()],
-        });
+        c.oauth = Some(OAuthConfig::new(
+            "https://idp.example",
+            vec!["bernstein.read".into(), "bernstein.write".into()],
+        ));
     }
     c
 }
@@ -588,3 +588,4 @@ fn a_duplicate_key_is_a_400_parse_error_on_both_post_endpoints() {
 }
 
 mod host;
+mod tokens;

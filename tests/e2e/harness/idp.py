@@ -1,0 +1,64 @@
+"""A real local OAuth 2 authorization server (npm `oauth2-mock-server`, pinned in
+tests/e2e/idp/package-lock.json and installed into .cache/e2e-idp) for the OAuth e2e tests.
+
+`Idp.start()` runs tests/e2e/idp/idp.mjs on loopback with Node 22 from .cache/node22; its
+metadata, JWKS and token signing are the library's own. `token(...)` asks it for a signed access
+token with claims changed or dropped, `generate(alg, kid)` adds a signing key (rotation),
+`hs256(kid, claims)` makes the HS256 token keyed with an RSA public key's PEM.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from harness.node import ensure_locked, ensure_node
+
+REPO = Path(__file__).resolve().parents[3]
+SRC = REPO / "tests" / "e2e" / "idp"
+
+
+class Idp:
+    def __init__(self, proc: subprocess.Popen, issuer: str):
+        self.proc = proc
+        self.issuer = issuer
+
+    @classmethod
+    def start(cls) -> "Idp":
+        cache = REPO / ".cache"
+        _, env = ensure_node(cache)
+        dest = cache / "e2e-idp"
+        ensure_locked(SRC, dest, env)
+        shutil.copyfile(SRC / "idp.mjs", dest / "idp.mjs")
+        proc = subprocess.Popen(["node", "idp.mjs"], cwd=dest, env=env, text=True,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        first = json.loads(proc.stdout.readline())
+        return cls(proc, first["issuer"])
+
+    def _ask(self, cmd: dict) -> dict:
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        out = json.loads(self.proc.stdout.readline())
+        assert "error" not in out, out
+        return out
+
+    def token(self, *, kid: str = "k-rs256", claims: dict | None = None, drop: list[str] | None = None,
+              expires_in: int = 600) -> str:
+        cmd = {"kid": kid, "claims": claims or {}, "drop": drop or [], "expiresIn": expires_in}
+        return self._ask({"token": cmd})["token"]
+
+    def generate(self, alg: str, kid: str) -> None:
+        self._ask({"generate": {"alg": alg, "kid": kid}})
+
+    def hs256(self, kid: str, claims: dict) -> str:
+        return self._ask({"hs256": {"kid": kid, "claims": claims}})["token"]
+
+    def stop(self) -> None:
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
