@@ -291,6 +291,30 @@ pub fn tls_files(
 }
 
 /// The worker's extra CA file: the flag, else `BERNSTEIN_WORKER_CA`.
+/// The bearer credential a `--url` client (`bernstein worker`, `bernstein run`) sends to
+/// `mcp_url`: OAuth client credentials when `BERNSTEIN_WORKER_OAUTH_TOKEN_URL` is set (with
+/// `BERNSTEIN_WORKER_OAUTH_CLIENT_ID`, `BERNSTEIN_WORKER_OAUTH_CLIENT_SECRET` and optionally
+/// `BERNSTEIN_WORKER_OAUTH_SCOPE`), else `BERNSTEIN_MCP_TOKEN` as it is, else none. Setting
+/// both is refused: which one is sent would be a guess.
+pub fn worker_credential(
+    mcp_url: &str,
+) -> Result<bernstein_worker::credential::Credential, String> {
+    use bernstein_worker::credential::{ClientCredentials, Credential};
+    let fixed = env_value("BERNSTEIN_MCP_TOKEN")?;
+    let Some(token_url) = env_value("BERNSTEIN_WORKER_OAUTH_TOKEN_URL")? else {
+        return Ok(fixed.map_or(Credential::None, Credential::Fixed));
+    };
+    if fixed.is_some() {
+        return Err("both BERNSTEIN_MCP_TOKEN and BERNSTEIN_WORKER_OAUTH_TOKEN_URL are set: unset one (a fixed token, or one obtained with OAuth client credentials)".into());
+    }
+    let id = env_value("BERNSTEIN_WORKER_OAUTH_CLIENT_ID")?.unwrap_or_default();
+    let secret = env_value("BERNSTEIN_WORKER_OAUTH_CLIENT_SECRET")?.unwrap_or_default();
+    let scope = env_value("BERNSTEIN_WORKER_OAUTH_SCOPE")?;
+    ClientCredentials::new(&token_url, &id, &secret, scope.as_deref(), mcp_url)
+        .map(Credential::ClientCredentials)
+        .map_err(|e| format!("BERNSTEIN_WORKER_OAUTH_*: {e}"))
+}
+
 pub fn worker_ca(flag: Option<&std::path::Path>) -> Result<Option<std::path::PathBuf>, String> {
     match flag {
         Some(p) => Ok(Some(p.to_path_buf())),

@@ -6,8 +6,9 @@
 //! One connection per request, so a dead server costs one refused connect and nothing lingers.
 //! Every POST carries `Content-Type: application/json`, `Accept: application/json,
 //! text/event-stream`, the 2026-07-28 era headers (`MCP-Protocol-Version`, `Mcp-Method`, and
-//! `Mcp-Name: <tool>` on a `tools/call`) and, when `BERNSTEIN_MCP_TOKEN` is set,
-//! `Authorization: Bearer <token>`. The answer (chunked or not, at most
+//! `Mcp-Name: <tool>` on a `tools/call`) and the bearer token of its [`Credential`]
+//! (`BERNSTEIN_MCP_TOKEN`, or one obtained from the IdP with client credentials; a fetched
+//! token the server refuses with 401 is fetched again, once). The answer (chunked or not, at most
 //! [`MAX_RESPONSE_BYTES`]) is read as JSON or as an SSE stream (the last `data:` event that is
 //! a JSON-RPC response wins). A request may take [`REQUEST_TIMEOUT`] plus how long the server
 //! may hold it on purpose (a claim's wait).
@@ -19,6 +20,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::credential::Credential;
 use crate::transport::{Mcp, PROTOCOL_VERSION, TransportError};
 
 /// Longest a request may take (connect, send, answer), on top of a hold.
@@ -30,14 +32,28 @@ pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
 #[derive(Debug)]
 pub struct HttpMcp {
     url: String,
-    token: Option<String>,
+    credential: Credential,
     agent: ureq::Agent,
 }
 
 impl HttpMcp {
     /// Checks `http[s]://host[:port][/path]` (default path `/mcp`) and builds the agent
-    /// (`ca`: a CA file trusted besides the system's roots).
+    /// (`ca`: a CA file trusted besides the system's roots); `token`, when set and not empty,
+    /// is sent as the bearer token.
     pub fn new(url: &str, token: Option<String>, ca: Option<&Path>) -> Result<HttpMcp, String> {
+        let credential = match token.filter(|t| !t.is_empty()) {
+            Some(t) => Credential::Fixed(t),
+            None => Credential::None,
+        };
+        HttpMcp::with_credential(url, credential, ca)
+    }
+
+    /// [`HttpMcp::new`] with any [`Credential`].
+    pub fn with_credential(
+        url: &str,
+        credential: Credential,
+        ca: Option<&Path>,
+    ) -> Result<HttpMcp, String> {
         let rest = url
             .strip_prefix("http://")
             .or_else(|| url.strip_prefix("https://"))
@@ -64,14 +80,34 @@ impl HttpMcp {
         let agent = bernstein_os::https::agent(ca, REQUEST_TIMEOUT)?;
         Ok(HttpMcp {
             url,
-            token: token.filter(|t| !t.is_empty()),
+            credential,
             agent,
         })
     }
 
+    /// The `/mcp` URL requests go to (what a client credentials token is asked for).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// POSTs `body` as `method` (`name`: the tool a `tools/call` calls) and reads the whole
-    /// answer; the server may hold it `hold` on top of the usual time.
+    /// answer; the server may hold it `hold` on top of the usual time. A fetched token the
+    /// server refuses (401) is fetched again and the request sent once more.
     fn post(
+        &self,
+        method: &str,
+        name: Option<&str>,
+        body: &[u8],
+        hold: Duration,
+    ) -> Result<HttpAnswer, TransportError> {
+        let answer = self.post_once(method, name, body, hold)?;
+        if answer.status == 401 && self.credential.refused() {
+            return self.post_once(method, name, body, hold);
+        }
+        Ok(answer)
+    }
+
+    fn post_once(
         &self,
         method: &str,
         name: Option<&str>,
@@ -91,7 +127,7 @@ impl HttpMcp {
         if let Some(name) = name {
             request = request.header("Mcp-Name", name);
         }
-        if let Some(t) = &self.token {
+        if let Some(t) = self.credential.bearer(&self.agent)? {
             request = request.header("Authorization", format!("Bearer {t}"));
         }
         let mut response = request.send(body).map_err(|e| self.failed(e))?;
@@ -135,9 +171,11 @@ impl Mcp for HttpMcp {
     ) -> Result<Value, TransportError> {
         let response = self.post("tools/call", Some(tool), request, hold)?;
         if response.status != 200 {
-            // JSON-RPC errors ride on 4xx with a JSON body; surface them as such.
+            // JSON-RPC errors ride on 4xx with a JSON body; surface them as such. Anything
+            // else (a 401's problem document, a proxy's page) is an HTTP failure.
             if let Ok(v) = serde_json::from_slice::<Value>(&response.body)
-                && v.get("error").is_some()
+                && v.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+                && v.get("error").is_some_and(Value::is_object)
             {
                 return Ok(v);
             }
@@ -205,7 +243,8 @@ mod tests {
         let h = HttpMcp::new("http://127.0.0.1:8053/mcp", None, None).unwrap();
         assert_eq!(h.url, "http://127.0.0.1:8053/mcp");
         let h = HttpMcp::new("http://localhost", Some(String::new()), None).unwrap();
-        assert_eq!((h.url.as_str(), h.token), ("http://localhost/mcp", None));
+        assert_eq!(h.url.as_str(), "http://localhost/mcp");
+        assert!(matches!(h.credential, Credential::None));
         let h = HttpMcp::new("https://[::1]:9000/x", None, None).unwrap();
         assert_eq!(h.url, "https://[::1]:9000/x");
         assert!(HttpMcp::new("ftp://x", None, None).is_err());

@@ -7,6 +7,7 @@
 //! JSON-RPC messages submitted to a local engine over a project's ledger, `--workdir`).
 //!
 //! - [`transport`]: the tool-call client and the in-process transport.
+//! - [`credential`]: the bearer token: fixed, or obtained with OAuth client credentials.
 //! - [`http_client`]: the blocking streamable-HTTP transport on `ureq` (http:// or https://,
 //!   JSON or SSE answers).
 //! - [`agent`]: one agent process in its own process group: stdin, output lines, kill.
@@ -21,6 +22,7 @@
 //! call, so a worker over HTTP and one in process record exactly the same things.
 
 pub mod agent;
+pub mod credential;
 pub mod display;
 pub mod duration;
 pub mod http_client;

@@ -41,7 +41,8 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "NAME", value_parser = ["claude", "codex", "gemini", "aider"])]
     agent: Option<String>,
     /// The server's streamable-HTTP endpoint; without it the worker drives the project's ledger
-    /// in process. BERNSTEIN_MCP_TOKEN is sent as a bearer token when set.
+    /// in process. BERNSTEIN_MCP_TOKEN is sent as a bearer token when set, or one obtained with OAuth
+    /// client credentials (BERNSTEIN_WORKER_OAUTH_TOKEN_URL and its siblings).
     #[arg(long, value_name = "URL")]
     url: Option<String>,
     /// With an https:// --url: a PEM file of CA certificates trusted besides the system's roots
@@ -167,9 +168,14 @@ pub(crate) fn transport(
     store: Option<&str>,
 ) -> Result<Box<dyn Mcp>, String> {
     if let Some(url) = url {
-        let token = std::env::var("BERNSTEIN_MCP_TOKEN").ok();
         let ca = settings::worker_ca(ca)?;
-        return Ok(Box::new(HttpMcp::new(url, token, ca.as_deref())?));
+        let probe = HttpMcp::new(url, None, ca.as_deref())?;
+        let credential = settings::worker_credential(probe.url())?;
+        return Ok(Box::new(HttpMcp::with_credential(
+            url,
+            credential,
+            ca.as_deref(),
+        )?));
     }
     let store_url = settings::store_url(store)?;
     let (store, key) = super::open_operator_store(workdir, store_url.as_deref())?;

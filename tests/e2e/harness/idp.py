@@ -55,6 +55,10 @@ class Idp:
     def hs256(self, kid: str, claims: dict) -> str:
         return self._ask({"hs256": {"kid": kid, "claims": claims}})["token"]
 
+    def issued(self) -> int:
+        """How many tokens the /token endpoint issued so far."""
+        return self._ask({"stats": {}})["issued"]
+
     def stop(self) -> None:
         self.proc.stdin.close()
         try:

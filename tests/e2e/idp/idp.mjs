@@ -4,12 +4,30 @@
 //   {"token": {"kid"?, "claims"?: {...}, "drop"?: [names], "expiresIn"?: s}}  -> {"token": "..."}
 //   {"generate": {"alg": "ES256", "kid": "k2"}}                              -> {"jwk": {...}}
 //   {"hs256": {"kid", "claims"}}: HS256 keyed with the RSA public key's PEM   -> {"token": "..."}
+//   {"stats": {}}: how many tokens its /token endpoint issued                 -> {"issued": n}
+// A token its /token endpoint issues names the `resource` it was asked for as its audience
+// (RFC 8707) and carries the `scope` asked for, as an IdP that honours resource indicators does;
+// a client credentials token names the client as its subject (RFC 9068).
 import { createInterface } from "node:readline";
 import { OAuth2Server } from "oauth2-mock-server";
 import { SignJWT, importJWK, exportSPKI } from "jose";
 
 const server = new OAuth2Server();
 await server.issuer.keys.generate("RS256", { kid: "k-rs256" });
+let issued = 0;
+server.service.on("beforeTokenSigning", (token, req) => {
+  const body = req.body ?? {};
+  if (body.resource) token.payload.aud = body.resource;
+  if (body.scope) token.payload.scope = body.scope;
+  // RFC 9068: a client credentials token's subject is the client (from HTTP Basic).
+  const basic = /^Basic (.+)$/i.exec(req.headers?.authorization ?? "");
+  if (body.grant_type === "client_credentials" && basic) {
+    const id = decodeURIComponent(Buffer.from(basic[1], "base64").toString().split(":")[0]);
+    token.payload.client_id = id;
+    token.payload.sub ??= id;
+  }
+  issued += 1;
+});
 await server.start(0, "127.0.0.1");
 process.stdout.write(JSON.stringify({ issuer: server.issuer.url }) + "\n");
 
@@ -40,6 +58,9 @@ async function handle(cmd) {
       .setProtectedHeader({ alg: "HS256", kid })
       .sign(new TextEncoder().encode(pem));
     return { token };
+  }
+  if (cmd.stats) {
+    return { issued };
   }
   return { error: "unknown command" };
 }
