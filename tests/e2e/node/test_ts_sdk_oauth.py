@@ -35,3 +35,23 @@ def test_ts_sdk_with_an_idp_token(node_clients, http_server, idp, script, era):
     refused = node_clients.run(script, {"transport": "http", "url": srv.mcp_url}, "loop", era)
     assert not refused.get("ok") and refused.get("stage") == "connect", refused
     assert "unauthorized" in str(refused.get("error")) or "401" in str(refused.get("error")), refused
+
+
+@pytest.mark.parametrize("script,era", [("ts1.mjs", "legacy"), ("ts2.mjs", "modern")], ids=["ts1", "ts2"])
+def test_ts_sdk_with_an_idp_token_over_https(node_clients, launcher, tmp_path, idp, script, era):
+    """Over HTTPS on a public bind with an issuer and TLS (no static token), the token's
+    audience being the server's own `/mcp` URL: the remote deployment of OPERATIONS.md."""
+    from harness.tls import HttpsServer, make_certs
+
+    certs = make_certs(tmp_path, "ts-oauth")
+    srv = HttpsServer(launcher, "https-oauth-ts", certs.cert, certs.key, host="0.0.0.0",
+                      env={"BERNSTEIN_MCP_OAUTH_ISSUER": idp.issuer})
+    try:
+        token = idp.token(claims={"aud": srv.mcp_url, "sub": "ts-remote", "scope": "bernstein.write"})
+        env = {"NODE_EXTRA_CA_CERTS": str(certs.ca)}
+        target = {"transport": "http", "url": srv.mcp_url, "headers": {"Authorization": f"Bearer {token}"}}
+        checks.loop(checks.connected(node_clients.run(script, target, "loop", era, env=env))["result"])
+        refused = node_clients.run(script, {"transport": "http", "url": srv.mcp_url}, "loop", era, env=env)
+        assert not refused.get("ok") and refused.get("stage") == "connect", refused
+    finally:
+        srv.stop()
