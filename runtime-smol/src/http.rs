@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use bernstein_core::engine::log_budget::{Admit, LogBudget};
 use bernstein_core::engine::{ConnId, Drain, Engine, EngineConfig, Input, Moment, Output, Peer};
 use bernstein_core::ledger::Fold;
 use bernstein_core::protocol::Server;
@@ -97,6 +98,8 @@ pub(crate) enum Event {
     Accepted(u64, SocketAddr, Link),
     Bytes(u64, Vec<u8>),
     Closed(u64),
+    /// A connection's TLS failed (the peer, why): logged within the budget of such lines.
+    TlsFailed(SocketAddr, String),
     /// What a connection has not written yet fell back to the bound (the engine's task looks
     /// at every connection the engine waits on).
     Drained,
@@ -199,6 +202,7 @@ pub fn bind_tls<F: Fold>(
                 accepting: Some(accepting),
                 stopping: false,
                 live,
+                tls_log: LogBudget::new(),
             };
             smol::block_on(ex.run(hub.run(rx)))
         })?;
@@ -452,7 +456,7 @@ async fn connection(
                         if let Received::Failed(why) = &received
                             && let Ok(peer) = stream.get_ref().peer_addr()
                         {
-                            bernstein_os::log_line!("bernstein https: {peer}: TLS failed: {why}");
+                            let _ = events.send(Event::TlsFailed(peer, why.clone())).await;
                         }
                         let _ = events.send(Event::Closed(id)).await;
                         if received == Received::PlainHttp && wrote.is_ok() {
@@ -539,6 +543,8 @@ struct Hub<F: Fold> {
     stopping: bool,
     /// Connection tasks still running.
     live: Arc<AtomicUsize>,
+    /// The budget of lines about failed handshakes (a flood of them writes a few).
+    tls_log: LogBudget,
 }
 
 impl<F: Fold> Hub<F> {
@@ -607,6 +613,15 @@ impl<F: Fold> Hub<F> {
                     },
                 );
                 self.paused.insert(id);
+            }
+            Event::TlsFailed(peer, why) => {
+                if let Admit::Write { left_out } = self.tls_log.admit(now.mono) {
+                    if left_out > 0 {
+                        let line = LogBudget::summary("bernstein https: ", left_out);
+                        bernstein_os::log_line!("{line}");
+                    }
+                    bernstein_os::log_line!("bernstein https: {peer}: TLS failed: {why}");
+                }
             }
             Event::Closed(id) => {
                 self.engine

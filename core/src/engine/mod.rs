@@ -24,6 +24,7 @@
 pub mod cancels;
 pub mod counters;
 pub mod job;
+pub mod log_budget;
 pub mod request;
 pub mod server;
 #[cfg(any(test, feature = "sim"))]

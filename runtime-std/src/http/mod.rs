@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use bernstein_core::engine::log_budget::{Admit, LogBudget};
 use bernstein_core::engine::{ConnId, Drain, Engine, EngineConfig, Input, Moment, Output, Peer};
 use bernstein_core::ledger::Fold;
 use bernstein_core::protocol::Server;
@@ -165,6 +166,7 @@ pub fn bind_tls<F: Fold>(
         write_timeout,
         linger,
         tls,
+        tls_log: LogBudget::new(),
     };
     let thread = thread::Builder::new()
         .name("bernstein-http".into())
@@ -216,6 +218,8 @@ struct Loop<F: Fold> {
     linger: (Duration, usize),
     /// The certificate each new connection's TLS uses, when the server speaks HTTPS.
     tls: Option<Arc<ServerTls>>,
+    /// The budget of lines about failed handshakes (a flood of them writes a few).
+    tls_log: LogBudget,
 }
 
 impl<F: Fold> Loop<F> {
@@ -421,7 +425,13 @@ impl<F: Fold> Loop<F> {
             Received::PeerClosed => Some(false),
             Received::PlainHttp => Some(true),
             Received::Failed(why) => {
-                if let Ok(peer) = sock.stream.peer_addr() {
+                if let Ok(peer) = sock.stream.peer_addr()
+                    && let Admit::Write { left_out } = self.tls_log.admit(self.origin.elapsed())
+                {
+                    if left_out > 0 {
+                        let line = LogBudget::summary("bernstein https: ", left_out);
+                        bernstein_os::log_line!("{line}");
+                    }
                     bernstein_os::log_line!("bernstein https: {peer}: TLS failed: {why}");
                 }
                 Some(false)

@@ -22,6 +22,7 @@ use super::{
     Answer, Backlog, Busy, Conn, ConnId, Engine, FEED_KEEPALIVE, FEED_LOOK, FeedConn, HttpConn,
     LegacyConn, Output, Parked, Peer, StdioConn,
 };
+use crate::engine::log_budget::{Admit, LogBudget};
 use crate::ledger::{Fold, LedgerPosition};
 use crate::protocol::TransportFacts;
 use crate::transport::http::exchange::{LegacyMessage, LegacyOpen};
@@ -848,8 +849,14 @@ impl<F: Fold> Engine<F> {
         self.http.as_ref().map(|h| &h.options.limits)
     }
 
+    /// A line about one peer, within the budget of such lines ([`LogBudget`]).
     pub(super) fn log_peer(&mut self, peer: &SocketAddr, message: core::fmt::Arguments<'_>) {
-        self.log(format!("bernstein http: {peer}: {message}"));
+        if let Admit::Write { left_out } = self.peer_log.admit(self.now.mono) {
+            if left_out > 0 {
+                self.log(LogBudget::summary("bernstein http: ", left_out));
+            }
+            self.log(format!("bernstein http: {peer}: {message}"));
+        }
     }
 }
 

@@ -317,6 +317,8 @@ pub struct Engine<F: Fold> {
     grace_ends: Option<Duration>,
     /// Whether requests are announced and ended for a runtime that traces them.
     traced: bool,
+    /// The budget of lines about single peers (refusals, caps).
+    peer_log: super::log_budget::LogBudget,
 }
 
 impl<F: Fold> std::fmt::Debug for Engine<F> {
@@ -396,6 +398,7 @@ impl<F: Fold> Engine<F> {
             shutting_down: false,
             grace_ends: None,
             traced: false,
+            peer_log: super::log_budget::LogBudget::new(),
         }
     }
 

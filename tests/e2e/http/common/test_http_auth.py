@@ -167,3 +167,25 @@ def test_forged_forwarded_proto_is_sanitised(http_server, proto):
             urls.append(reply.json()["resource"])
         for u in urls:
             assert "http://" in u or "https://" in u, u
+
+
+def test_a_flood_of_refused_requests_writes_a_budget_of_lines(http_server):
+    """300 refused requests in a burst write at most the budget of lines about single peers
+    (20 a second), and a later refusal says how many were left out; every request is still
+    refused and the server still serves."""
+    import time
+
+    srv = http_server("log-budget", host="0.0.0.0", env={"BERNSTEIN_MCP_TOKEN": TOKEN}, record=False)
+    base = srv.direct_base
+    began = time.monotonic()
+    for _ in range(300):
+        assert rpc(base, "tools/list", token="wrong").status == 401
+    burst = time.monotonic() - began
+    time.sleep(1.1)  # the next second of the budget (waiting on the budget's clock, not racing it)
+    assert rpc(base, "tools/list", token="wrong").status == 401
+    assert_served(rpc(base, "tools/list", token=TOKEN))
+    text = srv.stderr_text()
+    refused = text.count(": 401 ")
+    seconds = int(burst) + 2
+    assert 20 <= refused <= 20 * seconds + 1, (refused, burst)
+    assert "more lines about single peers were left out" in text, text[-2000:]
