@@ -149,7 +149,7 @@ pub fn bind_tls<F: Fold>(
     options.tls = tls.is_some();
     let (listener, policy) = open_listener(&server.config, &options)?;
     let local_addr = listener.local_addr()?;
-    let announcement = Announcement::new(&policy, &options).with_tls(tls.is_some());
+    let announcement = Announcement::new(&policy, &options);
     let (tx, rx) = smol::channel::unbounded::<Event>();
     let operator = Operator::new(
         backend.store.clone(),

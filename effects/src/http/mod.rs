@@ -65,14 +65,8 @@ impl Announcement {
         Announcement {
             allowed_hosts: policy.allowed_hosts(),
             mcp: options.mcp,
-            tls: false,
+            tls: options.tls,
         }
-    }
-
-    /// The same, for a server that speaks HTTPS.
-    pub fn with_tls(mut self, tls: bool) -> Announcement {
-        self.tls = tls;
-        self
     }
 
     /// Says where the server listens and which `Host` values it answers (`runtime` describes

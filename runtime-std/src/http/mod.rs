@@ -122,7 +122,7 @@ pub fn bind_tls<F: Fold>(
     options.tls = tls.is_some();
     let (listener, policy) = open_listener(&server.config, &options)?;
     let local_addr = listener.local_addr()?;
-    let announcement = Announcement::new(&policy, &options).with_tls(tls.is_some());
+    let announcement = Announcement::new(&policy, &options);
     let poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
     let stop = Arc::new(AtomicBool::new(false));
