@@ -45,15 +45,6 @@ impl HttpMcp {
             Some(t) => Credential::Fixed(t),
             None => Credential::None,
         };
-        HttpMcp::with_credential(url, credential, ca)
-    }
-
-    /// [`HttpMcp::new`] with any [`Credential`].
-    pub fn with_credential(
-        url: &str,
-        credential: Credential,
-        ca: Option<&Path>,
-    ) -> Result<HttpMcp, String> {
         let rest = url
             .strip_prefix("http://")
             .or_else(|| url.strip_prefix("https://"))
@@ -88,6 +79,11 @@ impl HttpMcp {
     /// The `/mcp` URL requests go to (what a client credentials token is asked for).
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The same endpoint, sending `credential`'s bearer token.
+    pub fn with_credential(self, credential: Credential) -> HttpMcp {
+        HttpMcp { credential, ..self }
     }
 
     /// POSTs `body` as `method` (`name`: the tool a `tools/call` calls) and reads the whole

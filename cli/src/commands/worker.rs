@@ -169,13 +169,9 @@ pub(crate) fn transport(
 ) -> Result<Box<dyn Mcp>, String> {
     if let Some(url) = url {
         let ca = settings::worker_ca(ca)?;
-        let probe = HttpMcp::new(url, None, ca.as_deref())?;
-        let credential = settings::worker_credential(probe.url())?;
-        return Ok(Box::new(HttpMcp::with_credential(
-            url,
-            credential,
-            ca.as_deref(),
-        )?));
+        let mcp = HttpMcp::new(url, None, ca.as_deref())?;
+        let credential = settings::worker_credential(mcp.url())?;
+        return Ok(Box::new(mcp.with_credential(credential)));
     }
     let store_url = settings::store_url(store)?;
     let (store, key) = super::open_operator_store(workdir, store_url.as_deref())?;
