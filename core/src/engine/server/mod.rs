@@ -29,6 +29,7 @@ mod conns;
 mod entropy;
 mod keys;
 mod requests;
+mod subs;
 mod syncs;
 mod timers;
 
@@ -46,6 +47,7 @@ use super::counters::Counters;
 use super::job::Work;
 use super::request::{Finished, Request};
 use super::span::RequestSpan;
+use super::subscriptions::{SubId, SubscriptionLimits, Subscriptions};
 use super::turns::{Ticket, Turns};
 use super::{Cancels, Moment, Stop, WaitPolicy, WaitSlots};
 use crate::ledger::{Append, AppendResult, Fold, LedgerPosition, Snapshot, StoreError};
@@ -213,6 +215,8 @@ pub struct EngineConfig {
     pub http: Option<HttpConfig>,
     /// Secret randomness from the OS: stream tokens and jitter are drawn from it.
     pub seed: [u8; 32],
+    /// Most resources subscribed to per connection and in all.
+    pub subscriptions: SubscriptionLimits,
 }
 
 /// What an HTTP server's engine needs besides the catalogue.
@@ -235,6 +239,7 @@ impl EngineConfig {
             max_waits_per_peer: STDIO_MAX_WAITS,
             http: None,
             seed,
+            subscriptions: SubscriptionLimits::default(),
         }
     }
 
@@ -247,6 +252,7 @@ impl EngineConfig {
             max_waits_per_peer: usize::MAX,
             http: None,
             seed,
+            subscriptions: SubscriptionLimits::default(),
         }
     }
 
@@ -258,6 +264,7 @@ impl EngineConfig {
             max_waits_per_peer: options.limits.max_waits_per_peer,
             http: Some(HttpConfig { policy, options }),
             seed,
+            subscriptions: SubscriptionLimits::default(),
         }
     }
 }
@@ -319,6 +326,13 @@ pub struct Engine<F: Fold> {
     traced: bool,
     /// The budget of lines about single peers (refusals, caps).
     peer_log: super::log_budget::LogBudget,
+    /// The resource subscriptions held (`subs.rs`), and the SSE answers that became
+    /// `subscriptions/listen` streams.
+    subs: Subscriptions<ConnId>,
+    listen_streams: BTreeMap<SubId, StreamedReply>,
+    /// Requests whose append wrote a stream a subscription renders from: the head is looked
+    /// at once their records are durable.
+    subs_due: BTreeSet<ReqId>,
 }
 
 impl<F: Fold> std::fmt::Debug for Engine<F> {
@@ -399,6 +413,9 @@ impl<F: Fold> Engine<F> {
             grace_ends: None,
             traced: false,
             peer_log: super::log_budget::LogBudget::new(),
+            subs: Subscriptions::new(config.subscriptions),
+            listen_streams: BTreeMap::new(),
+            subs_due: BTreeSet::new(),
         }
     }
 
@@ -729,6 +746,8 @@ enum Busy {
     Parked,
     /// Its request waits for the issuer's keys ([`keys`]).
     Keys,
+    /// It carries a `subscriptions/listen` stream (its SSE answer) until it closes.
+    Listen,
 }
 
 /// A stdio peer: its framer, the revision `initialize` negotiated (a transport fact, like the
