@@ -242,7 +242,12 @@ impl<F: Fold> Engine<F> {
                     let Some(r) = self.reqs.get(&id) else { return };
                     let need = r.committed.map_or(r.read, |p| p.seq);
                     match self.syncs.ask(id, need, now.mono) {
-                        syncs::Durable::Now => In::Settled,
+                        syncs::Durable::Now => {
+                            if self.subs_due.remove(&id) {
+                                self.ask_look();
+                            }
+                            In::Settled
+                        }
                         syncs::Durable::Wait => return self.maybe_sync(),
                     }
                 }
