@@ -262,9 +262,12 @@ impl EngineConfig {
             wait: super::DEFAULT_WAIT,
             max_waits: options.limits.max_waits,
             max_waits_per_peer: options.limits.max_waits_per_peer,
+            subscriptions: SubscriptionLimits {
+                per_connection: options.limits.max_subscriptions_per_connection,
+                total: options.limits.max_subscriptions,
+            },
             http: Some(HttpConfig { policy, options }),
             seed,
-            subscriptions: SubscriptionLimits::default(),
         }
     }
 }
