@@ -268,14 +268,13 @@ fn a_listen_stream_is_acknowledged_tagged_and_ended_by_a_cancellation() {
     // Its client cancels it (from the same address, on another connection): it ends.
     let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7,
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
-    w.bytes(
-        9,
-        &post(
-            "/mcp",
-            &serde_json::to_vec(&note).unwrap(),
-            &[ACCEPT, MODERN],
-        ),
-    );
+    let headers = [ACCEPT, MODERN, "Mcp-Method: notifications/cancelled"];
+    let cancelled = post("/mcp", &serde_json::to_vec(&note).unwrap(), &headers);
+    // The same id from another address is someone else's request: the stream stays.
+    w.connect(8, "127.0.0.2:41000");
+    w.bytes(8, &cancelled);
+    assert!(!w.closed.contains_key(&ConnId(1)));
+    w.bytes(9, &cancelled);
     assert_eq!(w.closed.get(&ConnId(1)), Some(&true));
 }
 

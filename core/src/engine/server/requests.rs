@@ -32,7 +32,7 @@ impl<F: Fold> Engine<F> {
     ) -> ReqId {
         if let Some(named) = message.cancelled_request() {
             self.cancel(&named);
-            self.cancel_listens(&named);
+            self.cancel_listens(conn, &named);
         }
         let span = self
             .traced

@@ -133,10 +133,19 @@ impl<F: Fold> Engine<F> {
         }
     }
 
-    /// A `notifications/cancelled` naming a listen stream's id ends it (over HTTP: the
-    /// streams of the same peer address; closing the stream is the other way to end it).
-    pub(super) fn cancel_listens(&mut self, named: &str) {
+    /// A `notifications/cancelled` arriving on `from` and naming a listen stream's id ends it:
+    /// on stdio the connection's own, over HTTP those opened from the same peer address (no
+    /// sessions; closing the stream is the other way to end it).
+    pub(super) fn cancel_listens(&mut self, from: ConnId, named: &str) {
+        let ip = |conns: &std::collections::BTreeMap<ConnId, Conn>, c: &ConnId| match conns.get(c) {
+            Some(Conn::Http(h)) => Some(h.peer.ip().to_canonical()),
+            _ => None,
+        };
+        let origin = ip(&self.conns, &from);
         for (sub, conn) in self.subs.tagged(named) {
+            if conn != from && (origin.is_none() || ip(&self.conns, &conn) != origin) {
+                continue;
+            }
             self.subs.end(sub);
             if self.listen_streams.remove(&sub).is_some() {
                 self.close(conn, true);

@@ -11,10 +11,12 @@ fn w(uri: &str, stream: Option<&str>, text: &str) -> Watched {
 
 /// A head at `seq` whose streams end at the given digests.
 fn head(seq: u64, streams: &[(&str, &str)]) -> Snapshot<()> {
-    let mut s = Snapshot::<()>::default();
-    s.position = LedgerPosition {
-        seq,
-        head: Digest::of(&seq.to_le_bytes()),
+    let mut s = Snapshot::<()> {
+        position: LedgerPosition {
+            seq,
+            head: Digest::of(&seq.to_le_bytes()),
+        },
+        ..Default::default()
     };
     for (name, at) in streams {
         s.stream_heads
