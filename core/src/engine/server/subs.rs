@@ -11,6 +11,8 @@
 //! The head is looked at once a commit of this server that wrote a watched stream is durable,
 //! and every [`super::FEED_LOOK`] while any subscription is held (other processes' writes).
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use super::{Answer, Busy, Conn, ConnId, Engine, Req};
@@ -137,7 +139,7 @@ impl<F: Fold> Engine<F> {
     /// on stdio the connection's own, over HTTP those opened from the same peer address (no
     /// sessions; closing the stream is the other way to end it).
     pub(super) fn cancel_listens(&mut self, from: ConnId, named: &str) {
-        let ip = |conns: &std::collections::BTreeMap<ConnId, Conn>, c: &ConnId| match conns.get(c) {
+        let ip = |conns: &BTreeMap<ConnId, Conn>, c: &ConnId| match conns.get(c) {
             Some(Conn::Http(h)) => Some(h.peer.ip().to_canonical()),
             _ => None,
         };
@@ -174,12 +176,14 @@ impl<F: Fold> Engine<F> {
     /// its subscribers hear `notifications/resources/updated` if its rendering changed.
     pub(super) fn tell_subscribers(&mut self, head: &Snapshot<F>) {
         let now = self.now.wall;
+        // Each resource is rendered once, however many subscribe to it.
+        let mut rendered: BTreeMap<String, Option<Digest>> = BTreeMap::new();
         for (sub, uri) in self.subs.due(head) {
+            let digest = *rendered.entry(uri.clone()).or_insert_with(|| {
+                subscriptions::render(&self.server, head, now, &uri).map(|w| w.digest)
+            });
             // A resource that is gone keeps its last rendering (runs and tasks never go).
-            let Some(w) = subscriptions::render(&self.server, head, now, &uri) else {
-                continue;
-            };
-            if self.subs.changed(sub, &uri, w.digest) {
+            if digest.is_some_and(|d| self.subs.changed(sub, &uri, d)) {
                 self.send_update(sub, &uri);
             }
         }
