@@ -107,3 +107,33 @@ def test_an_idp_that_is_down_is_a_503_and_the_server_recovers(srv, idp):
         idp.resume()
     reply = call_tool(srv.direct_base, "bernstein_status", token=token)
     assert reply.status == 200, (reply.status, reply.body[:300])
+
+
+def test_a_half_configured_introspection_is_refused_at_start(launcher, idp, tmp_path):
+    import subprocess
+
+    from harness.launch import base_env
+
+    empty = tmp_path / "empty-secret"
+    empty.write_text("\n")
+    issuer = {"BERNSTEIN_MCP_OAUTH_ISSUER": idp.issuer}
+    cases = {
+        "without a secret": {"BERNSTEIN_MCP_OAUTH_CLIENT_ID": RS_CLIENT_ID},
+        "without BERNSTEIN_MCP_OAUTH_CLIENT_ID": {"BERNSTEIN_MCP_OAUTH_CLIENT_SECRET": "never-echo-me"},
+        "unset one": {"BERNSTEIN_MCP_OAUTH_CLIENT_ID": RS_CLIENT_ID, "BERNSTEIN_MCP_OAUTH_CLIENT_SECRET": "never-echo-me",
+                      "BERNSTEIN_MCP_OAUTH_CLIENT_SECRET_FILE": str(empty)},
+        "is empty": {"BERNSTEIN_MCP_OAUTH_CLIENT_ID": RS_CLIENT_ID,
+                     "BERNSTEIN_MCP_OAUTH_CLIENT_SECRET_FILE": str(empty)},
+        "needs this server's client": {"BERNSTEIN_MCP_OAUTH_INTROSPECTION_URL": idp.issuer + "/introspect"},
+        "not HTTPS": {"BERNSTEIN_MCP_OAUTH_CLIENT_ID": RS_CLIENT_ID, "BERNSTEIN_MCP_OAUTH_CLIENT_SECRET": "never-echo-me",
+                      "BERNSTEIN_MCP_OAUTH_INTROSPECTION_URL": "http://idp.example/introspect"},
+        "from 1 to 3600": {"BERNSTEIN_MCP_OAUTH_CLIENT_ID": RS_CLIENT_ID, "BERNSTEIN_MCP_OAUTH_CLIENT_SECRET": "never-echo-me",
+                           "BERNSTEIN_MCP_OAUTH_INTROSPECTION_CACHE_SECS": "0"},
+    }
+    argv = launcher.server_argv() + ["--transport", "http", "--host", "127.0.0.1", "--port", "0"]
+    for why, env in cases.items():
+        done = subprocess.run(argv, env=base_env({**issuer, **env}), stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=60, cwd=str(launcher.workdir))
+        assert done.returncode != 0, (why, done.stderr[-500:])
+        assert why in done.stderr, (why, done.stderr[-500:])
+        assert "never-echo-me" not in done.stderr
