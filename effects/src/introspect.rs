@@ -93,6 +93,90 @@ mod tests {
         IntrospectRequest::new(issuer, &config, OpaqueToken::new(b"opaque-123"))
     }
 
+    /// A one-shot HTTP server on loopback: answers one request with `status` and `body`, and
+    /// hands back the request it read.
+    fn one_answer(status: u16, body: &'static str) -> (String, std::thread::JoinHandle<String>) {
+        use std::io::{Read as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/introspect", listener.local_addr().unwrap());
+        let served = std::thread::spawn(move || {
+            let (mut conn, _) = listener.accept().unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = conn.read(&mut buf).unwrap();
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got).to_string();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let len = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse::<usize>().unwrap())
+                        })
+                        .unwrap_or(0);
+                    if got.len() >= end + 4 + len || n == 0 {
+                        break;
+                    }
+                }
+            }
+            let reply = format!(
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            conn.write_all(reply.as_bytes()).unwrap();
+            String::from_utf8(got).unwrap()
+        });
+        (url, served)
+    }
+
+    #[test]
+    fn the_post_is_a_form_with_basic_client_authentication() {
+        let (url, served) = one_answer(200, r#"{"active":true,"sub":"alice"}"#);
+        let mut a = ask(Some(&url), "http://127.0.0.1:1");
+        a.client_id = "rs:1".into();
+        a.client_secret = ClientSecret::new("p&ss word");
+        a.token = OpaqueToken::new(b"tok+/=");
+        let doc = introspect(&a, &Endpoint::default()).unwrap();
+        assert_eq!(doc["sub"], "alice");
+        let request = served.join().unwrap();
+        assert!(
+            request.starts_with("POST /introspect HTTP/1.1\r\n"),
+            "{request}"
+        );
+        let lower = request.to_ascii_lowercase();
+        assert!(
+            lower.contains("content-type: application/x-www-form-urlencoded\r\n"),
+            "{request}"
+        );
+        // RFC 6749 §2.3.1: the id and secret are form-encoded before Basic.
+        let basic = base64::engine::general_purpose::STANDARD.encode("rs%3A1:p%26ss+word");
+        assert!(request.contains(&format!("Basic {basic}\r\n")), "{request}");
+        assert!(
+            request.ends_with("\r\n\r\ntoken=tok%2B%2F%3D&token_type_hint=access_token"),
+            "{request}"
+        );
+    }
+
+    #[test]
+    fn a_refusal_or_an_answer_that_is_not_json_is_an_error() {
+        for (status, body, why) in [
+            (401, r#"{"error":"invalid_client"}"#, "HTTP 401"),
+            (200, "<html>", "not JSON"),
+            (200, "[true]", "not a JSON object"),
+        ] {
+            let (url, served) = one_answer(status, body);
+            let err = introspect(&ask(Some(&url), "http://127.0.0.1:1"), &Endpoint::default())
+                .unwrap_err();
+            served.join().unwrap();
+            assert!(
+                err.contains(why) && err.starts_with("POST http://"),
+                "{err}"
+            );
+        }
+    }
+
     #[test]
     fn an_idp_that_is_down_is_a_clear_error_naming_no_secret() {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
