@@ -6,6 +6,7 @@
 //! [`backlog`].
 
 mod backlog;
+mod introspect;
 mod keys;
 mod spans;
 
