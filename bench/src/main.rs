@@ -11,7 +11,9 @@
 //! `wrk` (`tools/call bernstein_status` under wrk at 1/16/64 connections, ours on both runtimes
 //! beside an rmcp peer, a raw loopback limit and Python; the peers are built from
 //! `bench/peers/`, see [`wrk`]) and `polls` (1,000 long polls held open, 10,000 with `--full`,
-//! on both runtimes: threads, memory, CPU and `tools/list` latency meanwhile) and `memory`
+//! on both runtimes: threads, memory, CPU and `tools/list` latency meanwhile), `listens`
+//! (1,000 `subscriptions/listen` streams held open, 10,000 with `--full`, on both runtimes:
+//! threads, memory, `tools/list` latency meanwhile, one write's fan-out) and `memory`
 //! (resident memory through a 60 s `bernstein_run` load, 20 s quick, against a fresh process
 //! on the resulting ledger). `postgres` (1, 2 and 3 instances on one database, reads and
 //! writes) runs only when named.
@@ -26,6 +28,7 @@ mod http_load;
 mod http_size;
 mod ledger;
 mod ledger_file;
+mod listens;
 mod long_polls;
 mod postgres;
 mod process;
@@ -108,6 +111,9 @@ fn main() {
         }
         if wanted("polls") {
             long_polls::row(bin, full);
+        }
+        if wanted("listens") {
+            listens::row(bin, full);
         }
         if wanted("memory") {
             write_memory::row(bin, full);

@@ -219,8 +219,9 @@ pub fn allowed_hosts(flag: Option<&str>) -> Result<Vec<String>, String> {
 /// `BERNSTEIN_MCP_SSE_MAX_STREAMS` (128), `BERNSTEIN_MCP_SSE_MAX_STREAMS_PER_PEER` (a quarter
 /// of the streams), `BERNSTEIN_MCP_FEED_IDLE_SECS` (300), `BERNSTEIN_MCP_MAX_CONNECTIONS`
 /// (512), `BERNSTEIN_MCP_MAX_WAITS` (the connection cap), `BERNSTEIN_MCP_MAX_WAITS_PER_PEER`
-/// (a quarter of the waits), `BERNSTEIN_MCP_MAX_UNSENT_BYTES` (65536) and
-/// `BERNSTEIN_MCP_WRITE_TIMEOUT_SECS` (10).
+/// (a quarter of the waits), `BERNSTEIN_MCP_MAX_UNSENT_BYTES` (65536),
+/// `BERNSTEIN_MCP_WRITE_TIMEOUT_SECS` (10), `BERNSTEIN_MCP_MAX_SUBSCRIPTIONS` (100000) and
+/// `BERNSTEIN_MCP_MAX_SUBSCRIPTIONS_PER_CONNECTION` (1024).
 pub fn http_limits(limits: &mut bernstein_core::transport::http::HttpLimits) -> Result<(), String> {
     let positive = |name: &str| -> Result<Option<u64>, String> {
         env_value(name)?
@@ -263,6 +264,12 @@ pub fn http_limits(limits: &mut bernstein_core::transport::http::HttpLimits) -> 
     limits.max_waits = count("BERNSTEIN_MCP_MAX_WAITS")?.unwrap_or(limits.max_connections);
     limits.max_waits_per_peer =
         count("BERNSTEIN_MCP_MAX_WAITS_PER_PEER")?.unwrap_or((limits.max_waits / 4).max(1));
+    if let Some(n) = count("BERNSTEIN_MCP_MAX_SUBSCRIPTIONS")? {
+        limits.max_subscriptions = n;
+    }
+    if let Some(n) = count("BERNSTEIN_MCP_MAX_SUBSCRIPTIONS_PER_CONNECTION")? {
+        limits.max_subscriptions_per_connection = n;
+    }
     Ok(())
 }
 

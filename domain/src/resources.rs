@@ -19,9 +19,11 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::artifacts::LINEAGE_STREAM;
 use crate::bound::{ResourceContext, ResourceTemplateSpec};
 use crate::dashboard;
 use crate::dlp;
+use crate::mailbox::mailbox_stream;
 use crate::outcome;
 use crate::projection::Projection;
 use crate::resource_links::{
@@ -29,6 +31,7 @@ use crate::resource_links::{
     RUN_DESCRIPTION, RUN_TEMPLATE, TASK_DESCRIPTION, TASK_TEMPLATE,
 };
 use crate::tools::run_status;
+use bernstein_core::ledger::{BACKLOG_STREAM, run_stream};
 use bernstein_core::protocol::completion::MAX_VALUES;
 use bernstein_core::protocol::registry::{Candidates, TemplatedRead};
 
@@ -73,8 +76,15 @@ fn var<'v>(vars: &'v Map<String, Value>, name: &str) -> &'v str {
     vars.get(name).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// One JSON text block of `value`, every string redacted, cached by whether it is `finished`.
-fn contents(uri: &str, mut value: Value, finished: bool, run_id: &str) -> TemplatedRead {
+/// One JSON text block of `value`, every string redacted, cached by whether it is `finished`;
+/// `watch` is the ledger stream it is rendered from (a subscription renders it again only
+/// when that stream moves).
+fn contents(
+    uri: &str,
+    mut value: Value,
+    (finished, run_id): (bool, &str),
+    watch: String,
+) -> TemplatedRead {
     redact_strings(&mut value);
     TemplatedRead {
         contents: vec![json!({"uri": uri, "mimeType": JSON, "text": value.to_string()})],
@@ -84,6 +94,7 @@ fn contents(uri: &str, mut value: Value, finished: bool, run_id: &str) -> Templa
             LIVE_TTL_MS
         }),
         run_id: Some(run_id.to_string()),
+        watch: Some(watch),
     }
 }
 
@@ -111,7 +122,7 @@ fn read_run(
         .ok_or_else(|| "no run has this id in this project's ledger".to_string())?;
     let finished = outcome::ended(answer.handle.status);
     let value = serde_json::to_value(&answer).map_err(|e| e.to_string())?;
-    Ok(contents(uri, value, finished, id))
+    Ok(contents(uri, value, (finished, id), run_stream(id)))
 }
 
 /// The task `id` and whether its status is terminal, or why there is none.
@@ -134,7 +145,8 @@ fn read_task(
     let p = &ctx.snapshot.domain;
     let (task, finished) = task_of(p, vars)?;
     let value = dashboard::task_detail(p, &task.id).unwrap_or(Value::Null);
-    Ok(contents(uri, value, finished, &task.run_id))
+    let watch = BACKLOG_STREAM.to_string();
+    Ok(contents(uri, value, (finished, &task.run_id), watch))
 }
 
 fn read_mailbox(
@@ -147,7 +159,8 @@ fn read_mailbox(
     let signer = ctx.config.signing_key.as_ref().map(|k| k.public_key_pem());
     let entries = dashboard::task_mailbox(p, &task.id, signer);
     let value = json!({"task_id": task.id.as_str(), "entries": entries});
-    Ok(contents(uri, value, finished, &task.run_id))
+    let watch = mailbox_stream(&task.id);
+    Ok(contents(uri, value, (finished, &task.run_id), watch))
 }
 
 fn read_artifacts(
@@ -159,7 +172,8 @@ fn read_artifacts(
     let (task, finished) = task_of(p, vars)?;
     let artifacts = dashboard::task_artifacts(p, &task.id);
     let value = json!({"task_id": task.id.as_str(), "artifacts": artifacts});
-    Ok(contents(uri, value, finished, &task.run_id))
+    let watch = LINEAGE_STREAM.to_string();
+    Ok(contents(uri, value, (finished, &task.run_id), watch))
 }
 
 /// `run_id` and `task_id` candidates: ids starting with `typed`, newest first.

@@ -30,6 +30,7 @@ pub mod server;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
 pub mod span;
+pub mod subscriptions;
 pub mod turns;
 pub mod wait_slots;
 
@@ -102,4 +103,6 @@ pub struct Served {
     pub negotiated_version: Option<String>,
     /// Set by `logging/setLevel`: the log level the connection asks for from now on.
     pub log_level: Option<crate::protocol::logging::LogLevel>,
+    /// Set by the subscription methods: what the engine holds for the connection.
+    pub subscription: Option<crate::protocol::subscriptions::Order>,
 }

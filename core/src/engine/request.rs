@@ -372,6 +372,7 @@ impl<J: Job> Request<J> {
             response: outcome.response.map(|r| r.render(latency_ms)),
             negotiated_version: outcome.negotiated_version,
             log_level: outcome.log_level,
+            subscription: outcome.subscription,
         };
         self.out.push_back(Output::Done(Finished {
             served,

@@ -32,6 +32,7 @@ use super::prescan::prescan;
 use super::progress;
 use super::resource_read::read_resource;
 use super::resource_templates::list_resource_templates;
+use super::subscriptions;
 use super::tally::{self, OTHER_METHOD, Tally};
 use super::tasks;
 use super::{Input, MessageInput, MeterSlot, Outcome, Phase, Response, Server, Wait, Watch};
@@ -107,6 +108,7 @@ pub fn serve<F: Fold>(
                 pending: served.pending,
                 host: served.host,
                 tally,
+                subscription: served.subscription,
             }
         }
     }
@@ -264,6 +266,7 @@ fn handle_batch<F: Fold>(
         pending: None,
         host: None,
         tally,
+        subscription: None,
     }
 }
 
@@ -287,6 +290,7 @@ struct Served {
     host: Option<HostRequest>,
     /// The method label, once the request is answered.
     method: Option<&'static str>,
+    subscription: Option<subscriptions::Order>,
 }
 
 /// Serves top-level slot `slot` of the message (0 for a single message, the element's index in
@@ -307,6 +311,7 @@ fn serve_one<F: Fold>(
         pending: None,
         host: None,
         method: None,
+        subscription: None,
     };
     let raw_id = input.message.raw_id(slot);
     // Computed once, when the message was read.
@@ -331,7 +336,15 @@ fn serve_one<F: Fold>(
         Incoming::Request { id, method, params } => (id, method, params),
     };
     let known = Method::parse(method);
-    let routed = route(server, input, snapshot, (method, known), params, ids, round);
+    let routed = route(
+        server,
+        input,
+        snapshot,
+        (method, known, &id),
+        params,
+        ids,
+        round,
+    );
     if routed.host.is_some() || routed.withheld {
         // Not answered yet: the runtime performs the host request, or waits, and asks again
         // (a waiting long poll may still send a progress tick now).
@@ -340,6 +353,7 @@ fn serve_one<F: Fold>(
             pending: routed.pending,
             notifications: routed.notifications,
             records: routed.records,
+            subscription: routed.subscription,
             ..none
         };
     }
@@ -360,6 +374,7 @@ fn serve_one<F: Fold>(
         pending: routed.pending,
         host: None,
         method: Some(known.map_or(OTHER_METHOD, Method::as_str)),
+        subscription: routed.subscription,
     }
 }
 
@@ -377,6 +392,7 @@ struct Routed {
     withheld: bool,
     /// The result, rendered before (`tools/list`); `result` is then `Ok(Null)`.
     rendered: Option<std::sync::Arc<[u8]>>,
+    subscription: Option<subscriptions::Order>,
 }
 
 impl Routed {
@@ -392,6 +408,7 @@ impl Routed {
             host: None,
             withheld: false,
             rendered: None,
+            subscription: None,
         }
     }
 }
@@ -400,7 +417,7 @@ fn route<F: Fold>(
     server: &Server<F>,
     input: &MessageInput<'_, F>,
     snapshot: &Snapshot<F>,
-    (name, method): (&str, Option<Method>),
+    (name, method, id): (&str, Option<Method>, &Id),
     params: Option<&Value>,
     ids: &RequestIds,
     round: Round<'_>,
@@ -422,7 +439,7 @@ fn route<F: Fold>(
         return Routed::of(Err(RpcError::method_not_found(name, "")));
     };
     if method == Method::Initialize && !revision.is_modern() {
-        return match initialize(server, params) {
+        return match initialize(server, params, input.transport.kind) {
             Ok((result, negotiated)) => Routed {
                 negotiated: Some(negotiated),
                 ..Routed::of(Ok(result))
@@ -534,6 +551,38 @@ fn route<F: Fold>(
             }
         }
         Method::ResourcesTemplatesList => finish(list_resource_templates(server, revision, params)),
+        // A batch is answered as a whole, with nothing held for the connection afterwards.
+        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe if host.is_none() => {
+            Routed::of(Err(RpcError::invalid_request(format!(
+                "{method} cannot be part of a batch: send it as a message of its own"
+            ))))
+        }
+        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe if !revision.is_modern() => {
+            let order = if method == Method::ResourcesSubscribe {
+                subscriptions::subscribe(server, revision, params, snapshot, input.now)
+            } else {
+                subscriptions::unsubscribe(params)
+            };
+            match order {
+                Ok(order) => Routed {
+                    subscription: Some(order),
+                    ..finish(Ok(Value::Object(Default::default())))
+                },
+                Err(e) => Routed::of(Err(e)),
+            }
+        }
+        Method::SubscriptionsListen if revision.is_modern() => {
+            match subscriptions::listen(server, params, &id.to_value(), snapshot, input.now) {
+                // No response: the stream stays open until it is cancelled, closed or the
+                // server shuts down; the engine sends the acknowledgement once it holds it.
+                Ok(order) => Routed {
+                    subscription: Some(order),
+                    withheld: true,
+                    ..Routed::of(Ok(Value::Null))
+                },
+                Err(e) => Routed::of(Err(e)),
+            }
+        }
         Method::CompletionComplete if server.catalog.has_completions() => {
             finish(complete(server, &call))
         }

@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use super::Server;
+use super::TransportKind;
 use super::decorate::server_info;
 use super::era::Revision;
 use super::jsonrpc::RpcError;
@@ -18,17 +19,20 @@ use super::model::results::{
 use crate::ledger::Fold;
 
 /// `initialize`: negotiates a handshake revision (the newest when `protocolVersion` is
-/// absent) and describes the server.
+/// absent) and describes the server. `resources.subscribe` is advertised on the transports
+/// with a standing stream to carry the updates (stdio, a legacy SSE stream), never over
+/// sessionless streamable HTTP.
 pub fn initialize<F: Fold>(
     server: &Server<F>,
     params: Option<&Value>,
+    transport: TransportKind,
 ) -> Result<(Value, Revision), RpcError> {
     // A client that names no revision gets the newest handshake revision.
     let requested = InitializeParams::read(params)?
         .protocol_version
         .unwrap_or(Revision::LATEST_HANDSHAKE.as_str());
     let revision = Revision::negotiate(requested);
-    let mut capabilities = capabilities_of(server);
+    let mut capabilities = capabilities_of(server, transport != TransportKind::StreamableHttp);
     if revision.has_tool_execution() {
         capabilities.tasks = Some(TasksCapability::default());
     }
@@ -42,8 +46,9 @@ pub fn initialize<F: Fold>(
 }
 
 /// `server/discover`: everything a stateless client needs before its first call.
+/// Its `resources.subscribe` says `subscriptions/listen` carries resource updates.
 pub fn discover<F: Fold>(server: &Server<F>) -> Value {
-    let mut capabilities = capabilities_of(server);
+    let mut capabilities = capabilities_of(server, true);
     capabilities.extensions = Some([(super::tasks::TASKS_EXTENSION, Empty {})].into());
     to_value(&DiscoverResult {
         supported_versions: Revision::SUPPORTED.iter().map(|r| r.as_str()).collect(),
@@ -62,10 +67,11 @@ fn description<F: Fold>(server: &Server<F>) -> Description {
     }
 }
 
-/// What this server offers: no list-change notifications, no subscriptions; logging (messages
+/// What this server offers: no list-change notifications (its lists never change while it
+/// runs); resource subscriptions where they are delivered (`subscribe`); logging (messages
 /// only at a level the client asked for); `completions` when a prompt argument or a resource
 /// template of the catalogue has a completer.
-pub fn capabilities_of<F: Fold>(server: &Server<F>) -> ServerCapabilities {
+pub fn capabilities_of<F: Fold>(server: &Server<F>, subscribe: bool) -> ServerCapabilities {
     let unchanging = || ListChanged {
         list_changed: false,
     };
@@ -73,7 +79,7 @@ pub fn capabilities_of<F: Fold>(server: &Server<F>) -> ServerCapabilities {
         tools: unchanging(),
         prompts: unchanging(),
         resources: ResourcesCapability {
-            subscribe: false,
+            subscribe,
             list_changed: false,
         },
         completions: server.catalog.has_completions().then_some(Empty {}),
@@ -105,24 +111,39 @@ mod tests {
     #[test]
     fn initialize_negotiates_and_describes() {
         let s = server();
-        let (r, rev) = initialize(&s, Some(&json!({"protocolVersion": "2025-06-18"}))).unwrap();
+        let (r, rev) = initialize(
+            &s,
+            Some(&json!({"protocolVersion": "2025-06-18"})),
+            TransportKind::StreamableHttp,
+        )
+        .unwrap();
         assert_eq!(rev, Revision::V2025_06_18);
         assert_eq!(r["protocolVersion"], "2025-06-18");
         assert_eq!(r["instructions"], "Use the tools.");
         assert_eq!(r["capabilityCard"]["tier"], "standard");
         assert_eq!(r["capabilities"]["resources"]["subscribe"], false);
-        let (r, _) = initialize(&s, Some(&json!({"protocolVersion": "2099-01-01"}))).unwrap();
+        let (r, _) = initialize(
+            &s,
+            Some(&json!({"protocolVersion": "2099-01-01"})),
+            TransportKind::Stdio,
+        )
+        .unwrap();
+        assert_eq!(r["capabilities"]["resources"]["subscribe"], true);
         assert_eq!(r["protocolVersion"], "2025-11-25");
         for absent in [None, Some(json!({})), Some(json!({"capabilities": {}}))] {
-            let (r, rev) = initialize(&s, absent.as_ref()).unwrap();
+            let (r, rev) = initialize(&s, absent.as_ref(), TransportKind::Stdio).unwrap();
             assert_eq!(rev, Revision::LATEST_HANDSHAKE);
             assert_eq!(r["protocolVersion"], "2025-11-25");
             assert_eq!(r["capabilityCard"]["tier"], "standard");
         }
         assert_eq!(
-            initialize(&s, Some(&json!({"protocolVersion": 5})))
-                .unwrap_err()
-                .code,
+            initialize(
+                &s,
+                Some(&json!({"protocolVersion": 5})),
+                TransportKind::Stdio
+            )
+            .unwrap_err()
+            .code,
             -32602
         );
     }

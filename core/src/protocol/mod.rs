@@ -54,6 +54,7 @@ pub mod render;
 pub mod resource_read;
 pub mod resource_templates;
 pub mod strict_json;
+pub mod subscriptions;
 pub mod tally;
 pub mod tasks;
 #[cfg(test)]
@@ -210,6 +211,9 @@ pub struct Outcome {
     /// The requests this outcome answers and the tool calls its records audit, for the
     /// runtime's metrics (bounded labels only).
     pub tally: tally::Tally,
+    /// Set by `resources/subscribe`, `resources/unsubscribe` and `subscriptions/listen`: what
+    /// the engine must do with the connection's subscriptions before it answers.
+    pub subscription: Option<subscriptions::Order>,
 }
 
 /// "Not ready: ask me again when the ledger moves."

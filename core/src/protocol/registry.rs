@@ -396,6 +396,9 @@ pub struct TemplatedRead {
     pub ttl_ms: Option<u64>,
     /// The run whose journal the read answered from, bound into the read's audit record.
     pub run_id: Option<String>,
+    /// The one ledger stream the contents depend on, when they depend on one: a subscription
+    /// to the resource is rendered again only when that stream moves. `None`: any record.
+    pub watch: Option<String>,
 }
 
 /// Reads a templated resource from the URI's variables (percent-decoded strings) and the URI

@@ -124,6 +124,7 @@ mod tests {
                         contents: vec![json!({"uri": uri, "text": id})],
                         ttl_ms: Some(7),
                         run_id: id.map(str::to_string),
+                        watch: None,
                     }),
                 },
                 complete: None,

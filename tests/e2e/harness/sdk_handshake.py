@@ -15,12 +15,15 @@ from .launch import Launcher
 
 
 @asynccontextmanager
-async def connect(launcher: Launcher, label: str = "sdk1", logging_callback=None, **kw):
+async def connect(launcher: Launcher, label: str = "sdk1", logging_callback=None, message_handler=None, **kw):
     """Yields (session, InitializeResult) for a fresh recorded server; `logging_callback`
-    receives the `notifications/message` params the server sends."""
+    receives the `notifications/message` params the server sends, `message_handler` every
+    other notification (and request) the session does not answer itself."""
     params = launcher.stdio_params(label, **kw)
     with launcher.sdk_errlog(label) as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write, logging_callback=logging_callback) as session:
+            async with ClientSession(
+                read, write, logging_callback=logging_callback, message_handler=message_handler
+            ) as session:
                 init = await session.initialize()
                 yield session, init

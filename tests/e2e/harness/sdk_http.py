@@ -32,13 +32,14 @@ async def handshake_streamable(server: HttpServer, headers: dict[str, str] | Non
 
 
 @asynccontextmanager
-async def handshake_sse(server: HttpServer, headers: dict[str, str] | None = None):
-    """Yields (session, InitializeResult): `mcp<2` over the legacy HTTP+SSE transport."""
+async def handshake_sse(server: HttpServer, headers: dict[str, str] | None = None, message_handler=None):
+    """Yields (session, InitializeResult): `mcp<2` over the legacy HTTP+SSE transport
+    (`message_handler`: the notifications the session does not handle itself)."""
     from mcp import ClientSession
     from mcp.client.sse import sse_client
 
     async with sse_client(server.sse_url, headers=headers) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, message_handler=message_handler) as session:
             init = await session.initialize()
             yield session, init
 

@@ -233,6 +233,8 @@ impl<F: Fold> Engine<F> {
                     // A waiting request whose peer left ends as cancelled.
                     Some(Busy::Request(req)) => self.wake(req),
                     Some(Busy::Operator | Busy::Parked | Busy::Keys | Busy::Introspection) => {}
+                    // A listen stream whose client left is dropped with its subscription.
+                    Some(Busy::Listen) => self.close(conn, false),
                     None => self.advance_http(conn),
                 }
             }
@@ -248,6 +250,7 @@ impl<F: Fold> Engine<F> {
     /// Forgets a connection (the caller asks the runtime to close it).
     fn forget(&mut self, conn: ConnId) {
         self.blocked.remove(&conn);
+        self.drop_subscriptions(conn);
         match self.conns.remove(&conn) {
             Some(Conn::Legacy(l)) => {
                 self.legacy.remove(&l.token);
@@ -745,14 +748,15 @@ impl<F: Fold> Engine<F> {
     }
 
     /// The feeds look at the head while any is open.
+    /// The subscriptions too: a write of another process is seen at the next look.
     pub(super) fn feeds_timer(&mut self) {
-        if !self.feeds.is_empty() {
+        if !self.feeds.is_empty() || !self.subs.is_empty() {
             self.ask_look();
             self.arm_feeds();
         }
     }
 
-    fn arm_feeds(&mut self) {
+    pub(super) fn arm_feeds(&mut self) {
         let at = self.now.mono + FEED_LOOK;
         self.timers.arm(&mut self.feeds_armed, at, Due::Feeds);
     }
@@ -826,6 +830,7 @@ impl<F: Fold> Engine<F> {
     /// connections close and busy ones after their answer.
     pub(super) fn shutdown(&mut self) {
         self.shutting_down = true;
+        self.end_listens();
         self.keys_shutdown();
         self.introspection_shutdown();
         if self.grace_ends.is_none()

@@ -32,6 +32,7 @@ mod entropy;
 mod introspect;
 mod keys;
 mod requests;
+mod subs;
 mod syncs;
 mod timers;
 
@@ -49,6 +50,7 @@ use super::counters::Counters;
 use super::job::Work;
 use super::request::{Finished, Request};
 use super::span::RequestSpan;
+use super::subscriptions::{SubId, SubscriptionLimits, Subscriptions};
 use super::turns::{Ticket, Turns};
 use super::{Cancels, Moment, Stop, WaitPolicy, WaitSlots};
 use crate::ledger::{Append, AppendResult, Fold, LedgerPosition, Snapshot, StoreError};
@@ -226,6 +228,8 @@ pub struct EngineConfig {
     pub http: Option<HttpConfig>,
     /// Secret randomness from the OS: stream tokens and jitter are drawn from it.
     pub seed: [u8; 32],
+    /// Most resources subscribed to per connection and in all.
+    pub subscriptions: SubscriptionLimits,
 }
 
 /// What an HTTP server's engine needs besides the catalogue.
@@ -248,6 +252,7 @@ impl EngineConfig {
             max_waits_per_peer: STDIO_MAX_WAITS,
             http: None,
             seed,
+            subscriptions: SubscriptionLimits::default(),
         }
     }
 
@@ -260,6 +265,7 @@ impl EngineConfig {
             max_waits_per_peer: usize::MAX,
             http: None,
             seed,
+            subscriptions: SubscriptionLimits::default(),
         }
     }
 
@@ -269,6 +275,10 @@ impl EngineConfig {
             wait: super::DEFAULT_WAIT,
             max_waits: options.limits.max_waits,
             max_waits_per_peer: options.limits.max_waits_per_peer,
+            subscriptions: SubscriptionLimits {
+                per_connection: options.limits.max_subscriptions_per_connection,
+                total: options.limits.max_subscriptions,
+            },
             http: Some(HttpConfig { policy, options }),
             seed,
         }
@@ -334,6 +344,13 @@ pub struct Engine<F: Fold> {
     traced: bool,
     /// The budget of lines about single peers (refusals, caps).
     peer_log: super::log_budget::LogBudget,
+    /// The resource subscriptions held (`subs.rs`), and the SSE answers that became
+    /// `subscriptions/listen` streams.
+    subs: Subscriptions<ConnId>,
+    listen_streams: BTreeMap<SubId, StreamedReply>,
+    /// Requests whose append wrote a stream a subscription renders from: the head is looked
+    /// at once their records are durable.
+    subs_due: BTreeSet<ReqId>,
 }
 
 impl<F: Fold> std::fmt::Debug for Engine<F> {
@@ -415,6 +432,9 @@ impl<F: Fold> Engine<F> {
             grace_ends: None,
             traced: false,
             peer_log: super::log_budget::LogBudget::new(),
+            subs: Subscriptions::new(config.subscriptions),
+            listen_streams: BTreeMap::new(),
+            subs_due: BTreeSet::new(),
         }
     }
 
@@ -748,6 +768,8 @@ enum Busy {
     Keys,
     /// Its request waits for its token's introspection ([`introspect`]).
     Introspection,
+    /// It carries a `subscriptions/listen` stream (its SSE answer) until it closes.
+    Listen,
 }
 
 /// A stdio peer: its framer, the revision `initialize` negotiated (a transport fact, like the

@@ -32,6 +32,7 @@ impl<F: Fold> Engine<F> {
     ) -> ReqId {
         if let Some(named) = message.cancelled_request() {
             self.cancel(&named);
+            self.cancel_listens(conn, &named);
         }
         let span = self
             .traced
@@ -241,7 +242,12 @@ impl<F: Fold> Engine<F> {
                     let Some(r) = self.reqs.get(&id) else { return };
                     let need = r.committed.map_or(r.read, |p| p.seq);
                     match self.syncs.ask(id, need, now.mono) {
-                        syncs::Durable::Now => In::Settled,
+                        syncs::Durable::Now => {
+                            if self.subs_due.remove(&id) {
+                                self.ask_look();
+                            }
+                            In::Settled
+                        }
                         syncs::Durable::Wait => return self.maybe_sync(),
                     }
                 }
@@ -479,6 +485,7 @@ impl<F: Fold> Engine<F> {
         let looking = std::mem::take(&mut self.looking);
         if let Ok(s) = head {
             self.tell_feeds(s.position);
+            self.tell_subscribers(s);
         }
         if let Err(e) = &head {
             self.log(format!("bernstein: a look at the ledger head failed: {e}"));
@@ -507,6 +514,9 @@ impl<F: Fold> Engine<F> {
             }
             _ => Vec::new(),
         };
+        if self.subs.watches_any(woken.iter()) && !woken.is_empty() {
+            self.subs_due.insert(id);
+        }
         self.feed(id, request::Input::Appended(result));
         // Long polls watching a stream this request wrote wake now, not at their next look.
         for stream in woken {
@@ -560,6 +570,10 @@ impl<F: Fold> Engine<F> {
     fn settled(&mut self, id: ReqId) {
         if let Some(p) = self.reqs.get_mut(&id).and_then(|r| r.committed.take()) {
             self.tell_feeds(p);
+        }
+        // Its records are durable: the subscriptions see them at the head.
+        if self.subs_due.remove(&id) {
+            self.ask_look();
         }
         self.feed(id, request::Input::Settled);
     }
@@ -691,7 +705,13 @@ impl<F: Fold> Engine<F> {
             });
         }
         let Some(conn) = r.conn else { return };
-        let served = finished.served;
+        let mut served = finished.served;
+        if let Some(order) = served.subscription.take()
+            && self.hold(&mut r, conn, order, &mut served)
+        {
+            // The connection became the listen stream.
+            return;
+        }
         match r.answer {
             Answer::Stdio => {
                 let Some(Conn::Stdio(s)) = self.conns.get_mut(&conn) else {
@@ -799,6 +819,7 @@ impl<F: Fold> Engine<F> {
             self.unwatch(id, nap);
         }
         self.looking.retain(|l| *l != id);
+        self.subs_due.remove(&id);
         if r.waited {
             self.counters.waits = self.counters.waits.saturating_sub(1);
         }

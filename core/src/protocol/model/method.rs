@@ -21,11 +21,14 @@ pub enum Method {
     TasksList,
     TasksCancel,
     TasksUpdate,
+    ResourcesSubscribe,
+    ResourcesUnsubscribe,
+    SubscriptionsListen,
 }
 
 impl Method {
     /// Every method, in this order (also the order of the metrics' labels).
-    pub const ALL: [Method; 17] = [
+    pub const ALL: [Method; 20] = [
         Method::Initialize,
         Method::Ping,
         Method::ServerDiscover,
@@ -43,6 +46,9 @@ impl Method {
         Method::TasksList,
         Method::TasksCancel,
         Method::TasksUpdate,
+        Method::ResourcesSubscribe,
+        Method::ResourcesUnsubscribe,
+        Method::SubscriptionsListen,
     ];
 
     /// The method's name on the wire.
@@ -65,6 +71,9 @@ impl Method {
             Method::TasksList => "tasks/list",
             Method::TasksCancel => "tasks/cancel",
             Method::TasksUpdate => "tasks/update",
+            Method::ResourcesSubscribe => "resources/subscribe",
+            Method::ResourcesUnsubscribe => "resources/unsubscribe",
+            Method::SubscriptionsListen => "subscriptions/listen",
         }
     }
 

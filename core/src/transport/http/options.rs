@@ -125,6 +125,11 @@ pub struct HttpLimits {
     /// How long a shutdown waits for the requests in flight to be answered before the server
     /// stops anyway ([`Engine::is_drained`](crate::engine::Engine::is_drained)).
     pub shutdown_grace: Duration,
+    /// Most resources subscribed to at once, in all and by one connection (its
+    /// `resources/subscribe`s on a legacy stream, or the resources of the `subscriptions/listen`
+    /// streams it carries); beyond, the subscription is refused with a clear error.
+    pub max_subscriptions: usize,
+    pub max_subscriptions_per_connection: usize,
 }
 
 impl Default for HttpLimits {
@@ -148,6 +153,8 @@ impl Default for HttpLimits {
             linger: Duration::from_millis(500),
             linger_bytes: 1 << 20,
             shutdown_grace: Duration::from_secs(10),
+            max_subscriptions: 100_000,
+            max_subscriptions_per_connection: 1_024,
         }
     }
 }
