@@ -12,7 +12,7 @@
 use bernstein_core::protocol::completion::starting_with;
 use bernstein_core::protocol::logging::{LogLevel, LogMessage};
 use bernstein_core::protocol::registry::{
-    Arguments, Candidates, Effects, Progress, PromptArgument, PromptSpec, TaskSupport,
+    Arguments, Candidates, Effects, Progress, PromptArgument, PromptSpec, PromptTurn, TaskSupport,
     TemplatedRead, ToolError, ToolOutput,
 };
 use bernstein_core::{Config, Tier};
@@ -276,10 +276,10 @@ fn prompts() -> Vec<PromptSpec> {
             title: "Simple prompt",
             description: "A simple prompt without arguments",
             arguments: Vec::new(),
-            render: |_| {
-                Ok(vec![user_text(
+            render: |_, _| {
+                Ok(PromptTurn::Messages(vec![user_text(
                     "This is a simple prompt for testing.".into(),
-                )])
+                )]))
             },
         },
         PromptSpec {
@@ -302,11 +302,11 @@ fn prompts() -> Vec<PromptSpec> {
                     complete: None,
                 },
             ],
-            render: |args| {
+            render: |args, _| {
                 let (a, b) = (arg(args, "arg1")?, arg(args, "arg2")?);
-                Ok(vec![user_text(format!(
+                Ok(PromptTurn::Messages(vec![user_text(format!(
                     "Prompt with arguments: arg1='{a}', arg2='{b}'"
-                ))])
+                ))]))
             },
         },
         PromptSpec {
@@ -319,14 +319,14 @@ fn prompts() -> Vec<PromptSpec> {
                 required: true,
                 complete: None,
             }],
-            render: |args| {
+            render: |args, _| {
                 let uri = arg(args, "resourceUri")?;
-                Ok(vec![
+                Ok(PromptTurn::Messages(vec![
                     json!({"role": "user", "content": {"type": "resource", "resource": {
                         "uri": uri, "mimeType": "text/plain", "text": "Embedded resource content for testing."
                     }}}),
                     user_text("Please process the embedded resource above.".into()),
-                ])
+                ]))
             },
         },
         PromptSpec {
@@ -334,11 +334,11 @@ fn prompts() -> Vec<PromptSpec> {
             title: "Prompt with image",
             description: "A prompt that includes image content",
             arguments: Vec::new(),
-            render: |_| {
-                Ok(vec![
+            render: |_, _| {
+                Ok(PromptTurn::Messages(vec![
                     json!({"role": "user", "content": {"type": "image", "mimeType": "image/png", "data": PNG_1X1}}),
                     user_text("Please analyze the image above.".into()),
-                ])
+                ]))
             },
         },
     ]
@@ -520,9 +520,12 @@ mod tests {
         let p = c.prompt("test_prompt_with_arguments").unwrap();
         let mut args = Map::new();
         args.insert("arg1".into(), json!("a"));
-        assert!((p.render)(&args).is_err());
+        let none = &bernstein_core::protocol::input::NO_INPUT;
+        assert!((p.render)(&args, none).is_err());
         args.insert("arg2".into(), json!("b"));
-        let msgs = (p.render)(&args).unwrap();
+        let Ok(PromptTurn::Messages(msgs)) = (p.render)(&args, none) else {
+            panic!("the prompt renders")
+        };
         assert!(
             msgs[0]["content"]["text"]
                 .as_str()

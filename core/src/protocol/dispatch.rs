@@ -22,9 +22,13 @@ use super::decorate::decorate;
 use super::era::{self, META_PROTOCOL_VERSION, Revision};
 use super::host::{HostReply, HostRequest};
 use super::ids::RequestIds;
+use super::input::Inputs;
+use super::input_round::{self as round, RoundOf};
 use super::jsonrpc::{Id, Incoming, RpcError, classify};
 use super::lifecycle::{discover, initialize};
-use super::listing::{get_prompt, list_prompts, list_resources, list_tools_for, tools_list_bytes};
+use super::listing::{
+    PromptGot, get_prompt, list_prompts, list_resources, list_tools_for, tools_list_bytes,
+};
 use super::logging::{self, LogLevel};
 use super::message::{ClientMessage, MessageView, Reading, id_from_raw, oversize_error, slot_ids};
 use super::model::{ListParams, Meta, Method};
@@ -437,6 +441,23 @@ fn route<F: Fold>(
     };
     let finish =
         |r: Result<Value, RpcError>| Routed::of(r.map(|v| decorate(server, revision, method, v)));
+    // The client's answers to what an earlier round asked: checked before any handler runs.
+    let round = RoundOf {
+        method,
+        params,
+        revision,
+        principal: input.transport.principal.as_ref(),
+        now: input.now,
+    };
+    let inputs = match method {
+        Method::ToolsCall | Method::PromptsGet => {
+            match round::read(&server.config.request_state_key, &round) {
+                Ok(inputs) => inputs,
+                Err(e) => return Routed::of(Err(e)),
+            }
+        }
+        _ => Inputs::default(),
+    };
     let call = CallInput {
         params,
         revision,
@@ -446,6 +467,7 @@ fn route<F: Fold>(
         host,
         phase,
         principal: input.transport.principal.as_ref(),
+        input: &inputs,
     };
     match method {
         Method::ToolsCall => {
@@ -459,6 +481,9 @@ fn route<F: Fold>(
                     host: reply.host,
                     ..Routed::of(Ok(Value::Null))
                 };
+            }
+            if let Some(needed) = reply.input.take() {
+                return Routed::of(round::ask(server, &round, needed));
             }
             if let Some(max_wait_ms) = reply.wait_ms {
                 // Nothing to answer yet, but what the round saw goes out now: its log messages,
@@ -524,7 +549,11 @@ fn route<F: Fold>(
             Err(e) => Routed::of(Err(e)),
         },
         Method::PromptsList => finish(list_prompts(server, revision, params)),
-        Method::PromptsGet => finish(get_prompt(server, params)),
+        Method::PromptsGet => match get_prompt(server, params, &inputs) {
+            Ok(PromptGot::Result(result)) => finish(Ok(result)),
+            Ok(PromptGot::NeedInput(needed)) => Routed::of(round::ask(server, &round, needed)),
+            Err(e) => Routed::of(Err(e)),
+        },
         Method::ResourcesList => finish(list_resources(server, revision, params)),
         Method::ResourcesRead => {
             let reply = read_resource(server, &call);

@@ -19,6 +19,10 @@
 //! - [`listing`]: `tools/list`, prompts and resources; [`resource_templates`]: templated
 //!   resources; [`completion`]: `completion/complete`.
 //! - [`logging`]: log levels asked per request or connection, `notifications/message`.
+//! - [`input`]: a tool or prompt asking the client for input mid-request (elicitation,
+//!   sampling, roots) and run again with the answers; [`input_round`]: one round of such a
+//!   request; [`request_state`]: the authenticated `requestState` of a 2026-07-28
+//!   `InputRequiredResult`.
 //! - [`call`]: `tools/call` with validation, meter envelope and audit record; [`refusal`]:
 //!   refusal codes, each declared once in an enum.
 //! - [`validate`]: argument limits and the JSON Schema subset validator.
@@ -38,6 +42,8 @@ pub mod dispatch;
 pub mod era;
 pub mod host;
 pub mod ids;
+pub mod input;
+pub mod input_round;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod listing;
@@ -51,6 +57,7 @@ pub mod progress;
 pub mod refusal;
 pub mod registry;
 pub mod render;
+pub mod request_state;
 pub mod resource_read;
 pub mod resource_templates;
 pub mod strict_json;
