@@ -7,16 +7,19 @@
 //! tool parameters (`x-mcp-header`) are ordinary catalogue declarations too. What a stateless
 //! server cannot do (server-initiated requests, log pushes) is registered anyway where a name is
 //! involved, so the suite reports the precise missing behaviour instead of "not found";
-//! tests/conformance/expected-failures.txt lists those scenarios with the reason.
+//! tests/conformance/expected-failures.txt lists those scenarios with the reason. The fixtures
+//! that ask the client for input are in [`crate::input_fixtures`].
 
+use bernstein_core::Config;
 use bernstein_core::protocol::completion::starting_with;
 use bernstein_core::protocol::logging::{LogLevel, LogMessage};
 use bernstein_core::protocol::registry::{
-    Arguments, Candidates, Effects, Progress, PromptArgument, PromptSpec, PromptTurn, TaskSupport,
-    TemplatedRead, ToolError, ToolOutput,
+    Candidates, Progress, PromptArgument, PromptSpec, PromptTurn, TemplatedRead, ToolError,
+    ToolOutput,
 };
-use bernstein_core::{Config, Tier};
 use bernstein_domain::bound::{Catalog, ResourceSpec, ResourceTemplateSpec, ToolContext, ToolSpec};
+
+use crate::kit::{NO_EFFECTS, empty_schema, fixture_tool, user_text};
 use serde_json::{Map, Value, json};
 
 /// A 1x1 transparent PNG, base64.
@@ -29,34 +32,6 @@ bernstein_core::refusal_codes! {
     /// The fixtures' one refusal.
     enum Fixture {
         TestError = "test_error",
-    }
-}
-
-const NO_EFFECTS: &str = "Conformance fixture: reads no files, writes no files, spawns no \
-                          processes, makes no network requests.";
-
-fn empty_schema() -> Value {
-    json!({"type": "object", "properties": {}, "additionalProperties": false})
-}
-
-fn fixture_tool(
-    name: &'static str,
-    title: &'static str,
-    description: &'static str,
-    input_schema: fn() -> Value,
-    call: fn(&ToolContext<'_>, Value) -> ToolOutput,
-) -> ToolSpec {
-    ToolSpec {
-        name,
-        title,
-        description,
-        tier: Tier::Core,
-        input_schema,
-        output_schema: None,
-        effects: Effects::default(),
-        task_support: TaskSupport::Forbidden,
-        arguments: Arguments::Schema,
-        call,
     }
 }
 
@@ -136,7 +111,8 @@ fn with_logging(_: &ToolContext<'_>, _: Value) -> ToolOutput {
 }
 
 fn tools() -> Vec<ToolSpec> {
-    vec![
+    let mut tools = crate::input_fixtures::tools();
+    tools.extend([
         fixture_tool(
             "test_simple_text",
             "Simple text",
@@ -233,7 +209,8 @@ fn tools() -> Vec<ToolSpec> {
             json_schema_2020_12,
             |_, args| ToolOutput::ok(json!({"received": args})),
         ),
-    ]
+    ]);
+    tools
 }
 
 /// A successful result made of `content` blocks; the payload names their types.
@@ -259,10 +236,6 @@ fn embedded_resource() -> Value {
     })
 }
 
-fn user_text(text: String) -> Value {
-    json!({"role": "user", "content": {"type": "text", "text": text}})
-}
-
 fn arg<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a str, String> {
     args.get(name)
         .and_then(Value::as_str)
@@ -270,7 +243,8 @@ fn arg<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a str, String> 
 }
 
 fn prompts() -> Vec<PromptSpec> {
-    vec![
+    let mut prompts = crate::input_fixtures::prompts();
+    prompts.extend([
         PromptSpec {
             name: "test_simple_prompt",
             title: "Simple prompt",
@@ -341,7 +315,8 @@ fn prompts() -> Vec<PromptSpec> {
                 ]))
             },
         },
-    ]
+    ]);
+    prompts
 }
 
 fn resources() -> Vec<ResourceSpec> {
@@ -444,6 +419,8 @@ mod tests {
         assert_eq!(names.len(), c.tools.len());
         assert!(c.tool("test_simple_text").is_some());
         assert!(c.prompt("test_simple_prompt").is_some());
+        assert!(c.tool("test_input_required_result_multi_round").is_some());
+        assert!(c.prompt("test_input_required_result_prompt").is_some());
         assert!(c.resource("test://static-text").is_some());
         assert!(c.has_completions());
     }

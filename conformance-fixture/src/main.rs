@@ -8,6 +8,8 @@
 //! `... serving MCP over HTTP at http://ADDR/mcp ...` on stderr when ready.
 
 mod fixtures;
+mod input_fixtures;
+mod kit;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
