@@ -13,53 +13,17 @@ where it can).
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
-import time
-from pathlib import Path
 
 import pytest
 
-from harness.launch import REPO_ROOT, base_env
-
-READY = re.compile(r"serving MCP over HTTP at http://(\S+)/mcp")
-START_GUARD = 60  # a hang guard for the server's start, never a timing assertion
-
-
-def fixture_binary() -> Path:
-    """$BERNSTEIN_CONFORMANCE_FIXTURE_BIN, else the cargo target dir's debug build."""
-    explicit = os.environ.get("BERNSTEIN_CONFORMANCE_FIXTURE_BIN")
-    if explicit:
-        return Path(explicit)
-    target = Path(os.environ.get("CARGO_TARGET_DIR") or REPO_ROOT / "target")
-    if not target.is_absolute():
-        target = REPO_ROOT / target
-    return target / "debug" / "bernstein-conformance-fixture"
+from harness import fixture_server
 
 
 @pytest.fixture
 def fixture_url(tmp_path):
-    binary = fixture_binary()
-    if not binary.exists():
-        pytest.fail(f"{binary} is missing: cargo build -p bernstein-conformance-fixture", pytrace=False)
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    stderr_path = tmp_path / "fixture.stderr.log"
-    with open(stderr_path, "wb") as err:
-        proc = subprocess.Popen([str(binary), "--workdir", str(workdir), "--host", "127.0.0.1", "--port", "0"],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                env=base_env(), cwd=str(workdir))
-    try:
-        deadline = time.monotonic() + START_GUARD
-        while not (m := READY.search(stderr_path.read_text(errors="replace"))):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the fixture server did not start: {stderr_path.read_text()[-2000:]}")
-            time.sleep(0.02)  # polling the readiness line
-        yield f"http://{m.group(1)}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with fixture_server.running(tmp_path) as url:
+        yield url
 
 
 def host(node_clients, url: str, caps: dict, tools: list[str], answer: dict | None = None) -> dict:
