@@ -153,6 +153,31 @@ fn a_prompt_that_needs_input_is_valid_on_the_wire() {
 }
 
 #[test]
+fn the_questions_put_to_a_handshake_era_client_are_valid_requests() {
+    let mut book = SchemaBook::default();
+    let questions = [
+        (
+            InputRequest::form("Name?", json!({"name": {"type": "string"}}), &["name"]),
+            "ElicitRequest",
+        ),
+        (
+            InputRequest::ask_model("Hello?", 10),
+            "CreateMessageRequest",
+        ),
+        (InputRequest::ListRoots, "ListRootsRequest"),
+    ];
+    for revision in ["2025-06-18", "2025-11-25"] {
+        for (question, def) in &questions {
+            let message = question.to_request("bernstein-ask-0123456789abcdef");
+            for name in ["JSONRPCRequest", def] {
+                book.check(revision, name, &message)
+                    .unwrap_or_else(|e| panic!("{revision} {name}: {e}"));
+            }
+        }
+    }
+}
+
+#[test]
 fn a_client_without_the_capability_gets_the_schemas_error() {
     let mut p = Probe::new();
     let call = json!({"name": "ask_all", "arguments": {}});

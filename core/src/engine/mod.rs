@@ -102,4 +102,6 @@ pub struct Served {
     pub negotiated_version: Option<String>,
     /// Set by `logging/setLevel`: the log level the connection asks for from now on.
     pub log_level: Option<crate::protocol::logging::LogLevel>,
+    /// Set by `initialize`: what the client declared it can be asked (the connection keeps it).
+    pub declared_caps: Option<crate::protocol::input::ClientCaps>,
 }

@@ -22,8 +22,8 @@ use super::decorate::decorate;
 use super::era::{self, META_PROTOCOL_VERSION, Revision};
 use super::host::{HostReply, HostRequest};
 use super::ids::RequestIds;
-use super::input::Inputs;
-use super::input_round::{self as round, RoundOf};
+use super::input::{ClientCaps, ClientSide, InputNeeded, Inputs};
+use super::input_round::{self as round, Asked, RoundOf};
 use super::jsonrpc::{Id, Incoming, RpcError, classify};
 use super::lifecycle::{discover, initialize};
 use super::listing::{
@@ -56,6 +56,7 @@ pub fn handle<F: Fold>(
         snapshot: input.snapshot,
         now: input.now,
         transport: input.transport,
+        client: ClientSide::default(),
     };
     serve(server, &input, host, phase)
 }
@@ -110,6 +111,8 @@ pub fn serve<F: Fold>(
                 log_level: served.log_level,
                 pending: served.pending,
                 host: served.host,
+                ask: served.ask,
+                declared_caps: served.declared_caps,
                 tally,
             }
         }
@@ -267,6 +270,8 @@ fn handle_batch<F: Fold>(
         log_level,
         pending: None,
         host: None,
+        ask: None,
+        declared_caps: None,
         tally,
     }
 }
@@ -289,6 +294,10 @@ struct Served {
     notifications: Vec<Vec<u8>>,
     pending: Option<Wait>,
     host: Option<HostRequest>,
+    /// Questions for a handshake-era client (see [`Outcome::ask`]).
+    ask: Option<InputNeeded>,
+    /// Set by `initialize`.
+    declared_caps: Option<ClientCaps>,
     /// The method label, once the request is answered.
     method: Option<&'static str>,
 }
@@ -310,6 +319,8 @@ fn serve_one<F: Fold>(
         notifications: Vec::new(),
         pending: None,
         host: None,
+        ask: None,
+        declared_caps: None,
         method: None,
     };
     let raw_id = input.message.raw_id(slot);
@@ -336,11 +347,12 @@ fn serve_one<F: Fold>(
     };
     let known = Method::parse(method);
     let routed = route(server, input, snapshot, (method, known), params, ids, round);
-    if routed.host.is_some() || routed.withheld {
-        // Not answered yet: the runtime performs the host request, or waits, and asks again
-        // (a waiting long poll may still send a progress tick now).
+    if routed.host.is_some() || routed.withheld || routed.ask.is_some() {
+        // Not answered yet: the runtime performs the host request, asks the client, or waits,
+        // and asks again (a waiting long poll may still send a progress tick now).
         return Served {
             host: routed.host,
+            ask: routed.ask,
             pending: routed.pending,
             notifications: routed.notifications,
             records: routed.records,
@@ -363,6 +375,8 @@ fn serve_one<F: Fold>(
         notifications: routed.notifications,
         pending: routed.pending,
         host: None,
+        ask: None,
+        declared_caps: routed.declared_caps,
         method: Some(known.map_or(OTHER_METHOD, Method::as_str)),
     }
 }
@@ -377,6 +391,10 @@ struct Routed {
     notifications: Vec<Vec<u8>>,
     pending: Option<Wait>,
     host: Option<HostRequest>,
+    /// Questions for a handshake-era client: nothing to send yet.
+    ask: Option<InputNeeded>,
+    /// Set by `initialize`: what the client declared it can be asked.
+    declared_caps: Option<ClientCaps>,
     /// A pending answer with nothing to send yet (a tool's long poll).
     withheld: bool,
     /// The result, rendered before (`tools/list`); `result` is then `Ok(Null)`.
@@ -394,8 +412,23 @@ impl Routed {
             notifications: Vec::new(),
             pending: None,
             host: None,
+            ask: None,
+            declared_caps: None,
             withheld: false,
             rendered: None,
+        }
+    }
+
+    /// What a handler's questions become: the stateless era's `InputRequiredResult`, or
+    /// questions for the engine to put to a handshake-era client.
+    fn asked(asked: Result<Asked, RpcError>) -> Routed {
+        match asked {
+            Ok(Asked::Result(result)) => Routed::of(Ok(result)),
+            Ok(Asked::Client(needed)) => Routed {
+                ask: Some(needed),
+                ..Routed::of(Ok(Value::Null))
+            },
+            Err(e) => Routed::of(Err(e)),
         }
     }
 }
@@ -429,6 +462,9 @@ fn route<F: Fold>(
         return match initialize(server, params) {
             Ok((result, negotiated)) => Routed {
                 negotiated: Some(negotiated),
+                declared_caps: Some(ClientCaps::of_declared(
+                    params.and_then(|p| p.get("capabilities")),
+                )),
                 ..Routed::of(Ok(result))
             },
             Err(e) => Routed::of(Err(e)),
@@ -448,6 +484,7 @@ fn route<F: Fold>(
         revision,
         principal: input.transport.principal.as_ref(),
         now: input.now,
+        client: input.client,
     };
     let inputs = match method {
         Method::ToolsCall | Method::PromptsGet => {
@@ -483,7 +520,7 @@ fn route<F: Fold>(
                 };
             }
             if let Some(needed) = reply.input.take() {
-                return Routed::of(round::ask(server, &round, needed));
+                return Routed::asked(round::ask(server, &round, needed));
             }
             if let Some(max_wait_ms) = reply.wait_ms {
                 // Nothing to answer yet, but what the round saw goes out now: its log messages,
@@ -551,7 +588,7 @@ fn route<F: Fold>(
         Method::PromptsList => finish(list_prompts(server, revision, params)),
         Method::PromptsGet => match get_prompt(server, params, &inputs) {
             Ok(PromptGot::Result(result)) => finish(Ok(result)),
-            Ok(PromptGot::NeedInput(needed)) => Routed::of(round::ask(server, &round, needed)),
+            Ok(PromptGot::NeedInput(needed)) => Routed::asked(round::ask(server, &round, needed)),
             Err(e) => Routed::of(Err(e)),
         },
         Method::ResourcesList => finish(list_resources(server, revision, params)),

@@ -158,6 +158,12 @@ impl InputRequest {
         json!({"method": self.method(), "params": self.params()})
     }
 
+    /// The request as a JSON-RPC request with id `id` (handshake era: sent on the stream of
+    /// the call that asks).
+    pub fn to_request(&self, id: &str) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "method": self.method(), "params": self.params()})
+    }
+
     /// Why `response` cannot be the client's answer to this request, if it cannot: an
     /// `ElicitResult`, `CreateMessageResult` or `ListRootsResult` by the request's method.
     pub fn misfit(&self, response: &Value) -> Option<&'static str> {
@@ -241,6 +247,36 @@ pub static NO_INPUT: Inputs = Inputs {
     state: None,
     caps: ClientCaps::NONE,
 };
+
+/// Why a handshake-era client's answers to a request's questions never came.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unanswered {
+    /// Not all answered within the expiry (`Config::input_expiry_ms`).
+    Expired,
+    /// The client answered one with a JSON-RPC error.
+    Refused { method: String, message: String },
+    /// The question could not be put to the client (its stream cannot carry requests).
+    Unreachable,
+}
+
+/// What the engine gathered for a handshake-era request that asked its client (see
+/// [`ClientSide`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answers {
+    /// The answers, and the state the handler kept (`caps` is filled in by the engine's
+    /// connection facts, not here).
+    Given(Inputs),
+    Unanswered(Unanswered),
+}
+
+/// A handshake-era client as its connection knows it, handed in beside the message: the
+/// capabilities it declared in `initialize`, and the answers to this request's questions so
+/// far (`None` on the first run). Stateless-era requests carry their own in `params`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientSide<'a> {
+    pub caps: ClientCaps,
+    pub answers: Option<&'a Answers>,
+}
 
 /// A client's answer to an elicitation.
 #[derive(Clone, Copy, Debug, PartialEq)]

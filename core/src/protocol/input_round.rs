@@ -1,19 +1,30 @@
-//! One round of a request that may need input: what the client brought back ([`read`]:
-//! `inputResponses` checked against a valid `requestState`) and the `InputRequiredResult` of a
-//! handler's [`InputNeeded`] ([`ask`]). Stateless era only: in the handshake era a request
-//! carries no answers and a handler asking for input is refused with `-32021`.
+//! One round of a request that may need input: what the client brought back ([`read`]) and
+//! what to do with a handler's [`InputNeeded`] ([`ask`]), in either era.
 //!
-//! Answers count only with the `requestState` that asked for them: a retry without one is a
-//! first round (its `inputResponses` are ignored and the handler asks again), and only the keys
-//! the state names reach the handler (others are ignored). A state that is malformed, forged,
-//! expired, or issued for another request or principal is refused with `-32602` and
-//! `error.data.reason` naming which, before any handler runs: nothing is recorded.
+//! Stateless era (2026-07-28): the answers are the retry's `inputResponses`, checked against a
+//! valid `requestState`, and a handler's questions end the request with an
+//! `InputRequiredResult`. Answers count only with the `requestState` that asked for them: a
+//! retry without one is a first round (its `inputResponses` are ignored and the handler asks
+//! again), and only the keys the state names reach the handler (others are ignored). A state
+//! that is malformed, forged, expired, or issued for another request or principal is refused
+//! with `-32602` and `error.data.reason` naming which, before any handler runs: nothing is
+//! recorded.
+//!
+//! Handshake era: the capabilities are those the client declared in `initialize` and the
+//! answers those the engine gathered ([`ClientSide`]); a handler's questions go back to the
+//! engine ([`Asked::Client`]), which sends them to the client as JSON-RPC requests and serves
+//! the message again with the answers, or ends it with `-32000` when they never came.
+//!
+//! Either era: a handler that asks for a capability the client did not declare is refused with
+//! `-32021` (MissingRequiredClientCapability).
 
 use serde_json::{Map, Value, json};
 
 use super::decorate::decorate;
 use super::era::{META_CLIENT_CAPABILITIES, Revision};
-use super::input::{Capability, ClientCaps, InputNeeded, InputRequest, Inputs};
+use super::input::{
+    Answers, Capability, ClientCaps, ClientSide, InputNeeded, InputRequest, Inputs, Unanswered,
+};
 use super::jsonrpc::{RpcError, kind_of};
 use super::model::{Meta, Method};
 use super::principal::Principal;
@@ -24,6 +35,9 @@ use crate::time::Timestamp;
 
 /// JSON-RPC code of MissingRequiredClientCapabilityError (2026-07-28).
 pub const MISSING_CAPABILITY: i64 = -32021;
+/// JSON-RPC code of a handshake-era request whose client never answered its questions (a
+/// server error of JSON-RPC's implementation-defined range; `error.data.reason` says why).
+pub const UNANSWERED: i64 = -32000;
 
 /// The request a round belongs to.
 #[derive(Clone, Copy, Debug)]
@@ -33,16 +47,18 @@ pub struct RoundOf<'a> {
     pub revision: Revision,
     pub principal: Option<&'a Principal>,
     pub now: Timestamp,
+    /// The handshake-era client as its connection knows it.
+    pub client: ClientSide<'a>,
 }
 
 impl RoundOf<'_> {
     /// What the client can be asked: in the stateless era what this request's `_meta`
-    /// declares; in the handshake era nothing (such clients are not asked yet).
+    /// declares; in the handshake era what the client declared in `initialize`.
     pub fn caps(&self) -> ClientCaps {
         if self.revision.is_modern() {
             ClientCaps::of_declared(Meta::of(self.params).get(META_CLIENT_CAPABILITIES))
         } else {
-            ClientCaps::NONE
+            self.client.caps
         }
     }
 
@@ -59,7 +75,14 @@ pub fn read(server_key: &[u8], round: &RoundOf<'_>) -> Result<Inputs, RpcError> 
         ..Inputs::default()
     };
     if !round.revision.is_modern() {
-        return Ok(first);
+        return match round.client.answers {
+            None => Ok(first),
+            Some(Answers::Given(inputs)) => Ok(Inputs {
+                caps,
+                ..inputs.clone()
+            }),
+            Some(Answers::Unanswered(why)) => Err(unanswered(why)),
+        };
     }
     let field = |k: &str| round.params.and_then(|p| p.get(k));
     let responses = match field("inputResponses") {
@@ -144,13 +167,50 @@ fn misfit(capability: &str, response: &Value) -> Option<&'static str> {
     probe.misfit(response)
 }
 
-/// The `InputRequiredResult` asking the client for `needed`, or the refusal when the client did
-/// not declare a capability it needs (`-32021`) or the handler asked for nothing usable.
+/// The refusal of a handshake-era request whose client never answered.
+fn unanswered(why: &Unanswered) -> RpcError {
+    let (reason, message) = match why {
+        Unanswered::Expired => (
+            "input_expired",
+            "the client did not answer the server's questions in time; nothing was recorded, \
+             send the request again to be asked again"
+                .to_string(),
+        ),
+        Unanswered::Refused { method, message } => (
+            "input_refused",
+            format!(
+                "the client answered the server's {method} with an error ({}); nothing was \
+                 recorded",
+                super::jsonrpc::shorten(message, 200)
+            ),
+        ),
+        Unanswered::Unreachable => (
+            "input_unreachable",
+            "the server could not put its questions to the client on this request's stream \
+             (an HTTP client must accept text/event-stream); nothing was recorded"
+                .to_string(),
+        ),
+    };
+    RpcError::new(UNANSWERED, message).with_data(json!({ "reason": reason }))
+}
+
+/// What a handler's questions become.
+#[derive(Debug)]
+pub enum Asked {
+    /// The stateless era's `InputRequiredResult`.
+    Result(Value),
+    /// Handshake era: questions for the engine to put to the client.
+    Client(InputNeeded),
+}
+
+/// What to do with a handler's `needed`: an `InputRequiredResult` (stateless era) or the
+/// questions for the engine (handshake era); refused when the client did not declare a
+/// capability it needs (`-32021`) or the handler asked for nothing usable.
 pub fn ask<F: Fold>(
     server: &Server<F>,
     round: &RoundOf<'_>,
     needed: InputNeeded,
-) -> Result<Value, RpcError> {
+) -> Result<Asked, RpcError> {
     if let Some(missing) = needed.missing(round.caps()) {
         return Err(missing_capability(missing, round.revision));
     }
@@ -169,6 +229,9 @@ pub fn ask<F: Fold>(
             "the handler needed input but asked for nothing",
         ));
     }
+    if !round.revision.is_modern() {
+        return Ok(Asked::Client(needed));
+    }
     let claims = Claims {
         request: round.digest(),
         principal: request_state::principal_of(round.principal),
@@ -182,7 +245,7 @@ pub fn ask<F: Fold>(
     if let Value::Object(obj) = &mut result {
         obj.insert("resultType".into(), Value::String("input_required".into()));
     }
-    Ok(result)
+    Ok(Asked::Result(result))
 }
 
 /// MissingRequiredClientCapabilityError naming `capability`.
@@ -192,8 +255,7 @@ pub fn missing_capability(capability: Capability, revision: Revision) -> RpcErro
             "declare it in params._meta[\"{META_CLIENT_CAPABILITIES}\"] if the client supports it"
         )
     } else {
-        "this server asks handshake-era clients for nothing; use protocol revision 2026-07-28"
-            .to_string()
+        "declare it in initialize's capabilities if the client supports it".to_string()
     };
     let key = capability.key();
     RpcError::new(

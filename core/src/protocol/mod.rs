@@ -144,6 +144,9 @@ pub struct MessageInput<'a, F> {
     pub snapshot: &'a Snapshot<F>,
     pub now: Timestamp,
     pub transport: &'a TransportFacts,
+    /// What the connection knows of a handshake-era client (its declared capabilities) and the
+    /// answers to this request's questions so far (see [`input`]).
+    pub client: input::ClientSide<'a>,
 }
 
 impl<F> Clone for MessageInput<'_, F> {
@@ -214,6 +217,14 @@ pub struct Outcome {
     /// is to be appended; the runtime performs the request and calls
     /// [`Server::handle_round`] again with every reply so far.
     pub host: Option<host::HostRequest>,
+    /// Set when a handler needs its handshake-era client's input first (see [`input`]):
+    /// `response` is `None` and nothing is to be appended; the runtime puts each request to the
+    /// client on the request's stream and serves the message again with the answers
+    /// ([`MessageInput::client`]).
+    pub ask: Option<input::InputNeeded>,
+    /// Set by `initialize`: what the client declared it can be asked (the connection keeps it
+    /// and hands it back in [`MessageInput::client`]).
+    pub declared_caps: Option<input::ClientCaps>,
     /// The requests this outcome answers and the tool calls its records audit, for the
     /// runtime's metrics (bounded labels only).
     pub tally: tally::Tally,

@@ -273,7 +273,7 @@ fn an_undeclared_capability_is_never_asked_for() {
 }
 
 #[test]
-fn a_handshake_era_call_is_never_asked_for_input() {
+fn a_handshake_era_client_that_declared_nothing_is_never_asked() {
     let s = server();
     let bytes = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "sample", "arguments": {}}})
@@ -287,6 +287,52 @@ fn a_handshake_era_call_is_never_asked_for_input() {
         transport: &facts,
     });
     assert_eq!(body(&out)["error"]["code"], -32021);
+}
+
+#[test]
+fn a_handshake_era_call_hands_its_questions_to_the_engine_and_resumes_with_the_answers() {
+    use crate::protocol::input::{Answers, ClientCaps, ClientSide, Inputs, Unanswered};
+    use crate::protocol::{MessageInput, Phase};
+    let s = server();
+    let message = s.read_message(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "decide", "arguments": {}}})
+        .to_string(),
+    );
+    let snapshot = Snapshot::genesis();
+    let facts = TransportFacts::stdio(Some("2025-11-25".into()));
+    let caps = ClientCaps::of_declared(Some(&json!({"elicitation": {}})));
+    let serve = |answers: Option<&Answers>| {
+        s.serve_round(
+            &MessageInput {
+                message: message.view(),
+                snapshot: &snapshot,
+                now: Timestamp(1),
+                transport: &facts,
+                client: ClientSide { caps, answers },
+            },
+            &[],
+            Phase::Live,
+        )
+    };
+    let asked = serve(None);
+    assert!(asked.response.is_none() && asked.append.is_none());
+    let needed = asked.ask.expect("questions for the engine");
+    assert_eq!(needed.requests[0].0, "confirm");
+    let given = Answers::Given(Inputs {
+        responses: vec![(
+            "confirm".into(),
+            json!({"action": "accept", "content": {"ok": true}}),
+        )],
+        state: needed.state.clone(),
+        ..Inputs::default()
+    });
+    let done = serve(Some(&given));
+    assert_eq!(body(&done)["result"]["isError"], false);
+    assert!(done.append.is_some());
+    let expired = serve(Some(&Answers::Unanswered(Unanswered::Expired)));
+    assert!(expired.append.is_none());
+    assert_eq!(body(&expired)["error"]["data"]["reason"], "input_expired");
 }
 
 #[test]
