@@ -2,8 +2,9 @@
 //! requests): tools and a prompt written against the engine's one input API
 //! (`bernstein_core::protocol::input`). Each answers "ask this first" with
 //! `ToolOutput::need_input` / `PromptTurn::NeedInput` and completes when run again with the
-//! client's answers; the engine builds the `InputRequiredResult`, authenticates the
-//! `requestState` and refuses a client without the capability. No state is kept here.
+//! client's answers; the engine builds the `InputRequiredResult` and authenticates the
+//! `requestState` (2026-07-28), or puts the questions to a handshake-era client as JSON-RPC
+//! requests, and refuses a client without the capability. No state is kept here.
 
 use bernstein_core::protocol::input::{Capability, Elicited, InputNeeded, InputRequest, Inputs};
 use bernstein_core::protocol::registry::{PromptSpec, PromptTurn, ToolOutput};
@@ -207,6 +208,99 @@ fn missing_capability(ctx: &ToolContext<'_>, _: Value) -> ToolOutput {
     }
 }
 
+/// The one string argument `name` of the handshake-era scenarios' tools.
+fn string_argument(name: &str) -> Value {
+    json!({
+        "type": "object",
+        "properties": {name: {"type": "string"}},
+        "required": [name],
+        "additionalProperties": false,
+    })
+}
+
+/// What the client answered to the elicitation under `key`, as the scenarios print it.
+fn answered(inputs: &Inputs, key: &str) -> Option<String> {
+    let r = inputs.response(key)?;
+    Some(format!(
+        "action={}, content={}",
+        r["action"].as_str().unwrap_or_default(),
+        r.get("content").cloned().unwrap_or(json!({}))
+    ))
+}
+
+/// `test_sampling`: asks the client's model the `prompt` argument.
+fn handshake_sampling(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    match ctx.input.response("answer") {
+        Some(answer) => ToolOutput::ok(json!(format!("LLM response: {}", sampled_text(answer)))),
+        None => {
+            let prompt = args["prompt"].as_str().unwrap_or_default();
+            ToolOutput::need_input(InputNeeded::one(
+                "answer",
+                InputRequest::ask_model(prompt, 100),
+            ))
+        }
+    }
+}
+
+/// `test_elicitation`: asks the person for a username and an email with the `message`.
+fn handshake_elicitation(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    if let Some(said) = answered(ctx.input, "user") {
+        return ToolOutput::ok(json!(format!("User response: {said}")));
+    }
+    let fields = json!({
+        "username": {"type": "string", "description": "User's response"},
+        "email": {"type": "string", "description": "User's email address"},
+    });
+    let message = args["message"].as_str().unwrap_or_default();
+    let form = InputRequest::form(message, fields, &["username", "email"]);
+    ToolOutput::need_input(InputNeeded::one("user", form))
+}
+
+/// Asks `schema`'s form and reports the answer as the SEP-1034 and SEP-1330 scenarios expect.
+fn ask_form(ctx: &ToolContext<'_>, message: &str, schema: Value) -> ToolOutput {
+    if let Some(said) = answered(ctx.input, "form") {
+        return ToolOutput::ok(json!(format!("Elicitation completed: {said}")));
+    }
+    let form = InputRequest::Elicit {
+        message: message.into(),
+        requested_schema: schema,
+    };
+    ToolOutput::need_input(InputNeeded::one("form", form))
+}
+
+/// `test_elicitation_sep1034_defaults`: a default for every primitive type.
+fn defaults(ctx: &ToolContext<'_>, _: Value) -> ToolOutput {
+    let schema = json!({"type": "object", "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": true},
+    }});
+    ask_form(ctx, "Please review your details", schema)
+}
+
+/// `test_elicitation_sep1330_enums`: the five enum shapes.
+fn enums(ctx: &ToolContext<'_>, _: Value) -> ToolOutput {
+    let schema = json!({"type": "object", "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "oneOf": [
+            {"const": "value1", "title": "First Option"},
+            {"const": "value2", "title": "Second Option"},
+            {"const": "value3", "title": "Third Option"},
+        ]},
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "items": {"anyOf": [
+            {"const": "value1", "title": "First Choice"},
+            {"const": "value2", "title": "Second Choice"},
+            {"const": "value3", "title": "Third Choice"},
+        ]}},
+    }});
+    ask_form(ctx, "Please pick your options", schema)
+}
+
 pub fn tools() -> Vec<ToolSpec> {
     let tool = |name, title, call| fixture_tool(name, title, NO_EFFECTS, empty_schema, call);
     vec![
@@ -259,6 +353,31 @@ pub fn tools() -> Vec<ToolSpec> {
             "test_streaming_elicitation",
             "Elicitation on the response",
             elicitation,
+        ),
+        // The handshake-era (2025-11-25) scenarios: the same API, asked as JSON-RPC requests.
+        fixture_tool(
+            "test_sampling",
+            "Sampling",
+            NO_EFFECTS,
+            || string_argument("prompt"),
+            handshake_sampling,
+        ),
+        fixture_tool(
+            "test_elicitation",
+            "Elicitation",
+            NO_EFFECTS,
+            || string_argument("message"),
+            handshake_elicitation,
+        ),
+        tool(
+            "test_elicitation_sep1034_defaults",
+            "Elicitation with defaults",
+            defaults,
+        ),
+        tool(
+            "test_elicitation_sep1330_enums",
+            "Elicitation with enums",
+            enums,
         ),
     ]
 }

@@ -31,8 +31,9 @@ def binary() -> Path:
 
 
 @contextmanager
-def running(scratch: Path) -> Iterator[str]:
-    """Starts the fixture server with its workdir under `scratch`; yields its `/mcp` URL."""
+def running(scratch: Path, extra: list[str] | None = None) -> Iterator[str]:
+    """Starts the fixture server (`extra`: more arguments, e.g. `--input-expiry-secs`) with its
+    workdir `scratch/fixture-work`; yields its `/mcp` URL (its legacy SSE stream is `/sse`)."""
     path = binary()
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: cargo build -p bernstein-conformance-fixture")
@@ -40,7 +41,8 @@ def running(scratch: Path) -> Iterator[str]:
     workdir.mkdir()
     stderr_path = scratch / "fixture.stderr.log"
     with open(stderr_path, "wb") as err:
-        proc = subprocess.Popen([str(path), "--workdir", str(workdir), "--host", "127.0.0.1", "--port", "0"],
+        argv = [str(path), "--workdir", str(workdir), "--host", "127.0.0.1", "--port", "0", *(extra or [])]
+        proc = subprocess.Popen(argv,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                                 env=base_env(), cwd=str(workdir))
     try:
