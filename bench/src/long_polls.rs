@@ -70,12 +70,12 @@ fn measure(bin: &Path, runtime: &str, polls: usize) -> Result<String, String> {
         open.push(s);
     }
     let waiting = settle(&mut client, Duration::from_secs(30), |n| n >= polls as u64);
-    let cpu0 = cpu_ticks(pid);
+    let cpu0 = crate::cpu::ticks(pid);
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_secs(2));
-    let cpu = cpu_ticks(pid)
+    let cpu = crate::cpu::ticks(pid)
         .zip(cpu0)
-        .map(|(b, a)| (b - a) as f64 / ticks_per_second() / t0.elapsed().as_secs_f64());
+        .map(|(b, a)| (b - a) as f64 / crate::cpu::TICKS_PER_SECOND / t0.elapsed().as_secs_f64());
     let threads = threads(pid);
     let mem = memory(pid);
     let list = request(3, "tools/list", json!({}));
@@ -90,12 +90,12 @@ fn measure(bin: &Path, runtime: &str, polls: usize) -> Result<String, String> {
     }
     let latency = Summary::of(took);
     let write = |c, i| tool_call(i, "bernstein_run", json!({"goal": format!("w{c} {i}")}));
-    let cpu0 = cpu_ticks(pid);
+    let cpu0 = crate::cpu::ticks(pid);
     let t0 = Instant::now();
     let writes = load(&served, 4, Duration::from_secs(2), Arc::new(write));
-    let write_cpu = cpu_ticks(pid)
+    let write_cpu = crate::cpu::ticks(pid)
         .zip(cpu0)
-        .map(|(b, a)| (b - a) as f64 / ticks_per_second() / t0.elapsed().as_secs_f64());
+        .map(|(b, a)| (b - a) as f64 / crate::cpu::TICKS_PER_SECOND / t0.elapsed().as_secs_f64());
     let still = settle(&mut client, Duration::from_secs(1), |n| n >= polls as u64);
     let hung_up = Instant::now();
     drop(open);
@@ -176,20 +176,4 @@ fn threads(pid: u32) -> Option<u64> {
         .lines()
         .find_map(|l| l.strip_prefix("Threads:"))
         .and_then(|v| v.trim().parse().ok())
-}
-
-/// User plus system CPU time of `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let rest = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
-}
-
-/// `sysconf(_SC_CLK_TCK)` is 100 on every Linux this runs on.
-fn ticks_per_second() -> f64 {
-    100.0
 }

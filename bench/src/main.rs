@@ -19,6 +19,7 @@
 //! project holding an N-record ledger, for timing start-up and `audit verify` from outside.
 
 mod checkpoint_stall;
+mod cpu;
 mod dlp;
 mod durable;
 mod http_load;

@@ -36,8 +36,10 @@ pub fn instances(bin: &Path, full: bool) {
         }
     };
     println!("load average before: {}\n", crate::loadavg());
-    println!("| instances | call | calls/s | p50 | p99 | calls | errors | × 1 instance |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| instances | call | calls/s | p50 | p99 | calls | errors | × 1 instance | CPU µs/call: servers + database |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     let mut one: HashMap<&str, f64> = HashMap::new();
     for n in [1usize, 2, 3] {
         let cluster = match Cluster::start(bin, &admin, n) {
@@ -65,7 +67,12 @@ pub fn instances(bin: &Path, full: bool) {
         });
         let servers: Vec<&Served> = cluster.servers.iter().collect();
         for (name, make) in [("read", read), ("write", write)] {
+            let cpu0 = cluster.cpu_ticks();
             let l = load_spread(&servers, CLIENTS, period, make);
+            let cpu = cluster.cpu_ticks().saturating_sub(cpu0);
+            let per_call = |ticks: u64| {
+                ticks as f64 / crate::cpu::TICKS_PER_SECOND * 1e6 / l.calls.max(1) as f64
+            };
             let base = *one.entry(name).or_insert(l.rate);
             let (p50, p99) = l
                 .latency
@@ -76,8 +83,11 @@ pub fn instances(bin: &Path, full: bool) {
             };
             let ratio = if base > 0.0 { l.rate / base } else { 0.0 };
             println!(
-                "| {n} | {name} | {:.0} | {p50} | {p99} | {} | {errors} | {ratio:.2}× |",
-                l.rate, l.calls
+                "| {n} | {name} | {:.0} | {p50} | {p99} | {} | {errors} | {ratio:.2}× | {:.0} + {:.0} |",
+                l.rate,
+                l.calls,
+                per_call(cpu.0),
+                per_call(cpu.1)
             );
         }
     }
@@ -116,6 +126,19 @@ fn psql(url: &str, sql: &str) -> Result<(), String> {
             "psql: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ))
+    }
+}
+
+/// CPU ticks of the instances and of the database.
+#[derive(Clone, Copy)]
+struct CpuTicks(u64, u64);
+
+impl CpuTicks {
+    fn saturating_sub(self, before: CpuTicks) -> (u64, u64) {
+        (
+            self.0.saturating_sub(before.0),
+            self.1.saturating_sub(before.1),
+        )
     }
 }
 
@@ -161,6 +184,17 @@ impl Cluster {
             cluster.servers.push(spawn(cmd, None, None)?);
         }
         Ok(cluster)
+    }
+
+    /// CPU ticks so far of the instances and of the database server's processes (every
+    /// `postgres` process of the machine: run the bench on a cluster nothing else uses).
+    fn cpu_ticks(&self) -> CpuTicks {
+        let servers = self
+            .servers
+            .iter()
+            .filter_map(|s| crate::cpu::ticks(s.child.id()))
+            .sum();
+        CpuTicks(servers, crate::cpu::ticks_of_named("postgres"))
     }
 
     fn seed_run(&self) -> Result<String, String> {

@@ -1,7 +1,7 @@
 //! Resolution of flags and environment variables into the core's `Config`. The only place
 //! that reads `BERNSTEIN_*` variables.
 
-use bernstein_core::config::{AuthMode, OAuthConfig};
+use bernstein_core::config::{AuthMode, ClientSecret, Introspection, OAuthConfig};
 use bernstein_core::{Config, Tier};
 
 /// Reads a boolean switch such as `BERNSTEIN_MCP_COST_METER` (default on).
@@ -103,7 +103,8 @@ pub fn auth_mode(flag: Option<&str>) -> Result<AuthMode, String> {
 /// tokens are accepted, and the protected-resource metadata naming it),
 /// `BERNSTEIN_MCP_OAUTH_SCOPES` (comma- or space-separated; default bernstein.read,
 /// bernstein.write), `BERNSTEIN_MCP_OAUTH_AUDIENCE` (an audience accepted besides the `/mcp`
-/// URL) and `BERNSTEIN_MCP_OAUTH_JWKS_URL` (the keys, when not discovered from the issuer).
+/// URL), `BERNSTEIN_MCP_OAUTH_JWKS_URL` (the keys, when not discovered from the issuer) and
+/// the introspection of opaque tokens ([`introspection`]).
 pub fn oauth() -> Result<Option<OAuthConfig>, String> {
     let Some(issuer) = env_value("BERNSTEIN_MCP_OAUTH_ISSUER")? else {
         return Ok(None);
@@ -136,7 +137,80 @@ pub fn oauth() -> Result<Option<OAuthConfig>, String> {
         scopes,
         audience,
         jwks_url,
+        introspection: introspection()?,
     }))
+}
+
+/// Default of `BERNSTEIN_MCP_OAUTH_INTROSPECTION_CACHE_SECS`.
+const INTROSPECTION_CACHE_SECS: u64 = 60;
+
+/// RFC 7662 introspection of opaque tokens, on when this server's client at the IdP is set:
+/// `BERNSTEIN_MCP_OAUTH_CLIENT_ID` with `BERNSTEIN_MCP_OAUTH_CLIENT_SECRET_FILE` (a file holding
+/// the secret, the better place for it) or `BERNSTEIN_MCP_OAUTH_CLIENT_SECRET`;
+/// `BERNSTEIN_MCP_OAUTH_INTROSPECTION_URL` (else the issuer's metadata says where) and
+/// `BERNSTEIN_MCP_OAUTH_INTROSPECTION_CACHE_SECS` (how long an active answer is kept, 1 to
+/// 3600; default 60). A half-configured client, or a URL without one, is refused.
+fn introspection() -> Result<Option<Introspection>, String> {
+    let url = env_value("BERNSTEIN_MCP_OAUTH_INTROSPECTION_URL")?;
+    let id = env_value("BERNSTEIN_MCP_OAUTH_CLIENT_ID")?;
+    let secret = env_value("BERNSTEIN_MCP_OAUTH_CLIENT_SECRET")?;
+    let secret_file = env_value("BERNSTEIN_MCP_OAUTH_CLIENT_SECRET_FILE")?;
+    let cache = env_value("BERNSTEIN_MCP_OAUTH_INTROSPECTION_CACHE_SECS")?;
+    let secret = match (secret, secret_file) {
+        (Some(_), Some(_)) => {
+            return Err("both BERNSTEIN_MCP_OAUTH_CLIENT_SECRET and BERNSTEIN_MCP_OAUTH_CLIENT_SECRET_FILE are set: unset one".into());
+        }
+        (Some(s), None) => Some(s),
+        (None, Some(path)) => Some(read_secret_file(&path)?),
+        (None, None) => None,
+    };
+    let (client_id, secret) = match (id, secret) {
+        (Some(id), Some(secret)) => (id, secret),
+        (None, None) => {
+            if url.is_some() || cache.is_some() {
+                return Err("introspection needs this server's client at the IdP: set BERNSTEIN_MCP_OAUTH_CLIENT_ID and BERNSTEIN_MCP_OAUTH_CLIENT_SECRET_FILE (or _CLIENT_SECRET)".into());
+            }
+            return Ok(None);
+        }
+        (Some(_), None) => {
+            return Err("BERNSTEIN_MCP_OAUTH_CLIENT_ID is set without a secret: set BERNSTEIN_MCP_OAUTH_CLIENT_SECRET_FILE (or _CLIENT_SECRET)".into());
+        }
+        (None, Some(_)) => {
+            return Err("a client secret is set without BERNSTEIN_MCP_OAUTH_CLIENT_ID".into());
+        }
+    };
+    if let Some(u) = &url {
+        bernstein_effects::idp::allowed_url(u)
+            .map_err(|e| format!("BERNSTEIN_MCP_OAUTH_INTROSPECTION_URL: {e}"))?;
+    }
+    let cache_secs = match cache {
+        None => INTROSPECTION_CACHE_SECS,
+        Some(v) => v
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (1..=3600).contains(n))
+            .ok_or_else(|| {
+                format!("BERNSTEIN_MCP_OAUTH_INTROSPECTION_CACHE_SECS={v:?} is not a whole number of seconds from 1 to 3600")
+            })?,
+    };
+    Ok(Some(Introspection {
+        url,
+        client_id,
+        client_secret: ClientSecret::new(secret),
+        cache_secs,
+    }))
+}
+
+/// The client secret in `path` (surrounding whitespace, a final newline included, trimmed).
+fn read_secret_file(path: &str) -> Result<String, String> {
+    let name = "BERNSTEIN_MCP_OAUTH_CLIENT_SECRET_FILE";
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("{name}: cannot read {path}: {e}"))?;
+    let secret = text.trim();
+    if secret.is_empty() {
+        return Err(format!("{name}: {path} is empty"));
+    }
+    Ok(secret.to_string())
 }
 
 /// Extra trusted browser origins from `BERNSTEIN_MCP_ALLOWED_ORIGINS` (comma-separated).

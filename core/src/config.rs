@@ -66,6 +66,43 @@ pub struct OAuthConfig {
     /// Where the issuer's keys are (`BERNSTEIN_MCP_OAUTH_JWKS_URL`); `None`: discovered from
     /// the issuer's metadata.
     pub jwks_url: Option<String>,
+    /// RFC 7662 introspection of opaque (non-JWT) access tokens; `None`: they are refused.
+    pub introspection: Option<Introspection>,
+}
+
+/// How opaque access tokens are introspected (RFC 7662): where, as which client, and how long
+/// an answer is kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Introspection {
+    /// The endpoint (`BERNSTEIN_MCP_OAUTH_INTROSPECTION_URL`); `None`: the
+    /// `introspection_endpoint` of the issuer's metadata.
+    pub url: Option<String>,
+    /// This server's client at the IdP (HTTP Basic client authentication).
+    pub client_id: String,
+    pub client_secret: ClientSecret,
+    /// Longest an active answer is kept (never past the token's `exp`).
+    pub cache_secs: u64,
+}
+
+/// A client secret: its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientSecret(String);
+
+impl ClientSecret {
+    pub fn new(secret: impl Into<String>) -> ClientSecret {
+        ClientSecret(secret.into())
+    }
+
+    /// The secret itself, for the one request that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl core::fmt::Debug for ClientSecret {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("ClientSecret(<redacted>)")
+    }
 }
 
 impl OAuthConfig {
@@ -76,6 +113,7 @@ impl OAuthConfig {
             scopes,
             audience: None,
             jwks_url: None,
+            introspection: None,
         }
     }
 }

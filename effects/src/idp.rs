@@ -25,7 +25,7 @@ pub fn fetch_keys(issuer: &str, jwks_url: Option<&str>) -> Result<Value, String>
     let agent = bernstein_os::https::agent(None, TIMEOUT)?;
     let url = match jwks_url {
         Some(u) => u.to_string(),
-        None => discover_jwks_uri(&agent, issuer)?,
+        None => discover(&agent, issuer, "jwks_uri", "BERNSTEIN_MCP_OAUTH_JWKS_URL")?,
     };
     get_json(&agent, &url)
 }
@@ -48,7 +48,14 @@ pub fn metadata_urls(issuer: &str) -> Vec<String> {
     ]
 }
 
-fn discover_jwks_uri(agent: &ureq::Agent, issuer: &str) -> Result<String, String> {
+/// The URL `field` of the issuer's metadata (whose `issuer` must be `issuer`); the error names
+/// `setting`, which says it instead.
+pub(crate) fn discover(
+    agent: &ureq::Agent,
+    issuer: &str,
+    field: &str,
+    setting: &str,
+) -> Result<String, String> {
     let mut tried = Vec::new();
     for url in metadata_urls(issuer) {
         match get_json(agent, &url) {
@@ -60,18 +67,34 @@ fn discover_jwks_uri(agent: &ureq::Agent, issuer: &str) -> Result<String, String
                     ));
                 }
                 return doc
-                    .get("jwks_uri")
+                    .get(field)
                     .and_then(Value::as_str)
                     .map(String::from)
-                    .ok_or_else(|| format!("the metadata at {url} has no jwks_uri"));
+                    .ok_or_else(|| format!("the metadata at {url} has no {field}"));
             }
             Err(e) => tried.push(e),
         }
     }
     Err(format!(
-        "no authorization server metadata found ({}); set BERNSTEIN_MCP_OAUTH_JWKS_URL",
+        "no authorization server metadata found ({}); set {setting}",
         tried.join("; ")
     ))
+}
+
+/// `application/x-www-form-urlencoded` (RFC 6749 Appendix B, which also applies it to the
+/// client id and secret of HTTP Basic client authentication, §2.3.1).
+pub fn form_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }
 
 /// Whether `url` may be fetched: HTTPS, or HTTP to a loopback host.
@@ -94,7 +117,7 @@ pub fn allowed_url(url: &str) -> Result<(), String> {
     }
 }
 
-fn get_json(agent: &ureq::Agent, url: &str) -> Result<Value, String> {
+pub(crate) fn get_json(agent: &ureq::Agent, url: &str) -> Result<Value, String> {
     allowed_url(url)?;
     let response = agent
         .get(url)
@@ -160,6 +183,13 @@ mod tests {
         ] {
             assert!(allowed_url(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn form_values_are_encoded() {
+        assert_eq!(form_encode("bernstein.write x"), "bernstein.write+x");
+        assert_eq!(form_encode("https://h:1/mcp"), "https%3A%2F%2Fh%3A1%2Fmcp");
+        assert_eq!(form_encode("a&b=c:d"), "a%26b%3Dc%3Ad");
     }
 
     #[test]

@@ -22,6 +22,7 @@
 pub mod host;
 pub mod http;
 pub mod idp;
+pub mod introspect;
 pub mod local;
 pub mod perform;
 pub mod trace;

@@ -28,8 +28,11 @@ use bernstein_core::protocol::host::HostReply;
 use bernstein_core::time::Clock;
 use bernstein_core::transport::http::{HttpResponse, OperatorRequest};
 
+use bernstein_core::transport::http::introspection::{IntrospectRequest, TokenDigest};
+
 use crate::host::HostIo;
 use crate::http::operator::Operator;
+use crate::introspect::Endpoint;
 use crate::trace::{Requests, entered};
 use bernstein_core::transport::http::views::{NoViews, Views};
 
@@ -110,6 +113,10 @@ pub enum Done<F> {
         response: HttpResponse,
     },
     Keys(Result<serde_json::Value, String>),
+    Introspected {
+        digest: TokenDigest,
+        result: Result<serde_json::Value, String>,
+    },
 }
 
 impl<F: Fold> Done<F> {
@@ -129,6 +136,7 @@ impl<F: Fold> Done<F> {
             Done::HeadFailed(error) => Input::HeadFailed(error),
             Done::Operator { conn, response } => Input::Operator { conn, response },
             Done::Keys(result) => Input::Keys(result),
+            Done::Introspected { digest, result } => Input::Introspected { digest, result },
         };
         engine.handle_input(now, input);
     }
@@ -175,6 +183,8 @@ pub struct Performer<F: Fold> {
     operator_thread: Option<thread::JoinHandle<()>>,
     /// The request spans, when the process traces ([`crate::trace::enable`]).
     trace: Option<Requests>,
+    /// The issuer's introspection endpoint, once discovered.
+    introspection: Arc<Endpoint>,
 }
 
 impl<F: Fold> Drop for Performer<F> {
@@ -243,6 +253,7 @@ impl<F: Fold> Performer<F> {
             operator,
             operator_thread,
             trace: crate::trace::enabled().then(Requests::default),
+            introspection: Arc::default(),
         })
     }
 
@@ -253,6 +264,7 @@ impl<F: Fold> Performer<F> {
         match output {
             Output::Operator { conn, request } => Ok(self.operator(conn, request, counters)),
             Output::FetchKeys { issuer, jwks_url } => Ok(self.fetch_keys(issuer, jwks_url)),
+            Output::Introspect(ask) => Ok(self.introspect(*ask)),
             other => self.perform_store(other),
         }
     }
@@ -306,6 +318,7 @@ impl<F: Fold> Performer<F> {
             | Output::Log(_)
             | Output::Operator { .. }
             | Output::FetchKeys { .. }
+            | Output::Introspect(_)
             | Output::Finished { .. }) => return Err(other),
         };
         Ok(match &self.pool {
@@ -360,6 +373,26 @@ impl<F: Fold> Performer<F> {
             Err(e) => Some(Done::Keys(Err(format!(
                 "cannot start a thread to fetch them: {e}"
             )))),
+        }
+    }
+
+    /// Introspects an opaque token on a thread of its own (the engine asks for one per token
+    /// at a time, and a bounded number at once); the answer comes through [`Performer::drain`].
+    fn introspect(&self, ask: IntrospectRequest) -> Option<Done<F>> {
+        let (mailbox, endpoint) = (self.mailbox.clone(), self.introspection.clone());
+        let digest = ask.digest;
+        let spawned = thread::Builder::new()
+            .name("bernstein-introspect".into())
+            .spawn(move || {
+                let result = crate::introspect::introspect(&ask, &endpoint);
+                mailbox.post(Done::Introspected { digest, result });
+            });
+        match spawned {
+            Ok(_) => None,
+            Err(e) => Some(Done::Introspected {
+                digest,
+                result: Err(format!("cannot start a thread to introspect: {e}")),
+            }),
         }
     }
 

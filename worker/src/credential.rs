@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use bernstein_effects::idp::form_encode;
 use serde_json::Value;
 
 use crate::transport::TransportError;
@@ -200,22 +201,6 @@ fn check_token_url(url: &str) -> Result<(), String> {
     }
 }
 
-/// `application/x-www-form-urlencoded` (RFC 6749 Appendix B also applies it to the Basic
-/// credentials).
-fn form_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,13 +216,6 @@ mod tests {
         assert!(check_token_url("ftp://idp/token").is_err());
         let e = ClientCredentials::new("https://i/t", "", "s", None, "r").unwrap_err();
         assert!(e.contains("client id"), "{e}");
-    }
-
-    #[test]
-    fn form_values_are_encoded() {
-        assert_eq!(form_encode("bernstein.write x"), "bernstein.write+x");
-        assert_eq!(form_encode("https://h:1/mcp"), "https%3A%2F%2Fh%3A1%2Fmcp");
-        assert_eq!(form_encode("a&b=c"), "a%26b%3Dc");
     }
 
     #[test]

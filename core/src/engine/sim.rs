@@ -16,6 +16,7 @@ use crate::ledger::{Append, AppendResult, Fold, Snapshot, StoreError};
 use crate::protocol::host::{HostFailure, HostReply};
 use crate::protocol::{Server, TransportFacts};
 use crate::time::Timestamp;
+use crate::transport::http::introspection::{IntrospectRequest, TokenDigest};
 use crate::transport::http::{HttpOptions, HttpPolicy, HttpResponse, OperatorRequest};
 
 /// The wall clock of every simulation.
@@ -66,6 +67,9 @@ pub struct World<F: Fold> {
     /// How many times the engine asked for the OAuth issuer's keys ([`Output::FetchKeys`]);
     /// the test answers with [`World::answer_keys`].
     pub keys_asked: usize,
+    /// The introspections the engine asked for ([`Output::Introspect`]), in order; the test
+    /// answers with [`World::answer_introspection`].
+    pub introspections: Vec<IntrospectRequest>,
 }
 
 impl<F: Fold> World<F> {
@@ -97,6 +101,7 @@ impl<F: Fold> World<F> {
             finished: Vec::new(),
             spans: Vec::new(),
             keys_asked: 0,
+            introspections: Vec::new(),
         }
     }
 
@@ -234,6 +239,16 @@ impl<F: Fold> World<F> {
         self.input(Input::Keys(result));
     }
 
+    /// Answers the introspection of the token of `digest` with the endpoint's JSON, or why
+    /// there is none.
+    pub fn answer_introspection(
+        &mut self,
+        digest: TokenDigest,
+        result: Result<serde_json::Value, String>,
+    ) {
+        self.input(Input::Introspected { digest, result });
+    }
+
     /// Answers the oldest operator route asked for.
     pub fn answer_operator(&mut self, response: HttpResponse) {
         let (conn, _) = self.operator.remove(0);
@@ -310,6 +325,7 @@ impl<F: Fold> World<F> {
                 }
                 Output::Operator { conn, request } => self.operator.push((conn, request)),
                 Output::FetchKeys { .. } => self.keys_asked += 1,
+                Output::Introspect(ask) => self.introspections.push(*ask),
                 Output::Send { conn, bytes } => {
                     if self.stalled.contains(&conn) {
                         *self.unread.entry(conn).or_default() += bytes.len();

@@ -32,7 +32,7 @@ use crate::transport::http::read_clock::{Expired, ReadClock};
 use crate::transport::http::response::{over_capacity, over_stream_cap, request_timeout};
 use crate::transport::http::sse::{self, EventIds};
 use crate::transport::http::{
-    CONTINUE, Decision, Frame, HttpResponse, OperatorRequest, OperatorRoute, RequestParser,
+    CONTINUE, Decision, Frame, HttpResponse, Known, OperatorRequest, OperatorRoute, RequestParser,
     StreamClock,
 };
 use crate::transport::{Line, LineFramer};
@@ -235,7 +235,7 @@ impl<F: Fold> Engine<F> {
                 match h.busy {
                     // A waiting request whose peer left ends as cancelled.
                     Some(Busy::Request(req)) => self.wake(req),
-                    Some(Busy::Operator | Busy::Parked | Busy::Keys) => {}
+                    Some(Busy::Operator | Busy::Parked | Busy::Keys | Busy::Introspection) => {}
                     None => self.advance_http(conn),
                 }
             }
@@ -479,12 +479,14 @@ impl<F: Fold> Engine<F> {
                     h.clock.request_served();
                     let Some(http) = &self.http else { return };
                     let loopback = peer.ip().to_canonical().is_loopback();
-                    let decision = http.policy.route_with_keys(
-                        request,
-                        loopback,
-                        self.now.wall,
-                        self.keys.set(),
-                    );
+                    let known = Known {
+                        keys: self.keys.set(),
+                        answers: self.introspection.answers(),
+                        mono: self.now.mono,
+                    };
+                    let decision = http
+                        .policy
+                        .route_with(request, loopback, self.now.wall, &known);
                     self.act(conn, peer, decision);
                 }
             }
@@ -516,6 +518,7 @@ impl<F: Fold> Engine<F> {
             Decision::LegacyMessage(m) => self.legacy_message(conn, peer, m),
             Decision::Operator(request) => self.operator(conn, peer, request),
             Decision::NeedKeys(request) => self.need_keys(conn, peer, request),
+            Decision::Introspect(request) => self.need_introspection(conn, peer, request),
         }
     }
 
@@ -833,6 +836,7 @@ impl<F: Fold> Engine<F> {
     pub(super) fn shutdown(&mut self) {
         self.shutting_down = true;
         self.keys_shutdown();
+        self.introspection_shutdown();
         if self.grace_ends.is_none()
             && let Some(grace) = self.http_limits().map(|l| l.shutdown_grace)
         {

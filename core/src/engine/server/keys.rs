@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::{Busy, Conn, ConnId, Engine, Output};
 use crate::ledger::Fold;
 use crate::transport::http::jwt::KeySet;
-use crate::transport::http::{Decision, Request};
+use crate::transport::http::{Decision, Known, Request};
 
 /// Shortest time between two fetches of the issuer's keys.
 pub const REFETCH_AFTER: Duration = Duration::from_secs(5);
@@ -36,12 +36,12 @@ impl Keys {
     }
 }
 
-/// A request waiting for the issuer's keys.
+/// A request waiting for the issuer (its keys, or its token's introspection).
 #[derive(Debug)]
-struct ParkedAuth {
-    conn: ConnId,
-    peer: SocketAddr,
-    request: Request,
+pub(super) struct ParkedAuth {
+    pub(super) conn: ConnId,
+    pub(super) peer: SocketAddr,
+    pub(super) request: Request,
 }
 
 impl<F: Fold> Engine<F> {
@@ -123,12 +123,14 @@ impl<F: Fold> Engine<F> {
             match &result {
                 Ok(_) => {
                     let loopback = p.peer.ip().to_canonical().is_loopback();
-                    let decision = http.policy.route_with_keys(
-                        p.request,
-                        loopback,
-                        self.now.wall,
-                        &self.keys.set,
-                    );
+                    let known = Known {
+                        keys: &self.keys.set,
+                        answers: self.introspection.answers(),
+                        mono: self.now.mono,
+                    };
+                    let decision =
+                        http.policy
+                            .route_with(p.request, loopback, self.now.wall, &known);
                     match decision {
                         Decision::NeedKeys(request) => {
                             let response = http.policy.unknown_key(&request);

@@ -5,11 +5,13 @@
 //! [`Input`] is the whole list of what the world can tell it: a connection opened, bytes
 //! arrived on it, its peer is done, what the runtime has not written of it yet; a snapshot was read, an append committed or conflicted,
 //! what was written is durable, a host request was answered, the head was looked at; an
-//! operator route was answered; the OAuth issuer's keys came; the caller of a submitted job
+//! operator route was answered; the OAuth issuer's keys came; an opaque token's introspection
+//! came; the caller of a submitted job
 //! stops waiting; time passed; the server is shutting down. [`Output`] is the whole list of
 //! what it can ask for: send bytes on a connection, close it, read a snapshot,
 //! compare-and-append, wait until durable, perform a host request, look at the head, answer an
-//! operator route, fetch the issuer's keys ([`keys`]), log a line, hand a submitted job's answer
+//! operator route, fetch the issuer's keys ([`keys`]), introspect an opaque access token
+//! ([`introspect`]), log a line, hand a submitted job's answer
 //! to its caller; and [`Engine::poll_timeout`] says when to wake it. Besides
 //! connections, a caller may submit a job ([`Engine::submit`]: an operator's command, an
 //! in-process client's message), served by the same request state machine.
@@ -28,6 +30,7 @@
 mod asks;
 mod conns;
 mod entropy;
+mod introspect;
 mod keys;
 mod requests;
 mod syncs;
@@ -55,6 +58,7 @@ use crate::protocol::input::ClientCaps;
 use crate::protocol::{Server, TransportFacts, Wait};
 use crate::transport::LineFramer;
 use crate::transport::http::exchange::{LegacyMessage, McpExchange, StreamedReply};
+use crate::transport::http::introspection::{IntrospectRequest, TokenDigest};
 use crate::transport::http::read_clock::ReadClock;
 use crate::transport::http::sse::EventIds;
 use crate::transport::http::tool_scopes::ToolScopes;
@@ -133,6 +137,12 @@ pub enum Input<'a, F> {
     /// [`Output::FetchKeys`]: the issuer's JWKS document, or why it could not be fetched
     /// (naming no token).
     Keys(Result<serde_json::Value, String>),
+    /// [`Output::Introspect`]: the introspection endpoint's JSON answer for the token of this
+    /// digest, or why there is none (naming no token).
+    Introspected {
+        digest: TokenDigest,
+        result: Result<serde_json::Value, String>,
+    },
     /// The caller of a submitted job stops waiting for the ledger: a pending answer of it is
     /// given at once, as it stands ([`Stop::Settle`]) or cancelled ([`Stop::Cancel`]). A job
     /// that never waits (an operator's command) is told this right after it is submitted.
@@ -179,6 +189,9 @@ pub enum Output {
         issuer: String,
         jwks_url: Option<String>,
     },
+    /// Introspect an opaque access token (RFC 7662) → [`Input::Introspected`] with its digest.
+    /// One per token at a time, at most [`introspect::MAX_IN_FLIGHT`] at once.
+    Introspect(Box<IntrospectRequest>),
     /// A line for the server's log.
     Log(String),
     /// A submitted job ended ([`Engine::submit`]): its answer, whose records are durable
@@ -314,6 +327,8 @@ pub struct Engine<F: Fold> {
     entropy: Entropy,
     /// The OAuth issuer's keys and the requests waiting for them.
     keys: keys::Keys,
+    /// Introspection answers and the requests waiting for one.
+    introspection: introspect::Introspections,
     /// Questions out to handshake-era clients ([`asks`]).
     asks: asks::Asks,
     shutting_down: bool,
@@ -399,6 +414,7 @@ impl<F: Fold> Engine<F> {
             counters: Counters::new(now.wall),
             entropy: Entropy::new(config.seed),
             keys: keys::Keys::default(),
+            introspection: introspect::Introspections::default(),
             asks: asks::Asks::default(),
             shutting_down: false,
             grace_ends: None,
@@ -530,6 +546,7 @@ impl<F: Fold> Engine<F> {
             Input::HeadFailed(error) => self.head(Err(error)),
             Input::Operator { conn, response } => self.operator_answered(conn, response),
             Input::Keys(result) => self.keys_fetched(result),
+            Input::Introspected { digest, result } => self.introspected(digest, result),
             Input::StopJob { job, why } => self.stop_job(job, why),
             Input::Tick => self.tick(),
             Input::Shutdown => self.shutdown(),
@@ -741,6 +758,8 @@ enum Busy {
     Parked,
     /// Its request waits for the issuer's keys ([`keys`]).
     Keys,
+    /// Its request waits for its token's introspection ([`introspect`]).
+    Introspection,
 }
 
 /// A stdio peer: its framer, the revision `initialize` negotiated (a transport fact, like the

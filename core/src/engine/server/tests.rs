@@ -7,6 +7,7 @@
 
 mod asks;
 mod backlog;
+mod introspect;
 mod keys;
 mod spans;
 

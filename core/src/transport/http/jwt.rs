@@ -44,6 +44,8 @@ pub enum TokenRefused {
     NotYetValid,
     #[error("the access token names no subject (sub or client_id)")]
     NoSubject,
+    #[error("the access token is not active (the issuer's introspection says so)")]
+    Inactive,
 }
 
 /// What a token must say: its issuer, one of the audiences, and the time.
@@ -246,6 +248,18 @@ pub fn looks_like_jwt(token: &[u8]) -> bool {
         && token
             .iter()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Whether a bearer credential is a JWT: three base64url parts whose first is a JSON object
+/// (its header). Anything else is an opaque token (introspected when that is configured).
+pub fn is_jwt(token: &[u8]) -> bool {
+    looks_like_jwt(token)
+        && token
+            .split(|b| *b == b'.')
+            .next()
+            .and_then(|h| URL_SAFE_NO_PAD.decode(h).ok())
+            .and_then(|h| serde_json::from_slice::<Value>(&h).ok())
+            .is_some_and(|h| h.is_object())
 }
 
 /// The parts of a compact token, its header read and its algorithm accepted.

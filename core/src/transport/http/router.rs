@@ -20,7 +20,10 @@
 //! Authentication takes the static bearer token or, with an issuer configured, an OAuth access
 //! token checked against the IdP's keys the engine holds ([`super::jwt`]); a token signed by a
 //! key the engine does not hold is [`Decision::NeedKeys`] (the engine fetches the keys and
-//! routes it again). A token's scopes bound the tools it may call ([`ToolScopes`]).
+//! routes it again). With introspection configured, an opaque token (not a JWT) is checked
+//! against the issuer's introspection answer the engine holds ([`super::introspection`]); one
+//! it holds no answer for is [`Decision::Introspect`]. A token's scopes bound the tools it may
+//! call ([`ToolScopes`]).
 //!
 //! Pure: the runtime supplies the facts it observed (peer loopback?) and `now`.
 
@@ -30,6 +33,7 @@ use super::exchange::{Accept, LegacyMessage, LegacyOpen, McpExchange, valid_toke
 use super::guard::{BindRefused, OriginPolicy, bearer_credential, check_bind};
 use super::headers::{self, BodyFacts, Era};
 use super::host::{HostPolicy, HostRefusal};
+use super::introspection::AnswerCache;
 use super::jwt::KeySet;
 use super::oauth;
 use super::operator::{self, OperatorRequest, Parsed};
@@ -62,6 +66,18 @@ pub enum Decision {
     /// the issuer's keys and route it again ([`HttpPolicy::unknown_key`] if they still lack
     /// it, [`HttpPolicy::keys_unavailable`] if they cannot be fetched).
     NeedKeys(Request),
+    /// The request carries an opaque access token the engine holds no fresh introspection
+    /// answer for: introspect it and route it again.
+    Introspect(Request),
+}
+
+/// What the engine holds of the issuer when it routes: its keys and its introspection answers,
+/// fresh at `mono` (its monotonic clock).
+#[derive(Clone, Copy, Debug)]
+pub struct Known<'a> {
+    pub keys: &'a KeySet,
+    pub answers: &'a AnswerCache,
+    pub mono: core::time::Duration,
 }
 
 /// The HTTP policy of one listening server, fixed at startup.
@@ -146,19 +162,25 @@ impl HttpPolicy {
     }
 
     /// Decides what to do with `request`, which arrived from a loopback peer or not, at `now`,
-    /// holding no issuer keys ([`HttpPolicy::route_with_keys`]).
+    /// holding nothing of the issuer ([`HttpPolicy::route_with`]).
     pub fn route(&self, request: Request, peer_loopback: bool, now: Timestamp) -> Decision {
-        self.route_with_keys(request, peer_loopback, now, &KeySet::default())
+        let (keys, answers) = (KeySet::default(), AnswerCache::with_capacity(1));
+        let known = Known {
+            keys: &keys,
+            answers: &answers,
+            mono: core::time::Duration::ZERO,
+        };
+        self.route_with(request, peer_loopback, now, &known)
     }
 
     /// Decides what to do with `request`, which arrived from a loopback peer or not, at `now`,
-    /// with `keys` the issuer's keys the engine holds (empty without OAuth).
-    pub fn route_with_keys(
+    /// with what the engine holds of the issuer (nothing without OAuth).
+    pub fn route_with(
         &self,
         mut request: Request,
         peer_loopback: bool,
         now: Timestamp,
-        keys: &KeySet,
+        known: &Known<'_>,
     ) -> Decision {
         let keep = request.keep_alive();
         let span = route_span_id(&request.method, request.path());
@@ -194,14 +216,17 @@ impl HttpPolicy {
         if request.path().starts_with("/.well-known/") {
             return respond(self.well_known(&request, &authority, &span));
         }
-        if self.needs_keys(&request, keys) {
+        if self.needs_keys(&request, known.keys) {
             return Decision::NeedKeys(request);
+        }
+        if self.needs_introspection(&request, known) {
+            return Decision::Introspect(request);
         }
         let op = operator::parse(&mut request);
         if let Parsed::Asset(a) = op {
             return respond(operator::asset(a, &span));
         }
-        let principal = match self.authenticate(&request, peer_loopback, now, keys, &authority) {
+        let principal = match self.authenticate(&request, peer_loopback, now, known, &authority) {
             Ok(p) => p,
             Err(refused) => return respond(self.refused(&request, &authority, &span, refused)),
         };

@@ -8,11 +8,12 @@ use subtle::ConstantTimeEq;
 
 use super::super::guard::{authorize, bearer_credential};
 use super::super::headers::{BodyFacts, INVALID_REQUEST};
+use super::super::introspection::{self, OpaqueToken, TokenDigest};
 use super::super::jwt::{self, Expected, KeySet, TokenRefused};
 use super::super::oauth;
 use super::super::request::Request;
 use super::super::response::{HttpResponse, Status, route_span_id};
-use super::HttpPolicy;
+use super::{HttpPolicy, Known};
 use crate::config::AuthMode;
 use crate::protocol::message::ClientMessage;
 use crate::protocol::model::Method;
@@ -42,15 +43,32 @@ impl HttpPolicy {
 
     /// The access token of a request, when OAuth is on and the credential is not the static
     /// token. Beside a static token, only a credential shaped like a JWT is taken for one (a
-    /// mistyped static token is refused as such, naming the fix).
+    /// mistyped static token is refused as such, naming the fix), unless opaque tokens are
+    /// introspected: then every other credential is one.
     fn access_token<'r>(&self, request: &'r Request) -> Option<&'r [u8]> {
-        self.oauth.as_ref()?;
+        let oauth = self.oauth.as_ref()?;
         let given = request
             .header("authorization")
             .and_then(bearer_credential)?;
         let static_configured = matches!(&self.auth, AuthMode::Bearer { .. });
-        let token = !self.static_token(given) && (!static_configured || jwt::looks_like_jwt(given));
+        let token = !self.static_token(given)
+            && (!static_configured || jwt::looks_like_jwt(given) || oauth.introspection.is_some());
         token.then_some(given)
+    }
+
+    /// The request's access token when it is opaque (not a JWT) and opaque tokens are
+    /// introspected.
+    pub fn opaque_token(&self, request: &Request) -> Option<OpaqueToken> {
+        self.oauth.as_ref()?.introspection.as_ref()?;
+        self.access_token(request)
+            .filter(|t| !jwt::is_jwt(t))
+            .map(OpaqueToken::new)
+    }
+
+    /// Whether the request's opaque token has no fresh introspection answer in `known`.
+    pub(super) fn needs_introspection(&self, request: &Request, known: &Known<'_>) -> bool {
+        self.opaque_token(request)
+            .is_some_and(|t| known.answers.get(&t.digest(), known.mono).is_none())
     }
 
     /// Whether the request's access token names a key `keys` lacks (the engine fetches them).
@@ -67,7 +85,7 @@ impl HttpPolicy {
         request: &Request,
         peer_loopback: bool,
         now: Timestamp,
-        keys: &KeySet,
+        known: &Known<'_>,
         authority: &str,
     ) -> Result<Option<Principal>, Refused> {
         if let (Some(token), Some(o)) = (self.access_token(request), &self.oauth) {
@@ -80,7 +98,17 @@ impl HttpPolicy {
                 audiences: &audiences,
                 now_secs: now.0 / 1000,
             };
-            return jwt::check(token, keys, &expected)
+            if o.introspection.is_some() && !jwt::is_jwt(token) {
+                let digest = TokenDigest::of(token);
+                // The engine routes a request here only with a fresh answer.
+                let Some(answer) = known.answers.get(&digest, known.mono) else {
+                    return Err(Refused::Token(TokenRefused::Inactive));
+                };
+                return introspection::check(answer, &expected)
+                    .map(Some)
+                    .map_err(Refused::Token);
+            }
+            return jwt::check(token, known.keys, &expected)
                 .map(Some)
                 .map_err(Refused::Token);
         }
@@ -178,7 +206,7 @@ impl HttpPolicy {
         ))
     }
 
-    /// The span, authority and keep-alive of a request routed before (`NeedKeys`).
+    /// The span, authority and keep-alive of a request routed before (`NeedKeys`, `Introspect`).
     fn parked_facts(&self, request: &Request) -> (String, String, bool) {
         let span = route_span_id(&request.method, request.path());
         let hosts: Vec<&[u8]> = request
@@ -210,14 +238,44 @@ impl HttpPolicy {
     /// The `503` of a request whose token could not be checked: the issuer's keys could not be
     /// fetched (`why` says how; it names no token).
     pub fn keys_unavailable(&self, request: &Request, why: &str) -> HttpResponse {
+        let what = format!("the issuer's keys could not be fetched ({why})");
+        self.idp_unavailable(request, &what, 5)
+    }
+
+    /// The `503` of a request whose opaque token could not be introspected (`why` says how; it
+    /// names no token), to retry in `retry_secs`.
+    pub fn introspection_unavailable(
+        &self,
+        request: &Request,
+        why: &str,
+        retry_secs: u32,
+    ) -> HttpResponse {
+        let what = format!("the issuer's introspection failed ({why})");
+        self.idp_unavailable(request, &what, retry_secs)
+    }
+
+    /// The `401` of a request whose introspected token is refused (the answer arrived, but the
+    /// engine could not keep it).
+    pub fn introspection_refused(&self, request: &Request) -> HttpResponse {
+        let (span, authority, keep) = self.parked_facts(request);
+        let r = self.refused(
+            request,
+            &authority,
+            &span,
+            Refused::Token(TokenRefused::Inactive),
+        );
+        if keep { r } else { r.closing() }
+    }
+
+    fn idp_unavailable(&self, request: &Request, what: &str, retry_secs: u32) -> HttpResponse {
         let (span, _, keep) = self.parked_facts(request);
         let r = HttpResponse::problem(
             Status::SERVICE_UNAVAILABLE,
             &span,
             "idp_unavailable",
-            &format!("the access token cannot be checked now: the issuer's keys could not be fetched ({why}); retry later"),
+            &format!("the access token cannot be checked now: {what}; retry later"),
         )
-        .with_header("Retry-After", "5");
+        .with_header("Retry-After", retry_secs.to_string());
         if keep { r } else { r.closing() }
     }
 }

@@ -8,6 +8,7 @@ use serde_json::json;
 use super::*;
 use crate::protocol::Server;
 use crate::protocol::unit_fold::{plain_tool, tools_only};
+use crate::transport::http::introspection::AnswerCache;
 use crate::transport::http::jwt::KeySet;
 use crate::transport::http::jwt::test_keys::{ISS, ed_jwk, ed_token};
 use crate::transport::http::tool_scopes::ToolScopes;
@@ -52,7 +53,13 @@ fn with_token(token: &str, body: &[u8]) -> Request {
 }
 
 fn route(request: Request) -> Decision {
-    oauth_policy().route_with_keys(request, true, now(), &keys())
+    let (keys, answers) = (keys(), AnswerCache::default());
+    let known = Known {
+        keys: &keys,
+        answers: &answers,
+        mono: core::time::Duration::ZERO,
+    };
+    oauth_policy().route_with(request, true, now(), &known)
 }
 
 #[test]
