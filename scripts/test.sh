@@ -255,14 +255,17 @@ run_conformance || true
 # tests/e2e/node: the TypeScript SDK 1.x and 2.x and the Inspector CLI 0.21 and 2.12 (exact
 # versions in tests/e2e/node/package-lock.json, installed into .cache/e2e-node by the suite
 # itself through tests/e2e/harness/node.py, with Node 22 in .cache/node22) over stdio,
-# streamable HTTP and legacy SSE, in the legacy, modern and auto eras.
+# streamable HTTP and legacy SSE, in the legacy, modern and auto eras; and the 2.x SDK as a
+# host answering the conformance fixture server's questions (2026-07-28 InputRequiredResult).
 run_node_clients() {
   if [ ! -x "$CACHE/venv-mcp1/bin/python" ] || [ ! -x "$BERNSTEIN_BIN" ]; then
     note_step "pytest node-clients" FAIL "no venv-mcp1 or no $BERNSTEIN_BIN"
     FAILED=$((FAILED + 1))
     return 1
   fi
-  run_pytest "node-clients" "$CACHE/venv-mcp1" node
+  # node/test_ts_sdk_input.py answers the questions of the conformance fixture server.
+  BERNSTEIN_CONFORMANCE_FIXTURE_BIN="$TARGET_DIR/debug/bernstein-conformance-fixture" \
+    run_pytest "node-clients" "$CACHE/venv-mcp1" node
 }
 run_node_clients || true
 # ---- [node] end ----------------------------------------------------------------------------

@@ -42,8 +42,27 @@ pub fn config(audit_key: Vec<u8>, tier: Tier, transports: Vec<String>) -> Result
     cfg.tier = tier;
     cfg.cost_meter = env_switch("BERNSTEIN_MCP_COST_METER", true)?;
     cfg.deprecated_aliases = env_switch("BERNSTEIN_MCP_DEPRECATED_ALIASES", true)?;
+    if let Some(secs) = input_expiry_secs()? {
+        cfg.input_expiry_ms = secs * 1000;
+    }
     cfg.transports = transports;
     Ok(cfg)
+}
+
+/// `BERNSTEIN_MCP_INPUT_EXPIRY_SECS`: how long a request may wait for the client's input (a
+/// `requestState` stays valid), 1 s to 1 day; `None` when unset (10 minutes).
+fn input_expiry_secs() -> Result<Option<u64>, String> {
+    const NAME: &str = "BERNSTEIN_MCP_INPUT_EXPIRY_SECS";
+    env_value(NAME)?
+        .map(|v| {
+            v.parse::<u64>()
+                .ok()
+                .filter(|n| (1..=86_400).contains(n))
+                .ok_or_else(|| {
+                    format!("{NAME}={v:?} is not a whole number of seconds from 1 to 86400")
+                })
+        })
+        .transpose()
 }
 
 /// A variable's value, `None` when unset or blank; an error when not UTF-8.

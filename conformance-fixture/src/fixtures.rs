@@ -7,16 +7,19 @@
 //! tool parameters (`x-mcp-header`) are ordinary catalogue declarations too. What a stateless
 //! server cannot do (server-initiated requests, log pushes) is registered anyway where a name is
 //! involved, so the suite reports the precise missing behaviour instead of "not found";
-//! tests/conformance/expected-failures.txt lists those scenarios with the reason.
+//! tests/conformance/expected-failures.txt lists those scenarios with the reason. The fixtures
+//! that ask the client for input are in [`crate::input_fixtures`].
 
+use bernstein_core::Config;
 use bernstein_core::protocol::completion::starting_with;
 use bernstein_core::protocol::logging::{LogLevel, LogMessage};
 use bernstein_core::protocol::registry::{
-    Arguments, Candidates, Effects, Progress, PromptArgument, PromptSpec, TaskSupport,
-    TemplatedRead, ToolError, ToolOutput,
+    Candidates, Progress, PromptArgument, PromptSpec, PromptTurn, TemplatedRead, ToolError,
+    ToolOutput,
 };
-use bernstein_core::{Config, Tier};
 use bernstein_domain::bound::{Catalog, ResourceSpec, ResourceTemplateSpec, ToolContext, ToolSpec};
+
+use crate::kit::{NO_EFFECTS, empty_schema, fixture_tool, user_text};
 use serde_json::{Map, Value, json};
 
 /// A 1x1 transparent PNG, base64.
@@ -29,34 +32,6 @@ bernstein_core::refusal_codes! {
     /// The fixtures' one refusal.
     enum Fixture {
         TestError = "test_error",
-    }
-}
-
-const NO_EFFECTS: &str = "Conformance fixture: reads no files, writes no files, spawns no \
-                          processes, makes no network requests.";
-
-fn empty_schema() -> Value {
-    json!({"type": "object", "properties": {}, "additionalProperties": false})
-}
-
-fn fixture_tool(
-    name: &'static str,
-    title: &'static str,
-    description: &'static str,
-    input_schema: fn() -> Value,
-    call: fn(&ToolContext<'_>, Value) -> ToolOutput,
-) -> ToolSpec {
-    ToolSpec {
-        name,
-        title,
-        description,
-        tier: Tier::Core,
-        input_schema,
-        output_schema: None,
-        effects: Effects::default(),
-        task_support: TaskSupport::Forbidden,
-        arguments: Arguments::Schema,
-        call,
     }
 }
 
@@ -136,7 +111,8 @@ fn with_logging(_: &ToolContext<'_>, _: Value) -> ToolOutput {
 }
 
 fn tools() -> Vec<ToolSpec> {
-    vec![
+    let mut tools = crate::input_fixtures::tools();
+    tools.extend([
         fixture_tool(
             "test_simple_text",
             "Simple text",
@@ -233,7 +209,8 @@ fn tools() -> Vec<ToolSpec> {
             json_schema_2020_12,
             |_, args| ToolOutput::ok(json!({"received": args})),
         ),
-    ]
+    ]);
+    tools
 }
 
 /// A successful result made of `content` blocks; the payload names their types.
@@ -259,10 +236,6 @@ fn embedded_resource() -> Value {
     })
 }
 
-fn user_text(text: String) -> Value {
-    json!({"role": "user", "content": {"type": "text", "text": text}})
-}
-
 fn arg<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a str, String> {
     args.get(name)
         .and_then(Value::as_str)
@@ -270,16 +243,17 @@ fn arg<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a str, String> 
 }
 
 fn prompts() -> Vec<PromptSpec> {
-    vec![
+    let mut prompts = crate::input_fixtures::prompts();
+    prompts.extend([
         PromptSpec {
             name: "test_simple_prompt",
             title: "Simple prompt",
             description: "A simple prompt without arguments",
             arguments: Vec::new(),
-            render: |_| {
-                Ok(vec![user_text(
+            render: |_, _| {
+                Ok(PromptTurn::Messages(vec![user_text(
                     "This is a simple prompt for testing.".into(),
-                )])
+                )]))
             },
         },
         PromptSpec {
@@ -302,11 +276,11 @@ fn prompts() -> Vec<PromptSpec> {
                     complete: None,
                 },
             ],
-            render: |args| {
+            render: |args, _| {
                 let (a, b) = (arg(args, "arg1")?, arg(args, "arg2")?);
-                Ok(vec![user_text(format!(
+                Ok(PromptTurn::Messages(vec![user_text(format!(
                     "Prompt with arguments: arg1='{a}', arg2='{b}'"
-                ))])
+                ))]))
             },
         },
         PromptSpec {
@@ -319,14 +293,14 @@ fn prompts() -> Vec<PromptSpec> {
                 required: true,
                 complete: None,
             }],
-            render: |args| {
+            render: |args, _| {
                 let uri = arg(args, "resourceUri")?;
-                Ok(vec![
+                Ok(PromptTurn::Messages(vec![
                     json!({"role": "user", "content": {"type": "resource", "resource": {
                         "uri": uri, "mimeType": "text/plain", "text": "Embedded resource content for testing."
                     }}}),
                     user_text("Please process the embedded resource above.".into()),
-                ])
+                ]))
             },
         },
         PromptSpec {
@@ -334,14 +308,15 @@ fn prompts() -> Vec<PromptSpec> {
             title: "Prompt with image",
             description: "A prompt that includes image content",
             arguments: Vec::new(),
-            render: |_| {
-                Ok(vec![
+            render: |_, _| {
+                Ok(PromptTurn::Messages(vec![
                     json!({"role": "user", "content": {"type": "image", "mimeType": "image/png", "data": PNG_1X1}}),
                     user_text("Please analyze the image above.".into()),
-                ])
+                ]))
             },
         },
-    ]
+    ]);
+    prompts
 }
 
 fn resources() -> Vec<ResourceSpec> {
@@ -444,6 +419,8 @@ mod tests {
         assert_eq!(names.len(), c.tools.len());
         assert!(c.tool("test_simple_text").is_some());
         assert!(c.prompt("test_simple_prompt").is_some());
+        assert!(c.tool("test_input_required_result_multi_round").is_some());
+        assert!(c.prompt("test_input_required_result_prompt").is_some());
         assert!(c.resource("test://static-text").is_some());
         assert!(c.has_completions());
     }
@@ -520,9 +497,12 @@ mod tests {
         let p = c.prompt("test_prompt_with_arguments").unwrap();
         let mut args = Map::new();
         args.insert("arg1".into(), json!("a"));
-        assert!((p.render)(&args).is_err());
+        let none = &bernstein_core::protocol::input::NO_INPUT;
+        assert!((p.render)(&args, none).is_err());
         args.insert("arg2".into(), json!("b"));
-        let msgs = (p.render)(&args).unwrap();
+        let Ok(PromptTurn::Messages(msgs)) = (p.render)(&args, none) else {
+            panic!("the prompt renders")
+        };
         assert!(
             msgs[0]["content"]["text"]
                 .as_str()

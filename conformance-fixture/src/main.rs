@@ -8,6 +8,8 @@
 //! `... serving MCP over HTTP at http://ADDR/mcp ...` on stderr when ready.
 
 mod fixtures;
+mod input_fixtures;
+mod kit;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -25,6 +27,9 @@ struct Args {
     workdir: PathBuf,
     host: String,
     port: u16,
+    /// How long a request waits for the client's input (the server's
+    /// `BERNSTEIN_MCP_INPUT_EXPIRY_SECS`); `None`: the default.
+    input_expiry_secs: Option<u64>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -32,6 +37,7 @@ fn parse_args() -> Result<Args, String> {
         workdir: PathBuf::from("."),
         host: "127.0.0.1".into(),
         port: 0,
+        input_expiry_secs: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -43,9 +49,18 @@ fn parse_args() -> Result<Args, String> {
                 let v = value()?;
                 args.port = v.parse().map_err(|_| format!("--port: not a port: {v}"))?;
             }
+            "--input-expiry-secs" => {
+                let v = value()?;
+                let secs = v.parse().ok().filter(|s| (1..=86_400).contains(s));
+                let secs = secs.ok_or_else(|| {
+                    format!("--input-expiry-secs: not a number of seconds from 1 to 86400: {v}")
+                })?;
+                args.input_expiry_secs = Some(secs);
+            }
             "-h" | "--help" => {
                 return Err(
-                    "usage: bernstein-conformance-fixture --workdir DIR [--host H] [--port P]"
+                    "usage: bernstein-conformance-fixture --workdir DIR [--host H] \
+                     [--port P] [--input-expiry-secs N]"
                         .into(),
                 );
             }
@@ -66,6 +81,9 @@ fn run() -> Result<(), String> {
     // The suite reads tool text verbatim: no meter envelope around it.
     config.cost_meter = false;
     config.transports = vec!["streamable-http".into(), "sse".into()];
+    if let Some(secs) = args.input_expiry_secs {
+        config.input_expiry_ms = secs * 1000;
+    }
     let options = HttpOptions {
         host: args.host,
         port: args.port,

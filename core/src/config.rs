@@ -149,6 +149,12 @@ pub struct Config {
     pub deprecated_aliases: bool,
     /// HMAC-SHA256 key of the audit and mailbox chains (never leaves the process).
     pub audit_key: Vec<u8>,
+    /// HMAC-SHA256 key of `requestState` tokens (`protocol::request_state`), derived from the
+    /// audit key so that every instance over one ledger accepts the others' tokens.
+    pub request_state_key: Vec<u8>,
+    /// How long a request may wait for the client's input: a `requestState` expires this many
+    /// milliseconds after it was issued (`BERNSTEIN_MCP_INPUT_EXPIRY_SECS`, default 10 min).
+    pub input_expiry_ms: u64,
     pub server_name: String,
     pub server_version: String,
     /// Transports this process offers (for the capability card), e.g. `["stdio"]`.
@@ -161,6 +167,18 @@ pub struct Config {
     pub signing_key: Option<Signer>,
 }
 
+/// How long a request waits for the client's input by default: 10 minutes.
+pub const DEFAULT_INPUT_EXPIRY_MS: u64 = 600_000;
+
+/// The `requestState` key of an audit key: HMAC-SHA256 under the audit key of a fixed label, so
+/// the tokens' key is never the audit key itself.
+pub fn request_state_key(audit_key: &[u8]) -> Vec<u8> {
+    let mut mac = crate::digest::HmacCheck::new(audit_key);
+    mac.update(b"bernstein.request-state-key.v1");
+    let rendered = mac.tag();
+    hex::decode(rendered.trim_start_matches("hmac-sha256:")).unwrap_or_default()
+}
+
 impl Config {
     /// A configuration with the defaults of `bernstein mcp` and the given audit key.
     pub fn new(audit_key: Vec<u8>) -> Config {
@@ -168,6 +186,8 @@ impl Config {
             tier: Tier::default(),
             cost_meter: true,
             deprecated_aliases: true,
+            request_state_key: request_state_key(&audit_key),
+            input_expiry_ms: DEFAULT_INPUT_EXPIRY_MS,
             audit_key,
             server_name: "bernstein".into(),
             server_version: env!("CARGO_PKG_VERSION").into(),

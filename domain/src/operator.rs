@@ -114,6 +114,7 @@ pub fn cancel_task(
         spec_revision: "operator",
         host: &[],
         meta: None,
+        input: &bernstein_core::protocol::input::NO_INPUT,
     };
     let mut args = json!({"task_id": task_id});
     if let Some(r) = reason {

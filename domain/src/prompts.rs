@@ -10,7 +10,7 @@
 use serde_json::{Map, Value, json};
 
 use bernstein_core::protocol::completion::starting_with;
-use bernstein_core::protocol::registry::{PromptArgument, PromptSpec};
+use bernstein_core::protocol::registry::{PromptArgument, PromptSpec, PromptTurn};
 
 /// Longest accepted prompt argument, in characters.
 pub const MAX_ARGUMENT_CHARS: usize = 8192;
@@ -34,7 +34,7 @@ pub fn registered() -> Vec<PromptSpec> {
                 required: false,
                 complete: None,
             }],
-            render: cost_recap,
+            render: |args, _| cost_recap(args).map(PromptTurn::Messages),
         },
         PromptSpec {
             name: "orchestrate_goal",
@@ -60,7 +60,7 @@ pub fn registered() -> Vec<PromptSpec> {
                     complete: Some(complete_scope),
                 },
             ],
-            render: orchestrate_goal,
+            render: |args, _| orchestrate_goal(args).map(PromptTurn::Messages),
         },
         PromptSpec {
             name: "triage_failed_tasks",
@@ -72,7 +72,7 @@ pub fn registered() -> Vec<PromptSpec> {
                 required: false,
                 complete: None,
             }],
-            render: triage_failed_tasks,
+            render: |args, _| triage_failed_tasks(args).map(PromptTurn::Messages),
         },
     ]
 }
@@ -227,6 +227,17 @@ mod tests {
         assert_eq!(with_completer, ["scope"]);
     }
 
+    /// A prompt rendered with no input from the client (these prompts ask for none).
+    fn call(
+        render: bernstein_core::protocol::registry::PromptRenderer,
+        args: &Map<String, Value>,
+    ) -> Result<Vec<Value>, String> {
+        match render(args, &bernstein_core::protocol::input::NO_INPUT)? {
+            PromptTurn::Messages(messages) => Ok(messages),
+            PromptTurn::NeedInput(_) => Err("asked for input".into()),
+        }
+    }
+
     fn text(messages: &[Value]) -> &str {
         messages[0]["content"]["text"].as_str().unwrap()
     }
@@ -240,7 +251,7 @@ mod tests {
                     a.insert(arg.name.into(), json!("sample value"));
                 }
             }
-            let msgs = (p.render)(&a).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+            let msgs = call(p.render, &a).unwrap_or_else(|e| panic!("{}: {e}", p.name));
             assert_eq!(msgs.len(), 1);
             assert_eq!(msgs[0]["role"], "user");
             assert_eq!(msgs[0]["content"]["type"], "text");
@@ -279,25 +290,26 @@ mod tests {
             ("role", "qa"),
             ("scope", "small"),
         ]);
-        let first = (og.render)(&a).unwrap();
-        assert_eq!(first, (og.render)(&a).unwrap());
+        let first = call(og.render, &a).unwrap();
+        assert_eq!(first, call(og.render, &a).unwrap());
         assert!(text(&first).contains("Goal: Ship the parser\nRole: qa\nScope: small"));
-        let defaults = (og.render)(&args(&[("goal", "x")])).unwrap();
+        let defaults = call(og.render, &args(&[("goal", "x")])).unwrap();
         assert!(text(&defaults).contains("Role: backend\nScope: medium"));
 
         let tr = p.iter().find(|p| p.name == "triage_failed_tasks").unwrap();
-        assert!(text(&(tr.render)(&Map::new()).unwrap()).contains("at most 5 of them"));
+        assert!(text(&call(tr.render, &Map::new()).unwrap()).contains("at most 5 of them"));
         assert!(
-            text(&(tr.render)(&args(&[("limit", "12")])).unwrap()).contains("at most 12 of them")
+            text(&call(tr.render, &args(&[("limit", "12")])).unwrap())
+                .contains("at most 12 of them")
         );
         let mut numeric = Map::new();
         numeric.insert("limit".into(), json!(7));
-        assert!(text(&(tr.render)(&numeric).unwrap()).contains("at most 7 of them"));
+        assert!(text(&call(tr.render, &numeric).unwrap()).contains("at most 7 of them"));
 
         let cr = p.iter().find(|p| p.name == "cost_recap").unwrap();
-        assert!(text(&(cr.render)(&Map::new()).unwrap()).contains("window: today."));
+        assert!(text(&call(cr.render, &Map::new()).unwrap()).contains("window: today."));
         assert!(
-            text(&(cr.render)(&args(&[("window", "this week")])).unwrap())
+            text(&call(cr.render, &args(&[("window", "this week")])).unwrap())
                 .contains("window: this week.")
         );
     }
@@ -307,23 +319,35 @@ mod tests {
         let p = registered();
         let by = |n: &str| p.iter().find(|s| s.name == n).unwrap().render;
         assert_eq!(
-            by("orchestrate_goal")(&Map::new()).unwrap_err(),
+            call(by("orchestrate_goal"), &Map::new()).unwrap_err(),
             "missing required argument: goal"
         );
-        assert!(by("orchestrate_goal")(&args(&[("goal", "  ")])).is_err());
-        assert!(by("orchestrate_goal")(&args(&[("goal", "x"), ("scope", "huge")])).is_err());
-        assert!(by("orchestrate_goal")(&args(&[("goal", "x"), ("colour", "red")])).is_err());
+        assert!(call(by("orchestrate_goal"), &args(&[("goal", "  ")])).is_err());
+        assert!(
+            call(
+                by("orchestrate_goal"),
+                &args(&[("goal", "x"), ("scope", "huge")])
+            )
+            .is_err()
+        );
+        assert!(
+            call(
+                by("orchestrate_goal"),
+                &args(&[("goal", "x"), ("colour", "red")])
+            )
+            .is_err()
+        );
         let mut not_string = Map::new();
         not_string.insert("goal".into(), json!(5));
-        assert!(by("orchestrate_goal")(&not_string).is_err());
+        assert!(call(by("orchestrate_goal"), &not_string).is_err());
         for bad in ["0", "201", "-1", "five", "2.5"] {
             assert!(
-                by("triage_failed_tasks")(&args(&[("limit", bad)])).is_err(),
+                call(by("triage_failed_tasks"), &args(&[("limit", bad)])).is_err(),
                 "{bad}"
             );
         }
         let long = "x".repeat(MAX_ARGUMENT_CHARS + 1);
-        assert!(by("cost_recap")(&args(&[("window", &long)])).is_err());
+        assert!(call(by("cost_recap"), &args(&[("window", &long)])).is_err());
     }
 
     #[test]

@@ -73,6 +73,7 @@ impl Bench {
                 spec_revision: &self.spec_revision,
                 host,
                 meta: self.meta.as_ref(),
+                input: &bernstein_core::protocol::input::NO_INPUT,
             };
             (spec.call)(&ctx, args)
         };

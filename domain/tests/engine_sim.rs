@@ -91,6 +91,7 @@ impl Sim {
             server: &server,
             message: &message,
             facts: &facts,
+            caps: Default::default(),
         };
         self.serve_job(job, wait, stop)
     }
@@ -127,6 +128,10 @@ impl Sim {
                     Input::Appended(self.append(&append))
                 }
                 Output::Host(_) => Input::Host(self.host.pop_front().expect("a scripted reply")),
+                // This world's client answers no question (the engine's own tests drive those).
+                Output::AskClient(_) => Input::Answered(Err(
+                    bernstein_core::protocol::input::Unanswered::Unreachable,
+                )),
                 Output::TakeTurn {
                     only_if_contended,
                     contend,
@@ -230,6 +235,7 @@ fn name(output: &Output) -> &'static str {
         Output::ReadSnapshot => "read",
         Output::Append(_) => "append",
         Output::Host(_) => "host",
+        Output::AskClient(_) => "ask-client",
         Output::TakeTurn { .. } => "take-turn",
         Output::LeaveTurn { .. } => "leave-turn",
         Output::Pause(_) => "pause",
@@ -638,6 +644,7 @@ fn an_input_the_request_is_not_waiting_for_fails_it_cleanly() {
         server: &sim.server,
         message: &message,
         facts: &facts,
+        caps: Default::default(),
     };
     let mut request = Request::new(job, DEFAULT_WAIT, 1);
     request.start(sim.now());

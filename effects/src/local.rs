@@ -204,6 +204,8 @@ impl<F: Fold> Local<F> {
             message: server.read_message(bytes),
             server: server.clone(),
             facts: facts.clone(),
+            // An in-process caller is never asked: it declared nothing.
+            caps: Default::default(),
         };
         let submit = |engine: &mut Engine<F>, now| engine.submit_message(now, job);
         Ok(self.drive(submit, stop)?.served)

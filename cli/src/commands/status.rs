@@ -30,6 +30,7 @@ pub fn run(workdir: &Path, json_output: bool, store: Option<&str>) -> Result<Exi
         spec_revision: "cli",
         host: &[],
         meta: None,
+        input: &bernstein_core::protocol::input::NO_INPUT,
     };
     let payload = (spec.call)(&cx, json!({"detail": true}))
         .result

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::ledger::{Fold, Snapshot};
 use crate::protocol::host::HostReply;
+use crate::protocol::input::{Answers, ClientCaps, ClientSide};
 use crate::protocol::{ClientMessage, MessageInput, Outcome, Phase, Server, TransportFacts};
 use crate::time::Timestamp;
 
@@ -17,6 +18,8 @@ pub struct Round<'a, F> {
     pub now: Timestamp,
     pub host: &'a [HostReply],
     pub phase: Phase,
+    /// The client's answers to the questions this request put to it (handshake era).
+    pub answers: Option<&'a Answers>,
 }
 
 impl<F> Clone for Round<'_, F> {
@@ -50,6 +53,8 @@ pub struct Message<'a, F> {
     pub server: &'a Server<F>,
     pub message: &'a ClientMessage,
     pub facts: &'a TransportFacts,
+    /// What the client declared in `initialize` (handshake era; its connection keeps it).
+    pub caps: ClientCaps,
 }
 
 impl<F> Clone for Message<'_, F> {
@@ -68,6 +73,10 @@ impl<F: Fold> Job for Message<'_, F> {
                 snapshot: round.snapshot,
                 now: round.now,
                 transport: self.facts,
+                client: ClientSide {
+                    caps: self.caps,
+                    answers: round.answers,
+                },
             },
             round.host,
             round.phase,
@@ -82,6 +91,7 @@ pub struct OwnedMessage<F> {
     pub server: Arc<Server<F>>,
     pub message: ClientMessage,
     pub facts: TransportFacts,
+    pub caps: ClientCaps,
 }
 
 impl<F: Fold> Job for OwnedMessage<F> {
@@ -91,6 +101,7 @@ impl<F: Fold> Job for OwnedMessage<F> {
             server: &self.server,
             message: &self.message,
             facts: &self.facts,
+            caps: self.caps,
         }
         .run(round)
     }

@@ -105,4 +105,6 @@ pub struct Served {
     pub log_level: Option<crate::protocol::logging::LogLevel>,
     /// Set by the subscription methods: what the engine holds for the connection.
     pub subscription: Option<crate::protocol::subscriptions::Order>,
+    /// Set by `initialize`: what the client declared it can be asked (the connection keeps it).
+    pub declared_caps: Option<crate::protocol::input::ClientCaps>,
 }

@@ -7,6 +7,7 @@ use super::job::{Job, Round};
 use super::{MAX_ATTEMPTS, Moment, Served, Stop, WaitPolicy};
 use crate::ledger::{Append, AppendResult, Snapshot, StoreError};
 use crate::protocol::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
+use crate::protocol::input::{Answers, InputNeeded, Inputs, Unanswered};
 use crate::protocol::tally::Tally;
 use crate::protocol::{Outcome, Phase, Response, Wait};
 
@@ -20,6 +21,8 @@ pub enum Input<'a, F> {
     Appended(AppendResult),
     /// [`Output::Host`]: what the host did.
     Host(HostReply),
+    /// [`Output::AskClient`]: the client's answers by key, or why they never came.
+    Answered(Result<Vec<(String, serde_json::Value)>, Unanswered>),
     /// [`Output::TakeTurn`]: whether the request holds the turn now (`false`: it was not
     /// needed).
     Turn { held: bool },
@@ -47,6 +50,9 @@ pub enum Output {
     Append(Append),
     /// Perform this host request.
     Host(HostRequest),
+    /// Put these questions to the client (handshake era: JSON-RPC requests on the request's
+    /// stream) and bring back its answers.
+    AskClient(InputNeeded),
     /// Take the server's turn ([`super::turns::Turns::request`] with these flags), waiting
     /// in line if another request holds it.
     TakeTurn {
@@ -96,6 +102,7 @@ enum Expect {
     Paused,
     Snapshot,
     Host,
+    Client,
     Appended,
     Settled,
     Stop,
@@ -114,6 +121,12 @@ pub struct Request<J> {
     phase: Phase,
     /// The current round: the host's replies so far, lost races, the turn.
     replies: Vec<HostReply>,
+    /// The client's answers to the last questions, with the state the handler kept.
+    answers: Option<Answers>,
+    /// The handler's state while its questions are out.
+    asked_state: Option<serde_json::Value>,
+    /// How many times the request put questions to the client.
+    asks: usize,
     conflicts: usize,
     held: bool,
     counted: bool,
@@ -149,6 +162,9 @@ impl<J: Job> Request<J> {
             started: Duration::ZERO,
             phase: Phase::Live,
             replies: Vec::new(),
+            answers: None,
+            asked_state: None,
+            asks: 0,
             conflicts: 0,
             held: false,
             counted: false,
@@ -188,6 +204,17 @@ impl<J: Job> Request<J> {
             (Expect::Host, Input::Host(reply)) => {
                 self.replies.push(reply);
                 self.read();
+            }
+            (Expect::Client, Input::Answered(answered)) => {
+                self.answers = Some(match answered {
+                    Ok(responses) => Answers::Given(Inputs {
+                        responses,
+                        state: self.asked_state.take(),
+                        ..Inputs::default()
+                    }),
+                    Err(why) => Answers::Unanswered(why),
+                });
+                self.begin_round();
             }
             (Expect::Appended, Input::Appended(AppendResult::Committed(_))) => self.end_round(),
             (Expect::Appended, Input::Appended(AppendResult::Conflict { .. })) => self.lost(),
@@ -255,7 +282,16 @@ impl<J: Job> Request<J> {
             now: now.wall,
             host: &self.replies,
             phase: self.phase,
+            answers: self.answers.as_ref(),
         });
+        if let Some(needed) = outcome.ask.take() {
+            self.asks += 1;
+            if self.asks > MAX_ASKS {
+                return self.fail("the core kept asking the client after its round limit".into());
+            }
+            self.asked_state = needed.state.clone();
+            return self.push(Output::AskClient(needed), Expect::Client);
+        }
         if let Some(request) = outcome.host.take() {
             if self.replies.len() > MAX_HOST_ROUNDS {
                 return self.fail("the core kept asking the host after its round limit".into());
@@ -373,6 +409,7 @@ impl<J: Job> Request<J> {
             negotiated_version: outcome.negotiated_version,
             log_level: outcome.log_level,
             subscription: outcome.subscription,
+            declared_caps: outcome.declared_caps,
         };
         self.out.push_back(Output::Done(Finished {
             served,
@@ -393,6 +430,9 @@ impl<J: Job> Request<J> {
         self.expect = expect;
     }
 }
+
+/// How many times one request may put questions to its client.
+pub const MAX_ASKS: usize = 16;
 
 /// A 64-bit mix of `x` (SplitMix64's finalizer): the jitter's randomness from the seed.
 fn splitmix(x: u64) -> u64 {

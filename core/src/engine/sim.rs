@@ -368,6 +368,7 @@ impl<F: Fold> World<F> {
             server,
             message: &message,
             facts: &facts,
+            caps: Default::default(),
         };
         let mut request = Request::new(job, DEFAULT_WAIT, 1);
         request.start(self.now());

@@ -19,6 +19,7 @@ use super::decorate::decorate;
 use super::era::Revision;
 use super::host::{HostReply, HostRequest, MAX_HOST_ROUNDS};
 use super::ids::{RequestIds, digest_of_value};
+use super::input::{InputNeeded, Inputs};
 use super::jsonrpc::{RpcError, kind_of, shorten};
 use super::logging::LogMessage;
 use super::model::results::CallToolResult;
@@ -54,6 +55,9 @@ pub struct CallReply {
     pub run_id: Option<String>,
     /// Set when the handler needs the host first: nothing else in the reply counts.
     pub host: Option<HostRequest>,
+    /// Set when the handler needs the client's input first: nothing else in the reply counts,
+    /// and nothing is recorded.
+    pub input: Option<InputNeeded>,
     /// The handler's progress steps (see [`ToolOutput::progress`]), for the dispatcher to send
     /// as `notifications/progress` when the request carries a progress token.
     pub progress: Vec<Progress>,
@@ -81,6 +85,8 @@ pub struct CallInput<'a, F> {
     pub phase: Phase,
     /// Who an OAuth access token says the call is for (recorded in its audit record).
     pub principal: Option<&'a super::principal::Principal>,
+    /// The client's answers and the handler's state this round (see [`super::input`]).
+    pub input: &'a Inputs,
 }
 
 impl<F> Clone for CallInput<'_, F> {
@@ -248,6 +254,7 @@ fn run_handler<F: Fold>(
         spec_revision: input.revision.as_str(),
         host: input.host.unwrap_or_default(),
         meta: Meta::of(input.params).value(),
+        input: input.input,
     };
     (tool.call)(&ctx, args.clone())
 }
@@ -267,6 +274,7 @@ fn finish<F: Fold>(
         run_id,
         content,
         host,
+        input: needed,
         links,
         logs,
         progress,
@@ -275,6 +283,12 @@ fn finish<F: Fold>(
         // Outside `tools/call` (`call_registered`), `result` is the refusal already.
         invalid_arguments: _,
     } = output;
+    if let Some(needed) = needed {
+        return CallReply {
+            input: Some(needed),
+            ..CallReply::needs_nothing()
+        };
+    }
     let result = match (host, input.host) {
         (Some(request), Some(replies)) if replies.len() < MAX_HOST_ROUNDS => {
             return CallReply::needs_host(request);
@@ -445,6 +459,7 @@ fn finish<F: Fold>(
         meter,
         records,
         host: None,
+        input: None,
         progress,
         logs,
         wait_ms: None,
@@ -504,6 +519,7 @@ impl CallReply {
             task_id: None,
             run_id: None,
             host: None,
+            input: None,
             progress: Vec::new(),
             logs: Vec::new(),
             wait_ms: None,
@@ -546,6 +562,7 @@ fn unaudited(error: RpcError) -> CallReply {
         task_id: None,
         run_id: None,
         host: None,
+        input: None,
         progress: Vec::new(),
         logs: Vec::new(),
         wait_ms: None,
@@ -607,6 +624,7 @@ impl<'a, F: Fold> Audit<'a, F> {
             task_id: None,
             run_id: None,
             host: None,
+            input: None,
             progress: Vec::new(),
             logs: Vec::new(),
             wait_ms: None,

@@ -22,9 +22,13 @@ use super::decorate::decorate;
 use super::era::{self, META_PROTOCOL_VERSION, Revision};
 use super::host::{HostReply, HostRequest};
 use super::ids::RequestIds;
+use super::input::{ClientCaps, ClientSide, InputNeeded, Inputs};
+use super::input_round::{self as round, Asked, RoundOf};
 use super::jsonrpc::{Id, Incoming, RpcError, classify};
 use super::lifecycle::{discover, initialize};
-use super::listing::{get_prompt, list_prompts, list_resources, list_tools_for, tools_list_bytes};
+use super::listing::{
+    PromptGot, get_prompt, list_prompts, list_resources, list_tools_for, tools_list_bytes,
+};
 use super::logging::{self, LogLevel};
 use super::message::{ClientMessage, MessageView, Reading, id_from_raw, oversize_error, slot_ids};
 use super::model::{ListParams, Meta, Method};
@@ -53,6 +57,7 @@ pub fn handle<F: Fold>(
         snapshot: input.snapshot,
         now: input.now,
         transport: input.transport,
+        client: ClientSide::default(),
     };
     serve(server, &input, host, phase)
 }
@@ -107,6 +112,8 @@ pub fn serve<F: Fold>(
                 log_level: served.log_level,
                 pending: served.pending,
                 host: served.host,
+                ask: served.ask,
+                declared_caps: served.declared_caps,
                 tally,
                 subscription: served.subscription,
             }
@@ -265,6 +272,8 @@ fn handle_batch<F: Fold>(
         log_level,
         pending: None,
         host: None,
+        ask: None,
+        declared_caps: None,
         tally,
         subscription: None,
     }
@@ -288,6 +297,10 @@ struct Served {
     notifications: Vec<Vec<u8>>,
     pending: Option<Wait>,
     host: Option<HostRequest>,
+    /// Questions for a handshake-era client (see [`Outcome::ask`]).
+    ask: Option<InputNeeded>,
+    /// Set by `initialize`.
+    declared_caps: Option<ClientCaps>,
     /// The method label, once the request is answered.
     method: Option<&'static str>,
     subscription: Option<subscriptions::Order>,
@@ -310,6 +323,8 @@ fn serve_one<F: Fold>(
         notifications: Vec::new(),
         pending: None,
         host: None,
+        ask: None,
+        declared_caps: None,
         method: None,
         subscription: None,
     };
@@ -345,11 +360,12 @@ fn serve_one<F: Fold>(
         ids,
         round,
     );
-    if routed.host.is_some() || routed.withheld {
-        // Not answered yet: the runtime performs the host request, or waits, and asks again
-        // (a waiting long poll may still send a progress tick now).
+    if routed.host.is_some() || routed.withheld || routed.ask.is_some() {
+        // Not answered yet: the runtime performs the host request, asks the client, or waits,
+        // and asks again (a waiting long poll may still send a progress tick now).
         return Served {
             host: routed.host,
+            ask: routed.ask,
             pending: routed.pending,
             notifications: routed.notifications,
             records: routed.records,
@@ -373,6 +389,8 @@ fn serve_one<F: Fold>(
         notifications: routed.notifications,
         pending: routed.pending,
         host: None,
+        ask: None,
+        declared_caps: routed.declared_caps,
         method: Some(known.map_or(OTHER_METHOD, Method::as_str)),
         subscription: routed.subscription,
     }
@@ -388,6 +406,10 @@ struct Routed {
     notifications: Vec<Vec<u8>>,
     pending: Option<Wait>,
     host: Option<HostRequest>,
+    /// Questions for a handshake-era client: nothing to send yet.
+    ask: Option<InputNeeded>,
+    /// Set by `initialize`: what the client declared it can be asked.
+    declared_caps: Option<ClientCaps>,
     /// A pending answer with nothing to send yet (a tool's long poll).
     withheld: bool,
     /// The result, rendered before (`tools/list`); `result` is then `Ok(Null)`.
@@ -406,9 +428,24 @@ impl Routed {
             notifications: Vec::new(),
             pending: None,
             host: None,
+            ask: None,
+            declared_caps: None,
             withheld: false,
             rendered: None,
             subscription: None,
+        }
+    }
+
+    /// What a handler's questions become: the stateless era's `InputRequiredResult`, or
+    /// questions for the engine to put to a handshake-era client.
+    fn asked(asked: Result<Asked, RpcError>) -> Routed {
+        match asked {
+            Ok(Asked::Result(result)) => Routed::of(Ok(result)),
+            Ok(Asked::Client(needed)) => Routed {
+                ask: Some(needed),
+                ..Routed::of(Ok(Value::Null))
+            },
+            Err(e) => Routed::of(Err(e)),
         }
     }
 }
@@ -442,6 +479,9 @@ fn route<F: Fold>(
         return match initialize(server, params, input.transport.kind) {
             Ok((result, negotiated)) => Routed {
                 negotiated: Some(negotiated),
+                declared_caps: Some(ClientCaps::of_declared(
+                    params.and_then(|p| p.get("capabilities")),
+                )),
                 ..Routed::of(Ok(result))
             },
             Err(e) => Routed::of(Err(e)),
@@ -454,6 +494,24 @@ fn route<F: Fold>(
     };
     let finish =
         |r: Result<Value, RpcError>| Routed::of(r.map(|v| decorate(server, revision, method, v)));
+    // The client's answers to what an earlier round asked: checked before any handler runs.
+    let round = RoundOf {
+        method,
+        params,
+        revision,
+        principal: input.transport.principal.as_ref(),
+        now: input.now,
+        client: input.client,
+    };
+    let inputs = match method {
+        Method::ToolsCall | Method::PromptsGet => {
+            match round::read(&server.config.request_state_key, &round) {
+                Ok(inputs) => inputs,
+                Err(e) => return Routed::of(Err(e)),
+            }
+        }
+        _ => Inputs::default(),
+    };
     let call = CallInput {
         params,
         revision,
@@ -463,6 +521,7 @@ fn route<F: Fold>(
         host,
         phase,
         principal: input.transport.principal.as_ref(),
+        input: &inputs,
     };
     match method {
         Method::ToolsCall => {
@@ -476,6 +535,9 @@ fn route<F: Fold>(
                     host: reply.host,
                     ..Routed::of(Ok(Value::Null))
                 };
+            }
+            if let Some(needed) = reply.input.take() {
+                return Routed::asked(round::ask(server, &round, needed));
             }
             if let Some(max_wait_ms) = reply.wait_ms {
                 // Nothing to answer yet, but what the round saw goes out now: its log messages,
@@ -541,7 +603,11 @@ fn route<F: Fold>(
             Err(e) => Routed::of(Err(e)),
         },
         Method::PromptsList => finish(list_prompts(server, revision, params)),
-        Method::PromptsGet => finish(get_prompt(server, params)),
+        Method::PromptsGet => match get_prompt(server, params, &inputs) {
+            Ok(PromptGot::Result(result)) => finish(Ok(result)),
+            Ok(PromptGot::NeedInput(needed)) => Routed::asked(round::ask(server, &round, needed)),
+            Err(e) => Routed::of(Err(e)),
+        },
         Method::ResourcesList => finish(list_resources(server, revision, params)),
         Method::ResourcesRead => {
             let reply = read_resource(server, &call);

@@ -10,13 +10,14 @@ use serde_json::{Map, Value};
 
 use super::Server;
 use super::era::Revision;
+use super::input::{InputNeeded, Inputs};
 use super::jsonrpc::{RpcError, brief, names_or_none, shorten};
 use super::model::results::{
     Address, GetPromptResult, ListPromptsResult, ListResourcesResult, ListToolsResult, Prompt,
     PromptArgument, ResourceEntry, Tool, ToolAnnotations, ToolExecution, to_value,
 };
 use super::model::{GetPromptParams, ListParams};
-use super::registry::{PromptSpec, TaskSupport, ToolSpec};
+use super::registry::{PromptSpec, PromptTurn, TaskSupport, ToolSpec};
 use super::validate::check_limits;
 use crate::ledger::Fold;
 
@@ -146,8 +147,20 @@ pub fn list_prompts<F: Fold>(
     Ok(to_value(&ListPromptsResult { prompts }))
 }
 
-/// `prompts/get`: renders a prompt from string arguments.
-pub fn get_prompt<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result<Value, RpcError> {
+/// What `prompts/get` answers: the `GetPromptResult`, or what the prompt needs from the client
+/// first.
+#[derive(Debug)]
+pub enum PromptGot {
+    Result(Value),
+    NeedInput(InputNeeded),
+}
+
+/// `prompts/get`: the prompt rendered from its arguments and the client's answers so far.
+pub fn get_prompt<F: Fold>(
+    server: &Server<F>,
+    params: Option<&Value>,
+    inputs: &Inputs,
+) -> Result<PromptGot, RpcError> {
     let params = GetPromptParams::read(params)?;
     let name = params.name;
     let Some(prompt) = server.catalog.prompt(name) else {
@@ -193,16 +206,19 @@ pub fn get_prompt<F: Fold>(server: &Server<F>, params: Option<&Value>) -> Result
             missing.name, prompt.name, missing.description
         )));
     }
-    let messages = (prompt.render)(args).map_err(|why| {
+    let turn = (prompt.render)(args, inputs).map_err(|why| {
         RpcError::invalid_params(format!(
             "Invalid arguments for prompt {}: {why}",
             prompt.name
         ))
     })?;
-    Ok(to_value(&GetPromptResult {
-        description: prompt.description,
-        messages,
-    }))
+    Ok(match turn {
+        PromptTurn::Messages(messages) => PromptGot::Result(to_value(&GetPromptResult {
+            description: prompt.description,
+            messages,
+        })),
+        PromptTurn::NeedInput(needed) => PromptGot::NeedInput(needed),
+    })
 }
 
 /// `resources/list`: every resource, sorted by URI.

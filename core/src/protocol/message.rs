@@ -161,6 +161,28 @@ impl ClientMessage {
     pub fn request_id(&self) -> Option<String> {
         self.view().request_id()
     }
+
+    /// When the message is the client's response to a request the server sent it (a JSON-RPC
+    /// response with a string id): that id, and its result or its error's message.
+    pub fn client_reply(&self) -> Option<(String, Result<Value, String>)> {
+        let v = self.view().value().ok()?.as_object()?;
+        if v.contains_key("method") {
+            return None;
+        }
+        let id = v.get("id")?.as_str()?.to_string();
+        match (v.get("result"), v.get("error")) {
+            (Some(result), None) => Some((id, Ok(result.clone()))),
+            (None, Some(error)) => {
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no message")
+                    .to_string();
+                Some((id, Err(message)))
+            }
+            _ => None,
+        }
+    }
 }
 
 impl<'a> MessageView<'a> {

@@ -19,6 +19,10 @@
 //! - [`listing`]: `tools/list`, prompts and resources; [`resource_templates`]: templated
 //!   resources; [`completion`]: `completion/complete`.
 //! - [`logging`]: log levels asked per request or connection, `notifications/message`.
+//! - [`input`]: a tool or prompt asking the client for input mid-request (elicitation,
+//!   sampling, roots) and run again with the answers; [`input_round`]: one round of such a
+//!   request; [`request_state`]: the authenticated `requestState` of a 2026-07-28
+//!   `InputRequiredResult`.
 //! - [`call`]: `tools/call` with validation, meter envelope and audit record; [`refusal`]:
 //!   refusal codes, each declared once in an enum.
 //! - [`validate`]: argument limits and the JSON Schema subset validator.
@@ -38,6 +42,8 @@ pub mod dispatch;
 pub mod era;
 pub mod host;
 pub mod ids;
+pub mod input;
+pub mod input_round;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod listing;
@@ -51,6 +57,7 @@ pub mod progress;
 pub mod refusal;
 pub mod registry;
 pub mod render;
+pub mod request_state;
 pub mod resource_read;
 pub mod resource_templates;
 pub mod strict_json;
@@ -138,6 +145,9 @@ pub struct MessageInput<'a, F> {
     pub snapshot: &'a Snapshot<F>,
     pub now: Timestamp,
     pub transport: &'a TransportFacts,
+    /// What the connection knows of a handshake-era client (its declared capabilities) and the
+    /// answers to this request's questions so far (see [`input`]).
+    pub client: input::ClientSide<'a>,
 }
 
 impl<F> Clone for MessageInput<'_, F> {
@@ -208,6 +218,14 @@ pub struct Outcome {
     /// is to be appended; the runtime performs the request and calls
     /// [`Server::handle_round`] again with every reply so far.
     pub host: Option<host::HostRequest>,
+    /// Set when a handler needs its handshake-era client's input first (see [`input`]):
+    /// `response` is `None` and nothing is to be appended; the runtime puts each request to the
+    /// client on the request's stream and serves the message again with the answers
+    /// ([`MessageInput::client`]).
+    pub ask: Option<input::InputNeeded>,
+    /// Set by `initialize`: what the client declared it can be asked (the connection keeps it
+    /// and hands it back in [`MessageInput::client`]).
+    pub declared_caps: Option<input::ClientCaps>,
     /// The requests this outcome answers and the tool calls its records audit, for the
     /// runtime's metrics (bounded labels only).
     pub tally: tally::Tally,

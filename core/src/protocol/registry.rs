@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::host::{HostReply, HostRequest};
+use super::input::{InputNeeded, Inputs};
 use super::logging::LogMessage;
 use super::refusal::RefusalCode;
 use super::validate::Violation;
@@ -82,6 +83,9 @@ pub struct ToolContext<'a, F> {
     /// The request's `params._meta` as the peer sent it (unvalidated; e.g. W3C trace context,
     /// which `domain::trace` screens), `None` when absent or not called over MCP.
     pub meta: Option<&'a serde_json::Value>,
+    /// The client's answers to what this call asked before, the state it kept, and what the
+    /// client can be asked (see [`super::input`]); [`super::input::NO_INPUT`] outside a request.
+    pub input: &'a Inputs,
 }
 
 impl<F> Clone for ToolContext<'_, F> {
@@ -174,6 +178,9 @@ pub struct ToolOutput {
     /// "Not yet: perform this on the host and call me again" (see [`super::host`]). When set,
     /// `result`, `drafts` and `content` are ignored.
     pub host: Option<HostRequest>,
+    /// "Not yet: ask the client this and call me again with its answers" (see
+    /// [`super::input`]). When set, everything else is ignored and nothing is recorded.
+    pub input: Option<InputNeeded>,
     /// Messages for the client's log, sent as `notifications/message` before the result (or,
     /// while a long poll waits, with the round that produced them) when the request asked for a
     /// level (`protocol::logging`), those at or above it only.
@@ -240,12 +247,21 @@ impl ToolOutput {
             run_id: None,
             content: None,
             host: None,
+            input: None,
             links: Vec::new(),
             logs: Vec::new(),
             progress: Vec::new(),
             wait_ms: None,
             watch: None,
             invalid_arguments: None,
+        }
+    }
+
+    /// Asks the client for `needed` and runs the call again with its answers.
+    pub fn need_input(needed: InputNeeded) -> ToolOutput {
+        ToolOutput {
+            input: Some(needed),
+            ..ToolOutput::ok(Value::Null)
         }
     }
 
@@ -264,6 +280,7 @@ impl ToolOutput {
             run_id: None,
             content: None,
             host: None,
+            input: None,
             links: Vec::new(),
             logs: Vec::new(),
             progress: Vec::new(),
@@ -407,8 +424,18 @@ pub struct TemplatedRead {
 pub type TemplateReader<F> =
     fn(&ResourceContext<'_, F>, &str, &Map<String, Value>) -> Result<TemplatedRead, String>;
 
-/// Renders a prompt's messages from its string arguments, or says why they are unusable.
-pub type PromptRenderer = fn(&Map<String, Value>) -> Result<Vec<Value>, String>;
+/// Renders a prompt from its string arguments and the client's answers so far (see
+/// [`super::input`]), or says why the arguments are unusable.
+pub type PromptRenderer = fn(&Map<String, Value>, &Inputs) -> Result<PromptTurn, String>;
+
+/// What a prompt's renderer produced.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PromptTurn {
+    /// The `PromptMessage` objects.
+    Messages(Vec<Value>),
+    /// Not yet: ask the client this and render again with its answers.
+    NeedInput(InputNeeded),
+}
 
 /// A prompt: rendered deterministically from its arguments alone.
 #[derive(Clone, Debug)]

@@ -147,6 +147,7 @@ mod tests {
             host: None,
             phase: Phase::Settle,
             principal: None,
+            input: &crate::protocol::input::NO_INPUT,
         };
         read_resource(s, &input)
     }

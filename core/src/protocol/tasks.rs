@@ -99,7 +99,7 @@ pub fn call_as_task<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> Ca
         _ => {}
     }
     let reply = call_tool(server, input);
-    if reply.host.is_some() {
+    if reply.host.is_some() || reply.input.is_some() {
         return reply;
     }
     let refused = match &reply.result {

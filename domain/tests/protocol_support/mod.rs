@@ -260,7 +260,9 @@ pub fn fixture_catalog() -> Catalog {
                     complete: None,
                 },
             ],
-            render: greet,
+            render: |args, _| {
+                greet(args).map(bernstein_core::protocol::registry::PromptTurn::Messages)
+            },
         }],
         resources: vec![ResourceSpec {
             uri: "fixture://card",
@@ -490,6 +492,7 @@ impl SchemaBook {
             let specific = match code {
                 -32022 if modern => Some("UnsupportedProtocolVersionError"),
                 -32020 if modern => Some("HeaderMismatchError"),
+                -32021 if modern => Some("MissingRequiredClientCapabilityError"),
                 _ => None,
             };
             if let Some(def) = specific {
@@ -504,6 +507,9 @@ impl SchemaBook {
         };
         self.check(revision, envelope, reply)?;
         let result = reply.get("result").ok_or("no result")?;
+        if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+            return self.check(revision, "InputRequiredResult", result);
+        }
         let def = match method {
             Some("initialize") => "InitializeResult",
             Some("ping") => "EmptyResult",

@@ -349,6 +349,7 @@ fn a_committed_job_comes_back_after_its_lost_races_with_its_records_durable() {
             message: server.read_message(run_call("operator")),
             server,
             facts: TransportFacts::stdio(None),
+            caps: Default::default(),
         },
         runs: 0,
     };

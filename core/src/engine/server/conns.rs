@@ -25,6 +25,7 @@ use super::{
 use crate::engine::log_budget::{Admit, LogBudget};
 use crate::ledger::{Fold, LedgerPosition};
 use crate::protocol::TransportFacts;
+use crate::protocol::input::ClientCaps;
 use crate::transport::http::exchange::{LegacyMessage, LegacyOpen};
 use crate::transport::http::operator::{feed_head, head_event};
 use crate::transport::http::read_clock::{Expired, ReadClock};
@@ -47,6 +48,7 @@ impl<F: Fold> Engine<F> {
                     foreground: None,
                     open: 0,
                     eof: false,
+                    caps: ClientCaps::NONE,
                 };
                 self.conns.insert(conn, Conn::Stdio(stdio));
                 return;
@@ -87,6 +89,7 @@ impl<F: Fold> Engine<F> {
             backlog: Backlog::default(),
             armed: None,
             log_level: None,
+            caps: ClientCaps::NONE,
         };
         self.conns.insert(conn, Conn::Http(h));
         self.counters.connections += 1;
@@ -574,6 +577,7 @@ impl<F: Fold> Engine<F> {
             peer,
             version: None,
             log_level: None,
+            caps: ClientCaps::NONE,
             last_event: now,
             backlog: self.take_backlog(conn),
             armed: None,
@@ -699,7 +703,12 @@ impl<F: Fold> Engine<F> {
         let stream = stream.unwrap_or(conn);
         let span = m.span(m.message.request_span_id());
         let message = m.message.clone();
-        let answer = Answer::Legacy { m, stream, span };
+        let answer = Answer::Legacy {
+            m,
+            stream,
+            span,
+            released: false,
+        };
         let req = self.start_request(conn, message, facts, answer, Some(peer), None);
         self.set_busy(conn, Some(Busy::Request(req)));
     }

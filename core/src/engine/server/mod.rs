@@ -27,6 +27,7 @@
 //! streams by token, the dashboards' feeds, the timers and the [`Counters`]. Time only ever
 //! arrives as an argument; the engine never blocks and performs no IO.
 
+mod asks;
 mod conns;
 mod entropy;
 mod introspect;
@@ -55,6 +56,7 @@ use super::turns::{Ticket, Turns};
 use super::{Cancels, Moment, Stop, WaitPolicy, WaitSlots};
 use crate::ledger::{Append, AppendResult, Fold, LedgerPosition, Snapshot, StoreError};
 use crate::protocol::host::{HostReply, HostRequest};
+use crate::protocol::input::ClientCaps;
 use crate::protocol::{Server, TransportFacts, Wait};
 use crate::transport::LineFramer;
 use crate::transport::http::exchange::{LegacyMessage, McpExchange, StreamedReply};
@@ -337,6 +339,8 @@ pub struct Engine<F: Fold> {
     keys: keys::Keys,
     /// Introspection answers and the requests waiting for one.
     introspection: introspect::Introspections,
+    /// Questions out to handshake-era clients ([`asks`]).
+    asks: asks::Asks,
     shutting_down: bool,
     /// When the shutdown's grace ends (the engine's clock), once one began.
     grace_ends: Option<Duration>,
@@ -428,6 +432,7 @@ impl<F: Fold> Engine<F> {
             entropy: Entropy::new(config.seed),
             keys: keys::Keys::default(),
             introspection: introspect::Introspections::default(),
+            asks: asks::Asks::default(),
             shutting_down: false,
             grace_ends: None,
             traced: false,
@@ -582,6 +587,7 @@ impl<F: Fold> Engine<F> {
             match due {
                 Due::Conn(conn) => self.conn_timer(conn, at),
                 Due::Req(req) => self.req_timer(req, at),
+                Due::Ask(req) => self.ask_timer(req, at),
                 Due::Feeds => {
                     timers::fired(&mut self.feeds_armed, at);
                     self.feeds_timer();
@@ -732,6 +738,9 @@ enum Answer {
         m: LegacyMessage,
         stream: ConnId,
         span: String,
+        /// The post was answered `202` early (its request asks the client, whose answer is
+        /// posted next: a client that posts one message at a time must not wait behind it).
+        released: bool,
     },
     /// The caller that submitted the job ([`Output::Finished`]): its notifications are kept
     /// for the answer; `stop` is what it said about waiting ([`Input::StopJob`]).
@@ -756,6 +765,9 @@ struct HttpConn {
     /// The log level `logging/setLevel` set on this connection (handshake era; streamable HTTP
     /// keeps no session, so it lasts as long as the connection).
     log_level: Option<crate::protocol::logging::LogLevel>,
+    /// What an `initialize` on this connection declared the client can be asked (as long as
+    /// the connection, like the log level).
+    caps: ClientCaps,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -784,6 +796,8 @@ struct StdioConn {
     /// Requests of this connection in flight.
     open: usize,
     eof: bool,
+    /// What the client declared in `initialize` it can be asked.
+    caps: ClientCaps,
 }
 
 /// A legacy SSE stream: its token, clocks, event ids and the revision it negotiated.
@@ -796,6 +810,8 @@ struct LegacyConn {
     version: Option<String>,
     /// The log level `logging/setLevel` set for messages posted to this stream.
     log_level: Option<crate::protocol::logging::LogLevel>,
+    /// What an `initialize` posted to this stream declared the client can be asked.
+    caps: ClientCaps,
     /// When it was last sent an event other than a keep-alive (its open included).
     last_event: Duration,
     backlog: Backlog,

@@ -14,6 +14,7 @@ use crate::engine::span::RequestSpan;
 use crate::engine::turns::Grant;
 use crate::engine::{Served, Stop};
 use crate::ledger::{AppendResult, Fold, Snapshot, StoreError};
+use crate::protocol::input::ClientCaps;
 use crate::protocol::tally::Tally;
 use crate::protocol::{ClientMessage, StorageFailure, TransportFacts};
 use crate::transport::http::exchange::{ServedParts, StreamedReply, body_span_id};
@@ -34,6 +35,12 @@ impl<F: Fold> Engine<F> {
             self.cancel(&named);
             self.cancel_listens(conn, &named);
         }
+        // The client's answer to a question the server put to it, whichever connection it
+        // came on: the asking request resumes (the message itself is answered as any response).
+        if let Some((question, answer)) = message.client_reply() {
+            self.client_answered(&question, answer, facts.principal.as_ref());
+        }
+        let caps = self.declared_caps(conn, &answer);
         let span = self
             .traced
             .then(|| Box::new(RequestSpan::of(&message, traceparent)));
@@ -42,10 +49,28 @@ impl<F: Fold> Engine<F> {
             server: self.server.clone(),
             message,
             facts,
+            caps,
         });
         let id = self.begin(job, Some(conn), answer, super::peer_ip(peer), entered);
         self.began(id, span);
         id
+    }
+
+    /// What the client of a message arriving on `conn` (answered at `answer`) declared in
+    /// `initialize` it can be asked: kept by its stdio connection, legacy stream or HTTP
+    /// connection.
+    fn declared_caps(&self, conn: ConnId, answer: &Answer) -> ClientCaps {
+        let holder = match answer {
+            Answer::Legacy { stream, .. } => *stream,
+            Answer::Job { .. } => return ClientCaps::NONE,
+            Answer::Stdio | Answer::Mcp { .. } => conn,
+        };
+        match self.conns.get(&holder) {
+            Some(Conn::Stdio(s)) => s.caps,
+            Some(Conn::Http(h)) => h.caps,
+            Some(Conn::Legacy(l)) => l.caps,
+            _ => ClientCaps::NONE,
+        }
     }
 
     /// Announces a request's span to a runtime that traces.
@@ -238,6 +263,7 @@ impl<F: Fold> Engine<F> {
                     self.ask_store(Output::Host { req: id, request });
                     continue;
                 }
+                Out::AskClient(needed) => return self.ask_client(id, needed),
                 Out::Settle => {
                     let Some(r) = self.reqs.get(&id) else { return };
                     let need = r.committed.map_or(r.read, |p| p.seq);
@@ -366,7 +392,7 @@ impl<F: Fold> Engine<F> {
     }
 
     /// A waiting stdio request lets the lines behind it through.
-    fn detach(&mut self, id: ReqId) {
+    pub(super) fn detach(&mut self, id: ReqId) {
         let Some(conn) = self.reqs.get(&id).and_then(|r| r.conn) else {
             return;
         };
@@ -585,7 +611,7 @@ impl<F: Fold> Engine<F> {
     /// Sends a notification of a request being served where its answer goes: a stdio line,
     /// an event on its SSE answer (opened by the first one; a client that takes JSON only
     /// gets none), an event on its legacy stream.
-    fn notify(&mut self, id: ReqId, n: Vec<u8>) {
+    pub(super) fn notify(&mut self, id: ReqId, n: Vec<u8>) {
         let Some(r) = self.reqs.get_mut(&id) else {
             return;
         };
@@ -621,7 +647,9 @@ impl<F: Fold> Engine<F> {
                     self.send(conn, bytes);
                 }
             }
-            Answer::Legacy { m, stream, span } => {
+            Answer::Legacy {
+                m, stream, span, ..
+            } => {
                 let stream = *stream;
                 let Some(Conn::Legacy(l)) = self.conns.get_mut(&stream) else {
                     return;
@@ -723,6 +751,9 @@ impl<F: Fold> Engine<F> {
                 if let Some(level) = served.log_level {
                     s.facts.log_level = Some(level);
                 }
+                if let Some(caps) = served.declared_caps {
+                    s.caps = caps;
+                }
                 s.open = s.open.saturating_sub(1);
                 if s.foreground == Some(id) {
                     s.foreground = None;
@@ -737,11 +768,15 @@ impl<F: Fold> Engine<F> {
             }
             Answer::Mcp { x, stream } => match stream {
                 None => {
-                    if let (Some(level), Some(Conn::Http(h))) =
-                        (served.log_level, self.conns.get_mut(&conn))
-                    {
-                        // No sessions over streamable HTTP: the level holds for the connection.
-                        h.log_level = Some(level);
+                    if let Some(Conn::Http(h)) = self.conns.get_mut(&conn) {
+                        // No sessions over streamable HTTP: the level and the declared
+                        // capabilities hold for the connection.
+                        if let Some(level) = served.log_level {
+                            h.log_level = Some(level);
+                        }
+                        if let Some(caps) = served.declared_caps {
+                            h.caps = caps;
+                        }
                     }
                     let response = x.reply(parts(&served));
                     let close = response.close;
@@ -762,7 +797,12 @@ impl<F: Fold> Engine<F> {
                 }
             },
             Answer::Job { .. } => {}
-            Answer::Legacy { m, stream, .. } => {
+            Answer::Legacy {
+                m,
+                stream,
+                released,
+                ..
+            } => {
                 let now = self.now.mono;
                 let response = match self.conns.get_mut(&stream) {
                     Some(Conn::Legacy(l)) => {
@@ -774,12 +814,18 @@ impl<F: Fold> Engine<F> {
                         if let Some(level) = served.log_level {
                             l.log_level = Some(level);
                         }
+                        if let Some(caps) = served.declared_caps {
+                            l.caps = caps;
+                        }
                         let events = m.events(&mut l.ids, parts(&served));
                         self.send(stream, events);
                         m.accepted(served.span_id.as_deref())
                     }
                     _ => m.stream_gone(),
                 };
+                if released {
+                    return;
+                }
                 let close = response.close;
                 self.respond(conn, response);
                 if !close {
@@ -804,6 +850,7 @@ impl<F: Fold> Engine<F> {
     /// Gives back what a request held: its wait slot, its turn or place in line, its
     /// cancellation entry, its watch, its count in the waits gauge.
     fn release(&mut self, r: &Req<F>, id: ReqId) {
+        self.forget_asks(id);
         if r.slot {
             self.slots.release(r.peer);
         }

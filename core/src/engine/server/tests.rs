@@ -5,6 +5,7 @@
 //! (`domain/tests/engine_server_sim.rs`). Backpressure and the caps of streams and feeds are in
 //! [`backlog`].
 
+mod asks;
 mod backlog;
 mod introspect;
 mod keys;
@@ -564,6 +565,7 @@ fn job(w: &World<()>, id: u64) -> crate::engine::Submitted<()> {
         message: server.read_message(call(id)),
         server,
         facts: TransportFacts::stdio(None),
+        caps: Default::default(),
     })
 }
 

@@ -19,6 +19,8 @@ pub(super) enum Due {
     Conn(ConnId),
     /// A request's pause or nap ends.
     Req(ReqId),
+    /// A request's questions to its client expire.
+    Ask(ReqId),
     /// The open feeds' next look at the head.
     Feeds,
     /// The held sync is due (group commit).

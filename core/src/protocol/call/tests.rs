@@ -93,6 +93,7 @@ fn call(server: &Server, snapshot: &Snapshot, params: Value) -> CallReply {
         host: Some(&[]),
         phase: crate::protocol::Phase::Live,
         principal: None,
+        input: &crate::protocol::input::NO_INPUT,
     };
     let mut reply = call_tool(server, &input);
     // The result as a client reads it: the meter envelope filled in where the core left its

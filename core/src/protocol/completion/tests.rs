@@ -6,7 +6,7 @@ use crate::protocol::era::Revision;
 use crate::protocol::ids::RequestIds;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::registry::{
-    Completer, PromptArgument, PromptSpec, ResourceContext, ResourceTemplateSpec,
+    Completer, PromptArgument, PromptSpec, PromptTurn, ResourceContext, ResourceTemplateSpec,
 };
 use crate::protocol::unit_fold::{Catalog, ResourceSpec, Server, Snapshot};
 use crate::time::Timestamp;
@@ -24,6 +24,7 @@ fn complete(s: &Server, params: Option<&Value>) -> Result<Value, RpcError> {
         host: None,
         phase: crate::protocol::Phase::Settle,
         principal: None,
+        input: &crate::protocol::input::NO_INPUT,
     };
     super::complete(s, &input)
 }
@@ -71,7 +72,7 @@ fn catalog(with_completers: bool) -> Catalog {
                 arg("mood", None),
                 arg("many", Some(many as Completer)),
             ],
-            render: |_| Ok(Vec::new()),
+            render: |_, _| Ok(PromptTurn::Messages(Vec::new())),
         }],
         resources: vec![ResourceSpec {
             uri: "test://static",

@@ -23,6 +23,7 @@ fn call_with_host(b: &Bench, args: Value, host: &[HostReply]) -> ToolOutput {
         spec_revision: "2025-11-25",
         host,
         meta: None,
+        input: &bernstein_core::protocol::input::NO_INPUT,
     };
     crate::tools::call::<VerifyLineage>(&ctx, args)
 }
