@@ -4,7 +4,8 @@
 //! - in the stateless era (2026-07-28, by header or by the body's
 //!   `_meta["io.modelcontextprotocol/protocolVersion"]`) the header must be present and equal
 //!   the body's version, and requests must mirror `method` in `Mcp-Method` and `params.name` /
-//!   `params.uri` in `Mcp-Name` (Base64 sentinel `=?base64?…?=` decoded) — else 400, `-32020`;
+//!   `params.uri` / `params.taskId` (tasks methods, SEP-2663) in `Mcp-Name` (Base64 sentinel
+//!   `=?base64?…?=` decoded) — else 400, `-32020`;
 //!   a handshake revision in `_meta` stays in the handshake era (the engine's rule);
 //! - `Mcp-Session-Id` is ignored (never stored, never echoed) until
 //!   [`Timestamp::LEGACY_SESSION_CUTOFF`], and refused from then on.
@@ -43,7 +44,8 @@ pub enum Era {
 pub struct BodyFacts {
     pub id: Option<Value>,
     pub method: Option<String>,
-    /// `params.name` (tools/call, prompts/get) or `params.uri` (resources/read).
+    /// `params.name` (tools/call, prompts/get), `params.uri` (resources/read) or
+    /// `params.taskId` (tasks/get, tasks/update, tasks/cancel).
     pub name: Option<String>,
     pub meta_version: Option<String>,
     /// `params.arguments` of a `tools/call` (for the `Mcp-Param-*` rules of
@@ -67,6 +69,7 @@ impl BodyFacts {
         let name_key = match known {
             Some(Method::ToolsCall | Method::PromptsGet) => Some("name"),
             Some(Method::ResourcesRead) => Some("uri"),
+            Some(Method::TasksGet | Method::TasksUpdate | Method::TasksCancel) => Some("taskId"),
             _ => None,
         };
         let name = name_key
@@ -220,7 +223,14 @@ pub fn check_headers(request: &Request, body: &BodyFacts) -> Result<HeaderCheck,
     if body.name.is_some()
         || matches!(
             body.known_method(),
-            Some(Method::ToolsCall | Method::ResourcesRead | Method::PromptsGet)
+            Some(
+                Method::ToolsCall
+                    | Method::ResourcesRead
+                    | Method::PromptsGet
+                    | Method::TasksGet
+                    | Method::TasksUpdate
+                    | Method::TasksCancel
+            )
         )
     {
         check_mirror(
