@@ -26,7 +26,7 @@ use super::model::results::CallToolResult;
 use super::model::{CallParams, Meta, Method};
 use super::refusal::Common;
 use super::registry::{
-    Arguments, Progress, ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec,
+    Arguments, Progress, TaskStep, ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec,
 };
 use super::validate::{Violation, check_limits};
 use super::{MeterSlot, Phase, Server};
@@ -87,6 +87,8 @@ pub struct CallInput<'a, F> {
     pub principal: Option<&'a super::principal::Principal>,
     /// The client's answers and the handler's state this round (see [`super::input`]).
     pub input: &'a Inputs,
+    /// Set when this call may create a task (see [`super::tool_tasks`]).
+    pub task: Option<super::registry::TaskClock>,
 }
 
 impl<F> Clone for CallInput<'_, F> {
@@ -255,6 +257,7 @@ fn run_handler<F: Fold>(
         host: input.host.unwrap_or_default(),
         meta: Meta::of(input.params).value(),
         input: input.input,
+        task: input.task,
     };
     (tool.call)(&ctx, args.clone())
 }
@@ -282,12 +285,16 @@ fn finish<F: Fold>(
         watch,
         // Outside `tools/call` (`call_registered`), `result` is the refusal already.
         invalid_arguments: _,
+        task: step,
     } = output;
     if let Some(needed) = needed {
         return CallReply {
             input: Some(needed),
             ..CallReply::needs_nothing()
         };
+    }
+    if let Some(step) = step {
+        return task_step(server, input, audit, tool, step);
     }
     let result = match (host, input.host) {
         (Some(request), Some(replies)) if replies.len() < MAX_HOST_ROUNDS => {
@@ -467,6 +474,46 @@ fn finish<F: Fold>(
     }
 }
 
+/// What a task-capable tool's "working" or protocol failure answers: on the call that may
+/// create a task, the task (its `mcp.task.created` record sealed with the audit record, see
+/// [`super::tool_tasks`]); on any other call, the JSON-RPC error it stands for.
+fn task_step<F: Fold>(
+    server: &Server<F>,
+    input: &CallInput<'_, F>,
+    audit: &Audit<'_, F>,
+    tool: &ToolSpec<F>,
+    step: TaskStep,
+) -> CallReply {
+    let message = match step {
+        TaskStep::Failed { code, message } => {
+            return audit.refuse(RpcError::new(code, message), Common::InternalError);
+        }
+        TaskStep::Working(message) => message,
+    };
+    if input.task.is_none_or(|t| t.started) {
+        let e = RpcError::internal(format!(
+            "tool {} answered \"still working\" to a call that creates no task",
+            tool.name
+        ));
+        return audit.refuse(e, Common::InternalError);
+    }
+    if holds_float(audit.args) {
+        let e = RpcError::invalid_params(format!(
+            "tool {}: arguments holding a fractional number cannot be recorded with a task; \
+             send integers or strings",
+            tool.name
+        ));
+        return audit.refuse(e, Common::InvalidArguments);
+    }
+    let (draft, result) =
+        super::tool_tasks::created(server, input, tool.name, audit.args, &message);
+    CallReply {
+        result: Ok(result),
+        records: audit.seal(vec![draft], true, None, None),
+        ..CallReply::needs_nothing()
+    }
+}
+
 /// The records of a `resources/read` of a URI that `template` matched, audited like a tool
 /// call (docs/RECORDS.md): one `mcp.stateless_call` record with `tool: "resources/read"`,
 /// `resource: template`, the digest of `{"uri": uri}`, and, for a read that answered from a
@@ -571,7 +618,7 @@ fn unaudited(error: RpcError) -> CallReply {
 }
 
 /// Whether a record body holds a float (which has no canonical form).
-fn holds_float(v: &Value) -> bool {
+pub(crate) fn holds_float(v: &Value) -> bool {
     let mut stack = vec![v];
     while let Some(v) = stack.pop() {
         match v {

@@ -38,6 +38,7 @@ use super::resource_read::read_resource;
 use super::resource_templates::list_resource_templates;
 use super::tally::{self, OTHER_METHOD, Tally};
 use super::tasks;
+use super::tool_tasks;
 use super::{Input, MessageInput, MeterSlot, Outcome, Phase, Response, Server, Wait, Watch};
 use crate::ledger::Fold;
 use crate::ledger::{Append, Record, Snapshot, run_stream};
@@ -468,11 +469,14 @@ fn route<F: Fold>(
         phase,
         principal: input.transport.principal.as_ref(),
         input: &inputs,
+        task: None,
     };
     match method {
         Method::ToolsCall => {
             let mut reply = if tasks::augmented(revision, params) {
                 tasks::call_as_task(server, &call)
+            } else if let Some(reply) = tool_tasks::call(server, &call) {
+                reply
             } else {
                 call_tool(server, &call)
             };

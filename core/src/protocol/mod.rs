@@ -63,6 +63,7 @@ pub mod resource_templates;
 pub mod strict_json;
 pub mod tally;
 pub mod tasks;
+pub mod tool_tasks;
 #[cfg(test)]
 pub(crate) mod unit_fold;
 pub mod validate;
