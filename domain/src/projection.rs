@@ -111,7 +111,8 @@ pub struct Projection {
     ignored_records: u64,
     /// The engine's own tasks (`protocol::tool_tasks`), for catalogues that declare
     /// task-capable tools without task hooks (the conformance fixture's).
-    #[serde(default)]
+    /// Absent from a checkpoint while empty, so Bernstein's checkpoints keep their bytes.
+    #[serde(default, skip_serializing_if = "ToolTasks::is_empty")]
     tool_tasks: ToolTasks,
     /// Calls per minute of the last day (the dashboard's tallies).
     calls: CallStats,
