@@ -36,7 +36,7 @@ use bernstein_core::ledger::audit::CallAudit;
 use bernstein_core::ledger::{
     AUDIT_STREAM, BACKLOG_STREAM, Fold, MAILBOX_STREAM_PREFIX, RUN_STREAM_PREFIX, Record,
 };
-use bernstein_core::protocol::tool_tasks::{self, ToolTasks};
+use bernstein_core::protocol::task_records::{self, ToolTasks};
 
 /// A snapshot of Bernstein's ledger: positions, stream heads and the [`Projection`].
 pub type Snapshot = bernstein_core::ledger::Snapshot<Projection>;
@@ -136,7 +136,7 @@ impl Fold for Projection {
             self.fold_journal(run_id, rec)
         } else if rec.stream == AUDIT_STREAM {
             self.fold_audit(rec)
-        } else if rec.stream.starts_with(tool_tasks::fold::STREAM_PREFIX) {
+        } else if rec.stream.starts_with(task_records::STREAM_PREFIX) {
             self.tool_tasks.apply(rec)
         } else if let Some(task_id) = rec.stream.strip_prefix(MAILBOX_STREAM_PREFIX) {
             self.fold_mailbox(task_id, rec)

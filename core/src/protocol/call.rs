@@ -68,6 +68,9 @@ pub struct CallReply {
     pub wait_ms: Option<u64>,
     /// The stream the wait depends on (see [`ToolOutput::watch`]).
     pub watch: Option<String>,
+    /// Set when the handler answered "still working" to a call that creates a task: `records`
+    /// create it (see [`TaskStart`]) and the caller answers the task; the status message.
+    pub working: Option<String>,
 }
 
 /// Everything a tool call reads.
@@ -88,7 +91,15 @@ pub struct CallInput<'a, F> {
     /// The client's answers and the handler's state this round (see [`super::input`]).
     pub input: &'a Inputs,
     /// Set when this call may create a task (see [`super::tool_tasks`]).
-    pub task: Option<super::registry::TaskClock>,
+    pub task: Option<TaskStart<'a>>,
+}
+
+/// What a call that may create a task brings: the handler's clock, and the record that creates
+/// the task when the handler answers [`ToolOutput::working`].
+#[derive(Clone, Copy, Debug)]
+pub struct TaskStart<'a> {
+    pub clock: super::registry::TaskClock,
+    pub created: &'a Draft,
 }
 
 impl<F> Clone for CallInput<'_, F> {
@@ -257,7 +268,7 @@ fn run_handler<F: Fold>(
         host: input.host.unwrap_or_default(),
         meta: Meta::of(input.params).value(),
         input: input.input,
-        task: input.task,
+        task: input.task.map(|t| t.clock),
     };
     (tool.call)(&ctx, args.clone())
 }
@@ -294,7 +305,7 @@ fn finish<F: Fold>(
         };
     }
     if let Some(step) = step {
-        return task_step(server, input, audit, tool, step);
+        return task_step(input, audit, tool, step);
     }
     let result = match (host, input.host) {
         (Some(request), Some(replies)) if replies.len() < MAX_HOST_ROUNDS => {
@@ -471,14 +482,14 @@ fn finish<F: Fold>(
         logs,
         wait_ms: None,
         watch: None,
+        working: None,
     }
 }
 
 /// What a task-capable tool's "working" or protocol failure answers: on the call that may
-/// create a task, the task (its `mcp.task.created` record sealed with the audit record, see
-/// [`super::tool_tasks`]); on any other call, the JSON-RPC error it stands for.
+/// create a task, the task's record sealed with the audit record (the caller answers the
+/// task, see [`super::tool_tasks`]); on any other call, the JSON-RPC error it stands for.
 fn task_step<F: Fold>(
-    server: &Server<F>,
     input: &CallInput<'_, F>,
     audit: &Audit<'_, F>,
     tool: &ToolSpec<F>,
@@ -490,26 +501,24 @@ fn task_step<F: Fold>(
         }
         TaskStep::Working(message) => message,
     };
-    if input.task.is_none_or(|t| t.started) {
+    let Some(start) = input.task.filter(|t| !t.clock.started) else {
         let e = RpcError::internal(format!(
             "tool {} answered \"still working\" to a call that creates no task",
             tool.name
         ));
         return audit.refuse(e, Common::InternalError);
-    }
-    if holds_float(audit.args) {
+    };
+    if holds_float(&start.created.body) {
         let e = RpcError::invalid_params(format!(
-            "tool {}: arguments holding a fractional number cannot be recorded with a task; \
-             send integers or strings",
+            "tool {}: arguments or answers holding a fractional number cannot be recorded with \
+             a task; send integers or strings",
             tool.name
         ));
         return audit.refuse(e, Common::InvalidArguments);
     }
-    let (draft, result) =
-        super::tool_tasks::created(server, input, tool.name, audit.args, &message);
     CallReply {
-        result: Ok(result),
-        records: audit.seal(vec![draft], true, None, None),
+        working: Some(message),
+        records: audit.seal(vec![start.created.clone()], true, None, None),
         ..CallReply::needs_nothing()
     }
 }
@@ -571,6 +580,7 @@ impl CallReply {
             logs: Vec::new(),
             wait_ms: None,
             watch: None,
+            working: None,
         }
     }
 
@@ -614,6 +624,7 @@ fn unaudited(error: RpcError) -> CallReply {
         logs: Vec::new(),
         wait_ms: None,
         watch: None,
+        working: None,
     }
 }
 
@@ -676,6 +687,7 @@ impl<'a, F: Fold> Audit<'a, F> {
             logs: Vec::new(),
             wait_ms: None,
             watch: None,
+            working: None,
         }
     }
 

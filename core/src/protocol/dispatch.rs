@@ -533,7 +533,9 @@ fn route<F: Fold>(
         m if tasks::serves(m, revision) => {
             // Tasks methods never ask the host.
             let call = CallInput { host: None, ..call };
-            let reply = tasks::serve(server, m, &call);
+            // The engine's own tasks first (and the extension's gate), then the catalogue's.
+            let reply = tool_tasks::serve(server, m, &call)
+                .unwrap_or_else(|| tasks::serve(server, m, &call));
             Routed {
                 meter: reply.meter,
                 records: reply.records,

@@ -563,8 +563,8 @@ pub struct Catalog<F> {
     pub tasks: Option<TaskHooks<F>>,
     /// The engine's own task support for task-capable tools (`task_support` optional or
     /// required) of a catalogue without hooks of its own: where the catalogue's fold keeps the
-    /// task records the engine writes ([`super::tool_tasks`]). `None`: no such tasks.
-    pub tool_tasks: Option<fn(&F) -> &super::tool_tasks::ToolTasks>,
+    /// task records the engine writes ([`super::task_records`]). `None`: no such tasks.
+    pub tool_tasks: Option<fn(&F) -> &super::task_records::ToolTasks>,
     /// Whether `tools/list` ends each tool's description with the sentence of its [`Effects`]
     /// ([`Effects::sentence`]); a catalogue that does not states them in its own words.
     pub effects_in_descriptions: bool,

@@ -43,7 +43,6 @@ use super::model::results::{
 use super::model::{CallParams, Method, TaskListParams, TaskParams, TaskUpdateParams};
 use super::refusal::Common;
 use super::registry::{Task, TaskHooks, TaskStatus, TaskSupport, ToolLookup};
-use super::tool_tasks;
 use super::{MeterSlot, Phase, Server, Wait};
 use crate::ledger::Fold;
 use crate::ledger::{Record, Snapshot};
@@ -213,12 +212,6 @@ pub fn serves(method: Method, revision: Revision) -> bool {
 /// (callers check [`serves`] first).
 pub fn serve<F: Fold>(server: &Server<F>, method: Method, input: &CallInput<'_, F>) -> TaskReply {
     let modern = input.revision.is_modern();
-    if modern && !tool_tasks::extension_declared(input.params) {
-        return TaskReply::of(Err(tool_tasks::missing_extension(method.as_str())));
-    }
-    if modern && let Some(reply) = tool_tasks::serve(server, method, input) {
-        return reply;
-    }
     let hooks = server.catalog.tasks.as_ref();
     if method == Method::TasksList {
         return TaskReply::of(list(hooks, input));

@@ -6,7 +6,7 @@
 //!   request that declares the extension in `_meta["io.modelcontextprotocol/clientCapabilities"]`,
 //!   runs the handler with a [`TaskClock`] (`started: false`). A handler answering
 //!   [`ToolOutput::working`] creates the task: the call appends `mcp.task.created` (see
-//!   [`fold`]) with its audit record and answers a flat `CreateTaskResult` only once that
+//!   [`super::task_records`]) with its audit record and answers a flat `CreateTaskResult` only once that
 //!   transaction is durable. Any other answer (a result, a refusal, an input request) is the
 //!   call's answer as usual. Without the extension a required tool is refused with `-32021`
 //!   (`requiredCapabilities`) before its handler runs; an optional one runs as a plain call.
@@ -23,11 +23,9 @@
 //! No thread, no timer, no clock read: `now` is handed in, and any instance answers alike from
 //! the same snapshot.
 
-pub mod fold;
-
 use serde_json::{Map, Value, json};
 
-use super::call::{CallInput, CallReply, call_tool, refuse_call};
+use super::call::{CallInput, CallReply, TaskStart, call_tool, refuse_call};
 use super::decorate::decorate;
 use super::era::{META_CLIENT_CAPABILITIES, Revision};
 use super::ids::RequestIds;
@@ -44,10 +42,11 @@ use super::registry::{
 use super::tasks::{POLL_INTERVAL_MS, TASK_TTL_MS, TASKS_EXTENSION, TaskReply};
 use super::{Server, validate};
 use crate::digest::Digest;
-use crate::ledger::{Draft, Fold, Snapshot, seal};
+use crate::ledger::{Draft, Fold, Record, Snapshot, seal};
 use crate::time::Timestamp;
 
-pub use fold::{ToolTask, ToolTasks};
+use super::task_records::{self as records, TaskCreated};
+pub use super::task_records::{ToolTask, ToolTasks};
 
 /// Whether the request declares the tasks extension in its `_meta` client capabilities.
 pub fn extension_declared(params: Option<&Value>) -> bool {
@@ -93,17 +92,24 @@ pub fn call<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> Option<Cal
             ))
         }
         (_, true) => {
-            let clock = TaskClock {
-                elapsed_ms: 0,
-                started: false,
-            };
-            Some(call_tool(
-                server,
-                &CallInput {
-                    task: Some(clock),
-                    ..*input
+            let id = task_id(&input.ids.digest, &input.snapshot.position.head);
+            let created = created_draft(input, &id, tool.name);
+            let start = TaskStart {
+                clock: TaskClock {
+                    elapsed_ms: 0,
+                    started: false,
                 },
-            ))
+                created: &created,
+            };
+            let with_task = CallInput {
+                task: Some(start),
+                ..*input
+            };
+            let mut reply = call_tool(server, &with_task);
+            if let Some(message) = reply.working.take() {
+                reply.result = Ok(create_result(server, input, &id, &message));
+            }
+            Some(reply)
         }
     }
 }
@@ -115,37 +121,43 @@ fn task_id(request: &Digest, at: &Digest) -> String {
     format!("task-{}", &Digest::of(both.as_bytes()).hex()[..24])
 }
 
-/// What a creating call appends and answers: the `mcp.task.created` draft and the flat
-/// `CreateTaskResult` (status `working` with `message`).
-pub(crate) fn created<F: Fold>(
-    server: &Server<F>,
-    input: &CallInput<'_, F>,
-    tool: &str,
-    arguments: &Value,
-    message: &str,
-) -> (Draft, Value) {
-    let id = task_id(&input.ids.digest, &input.snapshot.position.head);
+/// The `mcp.task.created` record of task `id`, created by this call of `tool`.
+fn created_draft<F>(input: &CallInput<'_, F>, id: &str, tool: &str) -> Draft {
     let caps = input.input.caps;
-    let caps: Vec<&str> = [
+    let caps = [
         ("elicitation", caps.elicitation),
         ("sampling", caps.sampling),
         ("roots", caps.roots),
     ]
     .into_iter()
-    .filter_map(|(k, on)| on.then_some(k))
+    .filter(|(_, on)| *on)
+    .map(|(k, _)| k.to_string())
     .collect();
-    let responses: Map<String, Value> = input.input.responses.iter().cloned().collect();
-    let body = json!({
-        "task_id": id,
-        "tool": tool,
-        "arguments": arguments,
-        "created_at": input.now.0,
-        "ttl_ms": TASK_TTL_MS,
-        "caps": caps,
-        "responses": responses,
-        "state": input.input.state,
-    });
-    let draft = Draft::new(fold::stream(&id), fold::CREATED, body);
+    let arguments = CallParams::read(input.params)
+        .ok()
+        .and_then(|p| p.arguments.cloned())
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    let body = TaskCreated {
+        task_id: id.to_string(),
+        tool: tool.to_string(),
+        arguments,
+        created_at: input.now.0,
+        ttl_ms: TASK_TTL_MS,
+        caps,
+        responses: input.input.responses.iter().cloned().collect(),
+        state: input.input.state.clone(),
+    };
+    let body = serde_json::to_value(&body).unwrap_or(Value::Null);
+    Draft::new(records::stream(id), records::CREATED, body)
+}
+
+/// The flat `CreateTaskResult` of task `id`, `working` with `message`.
+fn create_result<F: Fold>(
+    server: &Server<F>,
+    input: &CallInput<'_, F>,
+    id: &str,
+    message: &str,
+) -> Value {
     let at = input.now.to_rfc3339();
     let mut result = decorate(
         server,
@@ -164,7 +176,7 @@ pub(crate) fn created<F: Fold>(
     if let Value::Object(obj) = &mut result {
         obj.insert("resultType".into(), Value::String("task".into()));
     }
-    (draft, result)
+    result
 }
 
 /// A task as it stands at `now`.
@@ -380,13 +392,26 @@ pub fn detailed(task: &Evaluated) -> Value {
     out
 }
 
-/// Serves `tasks/get`, `tasks/update` or `tasks/cancel` (2026-07-28) of an engine task;
-/// `None` when the id names none (the caller answers from the catalogue's hooks, or unknown).
+/// Serves a `tasks/*` request of 2026-07-28 that this module answers: any, when the request
+/// does not declare the extension (`-32021`, for every catalogue's tasks), else `tasks/get`,
+/// `tasks/update` or `tasks/cancel` of an engine task. `None`: the caller answers from the
+/// catalogue's hooks (or as an unknown task).
 pub fn serve<F: Fold>(
     server: &Server<F>,
     method: Method,
     input: &CallInput<'_, F>,
 ) -> Option<TaskReply> {
+    if !input.revision.is_modern() {
+        return None;
+    }
+    if !extension_declared(input.params) {
+        return Some(TaskReply {
+            result: Err(missing_extension(method.as_str())),
+            meter: None,
+            records: Vec::new(),
+            pending: None,
+        });
+    }
     let id = TaskParams::read(input.params).ok()?.task_id;
     let task = evaluate(server, input.snapshot, input.now, input.revision, id)?;
     let ack = || decorate(server, input.revision, method, Value::Object(Map::new()));
@@ -400,7 +425,10 @@ pub fn serve<F: Fold>(
             Ok(None) => (Ok(ack()), Vec::new()),
             Ok(Some(kept)) => {
                 let body = json!({"task_id": id, "responses": kept, "at": input.now.0});
-                (Ok(ack()), appended(server, input, id, fold::ANSWERED, body))
+                (
+                    Ok(ack()),
+                    appended(server, input, id, records::ANSWERED, body),
+                )
             }
         },
         // Cancelling a terminal task changes nothing and is acknowledged alike.
@@ -409,7 +437,7 @@ pub fn serve<F: Fold>(
             let body = json!({"task_id": id, "at": input.now.0});
             (
                 Ok(ack()),
-                appended(server, input, id, fold::CANCELLED, body),
+                appended(server, input, id, records::CANCELLED, body),
             )
         }
         _ => return None,
@@ -459,9 +487,9 @@ fn appended<F: Fold>(
     id: &str,
     kind: &str,
     body: Value,
-) -> Vec<crate::ledger::Record> {
+) -> Vec<Record> {
     let snapshot = input.snapshot;
-    let draft = Draft::new(fold::stream(id), kind, body);
+    let draft = Draft::new(records::stream(id), kind, body);
     seal(
         &snapshot.position,
         |s| snapshot.stream_head(s),

@@ -345,20 +345,32 @@ fn the_fold_refuses_records_that_do_not_fit() {
         seq: 1,
         prev: Digest::ZERO,
         txn: [1, 1],
-        stream: fold::stream("task-x"),
+        stream: records::stream("task-x"),
         sprev: Digest::ZERO,
         kind: kind.into(),
         body,
         hash: Digest::ZERO,
         mac: None,
     };
-    assert!(!tasks.apply(&rec(fold::CANCELLED, json!({"task_id": "task-x", "at": 1}))));
-    let created =
-        json!({"task_id": "task-x", "tool": "t", "arguments": {}, "created_at": 1, "ttl_ms": 10});
-    assert!(tasks.apply(&rec(fold::CREATED, created.clone())));
-    assert!(!tasks.apply(&rec(fold::CREATED, created)));
-    assert!(!tasks.apply(&rec(fold::CANCELLED, json!({"task_id": "task-y", "at": 1}))));
-    assert!(tasks.apply(&rec(fold::CANCELLED, json!({"task_id": "task-x", "at": 3}))));
+    assert!(!tasks.apply(&rec(
+        records::CANCELLED,
+        json!({"task_id": "task-x", "at": 1})
+    )));
+    let created = json!({"task_id": "task-x", "tool": "t", "arguments": {}, "created_at": 1,
+        "ttl_ms": 10, "caps": [], "responses": {}});
+    let mut stray = created.clone();
+    stray["extra"] = json!(1);
+    assert!(!tasks.apply(&rec(records::CREATED, stray)));
+    assert!(tasks.apply(&rec(records::CREATED, created.clone())));
+    assert!(!tasks.apply(&rec(records::CREATED, created)));
+    assert!(!tasks.apply(&rec(
+        records::CANCELLED,
+        json!({"task_id": "task-y", "at": 1})
+    )));
+    assert!(tasks.apply(&rec(
+        records::CANCELLED,
+        json!({"task_id": "task-x", "at": 3})
+    )));
     let task = tasks.get("task-x").unwrap();
     assert!(task.cancelled);
     assert_eq!(task.updated_at, 3);
