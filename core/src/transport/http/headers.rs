@@ -4,8 +4,8 @@
 //! - in the stateless era (2026-07-28, by header or by the body's
 //!   `_meta["io.modelcontextprotocol/protocolVersion"]`) the header must be present and equal
 //!   the body's version, and requests must mirror `method` in `Mcp-Method` and `params.name` /
-//!   `params.uri` / `params.taskId` (tasks methods, SEP-2663) in `Mcp-Name` (Base64 sentinel
-//!   `=?base64?…?=` decoded) — else 400, `-32020`;
+//!   `params.uri` in `Mcp-Name` (Base64 sentinel `=?base64?…?=` decoded), and `params.taskId`
+//!   of a tasks method in `Mcp-Name` when that is sent (SEP-2663) — else 400, `-32020`;
 //!   a handshake revision in `_meta` stays in the handshake era (the engine's rule);
 //! - `Mcp-Session-Id` is ignored (never stored, never echoed) until
 //!   [`Timestamp::LEGACY_SESSION_CUTOFF`], and refused from then on.
@@ -223,22 +223,21 @@ pub fn check_headers(request: &Request, body: &BodyFacts) -> Result<HeaderCheck,
     if body.name.is_some()
         || matches!(
             body.known_method(),
-            Some(
-                Method::ToolsCall
-                    | Method::ResourcesRead
-                    | Method::PromptsGet
-                    | Method::TasksGet
-                    | Method::TasksUpdate
-                    | Method::TasksCancel
-            )
+            Some(Method::ToolsCall | Method::ResourcesRead | Method::PromptsGet)
         )
     {
+        // A tasks method's `Mcp-Name` (SEP-2663) must match when sent; clients that predate
+        // the rule (the Python SDK) send none, so it is not required.
+        let tasks = matches!(
+            body.known_method(),
+            Some(Method::TasksGet | Method::TasksUpdate | Method::TasksCancel)
+        );
         check_mirror(
             request,
             "mcp-name",
             "Mcp-Name",
             body.name.as_deref(),
-            required,
+            required && !tasks,
             true,
         )?;
     }
@@ -341,6 +340,17 @@ pub(crate) mod tests {
     }
 
     const MODERN: (&str, &str) = ("MCP-Protocol-Version", "2026-07-28");
+
+    #[test]
+    fn a_tasks_method_mirrors_its_task_id_when_it_names_one() {
+        let body = BodyFacts::of(&json!({"jsonrpc":"2.0","id":1,"method":"tasks/get",
+            "params":{"taskId": "task-1", "_meta":{META_VERSION: "2026-07-28"}}}));
+        let method = ("Mcp-Method", "tasks/get");
+        assert!(check_headers(&req(&[MODERN, method, ("Mcp-Name", "task-1")]), &body).is_ok());
+        assert!(check_headers(&req(&[MODERN, method]), &body).is_ok());
+        let err = check_headers(&req(&[MODERN, method, ("Mcp-Name", "task-2")]), &body);
+        assert_eq!(err.unwrap_err().code, HEADER_MISMATCH);
+    }
 
     #[test]
     fn handshake_era_needs_no_mirroring() {
