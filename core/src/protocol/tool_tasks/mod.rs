@@ -5,9 +5,9 @@
 //! - Creation: a `tools/call` of a tool whose `task_support` is optional or required, from a
 //!   request that declares the extension in `_meta["io.modelcontextprotocol/clientCapabilities"]`,
 //!   runs the handler with a [`TaskClock`] (`started: false`). A handler answering
-//!   [`ToolOutput::working`] creates the task: the call appends `mcp.task.created` (see
-//!   [`super::task_records`]) with its audit record and answers a flat `CreateTaskResult` only once that
-//!   transaction is durable. Any other answer (a result, a refusal, an input request) is the
+//!   [`ToolOutput::working`] creates the task: the call appends `mcp.task.created`
+//!   ([`super::task_records`]) with its audit record and answers a flat `CreateTaskResult`
+//!   only once that transaction is durable. Any other answer (a result, a refusal, an input request) is the
 //!   call's answer as usual. Without the extension a required tool is refused with `-32021`
 //!   (`requiredCapabilities`) before its handler runs; an optional one runs as a plain call.
 //! - Reading: `tasks/get` runs the handler again on the recorded arguments and answers, with the
@@ -19,6 +19,9 @@
 //! - `tasks/update` records the answers to what the task asks now (`mcp.task.answered`);
 //!   `tasks/cancel` records `mcp.task.cancelled` unless the task is terminal. Both acknowledge
 //!   with an empty result.
+//!
+//! - Every `tasks/*` request of 2026-07-28, whoever's task it names, must declare the
+//!   extension (`-32021` otherwise) ([`serve`]).
 //!
 //! No thread, no timer, no clock read: `now` is handed in, and any instance answers alike from
 //! the same snapshot.
