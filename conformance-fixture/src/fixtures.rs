@@ -8,7 +8,8 @@
 //! server cannot do (server-initiated requests, log pushes) is registered anyway where a name is
 //! involved, so the suite reports the precise missing behaviour instead of "not found";
 //! tests/conformance/expected-failures.txt lists those scenarios with the reason. The fixtures
-//! that ask the client for input are in [`crate::input_fixtures`].
+//! that ask the client for input are in [`crate::input_fixtures`], the tasks extension's in
+//! [`crate::task_fixtures`] (served by the engine's own task support, `Catalog::tool_tasks`).
 
 use bernstein_core::Config;
 use bernstein_core::protocol::completion::starting_with;
@@ -112,6 +113,7 @@ fn with_logging(_: &ToolContext<'_>, _: Value) -> ToolOutput {
 
 fn tools() -> Vec<ToolSpec> {
     let mut tools = crate::input_fixtures::tools();
+    tools.extend(crate::task_fixtures::tools());
     tools.extend([
         fixture_tool(
             "test_simple_text",
@@ -401,6 +403,8 @@ pub fn catalog() -> Catalog {
         },
         capability_card: |c: &Config| json!({"fixture": "mcp-conformance", "tier": c.tier.as_str()}),
         tasks: None,
+        // The engine's own tasks for the task-capable fixtures (`crate::task_fixtures`).
+        tool_tasks: Some(bernstein_domain::Projection::tool_tasks),
         effects_in_descriptions: false,
         redact: bernstein_core::protocol::registry::no_redaction,
     }

@@ -10,6 +10,7 @@
 mod fixtures;
 mod input_fixtures;
 mod kit;
+mod task_fixtures;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

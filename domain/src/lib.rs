@@ -103,6 +103,8 @@ pub fn catalog() -> Catalog {
         instructions: instructions::instructions,
         capability_card: card::capability_card,
         tasks: Some(task_view::hooks()),
+        // Bernstein's tasks are its runs, driven by workers through the hooks above.
+        tool_tasks: None,
         effects_in_descriptions: true,
         redact: |text| dlp::redact(text).text,
     }

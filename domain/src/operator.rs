@@ -115,6 +115,7 @@ pub fn cancel_task(
         host: &[],
         meta: None,
         input: &bernstein_core::protocol::input::NO_INPUT,
+        task: None,
     };
     let mut args = json!({"task_id": task_id});
     if let Some(r) = reason {

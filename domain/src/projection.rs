@@ -36,6 +36,7 @@ use bernstein_core::ledger::audit::CallAudit;
 use bernstein_core::ledger::{
     AUDIT_STREAM, BACKLOG_STREAM, Fold, MAILBOX_STREAM_PREFIX, RUN_STREAM_PREFIX, Record,
 };
+use bernstein_core::protocol::task_records::{self, ToolTasks};
 
 /// A snapshot of Bernstein's ledger: positions, stream heads and the [`Projection`].
 pub type Snapshot = bernstein_core::ledger::Snapshot<Projection>;
@@ -108,6 +109,11 @@ pub struct Projection {
     txn: TxnCursor,
     /// Known-kind records that did not fit the state and were skipped.
     ignored_records: u64,
+    /// The engine's own tasks (`protocol::tool_tasks`), for catalogues that declare
+    /// task-capable tools without task hooks (the conformance fixture's).
+    /// Absent from a checkpoint while empty, so Bernstein's checkpoints keep their bytes.
+    #[serde(default, skip_serializing_if = "ToolTasks::is_empty")]
+    tool_tasks: ToolTasks,
     /// Calls per minute of the last day (the dashboard's tallies).
     calls: CallStats,
     /// Wall-clock ms of the newest claim decision, granted or refused (`task.claim_receipt`'s
@@ -130,6 +136,8 @@ impl Fold for Projection {
             self.fold_journal(run_id, rec)
         } else if rec.stream == AUDIT_STREAM {
             self.fold_audit(rec)
+        } else if rec.stream.starts_with(task_records::STREAM_PREFIX) {
+            self.tool_tasks.apply(rec)
         } else if let Some(task_id) = rec.stream.strip_prefix(MAILBOX_STREAM_PREFIX) {
             self.fold_mailbox(task_id, rec)
         } else if rec.stream == artifacts::LINEAGE_STREAM {
@@ -540,6 +548,11 @@ impl Projection {
     }
 
     /// How many known-kind records did not fit the state and were skipped.
+    /// The engine's own tasks folded so far.
+    pub fn tool_tasks(&self) -> &ToolTasks {
+        &self.tool_tasks
+    }
+
     pub fn ignored_records(&self) -> u64 {
         self.ignored_records
     }

@@ -386,6 +386,7 @@ mod tests {
 
     #[test]
     fn documented_examples_match_the_types_that_write_them() {
+        use bernstein_core::protocol::task_records;
         let examples = documented_examples();
         let kinds: Vec<&str> = examples.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(
@@ -405,6 +406,9 @@ mod tests {
                 super::super::task_view::PROGRESS_TICK,
                 super::super::lease::TASK_LEASE,
                 super::super::lease::TASK_RECLAIMED,
+                task_records::CREATED,
+                task_records::ANSWERED,
+                task_records::CANCELLED,
                 super::super::artifacts::ARTIFACT_POSTED,
                 super::super::artifacts::RUN_ARTIFACT,
                 super::super::artifacts::ARTIFACT_MIRROR,
@@ -432,6 +436,9 @@ mod tests {
                 super::super::lease::TASK_RECLAIMED => {
                     round_trips::<super::super::lease::TaskReclaimed>(text)
                 }
+                task_records::CREATED => round_trips::<task_records::TaskCreated>(text),
+                task_records::ANSWERED => round_trips::<task_records::TaskAnswered>(text),
+                task_records::CANCELLED => round_trips::<task_records::TaskCancelled>(text),
                 super::super::artifacts::ARTIFACT_POSTED => {
                     round_trips::<super::super::artifacts::ArtifactRecord>(text)
                 }

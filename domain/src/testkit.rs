@@ -74,6 +74,7 @@ impl Bench {
                 host,
                 meta: self.meta.as_ref(),
                 input: &bernstein_core::protocol::input::NO_INPUT,
+                task: None,
             };
             (spec.call)(&ctx, args)
         };

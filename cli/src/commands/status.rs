@@ -31,6 +31,7 @@ pub fn run(workdir: &Path, json_output: bool, store: Option<&str>) -> Result<Exi
         host: &[],
         meta: None,
         input: &bernstein_core::protocol::input::NO_INPUT,
+        task: None,
     };
     let payload = (spec.call)(&cx, json!({"detail": true}))
         .result

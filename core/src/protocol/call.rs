@@ -26,7 +26,7 @@ use super::model::results::CallToolResult;
 use super::model::{CallParams, Meta, Method};
 use super::refusal::Common;
 use super::registry::{
-    Arguments, Progress, ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec,
+    Arguments, Progress, TaskStep, ToolContext, ToolError, ToolLookup, ToolOutput, ToolSpec,
 };
 use super::validate::{Violation, check_limits};
 use super::{MeterSlot, Phase, Server};
@@ -68,6 +68,9 @@ pub struct CallReply {
     pub wait_ms: Option<u64>,
     /// The stream the wait depends on (see [`ToolOutput::watch`]).
     pub watch: Option<String>,
+    /// Set when the handler answered "still working" to a call that creates a task: `records`
+    /// create it (see [`TaskStart`]) and the caller answers the task; the status message.
+    pub working: Option<String>,
 }
 
 /// Everything a tool call reads.
@@ -87,6 +90,16 @@ pub struct CallInput<'a, F> {
     pub principal: Option<&'a super::principal::Principal>,
     /// The client's answers and the handler's state this round (see [`super::input`]).
     pub input: &'a Inputs,
+    /// Set when this call may create a task (see [`super::tool_tasks`]).
+    pub task: Option<TaskStart<'a>>,
+}
+
+/// What a call that may create a task brings: the handler's clock, and the record that creates
+/// the task when the handler answers [`ToolOutput::working`].
+#[derive(Clone, Copy, Debug)]
+pub struct TaskStart<'a> {
+    pub clock: super::registry::TaskClock,
+    pub created: &'a Draft,
 }
 
 impl<F> Clone for CallInput<'_, F> {
@@ -255,6 +268,7 @@ fn run_handler<F: Fold>(
         host: input.host.unwrap_or_default(),
         meta: Meta::of(input.params).value(),
         input: input.input,
+        task: input.task.map(|t| t.clock),
     };
     (tool.call)(&ctx, args.clone())
 }
@@ -282,12 +296,16 @@ fn finish<F: Fold>(
         watch,
         // Outside `tools/call` (`call_registered`), `result` is the refusal already.
         invalid_arguments: _,
+        task: step,
     } = output;
     if let Some(needed) = needed {
         return CallReply {
             input: Some(needed),
             ..CallReply::needs_nothing()
         };
+    }
+    if let Some(step) = step {
+        return task_step(input, audit, tool, step);
     }
     let result = match (host, input.host) {
         (Some(request), Some(replies)) if replies.len() < MAX_HOST_ROUNDS => {
@@ -464,6 +482,44 @@ fn finish<F: Fold>(
         logs,
         wait_ms: None,
         watch: None,
+        working: None,
+    }
+}
+
+/// What a task-capable tool's "working" or protocol failure answers: on the call that may
+/// create a task, the task's record sealed with the audit record (the caller answers the
+/// task, see [`super::tool_tasks`]); on any other call, the JSON-RPC error it stands for.
+fn task_step<F: Fold>(
+    input: &CallInput<'_, F>,
+    audit: &Audit<'_, F>,
+    tool: &ToolSpec<F>,
+    step: TaskStep,
+) -> CallReply {
+    let message = match step {
+        TaskStep::Failed { code, message } => {
+            return audit.refuse(RpcError::new(code, message), Common::InternalError);
+        }
+        TaskStep::Working(message) => message,
+    };
+    let Some(start) = input.task.filter(|t| !t.clock.started) else {
+        let e = RpcError::internal(format!(
+            "tool {} answered \"still working\" to a call that creates no task",
+            tool.name
+        ));
+        return audit.refuse(e, Common::InternalError);
+    };
+    if holds_float(&start.created.body) {
+        let e = RpcError::invalid_params(format!(
+            "tool {}: arguments or answers holding a fractional number cannot be recorded with \
+             a task; send integers or strings",
+            tool.name
+        ));
+        return audit.refuse(e, Common::InvalidArguments);
+    }
+    CallReply {
+        working: Some(message),
+        records: audit.seal(vec![start.created.clone()], true, None, None),
+        ..CallReply::needs_nothing()
     }
 }
 
@@ -524,6 +580,7 @@ impl CallReply {
             logs: Vec::new(),
             wait_ms: None,
             watch: None,
+            working: None,
         }
     }
 
@@ -567,11 +624,12 @@ fn unaudited(error: RpcError) -> CallReply {
         logs: Vec::new(),
         wait_ms: None,
         watch: None,
+        working: None,
     }
 }
 
 /// Whether a record body holds a float (which has no canonical form).
-fn holds_float(v: &Value) -> bool {
+pub(crate) fn holds_float(v: &Value) -> bool {
     let mut stack = vec![v];
     while let Some(v) = stack.pop() {
         match v {
@@ -629,6 +687,7 @@ impl<'a, F: Fold> Audit<'a, F> {
             logs: Vec::new(),
             wait_ms: None,
             watch: None,
+            working: None,
         }
     }
 

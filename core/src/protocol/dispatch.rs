@@ -39,6 +39,7 @@ use super::resource_templates::list_resource_templates;
 use super::subscriptions;
 use super::tally::{self, OTHER_METHOD, Tally};
 use super::tasks;
+use super::tool_tasks;
 use super::{Input, MessageInput, MeterSlot, Outcome, Phase, Response, Server, Wait, Watch};
 use crate::ledger::Fold;
 use crate::ledger::{Append, Record, Snapshot, run_stream};
@@ -522,11 +523,14 @@ fn route<F: Fold>(
         phase,
         principal: input.transport.principal.as_ref(),
         input: &inputs,
+        task: None,
     };
     match method {
         Method::ToolsCall => {
             let mut reply = if tasks::augmented(revision, params) {
                 tasks::call_as_task(server, &call)
+            } else if let Some(reply) = tool_tasks::call(server, &call) {
+                reply
             } else {
                 call_tool(server, &call)
             };
@@ -583,7 +587,9 @@ fn route<F: Fold>(
         m if tasks::serves(m, revision) => {
             // Tasks methods never ask the host.
             let call = CallInput { host: None, ..call };
-            let reply = tasks::serve(server, m, &call);
+            // The engine's own tasks first (and the extension's gate), then the catalogue's.
+            let reply = tool_tasks::serve(server, m, &call)
+                .unwrap_or_else(|| tasks::serve(server, m, &call));
             Routed {
                 meter: reply.meter,
                 records: reply.records,

@@ -30,7 +30,9 @@
 //! - [`meter`], [`render`]: the `_meter` envelope and response bytes.
 //! - [`tally`]: what a runtime may count about an outcome (its metrics).
 //! - [`tasks`]: task-augmented `tools/call` and `tasks/*` (2025-11-25 and the 2026-07-28
-//!   `io.modelcontextprotocol/tasks` extension); [`progress`]: `notifications/progress` ticks.
+//!   `io.modelcontextprotocol/tasks` extension) of a catalogue's [`registry::TaskHooks`];
+//!   [`tool_tasks`]: the engine's own tasks for task-capable tools of catalogues without hooks,
+//!   recorded as [`task_records`]; [`progress`]: `notifications/progress` ticks.
 //!
 //! Nothing here keeps state between messages: every answer is a function of the message, the
 //! snapshot, `now` and the configuration.
@@ -63,7 +65,9 @@ pub mod resource_templates;
 pub mod strict_json;
 pub mod subscriptions;
 pub mod tally;
+pub mod task_records;
 pub mod tasks;
+pub mod tool_tasks;
 #[cfg(test)]
 pub(crate) mod unit_fold;
 pub mod validate;

@@ -86,6 +86,31 @@ pub struct ToolContext<'a, F> {
     /// The client's answers to what this call asked before, the state it kept, and what the
     /// client can be asked (see [`super::input`]); [`super::input::NO_INPUT`] outside a request.
     pub input: &'a Inputs,
+    /// Where the task this call runs as stands (see [`super::tool_tasks`]); `None` for a plain
+    /// call, which must answer at once.
+    pub task: Option<TaskClock>,
+}
+
+/// How far a task-capable tool's task has come: the handler answers from this, purely, whether
+/// it is still working ([`ToolOutput::working`]), needs input, failed or has its result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskClock {
+    /// Milliseconds since the task was created (`now` minus its recorded `createdAt`); 0 on
+    /// the call that would create it.
+    pub elapsed_ms: u64,
+    /// `false` on the `tools/call` that would create the task (answering "working" creates
+    /// it; a result answers the call at once), `true` once it exists (`tasks/get`).
+    pub started: bool,
+}
+
+/// What a task-capable tool answers besides a result: not done yet, or failed at the protocol
+/// level (a tool error is a refusal, `Err(ToolError)`, and completes the task).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TaskStep {
+    /// Still working; the text is the task's `statusMessage`.
+    Working(String),
+    /// A protocol-level failure: the task is `failed` with this JSON-RPC error inlined.
+    Failed { code: i64, message: String },
 }
 
 impl<F> Clone for ToolContext<'_, F> {
@@ -205,6 +230,9 @@ pub struct ToolOutput {
     /// ([`ToolOutput::invalid_arguments`]): what was wrong, for `tools/call` to refuse the call
     /// exactly as a failed schema check is refused.
     pub invalid_arguments: Option<Vec<Violation>>,
+    /// A task-capable tool's "not done yet" or protocol failure (see [`TaskStep`]); when set,
+    /// `result`, `drafts` and `content` are ignored.
+    pub task: Option<TaskStep>,
 }
 
 /// A resource a tool result points at (a `resource_link` content block).
@@ -254,6 +282,28 @@ impl ToolOutput {
             wait_ms: None,
             watch: None,
             invalid_arguments: None,
+            task: None,
+        }
+    }
+
+    /// A task-capable tool's "still working" (see [`TaskClock`]): creates the task on the call
+    /// that asked for one, keeps it `working` afterwards.
+    pub fn working(message: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            task: Some(TaskStep::Working(message.into())),
+            ..ToolOutput::ok(Value::Null)
+        }
+    }
+
+    /// A protocol-level failure of a task-capable tool: its task is `failed` with this error
+    /// (a plain call answers it as the JSON-RPC error).
+    pub fn task_failed(code: i64, message: impl Into<String>) -> ToolOutput {
+        ToolOutput {
+            task: Some(TaskStep::Failed {
+                code,
+                message: message.into(),
+            }),
+            ..ToolOutput::ok(Value::Null)
         }
     }
 
@@ -287,6 +337,7 @@ impl ToolOutput {
             wait_ms: None,
             watch: None,
             invalid_arguments: None,
+            task: None,
         }
     }
 
@@ -513,6 +564,10 @@ pub struct Catalog<F> {
     /// MCP tasks and progress ticks; `None`: no tool creates a task, so every task id is
     /// unknown, `tasks/list` is empty and no call ticks.
     pub tasks: Option<TaskHooks<F>>,
+    /// The engine's own task support for task-capable tools (`task_support` optional or
+    /// required) of a catalogue without hooks of its own: where the catalogue's fold keeps the
+    /// task records the engine writes ([`super::task_records`]). `None`: no such tasks.
+    pub tool_tasks: Option<fn(&F) -> &super::task_records::ToolTasks>,
     /// Whether `tools/list` ends each tool's description with the sentence of its [`Effects`]
     /// ([`Effects::sentence`]); a catalogue that does not states them in its own words.
     pub effects_in_descriptions: bool,
@@ -534,6 +589,7 @@ impl<F> Catalog<F> {
             instructions: |_| String::new(),
             capability_card: |_| Value::Null,
             tasks: None,
+            tool_tasks: None,
             effects_in_descriptions: false,
             redact: no_redaction,
         }

@@ -148,6 +148,7 @@ mod tests {
             phase: Phase::Settle,
             principal: None,
             input: &crate::protocol::input::NO_INPUT,
+            task: None,
         };
         read_resource(s, &input)
     }

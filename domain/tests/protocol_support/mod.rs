@@ -277,6 +277,7 @@ pub fn fixture_catalog() -> Catalog {
         instructions: |_| "Fixture server: call echo.".into(),
         capability_card: card,
         tasks: None,
+        tool_tasks: None,
         effects_in_descriptions: false,
         redact: bernstein_core::protocol::registry::no_redaction,
     }

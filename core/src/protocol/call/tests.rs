@@ -94,6 +94,7 @@ fn call(server: &Server, snapshot: &Snapshot, params: Value) -> CallReply {
         phase: crate::protocol::Phase::Live,
         principal: None,
         input: &crate::protocol::input::NO_INPUT,
+        task: None,
     };
     let mut reply = call_tool(server, &input);
     // The result as a client reads it: the meter envelope filled in where the core left its

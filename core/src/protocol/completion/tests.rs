@@ -25,6 +25,7 @@ fn complete(s: &Server, params: Option<&Value>) -> Result<Value, RpcError> {
         phase: crate::protocol::Phase::Settle,
         principal: None,
         input: &crate::protocol::input::NO_INPUT,
+        task: None,
     };
     super::complete(s, &input)
 }
@@ -95,6 +96,7 @@ fn catalog(with_completers: bool) -> Catalog {
         instructions: |_| String::new(),
         capability_card: |_| Value::Null,
         tasks: None,
+        tool_tasks: None,
         effects_in_descriptions: false,
         redact: crate::protocol::registry::no_redaction,
     }

@@ -4,7 +4,8 @@
 //! - in the stateless era (2026-07-28, by header or by the body's
 //!   `_meta["io.modelcontextprotocol/protocolVersion"]`) the header must be present and equal
 //!   the body's version, and requests must mirror `method` in `Mcp-Method` and `params.name` /
-//!   `params.uri` in `Mcp-Name` (Base64 sentinel `=?base64?…?=` decoded) — else 400, `-32020`;
+//!   `params.uri` in `Mcp-Name` (Base64 sentinel `=?base64?…?=` decoded), and `params.taskId`
+//!   of a tasks method in `Mcp-Name` when that is sent (SEP-2663) — else 400, `-32020`;
 //!   a handshake revision in `_meta` stays in the handshake era (the engine's rule);
 //! - `Mcp-Session-Id` is ignored (never stored, never echoed) until
 //!   [`Timestamp::LEGACY_SESSION_CUTOFF`], and refused from then on.
@@ -43,7 +44,8 @@ pub enum Era {
 pub struct BodyFacts {
     pub id: Option<Value>,
     pub method: Option<String>,
-    /// `params.name` (tools/call, prompts/get) or `params.uri` (resources/read).
+    /// `params.name` (tools/call, prompts/get), `params.uri` (resources/read) or
+    /// `params.taskId` (tasks/get, tasks/update, tasks/cancel).
     pub name: Option<String>,
     pub meta_version: Option<String>,
     /// `params.arguments` of a `tools/call` (for the `Mcp-Param-*` rules of
@@ -67,6 +69,7 @@ impl BodyFacts {
         let name_key = match known {
             Some(Method::ToolsCall | Method::PromptsGet) => Some("name"),
             Some(Method::ResourcesRead) => Some("uri"),
+            Some(Method::TasksGet | Method::TasksUpdate | Method::TasksCancel) => Some("taskId"),
             _ => None,
         };
         let name = name_key
@@ -223,12 +226,18 @@ pub fn check_headers(request: &Request, body: &BodyFacts) -> Result<HeaderCheck,
             Some(Method::ToolsCall | Method::ResourcesRead | Method::PromptsGet)
         )
     {
+        // A tasks method's `Mcp-Name` (SEP-2663) must match when sent; clients that predate
+        // the rule (the Python SDK) send none, so it is not required.
+        let tasks = matches!(
+            body.known_method(),
+            Some(Method::TasksGet | Method::TasksUpdate | Method::TasksCancel)
+        );
         check_mirror(
             request,
             "mcp-name",
             "Mcp-Name",
             body.name.as_deref(),
-            required,
+            required && !tasks,
             true,
         )?;
     }
@@ -331,6 +340,17 @@ pub(crate) mod tests {
     }
 
     const MODERN: (&str, &str) = ("MCP-Protocol-Version", "2026-07-28");
+
+    #[test]
+    fn a_tasks_method_mirrors_its_task_id_when_it_names_one() {
+        let body = BodyFacts::of(&json!({"jsonrpc":"2.0","id":1,"method":"tasks/get",
+            "params":{"taskId": "task-1", "_meta":{META_VERSION: "2026-07-28"}}}));
+        let method = ("Mcp-Method", "tasks/get");
+        assert!(check_headers(&req(&[MODERN, method, ("Mcp-Name", "task-1")]), &body).is_ok());
+        assert!(check_headers(&req(&[MODERN, method]), &body).is_ok());
+        let err = check_headers(&req(&[MODERN, method, ("Mcp-Name", "task-2")]), &body);
+        assert_eq!(err.unwrap_err().code, HEADER_MISMATCH);
+    }
 
     #[test]
     fn handshake_era_needs_no_mirroring() {

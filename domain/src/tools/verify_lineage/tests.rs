@@ -24,6 +24,7 @@ fn call_with_host(b: &Bench, args: Value, host: &[HostReply]) -> ToolOutput {
         host,
         meta: None,
         input: &bernstein_core::protocol::input::NO_INPUT,
+        task: None,
     };
     crate::tools::call::<VerifyLineage>(&ctx, args)
 }
