@@ -68,6 +68,18 @@ SURFACE = {
     "input-required-result-validate-input",
 }
 
+# Checks of surface scenarios that call the suite's diagnostic tools (`test_missing_capability`,
+# `test_streaming_elicitation`, `test_logging_tool`). Only the fixture offers those tools (the
+# production server never grows test tools), so these checks are judged on the fixture: on a
+# server target they are set aside, and the run fails unless the fixture passed each of them in
+# the same scenario and revision.
+FIXTURE_JUDGED = {
+    "sep-2575-server-rejects-undeclared-capability",
+    "sep-2575-missing-capability-http-400",
+    "sep-2575-http-server-no-independent-requests-on-stream",
+    "sep-2575-server-no-log-without-loglevel",
+}
+
 
 def log(msg: str) -> None:
     print(msg, flush=True)
@@ -151,6 +163,8 @@ class ScenarioResult:
     failing_checks: set[str] = field(default_factory=set)
     messages: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # Failing checks set aside on a server target because the fixture judges them.
+    on_fixture: set[str] = field(default_factory=set)
     # Set by judge(): "ok", "xfail" (every failing check is listed in expected-failures.txt)
     # or "FAIL" (some failing check is not).
     verdict: str = ""
@@ -176,7 +190,9 @@ def read_results(outdir: Path, target: str, revision: str, only: set[str] | None
             items = [{"id": scenario, "status": "FAILURE", "errorMessage": "unreadable checks.json"}]
         for c in items:
             status = c.get("status")
-            if status in FAILING:
+            if status in FAILING and target != "fixture" and c.get("id") in FIXTURE_JUDGED:
+                r.on_fixture.add(c["id"])
+            elif status in FAILING:
                 r.failing_checks.add(c.get("id", "?"))
                 r.messages[c.get("id", "?")] = str(c.get("errorMessage") or c.get("description") or "")[:300]
             elif status == "WARNING":
@@ -272,6 +288,21 @@ def judge(results: list[ScenarioResult], expected: list[Expected]) -> tuple[list
     return unexpected, stale, passed, failed
 
 
+def judged_on_fixture(results: list[ScenarioResult]) -> list[str]:
+    """A failure for every check a server target set aside that the fixture did not pass."""
+    bad = []
+    for r in results:
+        if not r.on_fixture:
+            continue
+        twin = next((f for f in results if f.target == "fixture" and f.revision == r.revision
+                     and f.scenario == r.scenario), None)
+        for check in sorted(r.on_fixture):
+            if twin is None or check in twin.failing_checks:
+                bad.append(f"{r.target} {r.revision} {r.scenario}: check {check} is judged on the "
+                           "fixture, which did not pass it in this run")
+    return bad
+
+
 # ---- main -------------------------------------------------------------------------------------
 
 
@@ -317,12 +348,15 @@ def main() -> int:
         shutil.rmtree(scratch, ignore_errors=True)
 
     unexpected, stale, passed, failed = judge(results, expected)
+    unexpected.extend(judged_on_fixture(results))
     for r in results:
         detail = ""
         if r.failing_checks:
             noun = "unexpected" if r.verdict == "FAIL" else "expected"
             detail = f"  ({len(r.failing_checks)} failing checks, {noun})"
         log(f"  {r.verdict:5} {r.target:11} {r.revision} {r.scenario}{detail}")
+        if r.on_fixture:
+            log(f"         judged on the fixture: {', '.join(sorted(r.on_fixture))}")
         for w in r.warnings:
             log(f"         warning: {w}")
     gaps = [e for e in expected if e.category == "gap" and e.matched_failure]
