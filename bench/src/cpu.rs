@@ -1,4 +1,4 @@
-//! CPU time of processes, read from `/proc` (Linux).
+//! CPU time and threads of processes, read from `/proc` (Linux).
 
 /// `sysconf(_SC_CLK_TCK)` is 100 on every Linux this runs on.
 pub const TICKS_PER_SECOND: f64 = 100.0;
@@ -44,4 +44,13 @@ pub fn ticks_of_named(name: &str) -> u64 {
         }
     }
     total
+}
+
+/// The threads of `pid` now.
+pub fn threads(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
 }

@@ -554,3 +554,18 @@ pub fn bernstein_http(bin: &Path, period: Duration) -> Vec<(String, Rates)> {
     println!();
     all
 }
+
+/// The latency of `n` sequential `tools/list` calls on `client` (each must answer 200).
+pub fn tools_list_latency(client: &mut Conn, n: usize) -> Result<crate::stats::Summary, String> {
+    let list = request(3, "tools/list", serde_json::json!({}));
+    let mut took = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = std::time::Instant::now();
+        let (status, _) = client.post(&list).map_err(|e| e.to_string())?;
+        if status != 200 {
+            return Err(format!("tools/list answered {status}"));
+        }
+        took.push(t.elapsed());
+    }
+    Ok(crate::stats::Summary::of(took))
+}

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::http_load::{Conn, http_command, memory, request, spawn, tool_call};
+use crate::http_load::{Conn, http_command, memory, spawn, tool_call};
 use crate::long_polls::run_id;
-use crate::stats::{Summary, fmt};
+use crate::stats::fmt;
 
 const MODERN: &str = "2026-07-28";
 
@@ -61,19 +61,9 @@ fn measure(bin: &Path, runtime: &str, streams: usize) -> Result<String, String> 
         .filter(|s| read_until(s, b"subscriptions/acknowledged", Duration::from_secs(30)))
         .count();
     std::thread::sleep(Duration::from_secs(1));
-    let threads = threads(pid);
+    let threads = crate::cpu::threads(pid);
     let mem = memory(pid);
-    let list = request(3, "tools/list", json!({}));
-    let mut took = Vec::new();
-    for _ in 0..200 {
-        let t = Instant::now();
-        let (status, _) = client.post(&list).map_err(|e| e.to_string())?;
-        if status != 200 {
-            return Err(format!("tools/list answered {status}"));
-        }
-        took.push(t.elapsed());
-    }
-    let latency = Summary::of(took);
+    let latency = crate::http_load::tools_list_latency(&mut client, 200)?;
     let cancel = tool_call(4, "bernstein_cancel", json!({"task_id": run}));
     let t0 = Instant::now();
     client.post(&cancel).map_err(|e| e.to_string())?;
@@ -145,12 +135,4 @@ fn read_until(mut s: &TcpStream, needle: &[u8], limit: Duration) -> bool {
         }
     }
     false
-}
-
-fn threads(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .and_then(|v| v.trim().parse().ok())
 }

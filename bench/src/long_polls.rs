@@ -16,10 +16,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::http_load::{
-    Conn, Message, REVISION, http_command, load, memory, request, spawn, tool_call,
-};
-use crate::stats::{Summary, fmt};
+use crate::http_load::{Conn, Message, REVISION, http_command, load, memory, spawn, tool_call};
+use crate::stats::fmt;
 
 /// How long each poll asks to wait: longer than the measurement.
 const WAIT_MS: u64 = 120_000;
@@ -76,19 +74,9 @@ fn measure(bin: &Path, runtime: &str, polls: usize) -> Result<String, String> {
     let cpu = crate::cpu::ticks(pid)
         .zip(cpu0)
         .map(|(b, a)| (b - a) as f64 / crate::cpu::TICKS_PER_SECOND / t0.elapsed().as_secs_f64());
-    let threads = threads(pid);
+    let threads = crate::cpu::threads(pid);
     let mem = memory(pid);
-    let list = request(3, "tools/list", json!({}));
-    let mut took = Vec::new();
-    for _ in 0..200 {
-        let t = Instant::now();
-        let (status, _) = client.post(&list).map_err(|e| e.to_string())?;
-        if status != 200 {
-            return Err(format!("tools/list answered {status}"));
-        }
-        took.push(t.elapsed());
-    }
-    let latency = Summary::of(took);
+    let latency = crate::http_load::tools_list_latency(&mut client, 200)?;
     let write = |c, i| tool_call(i, "bernstein_run", json!({"goal": format!("w{c} {i}")}));
     let cpu0 = crate::cpu::ticks(pid);
     let t0 = Instant::now();
@@ -168,12 +156,4 @@ fn settle(client: &mut Conn, limit: Duration, done: impl Fn(u64) -> bool) -> Opt
         std::thread::sleep(Duration::from_millis(50));
     }
     last
-}
-
-fn threads(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Threads:"))
-        .and_then(|v| v.trim().parse().ok())
 }
