@@ -90,12 +90,7 @@ impl<F: Fold> Engine<F> {
                 (p.conn, response)
             })
             .collect();
-        for (conn, response) in answers {
-            if matches!(self.conns.get(&conn), Some(Conn::Http(h)) if h.busy == Some(Busy::Introspection))
-            {
-                self.respond(conn, response.closing());
-            }
-        }
+        self.answer_parked(answers, Busy::Introspection);
     }
 
     /// The runtime's answer to [`Output::Introspect`] for the token of `digest`.

@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::{Busy, Conn, ConnId, Engine, Output};
 use crate::ledger::Fold;
 use crate::transport::http::jwt::KeySet;
-use crate::transport::http::{Decision, Known, Request};
+use crate::transport::http::{Decision, HttpResponse, Known, Request};
 
 /// Shortest time between two fetches of the issuer's keys.
 pub const REFETCH_AFTER: Duration = Duration::from_secs(5);
@@ -89,9 +89,14 @@ impl<F: Fold> Engine<F> {
                 (p.conn, http.policy.keys_unavailable(&p.request, why))
             })
             .collect();
+        self.answer_parked(answers, Busy::Keys);
+    }
+
+    /// Answers parked requests whose connections still wait for `busy`, each with a closing
+    /// response (the connection is closed once it is written).
+    pub(super) fn answer_parked(&mut self, answers: Vec<(ConnId, HttpResponse)>, busy: Busy) {
         for (conn, response) in answers {
-            if matches!(self.conns.get(&conn), Some(Conn::Http(h)) if h.busy == Some(Busy::Keys)) {
-                // A closing response: the connection is closed once it is written.
+            if matches!(self.conns.get(&conn), Some(Conn::Http(h)) if h.busy == Some(busy)) {
                 self.respond(conn, response.closing());
             }
         }
