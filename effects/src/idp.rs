@@ -97,6 +97,39 @@ pub fn form_encode(s: &str) -> String {
     out
 }
 
+/// POSTs `form` (already `application/x-www-form-urlencoded`) to `url` as the OAuth client
+/// `client_id` with HTTP Basic authentication (RFC 6749 §2.3.1: both parts form-encoded
+/// first), asking for JSON; the status and at most `limit` bytes of the body.
+pub fn post_form_as_client(
+    agent: &ureq::Agent,
+    url: &str,
+    (client_id, client_secret): (&str, &str),
+    form: &str,
+    limit: u64,
+) -> Result<(u16, Vec<u8>), String> {
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+        "{}:{}",
+        form_encode(client_id),
+        form_encode(client_secret)
+    ));
+    let mut response = agent
+        .post(url)
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .header("Accept", "application/json")
+        .header("Authorization", format!("Basic {basic}"))
+        .send(form.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let status = response.status().as_u16();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(limit)
+        .read_to_vec()
+        .map_err(|e| e.to_string())?;
+    Ok((status, body))
+}
+
 /// Whether `url` may be fetched: HTTPS, or HTTP to a loopback host.
 pub fn allowed_url(url: &str) -> Result<(), String> {
     if url.starts_with("https://") {

@@ -11,11 +11,10 @@
 
 use std::sync::Mutex;
 
-use base64::Engine as _;
 use bernstein_core::transport::http::introspection::IntrospectRequest;
 use serde_json::Value;
 
-use crate::idp::{TIMEOUT, allowed_url, discover, form_encode};
+use crate::idp::{TIMEOUT, allowed_url, discover, form_encode, post_form_as_client};
 
 /// Largest answer read.
 const MAX_ANSWER_BYTES: u64 = 64 * 1024;
@@ -44,31 +43,15 @@ pub fn introspect(ask: &IntrospectRequest, endpoint: &Endpoint) -> Result<Value,
         }
     };
     allowed_url(&url)?;
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
-        "{}:{}",
-        form_encode(&ask.client_id),
-        form_encode(ask.client_secret.expose())
-    ));
     let token = String::from_utf8_lossy(ask.token.expose());
     let form = format!("token={}&token_type_hint=access_token", form_encode(&token));
     let failed = |why: String| format!("POST {url}: {why}");
-    let mut response = agent
-        .post(&url)
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .header("Accept", "application/json")
-        .header("Authorization", format!("Basic {basic}"))
-        .send(form.as_bytes())
-        .map_err(|e| failed(e.to_string()))?;
-    let status = response.status().as_u16();
+    let client = (ask.client_id.as_str(), ask.client_secret.expose());
+    let (status, body) =
+        post_form_as_client(&agent, &url, client, &form, MAX_ANSWER_BYTES).map_err(failed)?;
     if status != 200 {
         return Err(failed(format!("HTTP {status}")));
     }
-    let body = response
-        .body_mut()
-        .with_config()
-        .limit(MAX_ANSWER_BYTES)
-        .read_to_vec()
-        .map_err(|e| failed(e.to_string()))?;
     let doc: Value =
         serde_json::from_slice(&body).map_err(|_| failed("the answer is not JSON".into()))?;
     if !doc.is_object() {
@@ -151,6 +134,7 @@ mod tests {
             "{request}"
         );
         // RFC 6749 §2.3.1: the id and secret are form-encoded before Basic.
+        use base64::Engine as _;
         let basic = base64::engine::general_purpose::STANDARD.encode("rs%3A1:p%26ss+word");
         assert!(request.contains(&format!("Basic {basic}\r\n")), "{request}");
         assert!(

@@ -12,8 +12,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use bernstein_effects::idp::form_encode;
+use bernstein_effects::idp::{form_encode, post_form_as_client};
 use serde_json::Value;
 
 use crate::transport::TransportError;
@@ -119,30 +118,14 @@ fn fetch(
 ) -> Result<(String, Duration), TransportError> {
     let failed =
         |why: String| TransportError::Io(format!("OAuth token from {}: {why}", cc.token_url));
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
-        "{}:{}",
-        form_encode(&cc.client_id),
-        form_encode(&cc.client_secret)
-    ));
     let form = format!(
         "grant_type=client_credentials&scope={}&resource={}",
         form_encode(&cc.scope),
         form_encode(&cc.resource)
     );
-    let mut response = agent
-        .post(&cc.token_url)
-        .header("Content-Type", "application/x-www-form-urlencoded")
-        .header("Accept", "application/json")
-        .header("Authorization", format!("Basic {basic}"))
-        .send(form.as_bytes())
-        .map_err(|e| failed(e.to_string()))?;
-    let status = response.status().as_u16();
-    let body = response
-        .body_mut()
-        .with_config()
-        .limit(64 * 1024)
-        .read_to_vec()
-        .map_err(|e| failed(e.to_string()))?;
+    let client = (cc.client_id.as_str(), cc.client_secret.as_str());
+    let (status, body) =
+        post_form_as_client(agent, &cc.token_url, client, &form, 64 * 1024).map_err(failed)?;
     let doc: Value = serde_json::from_slice(&body)
         .map_err(|_| failed(format!("HTTP {status}, and the answer is not JSON")))?;
     if status != 200 {
