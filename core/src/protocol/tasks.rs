@@ -21,9 +21,11 @@
 //! What a task is comes from the catalogue's [`TaskHooks`]: the task a call created (named by
 //! the `task_id` of its payload), its view, the page of `tasks/list`, a finished task's answer,
 //! the tool `tasks/cancel` goes through. They are pure in the snapshot, so any instance answers
-//! identically; a catalogue without hooks knows no task. Every task has `ttl` 86,400,000 ms. Errors: unknown or malformed task id, bad cursor, cancelling a
-//! terminal task → `-32602`. `tasks/result` of a running task answers at once with a
-//! retryable `-32000` and sets [`Outcome::pending`](super::Outcome::pending) so that a runtime
+//! identically; a catalogue without hooks knows no task. Every task has `ttl` 86,400,000 ms.
+//! Errors: unknown or malformed task id, bad cursor, cancelling a terminal task → `-32602` (in
+//! 2026-07-28 the extension acknowledges that cancel alike, changing nothing). `tasks/result`
+//! of a running task answers at once with a retryable `-32000` and sets
+//! [`Outcome::pending`](super::Outcome::pending) so that a runtime
 //! can wait for the ledger to move and ask again: the core never blocks.
 //!
 //! This module must never keep state between requests nor read a clock.
@@ -429,6 +431,10 @@ fn cancel<F: Fold>(
     input: &CallInput<'_, F>,
     view: &Task,
 ) -> TaskReply {
+    if view.is_terminal() && input.revision.is_modern() {
+        // The extension acknowledges a cancel of a finished task alike, and it changes nothing.
+        return TaskReply::of(Ok(empty_ack(server, input)));
+    }
     if view.is_terminal() {
         return TaskReply::of(Err(RpcError::invalid_params(format!(
             "Cannot cancel task {}: already in terminal status {}",
@@ -469,12 +475,7 @@ fn cancel<F: Fold>(
     }
     let after = applied(input.snapshot, &reply.records);
     let result = if input.revision.is_modern() {
-        decorate(
-            server,
-            input.revision,
-            Method::TasksCancel,
-            Value::Object(Map::new()),
-        )
+        empty_ack(server, input)
     } else {
         let view = (hooks.view)(&after, &view.task_id).unwrap_or_else(|| view.clone());
         to_value(&handshake_task(&view))
@@ -483,6 +484,16 @@ fn cancel<F: Fold>(
         records: reply.records,
         ..TaskReply::of(Ok(result))
     }
+}
+
+/// The 2026-07-28 `tasks/cancel` acknowledgement: an empty result.
+fn empty_ack<F: Fold>(server: &Server<F>, input: &CallInput<'_, F>) -> Value {
+    decorate(
+        server,
+        input.revision,
+        Method::TasksCancel,
+        Value::Object(Map::new()),
+    )
 }
 
 /// `tasks/list`: the catalogue's root tasks in id order, [`LIST_PAGE_SIZE`] per page; the
