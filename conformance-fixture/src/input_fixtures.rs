@@ -138,6 +138,7 @@ fn multiple_inputs(ctx: &ToolContext<'_>, _: Value) -> ToolOutput {
     ToolOutput::need_input(InputNeeded {
         requests: missing,
         state: Some(Value::Object(kept)),
+        related_task: None,
     })
 }
 
@@ -193,6 +194,7 @@ fn capabilities(ctx: &ToolContext<'_>, _: Value) -> ToolOutput {
     ToolOutput::need_input(InputNeeded {
         requests: asks,
         state: None,
+        related_task: None,
     })
 }
 

@@ -168,6 +168,7 @@ fn multi_input(ctx: &ToolContext<'_>, _: Value) -> ToolOutput {
         return ToolOutput::need_input(InputNeeded {
             requests: pending,
             state: None,
+            related_task: None,
         });
     }
     let name = match ctx.input.elicited("user_name") {

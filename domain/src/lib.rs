@@ -66,6 +66,7 @@ pub mod outcome;
 pub mod plans;
 pub mod projection;
 pub mod prompts;
+pub mod questions;
 pub mod records;
 pub mod refusal;
 pub mod resource_links;

@@ -41,6 +41,8 @@ pub enum MessageKind {
     Finding,
     ArtefactRef,
     Question,
+    /// Answers every question posted to the mailbox before it (see [`crate::questions`]).
+    Answer,
 }
 
 impl MessageKind {
@@ -49,6 +51,7 @@ impl MessageKind {
             MessageKind::Finding => "finding",
             MessageKind::ArtefactRef => "artefact_ref",
             MessageKind::Question => "question",
+            MessageKind::Answer => "answer",
         }
     }
 }

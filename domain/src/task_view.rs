@@ -29,6 +29,7 @@ use bernstein_core::time::Timestamp;
 use super::ids::check_task_id;
 use super::lifecycle::TaskStatus;
 use super::projection::{Projection, TaskRow};
+use super::questions;
 use super::runs::{RunView, phase_of};
 use super::tools::run::{POLL_AFTER_MS, RunAnswer};
 use super::tools::{cancel, run, run_status};
@@ -51,6 +52,9 @@ pub fn hooks() -> TaskHooks {
         cancel_args: |id| json!({ "task_id": id }),
         ticking_tool: run_status::NAME,
         tick: due_tick,
+        asks: |s, id| questions::asks(&s.domain, id),
+        reply_tool: questions::REPLY_TOOL,
+        reply_args: questions::reply_args,
     }
 }
 
@@ -70,15 +74,34 @@ pub fn task_view(p: &Projection, id: &str) -> Option<TaskView> {
             run_id: run.run_id.to_string(),
         }),
         _ => Some(TaskView {
-            task: Task {
-                task_id: row.id.to_string(),
-                status: phase_of(row.status),
-                status_message: format!("task is {}; run {} holds it", row.status, row.run_id),
-                created_at: Timestamp(row.created_at),
-                last_updated_at: Timestamp(row.updated_at.max(row.created_at)),
-            },
+            task: asking(
+                p,
+                Task {
+                    task_id: row.id.to_string(),
+                    status: phase_of(row.status),
+                    status_message: format!("task is {}; run {} holds it", row.status, row.run_id),
+                    created_at: Timestamp(row.created_at),
+                    last_updated_at: Timestamp(row.updated_at.max(row.created_at)),
+                },
+            ),
             run_id: row.run_id.to_string(),
         }),
+    }
+}
+
+/// `task` as `input_required` while a worker's question waits for an answer
+/// ([`crate::questions`]); a finished task stays as it is.
+fn asking(p: &Projection, task: Task) -> Task {
+    if task.is_terminal() {
+        return task;
+    }
+    match questions::status_message(p, &task.task_id) {
+        Some(status_message) => Task {
+            status: registry::TaskStatus::InputRequired,
+            status_message,
+            ..task
+        },
+        None => task,
     }
 }
 
@@ -92,13 +115,14 @@ fn run_task(p: &Projection, run: &RunView, root: &TaskRow) -> Task {
         .max()
         .unwrap_or(run.created_at);
     let progress = progress_of(run);
-    Task {
+    let task = Task {
         task_id: root.id.to_string(),
         status: run.status(),
         status_message: progress.message,
         created_at: Timestamp(run.created_at),
         last_updated_at: Timestamp(last),
-    }
+    };
+    asking(p, task)
 }
 
 /// Runs (as MCP tasks) in run-id order after `after`, at most `limit` of them, and whether

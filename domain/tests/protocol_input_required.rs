@@ -36,6 +36,7 @@ fn ask_all(ctx: &ToolContext<'_>, _: Value) -> ToolOutput {
             ("roots".into(), InputRequest::ListRoots),
         ],
         state: Some(json!({"round": 1})),
+        related_task: None,
     })
 }
 
@@ -168,10 +169,18 @@ fn the_questions_put_to_a_handshake_era_client_are_valid_requests() {
     ];
     for revision in ["2025-06-18", "2025-11-25"] {
         for (question, def) in &questions {
-            let message = question.to_request("bernstein-ask-0123456789abcdef");
-            for name in ["JSONRPCRequest", def] {
-                book.check(revision, name, &message)
-                    .unwrap_or_else(|e| panic!("{revision} {name}: {e}"));
+            let plain = question.to_request("bernstein-ask-0123456789abcdef", None);
+            // Asked for a task (a handshake-era tasks/result), it names the task in `_meta`.
+            let tagged = question.to_request("bernstein-ask-0123456789abcdef", Some("T-1"));
+            assert_eq!(
+                tagged["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+                "T-1"
+            );
+            for message in [plain, tagged] {
+                for name in ["JSONRPCRequest", def] {
+                    book.check(revision, name, &message)
+                        .unwrap_or_else(|e| panic!("{revision} {name}: {e}"));
+                }
             }
         }
     }

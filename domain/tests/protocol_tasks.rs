@@ -433,6 +433,91 @@ fn a_plain_call_answers_the_run_json_and_tasks_get_reads_the_run_by_its_id() {
 }
 
 /// Sends `bernstein_run_status` with a progress token; returns the notifications.
+#[test]
+fn a_workers_question_is_asked_through_the_extension_and_answered_by_tasks_update() {
+    let mut c = Client::new(false);
+    let started = c.modern(
+        "tools/call",
+        json!({"name": "bernstein_run", "arguments": {"goal": "ask me"}}),
+        true,
+        "core:CallToolResult",
+    );
+    let id = started["result"]["structuredContent"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let claimed = c.tool("bernstein_claim", json!({"claimer_id": "worker-1"}));
+    assert_eq!(claimed["taskId"], id.as_str());
+    c.tool(
+        "bernstein_post_message",
+        json!({"task_id": id, "kind": "question", "body": "Which region?", "sender": "worker-1"}),
+    );
+    let asking = c.modern("tasks/get", json!({"taskId": id}), true, "GetTaskResult");
+    let task = &asking["result"];
+    assert_eq!(task["status"], "input_required", "{asking}");
+    let requests = task["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1, "{asking}");
+    let (key, request) = requests.iter().next().unwrap();
+    assert_eq!(request["method"], "elicitation/create");
+    assert!(
+        request["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Which region?")
+    );
+
+    // A response that is not an ElicitResult is refused and records nothing.
+    let before = c.session.snapshot.position;
+    let bad = c.modern(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key.as_str(): {"action": "maybe"}}}),
+        true,
+        "-",
+    );
+    assert_eq!(error_code(&bad), -32602);
+    assert_eq!(c.session.snapshot.position, before);
+    // An answer to another key changes nothing.
+    let other = c.modern(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"question:T-0:1": {"action": "decline"}}}),
+        true,
+        "UpdateTaskResult",
+    );
+    assert_eq!(other["result"]["resultType"], "complete");
+    assert_eq!(c.session.snapshot.position, before);
+
+    let ack = c.modern(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key.as_str(): {"action": "accept", "content": {"answer": "eu-west-1"}}}}),
+        true,
+        "UpdateTaskResult",
+    );
+    assert_eq!(ack["result"]["resultType"], "complete");
+    let working = c.modern("tasks/get", json!({"taskId": id}), true, "GetTaskResult");
+    assert_eq!(working["result"]["status"], "working", "{working}");
+    assert!(working["result"].get("inputRequests").is_none());
+    // The answer is in the task's mailbox, from the host, signed like any post.
+    let mailbox = c.hs(
+        "resources/read",
+        json!({"uri": format!("bernstein://tasks/{id}/mailbox")}),
+        "ReadResourceResult",
+    );
+    let text = mailbox["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("eu-west-1") && text.contains("\"answer\""),
+        "{text}"
+    );
+    // Answering again changes nothing: nothing is asked now.
+    let again_at = c.session.snapshot.position;
+    c.modern(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key.as_str(): {"action": "accept", "content": {"answer": "x"}}}}),
+        true,
+        "UpdateTaskResult",
+    );
+    assert_eq!(c.session.snapshot.position, again_at);
+}
+
 fn poll(session: &mut Session, run: &str, token: Value) -> Vec<Vec<u8>> {
     let mut params = json!({"name": "bernstein_run_status", "arguments": {"run_id": run}});
     if !token.is_null() {

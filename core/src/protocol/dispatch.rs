@@ -504,8 +504,16 @@ fn route<F: Fold>(
         now: input.now,
         client: input.client,
     };
+    let handshake_result = method == Method::TasksResult && !revision.is_modern();
     let inputs = match method {
         Method::ToolsCall | Method::PromptsGet => {
+            match round::read(&server.config.request_state_key, &round) {
+                Ok(inputs) => inputs,
+                Err(e) => return Routed::of(Err(e)),
+            }
+        }
+        // A handshake-era `tasks/result` may put its task's questions to the client.
+        Method::TasksResult if handshake_result => {
             match round::read(&server.config.request_state_key, &round) {
                 Ok(inputs) => inputs,
                 Err(e) => return Routed::of(Err(e)),
@@ -590,6 +598,9 @@ fn route<F: Fold>(
             // The engine's own tasks first (and the extension's gate), then the catalogue's.
             let reply = tool_tasks::serve(server, m, &call)
                 .unwrap_or_else(|| tasks::serve(server, m, &call));
+            if let Some(needed) = reply.ask {
+                return Routed::asked(round::ask(server, &round, needed));
+            }
             Routed {
                 meter: reply.meter,
                 records: reply.records,

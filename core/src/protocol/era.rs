@@ -37,6 +37,8 @@ use super::model::{Meta, Method};
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key holding the client's capabilities for a stateless request.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key tying a message to its task (the tasks of both eras).
+pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// `_meta` key of a result naming the server (stateless era).
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 

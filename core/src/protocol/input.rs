@@ -159,9 +159,14 @@ impl InputRequest {
     }
 
     /// The request as a JSON-RPC request with id `id` (handshake era: sent on the stream of
-    /// the call that asks).
-    pub fn to_request(&self, id: &str) -> Value {
-        json!({"jsonrpc": "2.0", "id": id, "method": self.method(), "params": self.params()})
+    /// the call that asks), naming `related_task` in its `_meta` when it is asked for a task.
+    pub fn to_request(&self, id: &str, related_task: Option<&str>) -> Value {
+        let mut params = self.params();
+        if let (Some(task), Value::Object(p)) = (related_task, &mut params) {
+            let meta = json!({ super::era::META_RELATED_TASK: {"taskId": task} });
+            p.insert("_meta".into(), meta);
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": self.method(), "params": params})
     }
 
     /// Why `response` cannot be the client's answer to this request, if it cannot: an
@@ -206,6 +211,9 @@ impl InputRequest {
 pub struct InputNeeded {
     pub requests: Vec<(String, InputRequest)>,
     pub state: Option<Value>,
+    /// The task the questions are asked for (a handshake-era `tasks/result`): each request put
+    /// to the client names it in `_meta` (`io.modelcontextprotocol/related-task`).
+    pub related_task: Option<String>,
 }
 
 impl InputNeeded {
@@ -214,6 +222,7 @@ impl InputNeeded {
         InputNeeded {
             requests: vec![(key.into(), request)],
             state: None,
+            related_task: None,
         }
     }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::host::{HostReply, HostRequest};
-use super::input::{InputNeeded, Inputs};
+use super::input::{InputNeeded, InputRequest, Inputs};
 use super::logging::LogMessage;
 use super::refusal::RefusalCode;
 use super::validate::Violation;
@@ -663,6 +663,9 @@ impl Task {
 /// them, and whether more follow.
 pub type TaskLister<F> = fn(&Snapshot<F>, Option<&str>, usize) -> (Vec<Task>, bool);
 
+/// What a task asks its requestor now, keyed (see [`TaskHooks::asks`]).
+pub type Asker<F> = fn(&Snapshot<F>, &str) -> Vec<(String, InputRequest)>;
+
 /// The tick due for a run (see [`TaskHooks::tick`]).
 pub type Ticker<F> = fn(&Snapshot<F>, &str) -> Option<(Progress, Draft)>;
 
@@ -691,6 +694,13 @@ pub struct TaskHooks<F> {
     /// says it was sent.
     pub ticking_tool: &'static str,
     pub tick: Ticker<F>,
+    /// What task `id` asks its requestor now, keyed by question (empty: nothing), shown as
+    /// `inputRequests` (2026-07-28) or put to a handshake-era client waiting on `tasks/result`.
+    pub asks: Asker<F>,
+    /// The tool an answer goes through, and its arguments recording `response` to question
+    /// `key` (`None`: the response records nothing, e.g. a dismissed form).
+    pub reply_tool: &'static str,
+    pub reply_args: fn(&str, &Value) -> Option<Value>,
 }
 
 impl<F> Clone for TaskHooks<F> {

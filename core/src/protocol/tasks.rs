@@ -37,9 +37,10 @@ use serde_json::{Map, Value, json};
 use super::call::{CallInput, CallReply, call_registered, call_tool, refuse_call};
 use super::decorate::decorate;
 use super::era::Revision;
+use super::input::{InputNeeded, InputRequest};
 use super::jsonrpc::{METHOD_NOT_FOUND, RpcError, shorten};
 use super::model::results::{
-    CallToolResult, CreateTaskResult, Empty, HandshakeTask, ListTasksResult, ModernTask, TaskError,
+    CallToolResult, CreateTaskResult, HandshakeTask, ListTasksResult, ModernTask, TaskError,
     TaskFields, to_value,
 };
 use super::model::{CallParams, Method, TaskListParams, TaskParams, TaskUpdateParams};
@@ -51,8 +52,7 @@ use crate::ledger::{Record, Snapshot};
 
 /// Identifier of the stateless-era tasks extension.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
-/// `_meta` key tying a message to its task.
-pub const META_RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+pub use super::era::META_RELATED_TASK;
 /// `_meta` key of the text a host may hand its model while the task runs.
 pub const META_IMMEDIATE_RESPONSE: &str = "io.modelcontextprotocol/model-immediate-response";
 /// Tasks per `tasks/list` page.
@@ -185,15 +185,19 @@ pub struct TaskReply {
     pub meter: Option<MeterSlot>,
     pub records: Vec<Record>,
     pub pending: Option<Wait>,
+    /// Set by a handshake-era `tasks/result` of a task that asks its requestor: put these to
+    /// the client and serve the request again with its answers (`result` is then unused).
+    pub ask: Option<InputNeeded>,
 }
 
 impl TaskReply {
-    fn of(result: Result<Value, RpcError>) -> TaskReply {
+    pub(crate) fn of(result: Result<Value, RpcError>) -> TaskReply {
         TaskReply {
             result,
             meter: None,
             records: Vec::new(),
             pending: None,
+            ask: None,
         }
     }
 }
@@ -233,19 +237,7 @@ pub fn serve<F: Fold>(server: &Server<F>, method: Method, input: &CallInput<'_, 
             TaskReply::of(Ok(decorate(server, input.revision, method, detailed)))
         }
         Method::TasksGet => TaskReply::of(Ok(to_value(&handshake_task(&view)))),
-        Method::TasksUpdate => {
-            if let Err(e) = TaskUpdateParams::read(input.params) {
-                return TaskReply::of(Err(e));
-            }
-            // Bernstein tasks ask for no client input; an update is acknowledged and changes
-            // nothing.
-            TaskReply::of(Ok(decorate(
-                server,
-                input.revision,
-                method,
-                Value::Object(Map::new()),
-            )))
-        }
+        Method::TasksUpdate => update(server, hooks, input, &view),
         Method::TasksCancel => cancel(server, hooks, input, &view),
         _ => result(server, hooks, input, &view),
     }
@@ -265,6 +257,16 @@ fn result<F: Fold>(
             meter,
             ..TaskReply::of(Ok(result.into_value()))
         };
+    }
+    if !view.is_terminal() && input.phase == Phase::Live {
+        let asks = (hooks.asks)(input.snapshot, &view.task_id);
+        if !asks.is_empty()
+            && asks
+                .iter()
+                .all(|(_, r)| input.input.caps.allows(r.capability()))
+        {
+            return ask_or_record(server, hooks, input, view, asks);
+        }
     }
     if !view.is_terminal() {
         let (why, data) = if input.phase == Phase::Refused {
@@ -383,6 +385,153 @@ fn cancelled_result<F: Fold>(
     (result, meter)
 }
 
+/// A handshake-era `tasks/result` of a task that asks its requestor (the client can answer):
+/// the first time, ask; with the client's answer, record it through the reply tool and wait
+/// for the task as before.
+fn ask_or_record<F: Fold>(
+    server: &Server<F>,
+    hooks: &TaskHooks<F>,
+    input: &CallInput<'_, F>,
+    view: &Task,
+    asks: Vec<(String, InputRequest)>,
+) -> TaskReply {
+    let answered = asks
+        .iter()
+        .find_map(|(key, request)| Some((key, request, input.input.response(key)?)));
+    let Some((key, request, response)) = answered else {
+        return TaskReply {
+            ask: Some(InputNeeded {
+                requests: asks,
+                state: None,
+                related_task: Some(view.task_id.clone()),
+            }),
+            ..TaskReply::of(Ok(Value::Null))
+        };
+    };
+    let replied = reply(server, hooks, input, view, key, request, response);
+    let mut waits = TaskReply {
+        pending: Some(Wait {
+            after: input.snapshot.position,
+            max_wait_ms: None,
+            watch: None,
+        }),
+        ..TaskReply::of(Err(RpcError::new(
+            TASK_NOT_READY,
+            format!(
+                "task {} is still {}; the answer was recorded: call tasks/result again",
+                view.task_id,
+                view.status.as_str()
+            ),
+        )))
+    };
+    match replied {
+        Ok(records) => waits.records = records,
+        Err((e, records)) => {
+            return TaskReply {
+                records,
+                ..TaskReply::of(Err(e))
+            };
+        }
+    }
+    waits
+}
+
+/// `tasks/update` (2026-07-28): records the answer to what the task asks now (others are
+/// ignored) through the catalogue's reply tool, and acknowledges.
+fn update<F: Fold>(
+    server: &Server<F>,
+    hooks: &TaskHooks<F>,
+    input: &CallInput<'_, F>,
+    view: &Task,
+) -> TaskReply {
+    let update = match TaskUpdateParams::read(input.params) {
+        Ok(update) => update,
+        Err(e) => return TaskReply::of(Err(e)),
+    };
+    let asks = if view.is_terminal() {
+        Vec::new()
+    } else {
+        (hooks.asks)(input.snapshot, &view.task_id)
+    };
+    let answered = asks
+        .iter()
+        .find_map(|(key, request)| Some((key, request, update.input_responses.get(key.as_str())?)));
+    let records = match answered {
+        None => Vec::new(),
+        Some((key, request, response)) => {
+            match reply(server, hooks, input, view, key, request, response) {
+                Ok(records) => records,
+                Err((e, records)) => {
+                    return TaskReply {
+                        records,
+                        ..TaskReply::of(Err(e))
+                    };
+                }
+            }
+        }
+    };
+    TaskReply {
+        records,
+        ..TaskReply::of(Ok(empty_ack(server, input)))
+    }
+}
+
+/// Records `response` to the question `key` through the catalogue's reply tool: its records,
+/// or the `-32602` of a response that does not fit or that the tool refused (with the records
+/// of the refused call: its audit entry).
+fn reply<F: Fold>(
+    server: &Server<F>,
+    hooks: &TaskHooks<F>,
+    input: &CallInput<'_, F>,
+    view: &Task,
+    key: &str,
+    request: &InputRequest,
+    response: &Value,
+) -> Result<Vec<Record>, (RpcError, Vec<Record>)> {
+    let path = super::validate::child_path("params.inputResponses", key);
+    if let Some(why) = request.misfit(response) {
+        let err =
+            RpcError::invalid_params(format!("{path}: {why}")).with_data(json!({"field": path}));
+        return Err((err, Vec::new()));
+    }
+    let Some(args) = (hooks.reply_args)(key, response) else {
+        return Ok(Vec::new());
+    };
+    let Some(tool) = server.catalog.tool(hooks.reply_tool) else {
+        return Err((
+            RpcError::internal("the task's reply tool is not in the catalogue"),
+            Vec::new(),
+        ));
+    };
+    let called = call_registered(server, input, tool, &args);
+    match refused(&called) {
+        None => Ok(called.records),
+        Some(why) => Err((
+            RpcError::invalid_params(format!(
+                "{path}: the answer to task {} was not recorded: {}",
+                view.task_id,
+                shorten(&why, 400)
+            ))
+            .with_data(json!({"taskId": view.task_id, "field": path})),
+            called.records,
+        )),
+    }
+}
+
+/// Why a gate call refused, if it did: its structured refusal's text or its error.
+fn refused(reply: &CallReply) -> Option<String> {
+    match &reply.result {
+        Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => Some(
+            v["content"][0]["text"]
+                .as_str()
+                .unwrap_or("the gate refused")
+                .to_string(),
+        ),
+        Ok(_) => None,
+        Err(e) => Some(e.message.clone()),
+    }
+}
+
 fn detailed_task<F: Fold>(
     server: &Server<F>,
     hooks: &TaskHooks<F>,
@@ -415,9 +564,13 @@ fn detailed_task<F: Fold>(
             });
         }
         TaskStatus::InputRequired => {
-            // Bernstein's decisions (approvals, plans) are made by an operator, not through
-            // client input requests.
-            task.input_requests = Some(Empty {});
+            // What the task asks its requestor now (nothing when the input it waits for is an
+            // operator's, e.g. a plan's decision).
+            let requests: Map<String, Value> = (hooks.asks)(input.snapshot, &view.task_id)
+                .iter()
+                .map(|(key, request)| (key.clone(), request.to_value()))
+                .collect();
+            task.input_requests = Some(Value::Object(requests));
         }
         TaskStatus::Working | TaskStatus::Cancelled => {}
     }
@@ -450,17 +603,7 @@ fn cancel<F: Fold>(
         )));
     };
     let reply = call_registered(server, input, tool, &(hooks.cancel_args)(&view.task_id));
-    let refusal = match &reply.result {
-        Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => Some(
-            v["content"][0]["text"]
-                .as_str()
-                .unwrap_or("the cancel gate refused")
-                .to_string(),
-        ),
-        Ok(_) => None,
-        Err(e) => Some(e.message.clone()),
-    };
-    if let Some(why) = refusal {
+    if let Some(why) = refused(&reply) {
         let err = RpcError::invalid_params(format!(
             "Cannot cancel task {} in status {}: {}",
             view.task_id,

@@ -6,7 +6,8 @@
 //!
 //! A message from the task's claimer (`sender` = its claimer id) renews the claim's lease, and
 //! may carry a `status` (in_progress, failed, open) that moves the task by the lifecycle rules
-//! in the same transaction ([`claimer`]).
+//! in the same transaction ([`claimer`]). A `question` is asked of the host following the run
+//! until an `answer` follows it ([`crate::questions`]).
 //!
 //! Refused: unknown or malformed task ids, finished tasks (done, closed, failed, cancelled),
 //! bodies over 4096 bytes, a mailbox already holding the maximum of unconsumed messages, a
@@ -52,8 +53,8 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Post to a task's signed mailbox (secrets redacted). From the claimer it \
-renews the lease; status moves the task.";
+const DESCRIPTION: &str = "Post to a task's signed, redacted mailbox (questions reach the host). A \
+claimer's post renews its lease.";
 
 /// Arguments of `bernstein_post_message`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

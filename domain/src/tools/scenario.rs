@@ -54,8 +54,8 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Scenarios (task sets): list, run (one new run; poll \
-bernstein_run_status) or status.";
+const DESCRIPTION: &str = "Task sets: list, run (a new run; poll bernstein_run_status) or \
+status.";
 
 /// What `bernstein_scenario` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -36,8 +36,7 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Check an artifact key's version chain; check_file also hashes the file \
-at that path.";
+const DESCRIPTION: &str = "Check an artifact key's version chain; check_file also hashes its file.";
 
 /// Arguments of `bernstein_verify_lineage`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -7,6 +7,7 @@ same run through the polling fallback (`bernstein_run_status`).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import anyio
@@ -65,6 +66,54 @@ async def test_a_task_run_is_driven_to_completion_while_tasks_result_waits(launc
         # The polling fallback sees the same run.
         handle = await scenarios.ok(host, "bernstein_run_status", {"run_id": task_id})
         assert handle["status"] == "completed" and handle["runId"] == task_id
+
+
+async def test_a_workers_question_is_put_to_the_host_waiting_on_tasks_result(launcher, workdir: Path):
+    asked: list[types.ElicitRequestParams] = []
+
+    async def person(context, params: types.ElicitRequestParams):
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"answer": "eu-west-1"})
+
+    async with (
+        connect(launcher, "host", elicitation_callback=person) as (host, _),
+        connect(launcher, "worker") as (worker, _),
+    ):
+        created = await host.experimental.call_tool_as_task("bernstein_run", {"goal": "Deploy"})
+        task_id = created.task.taskId
+        claimed = await scenarios.ok(worker, "bernstein_claim", {"claimer_id": "worker-1"})
+        assert claimed["taskId"] == task_id
+        await scenarios.ok(
+            worker,
+            "bernstein_post_message",
+            {"task_id": task_id, "kind": "question", "body": "Which region?", "sender": "worker-1"},
+        )
+        got = await host.experimental.get_task(task_id)
+        assert got.status == "input_required" and "Which region?" in got.statusMessage
+
+        results: list[types.CallToolResult] = []
+
+        async def wait_for_result():
+            results.append(await host.experimental.get_task_result(task_id, types.CallToolResult))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait_for_result)
+            # The worker sees the host's answer in its mailbox, then finishes.
+            with anyio.fail_after(20):
+                while True:
+                    read = await worker.read_resource(f"bernstein://tasks/{task_id}/mailbox")
+                    if "eu-west-1" in read.contents[0].text:
+                        break
+                    await anyio.sleep(0.1)
+            await scenarios.ok(worker, "bernstein_complete", {"task_id": task_id, "result_summary": "deployed"})
+        assert len(asked) == 1 and "Which region?" in asked[0].message
+        meta = asked[0].model_dump(by_alias=True, exclude_none=True)["_meta"]
+        assert meta["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+        assert results[0].isError is False
+        entries = json.loads(read.contents[0].text)
+        answer = [e for e in entries["entries"] if e["kind"] == "answer"]
+        assert [(e["sender"], e["body"]) for e in answer] == [("host", "eu-west-1")], entries
+        assert (await host.experimental.get_task(task_id)).status == "completed"
 
 
 async def test_tasks_list_pages_and_cancel_and_errors(launcher, workdir: Path):

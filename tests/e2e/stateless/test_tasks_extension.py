@@ -11,6 +11,8 @@ acknowledge. A client that does not declare the extension is refused the tasks m
 
 from __future__ import annotations
 
+import json
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -65,42 +67,81 @@ class TasksExtension(ClientExtension):
         raise AssertionError(f"a plain tools/call answered a task: {task}")
 
 
-async def test_a_declaring_client_gets_the_run_json_and_reads_the_run_through_tasks_get(
-    launcher, workdir: Path
-):
-    ext = TasksExtension()
+@asynccontextmanager
+async def host_and_worker(launcher, ext: TasksExtension):
+    """A host declaring the extension and a plain worker, each its own server process."""
     params = launcher.stdio_params("host")
     with launcher.sdk_errlog("host") as errlog:
         host = Client(stdio_client(params, errlog=errlog), mode="auto", cache=None, extensions=[ext])
         async with host, connect(launcher, "worker") as worker:
-            run = outcome(await host.call_tool("bernstein_run", {"goal": "Ship it as a task"}))
-            assert not run.is_error and ext.created == []
-            run_id = run.payload["run_id"]
-            assert run.payload["task_id"] and run.payload["poll_after_ms"] > 0
-            session = host.session
-            got = await tasks_request(session, "tasks/get", {"taskId": run_id})
-            assert got["status"] == "working" and got["ttlMs"] == TTL_MS
-            claimed = await scenarios.ok(worker, "bernstein_claim", {"claimer_id": "worker-1"})
-            assert claimed["granted"] is True and claimed["taskId"] == run.payload["task_id"]
-            await scenarios.ok(worker, "bernstein_complete", {"task_id": claimed["taskId"], "result_summary": "done"})
-            got = await tasks_request(session, "tasks/get", {"taskId": run_id})
-            assert got["status"] == "completed", got
-            final = outcome(CallToolResult.model_validate(got["result"]))
-            assert not final.is_error
-            assert final.payload["task_id"] == run.payload["task_id"] and final.payload["status"] == "done"
+            yield host, worker
 
-            # tasks/update acknowledges; cancelling a finished task is acknowledged alike
-            # (the extension's idempotent cancel) and leaves it completed.
-            ack = await tasks_request(session, "tasks/update", {"taskId": run_id, "inputResponses": {}})
-            assert ack.get("resultType", "complete") == "complete"
-            ack = await tasks_request(session, "tasks/cancel", {"taskId": run_id})
-            assert ack.get("resultType", "complete") == "complete"
-            got = await tasks_request(session, "tasks/get", {"taskId": run_id})
-            assert got["status"] == "completed", got
-            # The polling fallback sees the same run from a client without the extension.
-            handle = await scenarios.ok(worker, "bernstein_run_status", {"run_id": run_id})
-            assert handle["status"] == "completed"
-            assert ext.created == []
+
+async def test_a_declaring_client_gets_the_run_json_and_reads_the_run_through_tasks_get(
+    launcher, workdir: Path
+):
+    ext = TasksExtension()
+    async with host_and_worker(launcher, ext) as (host, worker):
+        run = outcome(await host.call_tool("bernstein_run", {"goal": "Ship it as a task"}))
+        assert not run.is_error and ext.created == []
+        run_id = run.payload["run_id"]
+        assert run.payload["task_id"] and run.payload["poll_after_ms"] > 0
+        session = host.session
+        got = await tasks_request(session, "tasks/get", {"taskId": run_id})
+        assert got["status"] == "working" and got["ttlMs"] == TTL_MS
+        claimed = await scenarios.ok(worker, "bernstein_claim", {"claimer_id": "worker-1"})
+        assert claimed["granted"] is True and claimed["taskId"] == run.payload["task_id"]
+        await scenarios.ok(worker, "bernstein_complete", {"task_id": claimed["taskId"], "result_summary": "done"})
+        got = await tasks_request(session, "tasks/get", {"taskId": run_id})
+        assert got["status"] == "completed", got
+        final = outcome(CallToolResult.model_validate(got["result"]))
+        assert not final.is_error
+        assert final.payload["task_id"] == run.payload["task_id"] and final.payload["status"] == "done"
+
+        # tasks/update acknowledges; cancelling a finished task is acknowledged alike
+        # (the extension's idempotent cancel) and leaves it completed.
+        ack = await tasks_request(session, "tasks/update", {"taskId": run_id, "inputResponses": {}})
+        assert ack.get("resultType", "complete") == "complete"
+        ack = await tasks_request(session, "tasks/cancel", {"taskId": run_id})
+        assert ack.get("resultType", "complete") == "complete"
+        got = await tasks_request(session, "tasks/get", {"taskId": run_id})
+        assert got["status"] == "completed", got
+        # The polling fallback sees the same run from a client without the extension.
+        handle = await scenarios.ok(worker, "bernstein_run_status", {"run_id": run_id})
+        assert handle["status"] == "completed"
+        assert ext.created == []
+
+
+async def test_a_workers_question_is_offered_by_tasks_get_and_answered_by_tasks_update(
+    launcher, workdir: Path
+):
+    async with host_and_worker(launcher, TasksExtension()) as (host, worker):
+        run = outcome(await host.call_tool("bernstein_run", {"goal": "Pick a region"}))
+        run_id = run.payload["run_id"]
+        session = host.session
+        claimed = await scenarios.ok(worker, "bernstein_claim", {"claimer_id": "worker-1"})
+        task = claimed["taskId"]
+        await scenarios.ok(
+            worker,
+            "bernstein_post_message",
+            {"task_id": task, "kind": "question", "body": "Which region?", "sender": "worker-1"},
+        )
+        got = await tasks_request(session, "tasks/get", {"taskId": run_id})
+        assert got["status"] == "input_required", got
+        [(key, request)] = got["inputRequests"].items()
+        assert request["method"] == "elicitation/create"
+        assert "Which region?" in request["params"]["message"]
+        answer = {"action": "accept", "content": {"answer": "eu-west-1"}}
+        await tasks_request(session, "tasks/update", {"taskId": run_id, "inputResponses": {key: answer}})
+        got = await tasks_request(session, "tasks/get", {"taskId": run_id})
+        assert got["status"] == "working" and "inputRequests" not in got, got
+        # The worker reads the answer in its mailbox: from the host, signed like any post.
+        read = await worker.read_resource(f"bernstein://tasks/{task}/mailbox")
+        entries = json.loads(read.contents[0].text)["entries"]
+        assert [(e["kind"], e["sender"], e["body"]) for e in entries][-1] == ("answer", "host", "eu-west-1")
+        await scenarios.ok(worker, "bernstein_complete", {"task_id": task, "result_summary": "done"})
+        got = await tasks_request(session, "tasks/get", {"taskId": run_id})
+        assert got["status"] == "completed"
 
 
 async def test_a_client_without_the_extension_never_gets_a_task(launcher, workdir: Path):

@@ -68,9 +68,10 @@ impl<F: Fold> Engine<F> {
             return self.feed(id, ReqInput::Answered(Err(Unanswered::Unreachable)));
         }
         let mut ids = Vec::new();
+        let related = needed.related_task;
         for (key, question) in needed.requests {
             let qid = format!("bernstein-ask-{}", self.entropy.token());
-            let message = question.to_request(&qid);
+            let message = question.to_request(&qid, related.as_deref());
             self.notify(id, message.to_string().into_bytes());
             self.asks.out.insert(qid.clone(), (id, key, question));
             ids.push(qid);

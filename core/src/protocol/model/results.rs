@@ -277,7 +277,7 @@ pub struct ModernTask<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<TaskError<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub input_requests: Option<Empty>,
+    pub input_requests: Option<Value>,
 }
 
 /// `CreateTaskResult`: the task a `tools/call` started.

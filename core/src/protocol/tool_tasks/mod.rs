@@ -413,6 +413,7 @@ pub fn serve<F: Fold>(
             meter: None,
             records: Vec::new(),
             pending: None,
+            ask: None,
         });
     }
     let id = TaskParams::read(input.params).ok()?.task_id;
@@ -450,6 +451,7 @@ pub fn serve<F: Fold>(
         meter: None,
         records,
         pending: None,
+        ask: None,
     })
 }
 
