@@ -157,6 +157,42 @@ fn a_long_poll_sees_another_process_write_at_its_next_look_and_sleeps_through_ot
 }
 
 #[test]
+fn a_head_heard_of_wakes_the_long_poll_it_answers_at_once_and_no_other() {
+    let mut w = http(|_| {});
+    let run = start_run(&mut w, 9);
+    let other = {
+        w.bytes(
+            9,
+            &post_mcp(&call(4, "bernstein_run", json!({"goal": "other"}))),
+        );
+        tool_result(&answers(&w.take(9))[0])["run_id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    w.connect(1, "127.0.0.1:40000");
+    w.bytes(1, &post_mcp(&long_poll(2, &run, 60_000)));
+    w.connect(2, "127.0.0.1:40001");
+    w.bytes(2, &post_mcp(&long_poll(3, &other, 60_000)));
+    let server = server();
+    w.other_writer(
+        &server,
+        &call(6, "bernstein_cancel", json!({"task_id": run})),
+    );
+    assert!(w.take(1).is_empty(), "nothing heard yet: the nap goes on");
+    let looks = w.looks;
+    // The store heard another instance commit (PostgreSQL's NOTIFY): one look, no time passed.
+    w.input(Input::HeadMoved);
+    assert_eq!(w.looks, looks + 1);
+    let a = answers(&w.take(1));
+    assert_eq!(tool_result(&a[0])["status"], "cancelled", "{}", a[0]);
+    assert!(w.take(2).is_empty(), "the other run's poll sleeps on");
+    // Nothing waits now but that poll: a head heard of with nothing new for it changes nothing.
+    w.input(Input::HeadMoved);
+    assert!(w.take(2).is_empty());
+}
+
+#[test]
 fn a_long_poll_answers_as_things_stand_at_its_own_deadline() {
     let mut w = http(|_| {});
     let run = start_run(&mut w, 9);

@@ -30,6 +30,7 @@ use bernstein_core::transport::http::{HttpResponse, OperatorRequest};
 
 use bernstein_core::transport::http::introspection::{IntrospectRequest, TokenDigest};
 
+use crate::heads::HeadWatch;
 use crate::host::HostIo;
 use crate::http::operator::Operator;
 use crate::introspect::Endpoint;
@@ -98,6 +99,8 @@ pub enum Done<F> {
     },
     Synced,
     SyncFailed(StoreError),
+    /// The store heard of a head past this engine's ([`crate::heads`]).
+    HeadMoved,
     Host {
         req: ReqId,
         reply: HostReply,
@@ -131,6 +134,7 @@ impl<F: Fold> Done<F> {
             Done::Appended { req, result } => Input::Appended { req, result },
             Done::Synced => Input::Synced,
             Done::SyncFailed(error) => Input::SyncFailed(error),
+            Done::HeadMoved => Input::HeadMoved,
             Done::Host { req, reply } => Input::Host { req, reply },
             Done::Failed { req, error } => Input::Failed { req, error },
             Done::HeadFailed(error) => Input::HeadFailed(error),
@@ -185,12 +189,15 @@ pub struct Performer<F: Fold> {
     trace: Option<Requests>,
     /// The issuer's introspection endpoint, once discovered.
     introspection: Arc<Endpoint>,
+    /// Heads another instance committed, heard of as they come (stores that hear them).
+    heads: Option<HeadWatch>,
 }
 
 impl<F: Fold> Drop for Performer<F> {
     /// Returns once every thread of the performer (and its hold on the store) is gone, so that
     /// the store is dropped (and checkpointed) by the runtime that stops, not after it.
     fn drop(&mut self) {
+        self.heads = None;
         self.operator = None;
         if let Some(t) = self.operator_thread.take() {
             let _ = t.join();
@@ -236,6 +243,8 @@ impl<F: Fold> Performer<F> {
         } else {
             Some(Pool::start(store.clone(), mailbox.clone(), workers)?)
         };
+        let heard = mailbox.clone();
+        let heads = HeadWatch::start(store.clone(), move || heard.post(Done::HeadMoved))?;
         let (operator, operator_thread) = match operator {
             Some(op) => {
                 let (tx, t) = start_operator(op, mailbox.clone())?;
@@ -254,6 +263,7 @@ impl<F: Fold> Performer<F> {
             operator_thread,
             trace: crate::trace::enabled().then(Requests::default),
             introspection: Arc::default(),
+            heads,
         })
     }
 

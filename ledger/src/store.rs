@@ -97,13 +97,18 @@ pub trait Store<F: Fold>: Send + Sync {
     /// Appends `append.records` atomically iff the head is `append.expected`; durable on
     /// `Committed`.
     fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError>;
-    /// Blocks at most `timeout` until the head may have moved past `after` (a store that hears
-    /// of new heads, such as PostgreSQL's LISTEN/NOTIFY, returns as soon as it does). Returns
-    /// whether it waited; `false` (the default) tells the caller to pause by itself. Callers
-    /// always re-read the snapshot afterwards: this is a hint, never a source of truth.
-    fn wait_for_change(&self, after: &LedgerPosition, timeout: core::time::Duration) -> bool {
-        let _ = (after, timeout);
+    /// Whether this store hears of heads other writers commit ([`Store::heard_past`]): false
+    /// (the default) for a store that only finds them by reading.
+    fn hears_heads(&self) -> bool {
         false
+    }
+    /// Blocks at most `timeout` until this store hears that the ledger moved past seq `after`
+    /// (PostgreSQL: a NOTIFY of any instance's commit) and returns the newest seq heard; `None`
+    /// when none came in time or the store hears of none (at once then). A hint, never a
+    /// source of truth: callers read the head afterwards.
+    fn heard_past(&self, after: u64, timeout: core::time::Duration) -> Option<u64> {
+        let _ = (after, timeout);
+        None
     }
     /// Like [`Store::snapshot`], but it may include records whose appends are not durable yet
     /// (a writer of this process is still waiting for the fsync it shares with others). A

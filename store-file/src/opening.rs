@@ -15,9 +15,7 @@
 use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use bernstein_ledger::{
-    Append, AppendResult, Fold, LedgerPosition, Snapshot, Store, StoreError, StoreFacts,
-};
+use bernstein_ledger::{Append, AppendResult, Fold, Snapshot, Store, StoreError, StoreFacts};
 
 /// What the opener returns: the store to serve (the real one, or a [`super::FailedStore`]), or
 /// why the server cannot run at all.
@@ -129,11 +127,6 @@ impl<F: Fold> Store<F> for OpeningStore<F> {
         self.store()?.compare_and_append(append)
     }
 
-    fn wait_for_change(&self, after: &LedgerPosition, timeout: Duration) -> bool {
-        self.store()
-            .is_ok_and(|s| s.wait_for_change(after, timeout))
-    }
-
     fn snapshot_unsettled(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
         self.store()?.snapshot_unsettled()
     }
@@ -176,6 +169,7 @@ mod tests {
 
     use super::*;
     use crate::FailedStore;
+    use bernstein_ledger::LedgerPosition;
 
     #[test]
     fn refuses_until_the_opener_returns_then_serves_what_it_opened() {
@@ -195,7 +189,7 @@ mod tests {
         };
         assert!(store.compare_and_append_unsettled(&append).is_err());
         assert!(store.settle().is_err());
-        assert!(!store.wait_for_change(&LedgerPosition::GENESIS, Duration::ZERO));
+        assert_eq!(store.heard_past(0, Duration::ZERO), None);
         assert_eq!(store.facts().kind, "opening");
         release.send(()).unwrap();
         assert_eq!(store.wait(Duration::from_secs(60)), Some(Ok(())));

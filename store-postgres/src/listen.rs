@@ -1,6 +1,7 @@
 //! The LISTEN side of commit notifications: one background connection that runs
-//! `LISTEN bernstein_ledger` and records the highest seq announced, so that blocking waits
-//! (`tasks/result`, worker waits) wake as soon as any instance commits.
+//! `LISTEN bernstein_ledger` and records the highest seq announced, so that the engine's waits
+//! (long polls, subscriptions, `tasks/result`) look at the head as soon as any instance
+//! commits (the store's `heard_past`).
 //!
 //! Notifications are a hint, never a source of truth: a waiter always re-reads the ledger, and
 //! when the connection is down waits simply time out (a bounded poll). The thread reconnects
@@ -48,17 +49,18 @@ impl Listener {
         Listener { shared }
     }
 
-    /// Waits until a seq past `after` was announced or `timeout` passed; true when one was.
-    pub fn wait_past(&self, after: u64, timeout: Duration) -> bool {
+    /// Waits until a seq past `after` was announced or `timeout` passed; the newest seq
+    /// announced when one was.
+    pub fn wait_past(&self, after: u64, timeout: Duration) -> Option<u64> {
         let deadline = Instant::now() + timeout;
         let mut seen = self.shared.seen.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if *seen > after {
-                return true;
+                return Some(*seen);
             }
             let now = Instant::now();
             if now >= deadline {
-                return false;
+                return None;
             }
             seen = self
                 .shared

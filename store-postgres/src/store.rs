@@ -205,7 +205,7 @@ impl<F: Checkpointed> PgStore<F> {
     /// the snapshot either way, so a lost notification only delays them.
     pub fn wait_for_commit(&self, after: &LedgerPosition, timeout: Duration) -> bool {
         match &self.listener {
-            Some(l) => l.wait_past(after.seq, timeout),
+            Some(l) => l.wait_past(after.seq, timeout).is_some(),
             None => {
                 std::thread::sleep(timeout);
                 false
@@ -571,12 +571,12 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
         read.map(drop).map_err(StoreError::Unavailable)
     }
 
-    fn wait_for_change(&self, after: &LedgerPosition, timeout: Duration) -> bool {
-        if self.listener.is_none() {
-            return false;
-        }
-        self.wait_for_commit(after, timeout);
-        true
+    fn hears_heads(&self) -> bool {
+        self.listener.is_some()
+    }
+
+    fn heard_past(&self, after: u64, timeout: Duration) -> Option<u64> {
+        self.listener.as_ref()?.wait_past(after, timeout)
     }
 
     fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {

@@ -149,6 +149,10 @@ pub enum Input<'a, F> {
     /// given at once, as it stands ([`Stop::Settle`]) or cancelled ([`Stop::Cancel`]). A job
     /// that never waits (an operator's command) is told this right after it is submitted.
     StopJob { job: JobId, why: Stop },
+    /// The store heard that the ledger moved past what this engine knows (another instance's
+    /// commit: `Store::heard_past`): the waits and subscriptions look at the head now instead
+    /// of at their next look.
+    HeadMoved,
     /// Time passed: whatever [`Engine::poll_timeout`] named may be due.
     Tick,
     /// Stop: waiting answers are sent as they stand, streams and feeds close, and no
@@ -319,6 +323,8 @@ pub struct Engine<F: Fold> {
     /// Requests whose nap ended, waiting for the head ([`Output::Look`]).
     looking: Vec<ReqId>,
     look_asked: bool,
+    /// Set by [`Input::HeadMoved`]: the next look also ends every nap whose wait it answers.
+    heard_move: bool,
     /// The newest head known durable, and when the feeds look next.
     durable: Option<LedgerPosition>,
     feeds_armed: Option<Duration>,
@@ -420,6 +426,7 @@ impl<F: Fold> Engine<F> {
             watching: BTreeMap::new(),
             looking: Vec::new(),
             look_asked: false,
+            heard_move: false,
             durable: None,
             feeds_armed: None,
             timers: Timers::default(),
@@ -568,6 +575,7 @@ impl<F: Fold> Engine<F> {
             Input::Keys(result) => self.keys_fetched(result),
             Input::Introspected { digest, result } => self.introspected(digest, result),
             Input::StopJob { job, why } => self.stop_job(job, why),
+            Input::HeadMoved => self.head_moved(),
             Input::Tick => self.tick(),
             Input::Shutdown => self.shutdown(),
         }

@@ -504,14 +504,26 @@ impl<F: Fold> Engine<F> {
         }
     }
 
+    /// The store heard of a head past ours: look now if anything waits for one.
+    pub(super) fn head_moved(&mut self) {
+        let napping = self.reqs.values().any(|r| matches!(r.park, Park::Nap(_)));
+        if napping || !self.feeds.is_empty() || !self.subs.is_empty() {
+            self.heard_move |= napping;
+            self.ask_look();
+        }
+    }
+
     /// The head, looked at: the requests whose nap ended see whether their answer may differ
     /// now, and the feeds are told it.
     pub(super) fn head(&mut self, head: Result<&Snapshot<F>, StoreError>) {
         self.look_asked = false;
-        let looking = std::mem::take(&mut self.looking);
+        let mut looking = std::mem::take(&mut self.looking);
         if let Ok(s) = head {
             self.tell_feeds(s.position);
             self.tell_subscribers(s);
+            if std::mem::take(&mut self.heard_move) {
+                looking.extend(self.naps_answered_by(s));
+            }
         }
         if let Err(e) = &head {
             self.log(format!("bernstein: a look at the ledger head failed: {e}"));
@@ -527,6 +539,27 @@ impl<F: Fold> Engine<F> {
             let moved = head.as_ref().map_or(true, |s| until.moved(s));
             self.feed(id, request::Input::Looked { moved });
         }
+    }
+
+    /// The napping requests whose wait `s` answers, each parked to look at it (and no longer
+    /// napping): a head heard of early wakes only the waits it concerns.
+    fn naps_answered_by(&mut self, s: &Snapshot<F>) -> Vec<ReqId> {
+        let mut woken = Vec::new();
+        let mut ended = Vec::new();
+        for (id, r) in &mut self.reqs {
+            if let Park::Nap(nap) = &r.park
+                && nap.until.moved(s)
+            {
+                let nap = nap.clone();
+                r.park = Park::Look(nap.until.clone());
+                ended.push((*id, nap));
+                woken.push(*id);
+            }
+        }
+        for (id, nap) in ended {
+            self.unwatch(id, &nap);
+        }
+        woken
     }
 
     pub(super) fn appended(&mut self, id: ReqId, result: AppendResult) {
