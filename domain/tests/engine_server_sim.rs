@@ -118,20 +118,23 @@ fn a_long_poll_holds_its_connection_until_a_write_on_another_wakes_it_at_once() 
     assert_eq!(polls, 1, "a long poll is one call, whatever its rounds");
 }
 
+/// A second run, started on connection 9: its id.
+fn start_other_run(w: &mut World<Projection>) -> String {
+    w.bytes(
+        9,
+        &post_mcp(&call(4, "bernstein_run", json!({"goal": "other"}))),
+    );
+    tool_result(&answers(&w.take(9))[0])["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 #[test]
 fn a_long_poll_sees_another_process_write_at_its_next_look_and_sleeps_through_other_runs() {
     let mut w = http(|_| {});
     let run = start_run(&mut w, 9);
-    let other = {
-        w.bytes(
-            9,
-            &post_mcp(&call(4, "bernstein_run", json!({"goal": "other"}))),
-        );
-        tool_result(&answers(&w.take(9))[0])["run_id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let other = start_other_run(&mut w);
     w.connect(1, "127.0.0.1:40000");
     w.bytes(1, &post_mcp(&long_poll(2, &run, 60_000)));
     // Writes to the other run, on this server and from another process: no answer.
@@ -160,16 +163,7 @@ fn a_long_poll_sees_another_process_write_at_its_next_look_and_sleeps_through_ot
 fn a_head_heard_of_wakes_the_long_poll_it_answers_at_once_and_no_other() {
     let mut w = http(|_| {});
     let run = start_run(&mut w, 9);
-    let other = {
-        w.bytes(
-            9,
-            &post_mcp(&call(4, "bernstein_run", json!({"goal": "other"}))),
-        );
-        tool_result(&answers(&w.take(9))[0])["run_id"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    };
+    let other = start_other_run(&mut w);
     w.connect(1, "127.0.0.1:40000");
     w.bytes(1, &post_mcp(&long_poll(2, &run, 60_000)));
     w.connect(2, "127.0.0.1:40001");
