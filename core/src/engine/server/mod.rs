@@ -341,6 +341,8 @@ pub struct Engine<F: Fold> {
     introspection: introspect::Introspections,
     /// Questions out to handshake-era clients ([`asks`]).
     asks: asks::Asks,
+    /// The log levels of handshake-era sessions over streamable HTTP.
+    session_levels: crate::engine::session_levels::SessionLevels,
     shutting_down: bool,
     /// When the shutdown's grace ends (the engine's clock), once one began.
     grace_ends: Option<Duration>,
@@ -433,6 +435,7 @@ impl<F: Fold> Engine<F> {
             keys: keys::Keys::default(),
             introspection: introspect::Introspections::default(),
             asks: asks::Asks::default(),
+            session_levels: crate::engine::session_levels::SessionLevels::default(),
             shutting_down: false,
             grace_ends: None,
             traced: false,
