@@ -765,11 +765,11 @@ struct HttpConn {
     eof: bool,
     backlog: Backlog,
     armed: Option<Duration>,
-    /// The log level `logging/setLevel` set on this connection (handshake era; streamable HTTP
-    /// keeps no session, so it lasts as long as the connection).
+    /// The log level `logging/setLevel` set on this connection without a session id (handshake
+    /// era; a request with one uses its session's level), as long as the connection.
     log_level: Option<crate::protocol::logging::LogLevel>,
     /// What an `initialize` on this connection declared the client can be asked (as long as
-    /// the connection, like the log level).
+    /// the connection, like the log level), for requests without a session id.
     caps: ClientCaps,
 }
 
