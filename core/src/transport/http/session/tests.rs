@@ -128,7 +128,7 @@ fn malformed_headers_are_refused_unread() {
         Vec::new(),
         b"s-1".to_vec(),
         b"abc=".to_vec(),
-        token[..token.len() - 1].as_bytes().to_vec(),
+        token.as_bytes()[..token.len() - 1].to_vec(),
         format!("{token}AAAA").into_bytes(),
     ] {
         assert_eq!(open_at(&bad), Err(Refusal::Malformed), "{bad:?}");
