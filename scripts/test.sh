@@ -203,8 +203,9 @@ run_e2e() {
 # ---- 4. MCP conformance suite --------------------------------------------------------------
 # tests/conformance/run.py installs node@22 and @modelcontextprotocol/conformance@0.2.0-alpha.12
 # from npm into .cache/ (no global installs), runs the suite (2025-11-25 and 2026-07-28) against
-# the fixture server and `bernstein mcp --transport http` on both runtimes, and checks the result
-# against tests/conformance/expected-failures.txt. Its last line is "conformance: N passed, ...".
+# the fixture server and `bernstein mcp --transport http`, each on both runtimes, and fails on any
+# failing check and on any entry in tests/conformance/expected-failures.txt (which must stay
+# empty). Its last line is "conformance: N passed, ...".
 run_conformance() {
   local log="$LOGS/conformance.log" rc p f s
   if [ ! -x "$BERNSTEIN_BIN" ]; then

@@ -1,11 +1,13 @@
 //! `bernstein-conformance-fixture`: a test-only MCP server that serves the official
 //! conformance suite's fixture tools, resources and prompts (see [`fixtures`]) over the real
-//! runtime-std HTTP server, through `bernstein_domain::Server::with_catalog`. It is
-//! the same engine, transport and ledger as `bernstein mcp --transport http`, with a different
-//! catalogue; it must never grow a protocol path of its own.
+//! HTTP server of either runtime (`--runtime std`, the default, or `smol`), through
+//! `bernstein_domain::Server::with_catalog`. It is the same engine, transport and ledger as
+//! `bernstein mcp --transport http`, with a different catalogue; it must never grow a protocol
+//! path of its own.
 //!
-//! Usage: `bernstein-conformance-fixture --workdir DIR [--host 127.0.0.1] [--port 0]`. Prints
-//! `... serving MCP over HTTP at http://ADDR/mcp ...` on stderr when ready.
+//! Usage: `bernstein-conformance-fixture --workdir DIR [--host 127.0.0.1] [--port 0]
+//! [--runtime std|smol]`. Prints `... serving MCP over HTTP at http://ADDR/mcp ...` on stderr
+//! when ready.
 
 mod fixtures;
 mod input_fixtures;
@@ -31,6 +33,8 @@ struct Args {
     /// How long a request waits for the client's input (the server's
     /// `BERNSTEIN_MCP_INPUT_EXPIRY_SECS`); `None`: the default.
     input_expiry_secs: Option<u64>,
+    /// Serve on runtime-smol instead of runtime-std.
+    smol: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -39,6 +43,7 @@ fn parse_args() -> Result<Args, String> {
         host: "127.0.0.1".into(),
         port: 0,
         input_expiry_secs: None,
+        smol: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -58,10 +63,15 @@ fn parse_args() -> Result<Args, String> {
                 })?;
                 args.input_expiry_secs = Some(secs);
             }
+            "--runtime" => match value()?.as_str() {
+                "std" => args.smol = false,
+                "smol" => args.smol = true,
+                other => return Err(format!("--runtime: std or smol, not {other}")),
+            },
             "-h" | "--help" => {
                 return Err(
                     "usage: bernstein-conformance-fixture --workdir DIR [--host H] \
-                     [--port P] [--input-expiry-secs N]"
+                     [--port P] [--input-expiry-secs N] [--runtime std|smol]"
                         .into(),
                 );
             }
@@ -96,8 +106,12 @@ fn run() -> Result<(), String> {
         Arc::new(SystemClock),
         Arc::new(ProjectHost::new(&args.workdir)),
     );
-    bernstein_runtime_std::http::serve_http(server, backend, options, None, |_| Ok(()))
-        .map_err(|e| e.to_string())
+    if args.smol {
+        bernstein_runtime_smol::http::serve_http(server, backend, options, None, |_| Ok(()))
+    } else {
+        bernstein_runtime_std::http::serve_http(server, backend, options, None, |_| Ok(()))
+    }
+    .map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {

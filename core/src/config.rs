@@ -152,6 +152,9 @@ pub struct Config {
     /// HMAC-SHA256 key of `requestState` tokens (`protocol::request_state`), derived from the
     /// audit key so that every instance over one ledger accepts the others' tokens.
     pub request_state_key: Vec<u8>,
+    /// HMAC-SHA256 key of handshake-era `Mcp-Session-Id` tokens
+    /// (`transport::http::session`), derived from the audit key under its own label.
+    pub session_key: Vec<u8>,
     /// How long a request may wait for the client's input: a `requestState` expires this many
     /// milliseconds after it was issued (`BERNSTEIN_MCP_INPUT_EXPIRY_SECS`, default 10 min).
     pub input_expiry_ms: u64,
@@ -173,8 +176,18 @@ pub const DEFAULT_INPUT_EXPIRY_MS: u64 = 600_000;
 /// The `requestState` key of an audit key: HMAC-SHA256 under the audit key of a fixed label, so
 /// the tokens' key is never the audit key itself.
 pub fn request_state_key(audit_key: &[u8]) -> Vec<u8> {
+    derived_key(audit_key, b"bernstein.request-state-key.v1")
+}
+
+/// The `Mcp-Session-Id` key of an audit key: HMAC-SHA256 under the audit key of its own label,
+/// so neither the audit key nor the `requestState` key ever tags a session id.
+pub fn session_key(audit_key: &[u8]) -> Vec<u8> {
+    derived_key(audit_key, b"bernstein.session-key.v1")
+}
+
+fn derived_key(audit_key: &[u8], label: &[u8]) -> Vec<u8> {
     let mut mac = crate::digest::HmacCheck::new(audit_key);
-    mac.update(b"bernstein.request-state-key.v1");
+    mac.update(label);
     let rendered = mac.tag();
     hex::decode(rendered.trim_start_matches("hmac-sha256:")).unwrap_or_default()
 }
@@ -187,6 +200,7 @@ impl Config {
             cost_meter: true,
             deprecated_aliases: true,
             request_state_key: request_state_key(&audit_key),
+            session_key: session_key(&audit_key),
             input_expiry_ms: DEFAULT_INPUT_EXPIRY_MS,
             audit_key,
             server_name: "bernstein".into(),
@@ -222,5 +236,15 @@ mod tests {
                 .unwrap_err()
                 .contains("core, standard, all")
         );
+    }
+
+    #[test]
+    fn derived_keys_are_apart_from_each_other_and_the_audit_key() {
+        let c = Config::new(b"audit".to_vec());
+        assert_eq!(c.session_key.len(), 32);
+        assert_ne!(c.session_key, c.request_state_key);
+        assert_ne!(c.session_key, c.audit_key);
+        assert_eq!(c.session_key, session_key(b"audit"));
+        assert_ne!(c.session_key, session_key(b"another audit key"));
     }
 }

@@ -3,11 +3,13 @@
 //! routed by `HttpPolicy::route` (anonymous and bearer policies, loopback peers or not) and,
 //! when it is an MCP exchange, served by the engine against the fixture snapshot and turned
 //! into the HTTP reply; an operator route's pure answer (overview, task, pasted check) is
-//! computed on the fixture ledger.
+//! computed on the fixture ledger; the handshake-era session-id parser reads the input whole and
+//! every framed request's `Mcp-Session-Id` (the router reads it too).
 //! Invariants: no panic; chunking never changes frames (but `Continue`); nothing after a fatal error; bodies
 //! within the limit; every response is a well-formed HTTP/1.1 head whose header values hold no
 //! CR or LF and whose `Content-Length` is the body length; MCP bodies obey the engine
-//! invariants of `bernstein_fuzz::invariants`.
+//! invariants of `bernstein_fuzz::invariants`; a session id opens only if it seals back to
+//! itself.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -18,7 +20,7 @@ use bernstein_core::ledger::StoreFacts;
 use bernstein_domain::bound::Input;
 use bernstein_core::transport::http::{
     Decision, Frame, HttpOptions, HttpPolicy, HttpResponse, OperatorRoute, ParserLimits,
-    RequestParser, ServedParts,
+    RequestParser, ServedParts, session,
 };
 use bernstein_fuzz::{fixture, invariants};
 use libfuzzer_sys::fuzz_target;
@@ -84,6 +86,16 @@ fn policies() -> &'static [HttpPolicy; 2] {
     })
 }
 
+/// The session-id parser on arbitrary header bytes: never a panic, and an id that opens is the
+/// one its session seals to (so nothing but a sealed id opens).
+fn session_id(raw: &[u8]) {
+    static KEY: OnceLock<Vec<u8>> = OnceLock::new();
+    let key = KEY.get_or_init(|| Config::new(fixture::audit_key()).session_key);
+    if let Ok(s) = session::open(key, raw, fixture::NOW) {
+        assert_eq!(session::issue(key, &s, s.issued).as_deref().map(str::as_bytes), Some(raw));
+    }
+}
+
 fn frames(limits: ParserLimits, chunks: &[&[u8]]) -> Vec<Frame> {
     let mut parser = RequestParser::new(limits);
     let mut out = Vec::new();
@@ -128,6 +140,7 @@ fuzz_target!(|data: &[u8]| {
             max_body_bytes: 1024,
         }
     };
+    session_id(rest);
     let step = usize::from(selector >> 2).max(1);
     let whole = frames(limits, &[rest]);
     let chunked: Vec<&[u8]> = rest.chunks(step).collect();
@@ -159,6 +172,9 @@ fuzz_target!(|data: &[u8]| {
             }
         };
         assert!(request.body.len() <= limits.max_body_bytes);
+        if let Some(raw) = request.header("mcp-session-id") {
+            session_id(raw);
+        }
         match policy.route(request, peer_loopback, fixture::NOW) {
             Decision::Respond(r) => assert_http(&r),
             Decision::Mcp(exchange) => {

@@ -5,20 +5,19 @@ What it does:
 1. installs, once, into <repo>/.cache: Node 22 (npm package `node@22`) and
    `@modelcontextprotocol/conformance@0.2.0-alpha.12` (no global installs);
 2. starts the test-only fixture server (`bernstein-conformance-fixture`, same engine and HTTP
-   runtime, the suite's fixture catalogue) and `bernstein mcp --transport http` on each runtime
-   (std, smol), each on a free port in a fresh workdir;
+   runtimes, the suite's fixture catalogue) and `bernstein mcp --transport http`, each on each
+   runtime (std, smol), on a free port in a fresh workdir;
 3. runs `conformance server --url ... --requirements REV` for REV in 2025-11-25 and 2026-07-28
    against each; the fixture server is judged on every scenario, the real server on the
    scenarios about its own surface (SURFACE below: the others need fixture tools);
-4. compares the failing scenarios/checks with expected-failures.txt and exits non-zero when a
-   failure is not listed or a listed failure now passes (stale entry).
+4. exits non-zero when any check fails, and when expected-failures.txt lists anything: that
+   file must stay empty (a failing scenario is a bug to fix, never an entry).
 
 Stdlib only. Knobs: BERNSTEIN_BIN (else $CARGO_TARGET_DIR/debug/bernstein, else
 target/debug/bernstein), BERNSTEIN_CONFORMANCE_FIXTURE_BIN (same rule), CONFORMANCE_RUNTIMES
 (default std,smol), CONFORMANCE_REVISIONS (default 2025-11-25,2026-07-28). The last line is
-"conformance: N passed, N failed, N skipped" (scenario runs; expected failures count as passed).
-Each scenario run is listed as `ok`, `xfail` (its failures are all listed in
-expected-failures.txt) or `FAIL` (a failure that is not).
+"conformance: N passed, N failed, N skipped" (scenario runs). Each scenario run is listed as
+`ok` or `FAIL`.
 """
 
 from __future__ import annotations
@@ -157,7 +156,7 @@ def start(label: str, argv: list[str], workdir: Path, logs: Path) -> Running:
 
 @dataclass
 class ScenarioResult:
-    target: str  # fixture | server-std | server-smol
+    target: str  # fixture-std | fixture-smol | server-std | server-smol
     revision: str
     scenario: str
     failing_checks: set[str] = field(default_factory=set)
@@ -165,13 +164,14 @@ class ScenarioResult:
     warnings: list[str] = field(default_factory=list)
     # Failing checks set aside on a server target because the fixture judges them.
     on_fixture: set[str] = field(default_factory=set)
-    # Set by judge(): "ok", "xfail" (every failing check is listed in expected-failures.txt)
-    # or "FAIL" (some failing check is not).
-    verdict: str = ""
 
     @property
-    def kind(self) -> str:
-        return "fixture" if self.target == "fixture" else "server"
+    def is_fixture(self) -> bool:
+        return self.target.startswith("fixture")
+
+    @property
+    def runtime(self) -> str:
+        return self.target.split("-", 1)[1]
 
 
 def read_results(outdir: Path, target: str, revision: str, only: set[str] | None) -> list[ScenarioResult]:
@@ -190,7 +190,7 @@ def read_results(outdir: Path, target: str, revision: str, only: set[str] | None
             items = [{"id": scenario, "status": "FAILURE", "errorMessage": "unreadable checks.json"}]
         for c in items:
             status = c.get("status")
-            if status in FAILING and target != "fixture" and c.get("id") in FIXTURE_JUDGED:
+            if status in FAILING and not target.startswith("fixture") and c.get("id") in FIXTURE_JUDGED:
                 r.on_fixture.add(c["id"])
             elif status in FAILING:
                 r.failing_checks.add(c.get("id", "?"))
@@ -211,81 +211,11 @@ def run_suite(cli: list[str], env: dict[str, str], url: str, revision: str, outd
 # ---- expected failures ------------------------------------------------------------------------
 
 
-@dataclass
-class Expected:
-    target: str
-    revision: str
-    scenario: str
-    check: str | None
-    category: str
-    reason: str
-    line: int
-    matched_failure: bool = False
-    matched_run: bool = False
-
-    def applies(self, r: ScenarioResult) -> bool:
-        return (
-            self.target in ("*", r.kind)
-            and self.revision in ("*", r.revision)
-            and self.scenario == r.scenario
-        )
-
-
-def load_expected(path: Path) -> list[Expected]:
-    out = []
-    for n, raw in enumerate(path.read_text().splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        parts = line.split(None, 4)
-        if len(parts) < 5:
-            raise SystemExit(f"{path}:{n}: expected TARGET REVISION SCENARIO[:CHECK] CATEGORY reason")
-        target, revision, sc, category, reason = parts
-        if category not in ("extension", "server-initiated", "gap"):
-            raise SystemExit(f"{path}:{n}: unknown category {category!r}")
-        scenario, _, check = sc.partition(":")
-        out.append(Expected(target, revision, scenario, check or None, category, reason, n))
-    return out
-
-
-def judge(results: list[ScenarioResult], expected: list[Expected]) -> tuple[list[str], list[str], int, int]:
-    """(unexpected failures, stale entries, scenario runs passed, scenario runs failed)."""
-    unexpected: list[str] = []
-    passed = failed = 0
-    for r in results:
-        entries = [e for e in expected if e.applies(r)]
-        whole = [e for e in entries if e.check is None]
-        per_check = {e.check: e for e in entries if e.check is not None}
-        for e in entries:
-            e.matched_run = True
-        where = f"{r.target} {r.revision} {r.scenario}"
-        if whole:
-            if r.failing_checks:
-                for e in whole:
-                    e.matched_failure = True
-            r.verdict = "xfail" if r.failing_checks else "ok"
-            passed += 1
-            continue
-        bad = []
-        for check in sorted(r.failing_checks):
-            if check in per_check:
-                per_check[check].matched_failure = True
-            else:
-                bad.append(f"{where}: check {check}: {r.messages.get(check, '')}")
-        unexpected.extend(bad)
-        r.verdict = "FAIL" if bad else ("xfail" if r.failing_checks else "ok")
-        if bad:
-            failed += 1
-        else:
-            passed += 1
-    stale = []
-    for e in expected:
-        if not e.matched_run:
-            continue  # that scenario did not run at that revision / on that target
-        if not e.matched_failure:
-            name = f"{e.scenario}:{e.check}" if e.check else e.scenario
-            stale.append(f"expected-failures.txt:{e.line}: {e.target} {e.revision} {name} now passes: remove it")
-    return unexpected, stale, passed, failed
+def listed_failures(path: Path) -> list[str]:
+    """Every entry of expected-failures.txt (lines that are neither blank nor comments): each
+    one fails the run, since the file must stay empty."""
+    return [f"{path.name}:{n}: {raw.strip()}" for n, raw in enumerate(path.read_text().splitlines(), 1)
+            if raw.strip() and not raw.strip().startswith("#")]
 
 
 def judged_on_fixture(results: list[ScenarioResult]) -> list[str]:
@@ -294,8 +224,8 @@ def judged_on_fixture(results: list[ScenarioResult]) -> list[str]:
     for r in results:
         if not r.on_fixture:
             continue
-        twin = next((f for f in results if f.target == "fixture" and f.revision == r.revision
-                     and f.scenario == r.scenario), None)
+        twin = next((f for f in results if f.is_fixture and f.runtime == r.runtime
+                     and f.revision == r.revision and f.scenario == r.scenario), None)
         for check in sorted(r.on_fixture):
             if twin is None or check in twin.failing_checks:
                 bad.append(f"{r.target} {r.revision} {r.scenario}: check {check} is judged on the "
@@ -316,14 +246,14 @@ def main() -> int:
             log(f"missing {b}: build the workspace first (cargo build --workspace)")
             log("conformance: 0 passed, 1 failed, 0 skipped")
             return 1
-    expected = load_expected(EXPECTED)
+    listed = listed_failures(EXPECTED)
     cli, env = ensure_suite()
     logs = CACHE / "test-logs" / "conformance"
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)
     results: list[ScenarioResult] = []
     scratch = Path(tempfile.mkdtemp(prefix="bernstein-conformance-"))
-    targets = [("fixture", [str(fixture_bin)], None)]
+    targets = [(f"fixture-{rt}", [str(fixture_bin), "--runtime", rt], None) for rt in runtimes]
     for rt in runtimes:
         targets.append((f"server-{rt}", [str(server_bin), "mcp", "--transport", "http", "--runtime", rt], SURFACE))
     try:
@@ -347,35 +277,31 @@ def main() -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
-    unexpected, stale, passed, failed = judge(results, expected)
-    unexpected.extend(judged_on_fixture(results))
+    failures = [f"{r.target} {r.revision} {r.scenario}: check {c}: {r.messages.get(c, '')}"
+                for r in results for c in sorted(r.failing_checks)]
+    failures.extend(judged_on_fixture(results))
+    passed = sum(1 for r in results if not r.failing_checks)
+    failed = len(results) - passed
     for r in results:
-        detail = ""
-        if r.failing_checks:
-            noun = "unexpected" if r.verdict == "FAIL" else "expected"
-            detail = f"  ({len(r.failing_checks)} failing checks, {noun})"
-        log(f"  {r.verdict:5} {r.target:11} {r.revision} {r.scenario}{detail}")
+        verdict = "FAIL" if r.failing_checks else "ok"
+        detail = f"  ({len(r.failing_checks)} failing checks)" if r.failing_checks else ""
+        log(f"  {verdict:5} {r.target:12} {r.revision} {r.scenario}{detail}")
         if r.on_fixture:
             log(f"         judged on the fixture: {', '.join(sorted(r.on_fixture))}")
         for w in r.warnings:
             log(f"         warning: {w}")
-    gaps = [e for e in expected if e.category == "gap" and e.matched_failure]
-    if gaps:
-        log(f"\nknown gaps (bugs, listed in expected-failures.txt as 'gap'): {len(gaps)}")
-        for e in gaps:
-            log(f"  {e.target} {e.revision} {e.scenario}{':' + e.check if e.check else ''}: {e.reason}")
-    if unexpected:
-        log("\nUNEXPECTED FAILURES (not in expected-failures.txt):")
-        for u in unexpected:
+    if failures:
+        log("\nFAILURES:")
+        for u in failures:
             log(f"  {u}")
-    if stale:
-        log("\nSTALE expected failures (now passing):")
-        for s in stale:
-            log(f"  {s}")
-        failed += len(stale)
+    if listed:
+        log("\nexpected-failures.txt must stay empty (fix the failure instead of listing it):")
+        for e in listed:
+            log(f"  {e}")
+        failed += len(listed)
     log(f"\nlogs: {logs}")
     log(f"conformance: {passed} passed, {failed} failed, 0 skipped")
-    return 1 if unexpected or stale else 0
+    return 1 if failures or listed else 0
 
 
 if __name__ == "__main__":

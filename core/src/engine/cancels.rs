@@ -1,6 +1,6 @@
 //! Requests in flight by JSON-RPC id, so that a `notifications/cancelled` (on the same stdio
-//! stream, or on another HTTP connection) ends the wait of the request it names. The server
-//! keeps no sessions, so the only name a cancellation carries is the request id: every request
+//! stream, or on another HTTP connection) ends the wait of the request it names. A session id
+//! names no one, so the only name a cancellation carries is the request id: every request
 //! in flight with that id is cancelled; an id nobody uses cancels nothing.
 //!
 //! The engine keeps one `Cancels`: it enters a request (by the id

@@ -27,6 +27,7 @@ pub mod job;
 pub mod log_budget;
 pub mod request;
 pub mod server;
+pub mod session_levels;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
 pub mod span;

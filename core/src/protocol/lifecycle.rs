@@ -1,8 +1,9 @@
 //! Lifecycle methods: `initialize` (handshake era), `ping`, `server/discover` (stateless era)
 //! and the server's capabilities (what every result of an era carries is [`super::decorate`]).
 //!
-//! No session is ever created: `initialize` only answers the negotiated revision, which the
-//! runtime may remember as a transport fact. This module must never keep state.
+//! No session is kept here: `initialize` only answers the negotiated revision and what the
+//! client declared, which the engine remembers as transport facts (over streamable HTTP, sealed
+//! into a session id, `transport::http::session`). This module must never keep state.
 
 use serde_json::Value;
 
@@ -21,7 +22,7 @@ use crate::ledger::Fold;
 /// `initialize`: negotiates a handshake revision (the newest when `protocolVersion` is
 /// absent) and describes the server. `resources.subscribe` is advertised on the transports
 /// with a standing stream to carry the updates (stdio, a legacy SSE stream), never over
-/// sessionless streamable HTTP.
+/// streamable HTTP (whose session id carries capabilities, not a stream).
 pub fn initialize<F: Fold>(
     server: &Server<F>,
     params: Option<&Value>,

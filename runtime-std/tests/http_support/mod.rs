@@ -108,6 +108,7 @@ macro_rules! http_scenarios {
             legacy_sse_round_trip,
             bearer_auth_over_the_wire,
             legacy_session_header_after_the_cutoff,
+            handshake_session_ids_across_connections,
             stateless_era_headers,
             get_and_unknown_paths,
             foreign_hosts_are_refused_on_every_route,

@@ -50,21 +50,21 @@ pub fn handshake_round_trip_on_one_keep_alive_connection(launch: Launcher) {
     let r = c.post_mcp(&initialize(1, "2025-06-18"), &[]);
     let v = assert_ok_result(&r, 1);
     assert_eq!(r.header("content-type"), Some("application/json"));
-    assert!(
-        r.header("mcp-session-id").is_none(),
-        "stateless: no session is issued"
-    );
+    let session = r
+        .header("mcp-session-id")
+        .expect("a handshake-era initialize is answered with a session id")
+        .to_string();
     assert_eq!(v["result"]["protocolVersion"], "2025-06-18");
     span(&r);
     let pv = ("MCP-Protocol-Version", "2025-06-18");
 
     let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
-    let r = c.post_mcp(&note, &[pv, ("Mcp-Session-Id", "from-another-server")]);
+    let r = c.post_mcp(&note, &[pv, ("Mcp-Session-Id", &session)]);
     assert_eq!(r.status, 202);
     assert!(r.body.is_empty());
     assert!(
         r.header("mcp-session-id").is_none(),
-        "the session header is never echoed"
+        "only initialize is answered with a session id"
     );
     span(&r);
 
@@ -618,14 +618,14 @@ pub fn legacy_session_header_after_the_cutoff(launch: Launcher) {
         Some(Timestamp(cutoff.0 - 86_400_000)),
     );
     let mut c = Conn::open(before.addr());
+    // Before the cut-off a session id this server did not issue is not found (the client
+    // starts a new session), and there is no session to end.
     let r = c.post_mcp(&rpc(1, "ping", json!({})), &[("Mcp-Session-Id", "s-1")]);
-    assert_ok_result(&r, 1);
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["error"]["data"]["reason"], "session_malformed");
     assert!(r.header("mcp-session-id").is_none());
-    assert_eq!(
-        c.request("DELETE", "/mcp", &[("Mcp-Session-Id", "s-1")], b"")
-            .status,
-        200
-    );
+    let r = c.request("DELETE", "/mcp", &[("Mcp-Session-Id", "s-1")], b"");
+    assert_eq!((r.status, r.header("allow")), (405, Some("POST")));
 
     let after = start_at(launch, test_config(), test_options(), Some(cutoff));
     let mut c = Conn::open(after.addr());
@@ -636,6 +636,54 @@ pub fn legacy_session_header_after_the_cutoff(launch: Launcher) {
     assert_eq!(r.status, 405);
     assert!(r.text().contains("2027-07-28"), "{}", r.text());
     assert_ok_result(&c.post_mcp(&rpc(2, "ping", json!({})), &[]), 2);
+}
+
+/// A handshake-era `initialize` is answered with a sealed session id; another connection's
+/// request carrying it is served, a changed one is `404`, and a 2026-07-28 request gets none.
+pub fn handshake_session_ids_across_connections(launch: Launcher) {
+    let f = start(launch, test_config(), test_options());
+    let init = rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let r = Conn::open(f.addr()).post_mcp(&init, &[]);
+    assert_ok_result(&r, 1);
+    let session = r
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    assert!(session.bytes().all(|b| (0x21..=0x7e).contains(&b)) && session.len() < 200);
+    let pv = ("MCP-Protocol-Version", "2025-11-25");
+    let mut other = Conn::open(f.addr());
+    let r = other.post_mcp(
+        &rpc(2, "ping", json!({})),
+        &[pv, ("Mcp-Session-Id", &session)],
+    );
+    assert_ok_result(&r, 2);
+    let mut changed = session.clone().into_bytes();
+    changed[0] = if changed[0] == b'A' { b'B' } else { b'A' };
+    let changed = String::from_utf8(changed).unwrap();
+    let r = other.post_mcp(
+        &rpc(3, "ping", json!({})),
+        &[pv, ("Mcp-Session-Id", &changed)],
+    );
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["id"], 3);
+    assert_eq!(r.json()["error"]["data"]["reason"], "session_forged");
+    // The connection serves on after the refusal.
+    assert_ok_result(&other.post_mcp(&rpc(4, "ping", json!({})), &[pv]), 4);
+    let discover = rpc(5, "server/discover", json!({"_meta": modern_meta()}));
+    let r = other.post_mcp(
+        &discover,
+        &[
+            ("MCP-Protocol-Version", MODERN),
+            ("Mcp-Method", "server/discover"),
+        ],
+    );
+    assert_ok_result(&r, 5);
+    assert!(r.header("mcp-session-id").is_none());
 }
 
 pub fn stateless_era_headers(launch: Launcher) {

@@ -505,6 +505,10 @@ impl<F: Fold> Engine<F> {
                 if let Some(Conn::Http(h)) = self.conns.get(&conn) {
                     facts.log_level = h.log_level;
                 }
+                // A session's level, whichever connection set it.
+                if let Some(level) = x.session.and_then(|s| self.session_levels.get(s.id)) {
+                    facts.log_level = Some(level);
+                }
                 let traceparent = x.traceparent.clone();
                 let answer = Answer::Mcp { x, stream: None };
                 let req = self.start_request(

@@ -1,6 +1,7 @@
 //! The engine's randomness, drawn from a seed the runtime hands in (32 bytes from the OS): the
 //! tokens of legacy SSE streams (unguessable: each is SHA-256 of the secret seed and a
-//! counter, as in a hash DRBG) and the seeds of the requests' jittered pauses. Nothing here
+//! counter, as in a hash DRBG), the nonces of handshake-era session ids and the seeds of the
+//! requests' jittered pauses. Nothing here
 //! reads the OS; the same seed gives the same draws, which the simulations rely on.
 
 use sha2::{Digest as _, Sha256};
@@ -38,6 +39,14 @@ impl Entropy {
     /// A fresh stream token: 128 bits, hex.
     pub(super) fn token(&mut self) -> String {
         hex::encode(&self.draw(b"token")[..16])
+    }
+
+    /// A fresh session id's nonce (its identity; `transport::http::session`): 128 bits.
+    pub(super) fn session_nonce(&mut self) -> u128 {
+        let b = self.draw(b"session");
+        let mut n = [0; 16];
+        n.copy_from_slice(&b[..16]);
+        u128::from_be_bytes(n)
     }
 
     /// A fresh seed for one request's jitter.

@@ -347,6 +347,8 @@ pub struct Engine<F: Fold> {
     introspection: introspect::Introspections,
     /// Questions out to handshake-era clients ([`asks`]).
     asks: asks::Asks,
+    /// The log levels of handshake-era sessions over streamable HTTP.
+    session_levels: crate::engine::session_levels::SessionLevels,
     shutting_down: bool,
     /// When the shutdown's grace ends (the engine's clock), once one began.
     grace_ends: Option<Duration>,
@@ -440,6 +442,7 @@ impl<F: Fold> Engine<F> {
             keys: keys::Keys::default(),
             introspection: introspect::Introspections::default(),
             asks: asks::Asks::default(),
+            session_levels: crate::engine::session_levels::SessionLevels::default(),
             shutting_down: false,
             grace_ends: None,
             traced: false,
@@ -770,11 +773,11 @@ struct HttpConn {
     eof: bool,
     backlog: Backlog,
     armed: Option<Duration>,
-    /// The log level `logging/setLevel` set on this connection (handshake era; streamable HTTP
-    /// keeps no session, so it lasts as long as the connection).
+    /// The log level `logging/setLevel` set on this connection without a session id (handshake
+    /// era; a request with one uses its session's level), as long as the connection.
     log_level: Option<crate::protocol::logging::LogLevel>,
     /// What an `initialize` on this connection declared the client can be asked (as long as
-    /// the connection, like the log level).
+    /// the connection, like the log level), for requests without a session id.
     caps: ClientCaps,
 }
 

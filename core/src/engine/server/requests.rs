@@ -14,10 +14,13 @@ use crate::engine::span::RequestSpan;
 use crate::engine::turns::Grant;
 use crate::engine::{Served, Stop};
 use crate::ledger::{AppendResult, Fold, Snapshot, StoreError};
+use crate::protocol::era::Revision;
 use crate::protocol::input::ClientCaps;
 use crate::protocol::tally::Tally;
 use crate::protocol::{ClientMessage, StorageFailure, TransportFacts};
+use crate::time::Timestamp;
 use crate::transport::http::exchange::{ServedParts, StreamedReply, body_span_id};
+use crate::transport::http::session::{self, Session};
 
 impl<F: Fold> Engine<F> {
     /// Starts serving `message` (read once, by whoever framed it) from `conn`; its answer goes
@@ -57,12 +60,15 @@ impl<F: Fold> Engine<F> {
     }
 
     /// What the client of a message arriving on `conn` (answered at `answer`) declared in
-    /// `initialize` it can be asked: kept by its stdio connection, legacy stream or HTTP
-    /// connection.
+    /// `initialize` it can be asked: carried by its session id over streamable HTTP, else kept
+    /// by its stdio connection, legacy stream or HTTP connection.
     fn declared_caps(&self, conn: ConnId, answer: &Answer) -> ClientCaps {
         let holder = match answer {
             Answer::Legacy { stream, .. } => *stream,
             Answer::Job { .. } => return ClientCaps::NONE,
+            Answer::Mcp { x, .. } if x.session.is_some() => {
+                return x.session.map_or(ClientCaps::NONE, |s| s.caps);
+            }
             Answer::Stdio | Answer::Mcp { .. } => conn,
         };
         match self.conns.get(&holder) {
@@ -801,17 +807,27 @@ impl<F: Fold> Engine<F> {
             }
             Answer::Mcp { x, stream } => match stream {
                 None => {
-                    if let Some(Conn::Http(h)) = self.conns.get_mut(&conn) {
-                        // No sessions over streamable HTTP: the level and the declared
-                        // capabilities hold for the connection.
-                        if let Some(level) = served.log_level {
-                            h.log_level = Some(level);
+                    // A session's level is the session's, whichever connection carries it;
+                    // without one, the level and what `initialize` declared hold for the
+                    // connection (a client that ignores the session id).
+                    match (x.session, served.log_level) {
+                        (Some(s), Some(level)) => self.session_levels.set(s.id, level),
+                        (None, Some(level)) => {
+                            if let Some(Conn::Http(h)) = self.conns.get_mut(&conn) {
+                                h.log_level = Some(level);
+                            }
                         }
-                        if let Some(caps) = served.declared_caps {
-                            h.caps = caps;
-                        }
+                        (_, None) => {}
                     }
-                    let response = x.reply(parts(&served));
+                    if let Some(caps) = served.declared_caps
+                        && let Some(Conn::Http(h)) = self.conns.get_mut(&conn)
+                    {
+                        h.caps = caps;
+                    }
+                    let mut response = x.reply(parts(&served));
+                    if let Some(token) = self.session_id(&served) {
+                        response = response.with_header("Mcp-Session-Id", token);
+                    }
                     let close = response.close;
                     self.respond(conn, response);
                     if !close {
@@ -866,6 +882,28 @@ impl<F: Fold> Engine<F> {
                 }
             }
         }
+    }
+
+    /// The session id of a handshake-era `initialize` answered over streamable HTTP: what it
+    /// declared and negotiated, sealed (`transport::http::session`); none from the legacy
+    /// sessions' cut-off on.
+    fn session_id(&mut self, served: &Served) -> Option<String> {
+        let caps = served.declared_caps?;
+        let revision = served
+            .negotiated_version
+            .as_deref()
+            .and_then(Revision::parse)?;
+        let now = self.now.wall;
+        if now >= Timestamp::LEGACY_SESSION_CUTOFF {
+            return None;
+        }
+        let session = Session {
+            id: self.entropy.session_nonce(),
+            caps,
+            revision,
+            issued: now,
+        };
+        session::issue(&self.server.config.session_key, &session, now)
     }
 
     /// Ends a submitted job with `result` (a store failure: nothing counted).

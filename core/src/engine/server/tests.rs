@@ -9,6 +9,7 @@ mod asks;
 mod backlog;
 mod introspect;
 mod keys;
+mod sessions;
 mod spans;
 
 use core::time::Duration;

@@ -118,6 +118,9 @@ pub struct McpExchange {
     /// The request's `traceparent` header, as sent (the engine names the request's span's
     /// parent from it when it is valid and the body's `_meta` carries none).
     pub traceparent: Option<String>,
+    /// The handshake-era session the request's `Mcp-Session-Id` opened to ([`super::session`]):
+    /// what its `initialize` declared, whichever connection the request came on.
+    pub session: Option<super::session::Session>,
 }
 
 impl McpExchange {
@@ -333,6 +336,7 @@ mod tests {
             accept: Accept::parse(Some(accept)),
             keep_alive: true,
             traceparent: None,
+            session: None,
         }
     }
 

@@ -7,8 +7,8 @@
 //!   `params.uri` in `Mcp-Name` (Base64 sentinel `=?base64?…?=` decoded), and `params.taskId`
 //!   of a tasks method in `Mcp-Name` when that is sent (SEP-2663) — else 400, `-32020`;
 //!   a handshake revision in `_meta` stays in the handshake era (the engine's rule);
-//! - `Mcp-Session-Id` is ignored (never stored, never echoed) until
-//!   [`Timestamp::LEGACY_SESSION_CUTOFF`], and refused from then on.
+//! - `Mcp-Session-Id` is refused from [`Timestamp::LEGACY_SESSION_CUTOFF`] on; before, the
+//!   router opens a handshake-era one ([`super::session`]) and ignores a 2026-07-28 one.
 //!
 //! Pure checks over values: the clock reading arrives as `now`.
 

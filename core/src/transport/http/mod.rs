@@ -13,8 +13,9 @@
 //! Everything protocol-related — limits, routing, header rules, authentication, `Host`
 //! pinning, `Origin` checks, OAuth discovery metadata, SSE framing, JSON-RPC error → HTTP status — is decided
 //! here, so the two runtimes cannot drift apart. Nothing in this module touches a socket, a
-//! clock or the environment, and nothing here remembers anything between requests: the
-//! server is stateless, and `Mcp-Session-Id` is never stored or echoed.
+//! clock or the environment, and nothing here remembers anything between requests: a
+//! handshake-era `Mcp-Session-Id` is a sealed token that carries what `initialize` declared
+//! ([`session`]), never a key into server state.
 
 pub mod exchange;
 pub mod guard;
@@ -31,6 +32,7 @@ pub mod read_clock;
 pub mod request;
 pub mod response;
 pub mod router;
+pub mod session;
 pub mod sse;
 pub mod stream_clock;
 pub mod tool_scopes;

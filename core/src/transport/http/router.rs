@@ -2,13 +2,20 @@
 //! legacy SSE stream, or deliver a legacy message. Checks run in a fixed order — `Host`,
 //! `Origin`, public discovery paths, authentication, then the route's own rules (legacy
 //! session header, `Content-Type`, JSON body, MCP headers including the tools' `Mcp-Param-*`
-//! bindings, `Accept`) — so a refused request never reaches the engine and changes nothing.
+//! bindings, the handshake-era session id, `Accept`) — so a refused request never reaches
+//! the engine and changes nothing.
 //!
 //! Methods on `/mcp`, per era: `POST` serves. `GET` is `405` with `Allow: POST` in every era
 //! (2025-03-26 … 2025-11-25 let a server without a standalone stream answer 405; 2026-07-28
-//! removed the GET stream and says 405). `DELETE` is `405` for a 2026-07-28 request (no
-//! sessions exist there); for older clients it is acknowledged as a no-op (`200`) until
-//! 2027-07-28 and refused with `405` naming that date from then on.
+//! removed the GET stream and says 405). `DELETE` is `405` in every era: a 2026-07-28 request
+//! has no sessions; a handshake-era session id is a sealed token the server keeps nothing of
+//! ([`super::session`]), so there is nothing to end (from 2027-07-28 the answer names the
+//! removal of sessions).
+//!
+//! A handshake-era `POST /mcp` carrying `Mcp-Session-Id` (before 2027-07-28; `initialize`
+//! excepted, which starts a new session) is served with the session the token opens to, or
+//! refused: `404` for a token this server did not issue or that expired, `400` for one that is
+//! not visible ASCII.
 //!
 //! `Host` comes first, on every path: HTTP/1.1 without `Host`, a repeated or a malformed one is
 //! `400` (RFC 9112 §3.2); a well-formed `Host` this server does not answer for
@@ -41,9 +48,11 @@ use super::options::HttpOptions;
 use super::param_headers::ParamHeaders;
 use super::request::Request;
 use super::response::{HttpResponse, Status, route_span_id};
+use super::session::{self, Session};
 use super::tool_scopes::ToolScopes;
 use crate::config::{AuthMode, Config, Limits, OAuthConfig};
 use crate::protocol::message::Unreadable;
+use crate::protocol::model::Method;
 use crate::protocol::principal::Principal;
 use crate::protocol::{ClientMessage, TransportFacts, TransportKind};
 use crate::time::Timestamp;
@@ -100,6 +109,8 @@ pub struct HttpPolicy {
     /// The server's message limits, which a body is read under (once: the engine serves the
     /// value the router read).
     limits: Limits,
+    /// The key handshake-era session ids are checked under ([`Config::session_key`]).
+    session_key: Vec<u8>,
 }
 
 impl HttpPolicy {
@@ -134,6 +145,7 @@ impl HttpPolicy {
             params: ParamHeaders::default(),
             scopes: ToolScopes::default(),
             limits: config.limits.clone(),
+            session_key: config.session_key.clone(),
         })
     }
 
@@ -381,13 +393,22 @@ impl HttpPolicy {
                 None,
             ));
         }
+        let session = match check.era {
+            Era::Handshake => self.session(&request, now, span, &facts)?,
+            // A 2026-07-28 request needs no session; its header is ignored until the cut-off
+            // (`headers::check_session_header`).
+            Era::Stateless => None,
+        };
         let keep_alive = request.keep_alive();
         let traceparent = request.header_str("traceparent").map(str::to_string);
+        let protocol_version = check
+            .protocol_version
+            .or_else(|| session.map(|s| s.revision.as_str().to_string()));
         Ok(McpExchange {
             message,
             facts: TransportFacts {
                 kind: TransportKind::StreamableHttp,
-                protocol_version: check.protocol_version,
+                protocol_version,
                 loopback,
                 // The engine knows the connection's, if `logging/setLevel` set one.
                 log_level: None,
@@ -397,7 +418,53 @@ impl HttpPolicy {
             accept,
             keep_alive,
             traceparent,
+            session,
         })
+    }
+
+    /// The session a handshake-era request's `Mcp-Session-Id` opens to (none without one, and
+    /// for `initialize`, which starts a new session whatever it carries); a header this server
+    /// did not issue, or issued too long ago, is `404` (the client starts a new session), one
+    /// that is not visible ASCII `400`.
+    fn session(
+        &self,
+        request: &Request,
+        now: Timestamp,
+        span: &str,
+        facts: &BodyFacts,
+    ) -> Result<Option<Session>, HttpResponse> {
+        let Some(raw) = request.header(session::HEADER) else {
+            return Ok(None);
+        };
+        if facts.known_method() == Some(Method::Initialize) {
+            return Ok(None);
+        }
+        session::open(&self.session_key, raw, now)
+            .map(Some)
+            .map_err(|refused| {
+                let (status, msg) = match refused {
+                    session::Refusal::Characters => (
+                        Status::BAD_REQUEST,
+                        format!("Bad Request: {}", refused.explain()),
+                    ),
+                    _ => (
+                        Status::NOT_FOUND,
+                        format!(
+                            "Session not found: {}; send initialize without it to start a new \
+                             session",
+                            refused.explain()
+                        ),
+                    ),
+                };
+                HttpResponse::rpc_error(
+                    status,
+                    span,
+                    facts.id.as_ref(),
+                    headers::INVALID_REQUEST,
+                    &msg,
+                    Some(json!({ "reason": refused.code() })),
+                )
+            })
     }
 }
 
@@ -556,20 +623,27 @@ fn mcp_delete(request: &Request, now: Timestamp, span: &str) -> HttpResponse {
     if stateless {
         return method_not_allowed(span, "POST");
     }
-    if now >= Timestamp::LEGACY_SESSION_CUTOFF {
-        let msg = headers::session_removed_message();
-        return HttpResponse::rpc_error(
-            Status::METHOD_NOT_ALLOWED,
-            span,
-            None,
-            headers::INVALID_REQUEST,
-            &msg,
-            None,
+    // A session id is a sealed token the server keeps nothing of: there is nothing to end, and
+    // the token keeps opening until it expires. 405 is the spec's answer for a server that does
+    // not let clients end sessions (so a client does not take it as ended).
+    let msg = if now >= Timestamp::LEGACY_SESSION_CUTOFF {
+        headers::session_removed_message()
+    } else {
+        format!(
+            "Method Not Allowed: a session id is a sealed token this server keeps nothing of, so \
+             it cannot be ended; it expires {} h after its initialize",
+            session::EXPIRY_MS / 3_600_000
         )
-        .with_header("Allow", "POST");
-    }
-    // A stateless server has no session to end: acknowledge and forget.
-    HttpResponse::new(Status::OK, span)
+    };
+    HttpResponse::rpc_error(
+        Status::METHOD_NOT_ALLOWED,
+        span,
+        None,
+        headers::INVALID_REQUEST,
+        &msg,
+        None,
+    )
+    .with_header("Allow", "POST")
 }
 
 fn method_not_allowed(span: &str, allow: &str) -> HttpResponse {

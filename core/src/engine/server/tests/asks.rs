@@ -170,7 +170,7 @@ fn an_http_call_asks_on_its_sse_answer_and_resumes_with_a_response_posted_elsewh
     let init = initialize(json!({"elicitation": {}})).to_string();
     w.bytes(1, &post("/mcp", init.as_bytes(), &[ACCEPT]));
     assert_eq!(responses(&w.take(1)).len(), 1);
-    // The capabilities hold for this connection (no sessions): the call comes on it.
+    // Without its session id, the capabilities hold for this connection: the call comes on it.
     w.bytes(
         1,
         &post("/mcp", call(2).to_string().as_bytes(), &[ACCEPT, ERA]),

@@ -335,9 +335,10 @@ fn legacy_session_header_both_sides_of_the_cutoff() {
     let before = Timestamp(Timestamp::LEGACY_SESSION_CUTOFF.0 - 1);
     let after = Timestamp::LEGACY_SESSION_CUTOFF;
     let p = local();
-    let with = || post(&[("Mcp-Session-Id", "abc")], LIST);
+    let token = sealed(&p, before);
+    let with = || post(&[("Mcp-Session-Id", &token)], LIST);
     match p.route(with(), true, before) {
-        Decision::Mcp(x) => assert_eq!(x.facts.protocol_version, None),
+        Decision::Mcp(x) => assert_eq!(x.session.map(|s| s.id), Some(7)),
         other => panic!("{other:?}"),
     }
     let r = response(p.route(with(), true, after));
@@ -350,10 +351,11 @@ fn legacy_session_header_both_sides_of_the_cutoff() {
     );
     assert!(r.header("mcp-session-id").is_none());
 
-    let delete = || req("DELETE", "/mcp", &[("Mcp-Session-Id", "abc")], b"");
+    // Nothing to end: 405 on both sides of the cut-off, naming why.
+    let delete = || req("DELETE", "/mcp", &[("Mcp-Session-Id", &token)], b"");
     let r = response(p.route(delete(), true, before));
-    assert_eq!(r.status.code(), 200);
-    assert!(r.header("mcp-session-id").is_none());
+    assert_eq!((r.status.code(), r.header("allow")), (405, Some("POST")));
+    assert!(String::from_utf8(r.body).unwrap().contains("24 h"));
     let r = response(p.route(delete(), true, after));
     assert_eq!(r.status.code(), 405);
     assert!(String::from_utf8(r.body).unwrap().contains("2027-07-28"));
@@ -364,6 +366,115 @@ fn legacy_session_header_both_sides_of_the_cutoff() {
         b"",
     );
     assert_eq!(status(p.route(modern, true, before)), 405);
+}
+
+/// A session id `p`'s server issued at `at`: elicitation and sampling, 2025-06-18, nonce 7.
+fn sealed(p: &HttpPolicy, at: Timestamp) -> String {
+    let s = session::Session {
+        id: 7,
+        caps: crate::protocol::input::ClientCaps {
+            elicitation: true,
+            sampling: true,
+            roots: false,
+        },
+        revision: crate::protocol::era::Revision::V2025_06_18,
+        issued: at,
+    };
+    session::issue(&p.session_key, &s, at).unwrap()
+}
+
+#[test]
+fn a_session_id_opens_to_what_initialize_declared_or_is_refused() {
+    let p = local();
+    let token = sealed(&p, now());
+    let with = |v: &str, body: &[u8]| post(&[("Mcp-Session-Id", v)], body);
+    match p.route(with(&token, LIST), true, now()) {
+        Decision::Mcp(x) => {
+            let s = x.session.unwrap();
+            assert!(s.caps.elicitation && s.caps.sampling && !s.caps.roots);
+            // No MCP-Protocol-Version header: the revision initialize negotiated.
+            assert_eq!(x.facts.protocol_version.as_deref(), Some("2025-06-18"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // The header's version wins over the token's.
+    let versioned = post(
+        &[
+            ("Mcp-Session-Id", &token),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        LIST,
+    );
+    match p.route(versioned, true, now()) {
+        Decision::Mcp(x) => {
+            assert_eq!(x.facts.protocol_version.as_deref(), Some("2025-11-25"));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Forged, foreign, expired: 404 with a JSON-RPC error naming why, the request's id kept.
+    let another_instance = local();
+    let foreign = {
+        let mut c = config(AuthMode::None, false);
+        c.session_key = crate::config::session_key(b"another server");
+        let q = HttpPolicy::new(&c, &HttpOptions::default(), "127.0.0.1:8053", true).unwrap();
+        sealed(&q, now())
+    };
+    let expired = Timestamp(now().0 + session::EXPIRY_MS);
+    let cases = [
+        (p.route(with("s-1", LIST), true, now()), "session_malformed"),
+        (p.route(with(&foreign, LIST), true, now()), "session_forged"),
+        (
+            p.route(with(&token, LIST), true, expired),
+            "session_expired",
+        ),
+    ];
+    for (decision, reason) in cases {
+        let r = response(decision);
+        assert_eq!(r.status.code(), 404, "{reason}");
+        let v = body_json(&r);
+        assert_eq!(v["id"], 1);
+        assert_eq!(v["error"]["code"], -32600);
+        assert_eq!(v["error"]["data"]["reason"], reason);
+    }
+    // A server with the same audit key accepts it (instances over one ledger).
+    assert!(matches!(
+        another_instance.route(with(&token, LIST), true, now()),
+        Decision::Mcp(_)
+    ));
+    // Not visible ASCII: 400.
+    let mut bad = with(&token, LIST);
+    bad.headers.last_mut().unwrap().value = b"caf\xc3\xa9".to_vec();
+    let r = response(p.route(bad, true, now()));
+    assert_eq!(r.status.code(), 400);
+    assert_eq!(
+        body_json(&r)["error"]["data"]["reason"],
+        "session_id_invalid_characters"
+    );
+}
+
+#[test]
+fn initialize_and_the_stateless_era_ignore_a_session_id() {
+    let p = local();
+    let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
+    match p.route(post(&[("Mcp-Session-Id", "stale")], init), true, now()) {
+        Decision::Mcp(x) => assert_eq!(x.session, None),
+        other => panic!("{other:?}"),
+    }
+    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let body =
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"_meta":{meta}}}}}"#);
+    let modern = post(
+        &[
+            ("Mcp-Session-Id", "not-a-token"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/list"),
+        ],
+        body.as_bytes(),
+    );
+    match p.route(modern, true, now()) {
+        Decision::Mcp(x) => assert_eq!(x.session, None),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
