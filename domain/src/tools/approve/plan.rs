@@ -103,7 +103,7 @@ fn decided_by_caller(task_id: &str, plan_id: &str) -> ToolError {
         Refusal::PlanDecidedByPerson,
         format!("task {task_id} is part of plan {plan_id}, which only a person decides"),
         "Call bernstein_approve without decision from a host that can elicit: the person is \
-         shown the plan and its hash and decides. An operator can also use the dashboard or \
+         shown the plan and its hash and decides. An operator can also decide it with \
          `bernstein plan approve|reject PLAN_ID --hash H`. Nothing was recorded.",
     )
     .with("task_id", task_id)
