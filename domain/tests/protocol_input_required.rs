@@ -216,7 +216,10 @@ fn bernsteins_approval_form_is_valid_on_the_wire_and_decides_the_plan_once() {
     let question = &asked["inputRequests"]["approval"];
     assert_eq!(question["method"], "elicitation/create");
     let message = question["params"]["message"].as_str().unwrap();
-    assert!(message.contains(plan["plan_hash"].as_str().unwrap()), "{message}");
+    assert!(
+        message.contains(plan["plan_hash"].as_str().unwrap()),
+        "{message}"
+    );
     // The same question, put to a handshake-era client, is a valid ElicitRequest.
     let request = json!({"jsonrpc": "2.0", "id": "q", "method": question["method"],
         "params": {"message": message, "requestedSchema": question["params"]["requestedSchema"]}});

@@ -116,7 +116,7 @@ fn accept(decision: &str, note: &str) -> Value {
 
 /// Asks about `id` from a host that can elicit: the form, nothing committed.
 fn ask(b: &mut Bench, id: &str) -> InputNeeded {
-    let position = b.snapshot.position.clone();
+    let position = b.snapshot.position;
     let out = b.call_with_input(NAME, json!({"task_id": id}), &can_elicit());
     assert!(out.drafts.is_empty());
     assert_eq!(b.snapshot.position, position, "asking records nothing");
