@@ -53,7 +53,7 @@ Without decision, a host that can elicit asks the person; a plan id is decided o
 #[serde(deny_unknown_fields)]
 pub struct ApproveArgs {
     pub task_id: TaskId,
-    // Recorded (redacted) as the result summary, as the description says.
+    // Recorded (redacted): an approval's result summary, a rejection's reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<Text<1, MAX_NOTE_CHARS>>,
     // Finished work only; left out, a host that can elicit asks the person (plans: always).
@@ -167,16 +167,21 @@ fn approve(ctx: &ToolContext<'_>, args: ApproveArgs) -> Result<Called<ApproveAns
         && let Some(answer) = form::answer(ctx.input)
     {
         let answer = answer?;
-        let note = answer.note.as_deref().or(note);
         return match asked {
-            form::Asked::Plan { plan_id, plan_hash } => {
-                plan::decide(ctx, &args, &plan_id, &plan_hash, answer.decision, note)
-            }
+            // A plan's reason is the person's own note only.
+            form::Asked::Plan { plan_id, plan_hash } => plan::decide(
+                ctx,
+                &args,
+                &plan_id,
+                &plan_hash,
+                answer.decision,
+                answer.note.as_deref(),
+            ),
             form::Asked::Task { updated_at, .. } => {
                 if task.updated_at != updated_at && lifecycle::approvable().contains(&task.status) {
                     return Err(form::stale_task(id));
                 }
-                decide_task(ctx, task, answer.decision, note)
+                decide_task(ctx, task, answer.decision, answer.note.as_deref().or(note))
             }
         };
     }

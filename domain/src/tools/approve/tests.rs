@@ -549,3 +549,20 @@ fn an_unfinished_task_is_refused_before_anyone_is_asked() {
     assert!(out.input.is_none());
     assert_eq!(out.result.unwrap_err().error, "task_not_awaiting_approval");
 }
+
+#[test]
+fn a_plans_reason_is_the_persons_note_never_the_callers() {
+    let mut b = Bench::new();
+    let ids = plan(&mut b);
+    let args = json!({"task_id": ids[0], "note": "the model approves"});
+    let asked = b
+        .call_with_input(NAME, args.clone(), &can_elicit())
+        .input
+        .expect("asked");
+    let before = b.log.len();
+    b.call_with_input(NAME, args, &answered(&asked, accept("approve", "  ")))
+        .result
+        .unwrap();
+    let cmd = records_of(&b.log[before..], crate::records::OPERATOR_COMMAND);
+    assert!(cmd[0].get("reason").is_none(), "{}", cmd[0]);
+}
