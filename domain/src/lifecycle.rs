@@ -128,6 +128,9 @@ pub enum Trigger {
     Complete,
     /// An operator signs off finished work (`bernstein_approve`).
     Approve,
+    /// An operator rejects finished work held for sign-off (`bernstein_approve` with
+    /// `decision: reject`): it goes back to the queue to be reworked.
+    Reject,
     /// The last subtask of a waiting parent ended.
     SubtasksDone,
     /// The work ended without delivering.
@@ -206,6 +209,7 @@ pub const TRANSITIONS: &[Transition] = &[
     edge(S::Orphaned, S::Failed, T::Fail),
     // Sign-off.
     edge(S::PendingApproval, S::Done, T::Approve),
+    edge(S::PendingApproval, S::Open, T::Reject),
     // Finished work: only verification or an operator's reopen moves it.
     edge(S::Done, S::Closed, T::Close),
     edge(S::Done, S::Open, T::Reopen),
@@ -271,6 +275,12 @@ pub fn approvable() -> Vec<TaskStatus> {
     sources_of(Trigger::Approve)
 }
 
+/// Statuses whose finished work an operator may reject back to rework (`bernstein_approve`
+/// with `decision: reject`).
+pub fn rejectable() -> Vec<TaskStatus> {
+    sources_of(Trigger::Reject)
+}
+
 /// Statuses a worker may complete (`bernstein_complete`).
 pub fn worker_completable() -> Vec<TaskStatus> {
     sources_of(Trigger::Complete)
@@ -328,6 +338,8 @@ mod tests {
     fn derived_sets_are_the_documented_ones() {
         use TaskStatus::*;
         assert_eq!(approvable(), vec![PendingApproval]);
+        assert_eq!(rejectable(), vec![PendingApproval]);
+        assert_eq!(transition(PendingApproval, Open), Ok(Trigger::Reject));
         assert_eq!(worker_completable(), vec![Open, Claimed, InProgress]);
         assert_eq!(
             cancellable(),

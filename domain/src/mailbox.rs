@@ -41,7 +41,8 @@ pub enum MessageKind {
     Finding,
     ArtefactRef,
     Question,
-    /// Answers every question posted to the mailbox before it (see [`crate::questions`]).
+    // Answers every question posted to the mailbox before it (see `crate::questions`); a plain
+    // comment, so the advertised enum stays one list.
     Answer,
 }
 

@@ -1,5 +1,6 @@
-//! Operator commands: the decisions an operator takes outside MCP (the CLI today, other
-//! transports later) — cancel a task, approve or reject a plan. Each is a pure function of a
+//! Operator commands: the decisions an operator takes outside MCP (the CLI, the dashboard) —
+//! cancel a task, approve or reject a plan (which a host's person may also take through
+//! `bernstein_approve`'s form, recorded the same way). Each is a pure function of a
 //! snapshot returning the drafts to commit, ending with an `operator.command` audit record;
 //! the engine commits them with compare-and-append against that snapshot and re-runs the
 //! command on a fresh snapshot on conflict, exactly as it does a tool call, so these gates
@@ -8,74 +9,20 @@
 //! `task cancel` runs the very handler of `bernstein_cancel` (same gate, same refusals). This
 //! module never reads files or clocks; `now` arrives as a value.
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::Snapshot;
 use crate::bound::ToolContext;
 use bernstein_core::config::Config;
-use bernstein_core::ledger::{AUDIT_STREAM, Draft};
+use bernstein_core::ledger::Draft;
 use bernstein_core::protocol::registry::ToolError;
 use bernstein_core::time::Timestamp;
 
-use super::dlp::Redactions;
-use super::plans::{self, PlanDecision, PlanError};
+use super::plans::recorded::with_audit;
+pub use super::plans::recorded::{OperatorCommand, PlanDecided, draft_plan_decision};
+use super::plans::{PlanDecision, PlanError};
 use super::records;
 use super::tools::cancel;
-
-/// `operator.command` (stream `audit`): one operator decision that changed the ledger.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OperatorCommand {
-    /// `task cancel`, `plan approve` or `plan reject`.
-    pub command: String,
-    /// The task or plan id.
-    pub target: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
-    /// The plan hash the decision was taken on (plan decisions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan_hash: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// How many task statuses the command changed.
-    pub changed: u64,
-    pub at: u64,
-    /// Spans DLP replaced in `reason` (absent when none; docs/RECORDS.md §7).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub redactions: BTreeMap<String, u64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub redacted_kinds: Vec<String>,
-}
-
-impl OperatorCommand {
-    /// An `operator.command` body with its reason redacted.
-    fn new(
-        command: String,
-        target: &str,
-        run_id: Option<String>,
-        plan_hash: Option<String>,
-        reason: Option<&str>,
-        changed: u64,
-        at: u64,
-    ) -> OperatorCommand {
-        let mut r = Redactions::default();
-        let reason = r.optional("reason", reason);
-        OperatorCommand {
-            command,
-            target: target.to_string(),
-            run_id,
-            plan_hash,
-            reason,
-            changed,
-            at,
-            redactions: r.counts(),
-            redacted_kinds: r.kinds(),
-        }
-    }
-}
 
 /// What an operator command produced: an answer to show and the drafts to commit (empty when
 /// nothing changes, e.g. cancelling a finished task).
@@ -83,17 +30,6 @@ impl OperatorCommand {
 pub struct OperatorOutcome {
     pub answer: Value,
     pub drafts: Vec<Draft>,
-}
-
-fn with_audit(mut drafts: Vec<Draft>, entry: &OperatorCommand) -> Vec<Draft> {
-    if !drafts.is_empty() {
-        drafts.push(records::draft(
-            AUDIT_STREAM,
-            records::OPERATOR_COMMAND,
-            entry,
-        ));
-    }
-    drafts
 }
 
 /// `bernstein task cancel`: the `bernstein_cancel` gate, from the command line.
@@ -152,23 +88,11 @@ pub fn decide_plan(
     decision: PlanDecision,
     reason: Option<&str>,
 ) -> Result<OperatorOutcome, PlanError> {
-    let outcome = plans::decide(
-        &snapshot.domain,
-        plan_id,
-        seen_hash,
-        decision,
-        reason,
-        now.0,
-    )?;
-    let entry = OperatorCommand::new(
-        format!("plan {}", decision.as_str()),
-        plan_id,
-        Some(outcome.run_id.clone()),
-        Some(outcome.hash.clone()),
-        reason,
-        outcome.changes.len() as u64,
-        now.0,
-    );
+    let PlanDecided {
+        outcome,
+        entry,
+        drafts,
+    } = draft_plan_decision(&snapshot.domain, now, plan_id, seen_hash, decision, reason)?;
     let mut answer = json!({
         "plan_id": outcome.plan_id,
         "decision": decision.as_str(),
@@ -179,8 +103,5 @@ pub fn decide_plan(
         answer["redactions"] = json!(entry.redactions);
         answer["redacted_kinds"] = json!(entry.redacted_kinds);
     }
-    Ok(OperatorOutcome {
-        answer,
-        drafts: with_audit(outcome.drafts, &entry),
-    })
+    Ok(OperatorOutcome { answer, drafts })
 }

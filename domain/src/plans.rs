@@ -24,7 +24,7 @@ use bernstein_core::ledger::Draft;
 use super::ids::{check_task_id, run_stream};
 use super::lifecycle::TaskStatus;
 use super::projection::{Projection, TaskRow};
-use super::records::{self, Complexity, RunCancelled, Scope};
+use super::records::{self, Complexity, RunCancelled, Scope, TaskCreated};
 use super::status_changes::{ChangeNote, StatusChanges};
 
 /// Version of the plan document's shape.
@@ -142,9 +142,70 @@ pub fn document(p: &Projection, plan_id: &str) -> Result<PlanDocument, PlanError
     })
 }
 
-/// An operator's decision on a whole plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The plan `plan_id` as it will stand once `added` is recorded: the plan's new root (a run
+/// created with `plan: true`), or a task created under a parent of the plan, which becomes the
+/// parent's last child and so follows the parent's subtree in the document's order.
+pub fn document_adding(
+    p: &Projection,
+    plan_id: &str,
+    added: &TaskCreated,
+) -> Result<PlanDocument, PlanError> {
+    let mut doc = if added.task_id == plan_id && added.plan {
+        PlanDocument {
+            plan_id: plan_id.to_string(),
+            tasks: Vec::new(),
+            v: PLAN_DOCUMENT_VERSION,
+        }
+    } else {
+        document(p, plan_id)?
+    };
+    let added = PlanTask {
+        task_id: added.task_id.clone(),
+        parent_id: added.parent_id.clone(),
+        status: added.status,
+        title: added.title.clone(),
+        goal: added.goal.clone(),
+        role: added.role.clone(),
+        priority: added.priority,
+        scope: added.scope,
+        complexity: added.complexity,
+        estimated_minutes: added.estimated_minutes,
+        requires_approval: added.requires_approval,
+        depends_on: added.depends_on.clone(),
+    };
+    let parent = added.parent_id.clone();
+    let at = match doc
+        .tasks
+        .iter()
+        .position(|t| t.task_id.as_str() == parent.as_deref().unwrap_or(""))
+    {
+        Some(i) => {
+            let under_parent = |t: &PlanTask| {
+                let mut up = t.parent_id.as_deref();
+                while let Some(id) = up {
+                    if Some(id) == parent.as_deref() {
+                        return true;
+                    }
+                    up = p.task(id).and_then(|row| row.rare.parent_id.as_deref());
+                }
+                false
+            };
+            i + 1
+                + doc.tasks[i + 1..]
+                    .iter()
+                    .take_while(|t| under_parent(t))
+                    .count()
+        }
+        None => doc.tasks.len(),
+    };
+    doc.tasks.insert(at, added);
+    Ok(doc)
+}
+
+/// An operator's decision: on a whole plan, or (`bernstein_approve`) on finished work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
+#[schemars(transform = super::schema::undescribed)]
 pub enum PlanDecision {
     Approve,
     Reject,
@@ -160,7 +221,7 @@ impl PlanDecision {
 }
 
 /// One status change a decision made.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlanChange {
     pub task_id: String,
     pub from: TaskStatus,
@@ -295,6 +356,8 @@ pub fn decide(
         drafts,
     })
 }
+
+pub mod recorded;
 
 #[cfg(test)]
 mod tests;

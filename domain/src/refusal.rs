@@ -38,6 +38,14 @@ bernstein_core::refusal_codes! {
         TaskNotCompletable = "task_not_completable",
         /// The task is not waiting for an operator's approval.
         TaskNotAwaitingApproval = "task_not_awaiting_approval",
+        /// The person asked through the host declined or cancelled the approval form.
+        ApprovalDeclined = "approval_declined",
+        /// The host's answer to the approval form is not a decision the form offered.
+        ApprovalAnswerInvalid = "approval_answer_invalid",
+        /// The plan or task changed between the person seeing it and deciding it.
+        ApprovalStale = "approval_stale",
+        /// A plan's decision came from the caller's arguments: a person decides plans.
+        PlanDecidedByPerson = "plan_decided_by_person",
         /// The caller is not the task's current claimer.
         NotClaimer = "not_claimer",
         /// The caller's claim was reclaimed after its lease ran out.

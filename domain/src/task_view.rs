@@ -236,6 +236,7 @@ pub fn run_answer(p: &Projection, id: &str) -> Option<Value> {
         poll_after_ms: POLL_AFTER_MS,
         parent_task_id: row.rare.parent_id.clone(),
         plan_id: None,
+        plan_hash: None,
         redactions: row.rare.redactions.clone(),
         redacted_kinds: row.rare.redacted_kinds.clone(),
     };

@@ -9,6 +9,7 @@ use crate::bound::ToolContext;
 use bernstein_core::config::Config;
 use bernstein_core::ledger::{Draft, Record, seal};
 use bernstein_core::protocol::host::HostReply;
+use bernstein_core::protocol::input::Inputs;
 use bernstein_core::protocol::registry::{ToolError, ToolOutput};
 use bernstein_core::time::Timestamp;
 
@@ -57,6 +58,22 @@ impl Bench {
     /// [`Bench::call`] with the runtime's replies to the call's host requests so far; a call
     /// that asks the host for more commits nothing.
     pub fn call_with_host(&mut self, tool: &str, args: Value, host: &[HostReply]) -> ToolOutput {
+        self.call_full(tool, args, host, &bernstein_core::protocol::input::NO_INPUT)
+    }
+
+    /// [`Bench::call`] run with the client's answers and capabilities `input`; a call that asks
+    /// the client for input commits nothing.
+    pub fn call_with_input(&mut self, tool: &str, args: Value, input: &Inputs) -> ToolOutput {
+        self.call_full(tool, args, &[], input)
+    }
+
+    fn call_full(
+        &mut self,
+        tool: &str,
+        args: Value,
+        host: &[HostReply],
+        input: &Inputs,
+    ) -> ToolOutput {
         let spec = tools::registered()
             .into_iter()
             .find(|t| t.name == tool)
@@ -73,12 +90,12 @@ impl Bench {
                 spec_revision: &self.spec_revision,
                 host,
                 meta: self.meta.as_ref(),
-                input: &bernstein_core::protocol::input::NO_INPUT,
+                input,
                 task: None,
             };
             (spec.call)(&ctx, args)
         };
-        if out.host.is_some() {
+        if out.host.is_some() || out.input.is_some() {
             return out;
         }
         if out.result.is_err() {

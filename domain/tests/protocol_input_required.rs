@@ -197,3 +197,61 @@ fn a_client_without_the_capability_gets_the_schemas_error() {
         json!({"elicitation": {}})
     );
 }
+
+/// The payload of a Bernstein tool result (the text block's JSON, its `result` when metered).
+fn payload(result: &Value) -> Value {
+    let v: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    v.get("result").cloned().unwrap_or(v)
+}
+
+#[test]
+fn bernsteins_approval_form_is_valid_on_the_wire_and_decides_the_plan_once() {
+    let mut config = bernstein_core::config::Config::new(b"approval-audit-key".to_vec());
+    config.tier = Tier::Standard;
+    let mut p = Probe {
+        session: Session::new(Server::new(config)),
+        book: SchemaBook::default(),
+    };
+    let started = p.send(
+        "tools/call",
+        json!({"name": "bernstein_run", "arguments": {"goal": "the plan", "plan": true}}),
+        json!({}),
+    );
+    let plan = payload(&started["result"]);
+    let plan_id = plan["task_id"].as_str().unwrap().to_string();
+    let call = json!({"name": "bernstein_approve", "arguments": {"task_id": plan_id}});
+    let asked = p.send("tools/call", call.clone(), json!({"elicitation": {}}))["result"].clone();
+    assert_eq!(asked["resultType"], "input_required");
+    let question = &asked["inputRequests"]["approval"];
+    assert_eq!(question["method"], "elicitation/create");
+    let message = question["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(plan["plan_hash"].as_str().unwrap()),
+        "{message}"
+    );
+    // The same question, put to a handshake-era client, is a valid ElicitRequest.
+    let request = json!({"jsonrpc": "2.0", "id": "q", "method": question["method"],
+        "params": {"message": message, "requestedSchema": question["params"]["requestedSchema"]}});
+    for revision in ["2025-06-18", "2025-11-25"] {
+        p.book
+            .check(revision, "ElicitRequest", &request)
+            .unwrap_or_else(|e| panic!("{revision}: {e}"));
+    }
+    let mut retry = call.clone();
+    retry["inputResponses"] =
+        json!({"approval": {"action": "accept", "content": {"decision": "approve"}}});
+    retry["requestState"] = asked["requestState"].clone();
+    let done = p.send("tools/call", retry.clone(), json!({"elicitation": {}}))["result"].clone();
+    assert_eq!(done["resultType"], "complete");
+    assert_eq!(done["isError"], false, "{done}");
+    let decided = payload(&done);
+    assert_eq!(decided["decision"], "approve");
+    assert_eq!(decided["plan_hash"], plan["plan_hash"]);
+    // The same answer replayed: the plan moved on, so it is refused as stale and decides
+    // nothing (the refused call's audit record is the only record).
+    let position = p.session.snapshot.position.seq;
+    let replayed = p.send("tools/call", retry, json!({"elicitation": {}}))["result"].clone();
+    assert_eq!(replayed["isError"], true);
+    assert_eq!(payload(&replayed)["error"], "approval_stale");
+    assert_eq!(p.session.snapshot.position.seq, position + 1);
+}

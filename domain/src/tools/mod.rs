@@ -60,6 +60,7 @@ use crate::refusal::Refusal;
 use bernstein_core::config::Tier;
 use bernstein_core::ledger::Draft;
 use bernstein_core::protocol::host::HostRequest;
+use bernstein_core::protocol::input::InputNeeded;
 use bernstein_core::protocol::jsonrpc::{brief, kind_of};
 use bernstein_core::protocol::logging::LogMessage;
 use bernstein_core::protocol::refusal::Common;
@@ -108,6 +109,9 @@ pub struct Called<A> {
     pub logs: Vec<LogMessage>,
     /// The run and task resources the answer names (`resource_link`s, [`crate::resources`]).
     pub links: Vec<ResourceLink>,
+    /// Questions for the client (a form for the person); the call runs again with the answers
+    /// in `ToolContext::input` (the answer is not read while they are out).
+    pub input: Option<InputNeeded>,
 }
 
 impl<A> Called<A> {
@@ -128,6 +132,15 @@ impl<A> Called<A> {
             ..Called::refused(pending)
         }
     }
+
+    /// Asks the client `needed` and calls again with its answers.
+    pub fn need_input(needed: InputNeeded) -> Called<A> {
+        let pending = ToolError::new(Common::HostRequest, "the call waits for the client", "");
+        Called {
+            input: Some(needed),
+            ..Called::refused(pending)
+        }
+    }
 }
 
 impl<A> From<Result<A, ToolError>> for Called<A> {
@@ -141,6 +154,7 @@ impl<A> From<Result<A, ToolError>> for Called<A> {
             host: None,
             logs: Vec::new(),
             links: Vec::new(),
+            input: None,
         }
     }
 }
@@ -171,6 +185,9 @@ pub fn call<T: Tool>(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
     let called = T::call(ctx, args);
     if let Some(request) = called.host {
         return ToolOutput::ask(request);
+    }
+    if let Some(needed) = called.input {
+        return ToolOutput::need_input(needed);
     }
     let result = match called.answer {
         // An answer is plain data (strings, numbers, objects with string keys): it serializes.

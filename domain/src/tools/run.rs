@@ -5,7 +5,8 @@
 //! moves to `waiting_for_subtasks` (the lifecycle's Split edge), a parent already waiting stays
 //! so, a planned parent gets a planned subtask (plans are decided as a whole), and every other
 //! parent is refused. `plan: true` makes a new run a plan: its root is `planned` (and so is
-//! every subtask added under it) until an operator decides the plan. `depends_on` names tasks
+//! every subtask added under it) until an operator decides the plan; the answer carries the
+//! plan's hash with the new task in it (`bernstein_approve` on the plan id asks a person). `depends_on` names tasks
 //! that must be done before a worker is offered this one (unknown ids and cycles are refused,
 //! see [`crate::deps`]). The task id is derived from the ledger head and the
 //! normalized arguments. This handler must never wait for the work itself.
@@ -25,6 +26,7 @@ use super::super::deps::check_dependencies;
 use super::super::dlp::Redactions;
 use super::super::ids::derive_task_id;
 use super::super::lifecycle::{self, TaskStatus};
+use super::super::plans;
 use super::super::records::{self, Complexity, Scope, TaskCreated};
 use super::{Called, Tool, unknown_task};
 
@@ -48,8 +50,8 @@ const EFFECTS: Effects = Effects {
     network: false,
 };
 
-const DESCRIPTION: &str = "Start a run; returns at once with task_id (the run id) and \
-poll_after_ms. Runs take minutes to hours: poll bernstein_run_status, never call again to wait.";
+const DESCRIPTION: &str = "Start a run; returns at once. It takes minutes to hours: poll \
+bernstein_run_status after poll_after_ms, never call again to wait.";
 
 /// Arguments of `bernstein_run`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -82,7 +84,7 @@ pub struct RunArgs {
     /// Completion needs bernstein_approve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requires_approval: Option<bool>,
-    /// Stays planned until approved.
+    /// Decided by a person: bernstein_approve.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,6 +112,9 @@ pub struct RunAnswer {
     /// The plan the task belongs to while it waits for an operator's decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_id: Option<String>,
+    /// The plan's rendering hash with this task in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_hash: Option<String>,
     /// Secrets DLP replaced before recording, per argument (absent when none; docs/RECORDS.md §7).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub redactions: std::collections::BTreeMap<String, u64>,
@@ -260,6 +265,13 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
     };
     super::super::trace::stamp_task_records(&mut drafts, ctx.meta);
 
+    let plan_id = (task.status == TaskStatus::Planned).then(|| run_id.clone());
+    // A planned task under a root not made with plan: true has no plan document, so no hash.
+    let plan_hash = plan_id.as_deref().and_then(|plan| {
+        plans::document_adding(&ctx.snapshot.domain, plan, &task)
+            .ok()
+            .map(|doc| doc.hash())
+    });
     let answer = RunAnswer {
         task_id,
         title: task.title,
@@ -267,7 +279,8 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
         run_id: run_id.clone(),
         poll_after_ms: POLL_AFTER_MS,
         parent_task_id: placement.parent_id,
-        plan_id: (task.status == TaskStatus::Planned).then(|| run_id.clone()),
+        plan_id,
+        plan_hash,
         redactions: redactions.counts(),
         redacted_kinds: redactions.kinds(),
     };

@@ -349,3 +349,41 @@ fn labels_are_checked_and_recorded() {
         );
     }
 }
+
+#[test]
+fn a_plan_answer_carries_the_plans_hash_with_the_new_task_in_it() {
+    let mut b = Bench::new();
+    let current = |b: &Bench, plan: &str| {
+        crate::plans::document(&b.snapshot.domain, plan)
+            .unwrap()
+            .hash()
+    };
+    let root = b.ok("bernstein_run", json!({"goal": "the plan", "plan": true}));
+    let plan = Bench::id_of(&root);
+    assert_eq!(root["plan_id"], plan.as_str());
+    assert_eq!(root["plan_hash"], current(&b, &plan).as_str());
+    // Children in creation order, each after its parent's whole subtree.
+    let a = Bench::id_of(&b.ok(
+        "bernstein_run",
+        json!({"goal": "a", "parent_task_id": plan}),
+    ));
+    let mut hashes = vec![root["plan_hash"].clone()];
+    for (goal, parent) in [("a1", &a), ("b", &plan), ("a2", &a), ("a1x", &a)] {
+        let v = b.ok(
+            "bernstein_run",
+            json!({"goal": goal, "parent_task_id": parent}),
+        );
+        assert_eq!(v["plan_hash"], current(&b, &plan).as_str(), "{goal}");
+        hashes.push(v["plan_hash"].clone());
+    }
+    let nested = b.ok(
+        "bernstein_run",
+        json!({"goal": "deep", "parent_task_id": a}),
+    );
+    assert_eq!(nested["plan_hash"], current(&b, &plan).as_str());
+    hashes.dedup();
+    assert_eq!(hashes.len(), 5, "every task added changes the hash");
+    // Outside a plan there is no hash.
+    let plain = b.ok("bernstein_run", json!({"goal": "plain"}));
+    assert!(plain.get("plan_hash").is_none());
+}

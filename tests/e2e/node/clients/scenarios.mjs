@@ -115,8 +115,57 @@ async function resources(client, call) {
   return steps;
 }
 
+// Approvals asked of the person through the host. With $ELICIT set (an ElicitResult), the
+// drivers declare elicitation and answer every form with it after $ELICIT_DELAY_MS, through
+// `answerForm`; `asked` keeps each form's message.
+export const asked = [];
+
+export function elicitAnswer() {
+  return process.env.ELICIT ? JSON.parse(process.env.ELICIT) : null;
+}
+
+export async function answerForm(params) {
+  asked.push(params?.message ?? null);
+  const delay = Number(process.env.ELICIT_DELAY_MS ?? 0);
+  if (delay) await new Promise((resolve) => setTimeout(resolve, delay));
+  return elicitAnswer();
+}
+
+// `settle`, keeping a protocol error's `data` (where the server names its `reason`).
+async function settleData(promise) {
+  try {
+    return { ok: true, value: await promise };
+  } catch (e) {
+    return { ok: false, error: { message: String(e?.message ?? e), code: e?.code ?? null, data: e?.data ?? null } };
+  }
+}
+
+const body = (result) => {
+  const p = payload(result);
+  return p?.result ?? p;
+};
+
+// bernstein_approve on $TASK_ID (a plan made beforehand), with $APPROVE_ARGS merged in.
+async function approveTask(client, call) {
+  const args = { task_id: process.env.TASK_ID, ...JSON.parse(process.env.APPROVE_ARGS ?? '{}') };
+  const approve = await settleData(call('bernstein_approve', args));
+  return { approve, body: approve.ok ? body(approve.value) : null, asked };
+}
+
+// Finished work: a run that requires approval, completed, then bernstein_approve on it.
+async function approveWork(client, call) {
+  const run = body(await call('bernstein_run', { goal: 'Reviewed work', requires_approval: true }));
+  await call('bernstein_complete', { task_id: run.task_id, result_summary: 'wrote the notes' });
+  const approve = await settleData(call('bernstein_approve', { task_id: run.task_id }));
+  return { taskId: run.task_id, approve, body: approve.ok ? body(approve.value) : null, asked };
+}
+
 export async function runScenario(name, client, call, errors) {
   switch (name) {
+    case 'approve_task':
+      return approveTask(client, call);
+    case 'approve_work':
+      return approveWork(client, call);
     case 'formats':
       return formats(client, call);
     case 'surface':

@@ -1,12 +1,13 @@
 // TypeScript SDK 1.x (@modelcontextprotocol/sdk, pinned in ../package.json): connects over
 // $TARGET ({transport: stdio|http|sse, command, args, env, cwd | url}), runs $SCENARIO
 // (scenarios.mjs) and prints one JSON line. Handshake era only (1.x has no version negotiation).
+// With $ELICIT set it declares elicitation and answers forms with it (scenarios.mjs).
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { main, target } from './scenarios.mjs';
+import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { answerForm, elicitAnswer, main, target } from './scenarios.mjs';
 
 const TIMEOUT = { timeout: 30000 };
 
@@ -24,7 +25,12 @@ function transportFor(t) {
 
 await main(async (errors) => {
   const t = target();
-  const client = new Client({ name: 'bernstein-e2e-ts1', version: '1.0.0' });
+  const elicits = elicitAnswer() !== null;
+  const client = new Client(
+    { name: 'bernstein-e2e-ts1', version: '1.0.0' },
+    elicits ? { capabilities: { elicitation: {} } } : {},
+  );
+  if (elicits) client.setRequestHandler(ElicitRequestSchema, (request) => answerForm(request.params));
   client.onerror = (e) => errors.push(String(e?.message ?? e));
   const transport = transportFor(t);
   let version = null;
