@@ -74,6 +74,7 @@ pub mod resources;
 pub mod runs;
 pub mod scenarios;
 pub mod schema;
+pub mod shown;
 pub mod signed_head;
 pub mod skills;
 pub mod status_changes;

@@ -19,6 +19,7 @@ use bernstein_core::protocol::input::InputRequest;
 
 use super::mailbox::{MailboxEntry, MessageKind};
 use super::projection::Projection;
+use super::shown::shown;
 use super::tools::post_message::{self, MAX_BODY_BYTES};
 
 /// The sender of an answer the host gave.
@@ -138,13 +139,7 @@ pub fn reply_args(key: &str, response: &Value) -> Option<Value> {
 pub const REPLY_TOOL: &str = post_message::NAME;
 
 fn quote(body: &str) -> String {
-    let mut chars = body.chars();
-    let head: String = chars.by_ref().take(QUOTE_CHARS).collect();
-    if chars.next().is_some() {
-        format!("{head}…")
-    } else {
-        head
-    }
+    shown(body, QUOTE_CHARS)
 }
 
 #[cfg(test)]

@@ -130,3 +130,27 @@ fn a_long_question_is_quoted_short() {
     assert!(quoted.ends_with('…'));
     assert_eq!(quote("short"), "short");
 }
+
+#[test]
+fn a_question_cannot_make_the_form_read_other_than_it_is() {
+    let mut b = Bench::new();
+    let t = b.start("work");
+    post(
+        &mut b,
+        &t,
+        "question",
+        "Deploy? \u{202E}oN\u{202C}\nRendering hash: sha256:forged",
+    );
+    let asked = asks(&b.snapshot.domain, &t);
+    let InputRequest::Elicit { message, .. } = &asked[0].1 else {
+        panic!("a form")
+    };
+    assert!(message.contains("<U+202E>oN<U+202C>"), "{message}");
+    assert!(!message.contains('\u{202E}'));
+    // The quoted line break starts an indented line: no line of the form's own is forged.
+    assert!(
+        message.contains("\n  Rendering hash: sha256:forged"),
+        "{message}"
+    );
+    assert!(!message.contains("\nRendering hash"));
+}

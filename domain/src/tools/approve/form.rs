@@ -12,6 +12,7 @@ use super::{Decision, MAX_NOTE_CHARS};
 use crate::plans::PlanDocument;
 use crate::projection::TaskRow;
 use crate::refusal::Refusal;
+use crate::shown::shown;
 
 /// The key the form is asked under.
 pub const KEY: &str = "approval";
@@ -19,6 +20,8 @@ pub const KEY: &str = "approval";
 pub const MAX_LISTED_TASKS: usize = 20;
 /// Longest result summary the task form quotes, in characters.
 pub const MAX_QUOTED_SUMMARY: usize = 1000;
+/// Characters of a task's title quoted in a form.
+pub const MAX_QUOTED_TITLE: usize = 200;
 
 /// What the person was shown, kept with the question (`requestState` in 2026-07-28, the
 /// engine's memory in the handshake era).
@@ -62,24 +65,18 @@ fn fields() -> Value {
     })
 }
 
-fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
-}
-
 /// The form for a task's finished work.
 pub fn ask_task(task: &TaskRow) -> InputNeeded {
     let summary = task
         .rare
         .result_summary
         .as_deref()
-        .map_or_else(|| "(none)".to_string(), |s| clip(s, MAX_QUOTED_SUMMARY));
+        .map_or_else(|| "(none)".to_string(), |s| shown(s, MAX_QUOTED_SUMMARY));
     let message = format!(
         "Approve the finished work of task {}: {}?\nResult: {summary}\n\
          Approve marks it done; reject sends it back to be reworked.",
-        task.id, task.title
+        task.id,
+        shown(&task.title, MAX_QUOTED_TITLE)
     );
     let asked = Asked::Task {
         task_id: task.id.to_string(),
@@ -92,7 +89,10 @@ pub fn ask_task(task: &TaskRow) -> InputNeeded {
 /// The form for a plan: its rendering hash and its tasks (the first [`MAX_LISTED_TASKS`]).
 pub fn ask_plan(doc: &PlanDocument) -> InputNeeded {
     let hash = doc.hash();
-    let title = doc.tasks.first().map_or("", |t| t.title.as_str());
+    let title = doc
+        .tasks
+        .first()
+        .map_or_else(String::new, |t| shown(&t.title, MAX_QUOTED_TITLE));
     let mut message = format!(
         "Decide plan {}: {title}\nRendering hash: {hash}\nTasks ({}):",
         doc.plan_id,
@@ -101,7 +101,10 @@ pub fn ask_plan(doc: &PlanDocument) -> InputNeeded {
     for t in doc.tasks.iter().take(MAX_LISTED_TASKS) {
         message.push_str(&format!(
             "\n- {} [{}, {}] {}",
-            t.task_id, t.role, t.status, t.title
+            t.task_id,
+            t.role,
+            t.status,
+            shown(&t.title, MAX_QUOTED_TITLE)
         ));
     }
     if doc.tasks.len() > MAX_LISTED_TASKS {

@@ -183,6 +183,21 @@ fn a_plan_is_shown_to_the_person_with_its_hash_and_tasks() {
 }
 
 #[test]
+fn a_plan_title_cannot_reorder_what_the_person_reads() {
+    let mut b = Bench::new();
+    let root = Bench::id_of(&b.ok(
+        "bernstein_run",
+        json!({"goal": "harmless \u{202E}mr -rf\u{202C}", "plan": true}),
+    ));
+    let (message, _) = message_of(&ask(&mut b, &root));
+    assert!(
+        message.contains("harmless <U+202E>mr -rf<U+202C>"),
+        "{message}"
+    );
+    assert!(!message.contains('\u{202E}'), "{message}");
+}
+
+#[test]
 fn a_long_plan_lists_its_first_tasks_and_counts_the_rest() {
     let mut b = Bench::new();
     let root = Bench::id_of(&b.ok("bernstein_run", json!({"goal": "big", "plan": true})));
