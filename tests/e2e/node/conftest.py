@@ -8,7 +8,8 @@
   by the root `launcher` fixture.
 * `http_server(label, **kw)`: `bernstein mcp --transport http` behind the recording proxy
   (harness/http_server.py), stopped after the test.
-* `NodeClients.run(...)` runs one driver and returns its JSON line; `inspector(...)` runs one
+* `NodeClients.run(...)` runs one driver against a target and returns its JSON line (`report(...)`: any
+  driver, with the variables given); `inspector(...)` runs one
   Inspector CLI invocation and returns (exit code, stdout, stderr).
 """
 
@@ -53,9 +54,13 @@ class NodeClients:
     def run(self, script: str, target: dict, scenario: str, era: str = "legacy",
             env: dict[str, str] | None = None) -> dict:
         """Runs clients/SCRIPT against TARGET (`env`: more variables); returns its JSON report."""
-        env = self._env({"TARGET": json.dumps(target), "SCENARIO": scenario, "ERA": era, **(env or {})})
-        r = subprocess.run([str(self.node), str(self.root / "clients" / script)], env=env, capture_output=True,
-                           text=True, timeout=CLIENT_TIMEOUT, stdin=subprocess.DEVNULL, cwd=str(self.root))
+        return self.report(script, {"TARGET": json.dumps(target), "SCENARIO": scenario, "ERA": era, **(env or {})})
+
+    def report(self, script: str, env: dict[str, str]) -> dict:
+        """Runs clients/SCRIPT with the variables `env`; returns its last JSON line, with its stderr."""
+        r = subprocess.run([str(self.node), str(self.root / "clients" / script)], env=self._env(env),
+                           capture_output=True, text=True, timeout=CLIENT_TIMEOUT, stdin=subprocess.DEVNULL,
+                           cwd=str(self.root))
         lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
         assert lines, f"{script} printed no report (exit {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
         report = json.loads(lines[-1])

@@ -13,7 +13,6 @@ where it can).
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
@@ -27,14 +26,10 @@ def fixture_url(tmp_path):
 
 
 def host(node_clients, url: str, caps: dict, tools: list[str], answer: dict | None = None) -> dict:
-    env = node_clients._env({"URL": url, "CAPS": json.dumps(caps), "TOOLS": json.dumps(tools),
-                             "ANSWER": json.dumps(answer or {"action": "cancel"})})
-    r = subprocess.run([str(node_clients.node), str(node_clients.root / "clients" / "ts2_input.mjs")],
-                       env=env, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL,
-                       cwd=str(node_clients.root))
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-    assert lines, f"no report (exit {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
-    report = json.loads(lines[-1])
+    report = node_clients.report("ts2_input.mjs", {
+        "URL": url, "CAPS": json.dumps(caps), "TOOLS": json.dumps(tools),
+        "ANSWER": json.dumps(answer or {"action": "cancel"}),
+    })
     assert "fatal" not in report, report["fatal"]
     assert report["protocolVersion"] == "2026-07-28", report
     return report

@@ -11,9 +11,6 @@ log message, which is what the session id fixes.
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import pytest
 
 from harness import fixture_server
@@ -26,13 +23,7 @@ def fixture_url(tmp_path, runtime):
 
 
 def host(node_clients, url: str, connections: str) -> dict:
-    env = node_clients._env({"URL": url, "CONNECTIONS": connections})
-    r = subprocess.run([str(node_clients.node), str(node_clients.root / "clients" / "ts1_session.mjs")],
-                       env=env, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL,
-                       cwd=str(node_clients.root))
-    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
-    assert lines, f"no report (exit {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}"
-    report = json.loads(lines[-1])
+    report = node_clients.report("ts1_session.mjs", {"URL": url, "CONNECTIONS": connections})
     assert "fatal" not in report, report["fatal"]
     return report
 
