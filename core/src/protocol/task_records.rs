@@ -31,7 +31,7 @@ pub fn stream(id: &str) -> String {
 }
 
 /// `mcp.task.created`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskCreated {
     pub task_id: String,
@@ -68,24 +68,26 @@ pub struct TaskCancelled {
     pub at: u64,
 }
 
-/// One task as its records leave it.
+/// One task as its records leave it: its creation as recorded, the answers recorded since, and
+/// where it stands.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolTask {
-    pub tool: String,
-    pub arguments: Value,
-    /// Milliseconds since the Unix epoch.
-    pub created_at: u64,
-    pub ttl_ms: u64,
-    /// The client capabilities the creating request declared (`elicitation`, `sampling`,
-    /// `roots`): what the task may ask the client.
-    pub caps: Vec<String>,
-    /// The client's answers so far, by input request key.
-    pub responses: Map<String, Value>,
-    /// The handler's own state from the rounds before the task existed.
-    pub state: Option<Value>,
+    pub created: TaskCreated,
+    /// The client's answers given through `tasks/update`, by input request key.
+    pub answers: Map<String, Value>,
     /// Time of the last record of the task.
     pub updated_at: u64,
     pub cancelled: bool,
+}
+
+impl ToolTask {
+    /// The client's answers so far, by input request key: those of the creating request's
+    /// rounds and those given since (a later answer to a key wins).
+    pub fn responses(&self) -> Map<String, Value> {
+        let mut all = self.created.responses.clone();
+        all.extend(self.answers.clone());
+        all
+    }
 }
 
 /// Every task the engine created, by id.
@@ -117,16 +119,12 @@ impl ToolTasks {
         let body = rec.body.clone();
         match rec.kind.as_str() {
             CREATED => match serde_json::from_value::<TaskCreated>(body) {
-                Ok(c) if c.task_id == id && !self.tasks.contains_key(id) => {
+                Ok(mut c) if c.task_id == id && !self.tasks.contains_key(id) => {
+                    c.state = c.state.filter(|s| !s.is_null());
                     let task = ToolTask {
-                        tool: c.tool,
-                        arguments: c.arguments,
-                        created_at: c.created_at,
-                        ttl_ms: c.ttl_ms,
-                        caps: c.caps,
-                        responses: c.responses,
-                        state: c.state.filter(|s| !s.is_null()),
                         updated_at: c.created_at,
+                        created: c,
+                        answers: Map::new(),
                         cancelled: false,
                     };
                     self.tasks.insert(id.to_string(), task);
@@ -137,7 +135,7 @@ impl ToolTasks {
             ANSWERED => match serde_json::from_value::<TaskAnswered>(body) {
                 Ok(a) if a.task_id == id => match self.tasks.get_mut(id) {
                     Some(task) => {
-                        task.responses.extend(a.responses);
+                        task.answers.extend(a.responses);
                         task.updated_at = task.updated_at.max(a.at);
                         true
                     }

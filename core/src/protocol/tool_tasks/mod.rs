@@ -207,14 +207,14 @@ pub fn evaluate<F: Fold>(
     id: &str,
 ) -> Option<Evaluated> {
     let task = (server.catalog.tool_tasks?)(&snapshot.domain).get(id)?;
-    if now.0 >= task.created_at.saturating_add(task.ttl_ms) {
+    if now.0 >= task.created.created_at.saturating_add(task.created.ttl_ms) {
         return None;
     }
     let mut out = Evaluated {
         task_id: id.to_string(),
         status: TaskStatus::Working,
         status_message: String::new(),
-        created_at: Timestamp(task.created_at),
+        created_at: Timestamp(task.created.created_at),
         last_updated_at: Timestamp(task.updated_at),
         result: None,
         error: None,
@@ -225,10 +225,10 @@ pub fn evaluate<F: Fold>(
         out.status_message = "cancelled by tasks/cancel".into();
         return Some(out);
     }
-    let Some(tool) = server.catalog.tool(&task.tool) else {
+    let Some(tool) = server.catalog.tool(&task.created.tool) else {
         return Some(failed(
             out,
-            format!("tool {} is no longer offered", task.tool),
+            format!("tool {} is no longer offered", task.created.tool),
         ));
     };
     let output = run(server, snapshot, now, revision, (id, task), tool);
@@ -236,7 +236,7 @@ pub fn evaluate<F: Fold>(
 }
 
 fn caps_of(task: &ToolTask) -> ClientCaps {
-    let has = |k: &str| task.caps.iter().any(|c| c == k);
+    let has = |k: &str| task.created.caps.iter().any(|c| c == k);
     ClientCaps {
         elicitation: has("elicitation"),
         sampling: has("sampling"),
@@ -255,12 +255,8 @@ fn run<F: Fold>(
 ) -> ToolOutput {
     let ids = RequestIds::of_value(&json!({ "task": id }));
     let inputs = Inputs {
-        responses: task
-            .responses
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        state: task.state.clone(),
+        responses: task.responses().into_iter().collect(),
+        state: task.created.state.clone(),
         caps: caps_of(task),
     };
     let ctx = ToolContext {
@@ -275,11 +271,11 @@ fn run<F: Fold>(
         meta: None,
         input: &inputs,
         task: Some(TaskClock {
-            elapsed_ms: now.0.saturating_sub(task.created_at),
+            elapsed_ms: now.0.saturating_sub(task.created.created_at),
             started: true,
         }),
     };
-    (tool.call)(&ctx, task.arguments.clone())
+    (tool.call)(&ctx, task.created.arguments.clone())
 }
 
 fn failed(mut out: Evaluated, message: String) -> Evaluated {
