@@ -258,6 +258,9 @@ fn result<F: Fold>(
             ..TaskReply::of(Ok(result.into_value()))
         };
     }
+    // What the task asks, put to a client that can answer it; its answer recorded, the wait
+    // goes on as for any running task.
+    let mut answered = Vec::new();
     if !view.is_terminal() && input.phase == Phase::Live {
         let asks = (hooks.asks)(input.snapshot, &view.task_id);
         if !asks.is_empty()
@@ -265,7 +268,10 @@ fn result<F: Fold>(
                 .iter()
                 .all(|(_, r)| input.input.caps.allows(r.capability()))
         {
-            return ask_or_record(server, hooks, input, view, asks);
+            match ask_or_record(server, hooks, input, view, asks) {
+                Ok(records) => answered = records,
+                Err(reply) => return *reply,
+            }
         }
     }
     if !view.is_terminal() {
@@ -292,6 +298,7 @@ fn result<F: Fold>(
         )
         .with_data(data);
         return TaskReply {
+            records: answered,
             pending: Some(Wait {
                 after: input.snapshot.position,
                 max_wait_ms: None,
@@ -386,54 +393,34 @@ fn cancelled_result<F: Fold>(
 }
 
 /// A handshake-era `tasks/result` of a task that asks its requestor (the client can answer):
-/// the first time, ask; with the client's answer, record it through the reply tool and wait
-/// for the task as before.
+/// the records of the client's answer, once it gave one, or else the reply that asks it (or
+/// refuses an answer that does not fit).
 fn ask_or_record<F: Fold>(
     server: &Server<F>,
     hooks: &TaskHooks<F>,
     input: &CallInput<'_, F>,
     view: &Task,
     asks: Vec<(String, InputRequest)>,
-) -> TaskReply {
+) -> Result<Vec<Record>, Box<TaskReply>> {
     let answered = asks
         .iter()
         .find_map(|(key, request)| Some((key, request, input.input.response(key)?)));
     let Some((key, request, response)) = answered else {
-        return TaskReply {
+        return Err(Box::new(TaskReply {
             ask: Some(InputNeeded {
                 requests: asks,
                 state: None,
                 related_task: Some(view.task_id.clone()),
             }),
             ..TaskReply::of(Ok(Value::Null))
-        };
+        }));
     };
-    let replied = reply(server, hooks, input, view, key, request, response);
-    let mut waits = TaskReply {
-        pending: Some(Wait {
-            after: input.snapshot.position,
-            max_wait_ms: None,
-            watch: None,
-        }),
-        ..TaskReply::of(Err(RpcError::new(
-            TASK_NOT_READY,
-            format!(
-                "task {} is still {}; the answer was recorded: call tasks/result again",
-                view.task_id,
-                view.status.as_str()
-            ),
-        )))
-    };
-    match replied {
-        Ok(records) => waits.records = records,
-        Err((e, records)) => {
-            return TaskReply {
-                records,
-                ..TaskReply::of(Err(e))
-            };
-        }
-    }
-    waits
+    reply(server, hooks, input, view, key, request, response).map_err(|(e, records)| {
+        Box::new(TaskReply {
+            records,
+            ..TaskReply::of(Err(e))
+        })
+    })
 }
 
 /// `tasks/update` (2026-07-28): records the answer to what the task asks now (others are
