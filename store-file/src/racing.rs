@@ -50,6 +50,7 @@ impl<F: Checkpointed> Store<F> for Racing<F> {
             );
             let res = self.other.compare_and_append(&Append {
                 expected: snap.position,
+                read_heads: None,
                 records,
             })?;
             assert!(matches!(res, AppendResult::Committed(_)));

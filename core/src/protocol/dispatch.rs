@@ -103,6 +103,7 @@ pub fn serve<F: Fold>(
             };
             let append = (!served.records.is_empty()).then_some(Append {
                 expected: input.snapshot.position,
+                read_heads: None,
                 records: served.records,
             });
             Outcome {
@@ -262,6 +263,7 @@ fn handle_batch<F: Fold>(
     };
     let append = (!records.is_empty()).then_some(Append {
         expected: input.snapshot.position,
+        read_heads: None,
         records,
     });
     // A batch is answered at once: a pending element keeps its retryable answer.
