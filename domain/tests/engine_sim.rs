@@ -677,6 +677,7 @@ impl Job for Note {
         bernstein_core::protocol::Outcome {
             append: Some(bernstein_core::ledger::Append {
                 expected: s.position,
+                read_heads: None,
                 records,
             }),
             ..Default::default()

@@ -9,16 +9,24 @@
 //! position (seq) of the snapshot it was served from, so that the record still says only true
 //! things wherever it stands (docs/RECORDS.md). A refusal stays compare-and-append: its `error`
 //! was decided on the state before it, and its record keeps standing right after that state.
-//! The file store uses this so that concurrent reads never refuse each other, and PostgreSQL,
-//! whose head several instances share, to commit many such records in one round trip
-//! (docs/POSTGRES.md). Every other transaction is compare-and-append.
+//!
+//! A transaction that names the streams its decision read ([`Append::read_heads`]) is placed
+//! after a later head when each of them still stands where it was there ([`replaced`]): what it
+//! decided is what it would decide again, so it is sealed again after that head, its audit
+//! record gaining `read_at` the same way. Every other transaction is compare-and-append.
+//!
+//! The file store uses this under its lock, and PostgreSQL, whose head several instances share,
+//! in its commits (docs/POSTGRES.md): concurrent reads never refuse each other, and a write is
+//! refused only when what it read moved.
 
-use crate::AUDIT_STREAM;
+use serde_json::Value;
+
 use crate::audit::{CALL_KIND, CallAudit};
 use crate::digest::Digest;
 use crate::line::RecordKey;
 use crate::record::{Draft, LedgerPosition, Record, seal};
 use crate::store::Append;
+use crate::{AUDIT_STREAM, run_stream};
 
 /// The draft of `append`'s record when `append` is one call audit record alone of a call that
 /// succeeded, sealed under `key` (so it may be sealed again after a later head); `None` for
@@ -33,8 +41,7 @@ pub fn lone_call_audit(append: &Append, key: &[u8]) -> Option<Draft> {
     if !CallAudit::read(&rec.body).ok {
         return None;
     }
-    let line = rec.to_line();
-    Record::from_line(&line[..line.len() - 1], Some(&RecordKey::new(key))).ok()?;
+    sealed_under(rec, key)?;
     Some(Draft::new(
         rec.stream.clone(),
         rec.kind.clone(),
@@ -43,18 +50,22 @@ pub fn lone_call_audit(append: &Append, key: &[u8]) -> Option<Draft> {
 }
 
 /// `append` placed after `at` instead of after its `expected`, when it is a lone call audit
-/// sealed under `key` that may move there ([`lone_call_audit`], [`reseal`]); `None` otherwise.
+/// sealed under `key` that may move there ([`lone_call_audit`], [`reseal`]) or names the
+/// streams it read and they stand where they were ([`replaced`]); `None` otherwise.
 pub fn moved(
     append: &Append,
     at: &LedgerPosition,
     stream_head: impl Fn(&str) -> Digest,
     key: &[u8],
 ) -> Option<Append> {
-    let draft = lone_call_audit(append, key)?;
-    let rec = reseal(draft, append.expected.seq, at, stream_head, key)?;
+    let records = match lone_call_audit(append, key) {
+        Some(draft) => vec![reseal(draft, append.expected.seq, at, stream_head, key)?],
+        None => replaced(append, at, stream_head, key)?,
+    };
     Some(Append {
         expected: *at,
-        records: vec![rec],
+        records,
+        read_heads: append.read_heads.clone(),
     })
 }
 
@@ -82,6 +93,75 @@ pub fn reseal(
     seal(at, stream_head, vec![draft], key).pop()
 }
 
+/// `append`'s records sealed again after `at`, when `append` names the streams it read
+/// ([`Append::read_heads`]), each of them has the head named there, every stream the records
+/// write but `audit` is among them, and every record is sealed under `key`; `None` otherwise.
+/// The transaction's call audit record (its last record, when it is one) keeps saying true
+/// things: placed anywhere but right after the snapshot it was served from (`expected`), it
+/// gains `read_at`; for a run whose journal the transaction writes, its `journal_head` is the
+/// journal's new head.
+pub fn replaced(
+    append: &Append,
+    at: &LedgerPosition,
+    stream_head: impl Fn(&str) -> Digest,
+    key: &[u8],
+) -> Option<Vec<Record>> {
+    let read = append.read_heads.as_deref()?;
+    if read
+        .iter()
+        .any(|(stream, head)| stream_head(stream) != *head)
+    {
+        return None;
+    }
+    let was_read = |stream: &str| read.iter().any(|(s, _)| s == stream);
+    let mut drafts = Vec::with_capacity(append.records.len());
+    for rec in &append.records {
+        if rec.stream != AUDIT_STREAM && !was_read(&rec.stream) {
+            return None;
+        }
+        sealed_under(rec, key)?;
+        drafts.push(Draft::new(
+            rec.stream.clone(),
+            rec.kind.clone(),
+            rec.body.clone(),
+        ));
+    }
+    let served_at = append.expected.seq;
+    let mut sealed = seal(at, stream_head, drafts, key);
+    let Some(last) = sealed.last() else {
+        return Some(sealed);
+    };
+    if last.stream != AUDIT_STREAM || last.kind != CALL_KIND {
+        return Some(sealed);
+    }
+    let mut body = last.body.clone();
+    let audit = CallAudit::read(&last.body);
+    if audit.read_at.is_some() {
+        return None;
+    }
+    let journal = audit.run_id.as_deref().map(run_stream);
+    let journal_head = journal
+        .and_then(|stream| sealed.iter().rev().find(|r| r.stream == stream))
+        .map(|r| r.hash.to_string());
+    let fields = body.as_object_mut()?;
+    if let Some(head) = journal_head {
+        fields.insert("journal_head".into(), Value::String(head));
+    }
+    if at.seq != served_at {
+        fields.insert("read_at".into(), served_at.into());
+    }
+    sealed.last_mut()?.reseal(body, key);
+    Some(sealed)
+}
+
+/// `Some(())` when `rec` reads back as a valid record sealed under `key`.
+fn sealed_under(rec: &Record, key: &[u8]) -> Option<()> {
+    let line = rec.to_line();
+    Record::from_line(&line[..line.len() - 1], Some(&RecordKey::new(key)))
+        .ok()
+        .map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,6 +173,7 @@ mod tests {
         let at = LedgerPosition::GENESIS;
         Append {
             expected: at,
+            read_heads: None,
             records: seal(&at, |_| Digest::ZERO, drafts, KEY),
         }
     }
@@ -179,5 +260,107 @@ mod tests {
         assert!(reseal(call(half), 7, &at, moved_journal, KEY).is_none());
         let twice = json!({"tool": "x", "ok": true, "read_at": 3});
         assert!(reseal(call(twice), 7, &at, moved_journal, KEY).is_none());
+    }
+
+    /// A run journal's write decided at seq 5 (backlog and journal read), then read calls of
+    /// others moved the head to seq 9 and the audit stream with it.
+    fn a_write_decided_at_five() -> (Append, Digest) {
+        let served = LedgerPosition {
+            seq: 5,
+            head: Digest::of(b"five"),
+        };
+        let backlog = Digest::of(b"backlog");
+        let before = |s: &str| match s {
+            "backlog" => backlog,
+            "audit" => Digest::of(b"audit at five"),
+            _ => Digest::ZERO,
+        };
+        let drafts = vec![
+            Draft::new("backlog", "task.created", json!({"id": "T-1"})),
+            Draft::new("run:T-1", "run.created", json!({"run_id": "T-1"})),
+            call(json!({"tool": "bernstein_run", "ok": true, "run_id": "T-1",
+                        "journal_head": "placeholder"})),
+        ];
+        let append = Append {
+            expected: served,
+            records: seal(&served, before, drafts, KEY),
+            read_heads: Some(vec![
+                ("backlog".into(), backlog),
+                ("run:T-1".into(), Digest::ZERO),
+            ]),
+        };
+        (append, backlog)
+    }
+
+    #[test]
+    fn a_write_whose_streams_stand_is_sealed_again_after_the_later_head() {
+        let (append, backlog) = a_write_decided_at_five();
+        let at = LedgerPosition {
+            seq: 9,
+            head: Digest::of(b"nine"),
+        };
+        let audit_head = Digest::of(b"audit at nine");
+        let now = |s: &str| match s {
+            "backlog" => backlog,
+            "audit" => audit_head,
+            _ => Digest::ZERO,
+        };
+        let placed = moved(&append, &at, now, KEY).expect("nothing it read moved");
+        assert_eq!(placed.expected, at);
+        let r = &placed.records;
+        assert_eq!(r.iter().map(|r| r.seq).collect::<Vec<_>>(), [10, 11, 12]);
+        assert_eq!((r[0].prev, r[0].sprev), (at.head, backlog));
+        assert_eq!((r[2].prev, r[2].sprev), (r[1].hash, audit_head));
+        assert_eq!(r[2].body["journal_head"], json!(r[1].hash.to_string()));
+        assert_eq!(r[2].body["read_at"], json!(5));
+        for (i, rec) in r.iter().enumerate() {
+            assert_eq!(rec.txn, [i as u32 + 1, 3]);
+            assert_eq!(
+                (&rec.stream, &rec.kind),
+                (&append.records[i].stream, &append.records[i].kind)
+            );
+            let line = rec.to_line();
+            assert_eq!(
+                Record::parse_line(&line[..line.len() - 1], Some(KEY)),
+                Ok(rec.clone())
+            );
+        }
+    }
+
+    #[test]
+    fn a_write_is_refused_when_what_it_read_moved_or_it_names_too_little() {
+        let (append, backlog) = a_write_decided_at_five();
+        let at = LedgerPosition {
+            seq: 9,
+            head: Digest::of(b"nine"),
+        };
+        let moved_backlog = |s: &str| match s {
+            "backlog" => Digest::of(b"another write"),
+            _ => Digest::ZERO,
+        };
+        assert_eq!(moved(&append, &at, moved_backlog, KEY), None);
+        let run_made_meanwhile = |s: &str| match s {
+            "backlog" => backlog,
+            "run:T-1" => Digest::of(b"same id, made first"),
+            _ => Digest::ZERO,
+        };
+        assert_eq!(moved(&append, &at, run_made_meanwhile, KEY), None);
+        let same = |s: &str| {
+            if s == "backlog" {
+                backlog
+            } else {
+                Digest::ZERO
+            }
+        };
+        // A stream it writes but did not name, a record sealed under another key, or no
+        // streams named at all (decided on the whole ledger): never moved.
+        let mut unnamed = append.clone();
+        unnamed.read_heads = Some(vec![("backlog".into(), backlog)]);
+        assert_eq!(moved(&unnamed, &at, same, KEY), None);
+        assert_eq!(moved(&append, &at, same, b"other key"), None);
+        let mut whole = append.clone();
+        whole.read_heads = None;
+        assert_eq!(moved(&whole, &at, same, KEY), None);
+        assert!(moved(&append, &at, same, KEY).is_some());
     }
 }

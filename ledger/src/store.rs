@@ -7,13 +7,21 @@ use std::sync::Arc;
 use super::record::LedgerPosition;
 use super::record::Record;
 use super::snapshot::{Fold, Snapshot};
+use crate::digest::Digest;
 use crate::histogram::Histogram;
 
-/// Records one request produces, to be committed together iff the head is still `expected`.
+/// Records one request produces, to be committed together: right after `expected` (the head of
+/// the snapshot they were decided on), or, when they name what they read (`read_heads`), after
+/// any later head at which those streams still stand where they were (`crate::rebase`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Append {
     pub expected: LedgerPosition,
     pub records: Vec<Record>,
+    /// The heads of the streams the records were decided on (the zero digest for a stream
+    /// that did not exist), every stream the records write but `audit` among them; `None`:
+    /// decided on the whole ledger as it stood at `expected`, so placed only right after it
+    /// (a call that wrote nothing but its audit record aside: [`crate::rebase`]).
+    pub read_heads: Option<Vec<(String, Digest)>>,
 }
 
 impl Append {

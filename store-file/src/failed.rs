@@ -73,6 +73,7 @@ mod tests {
         );
         let append = Append {
             expected: bernstein_ledger::LedgerPosition::GENESIS,
+            read_heads: None,
             records: Vec::new(),
         };
         assert!(!s.snapshot().unwrap_err().retryable());

@@ -185,6 +185,7 @@ mod tests {
         assert!(why.contains("still being opened"), "{why}");
         let append = Append {
             expected: LedgerPosition::GENESIS,
+            read_heads: None,
             records: Vec::new(),
         };
         assert!(store.compare_and_append_unsettled(&append).is_err());

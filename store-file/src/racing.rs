@@ -1,11 +1,15 @@
 //! A store for tests whose first appends lose the race: just before each of the first
-//! `interfere` appends, another writer (a second handle on the same `.sdd/`) appends a record.
+//! `interfere` appends, another writer (a second handle on the same `.sdd/`) appends a record
+//! to the backlog, which every Bernstein write reads (so even a write that names what it read
+//! loses).
 
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use bernstein_ledger::{Append, AppendResult, Draft, Snapshot, Store, StoreError, seal};
+use bernstein_ledger::{
+    Append, AppendResult, BACKLOG_STREAM, Draft, Snapshot, Store, StoreError, seal,
+};
 use serde_json::json;
 
 use super::{Checkpointed, FileStore};
@@ -45,11 +49,12 @@ impl<F: Checkpointed> Store<F> for Racing<F> {
             let records = seal(
                 &snap.position,
                 |s| snap.stream_head(s),
-                vec![Draft::new("x", "test.note", json!({}))],
+                vec![Draft::new(BACKLOG_STREAM, "test.note", json!({}))],
                 &self.key,
             );
             let res = self.other.compare_and_append(&Append {
                 expected: snap.position,
+                read_heads: None,
                 records,
             })?;
             assert!(matches!(res, AppendResult::Committed(_)));

@@ -14,6 +14,7 @@ pub fn assert_refuses_all<F: Fold>(store: &dyn Store<F>, reason: &str, head: Led
     assert!(store.snapshot().is_err());
     let refused = store.compare_and_append(&Append {
         expected: head,
+        read_heads: None,
         records: vec![],
     });
     assert!(

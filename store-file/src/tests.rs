@@ -40,6 +40,7 @@ fn append(store: &FileStore, drafts: Vec<Draft>) -> AppendResult {
     store
         .compare_and_append(&Append {
             expected: snap.position,
+            read_heads: None,
             records,
         })
         .unwrap()
@@ -49,6 +50,7 @@ fn append(store: &FileStore, drafts: Vec<Draft>) -> AppendResult {
 fn call_on(snap: &Snapshot<bernstein_domain::Projection>, n: u64) -> Append {
     Append {
         expected: snap.position,
+        read_heads: None,
         records: seal(&snap.position, |s| snap.stream_head(s), vec![call(n)], KEY),
     }
 }
@@ -105,6 +107,7 @@ fn append_then_conflict_on_a_stale_head() {
     let res = store
         .compare_and_append(&Append {
             expected: genesis.position,
+            read_heads: None,
             records: stale,
         })
         .unwrap();
@@ -114,6 +117,7 @@ fn append_then_conflict_on_a_stale_head() {
     let res = store
         .compare_and_append(&Append {
             expected: pos,
+            read_heads: None,
             records: vec![],
         })
         .unwrap();
@@ -144,6 +148,7 @@ fn a_stale_call_that_wrote_nothing_is_placed_after_the_head_and_names_where_it_w
         );
         Append {
             expected: read.position,
+            read_heads: None,
             records,
         }
     };
@@ -186,6 +191,7 @@ fn a_stale_call_that_wrote_nothing_is_placed_after_the_head_and_names_where_it_w
     // A stale call record not sealed under the store's key is never sealed again.
     let forged = Append {
         expected: read.position,
+        read_heads: None,
         records: seal(
             &read.position,
             |s| read.stream_head(s),
@@ -205,6 +211,74 @@ fn a_stale_call_that_wrote_nothing_is_placed_after_the_head_and_names_where_it_w
 }
 
 #[test]
+fn a_stale_write_is_placed_after_the_head_while_what_it_read_stands_and_refused_once_it_moved() {
+    let tmp = TestDir::new("store-write-moves");
+    let store = open(tmp.path());
+    assert!(matches!(
+        append(&store, vec![note("backlog", 1), note("run:R", 1)]),
+        AppendResult::Committed(_)
+    ));
+    let read = store.snapshot().unwrap();
+    // A write decided on `read`: it names the backlog and run R's journal, and writes both.
+    let write = |call_id: &str| {
+        let body = json!({"tool": "complete", "call_id": call_id, "ok": true, "run_id": "R",
+                          "journal_head": "sealed again at placement"});
+        let drafts = vec![
+            note("backlog", 2),
+            note("run:R", 2),
+            Draft::new("audit", "mcp.stateless_call", body),
+        ];
+        Append {
+            expected: read.position,
+            read_heads: Some(vec![
+                ("backlog".into(), read.stream_head("backlog")),
+                ("run:R".into(), read.stream_head("run:R")),
+            ]),
+            records: seal(&read.position, |s| read.stream_head(s), drafts, KEY),
+        }
+    };
+    // Others append meanwhile: calls that wrote nothing, and a write to another run.
+    for n in 0..3 {
+        assert!(matches!(
+            append(&store, vec![call(n)]),
+            AppendResult::Committed(_)
+        ));
+    }
+    assert!(matches!(
+        append(&store, vec![note("run:S", 1)]),
+        AppendResult::Committed(_)
+    ));
+    let head = store.snapshot().unwrap().position;
+    let got = store.compare_and_append(&write("w-1")).unwrap();
+    let AppendResult::Committed(at) = got else {
+        panic!("a write whose streams stood was refused: {got:?}")
+    };
+    assert_eq!(at.seq, head.seq + 3);
+    let text = String::from_utf8(ledger_bytes(tmp.path())).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let audit = lines
+        .iter()
+        .find(|l| l["body"]["call_id"] == "w-1")
+        .unwrap();
+    let journal = &lines[lines.len() - 2];
+    assert_eq!(journal["stream"], "run:R");
+    assert_eq!(audit["body"]["journal_head"], journal["hash"]);
+    assert_eq!(audit["body"]["read_at"], json!(read.position.seq));
+    // Now the backlog it read has moved (by its own first placement): the same write is
+    // refused, and nothing is written.
+    let current = store.snapshot().unwrap().position;
+    let got = store.compare_and_append(&write("w-2")).unwrap();
+    assert_eq!(got, AppendResult::Conflict { current });
+    let bytes = ledger_bytes(tmp.path());
+    let report = verify_ledger(&bytes, "l", Some(KEY)).unwrap();
+    assert_eq!(report.transactions, 6);
+    assert!(!String::from_utf8(bytes).unwrap().contains("\"w-2\""));
+}
+
+#[test]
 fn malformed_appends_are_refused_without_writing() {
     let tmp = TestDir::new("store-malformed");
     let store = open(tmp.path());
@@ -213,6 +287,7 @@ fn malformed_appends_are_refused_without_writing() {
         let err = store
             .compare_and_append(&Append {
                 expected: snap.position,
+                read_heads: None,
                 records,
             })
             .unwrap_err();
@@ -256,6 +331,7 @@ fn malformed_appends_are_refused_without_writing() {
     let err = store
         .compare_and_append(&Append {
             expected: snap.position,
+            read_heads: None,
             records: recs,
         })
         .unwrap_err();
@@ -508,6 +584,7 @@ fn shrinking_or_replacing_the_ledger_under_a_running_store_is_refused() {
     let err = store
         .compare_and_append(&Append {
             expected: LedgerPosition::GENESIS,
+            read_heads: None,
             records: vec![],
         })
         .unwrap_err();

@@ -287,6 +287,7 @@ mod tests {
             store
                 .compare_and_append(&Append {
                     expected: snap.position,
+                    read_heads: None,
                     records,
                 })
                 .unwrap();

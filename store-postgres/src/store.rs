@@ -25,7 +25,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use bernstein_ledger::rebase::{lone_call_audit, reseal};
+use bernstein_ledger::rebase::{self, lone_call_audit, reseal};
 use bernstein_ledger::verify::check_extends;
 use bernstein_ledger::{
     Append, AppendResult, Draft, Fold, LedgerPosition, Record, Snapshot, Store, StoreError,
@@ -586,47 +586,75 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
         }
         let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let mut snapshot = self.state().snapshot.clone();
-        if snapshot.position.seq > append.expected.seq {
-            // Another request of this instance (or a fold) moved past it: stale for sure.
-            return Ok(AppendResult::Conflict {
-                current: snapshot.position,
-            });
-        }
         if snapshot.position != append.expected {
             snapshot = self.catch_up()?;
-            if snapshot.position != append.expected {
-                return Ok(AppendResult::Conflict {
-                    current: snapshot.position,
-                });
-            }
         }
         if append.records.is_empty() {
-            return Ok(AppendResult::Committed(append.expected));
+            return Ok(if snapshot.position == append.expected {
+                AppendResult::Committed(append.expected)
+            } else {
+                AppendResult::Conflict {
+                    current: snapshot.position,
+                }
+            });
         }
-        let cols = self.checked_columns(&snapshot, &append.records)?;
-        drop(snapshot);
-        let mut lease = self.pool.get()?;
-        let done = cols.insert_committed(&mut lease);
-        match done {
-            Ok(()) => {}
-            Err(e) if is_conflict(&e) => {
-                drop(lease);
-                let current = self.catch_up()?.position;
-                return Ok(AppendResult::Conflict { current });
-            }
-            Err(e) => {
-                // The outcome of a COMMIT whose answer was lost is unknown: nothing is
-                // acknowledged, and the next snapshot shows whether it landed.
-                lease.discard();
-                return Err(StoreError::Unavailable(format!(
-                    "PostgreSQL: the append was not acknowledged: {}",
-                    describe(&e)
-                )));
+        for race in 0..MAX_RACES {
+            // After another writer, only an append that named what it read may move, and only
+            // while that stands (`rebase`); it then races for the head here, not re-run.
+            let moved;
+            let placed = if snapshot.position == append.expected {
+                append
+            } else {
+                let heads = |s: &str| snapshot.stream_head(s);
+                moved =
+                    rebase::replaced(append, &snapshot.position, heads, &self.key).map(|records| {
+                        Append {
+                            expected: snapshot.position,
+                            records,
+                            read_heads: append.read_heads.clone(),
+                        }
+                    });
+                match &moved {
+                    Some(m) => m,
+                    None => {
+                        return Ok(AppendResult::Conflict {
+                            current: snapshot.position,
+                        });
+                    }
+                }
+            };
+            let cols = self.checked_columns(&snapshot, &placed.records)?;
+            let mut lease = self.pool.get()?;
+            match cols.insert_committed(&mut lease) {
+                Ok(()) => {
+                    drop(lease);
+                    // Durable now. Fold our own records (checked above) unless another thread
+                    // moved on.
+                    self.fold_own(&placed.expected, &placed.records);
+                    return Ok(AppendResult::Committed(placed.new_position()));
+                }
+                Err(e) if is_conflict(&e) => {
+                    drop(lease);
+                    snapshot = self.catch_up()?;
+                    if append.read_heads.is_none() {
+                        return Ok(AppendResult::Conflict {
+                            current: snapshot.position,
+                        });
+                    }
+                    pause_after_losing(race);
+                }
+                Err(e) => {
+                    // The outcome of a COMMIT whose answer was lost is unknown: nothing is
+                    // acknowledged, and the next snapshot shows whether it landed.
+                    lease.discard();
+                    return Err(StoreError::Unavailable(format!(
+                        "PostgreSQL: the append was not acknowledged: {}",
+                        describe(&e)
+                    )));
+                }
             }
         }
-        drop(lease);
-        // Durable now. Fold our own records (checked above) unless another thread moved on.
-        self.fold_own(&append.expected, &append.records);
-        Ok(AppendResult::Committed(append.new_position()))
+        let current = self.catch_up()?.position;
+        Ok(AppendResult::Conflict { current })
     }
 }

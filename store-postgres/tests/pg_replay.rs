@@ -48,6 +48,7 @@ fn recorded_journals_fold_to_the_same_projection_on_both_stores() {
                 let got = pg
                     .compare_and_append(&Append {
                         expected,
+                        read_heads: None,
                         records: std::mem::take(&mut txn),
                     })
                     .unwrap();

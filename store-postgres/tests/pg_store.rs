@@ -91,6 +91,7 @@ fn a_stale_append_conflicts_and_is_never_merged() {
     let got = b
         .compare_and_append(&Append {
             expected: genesis,
+            read_heads: None,
             records: stale,
         })
         .unwrap();
@@ -102,6 +103,7 @@ fn a_stale_append_conflicts_and_is_never_merged() {
     let same = b
         .compare_and_append(&Append {
             expected: head,
+            read_heads: None,
             records: vec![],
         })
         .unwrap();
@@ -172,6 +174,7 @@ fn call_audits_of_three_instances_commit_without_refusing_each_other() {
                     );
                     let append = Append {
                         expected: snap.position,
+                        read_heads: None,
                         records,
                     };
                     let got = store.compare_and_append(&append).unwrap();
@@ -208,6 +211,70 @@ fn call_audits_of_three_instances_commit_without_refusing_each_other() {
 }
 
 #[test]
+fn a_write_that_names_what_it_read_is_placed_after_other_instances_commits_until_that_moves() {
+    let Some(url) = migrated_db("write_moves") else {
+        return;
+    };
+    let a = open(&url);
+    let b = open(&url);
+    let note = |stream: &str, n: u64| {
+        bernstein_core::ledger::Draft::new(stream, "test.note", serde_json::json!({ "n": n }))
+    };
+    append_retrying(&a, || vec![note("run:T-1", 1)]);
+    // b decides a write to run T-1 on what it read; meanwhile a commits a read, a write
+    // to another run and a mixed transaction without the run.
+    let read = b.snapshot().unwrap();
+    let write = |call: &str| {
+        let mut drafts = vec![note("run:T-1", 2)];
+        drafts.extend(call_audit(serde_json::json!({"tool": "bernstein_complete",
+            "call_id": call, "ok": true, "run_id": "T-1", "journal_head": "at placement"})));
+        Append {
+            expected: read.position,
+            read_heads: Some(vec![("run:T-1".into(), read.stream_head("run:T-1"))]),
+            records: bernstein_core::ledger::seal(
+                &read.position,
+                |s| read.stream_head(s),
+                drafts,
+                KEY,
+            ),
+        }
+    };
+    append_retrying(&a, || {
+        call_audit(serde_json::json!({"tool": "bernstein_status", "ok": true}))
+    });
+    append_retrying(&a, || vec![note("run:T-2", 1)]);
+    append_retrying(&a, || txn(3));
+    let head = a.snapshot().unwrap().position;
+    let placed = b.compare_and_append(&write("w-1")).unwrap();
+    let AppendResult::Committed(at) = placed else {
+        panic!("a write whose stream stood was refused: {placed:?}")
+    };
+    assert_eq!(at.seq, head.seq + 2);
+    let mut lines = Vec::new();
+    a.scan_lines(&mut |l| {
+        lines.push(serde_json::from_slice::<serde_json::Value>(l).unwrap());
+        true
+    })
+    .unwrap();
+    let [.., journal, audit] = lines.as_slice() else {
+        panic!("two records were placed")
+    };
+    assert_eq!(audit["body"]["call_id"], "w-1");
+    assert_eq!(audit["body"]["journal_head"], journal["hash"]);
+    assert_eq!(
+        audit["body"]["read_at"],
+        serde_json::json!(read.position.seq)
+    );
+    // Its own placement moved run T-1: decided on the old head, it is refused now.
+    let current = a.snapshot().unwrap().position;
+    assert_eq!(
+        b.compare_and_append(&write("w-2")).unwrap(),
+        AppendResult::Conflict { current }
+    );
+    assert_eq!(a.snapshot().unwrap().position, current);
+}
+
+#[test]
 fn a_call_audit_moves_after_any_head_and_names_the_snapshot_it_was_served_from() {
     let Some(url) = migrated_db("call_audit_stale") else {
         return;
@@ -230,6 +297,7 @@ fn a_call_audit_moves_after_any_head_and_names_the_snapshot_it_was_served_from()
             "ok": true, "run_id": "T-1", "journal_head": read_head.to_string()});
         Append {
             expected: read.position,
+            read_heads: None,
             records: bernstein_core::ledger::seal(
                 &read.position,
                 |s| read.stream_head(s),
@@ -274,6 +342,7 @@ fn a_call_audit_moves_after_any_head_and_names_the_snapshot_it_was_served_from()
     drafts.extend(call_audit(serde_json::json!({"tool": "bernstein_run"})));
     let written = Append {
         expected: read.position,
+        read_heads: None,
         records: bernstein_core::ledger::seal(&read.position, |s| read.stream_head(s), drafts, KEY),
     };
     assert!(matches!(
@@ -284,6 +353,7 @@ fn a_call_audit_moves_after_any_head_and_names_the_snapshot_it_was_served_from()
     // conflict; at the head, it is refused.
     let forged = |at: LedgerPosition| Append {
         expected: at,
+        read_heads: None,
         records: bernstein_core::ledger::seal(
             &at,
             |s| b.snapshot().unwrap().stream_head(s),

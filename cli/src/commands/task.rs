@@ -190,6 +190,7 @@ where
         let append = match &decided {
             Ok(out) if !out.drafts.is_empty() => Some(Append {
                 expected: snap.position,
+                read_heads: None,
                 records: seal(
                     &snap.position,
                     |s| snap.stream_head(s),

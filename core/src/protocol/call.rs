@@ -13,6 +13,8 @@
 //! This module must never panic on a peer's input and never let a handler's records reach the
 //! ledger without the call's audit record.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value, json};
 
 use super::decorate::decorate;
@@ -48,6 +50,9 @@ pub struct CallReply {
     pub meter: Option<MeterSlot>,
     /// The sealed records: the handler's drafts (on success) and the audit record.
     pub records: Vec<Record>,
+    /// The heads of the streams a successful call read, when its handler named them
+    /// ([`ToolOutput::reads`]): the [`crate::ledger::Append::read_heads`] of its records.
+    pub read_heads: Option<Vec<(String, Digest)>>,
     /// On success: the `task_id` the payload names, if any (the MCP task a task-augmented call
     /// creates).
     pub task_id: Option<String>,
@@ -297,6 +302,7 @@ fn finish<F: Fold>(
         // Outside `tools/call` (`call_registered`), `result` is the refusal already.
         invalid_arguments: _,
         task: step,
+        reads,
     } = output;
     if let Some(needed) = needed {
         return CallReply {
@@ -464,10 +470,14 @@ fn finish<F: Fold>(
         partial,
         meta: None,
     };
+    let read_heads = reads
+        .filter(|_| ok)
+        .map(|named| read_heads(input.snapshot, named, &drafts));
     let records = audit.seal(drafts, ok, error_code, run_id.as_deref());
     CallReply {
         task_id,
         run_id: if ok { run_id } else { None },
+        read_heads,
         result: Ok(decorate(
             server,
             input.revision,
@@ -484,6 +494,26 @@ fn finish<F: Fold>(
         watch: None,
         working: None,
     }
+}
+
+/// The heads, in `snapshot`, of the streams a call read: those its handler named and every
+/// stream its drafts write but the audit chain (each once, in order).
+fn read_heads<F: Fold>(
+    snapshot: &Snapshot<F>,
+    named: Vec<String>,
+    drafts: &[Draft],
+) -> Vec<(String, Digest)> {
+    let written = drafts.iter().map(|d| d.stream.clone());
+    let streams: BTreeSet<String> = named
+        .into_iter()
+        .chain(written)
+        .filter(|s| s != AUDIT_STREAM)
+        .collect();
+    let with_head = |s: String| {
+        let head = snapshot.stream_head(&s);
+        (s, head)
+    };
+    streams.into_iter().map(with_head).collect()
 }
 
 /// What a task-capable tool's "working" or protocol failure answers: on the call that may
@@ -572,6 +602,7 @@ impl CallReply {
             result: Ok(Value::Null),
             meter: None,
             records: Vec::new(),
+            read_heads: None,
             task_id: None,
             run_id: None,
             host: None,
@@ -614,17 +645,7 @@ fn alias_notice(alias: &str, replacement: &str) -> String {
 fn unaudited(error: RpcError) -> CallReply {
     CallReply {
         result: Err(error),
-        meter: None,
-        records: Vec::new(),
-        task_id: None,
-        run_id: None,
-        host: None,
-        input: None,
-        progress: Vec::new(),
-        logs: Vec::new(),
-        wait_ms: None,
-        watch: None,
-        working: None,
+        ..CallReply::needs_nothing()
     }
 }
 
@@ -677,17 +698,8 @@ impl<'a, F: Fold> Audit<'a, F> {
     fn refuse(&self, error: RpcError, code: Common) -> CallReply {
         CallReply {
             result: Err(error),
-            meter: None,
             records: self.seal(Vec::new(), false, Some(code.as_str()), None),
-            task_id: None,
-            run_id: None,
-            host: None,
-            input: None,
-            progress: Vec::new(),
-            logs: Vec::new(),
-            wait_ms: None,
-            watch: None,
-            working: None,
+            ..CallReply::needs_nothing()
         }
     }
 

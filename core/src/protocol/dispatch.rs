@@ -41,6 +41,7 @@ use super::tally::{self, OTHER_METHOD, Tally};
 use super::tasks;
 use super::tool_tasks;
 use super::{Input, MessageInput, MeterSlot, Outcome, Phase, Response, Server, Wait, Watch};
+use crate::digest::Digest;
 use crate::ledger::Fold;
 use crate::ledger::{Append, Record, Snapshot, run_stream};
 
@@ -103,6 +104,7 @@ pub fn serve<F: Fold>(
             };
             let append = (!served.records.is_empty()).then_some(Append {
                 expected: input.snapshot.position,
+                read_heads: served.read_heads,
                 records: served.records,
             });
             Outcome {
@@ -262,6 +264,7 @@ fn handle_batch<F: Fold>(
     };
     let append = (!records.is_empty()).then_some(Append {
         expected: input.snapshot.position,
+        read_heads: None,
         records,
     });
     // A batch is answered at once: a pending element keeps its retryable answer.
@@ -292,6 +295,8 @@ struct Round<'a> {
 struct Served {
     response: Option<Response>,
     records: Vec<Record>,
+    /// What the records were decided on, when the call named it (`CallReply::read_heads`).
+    read_heads: Option<Vec<(String, Digest)>>,
     negotiated: Option<Revision>,
     /// Set by `logging/setLevel`.
     log_level: Option<LogLevel>,
@@ -319,6 +324,7 @@ fn serve_one<F: Fold>(
     let none = Served {
         response: None,
         records: Vec::new(),
+        read_heads: None,
         negotiated: None,
         log_level: None,
         notifications: Vec::new(),
@@ -385,6 +391,7 @@ fn serve_one<F: Fold>(
     Served {
         response: Some(response),
         records: routed.records,
+        read_heads: routed.read_heads,
         negotiated: routed.negotiated,
         log_level: routed.log_level,
         notifications: routed.notifications,
@@ -402,6 +409,7 @@ struct Routed {
     result: Result<Value, RpcError>,
     meter: Option<MeterSlot>,
     records: Vec<Record>,
+    read_heads: Option<Vec<(String, Digest)>>,
     negotiated: Option<Revision>,
     log_level: Option<LogLevel>,
     notifications: Vec<Vec<u8>>,
@@ -424,6 +432,7 @@ impl Routed {
             result,
             meter: None,
             records: Vec::new(),
+            read_heads: None,
             negotiated: None,
             log_level: None,
             notifications: Vec::new(),
@@ -588,6 +597,7 @@ fn route<F: Fold>(
                 result: reply.result,
                 meter: reply.meter,
                 records: reply.records,
+                read_heads: reply.read_heads,
                 notifications,
                 ..Routed::of(Ok(Value::Null))
             }

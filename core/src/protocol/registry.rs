@@ -233,6 +233,12 @@ pub struct ToolOutput {
     /// A task-capable tool's "not done yet" or protocol failure (see [`TaskStep`]); when set,
     /// `result`, `drafts` and `content` are ignored.
     pub task: Option<TaskStep>,
+    /// The streams a successful call's decision read besides those its drafts write, when the
+    /// handler names them: its records may then be placed after a later head at which these
+    /// and the streams it writes stand where they were (`ledger::rebase::replaced`), instead
+    /// of the call running again. `None`: it read the whole ledger (placed only right after
+    /// the snapshot it was served from).
+    pub reads: Option<Vec<String>>,
 }
 
 /// A resource a tool result points at (a `resource_link` content block).
@@ -283,6 +289,7 @@ impl ToolOutput {
             watch: None,
             invalid_arguments: None,
             task: None,
+            reads: None,
         }
     }
 
@@ -338,6 +345,7 @@ impl ToolOutput {
             watch: None,
             invalid_arguments: None,
             task: None,
+            reads: None,
         }
     }
 

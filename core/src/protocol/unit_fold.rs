@@ -33,6 +33,23 @@ pub fn plain_tool(name: &'static str) -> ToolSpec {
     }
 }
 
+/// A core-tier tool with no arguments that writes one record (`w.wrote` on stream `w`) and
+/// names nothing it read: decided on the whole ledger, so it loses every race for the head.
+pub fn writing_tool(name: &'static str) -> ToolSpec {
+    ToolSpec {
+        description: "writes one record",
+        call: |_, _| super::registry::ToolOutput {
+            drafts: vec![crate::ledger::Draft::new(
+                "w",
+                "w.wrote",
+                serde_json::json!({}),
+            )],
+            ..super::registry::ToolOutput::ok(serde_json::json!({}))
+        },
+        ..plain_tool(name)
+    }
+}
+
 /// A server of `tools` only, keyed with `b"k"`.
 pub fn server_of(tools: Vec<ToolSpec>) -> Server {
     Server::with_catalog(crate::config::Config::new(b"k".to_vec()), tools_only(tools))

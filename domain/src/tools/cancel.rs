@@ -96,15 +96,19 @@ impl Tool for Cancel {
 
     fn call(ctx: &ToolContext<'_>, args: CancelArgs) -> Called<CancelAnswer> {
         match plan(ctx, args) {
-            Ok((answer, drafts)) => Called {
-                links: vec![
-                    resource_links::task_link(&answer.task_id),
-                    resource_links::run_link(&answer.run_id),
-                ],
-                run_id: Some(answer.run_id.clone()),
-                drafts,
-                ..Called::ok(answer)
-            },
+            Ok((answer, drafts)) => {
+                let run_id = answer.run_id.clone();
+                let called = Called {
+                    links: vec![
+                        resource_links::task_link(&answer.task_id),
+                        resource_links::run_link(&run_id),
+                    ],
+                    run_id: Some(run_id.clone()),
+                    drafts,
+                    ..Called::ok(answer)
+                };
+                called.reading_task_of(&run_id)
+            }
             Err(e) => Called::refused(e),
         }
     }

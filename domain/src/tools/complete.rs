@@ -176,7 +176,7 @@ fn complete(
         redactions: redactions.counts(),
         redacted_kinds: redactions.kinds(),
     };
-    Ok(Called {
+    let called = Called {
         drafts,
         run_id: Some(task.run_id.to_string()),
         links: vec![
@@ -184,7 +184,8 @@ fn complete(
             resource_links::run_link(&task.run_id),
         ],
         ..Called::ok(answer)
-    })
+    };
+    Ok(called.reading_task_of(&task.run_id))
 }
 
 #[cfg(test)]

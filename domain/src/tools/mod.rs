@@ -58,7 +58,7 @@ use serde_json::Value;
 use crate::bound::{ToolContext, ToolSpec};
 use crate::refusal::Refusal;
 use bernstein_core::config::Tier;
-use bernstein_core::ledger::Draft;
+use bernstein_core::ledger::{BACKLOG_STREAM, Draft, run_stream};
 use bernstein_core::protocol::host::HostRequest;
 use bernstein_core::protocol::input::InputNeeded;
 use bernstein_core::protocol::jsonrpc::{brief, kind_of};
@@ -112,9 +112,22 @@ pub struct Called<A> {
     /// Questions for the client (a form for the person); the call runs again with the answers
     /// in `ToolContext::input` (the answer is not read while they are out).
     pub input: Option<InputNeeded>,
+    /// The streams the decision read besides those the drafts write ([`ToolOutput::reads`]);
+    /// `None` (the default): the whole ledger.
+    pub reads: Option<Vec<String>>,
 }
 
 impl<A> Called<A> {
+    /// Names what a decision about a task of run `run_id` read: the backlog (every task's
+    /// state, leases and plans) and the run's journal. The answer must then hold nothing that
+    /// depends on where the records are placed (no record hash, no sequence number).
+    pub fn reading_task_of(self, run_id: &str) -> Called<A> {
+        Called {
+            reads: Some(vec![BACKLOG_STREAM.to_string(), run_stream(run_id)]),
+            ..self
+        }
+    }
+
     pub fn ok(answer: A) -> Called<A> {
         Called::from(Ok(answer))
     }
@@ -155,6 +168,7 @@ impl<A> From<Result<A, ToolError>> for Called<A> {
             logs: Vec::new(),
             links: Vec::new(),
             input: None,
+            reads: None,
         }
     }
 }
@@ -202,6 +216,7 @@ pub fn call<T: Tool>(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
             watch: called.watch,
             links: called.links,
             logs: called.logs,
+            reads: called.reads,
             ..ToolOutput::ok(payload)
         },
         // A refusal appends nothing but the call's audit record.
@@ -445,6 +460,8 @@ pub(crate) fn internal(tool: &str, detail: &str) -> ToolError {
 mod field_tests;
 #[cfg(test)]
 mod oracle_tests;
+#[cfg(test)]
+mod reads_tests;
 #[cfg(test)]
 mod redaction_tests;
 

@@ -147,11 +147,13 @@ fn post(ctx: &ToolContext<'_>, args: PostMessageArgs) -> Result<Called<MailboxEn
         records::MAILBOX_MIRROR,
         &MailboxMirror::of(&entry),
     ));
-    Ok(Called {
+    let called = Called {
         drafts,
         links: vec![resource_links::mailbox_link(id)],
         ..Called::ok(entry)
-    })
+    };
+    // The mailbox it chains onto is a stream it writes, so it is read too.
+    Ok(called.reading_task_of(&task.run_id))
 }
 
 #[cfg(test)]

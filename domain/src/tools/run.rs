@@ -288,12 +288,15 @@ fn plan(ctx: &ToolContext<'_>, args: RunArgs) -> Result<Called<RunAnswer>, ToolE
     if answer.task_id != run_id {
         links.push(resource_links::task_link(&answer.task_id));
     }
-    Ok(Called {
+    // The id derives from the head served from, and the new run's journal and task must not
+    // exist yet: both are streams it writes (a new one's head is the zero digest).
+    let called = Called {
         drafts,
-        run_id: Some(run_id),
+        run_id: Some(run_id.clone()),
         links,
         ..Called::ok(answer)
-    })
+    };
+    Ok(called.reading_task_of(&run_id))
 }
 
 fn place(ctx: &ToolContext<'_>, parent: Option<&str>) -> Result<Placement, ToolError> {

@@ -40,7 +40,11 @@ fn append_on(
         let expected = snap.position;
         drop(snap);
         match store
-            .compare_and_append(&Append { expected, records })
+            .compare_and_append(&Append {
+                expected,
+                records,
+                read_heads: None,
+            })
             .unwrap()
         {
             AppendResult::Committed(_) => return conflicts,

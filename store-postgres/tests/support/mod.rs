@@ -90,6 +90,7 @@ pub fn append_drafts(
     let records = seal(&snap.position, |s| snap.stream_head(s), drafts, KEY);
     let append = Append {
         expected: snap.position,
+        read_heads: None,
         records: records.clone(),
     };
     drop(snap);

@@ -59,11 +59,13 @@ def reads_under_moves(bases: list[str]) -> Counter[str]:
     threads = [threading.Thread(target=reader, args=(n,)) for n in range(READERS)]
     for t in threads:
         t.start()
-    # Meanwhile each polled run's journal moves twice.
-    for run in watched:
-        claimed = call(bases[-1], "bernstein_claim", {"claimer_id": "mover"})
+    # Meanwhile each polled run's journal moves twice, and new runs are made through the first
+    # server (writes that name what they read, placed after the reads' records).
+    for n, run in enumerate(watched):
+        claimed = call(bases[-1], "bernstein_claim", {"claimer_id": "mover", "role": "backend"})
         assert claimed["granted"] is True and claimed["taskId"] == run["task_id"], claimed
         call(bases[-1], "bernstein_complete", {"task_id": run["task_id"], "result_summary": "moved under the reads"})
+        call(bases[0], "bernstein_run", {"goal": f"made under the reads {n}", "role": "other"})
     for t in threads:
         t.join(timeout=240)
     assert not errors, errors[:3]
@@ -86,4 +88,21 @@ def check_audits(records: list[dict], made: Counter[str]) -> None:
             moved += "read_at" in body
             journal = [h for seq, h in history.get("run:" + body["run_id"], []) if seq <= served]
             assert journal and body["journal_head"] == journal[-1], (r["seq"], body)
+        elif r["kind"] == "mcp.stateless_call" and r["txn"][1] > 1 and body["ok"]:
+            check_write_audit(r, records)
         history.setdefault(r["stream"], []).append((r["seq"], r["hash"]))
+
+
+def check_write_audit(audit: dict, records: list[dict]) -> None:
+    """A write's call record placed after other records (`read_at`) still says true things: it
+    names a snapshot before its own transaction, and the journal head of a run it wrote is the
+    hash of that run's last record in the transaction."""
+    first = audit["seq"] - audit["txn"][0] + 1
+    txn = [r for r in records if first <= r["seq"] <= audit["seq"]]
+    body = audit["body"]
+    if "read_at" in body:
+        assert body["read_at"] < first, (audit["seq"], body)
+    if "run_id" in body:
+        wrote = [r for r in txn if r["stream"] == "run:" + body["run_id"]]
+        if wrote:
+            assert body["journal_head"] == wrote[-1]["hash"], (audit["seq"], body)

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use super::{ConnId, Drain, Input};
 use crate::engine::sim::{World, get, post, responses};
 use crate::ledger::StoreError;
-use crate::protocol::unit_fold::{plain_tool, tools_only};
+use crate::protocol::unit_fold::{plain_tool, tools_only, writing_tool};
 use crate::protocol::{Server, TransportFacts};
 use crate::transport::http::{HttpLimits, HttpOptions, HttpResponse, Status};
 
@@ -30,12 +30,19 @@ fn server(max_message: usize) -> Arc<Server<()>> {
     config.limits.max_message_bytes = max_message;
     Arc::new(Server::with_catalog(
         config,
-        tools_only(vec![plain_tool("t")]),
+        tools_only(vec![plain_tool("t"), writing_tool("w")]),
     ))
 }
 
 fn call(id: u64) -> Vec<u8> {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"t","arguments":{{}}}}}}"#)
+        .into_bytes()
+}
+
+/// A call of the tool that writes (a read is placed after whatever moved the head meanwhile,
+/// so only a write loses a race).
+fn write_call(id: u64) -> Vec<u8> {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"w","arguments":{{}}}}}}"#)
         .into_bytes()
 }
 
@@ -224,15 +231,15 @@ fn a_lost_race_runs_the_request_again_and_counts_it_once() {
     let server = w.engine.server().clone();
     w.racers.push_back(line(&call(99)));
     w.connect(1, "127.0.0.1:40000");
-    w.bytes(1, &post_call(1));
+    w.bytes(1, &post("/mcp", &write_call(1), &[JSON_OR_SSE, ERA]));
     assert_eq!(w.conflicts, 1);
     assert_eq!(ids(&w.take(1)), vec![1]);
     let c = w.engine.counters();
     assert_eq!(c.requests.get("tools/call"), Some(&1));
     assert_eq!(c.calls.values().sum::<u64>(), 1);
-    // Both calls are in the ledger, each audited once.
+    // Both calls are in the ledger, each audited once (the write with its record).
     let _ = server;
-    assert_eq!(w.ledger.position.seq, 2);
+    assert_eq!(w.ledger.position.seq, 3);
 }
 
 #[test]
@@ -561,9 +568,13 @@ fn a_shutdown_is_answered_once_nothing_is_in_flight_and_overdue_after_its_grace(
 
 /// `call(id)` as a job a caller submits (an in-process client's message).
 fn job(w: &World<()>, id: u64) -> crate::engine::Submitted<()> {
+    job_of(w, call(id))
+}
+
+fn job_of(w: &World<()>, bytes: Vec<u8>) -> crate::engine::Submitted<()> {
     let server = w.engine.server().clone();
     Box::new(crate::engine::OwnedMessage {
-        message: server.read_message(call(id)),
+        message: server.read_message(bytes),
         server,
         facts: TransportFacts::stdio(None),
         caps: Default::default(),
@@ -614,17 +625,17 @@ fn a_submitted_job_that_lost_a_race_runs_again_and_a_store_failure_ends_it() {
         crate::engine::EngineConfig::jobs(crate::engine::DEFAULT_WAIT, [1; 32]),
     );
     w.racers.push_back(line(&call(99)));
-    w.submit(job(&w, 1));
+    w.submit(job_of(&w, write_call(1)));
     assert_eq!(w.conflicts, 1);
     assert_eq!(finished_ids(&mut w), [1]);
-    assert_eq!(w.ledger.position.seq, 2);
+    assert_eq!(w.ledger.position.seq, 3);
     w.fail_next = Some(StoreError::Unavailable("the disk is gone".into()));
     w.submit(job(&w, 2));
     let (_, result) = w.finished.pop().unwrap();
     let e = result.unwrap_err();
     assert!(e.to_string().contains("the disk is gone"), "{e}");
     assert!(w.logs.is_empty(), "its caller reports it");
-    assert_eq!(w.ledger.position.seq, 2);
+    assert_eq!(w.ledger.position.seq, 3);
     // A failed fsync ends the jobs waiting for it with the failure.
     w.auto_sync = false;
     w.submit(job(&w, 3));

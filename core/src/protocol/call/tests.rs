@@ -24,6 +24,14 @@ fn write_run(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
     out
 }
 
+/// `write_run`, naming a stream it read besides those it writes.
+fn write_run_naming_reads(ctx: &ToolContext<'_>, args: Value) -> ToolOutput {
+    ToolOutput {
+        reads: Some(vec!["mailbox:T".into(), "backlog".into()]),
+        ..write_run(ctx, args)
+    }
+}
+
 fn read_run(_: &ToolContext<'_>, args: Value) -> ToolOutput {
     let mut out = ToolOutput::ok(json!({}));
     out.run_id = args["run"].as_str().map(str::to_string);
@@ -76,6 +84,7 @@ fn server(meter: bool) -> Server {
         spec("read", object_schema, read_run),
         spec("refuse", object_schema, refuse_with_drafts),
         spec("write", object_schema, write_run),
+        spec("write-naming", object_schema, write_run_naming_reads),
     ]);
     let mut config = Config::new(b"k".to_vec());
     config.cost_meter = meter;
@@ -150,6 +159,47 @@ fn a_call_that_writes_its_run_binds_the_new_journal_head() {
         s.apply(r).unwrap();
     }
     assert_eq!(s.stream_head("run:R"), reply.records[0].hash);
+}
+
+#[test]
+fn a_write_that_names_what_it_read_carries_those_heads_and_every_stream_it_writes() {
+    let mut snapshot = Snapshot::genesis();
+    let at = snapshot.position;
+    let earlier = seal(
+        &at,
+        |_| Digest::ZERO,
+        vec![Draft::new("backlog", "t.other", json!({"n": 0}))],
+        b"k",
+    );
+    snapshot.apply(&earlier[0]).unwrap();
+    let named = call(
+        &server(false),
+        &snapshot,
+        json!({"name": "write-naming", "arguments": {"run": "R"}}),
+    );
+    // The named streams and the run it writes, each once, at their heads in the snapshot
+    // (the zero digest for one that does not exist yet); never the audit chain.
+    assert_eq!(
+        named.read_heads,
+        Some(vec![
+            ("backlog".to_string(), earlier[0].hash),
+            ("mailbox:T".to_string(), Digest::ZERO),
+            ("run:R".to_string(), Digest::ZERO),
+        ])
+    );
+    // A tool that names nothing read the whole ledger; a refusal stays where it was decided.
+    let whole = call(
+        &server(false),
+        &snapshot,
+        json!({"name": "write", "arguments": {"run": "R"}}),
+    );
+    assert_eq!(whole.read_heads, None);
+    let refused = call(
+        &server(false),
+        &snapshot,
+        json!({"name": "write-naming", "arguments": {}}),
+    );
+    assert_eq!((refused.records.len(), refused.read_heads), (1, None));
 }
 
 #[test]
