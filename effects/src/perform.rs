@@ -1,7 +1,7 @@
 //! Performs what the engine asks of the store, the host and the operator's routes, for any
-//! runtime: the runtime takes each [`Output`] that is not about a socket, hands it to
-//! [`Performer::perform`], and feeds back what comes out ([`Done`]) — at once for what was
-//! performed on its thread, or later from [`Performer::drain`] after the performer woke it.
+//! runtime: [`Performer::pump`] takes each [`Output`] that is not about a socket, performs it,
+//! and feeds back what comes out ([`Done`]) — at once for what was performed on its thread, or
+//! later from [`Performer::drain`] after the performer woke the runtime.
 //!
 //! Where each output runs:
 //! - a store that is [`local`](Store::local) (the file store) is read and appended to on the
@@ -267,20 +267,11 @@ impl<F: Fold> Performer<F> {
         })
     }
 
-    /// Performs `output`; `Some` when it was performed here and now (feed it to the engine at
-    /// once), `None` when its result comes later through [`Performer::drain`]. Socket outputs
-    /// (`Send`, `Close`), `Log` and `Finished` are the runtime's and come back as they went.
-    pub fn perform(&self, output: Output, counters: &Counters) -> Result<Option<Done<F>>, Output> {
-        match output {
-            Output::Operator { conn, request } => Ok(self.operator(conn, request, counters)),
-            Output::FetchKeys { issuer, jwks_url } => Ok(self.fetch_keys(issuer, jwks_url)),
-            Output::Introspect(ask) => Ok(self.introspect(*ask)),
-            other => self.perform_store(other),
-        }
-    }
-
-    /// [`Performer::perform`] for every output but `Operator` (which comes back as it went):
-    /// the store, where this performer places each call, and the host.
+    /// Performs a store or host `output` (the store where this performer places each call);
+    /// `Some` when it was performed here and now (feed it to the engine at once), `None` when
+    /// its result comes later through [`Performer::drain`]. Every other output comes back as it
+    /// went: the socket outputs (`Send`, `Close`), `Log` and `Finished` are the runtime's, and
+    /// [`Performer::pump`] performs the operator's and the OAuth ones.
     pub fn perform_store(&self, output: Output) -> Result<Option<Done<F>>, Output> {
         let call = match output {
             Output::ReadSnapshot { req } => Call::Snapshot(req),
@@ -423,7 +414,15 @@ impl<F: Fold> Performer<F> {
             done.feed(engine, now());
         }
         while let Some(output) = engine.poll_output() {
-            match self.perform(output, engine.counters()) {
+            let done = match output {
+                Output::Operator { conn, request } => {
+                    Ok(self.operator(conn, request, engine.counters()))
+                }
+                Output::FetchKeys { issuer, jwks_url } => Ok(self.fetch_keys(issuer, jwks_url)),
+                Output::Introspect(ask) => Ok(self.introspect(*ask)),
+                other => self.perform_store(other),
+            };
+            match done {
                 Ok(Some(done)) => done.feed(engine, now()),
                 Ok(None) => {}
                 Err(Output::Log(line)) => bernstein_os::log_line!("{line}"),

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use crate::ledger::{Fold, Snapshot};
 use crate::protocol::host::HostReply;
 use crate::protocol::input::{Answers, ClientCaps, ClientSide};
-use crate::protocol::{ClientMessage, MessageInput, Outcome, Phase, Server, TransportFacts};
+use crate::protocol::{
+    ClientMessage, MessageInput, Outcome, Phase, Server, TransportFacts, dispatch,
+};
 use crate::time::Timestamp;
 
 /// One run of a job: the snapshot it decides on, the time, the host's replies so far and the
@@ -67,7 +69,8 @@ impl<F> Copy for Message<'_, F> {}
 impl<F: Fold> Job for Message<'_, F> {
     type Fold = F;
     fn run(&mut self, round: Round<'_, F>) -> Outcome {
-        self.server.serve_round(
+        dispatch::serve(
+            self.server,
             &MessageInput {
                 message: self.message.view(),
                 snapshot: round.snapshot,
@@ -94,16 +97,22 @@ pub struct OwnedMessage<F> {
     pub caps: ClientCaps,
 }
 
-impl<F: Fold> Job for OwnedMessage<F> {
-    type Fold = F;
-    fn run(&mut self, round: Round<'_, F>) -> Outcome {
+impl<F> OwnedMessage<F> {
+    /// The [`Message`] that serves what this one owns.
+    fn borrowed(&self) -> Message<'_, F> {
         Message {
             server: &self.server,
             message: &self.message,
             facts: &self.facts,
             caps: self.caps,
         }
-        .run(round)
+    }
+}
+
+impl<F: Fold> Job for OwnedMessage<F> {
+    type Fold = F;
+    fn run(&mut self, round: Round<'_, F>) -> Outcome {
+        self.borrowed().run(round)
     }
 }
 
@@ -136,7 +145,7 @@ impl<F: Fold> Job for Work<F> {
     type Fold = F;
     fn run(&mut self, round: Round<'_, F>) -> Outcome {
         match self {
-            Work::Message(m) => m.run(round),
+            Work::Message(m) => m.borrowed().run(round),
             Work::Submitted(job) => job.run(round),
         }
     }

@@ -5,7 +5,7 @@
 //! moves bytes and performs those outputs.
 //!
 //! Inside it, each request is a state machine of its own ([`request::Request`]): reading a
-//! snapshot and running the core on it (a [`Job`]; for a message, [`Server::serve_round`]),
+//! snapshot and running the core on it (a [`Job`]; for a message, [`dispatch::serve`]),
 //! the host-request rounds, compare-and-append with re-runs from a fresh snapshot on conflict
 //! (at most [`MAX_ATTEMPTS`] runs), the fairness turn taken once a request has lost a race
 //! ([`turns`]), the wait of a pending answer for the ledger head to move (its wait slot,
@@ -19,7 +19,7 @@
 //! only arrive as arguments ([`Moment`], the seeds); the engine never blocks and performs no
 //! IO.
 //!
-//! [`Server::serve_round`]: crate::protocol::Server::serve_round
+//! [`dispatch::serve`]: crate::protocol::dispatch::serve
 
 pub mod cancels;
 pub mod counters;

@@ -6,7 +6,7 @@
 //! Entry point: [`Server::handle`], a pure function of ([`Input`]) to [`Outcome`]; the runtime
 //! then commits `Outcome::append`, measures latency and writes [`Response::render`], with the
 //! answer's [`AnswerKind`] beside the bytes. A request that may run more than once reads its
-//! message once ([`ClientMessage`]) and serves it with [`Server::serve_round`] on every run.
+//! message once ([`ClientMessage`]) and serves it with [`dispatch::serve`] on every run.
 //!
 //! - [`jsonrpc`]: JSON-RPC 2.0 classification, ids, error objects; [`model`]: the methods, typed
 //!   params and typed results.
@@ -415,17 +415,6 @@ impl<F: Fold> Server<F> {
         phase: Phase,
     ) -> Outcome {
         dispatch::handle(self, input, host, phase)
-    }
-
-    /// [`Server::handle_round`] for a message read before ([`ClientMessage::read`]): what a
-    /// request runs on each of its rounds and re-runs, reading nothing again.
-    pub fn serve_round(
-        &self,
-        input: &MessageInput<'_, F>,
-        host: &[host::HostReply],
-        phase: Phase,
-    ) -> Outcome {
-        dispatch::serve(self, input, host, phase)
     }
 
     /// Reads `bytes` as a client message under this server's limits.

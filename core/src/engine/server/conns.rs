@@ -184,7 +184,7 @@ impl<F: Fold> Engine<F> {
                 // request begun before counts from now).
                 h.clock.parser_idle();
                 h.clock.bytes_arrived(now, h.parser.is_idle());
-                self.advance_http(conn);
+                self.received(conn, None);
             }
             Some(Conn::Legacy(_)) => {
                 self.arm_conn(conn);
@@ -197,28 +197,6 @@ impl<F: Fold> Engine<F> {
                 }
             }
             _ => {}
-        }
-    }
-
-    pub(super) fn received(&mut self, conn: ConnId, bytes: &[u8]) {
-        let now = self.now.mono;
-        match self.conns.get_mut(&conn) {
-            Some(Conn::Stdio(s)) => {
-                s.framer.handle_bytes(bytes);
-                self.advance_stdio(conn);
-            }
-            Some(Conn::Http(h)) if h.busy.is_some() => h.parser.handle_bytes(bytes),
-            Some(Conn::Http(h)) => {
-                // Bytes that arrive after the deadline do not save an overdue request.
-                if h.clock.expired(now) == Some(Expired::Overdue) {
-                    return self.expire(conn, Expired::Overdue);
-                }
-                h.parser.handle_bytes(bytes);
-                h.clock.bytes_arrived(now, h.parser.is_idle());
-                self.advance_http(conn);
-            }
-            // What a stream's or a feed's peer sends is not read.
-            Some(Conn::Legacy(_) | Conn::Feed(_)) | None => {}
         }
     }
 
@@ -238,7 +216,7 @@ impl<F: Fold> Engine<F> {
                     Some(Busy::Operator | Busy::Parked | Busy::Keys | Busy::Introspection) => {}
                     // A listen stream whose client left is dropped with its subscription.
                     Some(Busy::Listen) => self.close(conn, false),
-                    None => self.advance_http(conn),
+                    None => self.received(conn, None),
                 }
             }
             Some(Conn::Legacy(_) | Conn::Feed(_)) => {
@@ -435,8 +413,31 @@ impl<F: Fold> Engine<F> {
         }
     }
 
-    /// Serves what an HTTP connection has framed, one request at a time, while it is free.
-    pub(super) fn advance_http(&mut self, conn: ConnId) {
+    /// Takes the `bytes` that arrived on `conn` (`None`: none did, but an HTTP connection may
+    /// frame again: it became free or unblocked, or its end was read) and serves what it has
+    /// framed, one request at a time, while it is free.
+    pub(super) fn received(&mut self, conn: ConnId, bytes: Option<&[u8]>) {
+        let now = self.now.mono;
+        match (self.conns.get_mut(&conn), bytes) {
+            (Some(Conn::Stdio(s)), Some(bytes)) => {
+                s.framer.handle_bytes(bytes);
+                return self.advance_stdio(conn);
+            }
+            (Some(Conn::Http(h)), Some(bytes)) if h.busy.is_some() => {
+                return h.parser.handle_bytes(bytes);
+            }
+            (Some(Conn::Http(h)), Some(bytes)) => {
+                // Bytes that arrive after the deadline do not save an overdue request.
+                if h.clock.expired(now) == Some(Expired::Overdue) {
+                    return self.expire(conn, Expired::Overdue);
+                }
+                h.parser.handle_bytes(bytes);
+                h.clock.bytes_arrived(now, h.parser.is_idle());
+            }
+            (Some(Conn::Http(_)), None) => {}
+            // What a stream's or a feed's peer sends is not read.
+            _ => return,
+        }
         loop {
             let shutting_down = self.shutting_down;
             let Some(Conn::Http(h)) = self.conns.get_mut(&conn) else {
@@ -556,7 +557,7 @@ impl<F: Fold> Engine<F> {
         h.busy = busy;
         if busy.is_none() {
             h.clock.bytes_arrived(now, h.parser.is_idle());
-            self.advance_http(conn);
+            self.received(conn, None);
         }
     }
 

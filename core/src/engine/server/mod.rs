@@ -556,7 +556,7 @@ impl<F: Fold> Engine<F> {
         }
         match input {
             Input::Opened { conn, peer } => self.opened(conn, peer),
-            Input::Received { conn, bytes } => self.received(conn, bytes),
+            Input::Received { conn, bytes } => self.received(conn, Some(bytes)),
             Input::Closed { conn } => self.closed(conn),
             Input::Drained { conn, unsent } => self.drained(conn, unsent),
             Input::Snapshot { req, snapshot } => {

@@ -54,9 +54,7 @@ impl<F: Fold> Engine<F> {
             facts,
             caps,
         });
-        let id = self.begin(job, Some(conn), answer, super::peer_ip(peer), entered);
-        self.began(id, span);
-        id
+        self.begin(job, Some(conn), answer, super::peer_ip(peer), entered, span)
     }
 
     /// What the client of a message arriving on `conn` (answered at `answer`) declared in
@@ -76,13 +74,6 @@ impl<F: Fold> Engine<F> {
             Some(Conn::Http(h)) => h.caps,
             Some(Conn::Legacy(l)) => l.caps,
             _ => ClientCaps::NONE,
-        }
-    }
-
-    /// Announces a request's span to a runtime that traces.
-    fn began(&mut self, req: ReqId, span: Option<Box<RequestSpan>>) {
-        if let Some(span) = span {
-            self.push(Output::Began { req, span });
         }
     }
 
@@ -131,8 +122,7 @@ impl<F: Fold> Engine<F> {
             notes: Vec::new(),
             stop: None,
         };
-        let id = self.begin(work, None, answer, None, entered);
-        self.began(id, span);
+        let id = self.begin(work, None, answer, None, entered, span);
         self.after_input();
         JobId(id.0)
     }
@@ -150,7 +140,8 @@ impl<F: Fold> Engine<F> {
         }
     }
 
-    /// Starts a request running `job`, ready to take its first outputs.
+    /// Starts a request running `job`, ready to take its first outputs, and announces its
+    /// span to a runtime that traces.
     fn begin(
         &mut self,
         job: Work<F>,
@@ -158,6 +149,7 @@ impl<F: Fold> Engine<F> {
         answer: Answer,
         peer: Option<core::net::IpAddr>,
         entered: Option<crate::engine::cancels::Entered>,
+        span: Option<Box<RequestSpan>>,
     ) -> ReqId {
         let mut machine = Request::new(job, self.wait, self.entropy.request_seed());
         machine.start(self.now);
@@ -182,6 +174,9 @@ impl<F: Fold> Engine<F> {
             },
         );
         self.ready.push_back(id);
+        if let Some(span) = span {
+            self.push(Output::Began { req: id, span });
+        }
         id
     }
 
@@ -356,7 +351,7 @@ impl<F: Fold> Engine<F> {
                     return;
                 }
                 Out::Failed(e) => return self.answer_failure(id, e),
-                Out::Done(finished) => return self.answer(id, finished),
+                Out::Done(finished) => return self.deliver(id, finished, true),
             };
             if let Some(r) = self.reqs.get_mut(&id) {
                 r.machine.handle_input(now, input);
@@ -743,10 +738,6 @@ impl<F: Fold> Engine<F> {
             took,
         };
         self.deliver(id, finished, false);
-    }
-
-    fn answer(&mut self, id: ReqId, finished: Finished) {
-        self.deliver(id, finished, true);
     }
 
     /// Takes a finished request out of the engine and writes its answer where it goes.

@@ -303,7 +303,8 @@ fn a_handshake_era_call_hands_its_questions_to_the_engine_and_resumes_with_the_a
     let facts = TransportFacts::stdio(Some("2025-11-25".into()));
     let caps = ClientCaps::of_declared(Some(&json!({"elicitation": {}})));
     let serve = |answers: Option<&Answers>| {
-        s.serve_round(
+        crate::protocol::dispatch::serve(
+            &s,
             &MessageInput {
                 message: message.view(),
                 snapshot: &snapshot,
