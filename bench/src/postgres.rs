@@ -1,8 +1,9 @@
 //! PostgreSQL instances side by side (issue 15, docs/POSTGRES.md): 1, 2 and 3 `bernstein mcp
 //! --transport http --store URL` instances on one fresh database, 16 keep-alive clients spread
-//! round-robin over them, reads (`bernstein_run_status` of one run) and writes
-//! (`bernstein_run`). Every call, reads included, appends its audit record. Each rate is also
-//! given as a ratio to one instance's in the same run, since the machine is shared.
+//! round-robin over them, reads (`bernstein_run_status` of one run), writes (`bernstein_run`)
+//! and both at once (every fourth client writes). Every call, reads included, appends its
+//! audit record. Each rate is also given as a ratio to one instance's in the same run, since
+//! the machine is shared.
 //!
 //! The database server comes from `BERNSTEIN_BENCH_PG_URL` (any database of the cluster; one
 //! database is created and dropped per row), else from the repository's throwaway cluster
@@ -65,8 +66,14 @@ pub fn instances(bin: &Path, full: bool) {
                 json!({"goal": format!("c{c} goal {i}")}),
             )
         });
+        // A quarter of the clients write while the others read: a write decided on a snapshot
+        // that other instances' reads moved past is placed, not run again.
+        let mixed: MakeMessage = {
+            let (read, write) = (read.clone(), write.clone());
+            Arc::new(move |c, i| if c % 4 == 0 { write(c, i) } else { read(c, i) })
+        };
         let servers: Vec<&Served> = cluster.servers.iter().collect();
-        for (name, make) in [("read", read), ("write", write)] {
+        for (name, make) in [("read", read), ("write", write), ("mixed", mixed)] {
             let cpu0 = cluster.cpu_ticks();
             let l = load_spread(&servers, CLIENTS, period, make);
             let cpu = cluster.cpu_ticks().saturating_sub(cpu0);

@@ -106,13 +106,10 @@ pub fn replaced(
     stream_head: impl Fn(&str) -> Digest,
     key: &[u8],
 ) -> Option<Vec<Record>> {
-    let read = append.read_heads.as_deref()?;
-    if read
-        .iter()
-        .any(|(stream, head)| stream_head(stream) != *head)
-    {
+    if !reads_stand(append, &stream_head) {
         return None;
     }
+    let read = append.read_heads.as_deref()?;
     let was_read = |stream: &str| read.iter().any(|(s, _)| s == stream);
     let mut drafts = Vec::with_capacity(append.records.len());
     for rec in &append.records {
@@ -152,6 +149,16 @@ pub fn replaced(
     }
     sealed.last_mut()?.reseal(body, key);
     Some(sealed)
+}
+
+/// Whether `append` names the streams it read and each of them has, where `stream_head` says,
+/// the head it read: a store whose newer state says no refuses it without reading further
+/// (a stream's head never comes back).
+pub fn reads_stand(append: &Append, stream_head: impl Fn(&str) -> Digest) -> bool {
+    append.read_heads.as_deref().is_some_and(|read| {
+        read.iter()
+            .all(|(stream, head)| stream_head(stream) == *head)
+    })
 }
 
 /// `Some(())` when `rec` reads back as a valid record sealed under `key`.

@@ -587,6 +587,15 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
         let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let mut snapshot = self.state().snapshot.clone();
         if snapshot.position != append.expected {
+            // This instance already folded past it (another request of it, or a fold) and what
+            // it read moved, or it named nothing: stale for sure, without asking the database.
+            let stale = snapshot.position.seq > append.expected.seq
+                && !rebase::reads_stand(append, |s| snapshot.stream_head(s));
+            if stale {
+                return Ok(AppendResult::Conflict {
+                    current: snapshot.position,
+                });
+            }
             snapshot = self.catch_up()?;
         }
         if append.records.is_empty() {
@@ -636,7 +645,7 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
                 Err(e) if is_conflict(&e) => {
                     drop(lease);
                     snapshot = self.catch_up()?;
-                    if append.read_heads.is_none() {
+                    if !rebase::reads_stand(append, |s| snapshot.stream_head(s)) {
                         return Ok(AppendResult::Conflict {
                             current: snapshot.position,
                         });
