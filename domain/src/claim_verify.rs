@@ -6,8 +6,10 @@
 //! 1. `receipt shape`, `receipt hash`, `poll token`, `signature`: the receipt on its own;
 //! 2. `signer key`: the receipt is signed by the expected key (when one is given);
 //! 3. `ledger`: every line of the ledger verifies (chains, framing, HMAC tags with the key);
-//! 4. `claim entry`: the audit record right after `chainHead` is a `task.claim_receipt` that
-//!    records this receipt (same hash, same fields, same signature and key);
+//! 4. `claim entry`: a `task.claim_receipt` that records this receipt (same hash, same fields,
+//!    same signature and key) is the audit record right after `chainHead`, or stands later in
+//!    a transaction whose call record names (`read_at`) a position at which the audit head was
+//!    still `chainHead` (a claim placed after other calls' records; docs/VERIFY.md §1);
 //! 5. `backlog head`: re-projecting the ledger up to that entry's transaction gives the
 //!    receipt's `backlogHead`;
 //! 6. `filter digest`: the entry's recorded filter hashes to `filterDigest`;
@@ -126,6 +128,17 @@ pub struct ClaimVerifier {
     /// Records of the current transaction, not yet folded.
     txn: Vec<Record>,
     found: Option<(u64, u64)>,
+    /// The seq of the audit record whose hash is `chainHead` (0 for the zero digest), once read.
+    chain_seq: Option<u64>,
+    /// The seq of the audit record right after `chainHead`, once read: the audit head was
+    /// `chainHead` from `chain_seq` up to before it.
+    chain_left_at: Option<u64>,
+    /// Why the audit record right after `chainHead` is not this receipt's entry, named if no
+    /// later entry is found either.
+    not_right_after: Option<ClaimFailure>,
+    /// An entry found later than right after `chainHead`: its line and seq, waiting for its
+    /// transaction's call record.
+    placed_later: Option<(u64, u64)>,
 }
 
 impl ClaimVerifier {
@@ -168,6 +181,10 @@ impl ClaimVerifier {
             snapshot: Some(Snapshot::genesis()),
             txn: Vec::new(),
             found: None,
+            chain_seq: (chain_head == Digest::ZERO).then_some(0),
+            chain_left_at: None,
+            not_right_after: None,
+            placed_later: None,
         })
     }
 
@@ -181,12 +198,31 @@ impl ClaimVerifier {
         if self.found.is_some() {
             return Ok(());
         }
-        if rec.stream == AUDIT_STREAM && rec.sprev == self.chain_head {
-            self.check_entry(&rec)?;
-            self.found = Some((self.line, rec.seq));
-            self.snapshot = None;
-            self.txn.clear();
-            return Ok(());
+        if let Some(entry) = self.placed_later {
+            return self.check_placed_later(entry, &rec);
+        }
+        if rec.stream == AUDIT_STREAM {
+            if rec.hash == self.chain_head {
+                self.chain_seq = Some(rec.seq);
+            }
+            if rec.sprev == self.chain_head && self.chain_left_at.is_none() {
+                self.chain_left_at = Some(rec.seq);
+                match self.check_entry(&rec) {
+                    Ok(()) => {
+                        self.found = Some((self.line, rec.seq));
+                        self.snapshot = None;
+                        self.txn.clear();
+                        return Ok(());
+                    }
+                    // Not this receipt's entry: the claim may have been placed later.
+                    Err(e) if e.check == ClaimCheck::ClaimEntry => self.not_right_after = Some(e),
+                    Err(e) => return Err(e),
+                }
+            } else if self.chain_seq.is_some() && self.records_this_receipt(&rec) {
+                self.check_entry(&rec)?;
+                self.placed_later = Some((self.line, rec.seq));
+                return Ok(());
+            }
         }
         let completes = rec.txn[0] == rec.txn[1];
         self.txn.push(rec);
@@ -197,6 +233,58 @@ impl ClaimVerifier {
                     .map_err(|e| failure(ClaimCheck::Ledger, e.to_string()))?;
             }
         }
+        Ok(())
+    }
+
+    /// Whether `rec` is a `task.claim_receipt` naming this receipt's hash.
+    fn records_this_receipt(&self, rec: &Record) -> bool {
+        rec.kind == records::CLAIM_RECEIPT
+            && rec.body.get("receipt_hash").and_then(|h| h.as_str())
+                == Some(self.receipt.receipt_hash.as_str())
+    }
+
+    /// The records after an entry placed later than right after `chainHead`, up to its
+    /// transaction's call record: that record must say it was decided where the audit head
+    /// was still `chainHead` (`read_at` between the record holding `chainHead` and the one
+    /// after it).
+    fn check_placed_later(
+        &mut self,
+        (line, seq): (u64, u64),
+        rec: &Record,
+    ) -> Result<(), ClaimFailure> {
+        let at = format!("line {line} (seq {seq})");
+        let is_call =
+            rec.stream == AUDIT_STREAM && rec.kind == bernstein_core::ledger::audit::CALL_KIND;
+        if !is_call {
+            if rec.txn[0] == rec.txn[1] || rec.txn[0] == 1 {
+                return Err(failure(
+                    ClaimCheck::ClaimEntry,
+                    format!(
+                        "the task.claim_receipt at {at} stands after other audit records than chain head {}, and its transaction has no call record saying where it was decided",
+                        self.receipt.chain_head
+                    ),
+                ));
+            }
+            return Ok(());
+        }
+        let read_at = rec.body.get("read_at").and_then(|v| v.as_u64());
+        let (from, until) = (self.chain_seq.unwrap_or(0), self.chain_left_at);
+        let within = read_at.is_some_and(|s| s >= from && until.is_none_or(|u| s < u));
+        if !within {
+            return Err(failure(
+                ClaimCheck::ClaimEntry,
+                format!(
+                    "the task.claim_receipt at {at} stands after other audit records than chain head {}, but its call record was decided at {} (the audit head was {} only from seq {from}{})",
+                    self.receipt.chain_head,
+                    read_at.map_or("no named position".to_string(), |s| format!("seq {s}")),
+                    self.receipt.chain_head,
+                    until.map_or(String::new(), |u| format!(" to {}", u - 1)),
+                ),
+            ));
+        }
+        self.found = Some((line, seq));
+        self.snapshot = None;
+        self.txn.clear();
         Ok(())
     }
 
@@ -283,6 +371,9 @@ impl ClaimVerifier {
             .finish(unterminated)
             .map_err(|f| failure(ClaimCheck::Ledger, f.to_string()))?;
         let Some((entry_line, entry_seq)) = self.found else {
+            if let Some(why) = self.not_right_after {
+                return Err(why);
+            }
             return Err(failure(
                 ClaimCheck::ClaimEntry,
                 format!(

@@ -12,7 +12,9 @@
 //! - `filterDigest` = digest of the canonical filter ([`ClaimFilter::digest`]);
 //! - `backlogHead` = the backlog stream head the decision was taken at;
 //! - `chainHead` = the audit stream head the decision was taken at; the call's
-//!   `task.claim_receipt` entry is the audit record right after it (its `sprev`);
+//!   `task.claim_receipt` entry is the audit record right after it (its `sprev`), or, when the
+//!   claim was placed after other calls' records, stands later in a transaction whose call
+//!   record names that position (`read_at`);
 //! - `specRevision` = [`SPEC_REVISION`] (the pinned tasks-extension revision) in every era;
 //!   receipts that older servers issued with the call's revision still verify;
 //! - `receiptHash` = digest of the canonical `{backlogHead, claimerCardFingerprint, claimerId,

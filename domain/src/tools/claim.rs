@@ -200,6 +200,11 @@ fn claim(ctx: &ToolContext<'_>, args: ClaimArgs) -> Result<Called<ClaimReceipt>,
         wait_ms,
         // Tasks are created, freed and leased on the backlog only.
         watch: wait_ms.map(|_| BACKLOG_STREAM.to_string()),
+        // The selection read the backlog (and a grant writes its run's journal, which is read
+        // too). The receipt names the audit head it was decided at, and its entry may stand
+        // after other calls' records: its call record then says where (`read_at`), which is
+        // what the verifier checks (claim_verify.rs, check 4).
+        reads: Some(vec![BACKLOG_STREAM.to_string()]),
         ..Called::ok(receipt)
     })
 }

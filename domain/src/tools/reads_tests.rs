@@ -1,6 +1,7 @@
 //! What each writing tool says its decision read (`ToolOutput::reads`): the tools whose answers
 //! and records hold nothing that depends on where they are placed name the backlog and their
-//! run's journal; a claim (its receipt signs the audit head it was decided at) names nothing.
+//! run's journal, a claim the backlog it selected from (its grant writes its run's journal,
+//! which the core adds); a refusal and a read name nothing.
 
 use serde_json::json;
 
@@ -12,7 +13,7 @@ fn task_and_run(run: &str) -> Option<Vec<String>> {
 }
 
 #[test]
-fn writes_name_the_backlog_and_their_run_and_a_claim_names_nothing() {
+fn writes_name_the_backlog_and_their_run_and_a_claim_the_backlog() {
     let mut b = Bench::new();
     let run = b.call("bernstein_run", json!({"goal": "named reads"}));
     let id = Bench::id_of(run.result.as_ref().unwrap());
@@ -22,7 +23,7 @@ fn writes_name_the_backlog_and_their_run_and_a_claim_names_nothing() {
         json!({"claimer_id": "w", "role": "backend"}),
     );
     assert!(claim.result.is_ok() && !claim.drafts.is_empty());
-    assert_eq!(claim.reads, None);
+    assert_eq!(claim.reads, Some(vec![BACKLOG_STREAM.to_string()]));
     let post = b.call(
         "bernstein_post_message",
         json!({"task_id": id, "sender": "w", "kind": "finding", "body": "half way"}),

@@ -3,7 +3,10 @@ whatever head they find instead of refusing it, even when the run it read moved 
 record placed later than right after the snapshot it was served from names it (`read_at`).
 
 `reads_under_moves(bases)` polls four runs from 12 raw HTTP clients spread over the servers at
-`bases` (one ledger) while a mover claims and completes each run through the last server;
+`bases` (one ledger) while a mover claims and completes each run through the last server and
+makes new runs through the first, and returns the calls made and the mover's claim receipts
+(`verify_receipts` checks them offline: a claim placed after other calls' records still
+verifies);
 `check_audits(records, made)` then checks the ledger from outside: exactly one
 `mcp.stateless_call` per call, and every read's record naming a run states that run's journal
 head at the position it was served from (`read_at`, else right before the record).
@@ -12,6 +15,7 @@ head at the position it was served from (`read_at`, else right before the record
 from __future__ import annotations
 
 import json
+import subprocess
 import threading
 from collections import Counter
 
@@ -29,8 +33,8 @@ def _payload(reply) -> dict:
     return doc.get("result", doc) if isinstance(doc, dict) else doc
 
 
-def reads_under_moves(bases: list[str]) -> Counter[str]:
-    """Runs the load; the calls made, by tool."""
+def reads_under_moves(bases: list[str]) -> tuple[Counter[str], list[dict]]:
+    """Runs the load; the calls made, by tool, and the claim receipts handed out."""
     made: Counter[str] = Counter()
 
     def call(base: str, tool: str, args: dict) -> dict:
@@ -61,8 +65,10 @@ def reads_under_moves(bases: list[str]) -> Counter[str]:
         t.start()
     # Meanwhile each polled run's journal moves twice, and new runs are made through the first
     # server (writes that name what they read, placed after the reads' records).
+    receipts = []
     for n, run in enumerate(watched):
         claimed = call(bases[-1], "bernstein_claim", {"claimer_id": "mover", "role": "backend"})
+        receipts.append(claimed)
         assert claimed["granted"] is True and claimed["taskId"] == run["task_id"], claimed
         call(bases[-1], "bernstein_complete", {"task_id": run["task_id"], "result_summary": "moved under the reads"})
         call(bases[0], "bernstein_run", {"goal": f"made under the reads {n}", "role": "other"})
@@ -71,7 +77,20 @@ def reads_under_moves(bases: list[str]) -> Counter[str]:
     assert not errors, errors[:3]
     assert sum(counts.values()) == READERS * CALLS
     made.update(counts)
-    return made
+    return made, receipts
+
+
+def verify_receipts(bernstein_bin, project, receipts: list[dict], tmp_path) -> None:
+    """Each receipt verifies offline (`bernstein backlog verify-claim`) against the ledger of
+    the project directory `project`."""
+    for n, receipt in enumerate(receipts):
+        receipt_file = tmp_path / f"receipt-{n}.json"
+        receipt_file.write_text(json.dumps(receipt))
+        check = subprocess.run(
+            [str(bernstein_bin), "backlog", "verify-claim", "--workdir", str(project), "--receipt", str(receipt_file)],
+            capture_output=True, text=True,
+        )
+        assert check.returncode == 0, check.stdout + check.stderr
 
 
 def check_audits(records: list[dict], made: Counter[str]) -> None:

@@ -9,12 +9,13 @@ moves under the reads.
 
 from __future__ import annotations
 
-from harness.reads_under_moves import check_audits, reads_under_moves
+from harness.reads_under_moves import check_audits, reads_under_moves, verify_receipts
 from pg_support import export_and_verify
 
 
 def test_concurrent_reads_on_three_instances_are_each_audited_once(pg_servers, pg_url, workdir, bernstein_bin,
                                                                     tmp_path):
     servers = pg_servers(3, record=False)
-    made = reads_under_moves([s.direct_base for s in servers])
+    made, receipts = reads_under_moves([s.direct_base for s in servers])
     check_audits(export_and_verify(bernstein_bin, workdir, pg_url, tmp_path / "export"), made)
+    verify_receipts(bernstein_bin, tmp_path / "export", receipts, tmp_path)

@@ -447,3 +447,82 @@ fn decisions_the_backlog_does_not_support_fail_reprojection() {
     )]);
     assert_eq!(verify(&b, &grant.receipt), Err(ClaimCheck::ClaimApplied));
 }
+
+/// A claim served on one snapshot and placed after another process's read (as a store places a
+/// write that named what it read): the receipt, and the ledger with its call record's
+/// `read_at` set by `edit` (the store's own placement when `edit` leaves it).
+fn claim_placed_after_a_read(edit: impl Fn(&mut Value, u64)) -> (ClaimReceipt, Vec<u8>) {
+    use bernstein_core::ledger::rebase::moved;
+    use bernstein_core::ledger::{AUDIT_STREAM, Append, Draft, LedgerPosition, seal};
+    let mut b = Bench::new();
+    b.start("work");
+    let served = b.snapshot.clone();
+    let before = b.log.len();
+    let r = claim(&mut b, json!({"claimer_id": "w1"}));
+    assert!(r.granted);
+    let mut log: Vec<Record> = b.log[..before].to_vec();
+    let read = seal(
+        &served.position,
+        |s| served.stream_head(s),
+        vec![Draft::new(
+            AUDIT_STREAM,
+            "mcp.stateless_call",
+            json!({"tool": "bernstein_status", "call_id": "other", "ok": true}),
+        )],
+        TEST_AUDIT_KEY,
+    );
+    log.extend(read.iter().cloned());
+    let txn = b.log[before..].to_vec();
+    let mut read_heads: Vec<(String, bernstein_core::digest::Digest)> = txn
+        .iter()
+        .filter(|r| r.stream != AUDIT_STREAM)
+        .map(|r| (r.stream.clone(), served.stream_head(&r.stream)))
+        .collect();
+    read_heads.dedup();
+    let append = Append {
+        expected: served.position,
+        records: txn,
+        read_heads: Some(read_heads),
+    };
+    let at = LedgerPosition {
+        seq: read[0].seq,
+        head: read[0].hash,
+    };
+    let heads = |s: &str| {
+        if s == AUDIT_STREAM {
+            read[0].hash
+        } else {
+            served.stream_head(s)
+        }
+    };
+    let mut placed = moved(&append, &at, heads, TEST_AUDIT_KEY)
+        .expect("the backlog it read stands")
+        .records;
+    let call = placed.last_mut().unwrap();
+    let mut body = call.body.clone();
+    edit(&mut body, read[0].seq);
+    call.reseal(body, TEST_AUDIT_KEY);
+    log.extend(placed);
+    let bytes = log.iter().flat_map(|r| r.to_line()).collect();
+    (r, bytes)
+}
+
+#[test]
+fn a_claim_placed_after_other_calls_records_verifies_where_its_call_record_says_it_was_decided() {
+    let (r, ledger) = claim_placed_after_a_read(|_, _| {});
+    let text = String::from_utf8(ledger.clone()).unwrap();
+    assert!(text.contains("\"read_at\""), "the claim was placed later");
+    verify_claim_receipt(r.clone(), &ledger, "l", Some(TEST_AUDIT_KEY), None).unwrap();
+    // A call record that does not say where it was decided, or says a position where the audit
+    // head was no longer chainHead, does not tie the entry to the receipt.
+    for edit in [
+        (|body: &mut Value, _| {
+            body.as_object_mut().unwrap().remove("read_at");
+        }) as fn(&mut Value, u64),
+        |body, read_seq| body["read_at"] = json!(read_seq),
+    ] {
+        let (r, ledger) = claim_placed_after_a_read(edit);
+        let e = verify_claim_receipt(r, &ledger, "l", Some(TEST_AUDIT_KEY), None).unwrap_err();
+        assert_eq!(e.check, ClaimCheck::ClaimEntry, "{e}");
+    }
+}

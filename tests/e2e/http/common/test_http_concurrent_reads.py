@@ -13,15 +13,17 @@ import json
 
 import pytest
 
-from harness.reads_under_moves import check_audits, reads_under_moves
+from harness.reads_under_moves import check_audits, reads_under_moves, verify_receipts
 
 
 @pytest.mark.parametrize("pair", ["same", "mixed"])
-def test_concurrent_reads_are_each_audited_once_and_truthfully(http_server, runtime, workdir, pair):
+def test_concurrent_reads_are_each_audited_once_and_truthfully(http_server, runtime, workdir, pair, bernstein_bin,
+                                                              tmp_path):
     other = runtime if pair == "same" else ("smol" if runtime == "std" else "std")
     a = http_server("reads-a", record=False)
     b = http_server("reads-b", record=False, runtime=other)
-    made = reads_under_moves([a.direct_base, b.direct_base])
+    made, receipts = reads_under_moves([a.direct_base, b.direct_base])
     ledger = workdir / ".sdd" / "ledger" / "ledger.jsonl"
     records = [json.loads(line) for line in ledger.read_bytes().splitlines()]
     check_audits(records, made)
+    verify_receipts(bernstein_bin, workdir, receipts, tmp_path)
