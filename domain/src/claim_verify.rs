@@ -219,9 +219,16 @@ impl ClaimVerifier {
                     Err(e) => return Err(e),
                 }
             } else if self.chain_seq.is_some() && self.records_this_receipt(&rec) {
-                self.check_entry(&rec)?;
-                self.placed_later = Some((self.line, rec.seq));
-                return Ok(());
+                match self.check_entry(&rec) {
+                    Ok(()) => {
+                        self.placed_later = Some((self.line, rec.seq));
+                        return Ok(());
+                    }
+                    // Another claim's entry with the same decision (a refusal repeated on the
+                    // same backlog) and another chain head: not this one's.
+                    Err(e) if e.check == ClaimCheck::ClaimEntry => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         let completes = rec.txn[0] == rec.txn[1];

@@ -526,3 +526,45 @@ fn a_claim_placed_after_other_calls_records_verifies_where_its_call_record_says_
         assert_eq!(e.check, ClaimCheck::ClaimEntry, "{e}");
     }
 }
+
+#[test]
+fn a_refusal_placed_after_an_identical_later_refusal_still_finds_its_own_entry() {
+    use bernstein_core::ledger::rebase::moved;
+    use bernstein_core::ledger::{AUDIT_STREAM, Append, Draft};
+    // Two refusals with the same decision (same backlog, claimer and filter), hence the same
+    // receiptHash, decided at different audit heads: the earlier one placed after the later.
+    let refuse = json!({"claimer_id": "w1", "role": "qa"});
+    let mut first = Bench::new();
+    first.start("work");
+    let served = first.snapshot.clone();
+    let before = first.log.len();
+    let r1 = claim(&mut first, refuse.clone());
+    let txn = first.log[before..].to_vec();
+    let mut later = Bench::new();
+    later.start("work");
+    later.commit(vec![Draft::new(
+        AUDIT_STREAM,
+        "mcp.stateless_call",
+        json!({"tool": "bernstein_status", "call_id": "other", "ok": true}),
+    )]);
+    let r2 = claim(&mut later, refuse);
+    assert!(!r1.granted && !r2.granted);
+    assert_eq!(r1.receipt_hash, r2.receipt_hash);
+    assert_ne!(r1.chain_head, r2.chain_head);
+    let append = Append {
+        expected: served.position,
+        records: txn,
+        read_heads: Some(vec![("backlog".into(), served.stream_head("backlog"))]),
+    };
+    let placed = moved(
+        &append,
+        &later.snapshot.position,
+        |s| later.snapshot.stream_head(s),
+        TEST_AUDIT_KEY,
+    )
+    .expect("a refusal's backlog stands");
+    later.log.extend(placed.records);
+    let ledger = later.ledger_bytes();
+    verify_claim_receipt(r1, &ledger, "l", Some(TEST_AUDIT_KEY), None).unwrap();
+    verify_claim_receipt(r2, &ledger, "l", Some(TEST_AUDIT_KEY), None).unwrap();
+}
