@@ -218,10 +218,7 @@ mod tests {
 
     #[test]
     fn a_resealed_record_chains_after_the_new_head_and_names_where_it_was_served() {
-        let at = LedgerPosition {
-            seq: 41,
-            head: Digest::of(b"head"),
-        };
+        let at = position(41, b"head");
         let audit_head = Digest::of(b"audit head");
         let heads = |s: &str| {
             if s == AUDIT_STREAM {
@@ -255,10 +252,7 @@ mod tests {
             "run:T-1" => Digest::of(b"later"),
             _ => Digest::ZERO,
         };
-        let at = LedgerPosition {
-            seq: 9,
-            head: Digest::of(b"nine"),
-        };
+        let at = position(9, b"nine");
         let rec = reseal(call(body.clone()), 7, &at, moved_journal, KEY).unwrap();
         assert_eq!(rec.body["journal_head"], json!(journal.to_string()));
         assert_eq!(rec.body["read_at"], json!(7));
@@ -269,19 +263,28 @@ mod tests {
         assert!(reseal(call(twice), 7, &at, moved_journal, KEY).is_none());
     }
 
+    fn position(seq: u64, head: &[u8]) -> LedgerPosition {
+        LedgerPosition {
+            seq,
+            head: Digest::of(head),
+        }
+    }
+
+    /// Stream heads where the backlog's and the audit stream's are these and no other exists.
+    fn heads(backlog: Digest, audit: Digest) -> impl Fn(&str) -> Digest + Copy {
+        move |s| match s {
+            "backlog" => backlog,
+            "audit" => audit,
+            _ => Digest::ZERO,
+        }
+    }
+
     /// A run journal's write decided at seq 5 (backlog and journal read), then read calls of
     /// others moved the head to seq 9 and the audit stream with it.
     fn a_write_decided_at_five() -> (Append, Digest) {
-        let served = LedgerPosition {
-            seq: 5,
-            head: Digest::of(b"five"),
-        };
+        let served = position(5, b"five");
         let backlog = Digest::of(b"backlog");
-        let before = |s: &str| match s {
-            "backlog" => backlog,
-            "audit" => Digest::of(b"audit at five"),
-            _ => Digest::ZERO,
-        };
+        let before = heads(backlog, Digest::of(b"audit at five"));
         let drafts = vec![
             Draft::new("backlog", "task.created", json!({"id": "T-1"})),
             Draft::new("run:T-1", "run.created", json!({"run_id": "T-1"})),
@@ -302,16 +305,9 @@ mod tests {
     #[test]
     fn a_write_whose_streams_stand_is_sealed_again_after_the_later_head() {
         let (append, backlog) = a_write_decided_at_five();
-        let at = LedgerPosition {
-            seq: 9,
-            head: Digest::of(b"nine"),
-        };
+        let at = position(9, b"nine");
         let audit_head = Digest::of(b"audit at nine");
-        let now = |s: &str| match s {
-            "backlog" => backlog,
-            "audit" => audit_head,
-            _ => Digest::ZERO,
-        };
+        let now = heads(backlog, audit_head);
         let placed = moved(&append, &at, now, KEY).expect("nothing it read moved");
         assert_eq!(placed.expected, at);
         let r = &placed.records;
@@ -337,14 +333,8 @@ mod tests {
     #[test]
     fn a_write_is_refused_when_what_it_read_moved_or_it_names_too_little() {
         let (append, backlog) = a_write_decided_at_five();
-        let at = LedgerPosition {
-            seq: 9,
-            head: Digest::of(b"nine"),
-        };
-        let moved_backlog = |s: &str| match s {
-            "backlog" => Digest::of(b"another write"),
-            _ => Digest::ZERO,
-        };
+        let at = position(9, b"nine");
+        let moved_backlog = heads(Digest::of(b"another write"), Digest::ZERO);
         assert_eq!(moved(&append, &at, moved_backlog, KEY), None);
         let run_made_meanwhile = |s: &str| match s {
             "backlog" => backlog,
@@ -352,13 +342,7 @@ mod tests {
             _ => Digest::ZERO,
         };
         assert_eq!(moved(&append, &at, run_made_meanwhile, KEY), None);
-        let same = |s: &str| {
-            if s == "backlog" {
-                backlog
-            } else {
-                Digest::ZERO
-            }
-        };
+        let same = heads(backlog, Digest::ZERO);
         // A stream it writes but did not name, a record sealed under another key, or no
         // streams named at all (decided on the whole ledger): never moved.
         let mut unnamed = append.clone();

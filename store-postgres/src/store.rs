@@ -615,14 +615,7 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
                 append
             } else {
                 let heads = |s: &str| snapshot.stream_head(s);
-                moved =
-                    rebase::replaced(append, &snapshot.position, heads, &self.key).map(|records| {
-                        Append {
-                            expected: snapshot.position,
-                            records,
-                            read_heads: append.read_heads.clone(),
-                        }
-                    });
+                moved = rebase::moved(append, &snapshot.position, heads, &self.key);
                 match &moved {
                     Some(m) => m,
                     None => {
