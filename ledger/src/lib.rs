@@ -30,6 +30,7 @@ pub mod histogram;
 pub mod line;
 pub mod rebase;
 pub mod record;
+pub mod sequence;
 pub mod snapshot;
 pub mod store;
 pub mod time;

@@ -275,6 +275,81 @@ fn a_write_that_names_what_it_read_is_placed_after_other_instances_commits_until
 }
 
 #[test]
+fn reads_and_writes_of_one_instance_share_its_batches_and_only_a_moved_read_is_refused() {
+    let Some(url) = migrated_db("mixed_batches") else {
+        return;
+    };
+    let store = Arc::new(open(&url));
+    let read = store.snapshot().unwrap();
+    // Every thread decides on the same snapshot: a write to a run of its own and a read, and
+    // threads 0 and 1 also a write to one shared run (which only one of them may make).
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let (store, read) = (store.clone(), read.clone());
+            std::thread::spawn(move || {
+                let write = |stream: &str| {
+                    let drafts = vec![
+                        bernstein_core::ledger::Draft::new(
+                            stream,
+                            "test.note",
+                            serde_json::json!({ "t": t }),
+                        ),
+                        call_audit(serde_json::json!({"tool": "w", "ok": true}))
+                            .pop()
+                            .unwrap(),
+                    ];
+                    let records = bernstein_core::ledger::seal(
+                        &read.position,
+                        |s| read.stream_head(s),
+                        drafts,
+                        KEY,
+                    );
+                    Append {
+                        expected: read.position,
+                        read_heads: Some(vec![(stream.into(), read.stream_head(stream))]),
+                        records,
+                    }
+                };
+                let body =
+                    serde_json::json!({"tool": "bernstein_status", "call_id": format!("c-{t}"), "ok": true});
+                let records = bernstein_core::ledger::seal(
+                    &read.position,
+                    |s| read.stream_head(s),
+                    call_audit(body),
+                    KEY,
+                );
+                let reading = Append {
+                    expected: read.position,
+                    read_heads: None,
+                    records,
+                };
+                let own = store
+                    .compare_and_append(&write(&format!("run:T-{t}")))
+                    .unwrap();
+                let got = store.compare_and_append(&reading).unwrap();
+                assert!(matches!(own, AppendResult::Committed(_)), "{own:?}");
+                assert!(matches!(got, AppendResult::Committed(_)), "{got:?}");
+                (t < 2).then(|| store.compare_and_append(&write("run:shared")).unwrap())
+            })
+        })
+        .collect();
+    let shared: Vec<AppendResult> = threads
+        .into_iter()
+        .filter_map(|t| t.join().unwrap())
+        .collect();
+    let won = shared
+        .iter()
+        .filter(|r| matches!(r, AppendResult::Committed(_)))
+        .count();
+    assert_eq!(won, 1, "{shared:?}");
+    // 8 own writes and 1 shared (two records each), 8 reads; the ledger verifies offline.
+    let out = TestDir::new("mixed-batches-export");
+    let done = transfer::export(store.pool(), Some(KEY), out.path()).unwrap();
+    assert_eq!(done.report.records, 9 * 2 + 8);
+    assert_eq!(done.report.transactions, 9 + 8);
+}
+
+#[test]
 fn a_call_audit_moves_after_any_head_and_names_the_snapshot_it_was_served_from() {
     let Some(url) = migrated_db("call_audit_stale") else {
         return;
