@@ -275,7 +275,8 @@ fn decide_task(
             resource_links::run_link(&task.run_id),
         ],
         ..Called::ok(ApproveAnswer::Task(answer))
-    })
+    }
+    .reading_task_of(&task.run_id))
 }
 
 mod form;

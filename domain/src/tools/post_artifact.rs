@@ -251,12 +251,16 @@ fn post(
         records::draft(run_stream(&record.run_id), RUN_ARTIFACT, &reference),
         records::draft(AUDIT_STREAM, ARTIFACT_MIRROR, &reference),
     ];
+    // The key's versions are the lineage stream's (written, so named by the core), the task
+    // the backlog's; the answer holds no placement (its lineage head chains contents).
+    let run_id = record.run_id.clone();
     Ok(Called {
         drafts,
         links: vec![resource_links::artifacts_link(&record.task_id)],
-        run_id: Some(record.run_id.clone()),
+        run_id: Some(run_id.clone()),
         ..Called::ok(record)
-    })
+    }
+    .reading_task_of(&run_id))
 }
 
 #[cfg(test)]

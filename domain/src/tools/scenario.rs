@@ -347,11 +347,14 @@ fn run(ctx: &ToolContext<'_>, args: &ScenarioArgs) -> Result<Called<ScenarioAnsw
     let run_id = created.run_id.clone();
     let mut a = answer(Action::Run);
     a.run = Some(created);
+    // As `bernstein_run`: the ids derive from the head served from, and the new run's journal
+    // must not exist yet (a stream it writes, named at the zero digest).
     Ok(Called {
         drafts,
-        run_id: Some(run_id),
+        run_id: Some(run_id.clone()),
         ..Called::ok(a)
-    })
+    }
+    .reading_task_of(&run_id))
 }
 
 /// The drafts of a scenario run: the root as a new run, then each subtask, in order.

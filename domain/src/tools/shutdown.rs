@@ -142,8 +142,10 @@ fn plan(ctx: &ToolContext<'_>, args: ShutdownArgs) -> Result<Called<ShutdownAnsw
         call_id: ctx.call_id.to_string(),
         at: ctx.now.0,
     };
+    // Decided on the host's answer alone: it read no stream of the ledger.
     Ok(Called {
         drafts: vec![records::draft(AUDIT_STREAM, SHUTDOWN_REQUESTED, &record)],
+        reads: Some(Vec::new()),
         ..Called::ok(answer)
     })
 }

@@ -90,12 +90,14 @@ pub fn decide(
         redactions: entry.redactions,
         redacted_kinds: entry.redacted_kinds,
     };
+    // A plan's tasks, their statuses and its hash are the backlog's and its run's.
     Ok(Called {
         drafts,
         run_id: Some(outcome.run_id.clone()),
         links: vec![resource_links::run_link(&outcome.run_id)],
         ..Called::ok(ApproveAnswer::Plan(answer))
-    })
+    }
+    .reading_task_of(&outcome.run_id))
 }
 
 fn decided_by_caller(task_id: &str, plan_id: &str) -> ToolError {
