@@ -10,8 +10,10 @@
 //! - [`store`]: the interface a storage backend implements (the file store, PostgreSQL).
 //! - [`audit`]: the body of a `tools/call`'s audit record, typed once for its writer and
 //!   readers.
-//! - [`rebase`]: which transactions a store may seal again after a later head (a call that
-//!   succeeded and wrote nothing: a read), and the re-sealing.
+//! - [`rebase`]: which transactions a store may seal again after a later head (a read, or a
+//!   write whose named reads stand), and the re-sealing.
+//! - [`sequence`]: placing a batch of appends after the head, each in turn (a store's group
+//!   commit).
 //! - [`verify`], [`upgrade`]: offline verification of a ledger's bytes, naming the first bad
 //!   record; tagging an older ledger's records.
 //! - [`histogram`]: fixed-bucket histograms (what a store's fsyncs cost, the runtimes' metrics).
