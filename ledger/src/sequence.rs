@@ -5,6 +5,7 @@
 //! A store writes the placed transactions together (one write, one database transaction) and
 //! answers each append with its own placement or refusal; a failed write fails them all.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::digest::Digest;
@@ -12,14 +13,15 @@ use crate::record::LedgerPosition;
 use crate::store::Append;
 
 /// Where each of `appends` goes, in order, after `at` (whose stream heads `stream_head`
-/// answers), records sealed under `key`: `Some` placed append (its `expected` is where it goes)
-/// or `None` when it must be refused. The placed ones chain one after another from `at`.
+/// answers), records sealed under `key`: `Some` placed append (its `expected` is where it goes;
+/// borrowed when it goes where it was decided) or `None` when it must be refused. The placed
+/// ones chain one after another from `at`.
 pub fn place<'a>(
     appends: impl IntoIterator<Item = &'a Append>,
     at: LedgerPosition,
     stream_head: impl Fn(&str) -> Digest,
     key: &[u8],
-) -> Vec<Option<Append>> {
+) -> Vec<Option<Cow<'a, Append>>> {
     let mut end = at;
     // Heads this batch moved, over the stored ones.
     let mut moved: HashMap<String, Digest> = HashMap::new();
@@ -27,9 +29,9 @@ pub fn place<'a>(
     for append in appends {
         let head = |s: &str| moved.get(s).copied().unwrap_or_else(|| stream_head(s));
         let here = if append.expected == end {
-            Some(append.clone())
+            Some(Cow::Borrowed(append))
         } else {
-            crate::rebase::moved(append, &end, head, key)
+            crate::rebase::moved(append, &end, head, key).map(Cow::Owned)
         };
         if let Some(p) = &here {
             for rec in &p.records {
@@ -40,6 +42,16 @@ pub fn place<'a>(
         placed.push(here);
     }
     placed
+}
+
+/// [`place`] for one append: where it goes after `at`, or `None` when it must be refused.
+pub fn place_one<'a>(
+    append: &'a Append,
+    at: LedgerPosition,
+    stream_head: impl Fn(&str) -> Digest,
+    key: &[u8],
+) -> Option<Cow<'a, Append>> {
+    place([append], at, stream_head, key).pop().flatten()
 }
 
 #[cfg(test)]
@@ -100,7 +112,7 @@ mod tests {
         let kept: Vec<bool> = placed.iter().map(Option::is_some).collect();
         assert_eq!(kept, [true, true, false, true, false]);
         // The first goes where it was decided, unchanged; the others chain after it.
-        assert_eq!(placed[0].as_ref(), Some(&batch[0]));
+        assert!(matches!(placed[0], Some(Cow::Borrowed(a)) if a == &batch[0]));
         let records: Vec<_> = placed
             .iter()
             .flatten()

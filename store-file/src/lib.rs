@@ -64,7 +64,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bernstein_ledger::line::RecordKey;
-use bernstein_ledger::rebase;
+use bernstein_ledger::sequence;
 use bernstein_ledger::time::Clock as _;
 use bernstein_ledger::verify::check_extends;
 use bernstein_ledger::{
@@ -580,19 +580,11 @@ impl<F: Checkpointed> FileStore<F> {
             .as_mut()
             .expect("catch_up leaves a folded state on success");
         let current = folded.snapshot.position;
-        // A read (a call that succeeded and wrote nothing) is placed after the head it finds
-        // instead of being served again (`bernstein_ledger::rebase`): concurrent reads no longer
-        // refuse each other.
-        let moved;
-        let append = if current == append.expected {
-            append
-        } else {
-            let heads = |s: &str| folded.snapshot.stream_head(s);
-            moved = rebase::moved(append, &current, heads, &self.key);
-            match &moved {
-                Some(m) => m,
-                None => return Ok((AppendResult::Conflict { current }, folded.offset)),
-            }
+        // A read, or a write whose named reads stand, is placed after the head it finds instead
+        // of being served again (`bernstein_ledger::sequence`, `rebase`).
+        let heads = |s: &str| folded.snapshot.stream_head(s);
+        let Some(append) = sequence::place_one(append, current, heads, &self.key) else {
+            return Ok((AppendResult::Conflict { current }, folded.offset));
         };
         if append.records.is_empty() {
             return Ok((AppendResult::Committed(current), folded.offset));

@@ -346,23 +346,13 @@ impl<F: Fold> World<F> {
 
     fn append(&mut self, append: &Append) -> AppendResult {
         // Placed as the stores place it: after a later head only what may move there
-        // (`ledger::rebase`: a read, or a write whose streams stand).
-        let moved;
-        let append = if append.expected == self.ledger.position {
-            append
-        } else {
-            let key = &self.engine.server().config.audit_key;
-            let heads = |s: &str| self.ledger.stream_head(s);
-            moved = crate::ledger::rebase::moved(append, &self.ledger.position, heads, key);
-            match &moved {
-                Some(m) => m,
-                None => {
-                    self.conflicts += 1;
-                    return AppendResult::Conflict {
-                        current: self.ledger.position,
-                    };
-                }
-            }
+        // (`ledger::sequence`: a read, or a write whose streams stand).
+        let key = &self.engine.server().config.audit_key;
+        let heads = |s: &str| self.ledger.stream_head(s);
+        let at = self.ledger.position;
+        let Some(append) = crate::ledger::sequence::place_one(append, at, heads, key) else {
+            self.conflicts += 1;
+            return AppendResult::Conflict { current: at };
         };
         self.appends += 1;
         for r in &append.records {
