@@ -338,8 +338,9 @@ impl<F: Checkpointed> PgStore<F> {
     }
 
     /// One try of the leader: `None` when another instance took the head first. A `first` try
-    /// of a batch decided on the state this instance folded last places it there without
-    /// reading the table (the insert is refused if another instance wrote meanwhile).
+    /// of a batch decided on the state this instance folded last, while no later commit was
+    /// announced, places it there without reading the table (the insert is refused if another
+    /// instance wrote meanwhile).
     fn lead(
         &self,
         lease: &mut Lease<'_>,
@@ -347,7 +348,9 @@ impl<F: Checkpointed> PgStore<F> {
         first: bool,
     ) -> Result<Option<Vec<(u64, Outcome)>>, String> {
         let folded = self.state().snapshot.clone();
-        let snapshot = if first && batch.iter().any(|(_, a)| a.expected == folded.position) {
+        let heard_later = self.heard_past(folded.position.seq, Duration::ZERO).is_some();
+        let decided_here = batch.iter().any(|(_, a)| a.expected == folded.position);
+        let snapshot = if first && decided_here && !heard_later {
             folded
         } else {
             self.catch_up_on(lease).map_err(|e| e.to_string())?
