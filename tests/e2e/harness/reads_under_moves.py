@@ -3,8 +3,9 @@ whatever head they find instead of refusing it, even when the run it read moved 
 record placed later than right after the snapshot it was served from names it (`read_at`).
 
 `reads_under_moves(bases)` polls four runs from 12 raw HTTP clients spread over the servers at
-`bases` (one ledger) while a mover claims and completes each run through the last server and
-makes new runs through the first, and returns the calls made and the mover's claim receipts
+`bases` (one ledger) while a mover claims each run, posts an artifact on it, completes it and
+approves it through the last server and makes new runs through the first (writes that name
+what they read), and returns the calls made and the mover's claim receipts
 (`verify_receipts` checks them offline: a claim placed after other calls' records still
 verifies);
 `check_audits(records, made)` then checks the ledger from outside: exactly one
@@ -41,7 +42,10 @@ def reads_under_moves(bases: list[str]) -> tuple[Counter[str], list[dict]]:
         made[tool] += 1
         return _payload(call_tool(base, tool, args, version=HANDSHAKE))
 
-    watched = [call(bases[n % len(bases)], "bernstein_run", {"goal": f"polled run {n}"}) for n in range(4)]
+    watched = [
+        call(bases[n % len(bases)], "bernstein_run", {"goal": f"polled run {n}", "requires_approval": True})
+        for n in range(4)
+    ]
     errors: list[str] = []
     lock = threading.Lock()
     counts: Counter[str] = Counter()
@@ -63,14 +67,21 @@ def reads_under_moves(bases: list[str]) -> tuple[Counter[str], list[dict]]:
     threads = [threading.Thread(target=reader, args=(n,)) for n in range(READERS)]
     for t in threads:
         t.start()
-    # Meanwhile each polled run's journal moves twice, and new runs are made through the first
-    # server (writes that name what they read, placed after the reads' records).
+    # Meanwhile each polled run's journal moves four times, and new runs are made through the
+    # first server (writes that name what they read, placed after the reads' records).
     receipts = []
     for n, run in enumerate(watched):
         claimed = call(bases[-1], "bernstein_claim", {"claimer_id": "mover", "role": "backend"})
         receipts.append(claimed)
         assert claimed["granted"] is True and claimed["taskId"] == run["task_id"], claimed
-        call(bases[-1], "bernstein_complete", {"task_id": run["task_id"], "result_summary": "moved under the reads"})
+        task = run["task_id"]
+        posted = call(bases[-1], "bernstein_post_artifact",
+                      {"task_id": task, "key": f"{task}-notes", "kind": "report", "content": f"notes {n}"})
+        assert posted["version"] == 1, posted
+        done = call(bases[-1], "bernstein_complete", {"task_id": task, "result_summary": "moved under the reads"})
+        assert done["status"] == "pending_approval", done
+        approved = call(bases[-1], "bernstein_approve", {"task_id": task, "decision": "approve"})
+        assert approved["status"] == "done", approved
         call(bases[0], "bernstein_run", {"goal": f"made under the reads {n}", "role": "other"})
     for t in threads:
         t.join(timeout=240)
