@@ -85,7 +85,13 @@ impl<'a, F> Message<'a, F> {
 impl<F: Fold> Job for Message<'_, F> {
     type Fold = F;
     fn run(&mut self, round: Round<'_, F>) -> Outcome {
-        dispatch::serve(self.server, &self.input(round), round.host, round.phase)
+        dispatch::serve(
+            self.server,
+            &self.input(round),
+            Some(round.host),
+            round.phase,
+            None,
+        )
     }
 }
 
@@ -115,7 +121,13 @@ impl<F: Fold> Job for OwnedMessage<F> {
     type Fold = F;
     fn run(&mut self, round: Round<'_, F>) -> Outcome {
         let m = self.borrowed();
-        dispatch::serve(m.server, &m.input(round), round.host, round.phase)
+        dispatch::serve(
+            m.server,
+            &m.input(round),
+            Some(round.host),
+            round.phase,
+            None,
+        )
     }
 }
 
@@ -168,7 +180,13 @@ impl<F: Fold> Job for Work<F> {
         match self {
             Work::Message(m) => {
                 let m = m.borrowed();
-                dispatch::serve(m.server, &m.input(round), round.host, round.phase)
+                dispatch::serve(
+                    m.server,
+                    &m.input(round),
+                    Some(round.host),
+                    round.phase,
+                    None,
+                )
             }
             Work::Submitted(job) => job.run(round),
         }

@@ -43,7 +43,7 @@ use super::tool_tasks;
 use super::{Input, MessageInput, MeterSlot, Outcome, Phase, Response, Server, Wait, Watch};
 use crate::digest::Digest;
 use crate::ledger::Fold;
-use crate::ledger::{Append, Record, Snapshot, run_stream};
+use crate::ledger::{Append, Record, run_stream};
 
 /// Handles one message given as bytes (see the module docs): reads it, then serves it.
 pub fn handle<F: Fold>(
@@ -61,282 +61,46 @@ pub fn handle<F: Fold>(
         transport: input.transport,
         client: ClientSide::default(),
     };
-    serve(server, &input, host, phase)
+    serve(server, &input, Some(host), phase, None)
 }
 
-/// Serves one message read before (see the module docs): what [`handle`] does after reading.
+/// Serves one message read before (see the module docs), what [`handle`] does after reading
+/// it: a refused message, a batch, or one request, notification or client's response; for a
+/// request its era (and envelope), its lifecycle and its method, routed to its handler; then
+/// the response and the [`Append`] of its records. Each element of a batch is served here
+/// again (`element`: its index and value; `input` holds the batch's working snapshot) with no
+/// `host`: an element never asks the host, nor waits.
 pub fn serve<F: Fold>(
     server: &Server<F>,
     input: &MessageInput<'_, F>,
-    host: &[HostReply],
+    host: Option<&[HostReply]>,
     phase: Phase,
+    element: Option<(usize, &Value)>,
 ) -> Outcome {
-    let message = input.message;
-    let value = match (message.refusal(), message.value()) {
-        (None, Ok(value)) => value,
-        (Some((id, err)), _) => {
-            let span = RequestIds::of_bytes(message.bytes()).span_id;
-            return reply(Response::error(id, err, span));
-        }
-        // Every unreadable message is refused above; this only keeps the match total.
-        (None, Err(_)) => {
-            let err = RpcError::parse_error("the message could not be read");
-            let span = RequestIds::of_bytes(message.bytes()).span_id;
-            return reply(Response::error(None, &err, span));
-        }
-    };
-    match value {
-        Value::Array(items) => handle_batch(server, input, items),
-        _ => {
-            let served = serve_one(
-                server,
-                input,
-                input.snapshot,
-                (0, value),
-                Round {
-                    host: Some(host),
-                    phase,
-                },
-            );
-            let tally = Tally {
-                methods: served.method.into_iter().collect(),
-                calls: tally::audited_calls(server, &served.records),
+    let (slot, value) = match element {
+        Some(element) => element,
+        None => {
+            let message = input.message;
+            let value = match (message.refusal(), message.value()) {
+                (None, Ok(value)) => value,
+                (Some((id, err)), _) => {
+                    let span = RequestIds::of_bytes(message.bytes()).span_id;
+                    return reply(Response::error(id, err, span));
+                }
+                // Every unreadable message is refused above; this only keeps the match total.
+                (None, Err(_)) => {
+                    let err = RpcError::parse_error("the message could not be read");
+                    let span = RequestIds::of_bytes(message.bytes()).span_id;
+                    return reply(Response::error(None, &err, span));
+                }
             };
-            let append = (!served.records.is_empty()).then_some(Append {
-                expected: input.snapshot.position,
-                read_heads: served.read_heads,
-                records: served.records,
-            });
-            Outcome {
-                response: served.response,
-                notifications: served.notifications,
-                append,
-                negotiated_version: served.negotiated.map(|r| r.as_str().to_string()),
-                log_level: served.log_level,
-                pending: served.pending,
-                host: served.host,
-                ask: served.ask,
-                declared_caps: served.declared_caps,
-                tally,
-                subscription: served.subscription,
+            if let Value::Array(items) = value {
+                return handle_batch(server, input, items);
             }
+            (0, value)
         }
-    }
-}
-
-/// The answer to a message refused as a whole (before its method could be read).
-fn reply(response: Response) -> Outcome {
-    Outcome {
-        response: Some(response),
-        tally: Tally {
-            methods: vec![OTHER_METHOD],
-            calls: Vec::new(),
-        },
-        ..Outcome::default()
-    }
-}
-
-/// The reply to a message over the size limit.
-pub fn oversize_response(size: usize, limit: usize, ids: RequestIds) -> Response {
-    Response::error(None, &oversize_error(size, limit), ids.span_id)
-}
-
-/// Most characters of a store's reason quoted in [`storage_failure_response`]: enough for the
-/// longest the stores give (a corrupt ledger's place and what to run), which a client's user may
-/// only ever see there.
-const MAX_STORE_REASON_CHARS: usize = 600;
-
-/// `error.data.reason` of [`storage_failure_response`]: HTTP answers it with 503.
-pub use super::jsonrpc::LEDGER_UNAVAILABLE;
-
-/// Why a request's records could not be committed, as its reply tells it.
-#[derive(Clone, Copy, Debug)]
-pub struct StorageFailure<'a> {
-    /// The store's reason.
-    pub reason: &'a str,
-    /// Whether the same request may succeed later without anyone acting
-    /// (`error.data.retryable`).
-    pub retryable: bool,
-    /// The records were written but could not be proven durable (the fsync meant for them
-    /// failed, or the file was displaced before it): they may or may not be found later.
-    pub written: bool,
-}
-
-/// The reply to `request` when its records could not be committed.
-pub fn storage_failure_response<F: Fold>(
-    server: &Server<F>,
-    request: &[u8],
-    failure: &StorageFailure<'_>,
-) -> Response {
-    let scan = prescan(request, server.config.limits.max_json_depth);
-    let id = scan.id_text(request, 0).and_then(id_from_raw);
-    storage_failure(id, RequestIds::of_bytes(request).span_id, failure)
-}
-
-/// [`storage_failure_response`] for a message read before: its id as the prescan found it.
-pub fn storage_failure_response_to(
-    message: &ClientMessage,
-    failure: &StorageFailure<'_>,
-) -> Response {
-    let span = RequestIds::of_bytes(message.bytes()).span_id;
-    storage_failure(message.view().scanned_id(), span, failure)
-}
-
-fn storage_failure(id: Option<Id>, span: String, failure: &StorageFailure<'_>) -> Response {
-    let StorageFailure {
-        reason,
-        retryable,
-        written,
-    } = *failure;
-    let then = if retryable {
-        "retry later"
-    } else {
-        "retrying will not help until the server's operator acts"
     };
-    let reason = super::jsonrpc::shorten(reason, MAX_STORE_REASON_CHARS);
-    let err = RpcError::internal(if written {
-        format!(
-            "the ledger could not make this request's records durable ({reason}); they may or \
-             may not be in the ledger after a restart, {then}"
-        )
-    } else {
-        format!("the ledger could not record this request ({reason}); nothing was changed, {then}")
-    })
-    .with_data(json!({"reason": LEDGER_UNAVAILABLE, "retryable": retryable}));
-    Response::error(id.as_ref(), &err, span)
-}
-
-fn handle_batch<F: Fold>(
-    server: &Server<F>,
-    input: &MessageInput<'_, F>,
-    items: &[Value],
-) -> Outcome {
-    let revision = era::batch_revision(input.transport);
-    let span = match input.message.batch_ids() {
-        Some(ids) => ids.span_id.clone(),
-        None => RequestIds::of_value(&Value::Array(items.to_vec())).span_id,
-    };
-    if !revision.allows_batches() {
-        let err = RpcError::invalid_request(format!(
-            "JSON-RPC batches are not supported in protocol revision {revision} (only 2025-03-26 allowed them); send \
-             one message at a time"
-        ));
-        return reply(Response::error(None, &err, span));
-    }
-    if items.is_empty() {
-        return reply(Response::error(
-            None,
-            &RpcError::invalid_request("the batch is empty"),
-            span,
-        ));
-    }
-    let mut snapshot = Cow::Borrowed(input.snapshot);
-    let mut parts = Vec::new();
-    let mut records: Vec<Record> = Vec::new();
-    let mut notifications = Vec::new();
-    let mut negotiated = None;
-    let mut log_level = None;
-    let mut methods = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        // A batch is answered at once: nothing in it waits.
-        let round = Round {
-            host: None,
-            phase: Phase::Settle,
-        };
-        let served = serve_one(server, input, &snapshot, (i, item), round);
-        for rec in &served.records {
-            // Records sealed against this very snapshot always extend it.
-            snapshot
-                .to_mut()
-                .apply(rec)
-                .expect("records sealed at the snapshot's head extend it");
-        }
-        records.extend(served.records);
-        methods.extend(served.method);
-        notifications.extend(served.notifications);
-        parts.extend(served.response);
-        negotiated = served.negotiated.or(negotiated);
-        log_level = served.log_level.or(log_level);
-    }
-    let tally = Tally {
-        methods,
-        calls: tally::audited_calls(server, &records),
-    };
-    let append = (!records.is_empty()).then_some(Append {
-        expected: input.snapshot.position,
-        read_heads: None,
-        records,
-    });
-    // A batch is answered at once: a pending element keeps its retryable answer.
-    Outcome {
-        response: (!parts.is_empty()).then(|| Response::batch(parts, span)),
-        notifications,
-        append,
-        negotiated_version: negotiated.map(|r: Revision| r.as_str().to_string()),
-        log_level,
-        pending: None,
-        host: None,
-        ask: None,
-        declared_caps: None,
-        tally,
-        subscription: None,
-    }
-}
-
-/// The host replies and the phase a message is served in (see [`Phase`]); a batch has no
-/// host and never waits.
-#[derive(Clone, Copy)]
-struct Round<'a> {
-    host: Option<&'a [HostReply]>,
-    phase: Phase,
-}
-
-/// What serving one message produced.
-struct Served {
-    response: Option<Response>,
-    records: Vec<Record>,
-    /// What the records were decided on, when the call named it (`CallReply::read_heads`).
-    read_heads: Option<Vec<(String, Digest)>>,
-    negotiated: Option<Revision>,
-    /// Set by `logging/setLevel`.
-    log_level: Option<LogLevel>,
-    notifications: Vec<Vec<u8>>,
-    pending: Option<Wait>,
-    host: Option<HostRequest>,
-    /// Questions for a handshake-era client (see [`Outcome::ask`]).
-    ask: Option<InputNeeded>,
-    /// Set by `initialize`.
-    declared_caps: Option<ClientCaps>,
-    /// The method label, once the request is answered.
-    method: Option<&'static str>,
-    subscription: Option<subscriptions::Order>,
-}
-
-/// Serves top-level slot `slot` of the message (0 for a single message, the element's index in
-/// a batch), whose value is `value`: a request, a notification or a client's response; for a
-/// request its era (and envelope), its lifecycle and its method, routed to its handler; then
-/// the response's shape.
-fn serve_one<F: Fold>(
-    server: &Server<F>,
-    input: &MessageInput<'_, F>,
-    snapshot: &Snapshot<F>,
-    (slot, value): (usize, &Value),
-    round: Round<'_>,
-) -> Served {
-    let none = Served {
-        response: None,
-        records: Vec::new(),
-        read_heads: None,
-        negotiated: None,
-        log_level: None,
-        notifications: Vec::new(),
-        pending: None,
-        host: None,
-        ask: None,
-        declared_caps: None,
-        method: None,
-        subscription: None,
-    };
+    let snapshot = input.snapshot;
     let raw_id = input.message.raw_id(slot);
     // Computed once, when the message was read.
     let computed;
@@ -348,14 +112,9 @@ fn serve_one<F: Fold>(
         }
     };
     let (id, method, params) = match classify(value, raw_id) {
-        Incoming::Notification { .. } | Incoming::ClientResponse => return none,
+        Incoming::Notification { .. } | Incoming::ClientResponse => return Outcome::default(),
         Incoming::Invalid { id, error } => {
-            let span = ids.span_id.clone();
-            return Served {
-                response: Some(Response::error(id.as_ref(), &error, span)),
-                method: Some(OTHER_METHOD),
-                ..none
-            };
+            return reply(Response::error(id.as_ref(), &error, ids.span_id.clone()));
         }
         Incoming::Request { id, method, params } => (id, method, params),
     };
@@ -363,7 +122,6 @@ fn serve_one<F: Fold>(
     // The request routed: its era (and envelope), its lifecycle, its method and handler.
     let routed = 'routed: {
         let (name, method, id) = (method, known, &id);
-        let Round { host, phase } = round;
         let has_envelope = Meta::of(params).get(META_PROTOCOL_VERSION).is_some();
         // `initialize` always belongs to the handshake era unless its envelope says otherwise.
         let revision = if method == Some(Method::Initialize) && !has_envelope {
@@ -609,17 +367,29 @@ fn serve_one<F: Fold>(
             _ => Routed::of(Err(RpcError::method_not_found(method.as_str(), ""))),
         }
     };
+    let calls = tally::audited_calls(server, &routed.records);
+    let append = |read_heads| {
+        (!routed.records.is_empty()).then_some(Append {
+            expected: snapshot.position,
+            read_heads,
+            records: routed.records,
+        })
+    };
     if routed.host.is_some() || routed.withheld || routed.ask.is_some() {
         // Not answered yet: the runtime performs the host request, asks the client, or waits,
         // and asks again (a waiting long poll may still send a progress tick now).
-        return Served {
+        return Outcome {
             host: routed.host,
             ask: routed.ask,
             pending: routed.pending,
             notifications: routed.notifications,
-            records: routed.records,
             subscription: routed.subscription,
-            ..none
+            tally: Tally {
+                methods: Vec::new(),
+                calls,
+            },
+            append: append(None),
+            ..Outcome::default()
         };
     }
     let response = match (routed.result, routed.rendered) {
@@ -630,19 +400,181 @@ fn serve_one<F: Fold>(
         },
         (Err(e), _) => Response::error(Some(&id), &e, ids.span_id.clone()),
     };
-    Served {
+    Outcome {
         response: Some(response),
-        records: routed.records,
-        read_heads: routed.read_heads,
-        negotiated: routed.negotiated,
-        log_level: routed.log_level,
         notifications: routed.notifications,
+        append: append(routed.read_heads),
+        negotiated_version: routed.negotiated.map(|r| r.as_str().to_string()),
+        log_level: routed.log_level,
         pending: routed.pending,
         host: None,
         ask: None,
         declared_caps: routed.declared_caps,
-        method: Some(known.map_or(OTHER_METHOD, Method::as_str)),
+        tally: Tally {
+            methods: vec![known.map_or(OTHER_METHOD, Method::as_str)],
+            calls,
+        },
         subscription: routed.subscription,
+    }
+}
+
+/// The answer to a message refused as a whole (before its method could be read).
+fn reply(response: Response) -> Outcome {
+    Outcome {
+        response: Some(response),
+        tally: Tally {
+            methods: vec![OTHER_METHOD],
+            calls: Vec::new(),
+        },
+        ..Outcome::default()
+    }
+}
+
+/// The reply to a message over the size limit.
+pub fn oversize_response(size: usize, limit: usize, ids: RequestIds) -> Response {
+    Response::error(None, &oversize_error(size, limit), ids.span_id)
+}
+
+/// Most characters of a store's reason quoted in [`storage_failure_response`]: enough for the
+/// longest the stores give (a corrupt ledger's place and what to run), which a client's user may
+/// only ever see there.
+const MAX_STORE_REASON_CHARS: usize = 600;
+
+/// `error.data.reason` of [`storage_failure_response`]: HTTP answers it with 503.
+pub use super::jsonrpc::LEDGER_UNAVAILABLE;
+
+/// Why a request's records could not be committed, as its reply tells it.
+#[derive(Clone, Copy, Debug)]
+pub struct StorageFailure<'a> {
+    /// The store's reason.
+    pub reason: &'a str,
+    /// Whether the same request may succeed later without anyone acting
+    /// (`error.data.retryable`).
+    pub retryable: bool,
+    /// The records were written but could not be proven durable (the fsync meant for them
+    /// failed, or the file was displaced before it): they may or may not be found later.
+    pub written: bool,
+}
+
+/// The reply to `request` when its records could not be committed.
+pub fn storage_failure_response<F: Fold>(
+    server: &Server<F>,
+    request: &[u8],
+    failure: &StorageFailure<'_>,
+) -> Response {
+    let scan = prescan(request, server.config.limits.max_json_depth);
+    let id = scan.id_text(request, 0).and_then(id_from_raw);
+    storage_failure(id, RequestIds::of_bytes(request).span_id, failure)
+}
+
+/// [`storage_failure_response`] for a message read before: its id as the prescan found it.
+pub fn storage_failure_response_to(
+    message: &ClientMessage,
+    failure: &StorageFailure<'_>,
+) -> Response {
+    let span = RequestIds::of_bytes(message.bytes()).span_id;
+    storage_failure(message.view().scanned_id(), span, failure)
+}
+
+fn storage_failure(id: Option<Id>, span: String, failure: &StorageFailure<'_>) -> Response {
+    let StorageFailure {
+        reason,
+        retryable,
+        written,
+    } = *failure;
+    let then = if retryable {
+        "retry later"
+    } else {
+        "retrying will not help until the server's operator acts"
+    };
+    let reason = super::jsonrpc::shorten(reason, MAX_STORE_REASON_CHARS);
+    let err = RpcError::internal(if written {
+        format!(
+            "the ledger could not make this request's records durable ({reason}); they may or \
+             may not be in the ledger after a restart, {then}"
+        )
+    } else {
+        format!("the ledger could not record this request ({reason}); nothing was changed, {then}")
+    })
+    .with_data(json!({"reason": LEDGER_UNAVAILABLE, "retryable": retryable}));
+    Response::error(id.as_ref(), &err, span)
+}
+
+fn handle_batch<F: Fold>(
+    server: &Server<F>,
+    input: &MessageInput<'_, F>,
+    items: &[Value],
+) -> Outcome {
+    let revision = era::batch_revision(input.transport);
+    let span = match input.message.batch_ids() {
+        Some(ids) => ids.span_id.clone(),
+        None => RequestIds::of_value(&Value::Array(items.to_vec())).span_id,
+    };
+    if !revision.allows_batches() {
+        let err = RpcError::invalid_request(format!(
+            "JSON-RPC batches are not supported in protocol revision {revision} (only 2025-03-26 allowed them); send \
+             one message at a time"
+        ));
+        return reply(Response::error(None, &err, span));
+    }
+    if items.is_empty() {
+        return reply(Response::error(
+            None,
+            &RpcError::invalid_request("the batch is empty"),
+            span,
+        ));
+    }
+    let mut snapshot = Cow::Borrowed(input.snapshot);
+    let mut parts = Vec::new();
+    let mut records: Vec<Record> = Vec::new();
+    let mut notifications = Vec::new();
+    let mut negotiated = None;
+    let mut log_level = None;
+    let mut methods = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        // A batch is answered at once: nothing in it waits.
+        let element = MessageInput {
+            snapshot: &snapshot,
+            ..*input
+        };
+        let served = serve(server, &element, None, Phase::Settle, Some((i, item)));
+        let served_records = served.append.map(|a| a.records).unwrap_or_default();
+        for rec in &served_records {
+            // Records sealed against this very snapshot always extend it.
+            snapshot
+                .to_mut()
+                .apply(rec)
+                .expect("records sealed at the snapshot's head extend it");
+        }
+        records.extend(served_records);
+        methods.extend(served.tally.methods);
+        notifications.extend(served.notifications);
+        parts.extend(served.response);
+        negotiated = served.negotiated_version.or(negotiated);
+        log_level = served.log_level.or(log_level);
+    }
+    let tally = Tally {
+        methods,
+        calls: tally::audited_calls(server, &records),
+    };
+    let append = (!records.is_empty()).then_some(Append {
+        expected: input.snapshot.position,
+        read_heads: None,
+        records,
+    });
+    // A batch is answered at once: a pending element keeps its retryable answer.
+    Outcome {
+        response: (!parts.is_empty()).then(|| Response::batch(parts, span)),
+        notifications,
+        append,
+        negotiated_version: negotiated,
+        log_level,
+        pending: None,
+        host: None,
+        ask: None,
+        declared_caps: None,
+        tally,
+        subscription: None,
     }
 }
 
