@@ -23,7 +23,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 
 use bernstein_core::engine::{ConnId, Counters, Engine, Input, Moment, Output, ReqId};
-use bernstein_core::ledger::{Append, AppendResult, Fold, Snapshot, Store, StoreError};
+use bernstein_core::ledger::{AppendResult, Fold, Snapshot, Store, StoreError};
 use bernstein_core::protocol::host::HostReply;
 use bernstein_core::time::Clock;
 use bernstein_core::transport::http::{HttpResponse, OperatorRequest};
@@ -185,8 +185,9 @@ pub struct Performer<F: Fold> {
     pool: Option<Pool>,
     operator: Option<OperatorQueue>,
     operator_thread: Option<thread::JoinHandle<()>>,
-    /// The request spans, when the process traces ([`crate::trace::enable`]).
-    trace: Option<Requests>,
+    /// The request spans, when the process traces ([`crate::trace::enable`]); shared with
+    /// the pool's threads, which open the spans of the appends they perform.
+    trace: Option<Arc<Requests>>,
     /// The issuer's introspection endpoint, once discovered.
     introspection: Arc<Endpoint>,
     /// Heads another instance committed, heard of as they come (stores that hear them).
@@ -238,10 +239,26 @@ impl<F: Fold> Performer<F> {
         } else {
             Some(Syncer::start(store.clone(), mailbox.clone())?)
         };
+        let trace = crate::trace::enabled().then(|| Arc::new(Requests::default()));
         let pool = if store.local() {
             None
         } else {
-            Some(Pool::start(store.clone(), mailbox.clone(), workers)?)
+            // The pool's threads perform what they are handed as a performer without a pool,
+            // a syncer or threads of its own would: here, on the thread that runs it.
+            let here = Performer {
+                store: store.clone(),
+                host: host.clone(),
+                mailbox: mailbox.clone(),
+                syncer: None,
+                inline_syncs: usize::MAX,
+                pool: None,
+                operator: None,
+                operator_thread: None,
+                trace: trace.clone(),
+                introspection: Arc::default(),
+                heads: None,
+            };
+            Some(Pool::start(Arc::new(here), workers)?)
         };
         let heard = mailbox.clone();
         let heads = HeadWatch::start(store.clone(), move || heard.post(Done::HeadMoved))?;
@@ -261,33 +278,55 @@ impl<F: Fold> Performer<F> {
             pool,
             operator,
             operator_thread,
-            trace: crate::trace::enabled().then(Requests::default),
+            trace,
             introspection: Arc::default(),
             heads,
         })
     }
 
-    /// Performs a store or host `output` (the store where this performer places each call);
+    /// Performs a store or host `output`, the one place each is performed wherever it runs:
     /// `Some` when it was performed here and now (feed it to the engine at once), `None` when
-    /// its result comes later through [`Performer::drain`]. Every other output comes back as it
+    /// its result comes later through [`Performer::drain`] (a store that is not local is
+    /// called on the pool's threads, each performing it here through this function; a sync
+    /// that many requests wait for runs on the syncer). Every other output comes back as it
     /// went: the socket outputs (`Send`, `Close`), `Log` and `Finished` are the runtime's, and
     /// [`Performer::pump`] performs the operator's and the OAuth ones.
     pub fn perform_store(&self, output: Output) -> Result<Option<Done<F>>, Output> {
-        let call = match output {
-            Output::ReadSnapshot { req } => Call::Snapshot(req),
+        if let Some(pool) = &self.pool
+            && matches!(
+                output,
+                Output::ReadSnapshot { .. } | Output::Append { .. } | Output::Look
+            )
+        {
+            return Ok(pool.queue(output));
+        }
+        let store = &*self.store;
+        Ok(Some(match output {
+            Output::ReadSnapshot { req } => match store.snapshot_unsettled() {
+                Ok(snapshot) => Done::Snapshot { req, snapshot },
+                Err(error) => Done::Failed { req, error },
+            },
             Output::Append { req, append } => {
                 let span = self.trace.as_ref().map(|t| t.append(req));
-                Call::Append(req, append, span)
+                let _entered = span.as_ref().map(tracing::Span::enter);
+                match store.compare_and_append_unsettled(&append) {
+                    Ok(result) => Done::Appended { req, result },
+                    Err(error) => Done::Failed { req, error },
+                }
             }
             Output::Sync { waiting } => {
-                let spans = self.trace.as_ref().map(Requests::fsync).unwrap_or_default();
-                return Ok(match &self.syncer {
-                    Some(syncer) if waiting > self.inline_syncs => {
-                        syncer.queue(Wanted::Sync(spans))
-                    }
-                    // Here, whoever else waits: the pool only reads and appends.
-                    _ => Some(call(&*self.store, Call::Sync(spans))),
-                });
+                let spans = self.trace.as_ref().map(|t| t.fsync()).unwrap_or_default();
+                if let Some(syncer) = &self.syncer
+                    && waiting > self.inline_syncs
+                {
+                    return Ok(syncer.queue(Wanted::Sync(spans)));
+                }
+                // Here, whoever else waits: the pool only reads and appends.
+                let _entered = entered(&spans);
+                match store.settle() {
+                    Ok(()) => Done::Synced,
+                    Err(error) => Done::SyncFailed(error),
+                }
             }
             Output::Began { req, span } => {
                 if let Some(t) = &self.trace {
@@ -301,19 +340,20 @@ impl<F: Fold> Performer<F> {
                 }
                 return Ok(None);
             }
-            Output::Look => match (&self.pool, &self.syncer) {
-                (None, Some(syncer)) => match self.store.snapshot_unsettled() {
+            Output::Look => match &self.syncer {
+                Some(syncer) => match store.snapshot_unsettled() {
                     Ok(snapshot) => return Ok(syncer.queue(Wanted::Head(snapshot))),
-                    Err(error) => return Ok(Some(Done::HeadFailed(error))),
+                    Err(error) => Done::HeadFailed(error),
                 },
-                _ => Call::Look,
+                None => match store.snapshot() {
+                    Ok(s) => Done::Head(s),
+                    Err(e) => Done::HeadFailed(e),
+                },
             },
-            Output::Host { req, request } => {
-                return Ok(Some(Done::Host {
-                    req,
-                    reply: self.host.perform(&request),
-                }));
-            }
+            Output::Host { req, request } => Done::Host {
+                req,
+                reply: self.host.perform(&request),
+            },
             other @ (Output::Send { .. }
             | Output::Close { .. }
             | Output::Log(_)
@@ -321,11 +361,7 @@ impl<F: Fold> Performer<F> {
             | Output::FetchKeys { .. }
             | Output::Introspect(_)
             | Output::Finished { .. }) => return Err(other),
-        };
-        Ok(match &self.pool {
-            Some(pool) => pool.queue(call),
-            None => Some(self::call(&*self.store, call)),
-        })
+        }))
     }
 
     /// Hands an operator route to its thread (`503` when there is none).
@@ -450,44 +486,6 @@ pub fn moment(origin: std::time::Instant, clock: &dyn bernstein_core::time::Cloc
     }
 }
 
-/// A store call: the one place each store output is performed, wherever it runs.
-enum Call {
-    Snapshot(ReqId),
-    /// With the request's `store.append` span, when it is traced.
-    Append(ReqId, Append, Option<tracing::Span>),
-    /// With the `store.fsync` spans of the requests it makes durable.
-    Sync(Vec<tracing::Span>),
-    Look,
-}
-
-/// Performs `call` on `store`, on this thread.
-fn call<F: Fold>(store: &dyn Store<F>, call: Call) -> Done<F> {
-    match call {
-        Call::Snapshot(req) => match store.snapshot_unsettled() {
-            Ok(snapshot) => Done::Snapshot { req, snapshot },
-            Err(error) => Done::Failed { req, error },
-        },
-        Call::Append(req, append, span) => {
-            let _entered = span.as_ref().map(tracing::Span::enter);
-            match store.compare_and_append_unsettled(&append) {
-                Ok(result) => Done::Appended { req, result },
-                Err(error) => Done::Failed { req, error },
-            }
-        }
-        Call::Sync(spans) => {
-            let _entered = entered(&spans);
-            match store.settle() {
-                Ok(()) => Done::Synced,
-                Err(error) => Done::SyncFailed(error),
-            }
-        }
-        Call::Look => match store.snapshot() {
-            Ok(s) => Done::Head(s),
-            Err(e) => Done::HeadFailed(e),
-        },
-    }
-}
-
 /// What the syncer answers once what was written before it was asked is durable.
 enum Wanted<F> {
     /// With the `store.fsync` spans of the requests it makes durable.
@@ -588,25 +586,23 @@ fn sync_loop<F: Fold>(
 /// Threads that call a store which may wait on the network (PostgreSQL), so the runtime's
 /// thread never does.
 struct Pool {
-    calls: Option<Mutex<Sender<Call>>>,
+    calls: Option<Mutex<Sender<Output>>>,
     threads: Vec<thread::JoinHandle<()>>,
 }
 
 impl Pool {
-    fn start<F: Fold>(
-        store: Arc<dyn Store<F>>,
-        mailbox: Arc<Mailbox<F>>,
-        workers: usize,
-    ) -> std::io::Result<Pool> {
-        let (tx, rx) = mpsc::channel::<Call>();
+    /// `workers` threads, each performing what it is handed with `here` (a performer with
+    /// no pool: it performs on the thread that calls it).
+    fn start<F: Fold>(here: Arc<Performer<F>>, workers: usize) -> std::io::Result<Pool> {
+        let (tx, rx) = mpsc::channel::<Output>();
         let rx = Arc::new(Mutex::new(rx));
         let mut threads = Vec::new();
         for i in 0..workers.max(1) {
-            let (store, mailbox, rx) = (store.clone(), mailbox.clone(), rx.clone());
+            let (here, rx) = (here.clone(), rx.clone());
             threads.push(
                 thread::Builder::new()
                     .name(format!("bernstein-store-{i}"))
-                    .spawn(move || pool_loop(&rx, &*store, &mailbox))?,
+                    .spawn(move || pool_loop(&rx, &here))?,
             );
         }
         Ok(Pool {
@@ -615,9 +611,9 @@ impl Pool {
         })
     }
 
-    fn queue<F>(&self, call: Call) -> Option<Done<F>> {
+    fn queue<F>(&self, output: Output) -> Option<Done<F>> {
         if let Some(calls) = &self.calls {
-            let _ = lock(calls).send(call);
+            let _ = lock(calls).send(output);
         }
         None
     }
@@ -633,11 +629,14 @@ impl Drop for Pool {
     }
 }
 
-fn pool_loop<F: Fold>(rx: &Mutex<Receiver<Call>>, store: &dyn Store<F>, mailbox: &Mailbox<F>) {
+fn pool_loop<F: Fold>(rx: &Mutex<Receiver<Output>>, here: &Performer<F>) {
     loop {
         let next = lock(rx).recv();
         let Ok(next) = next else { return };
-        mailbox.post(call(store, next));
+        // A store output only: performed here, it is `Some`.
+        if let Ok(Some(done)) = here.perform_store(next) {
+            here.mailbox.post(done);
+        }
     }
 }
 

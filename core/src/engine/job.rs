@@ -66,23 +66,31 @@ impl<F> Clone for Message<'_, F> {
 }
 impl<F> Copy for Message<'_, F> {}
 
+impl<'a, F> Message<'a, F> {
+    /// What the protocol serves this message against in `round`.
+    fn input(self, round: Round<'a, F>) -> MessageInput<'a, F> {
+        MessageInput {
+            message: self.message.view(),
+            snapshot: round.snapshot,
+            now: round.now,
+            transport: self.facts,
+            client: ClientSide {
+                caps: self.caps,
+                answers: round.answers,
+            },
+        }
+    }
+}
+
 impl<F: Fold> Job for Message<'_, F> {
     type Fold = F;
     fn run(&mut self, round: Round<'_, F>) -> Outcome {
         dispatch::serve(
             self.server,
-            &MessageInput {
-                message: self.message.view(),
-                snapshot: round.snapshot,
-                now: round.now,
-                transport: self.facts,
-                client: ClientSide {
-                    caps: self.caps,
-                    answers: round.answers,
-                },
-            },
-            round.host,
+            &self.input(round),
+            Some(round.host),
             round.phase,
+            None,
         )
     }
 }
@@ -112,7 +120,14 @@ impl<F> OwnedMessage<F> {
 impl<F: Fold> Job for OwnedMessage<F> {
     type Fold = F;
     fn run(&mut self, round: Round<'_, F>) -> Outcome {
-        self.borrowed().run(round)
+        let m = self.borrowed();
+        dispatch::serve(
+            m.server,
+            &m.input(round),
+            Some(round.host),
+            round.phase,
+            None,
+        )
     }
 }
 
@@ -129,6 +144,23 @@ pub(crate) enum Work<F> {
     Submitted(Submitted<F>),
 }
 
+impl<F> Work<F> {
+    /// A message a connection framed, served by `server`; what its client declared it can be
+    /// asked is the connection's, set as the engine starts it.
+    pub(crate) fn message(
+        server: &Arc<Server<F>>,
+        message: ClientMessage,
+        facts: TransportFacts,
+    ) -> Work<F> {
+        Work::Message(OwnedMessage {
+            server: server.clone(),
+            message,
+            facts,
+            caps: ClientCaps::NONE,
+        })
+    }
+}
+
 impl<F> std::fmt::Debug for Work<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -141,11 +173,21 @@ impl<F> std::fmt::Debug for Work<F> {
     }
 }
 
+/// A message's run is the protocol's serve itself, on the message read once.
 impl<F: Fold> Job for Work<F> {
     type Fold = F;
     fn run(&mut self, round: Round<'_, F>) -> Outcome {
         match self {
-            Work::Message(m) => m.borrowed().run(round),
+            Work::Message(m) => {
+                let m = m.borrowed();
+                dispatch::serve(
+                    m.server,
+                    &m.input(round),
+                    Some(round.host),
+                    round.phase,
+                    None,
+                )
+            }
             Work::Submitted(job) => job.run(round),
         }
     }

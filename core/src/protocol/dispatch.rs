@@ -43,7 +43,7 @@ use super::tool_tasks;
 use super::{Input, MessageInput, MeterSlot, Outcome, Phase, Response, Server, Wait, Watch};
 use crate::digest::Digest;
 use crate::ledger::Fold;
-use crate::ledger::{Append, Record, Snapshot, run_stream};
+use crate::ledger::{Append, Record, run_stream};
 
 /// Handles one message given as bytes (see the module docs): reads it, then serves it.
 pub fn handle<F: Fold>(
@@ -61,66 +61,360 @@ pub fn handle<F: Fold>(
         transport: input.transport,
         client: ClientSide::default(),
     };
-    serve(server, &input, host, phase)
+    serve(server, &input, Some(host), phase, None)
 }
 
-/// Serves one message read before (see the module docs): what [`handle`] does after reading.
+/// Serves one message read before (see the module docs), what [`handle`] does after reading
+/// it: a refused message, a batch, or one request, notification or client's response; for a
+/// request its era (and envelope), its lifecycle and its method, routed to its handler; then
+/// the response and the [`Append`] of its records. Each element of a batch is served here
+/// again (`element`: its index and value; `input` holds the batch's working snapshot) with no
+/// `host`: an element never asks the host, nor waits.
 pub fn serve<F: Fold>(
     server: &Server<F>,
     input: &MessageInput<'_, F>,
-    host: &[HostReply],
+    host: Option<&[HostReply]>,
     phase: Phase,
+    element: Option<(usize, &Value)>,
 ) -> Outcome {
-    let message = input.message;
-    let value = match (message.refusal(), message.value()) {
-        (None, Ok(value)) => value,
-        (Some((id, err)), _) => {
-            let span = RequestIds::of_bytes(message.bytes()).span_id;
-            return reply(Response::error(id, err, span));
-        }
-        // Every unreadable message is refused above; this only keeps the match total.
-        (None, Err(_)) => {
-            let err = RpcError::parse_error("the message could not be read");
-            let span = RequestIds::of_bytes(message.bytes()).span_id;
-            return reply(Response::error(None, &err, span));
+    let (slot, value) = match element {
+        Some(element) => element,
+        None => {
+            let message = input.message;
+            let value = match (message.refusal(), message.value()) {
+                (None, Ok(value)) => value,
+                (Some((id, err)), _) => {
+                    let span = RequestIds::of_bytes(message.bytes()).span_id;
+                    return reply(Response::error(id, err, span));
+                }
+                // Every unreadable message is refused above; this only keeps the match total.
+                (None, Err(_)) => {
+                    let err = RpcError::parse_error("the message could not be read");
+                    let span = RequestIds::of_bytes(message.bytes()).span_id;
+                    return reply(Response::error(None, &err, span));
+                }
+            };
+            if let Value::Array(items) = value {
+                return handle_batch(server, input, items);
+            }
+            (0, value)
         }
     };
-    match value {
-        Value::Array(items) => handle_batch(server, input, items),
-        _ => {
-            let served = serve_one(
-                server,
-                input,
-                input.snapshot,
-                (0, value),
-                Round {
-                    host: Some(host),
-                    phase,
-                },
-            );
-            let tally = Tally {
-                methods: served.method.into_iter().collect(),
-                calls: tally::audited_calls(server, &served.records),
-            };
-            let append = (!served.records.is_empty()).then_some(Append {
-                expected: input.snapshot.position,
-                read_heads: served.read_heads,
-                records: served.records,
-            });
-            Outcome {
-                response: served.response,
-                notifications: served.notifications,
-                append,
-                negotiated_version: served.negotiated.map(|r| r.as_str().to_string()),
-                log_level: served.log_level,
-                pending: served.pending,
-                host: served.host,
-                ask: served.ask,
-                declared_caps: served.declared_caps,
-                tally,
-                subscription: served.subscription,
-            }
+    let snapshot = input.snapshot;
+    let raw_id = input.message.raw_id(slot);
+    // Computed once, when the message was read.
+    let computed;
+    let ids = match input.message.ids(slot) {
+        Some(ids) => ids,
+        None => {
+            computed = slot_ids(value, raw_id);
+            &computed
         }
+    };
+    let (id, method, params) = match classify(value, raw_id) {
+        Incoming::Notification { .. } | Incoming::ClientResponse => return Outcome::default(),
+        Incoming::Invalid { id, error } => {
+            return reply(Response::error(id.as_ref(), &error, ids.span_id.clone()));
+        }
+        Incoming::Request { id, method, params } => (id, method, params),
+    };
+    let known = Method::parse(method);
+    // The request routed: its era (and envelope), its lifecycle, its method and handler.
+    let routed = 'routed: {
+        let (name, method, id) = (method, known, &id);
+        let has_envelope = Meta::of(params).get(META_PROTOCOL_VERSION).is_some();
+        // `initialize` always belongs to the handshake era unless its envelope says otherwise.
+        let revision = if method == Some(Method::Initialize) && !has_envelope {
+            Revision::LATEST_HANDSHAKE
+        } else {
+            match era::select(method, params, input.transport) {
+                Ok(r) => r,
+                Err(e) => break 'routed Routed::of(Err(e)),
+            }
+        };
+        // The era is chosen (and its envelope checked) before the method is: an unknown method
+        // under a malformed envelope is the envelope's error.
+        let Some(method) = method else {
+            break 'routed Routed::of(Err(RpcError::method_not_found(name, "")));
+        };
+        if method == Method::Initialize && !revision.is_modern() {
+            break 'routed match initialize(server, params, input.transport.kind) {
+                Ok((result, negotiated)) => Routed {
+                    negotiated: Some(negotiated),
+                    declared_caps: Some(ClientCaps::of_declared(
+                        params.and_then(|p| p.get("capabilities")),
+                    )),
+                    ..Routed::of(Ok(result))
+                },
+                Err(e) => Routed::of(Err(e)),
+            };
+        }
+        // The level of the messages the request may carry: none unless asked
+        // (`protocol::logging`).
+        let level = match logging::asked(revision, params, input.transport) {
+            Ok(level) => level,
+            Err(e) => break 'routed Routed::of(Err(e)),
+        };
+        let finish = |r: Result<Value, RpcError>| {
+            Routed::of(r.map(|v| decorate(server, revision, method, v)))
+        };
+        // The client's answers to what an earlier round asked: checked before any handler runs.
+        let round = RoundOf {
+            method,
+            params,
+            revision,
+            principal: input.transport.principal.as_ref(),
+            now: input.now,
+            client: input.client,
+        };
+        let handshake_result = method == Method::TasksResult && !revision.is_modern();
+        let inputs = match method {
+            Method::ToolsCall | Method::PromptsGet => {
+                match round::read(&server.config.request_state_key, &round) {
+                    Ok(inputs) => inputs,
+                    Err(e) => break 'routed Routed::of(Err(e)),
+                }
+            }
+            // A handshake-era `tasks/result` may put its task's questions to the client.
+            Method::TasksResult if handshake_result => {
+                match round::read(&server.config.request_state_key, &round) {
+                    Ok(inputs) => inputs,
+                    Err(e) => break 'routed Routed::of(Err(e)),
+                }
+            }
+            _ => Inputs::default(),
+        };
+        let call = CallInput {
+            params,
+            revision,
+            ids,
+            snapshot,
+            now: input.now,
+            host,
+            phase,
+            principal: input.transport.principal.as_ref(),
+            input: &inputs,
+            task: None,
+        };
+        match method {
+            Method::ToolsCall => {
+                let mut reply = if tasks::augmented(revision, params) {
+                    tasks::call_as_task(server, &call)
+                } else if let Some(reply) = tool_tasks::call(server, &call) {
+                    reply
+                } else {
+                    call_tool(server, &call)
+                };
+                if reply.host.is_some() {
+                    break 'routed Routed {
+                        host: reply.host,
+                        ..Routed::of(Ok(Value::Null))
+                    };
+                }
+                if let Some(needed) = reply.input.take() {
+                    break 'routed Routed::asked(round::ask(server, &round, needed));
+                }
+                if let Some(max_wait_ms) = reply.wait_ms {
+                    // Nothing to answer yet, but what the round saw goes out now: its log
+                    // messages, and the run's current tick (once).
+                    let mut notifications = logging::notifications(level, &reply.logs);
+                    let records = match progress::waiting_tick(server, &call, &reply) {
+                        Some((note, records)) => {
+                            notifications.push(note);
+                            records
+                        }
+                        None => Vec::new(),
+                    };
+                    break 'routed Routed {
+                        pending: Some(Wait {
+                            after: snapshot.position,
+                            max_wait_ms: Some(max_wait_ms),
+                            watch: reply
+                                .watch
+                                .clone()
+                                .or_else(|| reply.run_id.as_deref().map(run_stream))
+                                .map(|stream| Watch {
+                                    head: snapshot.stream_head(&stream),
+                                    stream,
+                                }),
+                        }),
+                        withheld: true,
+                        notifications,
+                        records,
+                        ..Routed::of(Ok(Value::Null))
+                    };
+                }
+                let mut notifications = logging::notifications(level, &reply.logs);
+                notifications.extend(progress::tool_steps(params, &reply.progress));
+                notifications.extend(progress::tick(server, &call, &mut reply));
+                Routed {
+                    result: reply.result,
+                    meter: reply.meter,
+                    records: reply.records,
+                    read_heads: reply.read_heads,
+                    notifications,
+                    ..Routed::of(Ok(Value::Null))
+                }
+            }
+            m if tasks::serves(m, revision) => {
+                // Tasks methods never ask the host.
+                let call = CallInput { host: None, ..call };
+                // The engine's own tasks first (and the extension's gate), then the catalogue's.
+                let reply = tool_tasks::serve(server, m, &call)
+                    .unwrap_or_else(|| tasks::serve(server, m, &call));
+                if let Some(needed) = reply.ask {
+                    break 'routed Routed::asked(round::ask(server, &round, needed));
+                }
+                Routed {
+                    meter: reply.meter,
+                    records: reply.records,
+                    pending: reply.pending,
+                    ..Routed::of(reply.result)
+                }
+            }
+            Method::ToolsList => match ListParams::read(params) {
+                Ok(_) if input.transport.principal.is_some() => {
+                    let scopes = input.transport.principal.as_ref().map(|p| p.scopes);
+                    finish(list_tools_for(server, revision, params, scopes))
+                }
+                Ok(_) => Routed {
+                    rendered: Some(tools_list_bytes(server, revision)),
+                    ..Routed::of(Ok(Value::Null))
+                },
+                Err(e) => Routed::of(Err(e)),
+            },
+            Method::PromptsList => finish(list_prompts(server, revision, params)),
+            Method::PromptsGet => match get_prompt(server, params, &inputs) {
+                Ok(PromptGot::Result(result)) => finish(Ok(result)),
+                Ok(PromptGot::NeedInput(needed)) => {
+                    Routed::asked(round::ask(server, &round, needed))
+                }
+                Err(e) => Routed::of(Err(e)),
+            },
+            Method::ResourcesList => finish(list_resources(server, revision, params)),
+            Method::ResourcesRead => {
+                let reply = read_resource(server, &call);
+                Routed {
+                    records: reply.records,
+                    ..finish(reply.result)
+                }
+            }
+            Method::ResourcesTemplatesList => {
+                finish(list_resource_templates(server, revision, params))
+            }
+            // A batch is answered as a whole, with nothing held for the connection afterwards.
+            Method::ResourcesSubscribe | Method::ResourcesUnsubscribe if host.is_none() => {
+                Routed::of(Err(RpcError::invalid_request(format!(
+                    "{method} cannot be part of a batch: send it as a message of its own"
+                ))))
+            }
+            Method::ResourcesSubscribe | Method::ResourcesUnsubscribe if !revision.is_modern() => {
+                let order = if method == Method::ResourcesSubscribe {
+                    subscriptions::subscribe(server, revision, params, snapshot, input.now)
+                } else {
+                    subscriptions::unsubscribe(params)
+                };
+                match order {
+                    Ok(order) => Routed {
+                        subscription: Some(order),
+                        ..finish(Ok(Value::Object(Default::default())))
+                    },
+                    Err(e) => Routed::of(Err(e)),
+                }
+            }
+            Method::SubscriptionsListen if revision.is_modern() => {
+                match subscriptions::listen(server, params, &id.to_value(), snapshot, input.now) {
+                    // No response: the stream stays open until it is cancelled, closed or the
+                    // server shuts down; the engine sends the acknowledgement once it holds it.
+                    Ok(order) => Routed {
+                        subscription: Some(order),
+                        withheld: true,
+                        ..Routed::of(Ok(Value::Null))
+                    },
+                    Err(e) => Routed::of(Err(e)),
+                }
+            }
+            Method::CompletionComplete if server.catalog.has_completions() => {
+                finish(complete(server, &call))
+            }
+            // Served whatever revision the envelope names: it is how a client learns them.
+            Method::ServerDiscover => Routed::of(Ok(decorate(
+                server,
+                Revision::MODERN,
+                method,
+                discover(server),
+            ))),
+            Method::Ping if !revision.is_modern() => {
+                Routed::of(Ok(Value::Object(Default::default())))
+            }
+            Method::LoggingSetLevel if !revision.is_modern() => match logging::set_level(params) {
+                Ok((result, level)) => Routed {
+                    log_level: Some(level),
+                    ..Routed::of(Ok(result))
+                },
+                Err(e) => Routed::of(Err(e)),
+            },
+            Method::LoggingSetLevel => Routed::of(Err(RpcError::method_not_found(
+                method.as_str(),
+                " (not a method of stateless revision 2026-07-28: a request asks for its log level in \
+                 params._meta[\"io.modelcontextprotocol/logLevel\"])",
+            ))),
+            Method::Initialize | Method::Ping => Routed::of(Err(RpcError::method_not_found(
+                method.as_str(),
+                " (not a method of stateless revision 2026-07-28: call server/discover, or send requests directly \
+                 with params._meta)",
+            ))),
+            _ => Routed::of(Err(RpcError::method_not_found(method.as_str(), ""))),
+        }
+    };
+    let calls = tally::audited_calls(server, &routed.records);
+    let append = |read_heads| {
+        (!routed.records.is_empty()).then_some(Append {
+            expected: snapshot.position,
+            read_heads,
+            records: routed.records,
+        })
+    };
+    if routed.host.is_some() || routed.withheld || routed.ask.is_some() {
+        // Not answered yet: the runtime performs the host request, asks the client, or waits,
+        // and asks again (a waiting long poll may still send a progress tick now).
+        return Outcome {
+            host: routed.host,
+            ask: routed.ask,
+            pending: routed.pending,
+            notifications: routed.notifications,
+            subscription: routed.subscription,
+            tally: Tally {
+                methods: Vec::new(),
+                calls,
+            },
+            append: append(None),
+            ..Outcome::default()
+        };
+    }
+    let response = match (routed.result, routed.rendered) {
+        (Ok(_), Some(raw)) => Response::rendered(&id, raw, ids.span_id.clone()),
+        (Ok(result), None) => Response {
+            meter: routed.meter,
+            ..Response::result(&id, result, ids.span_id.clone())
+        },
+        (Err(e), _) => Response::error(Some(&id), &e, ids.span_id.clone()),
+    };
+    Outcome {
+        response: Some(response),
+        notifications: routed.notifications,
+        append: append(routed.read_heads),
+        negotiated_version: routed.negotiated.map(|r| r.as_str().to_string()),
+        log_level: routed.log_level,
+        pending: routed.pending,
+        host: None,
+        ask: None,
+        declared_caps: routed.declared_caps,
+        tally: Tally {
+            methods: vec![known.map_or(OTHER_METHOD, Method::as_str)],
+            calls,
+        },
+        subscription: routed.subscription,
     }
 }
 
@@ -239,23 +533,24 @@ fn handle_batch<F: Fold>(
     let mut methods = Vec::new();
     for (i, item) in items.iter().enumerate() {
         // A batch is answered at once: nothing in it waits.
-        let round = Round {
-            host: None,
-            phase: Phase::Settle,
+        let element = MessageInput {
+            snapshot: &snapshot,
+            ..*input
         };
-        let served = serve_one(server, input, &snapshot, (i, item), round);
-        for rec in &served.records {
+        let served = serve(server, &element, None, Phase::Settle, Some((i, item)));
+        let served_records = served.append.map(|a| a.records).unwrap_or_default();
+        for rec in &served_records {
             // Records sealed against this very snapshot always extend it.
             snapshot
                 .to_mut()
                 .apply(rec)
                 .expect("records sealed at the snapshot's head extend it");
         }
-        records.extend(served.records);
-        methods.extend(served.method);
+        records.extend(served_records);
+        methods.extend(served.tally.methods);
         notifications.extend(served.notifications);
         parts.extend(served.response);
-        negotiated = served.negotiated.or(negotiated);
+        negotiated = served.negotiated_version.or(negotiated);
         log_level = served.log_level.or(log_level);
     }
     let tally = Tally {
@@ -272,7 +567,7 @@ fn handle_batch<F: Fold>(
         response: (!parts.is_empty()).then(|| Response::batch(parts, span)),
         notifications,
         append,
-        negotiated_version: negotiated.map(|r: Revision| r.as_str().to_string()),
+        negotiated_version: negotiated,
         log_level,
         pending: None,
         host: None,
@@ -280,127 +575,6 @@ fn handle_batch<F: Fold>(
         declared_caps: None,
         tally,
         subscription: None,
-    }
-}
-
-/// The host replies and the phase a message is served in (see [`Phase`]); a batch has no
-/// host and never waits.
-#[derive(Clone, Copy)]
-struct Round<'a> {
-    host: Option<&'a [HostReply]>,
-    phase: Phase,
-}
-
-/// What serving one message produced.
-struct Served {
-    response: Option<Response>,
-    records: Vec<Record>,
-    /// What the records were decided on, when the call named it (`CallReply::read_heads`).
-    read_heads: Option<Vec<(String, Digest)>>,
-    negotiated: Option<Revision>,
-    /// Set by `logging/setLevel`.
-    log_level: Option<LogLevel>,
-    notifications: Vec<Vec<u8>>,
-    pending: Option<Wait>,
-    host: Option<HostRequest>,
-    /// Questions for a handshake-era client (see [`Outcome::ask`]).
-    ask: Option<InputNeeded>,
-    /// Set by `initialize`.
-    declared_caps: Option<ClientCaps>,
-    /// The method label, once the request is answered.
-    method: Option<&'static str>,
-    subscription: Option<subscriptions::Order>,
-}
-
-/// Serves top-level slot `slot` of the message (0 for a single message, the element's index in
-/// a batch), whose value is `value`.
-fn serve_one<F: Fold>(
-    server: &Server<F>,
-    input: &MessageInput<'_, F>,
-    snapshot: &Snapshot<F>,
-    (slot, value): (usize, &Value),
-    round: Round<'_>,
-) -> Served {
-    let none = Served {
-        response: None,
-        records: Vec::new(),
-        read_heads: None,
-        negotiated: None,
-        log_level: None,
-        notifications: Vec::new(),
-        pending: None,
-        host: None,
-        ask: None,
-        declared_caps: None,
-        method: None,
-        subscription: None,
-    };
-    let raw_id = input.message.raw_id(slot);
-    // Computed once, when the message was read.
-    let computed;
-    let ids = match input.message.ids(slot) {
-        Some(ids) => ids,
-        None => {
-            computed = slot_ids(value, raw_id);
-            &computed
-        }
-    };
-    let (id, method, params) = match classify(value, raw_id) {
-        Incoming::Notification { .. } | Incoming::ClientResponse => return none,
-        Incoming::Invalid { id, error } => {
-            let span = ids.span_id.clone();
-            return Served {
-                response: Some(Response::error(id.as_ref(), &error, span)),
-                method: Some(OTHER_METHOD),
-                ..none
-            };
-        }
-        Incoming::Request { id, method, params } => (id, method, params),
-    };
-    let known = Method::parse(method);
-    let routed = route(
-        server,
-        input,
-        snapshot,
-        (method, known, &id),
-        params,
-        ids,
-        round,
-    );
-    if routed.host.is_some() || routed.withheld || routed.ask.is_some() {
-        // Not answered yet: the runtime performs the host request, asks the client, or waits,
-        // and asks again (a waiting long poll may still send a progress tick now).
-        return Served {
-            host: routed.host,
-            ask: routed.ask,
-            pending: routed.pending,
-            notifications: routed.notifications,
-            records: routed.records,
-            subscription: routed.subscription,
-            ..none
-        };
-    }
-    let response = match (routed.result, routed.rendered) {
-        (Ok(_), Some(raw)) => Response::rendered(&id, raw, ids.span_id.clone()),
-        (Ok(result), None) => Response {
-            meter: routed.meter,
-            ..Response::result(&id, result, ids.span_id.clone())
-        },
-        (Err(e), _) => Response::error(Some(&id), &e, ids.span_id.clone()),
-    };
-    Served {
-        response: Some(response),
-        records: routed.records,
-        read_heads: routed.read_heads,
-        negotiated: routed.negotiated,
-        log_level: routed.log_level,
-        notifications: routed.notifications,
-        pending: routed.pending,
-        host: None,
-        ask: None,
-        declared_caps: routed.declared_caps,
-        method: Some(known.map_or(OTHER_METHOD, Method::as_str)),
-        subscription: routed.subscription,
     }
 }
 
@@ -457,254 +631,6 @@ impl Routed {
             },
             Err(e) => Routed::of(Err(e)),
         }
-    }
-}
-
-fn route<F: Fold>(
-    server: &Server<F>,
-    input: &MessageInput<'_, F>,
-    snapshot: &Snapshot<F>,
-    (name, method, id): (&str, Option<Method>, &Id),
-    params: Option<&Value>,
-    ids: &RequestIds,
-    round: Round<'_>,
-) -> Routed {
-    let Round { host, phase } = round;
-    let has_envelope = Meta::of(params).get(META_PROTOCOL_VERSION).is_some();
-    // `initialize` always belongs to the handshake era unless its envelope says otherwise.
-    let revision = if method == Some(Method::Initialize) && !has_envelope {
-        Revision::LATEST_HANDSHAKE
-    } else {
-        match era::select(method, params, input.transport) {
-            Ok(r) => r,
-            Err(e) => return Routed::of(Err(e)),
-        }
-    };
-    // The era is chosen (and its envelope checked) before the method is: an unknown method
-    // under a malformed envelope is the envelope's error.
-    let Some(method) = method else {
-        return Routed::of(Err(RpcError::method_not_found(name, "")));
-    };
-    if method == Method::Initialize && !revision.is_modern() {
-        return match initialize(server, params, input.transport.kind) {
-            Ok((result, negotiated)) => Routed {
-                negotiated: Some(negotiated),
-                declared_caps: Some(ClientCaps::of_declared(
-                    params.and_then(|p| p.get("capabilities")),
-                )),
-                ..Routed::of(Ok(result))
-            },
-            Err(e) => Routed::of(Err(e)),
-        };
-    }
-    // The level of the messages the request may carry: none unless asked (`protocol::logging`).
-    let level = match logging::asked(revision, params, input.transport) {
-        Ok(level) => level,
-        Err(e) => return Routed::of(Err(e)),
-    };
-    let finish =
-        |r: Result<Value, RpcError>| Routed::of(r.map(|v| decorate(server, revision, method, v)));
-    // The client's answers to what an earlier round asked: checked before any handler runs.
-    let round = RoundOf {
-        method,
-        params,
-        revision,
-        principal: input.transport.principal.as_ref(),
-        now: input.now,
-        client: input.client,
-    };
-    let handshake_result = method == Method::TasksResult && !revision.is_modern();
-    let inputs = match method {
-        Method::ToolsCall | Method::PromptsGet => {
-            match round::read(&server.config.request_state_key, &round) {
-                Ok(inputs) => inputs,
-                Err(e) => return Routed::of(Err(e)),
-            }
-        }
-        // A handshake-era `tasks/result` may put its task's questions to the client.
-        Method::TasksResult if handshake_result => {
-            match round::read(&server.config.request_state_key, &round) {
-                Ok(inputs) => inputs,
-                Err(e) => return Routed::of(Err(e)),
-            }
-        }
-        _ => Inputs::default(),
-    };
-    let call = CallInput {
-        params,
-        revision,
-        ids,
-        snapshot,
-        now: input.now,
-        host,
-        phase,
-        principal: input.transport.principal.as_ref(),
-        input: &inputs,
-        task: None,
-    };
-    match method {
-        Method::ToolsCall => {
-            let mut reply = if tasks::augmented(revision, params) {
-                tasks::call_as_task(server, &call)
-            } else if let Some(reply) = tool_tasks::call(server, &call) {
-                reply
-            } else {
-                call_tool(server, &call)
-            };
-            if reply.host.is_some() {
-                return Routed {
-                    host: reply.host,
-                    ..Routed::of(Ok(Value::Null))
-                };
-            }
-            if let Some(needed) = reply.input.take() {
-                return Routed::asked(round::ask(server, &round, needed));
-            }
-            if let Some(max_wait_ms) = reply.wait_ms {
-                // Nothing to answer yet, but what the round saw goes out now: its log messages,
-                // and the run's current tick (once).
-                let mut notifications = logging::notifications(level, &reply.logs);
-                let records = match progress::waiting_tick(server, &call, &reply) {
-                    Some((note, records)) => {
-                        notifications.push(note);
-                        records
-                    }
-                    None => Vec::new(),
-                };
-                return Routed {
-                    pending: Some(Wait {
-                        after: snapshot.position,
-                        max_wait_ms: Some(max_wait_ms),
-                        watch: reply
-                            .watch
-                            .clone()
-                            .or_else(|| reply.run_id.as_deref().map(run_stream))
-                            .map(|stream| Watch {
-                                head: snapshot.stream_head(&stream),
-                                stream,
-                            }),
-                    }),
-                    withheld: true,
-                    notifications,
-                    records,
-                    ..Routed::of(Ok(Value::Null))
-                };
-            }
-            let mut notifications = logging::notifications(level, &reply.logs);
-            notifications.extend(progress::tool_steps(params, &reply.progress));
-            notifications.extend(progress::tick(server, &call, &mut reply));
-            Routed {
-                result: reply.result,
-                meter: reply.meter,
-                records: reply.records,
-                read_heads: reply.read_heads,
-                notifications,
-                ..Routed::of(Ok(Value::Null))
-            }
-        }
-        m if tasks::serves(m, revision) => {
-            // Tasks methods never ask the host.
-            let call = CallInput { host: None, ..call };
-            // The engine's own tasks first (and the extension's gate), then the catalogue's.
-            let reply = tool_tasks::serve(server, m, &call)
-                .unwrap_or_else(|| tasks::serve(server, m, &call));
-            if let Some(needed) = reply.ask {
-                return Routed::asked(round::ask(server, &round, needed));
-            }
-            Routed {
-                meter: reply.meter,
-                records: reply.records,
-                pending: reply.pending,
-                ..Routed::of(reply.result)
-            }
-        }
-        Method::ToolsList => match ListParams::read(params) {
-            Ok(_) if input.transport.principal.is_some() => {
-                let scopes = input.transport.principal.as_ref().map(|p| p.scopes);
-                finish(list_tools_for(server, revision, params, scopes))
-            }
-            Ok(_) => Routed {
-                rendered: Some(tools_list_bytes(server, revision)),
-                ..Routed::of(Ok(Value::Null))
-            },
-            Err(e) => Routed::of(Err(e)),
-        },
-        Method::PromptsList => finish(list_prompts(server, revision, params)),
-        Method::PromptsGet => match get_prompt(server, params, &inputs) {
-            Ok(PromptGot::Result(result)) => finish(Ok(result)),
-            Ok(PromptGot::NeedInput(needed)) => Routed::asked(round::ask(server, &round, needed)),
-            Err(e) => Routed::of(Err(e)),
-        },
-        Method::ResourcesList => finish(list_resources(server, revision, params)),
-        Method::ResourcesRead => {
-            let reply = read_resource(server, &call);
-            Routed {
-                records: reply.records,
-                ..finish(reply.result)
-            }
-        }
-        Method::ResourcesTemplatesList => finish(list_resource_templates(server, revision, params)),
-        // A batch is answered as a whole, with nothing held for the connection afterwards.
-        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe if host.is_none() => {
-            Routed::of(Err(RpcError::invalid_request(format!(
-                "{method} cannot be part of a batch: send it as a message of its own"
-            ))))
-        }
-        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe if !revision.is_modern() => {
-            let order = if method == Method::ResourcesSubscribe {
-                subscriptions::subscribe(server, revision, params, snapshot, input.now)
-            } else {
-                subscriptions::unsubscribe(params)
-            };
-            match order {
-                Ok(order) => Routed {
-                    subscription: Some(order),
-                    ..finish(Ok(Value::Object(Default::default())))
-                },
-                Err(e) => Routed::of(Err(e)),
-            }
-        }
-        Method::SubscriptionsListen if revision.is_modern() => {
-            match subscriptions::listen(server, params, &id.to_value(), snapshot, input.now) {
-                // No response: the stream stays open until it is cancelled, closed or the
-                // server shuts down; the engine sends the acknowledgement once it holds it.
-                Ok(order) => Routed {
-                    subscription: Some(order),
-                    withheld: true,
-                    ..Routed::of(Ok(Value::Null))
-                },
-                Err(e) => Routed::of(Err(e)),
-            }
-        }
-        Method::CompletionComplete if server.catalog.has_completions() => {
-            finish(complete(server, &call))
-        }
-        // Served whatever revision the envelope names: it is how a client learns them.
-        Method::ServerDiscover => Routed::of(Ok(decorate(
-            server,
-            Revision::MODERN,
-            method,
-            discover(server),
-        ))),
-        Method::Ping if !revision.is_modern() => Routed::of(Ok(Value::Object(Default::default()))),
-        Method::LoggingSetLevel if !revision.is_modern() => match logging::set_level(params) {
-            Ok((result, level)) => Routed {
-                log_level: Some(level),
-                ..Routed::of(Ok(result))
-            },
-            Err(e) => Routed::of(Err(e)),
-        },
-        Method::LoggingSetLevel => Routed::of(Err(RpcError::method_not_found(
-            method.as_str(),
-            " (not a method of stateless revision 2026-07-28: a request asks for its log level in \
-             params._meta[\"io.modelcontextprotocol/logLevel\"])",
-        ))),
-        Method::Initialize | Method::Ping => Routed::of(Err(RpcError::method_not_found(
-            method.as_str(),
-            " (not a method of stateless revision 2026-07-28: call server/discover, or send requests directly \
-             with params._meta)",
-        ))),
-        _ => Routed::of(Err(RpcError::method_not_found(method.as_str(), ""))),
     }
 }
 

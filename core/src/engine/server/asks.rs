@@ -65,7 +65,7 @@ impl<F: Fold> Engine<F> {
             Answer::Job { .. } => false,
         };
         if !reachable {
-            return self.feed(id, ReqInput::Answered(Err(Unanswered::Unreachable)));
+            return self.pump(id, Some(ReqInput::Answered(Err(Unanswered::Unreachable))));
         }
         let mut ids = Vec::new();
         let related = needed.related_task;
@@ -154,7 +154,7 @@ impl<F: Fold> Engine<F> {
         if round.ids.is_empty()
             && let Some(round) = self.asks.rounds.remove(&req)
         {
-            self.feed(req, ReqInput::Answered(Ok(round.answers)));
+            self.pump(req, Some(ReqInput::Answered(Ok(round.answers))));
         }
     }
 
@@ -176,7 +176,7 @@ impl<F: Fold> Engine<F> {
     /// Ends request `req`'s questions without answers: it resumes to answer why.
     fn end_asking(&mut self, req: ReqId, why: Unanswered) {
         if self.asks.forget(req) {
-            self.feed(req, ReqInput::Answered(Err(why)));
+            self.pump(req, Some(ReqInput::Answered(Err(why))));
         }
     }
 

@@ -22,6 +22,7 @@ use super::{
     Answer, Backlog, Busy, Conn, ConnId, Engine, FEED_KEEPALIVE, FEED_LOOK, FeedConn, HttpConn,
     LegacyConn, Output, Parked, Peer, StdioConn,
 };
+use crate::engine::job::Work;
 use crate::engine::log_budget::{Admit, LogBudget};
 use crate::ledger::{Fold, LedgerPosition};
 use crate::protocol::TransportFacts;
@@ -512,14 +513,9 @@ impl<F: Fold> Engine<F> {
                 }
                 let traceparent = x.traceparent.clone();
                 let answer = Answer::Mcp { x, stream: None };
-                let req = self.start_request(
-                    conn,
-                    message,
-                    facts,
-                    answer,
-                    Some(peer),
-                    traceparent.as_deref(),
-                );
+                let job = Work::message(&self.server, message, facts);
+                let req =
+                    self.start_request(job, Some(conn), answer, Some(peer), traceparent.as_deref());
                 self.set_busy(conn, Some(Busy::Request(req)));
             }
             Decision::OpenLegacyStream(open) => self.open_legacy(conn, peer, &open),
@@ -714,7 +710,8 @@ impl<F: Fold> Engine<F> {
             span,
             released: false,
         };
-        let req = self.start_request(conn, message, facts, answer, Some(peer), None);
+        let job = Work::message(&self.server, message, facts);
+        let req = self.start_request(job, Some(conn), answer, Some(peer), None);
         self.set_busy(conn, Some(Busy::Request(req)));
     }
 
@@ -833,7 +830,8 @@ impl<F: Fold> Engine<F> {
             s.open += 1;
             // The framing is the first layer that sees the line: it is read here, once.
             let message = self.server.read_message(bytes);
-            let req = self.start_request(conn, message, facts, Answer::Stdio, None, None);
+            let job = Work::message(&self.server, message, facts);
+            let req = self.start_request(job, Some(conn), Answer::Stdio, None, None);
             if let Some(Conn::Stdio(s)) = self.conns.get_mut(&conn) {
                 s.foreground = Some(req);
             }

@@ -565,12 +565,12 @@ impl<F: Fold> Engine<F> {
                 if let Some(r) = self.reqs.get_mut(&req) {
                     r.read = seq;
                 }
-                self.feed(req, super::request::Input::Snapshot(snapshot))
+                self.pump(req, Some(super::request::Input::Snapshot(snapshot)))
             }
             Input::Appended { req, result } => self.appended(req, result),
             Input::Synced => self.synced(),
             Input::SyncFailed(error) => self.sync_failed(error),
-            Input::Host { req, reply } => self.feed(req, super::request::Input::Host(reply)),
+            Input::Host { req, reply } => self.pump(req, Some(super::request::Input::Host(reply))),
             Input::Failed { req, error } => self.failed(req, error),
             Input::Head(snapshot) => self.head(Ok(snapshot)),
             Input::HeadFailed(error) => self.head(Err(error)),

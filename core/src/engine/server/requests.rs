@@ -14,47 +14,78 @@ use crate::engine::span::RequestSpan;
 use crate::engine::turns::Grant;
 use crate::engine::{Served, Stop};
 use crate::ledger::{AppendResult, Fold, Snapshot, StoreError};
+use crate::protocol::StorageFailure;
 use crate::protocol::era::Revision;
 use crate::protocol::input::ClientCaps;
 use crate::protocol::tally::Tally;
-use crate::protocol::{ClientMessage, StorageFailure, TransportFacts};
 use crate::time::Timestamp;
 use crate::transport::http::exchange::{ServedParts, StreamedReply, body_span_id};
 use crate::transport::http::session::{self, Session};
 
 impl<F: Fold> Engine<F> {
-    /// Starts serving `message` (read once, by whoever framed it) from `conn`; its answer goes
-    /// to `answer`. A `notifications/cancelled` first cancels the requests it names.
+    /// Starts a request running `job` and announces its span to a runtime that traces: a
+    /// message a connection framed (read once, by whoever framed it; `conn`, its `peer` and
+    /// the request's `traceparent` say where from) or a job submitted by a caller that is not
+    /// a connection (no `conn`). Its answer goes to `answer`. A message's
+    /// `notifications/cancelled` first cancels the requests it names, and a message's id is
+    /// entered for cancellation.
     pub(super) fn start_request(
         &mut self,
-        conn: ConnId,
-        message: ClientMessage,
-        facts: TransportFacts,
+        mut job: Work<F>,
+        conn: Option<ConnId>,
         answer: Answer,
         peer: Option<SocketAddr>,
         traceparent: Option<&str>,
     ) -> ReqId {
-        if let Some(named) = message.cancelled_request() {
-            self.cancel(&named);
-            self.cancel_listens(conn, &named);
+        let (mut entered, mut span) = (None, None);
+        if let Work::Message(m) = &mut job {
+            if let Some(named) = m.message.cancelled_request() {
+                self.cancel(&named);
+                if let Some(conn) = conn {
+                    self.cancel_listens(conn, &named);
+                }
+            }
+            if let Some(conn) = conn {
+                // The client's answer to a question the server put to it, whichever connection
+                // it came on: the asking request resumes (the message itself is answered as
+                // any response).
+                if let Some((question, answer)) = m.message.client_reply() {
+                    self.client_answered(&question, answer, m.facts.principal.as_ref());
+                }
+                m.caps = self.declared_caps(conn, &answer);
+            }
+            span = self
+                .traced
+                .then(|| Box::new(RequestSpan::of(&m.message, traceparent)));
+            entered = m.message.request_id().map(|id| self.cancels.enter(id));
         }
-        // The client's answer to a question the server put to it, whichever connection it
-        // came on: the asking request resumes (the message itself is answered as any response).
-        if let Some((question, answer)) = message.client_reply() {
-            self.client_answered(&question, answer, facts.principal.as_ref());
+        let mut machine = Request::new(job, self.wait, self.entropy.request_seed());
+        machine.start(self.now);
+        let id = self.next_req_id();
+        self.reqs.insert(
+            id,
+            Req {
+                machine,
+                conn,
+                answer,
+                peer: super::peer_ip(peer),
+                ticket: None,
+                counted: false,
+                entered,
+                slot: false,
+                waited: false,
+                appending: Vec::new(),
+                committed: None,
+                read: 0,
+                park: Park::Running,
+                armed: None,
+            },
+        );
+        self.ready.push_back(id);
+        if let Some(span) = span {
+            self.push(Output::Began { req: id, span });
         }
-        let caps = self.declared_caps(conn, &answer);
-        let span = self
-            .traced
-            .then(|| Box::new(RequestSpan::of(&message, traceparent)));
-        let entered = message.request_id().map(|id| self.cancels.enter(id));
-        let job = Work::Message(OwnedMessage {
-            server: self.server.clone(),
-            message,
-            facts,
-            caps,
-        });
-        self.begin(job, Some(conn), answer, super::peer_ip(peer), entered, span)
+        id
     }
 
     /// What the client of a message arriving on `conn` (answered at `answer`) declared in
@@ -90,39 +121,22 @@ impl<F: Fold> Engine<F> {
     /// [`Output::Finished`] with the id returned; a pending answer waits for the ledger until
     /// its deadline or until the caller stops it ([`super::Input::StopJob`]).
     pub fn submit(&mut self, now: super::Moment, job: Submitted<F>) -> JobId {
-        self.submit_work(now, Work::Submitted(job), None, None)
+        self.submit_work(now, Work::Submitted(job))
     }
 
     /// [`Engine::submit`] for a message of an in-process client: cancellable by its id as a
     /// connection's request is, by a `notifications/cancelled` submitted the same way.
     pub fn submit_message(&mut self, now: super::Moment, message: OwnedMessage<F>) -> JobId {
-        self.now = now;
-        if let Some(named) = message.message.cancelled_request() {
-            self.cancel(&named);
-        }
-        let entered = message
-            .message
-            .request_id()
-            .map(|id| self.cancels.enter(id));
-        let span = self
-            .traced
-            .then(|| Box::new(RequestSpan::of(&message.message, None)));
-        self.submit_work(now, Work::Message(message), entered, span)
+        self.submit_work(now, Work::Message(message))
     }
 
-    fn submit_work(
-        &mut self,
-        now: super::Moment,
-        work: Work<F>,
-        entered: Option<crate::engine::cancels::Entered>,
-        span: Option<Box<RequestSpan>>,
-    ) -> JobId {
+    fn submit_work(&mut self, now: super::Moment, work: Work<F>) -> JobId {
         self.now = now;
         let answer = Answer::Job {
             notes: Vec::new(),
             stop: None,
         };
-        let id = self.begin(work, None, answer, None, entered, span);
+        let id = self.start_request(work, None, answer, None, None);
         self.after_input();
         JobId(id.0)
     }
@@ -138,46 +152,6 @@ impl<F: Fold> Engine<F> {
             *stop = Some(why);
             self.wake(id);
         }
-    }
-
-    /// Starts a request running `job`, ready to take its first outputs, and announces its
-    /// span to a runtime that traces.
-    fn begin(
-        &mut self,
-        job: Work<F>,
-        conn: Option<ConnId>,
-        answer: Answer,
-        peer: Option<core::net::IpAddr>,
-        entered: Option<crate::engine::cancels::Entered>,
-        span: Option<Box<RequestSpan>>,
-    ) -> ReqId {
-        let mut machine = Request::new(job, self.wait, self.entropy.request_seed());
-        machine.start(self.now);
-        let id = self.next_req_id();
-        self.reqs.insert(
-            id,
-            Req {
-                machine,
-                conn,
-                answer,
-                peer,
-                ticket: None,
-                counted: false,
-                entered,
-                slot: false,
-                waited: false,
-                appending: Vec::new(),
-                committed: None,
-                read: 0,
-                park: Park::Running,
-                armed: None,
-            },
-        );
-        self.ready.push_back(id);
-        if let Some(span) = span {
-            self.push(Output::Began { req: id, span });
-        }
-        id
     }
 
     /// Cancels every request in flight with this id (the JSON text of a request id) and
@@ -200,18 +174,7 @@ impl<F: Fold> Engine<F> {
     /// Takes every ready request's outputs until each waits for an input.
     pub(super) fn run_ready(&mut self) {
         while let Some(id) = self.ready.pop_front() {
-            self.pump(id);
-        }
-    }
-
-    /// Feeds a request the input it waits for, then takes its outputs.
-    pub(super) fn feed(&mut self, id: ReqId, input: request::Input<'_, F>) {
-        let now = self.now;
-        if let Some(r) = self.reqs.get_mut(&id) {
-            r.machine.handle_input(now, input);
-            let outer = std::mem::replace(&mut self.continuing, true);
-            self.pump(id);
-            self.continuing = outer;
+            self.pump(id, None);
         }
     }
 
@@ -235,16 +198,26 @@ impl<F: Fold> Engine<F> {
         }
     }
 
-    /// Performs what a request asks for until it waits for an input.
-    fn pump(&mut self, id: ReqId) {
+    /// Feeds a request the input it waits for (`None`: one just started), then performs what
+    /// it asks for until it waits for another. A request that goes on after an input is
+    /// served depth first ([`Engine::ask_store`]).
+    pub(super) fn pump(&mut self, id: ReqId, mut input: Option<request::Input<'_, F>>) {
         use request::Input as In;
         use request::Output as Out;
+        let outer = self.continuing;
+        self.continuing |= input.is_some();
         loop {
             let now = self.now;
-            let Some(output) = self.reqs.get_mut(&id).and_then(|r| r.machine.poll_output()) else {
-                return;
+            let Some(r) = self.reqs.get_mut(&id) else {
+                break;
             };
-            let input = match output {
+            if let Some(input) = input.take() {
+                r.machine.handle_input(now, input);
+            }
+            let Some(output) = r.machine.poll_output() else {
+                break;
+            };
+            input = Some(match output {
                 Out::ReadSnapshot => {
                     self.ask_store(Output::ReadSnapshot { req: id });
                     continue;
@@ -264,9 +237,12 @@ impl<F: Fold> Engine<F> {
                     self.ask_store(Output::Host { req: id, request });
                     continue;
                 }
-                Out::AskClient(needed) => return self.ask_client(id, needed),
+                Out::AskClient(needed) => {
+                    self.ask_client(id, needed);
+                    break;
+                }
                 Out::Settle => {
-                    let Some(r) = self.reqs.get(&id) else { return };
+                    let Some(r) = self.reqs.get(&id) else { break };
                     let need = r.committed.map_or(r.read, |p| p.seq);
                     match self.syncs.ask(id, need, now.mono) {
                         syncs::Durable::Now => {
@@ -275,7 +251,10 @@ impl<F: Fold> Engine<F> {
                             }
                             In::Settled
                         }
-                        syncs::Durable::Wait => return self.maybe_sync(),
+                        syncs::Durable::Wait => {
+                            self.maybe_sync();
+                            break;
+                        }
                     }
                 }
                 Out::TakeTurn {
@@ -283,7 +262,7 @@ impl<F: Fold> Engine<F> {
                     contend,
                 } => match self.take_turn(id, only_if_contended, contend) {
                     Some(held) => In::Turn { held },
-                    None => return,
+                    None => break,
                 },
                 Out::LeaveTurn { uncount } => {
                     let ticket = self.reqs.get_mut(&id).and_then(|r| {
@@ -301,7 +280,7 @@ impl<F: Fold> Engine<F> {
                         r.park = Park::Pause(at);
                         self.timers.arm(&mut r.armed, at, Due::Req(id));
                     }
-                    return;
+                    break;
                 }
                 Out::Notify(n) => {
                     self.notify(id, n);
@@ -318,7 +297,7 @@ impl<F: Fold> Engine<F> {
                 }
                 Out::ClaimWaitSlot => {
                     let Some(r) = self.reqs.get_mut(&id) else {
-                        return;
+                        break;
                     };
                     let granted = self.slots.claim(r.peer);
                     r.slot = granted;
@@ -348,15 +327,19 @@ impl<F: Fold> Engine<F> {
                         self.timers.arm(&mut r.armed, wake, Due::Req(id));
                     }
                     self.detach(id);
-                    return;
+                    break;
                 }
-                Out::Failed(e) => return self.answer_failure(id, e),
-                Out::Done(finished) => return self.deliver(id, finished, true),
-            };
-            if let Some(r) = self.reqs.get_mut(&id) {
-                r.machine.handle_input(now, input);
-            }
+                Out::Failed(e) => {
+                    self.answer_failure(id, e);
+                    break;
+                }
+                Out::Done(finished) => {
+                    self.deliver(id, finished, true);
+                    break;
+                }
+            });
         }
+        self.continuing = outer;
     }
 
     /// Asks for the server's turn: whether it is held now (`false`: not needed), or `None`
@@ -442,7 +425,7 @@ impl<F: Fold> Engine<F> {
             let nap = nap.clone();
             r.park = Park::Running;
             self.unwatch(id, &nap);
-            self.feed(id, request::Input::Looked { moved: false });
+            self.pump(id, Some(request::Input::Looked { moved: false }));
         }
     }
 
@@ -482,7 +465,7 @@ impl<F: Fold> Engine<F> {
         match r.park.clone() {
             Park::Pause(until) if until <= now => {
                 r.park = Park::Running;
-                self.feed(id, request::Input::Paused);
+                self.pump(id, Some(request::Input::Paused));
             }
             Park::Nap(nap) if nap.wake <= now => {
                 r.park = Park::Look(nap.until.clone());
@@ -538,7 +521,7 @@ impl<F: Fold> Engine<F> {
             };
             // A failed look lets the request run again: it reads the store and reports.
             let moved = head.as_ref().map_or(true, |s| until.moved(s));
-            self.feed(id, request::Input::Looked { moved });
+            self.pump(id, Some(request::Input::Looked { moved }));
         }
     }
 
@@ -577,7 +560,7 @@ impl<F: Fold> Engine<F> {
         if self.subs.watches_any(woken.iter()) && !woken.is_empty() {
             self.subs_due.insert(id);
         }
-        self.feed(id, request::Input::Appended(result));
+        self.pump(id, Some(request::Input::Appended(result)));
         // Long polls watching a stream this request wrote wake now, not at their next look.
         for stream in woken {
             let ids: Vec<ReqId> = self
@@ -593,7 +576,7 @@ impl<F: Fold> Engine<F> {
                     let nap = nap.clone();
                     r.park = Park::Running;
                     self.unwatch(w, &nap);
-                    self.feed(w, request::Input::Looked { moved: true });
+                    self.pump(w, Some(request::Input::Looked { moved: true }));
                 }
             }
         }
@@ -635,7 +618,7 @@ impl<F: Fold> Engine<F> {
         if self.subs_due.remove(&id) {
             self.ask_look();
         }
-        self.feed(id, request::Input::Settled);
+        self.pump(id, Some(request::Input::Settled));
     }
 
     pub(super) fn failed(&mut self, id: ReqId, error: StoreError) {

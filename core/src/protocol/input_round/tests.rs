@@ -312,8 +312,9 @@ fn a_handshake_era_call_hands_its_questions_to_the_engine_and_resumes_with_the_a
                 transport: &facts,
                 client: ClientSide { caps, answers },
             },
-            &[],
+            Some(&[]),
             Phase::Live,
+            None,
         )
     };
     let asked = serve(None);
