@@ -348,7 +348,9 @@ impl<F: Checkpointed> PgStore<F> {
         first: bool,
     ) -> Result<Option<Vec<(u64, Outcome)>>, String> {
         let folded = self.state().snapshot.clone();
-        let heard_later = self.heard_past(folded.position.seq, Duration::ZERO).is_some();
+        let heard_later = self
+            .heard_past(folded.position.seq, Duration::ZERO)
+            .is_some();
         let decided_here = batch.iter().any(|(_, a)| a.expected == folded.position);
         let snapshot = if first && decided_here && !heard_later {
             folded

@@ -66,10 +66,10 @@ impl<F> Clone for Message<'_, F> {
 }
 impl<F> Copy for Message<'_, F> {}
 
-impl<'a, F> Message<'a, F> {
-    /// What the protocol serves this message against in `round`.
-    fn input(self, round: Round<'a, F>) -> MessageInput<'a, F> {
-        MessageInput {
+impl<F: Fold> Job for Message<'_, F> {
+    type Fold = F;
+    fn run(&mut self, round: Round<'_, F>) -> Outcome {
+        let input = MessageInput {
             message: self.message.view(),
             snapshot: round.snapshot,
             now: round.now,
@@ -78,20 +78,8 @@ impl<'a, F> Message<'a, F> {
                 caps: self.caps,
                 answers: round.answers,
             },
-        }
-    }
-}
-
-impl<F: Fold> Job for Message<'_, F> {
-    type Fold = F;
-    fn run(&mut self, round: Round<'_, F>) -> Outcome {
-        dispatch::serve(
-            self.server,
-            &self.input(round),
-            Some(round.host),
-            round.phase,
-            None,
-        )
+        };
+        dispatch::serve(self.server, &input, Some(round.host), round.phase, None)
     }
 }
 
@@ -120,14 +108,7 @@ impl<F> OwnedMessage<F> {
 impl<F: Fold> Job for OwnedMessage<F> {
     type Fold = F;
     fn run(&mut self, round: Round<'_, F>) -> Outcome {
-        let m = self.borrowed();
-        dispatch::serve(
-            m.server,
-            &m.input(round),
-            Some(round.host),
-            round.phase,
-            None,
-        )
+        self.borrowed().run(round)
     }
 }
 
@@ -173,21 +154,11 @@ impl<F> std::fmt::Debug for Work<F> {
     }
 }
 
-/// A message's run is the protocol's serve itself, on the message read once.
 impl<F: Fold> Job for Work<F> {
     type Fold = F;
     fn run(&mut self, round: Round<'_, F>) -> Outcome {
         match self {
-            Work::Message(m) => {
-                let m = m.borrowed();
-                dispatch::serve(
-                    m.server,
-                    &m.input(round),
-                    Some(round.host),
-                    round.phase,
-                    None,
-                )
-            }
+            Work::Message(m) => m.borrowed().run(round),
             Work::Submitted(job) => job.run(round),
         }
     }
