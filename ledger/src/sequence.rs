@@ -28,11 +28,7 @@ pub fn place<'a>(
     let mut placed = Vec::new();
     for append in appends {
         let head = |s: &str| moved.get(s).copied().unwrap_or_else(|| stream_head(s));
-        let here = if append.expected == end {
-            Some(Cow::Borrowed(append))
-        } else {
-            crate::rebase::moved(append, &end, head, key).map(Cow::Owned)
-        };
+        let here = place_one(append, end, head, key);
         if let Some(p) = &here {
             for rec in &p.records {
                 moved.insert(rec.stream.clone(), rec.hash);
@@ -51,7 +47,11 @@ pub fn place_one<'a>(
     stream_head: impl Fn(&str) -> Digest,
     key: &[u8],
 ) -> Option<Cow<'a, Append>> {
-    place([append], at, stream_head, key).pop().flatten()
+    if append.expected == at {
+        Some(Cow::Borrowed(append))
+    } else {
+        crate::rebase::moved(append, &at, stream_head, key).map(Cow::Owned)
+    }
 }
 
 #[cfg(test)]
