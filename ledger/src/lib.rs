@@ -12,8 +12,8 @@
 //!   readers.
 //! - [`rebase`]: which transactions a store may seal again after a later head (a read, or a
 //!   write whose named reads stand), and the re-sealing.
-//! - [`sequence`]: placing a batch of appends after the head, each in turn (a store's group
-//!   commit).
+//! - [`sequence`]: where an append goes when a store places it after the head it finds (the
+//!   one rule of the file store, PostgreSQL and the simulation).
 //! - [`verify`], [`upgrade`]: offline verification of a ledger's bytes, naming the first bad
 //!   record; tagging an older ledger's records.
 //! - [`histogram`]: fixed-bucket histograms (what a store's fsyncs cost, the runtimes' metrics).

@@ -1,46 +1,17 @@
-//! Placing a batch of appends, as one sequencer does: each in turn after the ledger's end as
-//! the batch leaves it, where it was decided when that is still the end, else moved there by the
-//! [`rebase`](crate::rebase) rules, else refused (what it read moved, or it may not move).
-//!
-//! A store writes the placed transactions together (one write, one database transaction) and
-//! answers each append with its own placement or refusal; a failed write fails them all.
+//! Where an append goes when a store places it after the head it finds: where it was decided
+//! when that is still the end, else moved there by the [`rebase`](crate::rebase) rules (a read,
+//! or a write whose named reads stand), else nowhere (refused). The file store, PostgreSQL and
+//! the simulation place through this one rule.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use crate::digest::Digest;
 use crate::record::LedgerPosition;
 use crate::store::Append;
 
-/// Where each of `appends` goes, in order, after `at` (whose stream heads `stream_head`
-/// answers), records sealed under `key`: `Some` placed append (its `expected` is where it goes;
-/// borrowed when it goes where it was decided) or `None` when it must be refused. The placed
-/// ones chain one after another from `at`.
-pub fn place<'a>(
-    appends: impl IntoIterator<Item = &'a Append>,
-    at: LedgerPosition,
-    stream_head: impl Fn(&str) -> Digest,
-    key: &[u8],
-) -> Vec<Option<Cow<'a, Append>>> {
-    let mut end = at;
-    // Heads this batch moved, over the stored ones.
-    let mut moved: HashMap<String, Digest> = HashMap::new();
-    let mut placed = Vec::new();
-    for append in appends {
-        let head = |s: &str| moved.get(s).copied().unwrap_or_else(|| stream_head(s));
-        let here = place_one(append, end, head, key);
-        if let Some(p) = &here {
-            for rec in &p.records {
-                moved.insert(rec.stream.clone(), rec.hash);
-            }
-            end = p.new_position();
-        }
-        placed.push(here);
-    }
-    placed
-}
-
-/// [`place`] for one append: where it goes after `at`, or `None` when it must be refused.
+/// Where `append` goes after `at` (whose stream heads `stream_head` answers; records sealed
+/// under `key`): borrowed when it goes where it was decided, moved after `at`, or `None` when
+/// it must be refused.
 pub fn place_one<'a>(
     append: &'a Append,
     at: LedgerPosition,
@@ -93,38 +64,38 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_decided_on_one_snapshot_chains_and_refuses_only_a_moved_read() {
+    fn an_append_stays_where_decided_moves_when_it_may_or_is_refused() {
         let at = LedgerPosition::GENESIS;
         let empty = |_: &str| Digest::ZERO;
-        let batch = [
-            write_at(at, "backlog", Digest::ZERO),
-            read_at(at, empty),
-            // Read the backlog the first write moves: refused.
-            write_at(at, "backlog", Digest::ZERO),
-            write_at(at, "run:T-2", Digest::ZERO),
-            // Decided on the whole ledger at `at`, which the batch left behind: refused.
-            Append {
-                read_heads: None,
-                ..write_at(at, "run:T-3", Digest::ZERO)
-            },
-        ];
-        let placed = place(&batch, at, empty, KEY);
-        let kept: Vec<bool> = placed.iter().map(Option::is_some).collect();
-        assert_eq!(kept, [true, true, false, true, false]);
-        // The first goes where it was decided, unchanged; the others chain after it.
-        assert!(matches!(placed[0], Some(Cow::Borrowed(a)) if a == &batch[0]));
-        let records: Vec<_> = placed
-            .iter()
-            .flatten()
-            .flat_map(|a| a.records.clone())
-            .collect();
-        let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
-        assert_eq!(seqs, (1..=5).collect::<Vec<_>>());
+        let write = write_at(at, "backlog", Digest::ZERO);
+        assert!(matches!(place_one(&write, at, empty, KEY), Some(Cow::Borrowed(a)) if a == &write));
+        // Another write moved the head and the backlog: a read moves after it, naming where it
+        // was served; a write that read the backlog is refused; one of another stream moves.
+        let end = write.new_position();
+        let heads = |s: &str| match s {
+            "backlog" => write.records[0].hash,
+            AUDIT_STREAM => write.records[1].hash,
+            _ => Digest::ZERO,
+        };
+        let served = read_at(at, empty);
+        let read = place_one(&served, end, heads, KEY).expect("a read moves");
+        let rec = &read.records[0];
+        assert_eq!(
+            (rec.seq, rec.prev, rec.body["read_at"].clone()),
+            (3, end.head, json!(0))
+        );
+        assert!(place_one(&write_at(at, "backlog", Digest::ZERO), end, heads, KEY).is_none());
+        let other = write_at(at, "run:T-2", Digest::ZERO);
+        let placed = place_one(&other, end, heads, KEY).expect("its stream stands");
+        let mut records = write.records.clone();
+        records.extend(placed.records.iter().cloned());
         let snapshot = crate::Snapshot::<()>::genesis();
         assert_eq!(check_extends(&snapshot, &records), Ok(()));
-        assert_eq!(
-            placed[1].as_ref().unwrap().records[0].body["read_at"],
-            json!(0)
-        );
+        // Decided on the whole ledger at a head that moved: refused.
+        let whole = Append {
+            read_heads: None,
+            ..write_at(at, "run:T-3", Digest::ZERO)
+        };
+        assert!(place_one(&whole, end, heads, KEY).is_none());
     }
 }

@@ -1,10 +1,10 @@
-//! Group commit of one instance's appends: they queue here, and one waiting thread at a time
-//! (the leader) places the whole queue after the head it reads and inserts it in one database
-//! transaction while the others wait for their outcomes. Reads (a lone call audit record) and
-//! writes that name what they read may be sealed again after a later head
-//! (`bernstein_ledger::rebase`), so a leader that loses the race for the head to another
-//! instance reads the new head and places the batch again instead of refusing it: only an
-//! append whose reads moved (or that named none) is refused.
+//! Group commit of reads' audit records: the `mcp.stateless_call` records of calls that
+//! succeeded and wrote nothing (`bernstein_ledger::rebase`) queue here, and one waiting thread at
+//! a time (the leader) seals the whole queue after the head it reads and inserts it in one
+//! database transaction while the others wait for its outcome. Since such a record may be
+//! sealed again after a later head, a leader that loses the race for the head to another
+//! instance reads the new head and tries again instead of refusing the calls: reads of many
+//! instances no longer refuse one another.
 //!
 //! It must never hand a waiter another waiter's outcome, and never leave waiters behind when a
 //! leader fails or panics: every ticket taken gets exactly one outcome.
@@ -16,22 +16,22 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use bernstein_ledger::Draft;
 use bernstein_ledger::LedgerPosition;
 
-/// Most appends one leader commits at once (the rest wait for the next leader).
+/// Most records one leader commits at once (the rest wait for the next leader).
 pub const MAX_BATCH: usize = 512;
 
-/// What became of one queued append.
+/// What became of one queued record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Committed (durable) at this position.
     Committed(LedgerPosition),
-    /// Not written: the append may not be placed after the head; serve the call again from
+    /// Not written: the record may not be placed after another head; serve the call again from
     /// this head.
     Stale(LedgerPosition),
     /// Not acknowledged: the store failed (whether it landed shows in the ledger).
     Failed(String),
 }
 
-/// The queue of `T`s (what a leader needs to place one append) and who leads it.
+/// The queue of `T`s (what a leader needs to seal one record) and who leads it.
 #[derive(Debug)]
 pub struct Group<T> {
     queue: Mutex<Queue<T>>,
@@ -119,7 +119,7 @@ impl<T> Lead<'_, T> {
         for ticket in self.tickets.drain(..) {
             q.outcomes.insert(
                 ticket,
-                Outcome::Failed("the group commit gave this append no outcome".into()),
+                Outcome::Failed("the group commit gave this record no outcome".into()),
             );
         }
         q.leading = false;

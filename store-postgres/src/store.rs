@@ -1,14 +1,11 @@
 //! [`PgStore`]: the core's [`Store`] over a PostgreSQL database shared by many instances.
 //!
-//! - every append joins this instance's group commit ([`crate::group`]): one leader at a time
-//!   places the queued appends after the head ([`bernstein_ledger::sequence::place`]: where
-//!   each was decided, or moved there when it is a read or names what it read and that stands,
-//!   else refused with [`AppendResult::Conflict`]) and inserts every placed record in one
-//!   database transaction. When another instance got there first the primary key (or the hash
-//!   chain's foreign key) refuses the insert, nothing is written, and the leader places the
-//!   batch again after the new head. The records are checked against the folded snapshot
-//!   first, exactly like the file store, and `Committed` is returned only after PostgreSQL
-//!   acknowledged the COMMIT (durable: `synchronous_commit` is left on).
+//! - compare-and-append is one database transaction that inserts the request's records at
+//!   `expected.seq + 1 ..`; when another writer got there first the primary key (or the hash
+//!   chain's foreign key) refuses it, nothing is written and the caller gets
+//!   [`AppendResult::Conflict`] with the fresh head. The records are checked against the
+//!   folded snapshot first, exactly like the file store, and `Committed` is returned only after
+//!   PostgreSQL acknowledged the COMMIT (durable: `synchronous_commit` is left on).
 //! - snapshots are folded incrementally per instance from the last seq seen: one indexed query
 //!   for the rows after it, so a request costs the same at any ledger size. Every snapshot asks
 //!   the database (a client that wrote through instance A and reads through B sees its write).
@@ -17,6 +14,10 @@
 //!   between writes (`bernstein_store_file::checkpointer`).
 //! - the commit sends `NOTIFY bernstein_ledger` in the same transaction, which [`Listener`]
 //!   turns into wake-ups for blocking waits.
+//! - the audit record of a read (a call that succeeded and wrote nothing) is not
+//!   compare-and-appended: it joins this instance's group commit ([`crate::group`]), sealed
+//!   again after whatever head the leader reads, so reads never refuse each other across
+//!   instances.
 //!
 //! It must never acknowledge an append before COMMIT returned, never merge, and never hand out
 //! a snapshot built from records it did not verify.
@@ -24,11 +25,12 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use bernstein_ledger::rebase::{self, lone_call_audit};
+use bernstein_ledger::rebase::{self, lone_call_audit, reseal};
 use bernstein_ledger::sequence;
 use bernstein_ledger::verify::check_extends;
 use bernstein_ledger::{
-    Append, AppendResult, Fold, LedgerPosition, Record, Snapshot, Store, StoreError, StoreFacts,
+    Append, AppendResult, Draft, Fold, LedgerPosition, Record, Snapshot, Store, StoreError,
+    StoreFacts,
 };
 
 use bernstein_os::scrub::Finding;
@@ -79,10 +81,12 @@ pub struct PgStore<F: Checkpointed> {
     key: Vec<u8>,
     options: PgOptions,
     state: Mutex<State<F>>,
-    /// This instance's appends, placed in batches, one database transaction each (see
-    /// [`crate::group`]): concurrent requests of one instance queue here instead of racing
-    /// each other into the database. Instances still race each other, safely.
-    group: Group<Append>,
+    /// Serializes this instance's appends: concurrent requests of one instance queue here
+    /// instead of racing each other into the database (where all but one would be refused
+    /// after waiting for the winner's commit). Instances still race each other, safely.
+    writer: Mutex<()>,
+    /// The queue of call audits waiting for one transaction (see [`crate::group`]).
+    group: Group<(Draft, u64)>,
     listener: Option<Listener>,
     /// Writes the checkpoints that fall due, off the request path, on a connection of its own.
     checkpointer: Checkpointer<Arc<Snapshot<F>>>,
@@ -176,6 +180,7 @@ impl<F: Checkpointed> PgStore<F> {
                 snapshot: initial.unwrap_or_else(|| Arc::new(Snapshot::genesis())),
                 since_checkpoint: 0,
             }),
+            writer: Mutex::new(()),
             group: Group::default(),
             listener,
             checkpointer,
@@ -299,22 +304,26 @@ impl<F: Checkpointed> PgStore<F> {
         }
     }
 
-    /// Commits `append` through this instance's group commit ([`crate::group`]): durable on
-    /// `Committed`, at the position it was placed at.
-    fn commit(&self, append: Append) -> Result<AppendResult, StoreError> {
-        match self.group.submit(append, |batch| self.commit_batch(batch)) {
+    /// Commits a call's lone audit record through the group commit: durable on `Committed`,
+    /// at the position it was sealed at (after the head the leader read).
+    fn commit_call_audit(&self, draft: Draft, served_at: u64) -> Result<AppendResult, StoreError> {
+        match self
+            .group
+            .submit((draft, served_at), |batch| self.commit_batch(batch))
+        {
             Outcome::Committed(at) => Ok(AppendResult::Committed(at)),
             Outcome::Stale(current) => Ok(AppendResult::Conflict { current }),
             Outcome::Failed(why) => Err(StoreError::Unavailable(why)),
         }
     }
 
-    /// The group commit's leader: places `batch` after the head ([`sequence::place`]) and
-    /// inserts every placed transaction in one database transaction, placing them again after
-    /// the new head when another instance took it first.
-    fn commit_batch(&self, batch: Vec<(u64, Append)>) -> Vec<(u64, Outcome)> {
+    /// The group commit's leader: seals `batch` after the head, one transaction per record, and
+    /// inserts them all in one database transaction, reading the head again when another
+    /// instance took it first.
+    fn commit_batch(&self, batch: Vec<(u64, (Draft, u64))>) -> Vec<(u64, Outcome)> {
+        let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let fail = |why: String| -> Vec<(u64, Outcome)> {
-            let each = |(t, _): &(u64, Append)| (*t, Outcome::Failed(why.clone()));
+            let each = |(t, _): &(u64, (Draft, u64))| (*t, Outcome::Failed(why.clone()));
             batch.iter().map(each).collect()
         };
         let mut lease = match self.pool.get() {
@@ -322,7 +331,7 @@ impl<F: Checkpointed> PgStore<F> {
             Err(e) => return fail(e.to_string()),
         };
         for race in 0..MAX_RACES {
-            match self.lead(&mut lease, &batch, race == 0) {
+            match self.lead(&mut lease, &batch) {
                 Ok(Some(outcomes)) => return outcomes,
                 Ok(None) => pause_after_losing(race),
                 Err(why) => {
@@ -332,53 +341,41 @@ impl<F: Checkpointed> PgStore<F> {
             }
         }
         fail(format!(
-            "the ledger head moved {MAX_RACES} times while committing {} appends",
+            "the ledger head moved {MAX_RACES} times while committing {} call audit records",
             batch.len()
         ))
     }
 
-    /// One try of the leader: `None` when another instance took the head first. A `first` try
-    /// of a batch decided on the state this instance folded last, while no later commit was
-    /// announced, places it there without reading the table (the insert is refused if another
-    /// instance wrote meanwhile).
+    /// One try of the leader: `None` when another instance took the head first.
     fn lead(
         &self,
         lease: &mut Lease<'_>,
-        batch: &[(u64, Append)],
-        first: bool,
+        batch: &[(u64, (Draft, u64))],
     ) -> Result<Option<Vec<(u64, Outcome)>>, String> {
-        let folded = self.state().snapshot.clone();
-        let heard_later = self
-            .heard_past(folded.position.seq, Duration::ZERO)
-            .is_some();
-        let decided_here = batch.iter().any(|(_, a)| a.expected == folded.position);
-        let snapshot = if first && decided_here && !heard_later {
-            folded
-        } else {
-            self.catch_up_on(lease).map_err(|e| e.to_string())?
-        };
-        let heads = |s: &str| snapshot.stream_head(s);
-        let placed = sequence::place(
-            batch.iter().map(|(_, a)| a),
-            snapshot.position,
-            heads,
-            &self.key,
-        );
+        let snapshot = self.catch_up_on(lease).map_err(|e| e.to_string())?;
         let mut outcomes = Vec::with_capacity(batch.len());
-        let mut records: Vec<Record> = Vec::new();
-        for ((ticket, _), placed) in batch.iter().zip(&placed) {
-            match placed {
-                Some(p) if !p.records.is_empty() => {
-                    records.extend(p.records.iter().cloned());
-                    outcomes.push((*ticket, Outcome::Committed(p.new_position())));
+        let mut sealed: Vec<(u64, Record)> = Vec::with_capacity(batch.len());
+        let mut at = snapshot.position;
+        for (ticket, (draft, served_at)) in batch {
+            let head = |stream: &str| {
+                let mine = sealed.iter().rev().find(|(_, r)| r.stream == stream);
+                mine.map_or_else(|| snapshot.stream_head(stream), |(_, r)| r.hash)
+            };
+            match reseal(draft.clone(), *served_at, &at, head, &self.key) {
+                Some(rec) => {
+                    at = LedgerPosition {
+                        seq: rec.seq,
+                        head: rec.hash,
+                    };
+                    sealed.push((*ticket, rec));
                 }
-                Some(p) => outcomes.push((*ticket, Outcome::Committed(p.expected))),
                 None => outcomes.push((*ticket, Outcome::Stale(snapshot.position))),
             }
         }
-        if records.is_empty() {
+        if sealed.is_empty() {
             return Ok(Some(outcomes));
         }
+        let records: Vec<Record> = sealed.iter().map(|(_, r)| r.clone()).collect();
         let cols = self
             .checked_columns(&snapshot, &records)
             .map_err(|e| e.to_string())?;
@@ -394,6 +391,13 @@ impl<F: Checkpointed> PgStore<F> {
             }
         }
         self.fold_own(&snapshot.position, &records);
+        outcomes.extend(sealed.into_iter().map(|(t, r)| {
+            let at = LedgerPosition {
+                seq: r.seq,
+                head: r.hash,
+            };
+            (t, Outcome::Committed(at))
+        }));
         Ok(Some(outcomes))
     }
 
@@ -578,8 +582,24 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
 
     fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
         self.check_served()?;
+        if let Some(draft) = lone_call_audit(append, &self.key) {
+            return self.commit_call_audit(draft, append.expected.seq);
+        }
+        let _writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut snapshot = self.state().snapshot.clone();
+        if snapshot.position != append.expected {
+            // This instance already folded past it (another request of it, or a fold) and what
+            // it read moved, or it named nothing: stale for sure, without asking the database.
+            let stale = snapshot.position.seq > append.expected.seq
+                && !rebase::reads_stand(append, |s| snapshot.stream_head(s));
+            if stale {
+                return Ok(AppendResult::Conflict {
+                    current: snapshot.position,
+                });
+            }
+            snapshot = self.catch_up()?;
+        }
         if append.records.is_empty() {
-            let snapshot = self.catch_up()?;
             return Ok(if snapshot.position == append.expected {
                 AppendResult::Committed(append.expected)
             } else {
@@ -588,18 +608,47 @@ impl<F: Checkpointed> Store<F> for PgStore<F> {
                 }
             });
         }
-        if lone_call_audit(append, &self.key).is_none() {
-            // This instance already folded past it (another request of it, or a fold) and what
-            // it read moved, or it named nothing: stale for sure, without asking the database.
-            let snapshot = self.state().snapshot.clone();
-            let stale = snapshot.position.seq > append.expected.seq
-                && !rebase::reads_stand(append, |s| snapshot.stream_head(s));
-            if stale {
-                return Ok(AppendResult::Conflict {
-                    current: snapshot.position,
-                });
+        for race in 0..MAX_RACES {
+            // After another writer, only an append that named what it read may move, and only
+            // while that stands (`sequence`, `rebase`); it then races for the head here, not
+            // re-run.
+            let heads = |s: &str| snapshot.stream_head(s);
+            let at = snapshot.position;
+            let Some(placed) = sequence::place_one(append, at, heads, &self.key) else {
+                return Ok(AppendResult::Conflict { current: at });
+            };
+            let cols = self.checked_columns(&snapshot, &placed.records)?;
+            let mut lease = self.pool.get()?;
+            match cols.insert_committed(&mut lease) {
+                Ok(()) => {
+                    drop(lease);
+                    // Durable now. Fold our own records (checked above) unless another thread
+                    // moved on.
+                    self.fold_own(&placed.expected, &placed.records);
+                    return Ok(AppendResult::Committed(placed.new_position()));
+                }
+                Err(e) if is_conflict(&e) => {
+                    drop(lease);
+                    snapshot = self.catch_up()?;
+                    if !rebase::reads_stand(append, |s| snapshot.stream_head(s)) {
+                        return Ok(AppendResult::Conflict {
+                            current: snapshot.position,
+                        });
+                    }
+                    pause_after_losing(race);
+                }
+                Err(e) => {
+                    // The outcome of a COMMIT whose answer was lost is unknown: nothing is
+                    // acknowledged, and the next snapshot shows whether it landed.
+                    lease.discard();
+                    return Err(StoreError::Unavailable(format!(
+                        "PostgreSQL: the append was not acknowledged: {}",
+                        describe(&e)
+                    )));
+                }
             }
         }
-        self.commit(append.clone())
+        let current = self.catch_up()?.position;
+        Ok(AppendResult::Conflict { current })
     }
 }

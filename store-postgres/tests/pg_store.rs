@@ -275,7 +275,7 @@ fn a_write_that_names_what_it_read_is_placed_after_other_instances_commits_until
 }
 
 #[test]
-fn reads_and_writes_of_one_instance_share_its_batches_and_only_a_moved_read_is_refused() {
+fn concurrent_reads_and_writes_of_one_instance_land_and_only_a_write_whose_read_moved_is_refused() {
     let Some(url) = migrated_db("mixed_batches") else {
         return;
     };
