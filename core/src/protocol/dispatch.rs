@@ -120,253 +120,14 @@ pub fn serve<F: Fold>(
     };
     let known = Method::parse(method);
     // The request routed: its era (and envelope), its lifecycle, its method and handler.
-    let routed = 'routed: {
-        let (name, method, id) = (method, known, &id);
-        let has_envelope = Meta::of(params).get(META_PROTOCOL_VERSION).is_some();
-        // `initialize` always belongs to the handshake era unless its envelope says otherwise.
-        let revision = if method == Some(Method::Initialize) && !has_envelope {
-            Revision::LATEST_HANDSHAKE
-        } else {
-            match era::select(method, params, input.transport) {
-                Ok(r) => r,
-                Err(e) => break 'routed Routed::of(Err(e)),
-            }
-        };
-        // The era is chosen (and its envelope checked) before the method is: an unknown method
-        // under a malformed envelope is the envelope's error.
-        let Some(method) = method else {
-            break 'routed Routed::of(Err(RpcError::method_not_found(name, "")));
-        };
-        if method == Method::Initialize && !revision.is_modern() {
-            break 'routed match initialize(server, params, input.transport.kind) {
-                Ok((result, negotiated)) => Routed {
-                    negotiated: Some(negotiated),
-                    declared_caps: Some(ClientCaps::of_declared(
-                        params.and_then(|p| p.get("capabilities")),
-                    )),
-                    ..Routed::of(Ok(result))
-                },
-                Err(e) => Routed::of(Err(e)),
-            };
-        }
-        // The level of the messages the request may carry: none unless asked
-        // (`protocol::logging`).
-        let level = match logging::asked(revision, params, input.transport) {
-            Ok(level) => level,
-            Err(e) => break 'routed Routed::of(Err(e)),
-        };
-        let finish = |r: Result<Value, RpcError>| {
-            Routed::of(r.map(|v| decorate(server, revision, method, v)))
-        };
-        // The client's answers to what an earlier round asked: checked before any handler runs.
-        let round = RoundOf {
-            method,
-            params,
-            revision,
-            principal: input.transport.principal.as_ref(),
-            now: input.now,
-            client: input.client,
-        };
-        let handshake_result = method == Method::TasksResult && !revision.is_modern();
-        let inputs = match method {
-            Method::ToolsCall | Method::PromptsGet => {
-                match round::read(&server.config.request_state_key, &round) {
-                    Ok(inputs) => inputs,
-                    Err(e) => break 'routed Routed::of(Err(e)),
-                }
-            }
-            // A handshake-era `tasks/result` may put its task's questions to the client.
-            Method::TasksResult if handshake_result => {
-                match round::read(&server.config.request_state_key, &round) {
-                    Ok(inputs) => inputs,
-                    Err(e) => break 'routed Routed::of(Err(e)),
-                }
-            }
-            _ => Inputs::default(),
-        };
-        let call = CallInput {
-            params,
-            revision,
-            ids,
-            snapshot,
-            now: input.now,
-            host,
-            phase,
-            principal: input.transport.principal.as_ref(),
-            input: &inputs,
-            task: None,
-        };
-        match method {
-            Method::ToolsCall => {
-                let mut reply = if tasks::augmented(revision, params) {
-                    tasks::call_as_task(server, &call)
-                } else if let Some(reply) = tool_tasks::call(server, &call) {
-                    reply
-                } else {
-                    call_tool(server, &call)
-                };
-                if reply.host.is_some() {
-                    break 'routed Routed {
-                        host: reply.host,
-                        ..Routed::of(Ok(Value::Null))
-                    };
-                }
-                if let Some(needed) = reply.input.take() {
-                    break 'routed Routed::asked(round::ask(server, &round, needed));
-                }
-                if let Some(max_wait_ms) = reply.wait_ms {
-                    // Nothing to answer yet, but what the round saw goes out now: its log
-                    // messages, and the run's current tick (once).
-                    let mut notifications = logging::notifications(level, &reply.logs);
-                    let records = match progress::waiting_tick(server, &call, &reply) {
-                        Some((note, records)) => {
-                            notifications.push(note);
-                            records
-                        }
-                        None => Vec::new(),
-                    };
-                    break 'routed Routed {
-                        pending: Some(Wait {
-                            after: snapshot.position,
-                            max_wait_ms: Some(max_wait_ms),
-                            watch: reply
-                                .watch
-                                .clone()
-                                .or_else(|| reply.run_id.as_deref().map(run_stream))
-                                .map(|stream| Watch {
-                                    head: snapshot.stream_head(&stream),
-                                    stream,
-                                }),
-                        }),
-                        withheld: true,
-                        notifications,
-                        records,
-                        ..Routed::of(Ok(Value::Null))
-                    };
-                }
-                let mut notifications = logging::notifications(level, &reply.logs);
-                notifications.extend(progress::tool_steps(params, &reply.progress));
-                notifications.extend(progress::tick(server, &call, &mut reply));
-                Routed {
-                    result: reply.result,
-                    meter: reply.meter,
-                    records: reply.records,
-                    read_heads: reply.read_heads,
-                    notifications,
-                    ..Routed::of(Ok(Value::Null))
-                }
-            }
-            m if tasks::serves(m, revision) => {
-                // Tasks methods never ask the host.
-                let call = CallInput { host: None, ..call };
-                // The engine's own tasks first (and the extension's gate), then the catalogue's.
-                let reply = tool_tasks::serve(server, m, &call)
-                    .unwrap_or_else(|| tasks::serve(server, m, &call));
-                if let Some(needed) = reply.ask {
-                    break 'routed Routed::asked(round::ask(server, &round, needed));
-                }
-                Routed {
-                    meter: reply.meter,
-                    records: reply.records,
-                    pending: reply.pending,
-                    ..Routed::of(reply.result)
-                }
-            }
-            Method::ToolsList => match ListParams::read(params) {
-                Ok(_) if input.transport.principal.is_some() => {
-                    let scopes = input.transport.principal.as_ref().map(|p| p.scopes);
-                    finish(list_tools_for(server, revision, params, scopes))
-                }
-                Ok(_) => Routed {
-                    rendered: Some(tools_list_bytes(server, revision)),
-                    ..Routed::of(Ok(Value::Null))
-                },
-                Err(e) => Routed::of(Err(e)),
-            },
-            Method::PromptsList => finish(list_prompts(server, revision, params)),
-            Method::PromptsGet => match get_prompt(server, params, &inputs) {
-                Ok(PromptGot::Result(result)) => finish(Ok(result)),
-                Ok(PromptGot::NeedInput(needed)) => {
-                    Routed::asked(round::ask(server, &round, needed))
-                }
-                Err(e) => Routed::of(Err(e)),
-            },
-            Method::ResourcesList => finish(list_resources(server, revision, params)),
-            Method::ResourcesRead => {
-                let reply = read_resource(server, &call);
-                Routed {
-                    records: reply.records,
-                    ..finish(reply.result)
-                }
-            }
-            Method::ResourcesTemplatesList => {
-                finish(list_resource_templates(server, revision, params))
-            }
-            // A batch is answered as a whole, with nothing held for the connection afterwards.
-            Method::ResourcesSubscribe | Method::ResourcesUnsubscribe if host.is_none() => {
-                Routed::of(Err(RpcError::invalid_request(format!(
-                    "{method} cannot be part of a batch: send it as a message of its own"
-                ))))
-            }
-            Method::ResourcesSubscribe | Method::ResourcesUnsubscribe if !revision.is_modern() => {
-                let order = if method == Method::ResourcesSubscribe {
-                    subscriptions::subscribe(server, revision, params, snapshot, input.now)
-                } else {
-                    subscriptions::unsubscribe(params)
-                };
-                match order {
-                    Ok(order) => Routed {
-                        subscription: Some(order),
-                        ..finish(Ok(Value::Object(Default::default())))
-                    },
-                    Err(e) => Routed::of(Err(e)),
-                }
-            }
-            Method::SubscriptionsListen if revision.is_modern() => {
-                match subscriptions::listen(server, params, &id.to_value(), snapshot, input.now) {
-                    // No response: the stream stays open until it is cancelled, closed or the
-                    // server shuts down; the engine sends the acknowledgement once it holds it.
-                    Ok(order) => Routed {
-                        subscription: Some(order),
-                        withheld: true,
-                        ..Routed::of(Ok(Value::Null))
-                    },
-                    Err(e) => Routed::of(Err(e)),
-                }
-            }
-            Method::CompletionComplete if server.catalog.has_completions() => {
-                finish(complete(server, &call))
-            }
-            // Served whatever revision the envelope names: it is how a client learns them.
-            Method::ServerDiscover => Routed::of(Ok(decorate(
-                server,
-                Revision::MODERN,
-                method,
-                discover(server),
-            ))),
-            Method::Ping if !revision.is_modern() => {
-                Routed::of(Ok(Value::Object(Default::default())))
-            }
-            Method::LoggingSetLevel if !revision.is_modern() => match logging::set_level(params) {
-                Ok((result, level)) => Routed {
-                    log_level: Some(level),
-                    ..Routed::of(Ok(result))
-                },
-                Err(e) => Routed::of(Err(e)),
-            },
-            Method::LoggingSetLevel => Routed::of(Err(RpcError::method_not_found(
-                method.as_str(),
-                " (not a method of stateless revision 2026-07-28: a request asks for its log level in \
-                 params._meta[\"io.modelcontextprotocol/logLevel\"])",
-            ))),
-            Method::Initialize | Method::Ping => Routed::of(Err(RpcError::method_not_found(
-                method.as_str(),
-                " (not a method of stateless revision 2026-07-28: call server/discover, or send requests directly \
-                 with params._meta)",
-            ))),
-            _ => Routed::of(Err(RpcError::method_not_found(method.as_str(), ""))),
-        }
-    };
+    let routed = route(
+        server,
+        input,
+        (method, known, &id),
+        params,
+        ids,
+        (host, phase),
+    );
     let calls = tally::audited_calls(server, &routed.records);
     let append = |read_heads| {
         (!routed.records.is_empty()).then_some(Append {
@@ -415,6 +176,256 @@ pub fn serve<F: Fold>(
             calls,
         },
         subscription: routed.subscription,
+    }
+}
+
+/// A request routed: its era (and envelope), its lifecycle, its method and handler, on
+/// `input`'s snapshot; `host` and `phase` as [`serve`] has them.
+fn route<F: Fold>(
+    server: &Server<F>,
+    input: &MessageInput<'_, F>,
+    (name, method, id): (&str, Option<Method>, &Id),
+    params: Option<&Value>,
+    ids: &RequestIds,
+    (host, phase): (Option<&[HostReply]>, Phase),
+) -> Routed {
+    let snapshot = input.snapshot;
+    let has_envelope = Meta::of(params).get(META_PROTOCOL_VERSION).is_some();
+    // `initialize` always belongs to the handshake era unless its envelope says otherwise.
+    let revision = if method == Some(Method::Initialize) && !has_envelope {
+        Revision::LATEST_HANDSHAKE
+    } else {
+        match era::select(method, params, input.transport) {
+            Ok(r) => r,
+            Err(e) => return Routed::of(Err(e)),
+        }
+    };
+    // The era is chosen (and its envelope checked) before the method is: an unknown method
+    // under a malformed envelope is the envelope's error.
+    let Some(method) = method else {
+        return Routed::of(Err(RpcError::method_not_found(name, "")));
+    };
+    if method == Method::Initialize && !revision.is_modern() {
+        return match initialize(server, params, input.transport.kind) {
+            Ok((result, negotiated)) => Routed {
+                negotiated: Some(negotiated),
+                declared_caps: Some(ClientCaps::of_declared(
+                    params.and_then(|p| p.get("capabilities")),
+                )),
+                ..Routed::of(Ok(result))
+            },
+            Err(e) => Routed::of(Err(e)),
+        };
+    }
+    // The level of the messages the request may carry: none unless asked
+    // (`protocol::logging`).
+    let level = match logging::asked(revision, params, input.transport) {
+        Ok(level) => level,
+        Err(e) => return Routed::of(Err(e)),
+    };
+    let finish =
+        |r: Result<Value, RpcError>| Routed::of(r.map(|v| decorate(server, revision, method, v)));
+    // The client's answers to what an earlier round asked: checked before any handler runs.
+    let round = RoundOf {
+        method,
+        params,
+        revision,
+        principal: input.transport.principal.as_ref(),
+        now: input.now,
+        client: input.client,
+    };
+    let handshake_result = method == Method::TasksResult && !revision.is_modern();
+    let inputs = match method {
+        Method::ToolsCall | Method::PromptsGet => {
+            match round::read(&server.config.request_state_key, &round) {
+                Ok(inputs) => inputs,
+                Err(e) => return Routed::of(Err(e)),
+            }
+        }
+        // A handshake-era `tasks/result` may put its task's questions to the client.
+        Method::TasksResult if handshake_result => {
+            match round::read(&server.config.request_state_key, &round) {
+                Ok(inputs) => inputs,
+                Err(e) => return Routed::of(Err(e)),
+            }
+        }
+        _ => Inputs::default(),
+    };
+    let call = CallInput {
+        params,
+        revision,
+        ids,
+        snapshot,
+        now: input.now,
+        host,
+        phase,
+        principal: input.transport.principal.as_ref(),
+        input: &inputs,
+        task: None,
+    };
+    match method {
+        Method::ToolsCall => {
+            let mut reply = if tasks::augmented(revision, params) {
+                tasks::call_as_task(server, &call)
+            } else if let Some(reply) = tool_tasks::call(server, &call) {
+                reply
+            } else {
+                call_tool(server, &call)
+            };
+            if reply.host.is_some() {
+                return Routed {
+                    host: reply.host,
+                    ..Routed::of(Ok(Value::Null))
+                };
+            }
+            if let Some(needed) = reply.input.take() {
+                return Routed::asked(round::ask(server, &round, needed));
+            }
+            if let Some(max_wait_ms) = reply.wait_ms {
+                // Nothing to answer yet, but what the round saw goes out now: its log
+                // messages, and the run's current tick (once).
+                let mut notifications = logging::notifications(level, &reply.logs);
+                let records = match progress::waiting_tick(server, &call, &reply) {
+                    Some((note, records)) => {
+                        notifications.push(note);
+                        records
+                    }
+                    None => Vec::new(),
+                };
+                return Routed {
+                    pending: Some(Wait {
+                        after: snapshot.position,
+                        max_wait_ms: Some(max_wait_ms),
+                        watch: reply
+                            .watch
+                            .clone()
+                            .or_else(|| reply.run_id.as_deref().map(run_stream))
+                            .map(|stream| Watch {
+                                head: snapshot.stream_head(&stream),
+                                stream,
+                            }),
+                    }),
+                    withheld: true,
+                    notifications,
+                    records,
+                    ..Routed::of(Ok(Value::Null))
+                };
+            }
+            let mut notifications = logging::notifications(level, &reply.logs);
+            notifications.extend(progress::tool_steps(params, &reply.progress));
+            notifications.extend(progress::tick(server, &call, &mut reply));
+            Routed {
+                result: reply.result,
+                meter: reply.meter,
+                records: reply.records,
+                read_heads: reply.read_heads,
+                notifications,
+                ..Routed::of(Ok(Value::Null))
+            }
+        }
+        m if tasks::serves(m, revision) => {
+            // Tasks methods never ask the host.
+            let call = CallInput { host: None, ..call };
+            // The engine's own tasks first (and the extension's gate), then the catalogue's.
+            let reply = tool_tasks::serve(server, m, &call)
+                .unwrap_or_else(|| tasks::serve(server, m, &call));
+            if let Some(needed) = reply.ask {
+                return Routed::asked(round::ask(server, &round, needed));
+            }
+            Routed {
+                meter: reply.meter,
+                records: reply.records,
+                pending: reply.pending,
+                ..Routed::of(reply.result)
+            }
+        }
+        Method::ToolsList => match ListParams::read(params) {
+            Ok(_) if input.transport.principal.is_some() => {
+                let scopes = input.transport.principal.as_ref().map(|p| p.scopes);
+                finish(list_tools_for(server, revision, params, scopes))
+            }
+            Ok(_) => Routed {
+                rendered: Some(tools_list_bytes(server, revision)),
+                ..Routed::of(Ok(Value::Null))
+            },
+            Err(e) => Routed::of(Err(e)),
+        },
+        Method::PromptsList => finish(list_prompts(server, revision, params)),
+        Method::PromptsGet => match get_prompt(server, params, &inputs) {
+            Ok(PromptGot::Result(result)) => finish(Ok(result)),
+            Ok(PromptGot::NeedInput(needed)) => Routed::asked(round::ask(server, &round, needed)),
+            Err(e) => Routed::of(Err(e)),
+        },
+        Method::ResourcesList => finish(list_resources(server, revision, params)),
+        Method::ResourcesRead => {
+            let reply = read_resource(server, &call);
+            Routed {
+                records: reply.records,
+                ..finish(reply.result)
+            }
+        }
+        Method::ResourcesTemplatesList => finish(list_resource_templates(server, revision, params)),
+        // A batch is answered as a whole, with nothing held for the connection afterwards.
+        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe if host.is_none() => {
+            Routed::of(Err(RpcError::invalid_request(format!(
+                "{method} cannot be part of a batch: send it as a message of its own"
+            ))))
+        }
+        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe if !revision.is_modern() => {
+            let order = if method == Method::ResourcesSubscribe {
+                subscriptions::subscribe(server, revision, params, snapshot, input.now)
+            } else {
+                subscriptions::unsubscribe(params)
+            };
+            match order {
+                Ok(order) => Routed {
+                    subscription: Some(order),
+                    ..finish(Ok(Value::Object(Default::default())))
+                },
+                Err(e) => Routed::of(Err(e)),
+            }
+        }
+        Method::SubscriptionsListen if revision.is_modern() => {
+            match subscriptions::listen(server, params, &id.to_value(), snapshot, input.now) {
+                // No response: the stream stays open until it is cancelled, closed or the
+                // server shuts down; the engine sends the acknowledgement once it holds it.
+                Ok(order) => Routed {
+                    subscription: Some(order),
+                    withheld: true,
+                    ..Routed::of(Ok(Value::Null))
+                },
+                Err(e) => Routed::of(Err(e)),
+            }
+        }
+        Method::CompletionComplete if server.catalog.has_completions() => {
+            finish(complete(server, &call))
+        }
+        // Served whatever revision the envelope names: it is how a client learns them.
+        Method::ServerDiscover => Routed::of(Ok(decorate(
+            server,
+            Revision::MODERN,
+            method,
+            discover(server),
+        ))),
+        Method::Ping if !revision.is_modern() => Routed::of(Ok(Value::Object(Default::default()))),
+        Method::LoggingSetLevel if !revision.is_modern() => match logging::set_level(params) {
+            Ok((result, level)) => Routed {
+                log_level: Some(level),
+                ..Routed::of(Ok(result))
+            },
+            Err(e) => Routed::of(Err(e)),
+        },
+        Method::LoggingSetLevel => Routed::of(Err(RpcError::method_not_found(
+            method.as_str(),
+            " (not a method of stateless revision 2026-07-28: a request asks for its log level in \
+             params._meta[\"io.modelcontextprotocol/logLevel\"])",
+        ))),
+        Method::Initialize | Method::Ping => Routed::of(Err(RpcError::method_not_found(
+            method.as_str(),
+            " (not a method of stateless revision 2026-07-28: call server/discover, or send requests directly \
+             with params._meta)",
+        ))),
+        _ => Routed::of(Err(RpcError::method_not_found(method.as_str(), ""))),
     }
 }
 
