@@ -34,8 +34,9 @@ use crate::stats::fmt;
 
 const CONNECTIONS: [usize; 3] = [1, 16, 64];
 /// The rows, in order; the peers are binaries of `bench/peers/` of the same names.
-const SERVERS: [&str; 5] = [
+const SERVERS: [&str; 6] = [
     "rust std",
+    "rust std, 2 engines",
     "rust smol",
     "rmcp-peer",
     "loopback-limit",
@@ -117,8 +118,9 @@ pub fn side_by_side(bin: &Path, full: bool) {
     let mut rows: Vec<(&'static str, usize, Result<Figures, String>)> = Vec::new();
     for label in SERVERS {
         let target = match label {
-            "rust std" => ours(bin, "std"),
-            "rust smol" => ours(bin, "smol"),
+            "rust std" => ours(bin, "std", 1),
+            "rust std, 2 engines" => ours(bin, "std", 2),
+            "rust smol" => ours(bin, "smol", 1),
             "python" => python(),
             peer_name => peer(&exe_dir, peer_name),
         };
@@ -219,9 +221,11 @@ fn ratio(r: f64) -> String {
     }
 }
 
-fn ours(bin: &Path, runtime: &str) -> Result<Target, String> {
-    let dir = crate::scratch_dir(&format!("wrk-{runtime}"));
-    let served = http_load::spawn(http_load::http_command(bin, &dir, runtime), None, None)?;
+fn ours(bin: &Path, runtime: &str, engines: usize) -> Result<Target, String> {
+    let dir = crate::scratch_dir(&format!("wrk-{runtime}-{engines}"));
+    let mut command = http_load::http_command(bin, &dir, runtime);
+    command.args(["--engines", &engines.to_string()]);
+    let served = http_load::spawn(command, None, None)?;
     Ok(Target {
         served,
         helper: None,

@@ -233,6 +233,26 @@ pub fn allowed_hosts(flag: Option<&str>) -> Result<Vec<String>, String> {
         .unwrap_or_default())
 }
 
+/// Most engines `--engines` or `BERNSTEIN_MCP_ENGINES` may ask for.
+pub const MAX_ENGINES: usize = 256;
+
+/// How many engines (each on its own event loop) serve HTTP: the `--engines` flag, then
+/// `BERNSTEIN_MCP_ENGINES`, else one; from 1 to [`MAX_ENGINES`].
+pub fn engines(flag: Option<usize>) -> Result<usize, String> {
+    let (n, from) = match flag {
+        Some(n) => (n.to_string(), "--engines"),
+        None => match env_value("BERNSTEIN_MCP_ENGINES")? {
+            Some(v) => (v, "BERNSTEIN_MCP_ENGINES"),
+            None => return Ok(1),
+        },
+    };
+    n.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_ENGINES).contains(n))
+        .ok_or_else(|| format!("{from}={n}: expected a whole number from 1 to {MAX_ENGINES}"))
+}
+
 /// The HTTP server's limits from the environment, each a positive whole number:
 /// `BERNSTEIN_MCP_SSE_KEEPALIVE_SECS` (default 15), `BERNSTEIN_MCP_SSE_IDLE_SECS` (300),
 /// `BERNSTEIN_MCP_SSE_MAX_STREAMS` (128), `BERNSTEIN_MCP_SSE_MAX_STREAMS_PER_PEER` (a quarter

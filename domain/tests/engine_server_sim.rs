@@ -240,9 +240,8 @@ fn a_peer_that_leaves_cancels_its_wait_and_the_audit_says_so() {
         before + 1,
         "the cancelled call's audit record"
     );
-    let outcomes: Vec<&String> = w
-        .engine
-        .counters()
+    let counters = w.engine.counters();
+    let outcomes: Vec<&String> = counters
         .calls
         .keys()
         .filter(|(tool, _, _)| *tool == "bernstein_run_status")

@@ -360,7 +360,9 @@ impl<F: Fold> Performer<F> {
             | Output::Operator { .. }
             | Output::FetchKeys { .. }
             | Output::Introspect(_)
-            | Output::Finished { .. }) => return Err(other),
+            | Output::Finished { .. }
+            | Output::Tell(_)
+            | Output::HandOff { .. }) => return Err(other),
         }))
     }
 
@@ -452,7 +454,7 @@ impl<F: Fold> Performer<F> {
         while let Some(output) = engine.poll_output() {
             let done = match output {
                 Output::Operator { conn, request } => {
-                    Ok(self.operator(conn, request, engine.counters()))
+                    Ok(self.operator(conn, request, &engine.counters()))
                 }
                 Output::FetchKeys { issuer, jwks_url } => Ok(self.fetch_keys(issuer, jwks_url)),
                 Output::Introspect(ask) => Ok(self.introspect(*ask)),

@@ -43,6 +43,15 @@ impl Histogram {
         self.sum += value;
     }
 
+    /// Adds `other`'s observations (over the same bounds) to these.
+    pub fn add(&mut self, other: &Histogram) {
+        debug_assert_eq!(self.bounds, other.bounds);
+        for (c, o) in self.counts.iter_mut().zip(&other.counts) {
+            *c += o;
+        }
+        self.sum += other.sum;
+    }
+
     /// How many observations were counted.
     pub fn count(&self) -> u64 {
         self.counts.iter().sum()

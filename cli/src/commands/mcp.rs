@@ -37,6 +37,10 @@ pub struct McpArgs {
     /// Port to bind with `--transport http`.
     #[arg(long, default_value_t = 8053)]
     port: u16,
+    /// Engines serving `--transport http`, each on its own event loop and core, sharing the
+    /// port, the store and the caps (else BERNSTEIN_MCP_ENGINES, else 1; `--runtime std` only).
+    #[arg(long, value_name = "N")]
+    engines: Option<usize>,
     /// Extra `Host` values to answer with `--transport http`, comma-separated: `host` (any port)
     /// or `host:port` (else BERNSTEIN_MCP_ALLOWED_HOSTS). The bind address, and on a loopback
     /// or wildcard bind localhost/127.0.0.1/[::1] on the bound port, are always allowed.
@@ -148,12 +152,19 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
             config.auth = settings::auth_mode(args.auth.as_deref())?;
             config.oauth = settings::oauth()?;
             let max_body = config.limits.max_message_bytes;
-            let opts = super::http_serve::options(
+            let mut opts = super::http_serve::options(
                 args.host,
                 args.port,
                 args.allowed_hosts.as_deref(),
                 max_body,
             )?;
+            opts.engines = settings::engines(args.engines)?;
+            if opts.engines > 1 && matches!(args.runtime, Runtime::Smol) {
+                return Err(format!(
+                    "--engines {}: the smol runtime serves with one engine; use --runtime std for several",
+                    opts.engines
+                ));
+            }
             let server = Arc::new(Server::new(config));
             super::http_serve::serve(args.runtime, server, backend, opts, tls)
         }

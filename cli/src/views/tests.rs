@@ -137,7 +137,7 @@ fn the_exposition_counts_what_the_engine_served() {
         messages.push(serde_json::to_vec(&msg).unwrap());
     }
     let (op, store, engine) = served(tmp.path(), &messages);
-    let r = op.metrics_response("span", engine.counters());
+    let r = op.metrics_response("span", &engine.counters());
     assert_eq!(r.header("Content-Type"), Some(CONTENT_TYPE));
     let text = String::from_utf8(r.body).unwrap();
     let s = samples(&text);
@@ -200,7 +200,7 @@ fn a_checkpoint_shows_its_age() {
         drop(served(tmp.path(), &[initialize(), msg.to_vec()]));
     }
     let (op, store, engine) = served(tmp.path(), &[]);
-    let text = String::from_utf8(op.metrics_response("s", engine.counters()).body).unwrap();
+    let text = String::from_utf8(op.metrics_response("s", &engine.counters()).body).unwrap();
     let age = samples(&text)["bernstein_checkpoint_age_seconds"];
     assert!((0.0..60.0).contains(&age), "{age}");
     let records = store.snapshot().unwrap().position.seq;

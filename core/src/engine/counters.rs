@@ -1,5 +1,5 @@
-//! What a server's engine counts for `GET /metrics`: plain values it updates as it serves (no
-//! locks, no atomics: the engine is one value on one thread). A message is counted once, when
+//! What a server's engine counts for `GET /metrics`: plain values it updates as it serves (kept
+//! in [`super::shared::Shared`], one lock per engine, so that `/metrics` adds up every engine's). A message is counted once, when
 //! its answer is final and durable (not per re-run, long-poll round or host round), from the
 //! facts the protocol returns with it ([`Tally`]: bounded labels only). The ledger's own
 //! figures (fsyncs, size, checkpoints) are the store's; the runtime reads them from it.
@@ -46,6 +46,28 @@ impl Counters {
             in_flight: 0,
             waits: 0,
         }
+    }
+
+    /// Adds another engine's counts to these (`GET /metrics` of a process with several
+    /// engines; the start time and the connections open are the caller's).
+    pub fn add(&mut self, other: &Counters) {
+        for (m, n) in &other.requests {
+            *self.requests.entry(m).or_default() += n;
+        }
+        for (k, n) in &other.calls {
+            *self.calls.entry(k.clone()).or_default() += n;
+        }
+        for (tool, h) in &other.call_seconds {
+            match self.call_seconds.get_mut(tool) {
+                Some(mine) => mine.add(h),
+                None => {
+                    self.call_seconds.insert(tool, h.clone());
+                }
+            }
+        }
+        self.waits_refused += other.waits_refused;
+        self.in_flight += other.in_flight;
+        self.waits += other.waits;
     }
 
     /// Counts what one message's final, durable answer answered and audited; `took` is the

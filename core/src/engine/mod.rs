@@ -28,6 +28,7 @@ pub mod log_budget;
 pub mod request;
 pub mod server;
 pub mod session_levels;
+pub mod shared;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
 pub mod span;
@@ -42,7 +43,8 @@ pub use counters::Counters;
 pub use job::{Job, Message, OwnedMessage, Round, Submitted};
 pub use request::{Finished, Request};
 pub use server::{
-    ConnId, Drain, Engine, EngineConfig, HttpConfig, Input, JobId, Output, Peer, ReqId, STDIO,
+    ConnId, Drain, Engine, EngineConfig, Handed, HttpConfig, Input, JobId, Output, Peer, ReqId,
+    STDIO,
 };
 pub use wait_slots::WaitSlots;
 

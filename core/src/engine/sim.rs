@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use super::request::{Input as RequestInput, Output as RequestOutput};
-use super::server::{ConnId, Engine, EngineConfig, Input, JobId, Output, Peer};
+use super::server::{ConnId, Engine, EngineConfig, Handed, Input, JobId, Output, Peer};
+use super::shared::{Notice, Shared, Sharing};
 use super::{DEFAULT_WAIT, Finished, Message, Moment, Request, Submitted};
 use crate::ledger::{Append, AppendResult, Fold, Snapshot, StoreError};
 use crate::protocol::host::{HostFailure, HostReply};
@@ -70,6 +71,10 @@ pub struct World<F: Fold> {
     /// The introspections the engine asked for ([`Output::Introspect`]), in order; the test
     /// answers with [`World::answer_introspection`].
     pub introspections: Vec<IntrospectRequest>,
+    /// What the engine told its process's other engines ([`Output::Tell`]), in order.
+    pub told: Vec<Notice>,
+    /// The connections it handed to engine 0 ([`Output::HandOff`]), in order.
+    pub handed: Vec<(ConnId, Box<Handed>)>,
 }
 
 impl<F: Fold> World<F> {
@@ -102,14 +107,29 @@ impl<F: Fold> World<F> {
             spans: Vec::new(),
             keys_asked: 0,
             introspections: Vec::new(),
+            told: Vec::new(),
+            handed: Vec::new(),
         }
     }
 
     /// A world whose engine serves HTTP at [`BOUND`] with `options`.
     pub fn http(server: Arc<Server<F>>, options: HttpOptions) -> World<F> {
+        World::http_sharing(server, options, Shared::alone())
+    }
+
+    /// [`World::http`] for one of several engines of a process (`sharing`; each world has its
+    /// own ledger: a test of what crosses engines moves it by hand).
+    pub fn http_sharing(
+        server: Arc<Server<F>>,
+        options: HttpOptions,
+        sharing: Sharing,
+    ) -> World<F> {
         let policy = HttpPolicy::new(&server.config, &options, BOUND, true)
             .expect("a loopback bind needs no token");
-        World::new(server, EngineConfig::http(policy, options, [9; 32]))
+        let seed = [9 + sharing.index as u8; 32];
+        let mut config = EngineConfig::http(policy, options, seed);
+        config.sharing = sharing;
+        World::new(server, config)
     }
 
     /// A world whose engine serves one stdio peer (connection 0, opened).
@@ -339,6 +359,8 @@ impl<F: Fold> World<F> {
                 }
                 Output::Log(line) => self.logs.push(line),
                 Output::Finished { job, result } => self.finished.push((job, result)),
+                Output::Tell(notice) => self.told.push(notice),
+                Output::HandOff { conn, handed } => self.handed.push((conn, handed)),
                 span @ (Output::Began { .. } | Output::Ended { .. }) => self.spans.push(span),
             }
         }

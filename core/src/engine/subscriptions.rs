@@ -10,6 +10,8 @@
 //! and in all, counted in resources.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::digest::Digest;
 use crate::ledger::{Fold, LedgerPosition, Snapshot};
@@ -86,10 +88,21 @@ pub struct Subscriptions<C> {
     seen_position: Option<LedgerPosition>,
     issued: u64,
     held: usize,
+    /// Resources subscribed to on every engine of the process (this one's included): what the
+    /// total cap counts.
+    everywhere: Arc<AtomicUsize>,
 }
 
 impl<C: Copy + Ord> Subscriptions<C> {
     pub fn new(limits: SubscriptionLimits) -> Subscriptions<C> {
+        Subscriptions::counted_in(limits, Arc::new(AtomicUsize::new(0)))
+    }
+
+    /// Subscriptions whose total cap counts those of other engines too (`everywhere`).
+    pub fn counted_in(
+        limits: SubscriptionLimits,
+        everywhere: Arc<AtomicUsize>,
+    ) -> Subscriptions<C> {
         Subscriptions {
             limits,
             subs: BTreeMap::new(),
@@ -100,6 +113,7 @@ impl<C: Copy + Ord> Subscriptions<C> {
             seen_position: None,
             issued: 0,
             held: 0,
+            everywhere,
         }
     }
 
@@ -129,7 +143,7 @@ impl<C: Copy + Ord> Subscriptions<C> {
         } = self.limits;
         if self.held_by(conn) + more > per_connection {
             Err(Full::Connection(per_connection))
-        } else if self.held + more > total {
+        } else if self.everywhere.load(Ordering::Acquire) + more > total {
             Err(Full::Server(total))
         } else {
             Ok(())
@@ -168,6 +182,7 @@ impl<C: Copy + Ord> Subscriptions<C> {
         };
         if sub.uris.insert(w.uri, entry).is_none() {
             self.held += 1;
+            self.everywhere.fetch_add(1, Ordering::AcqRel);
         }
     }
 
@@ -229,6 +244,7 @@ impl<C: Copy + Ord> Subscriptions<C> {
             return;
         };
         self.held -= 1;
+        self.everywhere.fetch_sub(1, Ordering::AcqRel);
         let key = (id, uri.to_string());
         match entry.stream {
             Some(stream) => {

@@ -1,8 +1,9 @@
 //! The HTTP transports on one event loop: streamable HTTP (`POST /mcp`), the legacy HTTP+SSE
 //! transport (`GET /sse`, `POST /messages?stream=…`) and the operator's routes on one port.
 //!
-//! One thread runs a `mio` poll over the listener and every connection and drives the server's
-//! [`Engine`]: it accepts, reads what arrives and hands it in (on an HTTPS server, what its
+//! One thread (one per engine, `HttpOptions::engines`) runs a `mio` poll over the listener and
+//! its connections and drives its [`Engine`]: it accepts (keeping a connection, or passing it
+//! to the loop that holds the fewest: `crossing.rs`), reads what arrives and hands it in (on an HTTPS server, what its
 //! connection's [`TlsSession`] decrypts of it), writes what the engine asks to
 //! send (what the kernel does not take at once waits with the socket; a write that makes no
 //! progress for the write timeout drops it), tells the engine how much a connection it waits
@@ -12,6 +13,7 @@
 //! timeouts, backpressure, waits, cancellation and every HTTP decision are the engine's: this
 //! module moves bytes and keeps time.
 
+mod crossing;
 mod sock;
 
 use std::collections::{BTreeSet, HashMap};
@@ -19,11 +21,15 @@ use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use bernstein_core::engine::log_budget::{Admit, LogBudget};
-use bernstein_core::engine::{ConnId, Drain, Engine, EngineConfig, Input, Moment, Output, Peer};
+use bernstein_core::engine::shared::{Shared, Sharing};
+use bernstein_core::engine::{
+    ConnId, Drain, Engine, EngineConfig, Handed, Input, Moment, Output, Peer,
+};
 use bernstein_core::ledger::Fold;
 use bernstein_core::protocol::Server;
 use bernstein_core::time::Clock;
@@ -36,6 +42,7 @@ use bernstein_os::tls::{Received, ServerTls, TlsSession};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
+use self::crossing::{Crossing, Crossings};
 use self::sock::{Fate, Sock};
 
 const LISTENER: Token = Token(0);
@@ -48,9 +55,10 @@ const FIRST_CONN: u64 = 2;
 pub struct HttpServerHandle {
     local_addr: SocketAddr,
     stop: Arc<AtomicBool>,
-    waker: Arc<Waker>,
+    /// One per event loop.
+    wakers: Vec<Arc<Waker>>,
     announcement: Announcement,
-    thread: Option<JoinHandle<io::Result<()>>>,
+    threads: Vec<JoinHandle<io::Result<()>>>,
 }
 
 impl HttpServerHandle {
@@ -72,10 +80,12 @@ impl HttpServerHandle {
 
     /// What asks this server to stop from another thread.
     pub fn stopper(&self) -> Stopper {
-        let (stop, waker) = (self.stop.clone(), self.waker.clone());
+        let (stop, wakers) = (self.stop.clone(), self.wakers.clone());
         Arc::new(move || {
             stop.store(true, Ordering::SeqCst);
-            let _ = waker.wake();
+            for waker in &wakers {
+                let _ = waker.wake();
+            }
         })
     }
 
@@ -85,18 +95,23 @@ impl HttpServerHandle {
     }
 
     fn join(&mut self) -> io::Result<()> {
-        match self.thread.take() {
-            Some(t) => t
+        let mut result = Ok(());
+        for t in self.threads.drain(..) {
+            let ended = t
                 .join()
-                .map_err(|_| io::Error::other("the HTTP loop thread panicked"))?,
-            None => Ok(()),
+                .map_err(|_| io::Error::other("an HTTP loop thread panicked"))
+                .and_then(|r| r);
+            if result.is_ok() {
+                result = ended;
+            }
         }
+        result
     }
 }
 
 impl Drop for HttpServerHandle {
     fn drop(&mut self) {
-        if self.thread.is_some() {
+        if !self.threads.is_empty() {
             self.stop();
         }
     }
@@ -123,60 +138,80 @@ pub fn bind_tls<F: Fold>(
     let (listener, policy) = open_listener(&server.config, &options)?;
     let local_addr = listener.local_addr()?;
     let announcement = Announcement::new(&policy, &options);
-    let poll = Poll::new()?;
-    let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-    let stop = Arc::new(AtomicBool::new(false));
-    let operator = Operator::new(
-        backend.store.clone(),
-        backend.clock.clone(),
-        backend.views.clone(),
-        !options.mcp,
-    );
-    let wake = waker.clone();
-    let performer = Performer::new(
-        backend.store.clone(),
-        backend.host.clone(),
-        Some(operator),
-        options.limits.workers,
-        1,
-        Arc::new(move || {
-            let _ = wake.wake();
-        }),
-    )?;
-    let write_timeout = options.limits.write_timeout;
-    let linger = (options.limits.linger, options.limits.linger_bytes);
-    let origin = Instant::now();
-    let config = EngineConfig::http(policy, options, seed()?);
-    let now = moment(origin, &*backend.clock);
-    let engine = Engine::new(server, config, now);
     listener.set_nonblocking(true)?;
-    let mut event_loop = Loop {
-        poll,
-        listener: Some(mio::net::TcpListener::from_std(listener)),
-        socks: HashMap::new(),
-        paused: BTreeSet::new(),
-        timed: BTreeSet::new(),
-        engine,
-        performer,
-        clock: backend.clock.clone(),
-        origin,
-        next_conn: FIRST_CONN,
-        stop: stop.clone(),
-        stopping: false,
-        write_timeout,
-        linger,
-        tls,
-        tls_log: LogBudget::new(),
-    };
-    let thread = thread::Builder::new()
-        .name("bernstein-http".into())
-        .spawn(move || event_loop.run())?;
+    let engines = options.engines.max(1);
+    let shared = Arc::new(Shared::new(engines));
+    let stop = Arc::new(AtomicBool::new(false));
+    let origin = Instant::now();
+    let mut polls = Vec::with_capacity(engines);
+    for _ in 0..engines {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        polls.push((poll, waker));
+    }
+    let wakers: Vec<Arc<Waker>> = polls.iter().map(|(_, w)| w.clone()).collect();
+    let (crossings, inboxes) = Crossings::new(&wakers);
+    let mut threads = Vec::with_capacity(engines);
+    for (index, ((poll, waker), inbox)) in polls.into_iter().zip(inboxes).enumerate() {
+        let operator = Operator::new(
+            backend.store.clone(),
+            backend.clock.clone(),
+            backend.views.clone(),
+            !options.mcp,
+        );
+        let performer = Performer::new(
+            backend.store.clone(),
+            backend.host.clone(),
+            Some(operator),
+            options.limits.workers.div_ceil(engines),
+            1,
+            Arc::new(move || {
+                let _ = waker.wake();
+            }),
+        )?;
+        let mut config = EngineConfig::http(policy.clone(), options.clone(), seed()?);
+        let shared = shared.clone();
+        config.sharing = Sharing { index, shared };
+        let now = moment(origin, &*backend.clock);
+        let engine = Engine::new(server.clone(), config, now);
+        let listener = mio::net::TcpListener::from_std(listener.try_clone()?);
+        let mut event_loop = Loop {
+            poll,
+            listener: Some(listener),
+            socks: HashMap::new(),
+            paused: BTreeSet::new(),
+            timed: BTreeSet::new(),
+            engine,
+            performer,
+            clock: backend.clock.clone(),
+            origin,
+            next_conn: FIRST_CONN,
+            stop: stop.clone(),
+            stopping: false,
+            write_timeout: options.limits.write_timeout,
+            linger: (options.limits.linger, options.limits.linger_bytes),
+            tls: tls.clone(),
+            tls_log: LogBudget::new(),
+            index,
+            crossings: crossings.clone(),
+            inbox,
+        };
+        let name = match index {
+            0 => "bernstein-http".to_string(),
+            i => format!("bernstein-http-{i}"),
+        };
+        threads.push(
+            thread::Builder::new()
+                .name(name)
+                .spawn(move || event_loop.run())?,
+        );
+    }
     Ok(HttpServerHandle {
         local_addr,
         stop,
-        waker,
+        wakers,
         announcement,
-        thread: Some(thread),
+        threads,
     })
 }
 
@@ -189,10 +224,13 @@ pub fn serve_http<F: Fold>(
     tls: Option<Arc<ServerTls>>,
     on_bound: impl FnOnce(Stopper) -> io::Result<()>,
 ) -> io::Result<()> {
+    let engines = options.engines.max(1);
     let handle = bind_tls(server, backend, options, tls)?;
-    handle
-        .announcement
-        .announce(handle.local_addr(), "runtime std, one event loop");
+    let runtime = match engines {
+        1 => "runtime std, one event loop".to_string(),
+        n => format!("runtime std, {n} event loops"),
+    };
+    handle.announcement.announce(handle.local_addr(), &runtime);
     on_bound(handle.stopper())?;
     handle.wait()
 }
@@ -220,6 +258,11 @@ struct Loop<F: Fold> {
     tls: Option<Arc<ServerTls>>,
     /// The budget of lines about failed handshakes (a flood of them writes a few).
     tls_log: LogBudget,
+    /// Which of the server's loops (and engines) this is, how to reach the others, and what
+    /// they post to it.
+    index: usize,
+    crossings: Arc<Crossings>,
+    inbox: Receiver<Crossing>,
 }
 
 impl<F: Fold> Loop<F> {
@@ -241,7 +284,7 @@ impl<F: Fold> Loop<F> {
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept(),
-                    WAKER => {}
+                    WAKER => self.take_inbox(),
                     Token(t) => {
                         let id = t as u64;
                         if event.is_writable() {
@@ -297,7 +340,7 @@ impl<F: Fold> Loop<F> {
             let Some(listener) = self.listener.as_ref() else {
                 return;
             };
-            let (mut stream, peer) = match listener.accept() {
+            let (stream, peer) = match listener.accept() {
                 Ok(accepted) => accepted,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -312,22 +355,88 @@ impl<F: Fold> Loop<F> {
                 Ok(tls) => tls,
                 Err(()) => continue,
             };
+            let sock = Sock::new(stream, tls, self.linger);
+            let to = self.crossings.least_loaded(self.index);
+            if to == self.index {
+                self.opened(sock, peer);
+            } else {
+                self.crossings
+                    .post(to, Crossing::Accepted(Box::new(sock), peer));
+            }
+        }
+    }
+
+    /// Serves a connection accepted here or by another loop.
+    fn opened(&mut self, sock: Sock, peer: SocketAddr) {
+        let Some(id) = self.keep(sock) else {
+            return;
+        };
+        let now = self.now();
+        let (conn, peer) = (ConnId(id), Peer::Http(peer));
+        self.engine.handle_input(now, Input::Opened { conn, peer });
+        self.settle_outputs();
+    }
+
+    /// Registers a socket under a fresh id; `None` if it cannot be (it is dropped).
+    fn keep(&mut self, mut sock: Sock) -> Option<u64> {
+        let id = self.next_conn;
+        self.next_conn += 1;
+        sock.wants_write = sock.has_pending();
+        let registry = self.poll.registry();
+        register(registry, &mut sock.stream, id, sock.wants_write).ok()?;
+        sock.paused = false;
+        sock.drained = false;
+        self.socks.insert(id, sock);
+        self.crossings.count(self.index, true);
+        self.after(id, Fate::Alive);
+        Some(id)
+    }
+
+    /// Takes what the other loops posted: connections and notices.
+    fn take_inbox(&mut self) {
+        while let Ok(crossing) = self.inbox.try_recv() {
+            match crossing {
+                Crossing::Accepted(sock, peer) => self.opened(*sock, peer),
+                Crossing::Adopt(sock, handed) => self.adopt(*sock, handed),
+                Crossing::Told(notice) => {
+                    let now = self.now();
+                    self.engine.handle_input(now, Input::Told(notice));
+                }
+            }
+        }
+    }
+
+    /// A connection another loop's engine handed to this one's.
+    fn adopt(&mut self, sock: Sock, handed: Box<Handed>) {
+        let id = self.keep(sock);
+        let now = self.now();
+        // Even one that cannot be registered is adopted, then closed: the engine that handed it
+        // counted it open.
+        let conn = ConnId(id.unwrap_or_else(|| {
             let id = self.next_conn;
             self.next_conn += 1;
-            if register(self.poll.registry(), &mut stream, id, false).is_err() {
-                continue;
-            }
-            self.socks.insert(id, Sock::new(stream, tls, self.linger));
-            let now = self.now();
-            self.engine.handle_input(
-                now,
-                Input::Opened {
-                    conn: ConnId(id),
-                    peer: Peer::Http(peer),
-                },
-            );
-            self.settle_outputs();
+            id
+        }));
+        self.engine
+            .handle_input(now, Input::Adopted { conn, handed });
+        match id {
+            Some(id) => self.read(id),
+            None => self.engine.handle_input(now, Input::Closed { conn }),
         }
+    }
+
+    /// Moves a socket to the home loop with what its engine handed over.
+    fn hand_off(&mut self, id: u64, handed: Box<Handed>) {
+        let Some(mut sock) = self.socks.remove(&id) else {
+            return;
+        };
+        let _ = self.poll.registry().deregister(&mut sock.stream);
+        self.paused.remove(&id);
+        self.timed.remove(&id);
+        self.crossings.count(self.index, false);
+        let home = bernstein_core::engine::shared::HOME;
+        self.crossings
+            .post(home, Crossing::Adopt(Box::new(sock), handed));
     }
 
     /// Reads what a socket has, handing it to the engine, until the kernel has no more or the
@@ -483,6 +592,8 @@ impl<F: Fold> Loop<F> {
                 match output {
                     Output::Send { conn, bytes } => self.send(conn.0, &bytes),
                     Output::Close { conn, finish } => self.close(conn.0, finish),
+                    Output::HandOff { conn, handed } => self.hand_off(conn.0, handed),
+                    Output::Tell(notice) => self.crossings.tell_others(self.index, &notice),
                     other => bernstein_os::log_line!(
                         "bernstein http: an output nobody performs: {other:?}"
                     ),
@@ -571,6 +682,7 @@ impl<F: Fold> Loop<F> {
     fn drop_sock(&mut self, id: u64) {
         if let Some(mut sock) = self.socks.remove(&id) {
             let _ = self.poll.registry().deregister(&mut sock.stream);
+            self.crossings.count(self.index, false);
         }
         self.paused.remove(&id);
         self.timed.remove(&id);

@@ -72,7 +72,7 @@ impl<F: Fold> Engine<F> {
                 finish: false,
             });
         }
-        if self.counters.connections >= limits.max_connections {
+        if !self.sharing.shared.open_connection(limits.max_connections) {
             let max = limits.max_connections;
             self.log_peer(&addr, format_args!("503: over the connection cap ({max})"));
             self.send(conn, over_capacity().to_bytes());
@@ -81,6 +81,23 @@ impl<F: Fold> Engine<F> {
                 finish: false,
             });
         }
+        self.open_http(conn, addr);
+    }
+
+    /// Starts serving an HTTP connection counted open; whether it is served (not once a
+    /// shutdown began).
+    pub(super) fn open_http(&mut self, conn: ConnId, addr: SocketAddr) -> bool {
+        let Some(http) = &self.http else {
+            return false;
+        };
+        if self.shutting_down {
+            self.push(Output::Close {
+                conn,
+                finish: false,
+            });
+            return false;
+        }
+        let limits = &http.options.limits;
         let h = HttpConn {
             peer: addr,
             parser: RequestParser::new(limits.parser()),
@@ -93,8 +110,8 @@ impl<F: Fold> Engine<F> {
             caps: ClientCaps::NONE,
         };
         self.conns.insert(conn, Conn::Http(h));
-        self.counters.connections += 1;
         self.arm_conn(conn);
+        true
     }
 
     /// Whether the runtime should read more from `conn` now: not while a connection's next
@@ -236,13 +253,13 @@ impl<F: Fold> Engine<F> {
         match self.conns.remove(&conn) {
             Some(Conn::Legacy(l)) => {
                 self.legacy.remove(&l.token);
-                self.counters.connections -= 1;
+                self.sharing.shared.close_connection();
             }
             Some(Conn::Feed(_)) => {
                 self.feeds.remove(&conn);
-                self.counters.connections -= 1;
+                self.sharing.shared.close_connection();
             }
-            Some(Conn::Http(_)) => self.counters.connections -= 1,
+            Some(Conn::Http(_)) => self.sharing.shared.close_connection(),
             Some(Conn::Stdio(_)) | None => {}
         }
     }
@@ -500,6 +517,9 @@ impl<F: Fold> Engine<F> {
 
     /// Carries out a routing decision for a request on `conn`.
     pub(super) fn act(&mut self, conn: ConnId, peer: SocketAddr, decision: Decision) {
+        if self.belongs_home(&decision) {
+            return self.hand_off(conn, peer, decision);
+        }
         match decision {
             Decision::Respond(r) => self.respond(conn, r),
             Decision::Mcp(x) => {

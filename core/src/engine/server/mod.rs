@@ -22,13 +22,16 @@
 //! per request its state
 //! machine ([`Request`]: rounds, re-runs on conflict, host rounds, the wait and its deadline),
 //! where its answer goes (a stdio line, a JSON or SSE answer, a legacy stream), its turn, its
-//! wait slot and its cancellation entry; per server the turn ([`Turns`]), the wait slots
-//! ([`WaitSlots`]), the requests a `notifications/cancelled` reaches ([`Cancels`]), the legacy
-//! streams by token, the dashboards' feeds, the timers and the [`Counters`]. Time only ever
-//! arrives as an argument; the engine never blocks and performs no IO.
+//! wait slot and its cancellation entry; per server the turn ([`Turns`]), the requests a
+//! `notifications/cancelled` reaches ([`Cancels`]), the legacy streams by token, the
+//! dashboards' feeds and the timers; with the process's other engines
+//! ([`Shared`](super::shared::Shared), `engines.rs`) the connection and wait caps and the
+//! [`Counters`]. Time only ever arrives as an argument; the engine never blocks and performs
+//! no IO.
 
 mod asks;
 mod conns;
+mod engines;
 mod entropy;
 mod introspect;
 mod keys;
@@ -50,10 +53,11 @@ use self::timers::{Due, Timers};
 use super::counters::Counters;
 use super::job::Work;
 use super::request::{Finished, Request};
+use super::shared::{Notice, Shared, Sharing};
 use super::span::RequestSpan;
 use super::subscriptions::{SubId, SubscriptionLimits, Subscriptions};
 use super::turns::{Ticket, Turns};
-use super::{Cancels, Moment, Stop, WaitPolicy, WaitSlots};
+use super::{Cancels, Moment, Stop, WaitPolicy};
 use crate::ledger::{Append, AppendResult, Fold, LedgerPosition, Snapshot, StoreError};
 use crate::protocol::host::{HostReply, HostRequest};
 use crate::protocol::input::ClientCaps;
@@ -73,6 +77,8 @@ use crate::transport::http::{
 /// engine forgets a connection when it asks to close it or is told it is gone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ConnId(pub u64);
+
+pub use self::engines::Handed;
 
 /// The connection of a stdio server's one peer ([`Engine::stdio`]).
 pub const STDIO: ConnId = ConnId(0);
@@ -153,6 +159,11 @@ pub enum Input<'a, F> {
     /// commit: `Store::heard_past`): the waits and subscriptions look at the head now instead
     /// of at their next look.
     HeadMoved,
+    /// What another engine of this process told the others ([`Output::Tell`]).
+    Told(Notice),
+    /// Another engine of this process handed this connection over ([`Output::HandOff`]): serve
+    /// it from now on, starting with the request it routed.
+    Adopted { conn: ConnId, handed: Box<Handed> },
     /// Time passed: whatever [`Engine::poll_timeout`] named may be due.
     Tick,
     /// Stop: waiting answers are sent as they stand, streams and feeds close, and no
@@ -220,6 +231,13 @@ pub enum Output {
         error: Option<i64>,
         failed: bool,
     },
+    /// Tell every other engine of this process ([`Input::Told`]); never asked of an engine
+    /// alone.
+    Tell(Notice),
+    /// Move this connection to engine [`HOME`](super::shared::HOME) and give it [`Input::Adopted`] with
+    /// `handed`: its request carries state that engine keeps. The socket goes as it is (what
+    /// was sent on it and not yet written included); this engine has forgotten it.
+    HandOff { conn: ConnId, handed: Box<Handed> },
 }
 
 /// How a server's engine is configured.
@@ -236,6 +254,8 @@ pub struct EngineConfig {
     pub seed: [u8; 32],
     /// Most resources subscribed to per connection and in all.
     pub subscriptions: SubscriptionLimits,
+    /// Which of its process's engines this is, and what they share.
+    pub sharing: Sharing,
 }
 
 /// What an HTTP server's engine needs besides the catalogue.
@@ -259,6 +279,7 @@ impl EngineConfig {
             http: None,
             seed,
             subscriptions: SubscriptionLimits::default(),
+            sharing: Shared::alone(),
         }
     }
 
@@ -272,6 +293,7 @@ impl EngineConfig {
             http: None,
             seed,
             subscriptions: SubscriptionLimits::default(),
+            sharing: Shared::alone(),
         }
     }
 
@@ -287,6 +309,7 @@ impl EngineConfig {
             },
             http: Some(HttpConfig { policy, options }),
             seed,
+            sharing: Shared::alone(),
         }
     }
 }
@@ -303,7 +326,6 @@ pub struct Engine<F: Fold> {
     turns: Turns,
     /// Requests queued for the turn, by ticket.
     queued: BTreeMap<Ticket, ReqId>,
-    slots: WaitSlots,
     cancels: Cancels,
     /// Open legacy SSE streams by token.
     legacy: BTreeMap<String, ConnId>,
@@ -339,7 +361,8 @@ pub struct Engine<F: Fold> {
     /// their wait for the next sync.
     working: usize,
     out: VecDeque<Output>,
-    counters: Counters,
+    /// Which engine of the process this is; the caps and counters it shares.
+    sharing: Sharing,
     entropy: Entropy,
     /// The OAuth issuer's keys and the requests waiting for them.
     keys: keys::Keys,
@@ -394,8 +417,13 @@ const FEED_KEEPALIVE: Duration = Duration::from_secs(15);
 impl<F: Fold> Engine<F> {
     /// The engine of a server of `server`'s catalogue, started at `now`.
     pub fn new(server: Arc<Server<F>>, config: EngineConfig, now: Moment) -> Engine<F> {
-        let mut slots = WaitSlots::new();
-        slots.limit(config.max_waits, config.max_waits_per_peer);
+        let sharing = config.sharing;
+        let shared = &sharing.shared;
+        shared
+            .waits()
+            .limit(config.max_waits, config.max_waits_per_peer);
+        shared.counters(sharing.index).started_at = now.wall;
+        let subscribed = shared.subscriptions();
         // The tools' `Mcp-Param-*` bindings (SEP-2243), read once from their input schemas.
         let max_unsent = config
             .http
@@ -418,7 +446,6 @@ impl<F: Fold> Engine<F> {
             issued: 0,
             turns: Turns::new(),
             queued: BTreeMap::new(),
-            slots,
             cancels: Cancels::new(),
             feeds: BTreeSet::new(),
             max_unsent,
@@ -437,7 +464,7 @@ impl<F: Fold> Engine<F> {
             continuing: false,
             working: 0,
             out: VecDeque::new(),
-            counters: Counters::new(now.wall),
+            sharing,
             entropy: Entropy::new(config.seed),
             keys: keys::Keys::default(),
             introspection: introspect::Introspections::default(),
@@ -447,7 +474,7 @@ impl<F: Fold> Engine<F> {
             grace_ends: None,
             traced: false,
             peer_log: super::log_budget::LogBudget::new(),
-            subs: Subscriptions::new(config.subscriptions),
+            subs: Subscriptions::counted_in(config.subscriptions, subscribed),
             listen_streams: BTreeMap::new(),
             subs_due: BTreeSet::new(),
         }
@@ -497,8 +524,8 @@ impl<F: Fold> Engine<F> {
     }
 
     /// What the engine counted so far (with its gauges as of now).
-    pub fn counters(&self) -> &Counters {
-        &self.counters
+    pub fn counters(&self) -> Counters {
+        self.sharing.shared.merged()
     }
 
     /// Whether nothing is left to do: no request in flight and no connection open.
@@ -579,6 +606,8 @@ impl<F: Fold> Engine<F> {
             Input::Introspected { digest, result } => self.introspected(digest, result),
             Input::StopJob { job, why } => self.stop_job(job, why),
             Input::HeadMoved => self.head_moved(),
+            Input::Told(notice) => self.told(notice),
+            Input::Adopted { conn, handed } => self.adopted(conn, *handed),
             Input::Tick => self.tick(),
             Input::Shutdown => self.shutdown(),
         }
@@ -589,7 +618,8 @@ impl<F: Fold> Engine<F> {
     fn after_input(&mut self) {
         self.run_ready();
         self.maybe_sync();
-        self.counters.in_flight = self.reqs.len();
+        let in_flight = self.reqs.len();
+        self.counters_mut().in_flight = in_flight;
     }
 
     /// Fires every timer due now.

@@ -10,6 +10,7 @@ use super::timers::{self, Due};
 use super::{Answer, Conn, ConnId, Engine, JobId, Nap, Output, Park, Req, ReqId, syncs};
 use crate::engine::job::{OwnedMessage, Submitted, Work};
 use crate::engine::request::{self, Finished, Request};
+use crate::engine::shared::Notice;
 use crate::engine::span::RequestSpan;
 use crate::engine::turns::Grant;
 use crate::engine::{Served, Stop};
@@ -41,9 +42,14 @@ impl<F: Fold> Engine<F> {
         if let Work::Message(m) = &mut job {
             if let Some(named) = m.message.cancelled_request() {
                 self.cancel(&named);
+                let origin = peer.map(|p| p.ip());
                 if let Some(conn) = conn {
-                    self.cancel_listens(conn, &named);
+                    self.cancel_listens(Some(conn), origin, &named);
                 }
+                self.tell(Notice::Cancelled {
+                    id: named,
+                    from: origin,
+                });
             }
             if let Some(conn) = conn {
                 // The client's answer to a question the server put to it, whichever connection
@@ -156,7 +162,7 @@ impl<F: Fold> Engine<F> {
 
     /// Cancels every request in flight with this id (the JSON text of a request id) and
     /// wakes those that wait, so that they answer at once.
-    fn cancel(&mut self, id: &str) {
+    pub(super) fn cancel(&mut self, id: &str) {
         if self.cancels.cancel(id) == 0 {
             return;
         }
@@ -291,7 +297,7 @@ impl<F: Fold> Engine<F> {
                         && !r.waited
                     {
                         r.waited = true;
-                        self.counters.waits += 1;
+                        self.counters_mut().waits += 1;
                     }
                     In::Stop(self.stop_rule(id))
                 }
@@ -299,10 +305,10 @@ impl<F: Fold> Engine<F> {
                     let Some(r) = self.reqs.get_mut(&id) else {
                         break;
                     };
-                    let granted = self.slots.claim(r.peer);
+                    let granted = self.sharing.shared.claim_wait(r.peer);
                     r.slot = granted;
                     if !granted {
-                        self.counters.waits_refused += 1;
+                        self.counters_mut().waits_refused += 1;
                     }
                     In::WaitSlot { granted }
                 }
@@ -310,7 +316,7 @@ impl<F: Fold> Engine<F> {
                     if let Some(r) = self.reqs.get_mut(&id)
                         && std::mem::take(&mut r.slot)
                     {
-                        self.slots.release(r.peer);
+                        self.sharing.shared.release_wait(r.peer);
                     }
                     continue;
                 }
@@ -597,7 +603,15 @@ impl<F: Fold> Engine<F> {
 
     /// The sync completed: every request it covers goes on.
     pub(super) fn synced(&mut self) {
-        for id in self.syncs.finished(self.now.mono) {
+        let finished = self.syncs.finished(self.now.mono);
+        let committed = |r: &Req<F>| r.committed.is_some();
+        if finished
+            .iter()
+            .any(|id| self.reqs.get(id).is_some_and(committed))
+        {
+            self.tell(Notice::Committed);
+        }
+        for id in finished {
             self.settled(id);
         }
         self.maybe_sync();
@@ -732,7 +746,7 @@ impl<F: Fold> Engine<F> {
         let error = finished.served.kind.error().map(|e| e.code);
         self.ended(id, error, !count);
         if count {
-            self.counters.served(&finished.tally, finished.took);
+            self.counters_mut().served(&finished.tally, finished.took);
         }
         if let Answer::Job { notes, .. } = &mut r.answer {
             // Its notifications, then the response, to the caller at once.
@@ -897,7 +911,7 @@ impl<F: Fold> Engine<F> {
     fn release(&mut self, r: &Req<F>, id: ReqId) {
         self.forget_asks(id);
         if r.slot {
-            self.slots.release(r.peer);
+            self.sharing.shared.release_wait(r.peer);
         }
         if let Some(ticket) = r.ticket {
             self.queued.remove(&ticket);
@@ -913,7 +927,8 @@ impl<F: Fold> Engine<F> {
         self.looking.retain(|l| *l != id);
         self.subs_due.remove(&id);
         if r.waited {
-            self.counters.waits = self.counters.waits.saturating_sub(1);
+            let mut counters = self.counters_mut();
+            counters.waits = counters.waits.saturating_sub(1);
         }
     }
 }

@@ -11,6 +11,7 @@
 //! The head is looked at once a commit of this server that wrote a watched stream is durable,
 //! and every [`super::FEED_LOOK`] while any subscription is held (other processes' writes).
 
+use core::net::IpAddr;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -135,17 +136,23 @@ impl<F: Fold> Engine<F> {
         }
     }
 
-    /// A `notifications/cancelled` arriving on `from` and naming a listen stream's id ends it:
-    /// on stdio the connection's own, over HTTP those opened from the same peer address (no
-    /// sessions; closing the stream is the other way to end it).
-    pub(super) fn cancel_listens(&mut self, from: ConnId, named: &str) {
+    /// A `notifications/cancelled` arriving on `from` (or told by another engine: `None`) from
+    /// the peer address `origin` and naming a listen stream's id ends it: on stdio the
+    /// connection's own, over HTTP those opened from the same peer address (no sessions;
+    /// closing the stream is the other way to end it).
+    pub(super) fn cancel_listens(
+        &mut self,
+        from: Option<ConnId>,
+        origin: Option<IpAddr>,
+        named: &str,
+    ) {
         let ip = |conns: &BTreeMap<ConnId, Conn>, c: &ConnId| match conns.get(c) {
             Some(Conn::Http(h)) => Some(h.peer.ip().to_canonical()),
             _ => None,
         };
-        let origin = ip(&self.conns, &from);
+        let origin = origin.map(|ip| ip.to_canonical());
         for (sub, conn) in self.subs.tagged(named) {
-            if conn != from && (origin.is_none() || ip(&self.conns, &conn) != origin) {
+            if Some(conn) != from && (origin.is_none() || ip(&self.conns, &conn) != origin) {
                 continue;
             }
             self.subs.end(sub);

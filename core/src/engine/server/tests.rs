@@ -7,6 +7,7 @@
 
 mod asks;
 mod backlog;
+mod engines;
 mod introspect;
 mod keys;
 mod sessions;
@@ -23,6 +24,7 @@ use crate::protocol::{Server, TransportFacts};
 use crate::transport::http::{HttpLimits, HttpOptions, HttpResponse, Status};
 
 const JSON_OR_SSE: &str = "Accept: application/json, text/event-stream";
+const ACCEPT_BOTH: &str = JSON_OR_SSE;
 const ERA: &str = "MCP-Protocol-Version: 2025-06-18";
 
 fn server(max_message: usize) -> Arc<Server<()>> {

@@ -24,6 +24,9 @@ pub struct HttpOptions {
     /// Serve MCP (`/mcp`, `/sse`, `/messages`); off for the read-only `bernstein dashboard`,
     /// which serves only the operator's routes ([`super::operator`]).
     pub mcp: bool,
+    /// Event loops serving this port, each with its own engine (`--engines N`,
+    /// `BERNSTEIN_MCP_ENGINES`; one by default). See `engine::shared` for what they share.
+    pub engines: usize,
     /// Whether the runtime serves this port over TLS (set by the runtime from the certificate
     /// it was given): a public bind with an OAuth issuer then needs no static token.
     pub tls: bool,
@@ -38,6 +41,7 @@ impl Default for HttpOptions {
             allowed_hosts: Vec::new(),
             limits: HttpLimits::default(),
             mcp: true,
+            engines: 1,
             tls: false,
         }
     }

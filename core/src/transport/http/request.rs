@@ -206,6 +206,13 @@ impl RequestParser {
         }
     }
 
+    /// Takes out the bytes fed and not framed yet (what a client pipelined behind the request
+    /// just framed): they go on with their connection to another engine's parser.
+    pub fn take_buffered(&mut self) -> Vec<u8> {
+        self.scanned = 0;
+        std::mem::take(&mut self.buf)
+    }
+
     /// Whether no request is partly received (a timeout now is an idle keep-alive, not a slow
     /// request).
     pub fn is_idle(&self) -> bool {

@@ -74,7 +74,7 @@ fn header<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// `initialize` declaring `caps` on connection `conn`: the session id it was answered with.
-fn initialize(w: &mut World<()>, conn: u64, caps: &Value) -> String {
+pub(super) fn initialize(w: &mut World<()>, conn: u64, caps: &Value) -> String {
     w.connect(conn, &format!("127.0.0.1:{}", 40_000 + conn));
     let params = json!({"protocolVersion": "2025-11-25", "capabilities": caps,
         "clientInfo": {"name": "t", "version": "1"}});

@@ -1,0 +1,98 @@
+//! What crosses between the engines of one process (`engine/shared.rs` says what they share):
+//! the notices one tells the others, and the connections handed to engine
+//! [`HOME`](crate::engine::shared::HOME) because their request carries state it keeps.
+
+use core::net::SocketAddr;
+use std::sync::MutexGuard;
+
+use super::{Conn, ConnId, Engine, Output};
+use crate::engine::counters::Counters;
+use crate::engine::shared::{HOME, Notice};
+use crate::ledger::Fold;
+use crate::transport::http::router::Decision;
+
+/// A connection on its way to another engine: its peer, the request its first engine routed,
+/// and the bytes it had buffered behind that request.
+#[derive(Debug)]
+pub struct Handed {
+    pub peer: SocketAddr,
+    decision: Decision,
+    rest: Vec<u8>,
+}
+
+impl<F: Fold> Engine<F> {
+    /// This engine's counters, to update.
+    pub(super) fn counters_mut(&self) -> MutexGuard<'_, Counters> {
+        self.sharing.shared.counters(self.sharing.index)
+    }
+
+    /// Whether other engines share this process.
+    pub(super) fn has_peers(&self) -> bool {
+        self.sharing.shared.engines() > 1
+    }
+
+    /// Tells the other engines, if there are any.
+    pub(super) fn tell(&mut self, notice: Notice) {
+        if self.has_peers() {
+            self.push(Output::Tell(notice));
+        }
+    }
+
+    pub(super) fn told(&mut self, notice: Notice) {
+        match notice {
+            Notice::Committed => self.head_moved(),
+            Notice::Cancelled { id, from } => {
+                self.cancel(&id);
+                if from.is_some() {
+                    self.cancel_listens(None, from, &id);
+                }
+            }
+        }
+    }
+
+    /// Whether a request routed here must be served by engine [`HOME`]: it carries a
+    /// handshake-era session (whose log level and questions that engine keeps) or belongs to
+    /// the legacy SSE transport (whose streams it holds).
+    pub(super) fn belongs_home(&self, decision: &Decision) -> bool {
+        self.sharing.index != HOME
+            && match decision {
+                Decision::Mcp(x) => x.session.is_some(),
+                Decision::OpenLegacyStream(_) | Decision::LegacyMessage(_) => true,
+                _ => false,
+            }
+    }
+
+    /// Hands `conn` and its routed request to engine [`HOME`] and forgets it here (it stays
+    /// open: the connection count is unchanged).
+    pub(super) fn hand_off(&mut self, conn: ConnId, peer: SocketAddr, decision: Decision) {
+        let Some(Conn::Http(mut h)) = self.conns.remove(&conn) else {
+            return;
+        };
+        self.blocked.remove(&conn);
+        let rest = h.parser.take_buffered();
+        let handed = Box::new(Handed {
+            peer,
+            decision,
+            rest,
+        });
+        self.push(Output::HandOff { conn, handed });
+    }
+
+    /// A connection another engine handed over: it is served here from now on.
+    pub(super) fn adopted(&mut self, conn: ConnId, handed: Handed) {
+        let Handed {
+            peer,
+            decision,
+            rest,
+        } = handed;
+        if !self.open_http(conn, peer) {
+            // Shutting down: the connection was counted open by the engine that accepted it.
+            self.sharing.shared.close_connection();
+            return;
+        }
+        if let Some(Conn::Http(h)) = self.conns.get_mut(&conn) {
+            h.parser.handle_bytes(&rest);
+        }
+        self.act(conn, peer, decision);
+    }
+}

@@ -1,0 +1,165 @@
+//! What the engines of one process share when it serves with several (`--engines N`: one event
+//! loop and one [`Engine`](super::Engine) each, over one listener and one store): the caps
+//! that count across engines (connections open, answers waiting, resources subscribed to) and each engine's
+//! [`Counters`], which `GET /metrics` adds up whichever engine serves it. A lock is held for
+//! one count or one update and never across an output.
+//!
+//! Everything else stays with one engine. What needs more than a count crosses engines as an
+//! output the runtime delivers to the others as an input ([`super::Output::Tell`]): a
+//! `notifications/cancelled`, and that this engine's commits are durable (the others' waits,
+//! feeds and subscriptions look at the head). Traffic that carries state the server keeps
+//! (a handshake-era session's log level and questions, the legacy SSE streams) is served by
+//! engine 0: another engine hands such a connection to it ([`super::Output::HandOff`]).
+//! One engine alone shares with nobody: [`Shared::alone`] is what it uses, and it never tells
+//! nor hands off.
+
+use core::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::counters::Counters;
+use super::wait_slots::WaitSlots;
+use crate::time::Timestamp;
+
+/// The engine that serves what carries state the server keeps.
+pub const HOME: usize = 0;
+
+/// What one engine tells the others ([`super::Output::Tell`]; each hears it as
+/// [`super::Input::Told`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// Records it committed are durable: waits, feeds and subscriptions look at the head.
+    Committed,
+    /// A `notifications/cancelled` named this request id (its JSON text), sent from `from`
+    /// (whose listen streams of that id it also ends).
+    Cancelled { id: String, from: Option<IpAddr> },
+}
+
+/// The shared part of a process's engines.
+#[derive(Debug)]
+pub struct Shared {
+    /// HTTP connections open, on every engine (legacy streams and feeds included).
+    connections: AtomicUsize,
+    waits: Mutex<WaitSlots>,
+    /// Resources subscribed to, on every engine.
+    subscriptions: Arc<AtomicUsize>,
+    /// One per engine, by index.
+    counters: Vec<Mutex<Counters>>,
+}
+
+/// Where one engine stands among its process's engines.
+#[derive(Clone, Debug)]
+pub struct Sharing {
+    pub index: usize,
+    pub shared: Arc<Shared>,
+}
+
+impl Shared {
+    /// What `engines` engines share (at least one).
+    pub fn new(engines: usize) -> Shared {
+        Shared {
+            connections: AtomicUsize::new(0),
+            waits: Mutex::new(WaitSlots::new()),
+            subscriptions: Arc::new(AtomicUsize::new(0)),
+            counters: (0..engines.max(1))
+                .map(|_| Mutex::new(Counters::new(Timestamp(0))))
+                .collect(),
+        }
+    }
+
+    /// What an engine alone shares (with nobody).
+    pub fn alone() -> Sharing {
+        Sharing {
+            index: HOME,
+            shared: Arc::new(Shared::new(1)),
+        }
+    }
+
+    /// How many engines share this.
+    pub fn engines(&self) -> usize {
+        self.counters.len()
+    }
+
+    /// Counts one more connection if fewer than `max` are open; whether it was.
+    pub(crate) fn open_connection(&self, max: usize) -> bool {
+        self.connections
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// A connection [`Shared::open_connection`] counted closed.
+    pub(crate) fn close_connection(&self) {
+        let _ = self
+            .connections
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
+    /// The count of resources subscribed to on every engine.
+    pub(crate) fn subscriptions(&self) -> Arc<AtomicUsize> {
+        self.subscriptions.clone()
+    }
+
+    pub(crate) fn waits(&self) -> MutexGuard<'_, WaitSlots> {
+        // Every update is one count on one map entry; a panic cannot leave it torn.
+        self.waits.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Engine `index`'s counters, to update.
+    pub(crate) fn counters(&self, index: usize) -> MutexGuard<'_, Counters> {
+        self.counters[index]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Every engine's counters added up.
+    pub fn merged(&self) -> Counters {
+        let mut all = self.counters(HOME).clone();
+        for i in 1..self.engines() {
+            all.add(&self.counters(i));
+        }
+        all.connections = self.connections.load(Ordering::Acquire);
+        all
+    }
+
+    /// Whether a wait slot for `peer` is free in every engine's count; takes it if so.
+    pub(crate) fn claim_wait(&self, peer: Option<IpAddr>) -> bool {
+        self.waits().claim(peer)
+    }
+
+    pub(crate) fn release_wait(&self, peer: Option<IpAddr>) {
+        self.waits().release(peer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connection_cap_counts_every_engine_and_never_goes_below_zero() {
+        let shared = Shared::new(2);
+        assert!(shared.open_connection(2));
+        assert!(shared.open_connection(2));
+        assert!(!shared.open_connection(2));
+        shared.close_connection();
+        assert!(shared.open_connection(2));
+        for _ in 0..5 {
+            shared.close_connection();
+        }
+        assert_eq!(shared.merged().connections, 0);
+    }
+
+    #[test]
+    fn metrics_add_every_engines_counters() {
+        let shared = Shared::new(3);
+        shared.counters(0).started_at = Timestamp(10);
+        shared.counters(1).waits_refused = 2;
+        shared.counters(2).waits_refused = 3;
+        shared.counters(2).waits = 1;
+        let all = shared.merged();
+        assert_eq!((all.waits_refused, all.waits), (5, 1));
+        assert_eq!(all.started_at, Timestamp(10));
+    }
+}

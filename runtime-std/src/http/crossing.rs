@@ -1,0 +1,96 @@
+//! What passes between the event loops of one server when it runs several engines
+//! (`HttpOptions::engines`; `bernstein_core::engine::shared` says what the engines share):
+//! a connection accepted by one loop for the loop that holds the fewest sockets, a
+//! connection an engine handed to engine 0 (`Output::HandOff`), and what an engine tells the
+//! others (`Output::Tell`). Each loop has an inbox and the waker of its poll; a sender posts
+//! and wakes, the loop takes its inbox when its waker fires.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+
+use bernstein_core::engine::Handed;
+use bernstein_core::engine::shared::Notice;
+use mio::Waker;
+
+use super::sock::Sock;
+
+/// One item of a loop's inbox.
+pub(super) enum Crossing {
+    /// A connection another loop accepted for this one.
+    Accepted(Box<Sock>, SocketAddr),
+    /// A connection another loop's engine handed to this one's.
+    Adopt(Box<Sock>, Box<Handed>),
+    /// What another loop's engine told the others.
+    Told(Notice),
+}
+
+/// One loop as the others reach it.
+struct Door {
+    inbox: Mutex<Sender<Crossing>>,
+    waker: Arc<Waker>,
+    /// Sockets the loop holds.
+    load: AtomicUsize,
+}
+
+/// Every loop of a server.
+pub(super) struct Crossings {
+    doors: Vec<Door>,
+}
+
+impl Crossings {
+    /// The doors of loops woken by `wakers`, and each loop's inbox, in order.
+    pub(super) fn new(wakers: &[Arc<Waker>]) -> (Arc<Crossings>, Vec<Receiver<Crossing>>) {
+        let (doors, inboxes) = wakers
+            .iter()
+            .map(|waker| {
+                let (tx, rx) = channel();
+                let door = Door {
+                    inbox: Mutex::new(tx),
+                    waker: waker.clone(),
+                    load: AtomicUsize::new(0),
+                };
+                (door, rx)
+            })
+            .unzip();
+        (Arc::new(Crossings { doors }), inboxes)
+    }
+
+    /// The loop that holds the fewest sockets, `me` on a tie.
+    pub(super) fn least_loaded(&self, me: usize) -> usize {
+        let load = |i: usize| self.doors[i].load.load(Ordering::Relaxed);
+        (0..self.doors.len()).fold(me, |best, i| if load(i) < load(best) { i } else { best })
+    }
+
+    /// Loop `me` holds one socket more (`up`) or one less.
+    pub(super) fn count(&self, me: usize, up: bool) {
+        let load = &self.doors[me].load;
+        if up {
+            load.fetch_add(1, Ordering::Relaxed);
+        } else {
+            let _ = load.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        }
+    }
+
+    /// Posts to loop `to` and wakes it; what was posted is dropped (a socket closed) if that
+    /// loop has ended.
+    pub(super) fn post(&self, to: usize, crossing: Crossing) {
+        let door = &self.doors[to];
+        let sent = door
+            .inbox
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(crossing);
+        if sent.is_ok() {
+            let _ = door.waker.wake();
+        }
+    }
+
+    /// Tells every loop but `me`.
+    pub(super) fn tell_others(&self, me: usize, notice: &Notice) {
+        for to in (0..self.doors.len()).filter(|i| *i != me) {
+            self.post(to, Crossing::Told(notice.clone()));
+        }
+    }
+}
