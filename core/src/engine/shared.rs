@@ -5,11 +5,12 @@
 //! one count or one update and never across an output.
 //!
 //! Everything else stays with one engine. What needs more than a count crosses engines as an
-//! output the runtime delivers to the others as an input ([`super::Output::Tell`]): a
-//! `notifications/cancelled`, and that this engine's commits are durable (the others' waits,
-//! feeds and subscriptions look at the head). Traffic that carries state the server keeps
-//! (a handshake-era session's log level and questions, the legacy SSE streams) is served by
-//! engine 0: another engine hands such a connection to it ([`super::Output::HandOff`]).
+//! output the runtime delivers to the others as an input ([`super::Output::Tell`], a
+//! [`Notice`]): a `notifications/cancelled`, a session's log level, a client's answer to a
+//! question another engine put, and that this engine's commits are durable (the others'
+//! waits, feeds and subscriptions look at the head). The legacy SSE transport, whose streams
+//! an engine holds by token, is served by engine 0: another engine hands such a connection to
+//! it ([`super::Output::HandOff`]).
 //! One engine alone shares with nobody: [`Shared::alone`] is what it uses, and it never tells
 //! nor hands off.
 
@@ -17,22 +18,36 @@ use core::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use serde_json::Value;
+
 use super::counters::Counters;
 use super::wait_slots::WaitSlots;
+use crate::protocol::logging::LogLevel;
+use crate::protocol::principal::Principal;
 use crate::time::Timestamp;
+use crate::transport::http::session::SessionId;
 
 /// The engine that serves what carries state the server keeps.
 pub const HOME: usize = 0;
 
 /// What one engine tells the others ([`super::Output::Tell`]; each hears it as
 /// [`super::Input::Told`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Notice {
     /// Records it committed are durable: waits, feeds and subscriptions look at the head.
     Committed,
     /// A `notifications/cancelled` named this request id (its JSON text), sent from `from`
     /// (whose listen streams of that id it also ends).
     Cancelled { id: String, from: Option<IpAddr> },
+    /// A handshake-era session set its log level (`logging/setLevel`).
+    SessionLevel { session: SessionId, level: LogLevel },
+    /// A client answered a question this engine did not put: the engine that did resumes
+    /// its request (as if the answer had arrived there, from principal `from`).
+    Answered {
+        question: String,
+        answer: Result<Value, String>,
+        from: Option<Principal>,
+    },
 }
 
 /// The shared part of a process's engines.

@@ -281,10 +281,13 @@ impl<F: Fold> Loop<F> {
                 }
                 return Err(e);
             }
+            // Before any socket's bytes: a notice another engine posted before its client's
+            // next request was sent (a session's level, an answer) is heard first.
+            self.take_inbox();
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept(),
-                    WAKER => self.take_inbox(),
+                    WAKER => {}
                     Token(t) => {
                         let id = t as u64;
                         if event.is_writable() {

@@ -111,6 +111,11 @@ impl<F: Fold> Engine<F> {
         }
     }
 
+    /// Whether this engine put question `qid` (and it is still open).
+    pub(super) fn asked(&self, qid: &str) -> bool {
+        self.asks.out.contains_key(qid)
+    }
+
     /// The client answered question `qid` (a JSON-RPC response on any connection): the request
     /// that asked resumes once every question of its round is answered, or ends now when the
     /// answer is an error or does not fit the question. An id the engine did not draw, or

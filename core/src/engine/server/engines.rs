@@ -47,19 +47,23 @@ impl<F: Fold> Engine<F> {
                     self.cancel_listens(None, from, &id);
                 }
             }
+            Notice::SessionLevel { session, level } => self.session_levels.set(session, level),
+            Notice::Answered {
+                question,
+                answer,
+                from,
+            } => self.client_answered(&question, answer, from.as_ref()),
         }
     }
 
-    /// Whether a request routed here must be served by engine [`HOME`]: it carries a
-    /// handshake-era session (whose log level and questions that engine keeps) or belongs to
-    /// the legacy SSE transport (whose streams it holds).
+    /// Whether a request routed here must be served by engine [`HOME`]: it belongs to the
+    /// legacy SSE transport, whose streams that engine holds by token.
     pub(super) fn belongs_home(&self, decision: &Decision) -> bool {
         self.sharing.index != HOME
-            && match decision {
-                Decision::Mcp(x) => x.session.is_some(),
-                Decision::OpenLegacyStream(_) | Decision::LegacyMessage(_) => true,
-                _ => false,
-            }
+            && matches!(
+                decision,
+                Decision::OpenLegacyStream(_) | Decision::LegacyMessage(_)
+            )
     }
 
     /// Hands `conn` and its routed request to engine [`HOME`] and forgets it here (it stays

@@ -56,7 +56,17 @@ impl<F: Fold> Engine<F> {
                 // it came on: the asking request resumes (the message itself is answered as
                 // any response).
                 if let Some((question, answer)) = m.message.client_reply() {
-                    self.client_answered(&question, answer, m.facts.principal.as_ref());
+                    let from = m.facts.principal.as_ref();
+                    if self.asked(&question) || !self.has_peers() {
+                        self.client_answered(&question, answer, from);
+                    } else {
+                        let from = from.cloned();
+                        self.tell(Notice::Answered {
+                            question,
+                            answer,
+                            from,
+                        });
+                    }
                 }
                 m.caps = self.declared_caps(conn, &answer);
             }
@@ -799,7 +809,11 @@ impl<F: Fold> Engine<F> {
                     // without one, the level and what `initialize` declared hold for the
                     // connection (a client that ignores the session id).
                     match (x.session, served.log_level) {
-                        (Some(s), Some(level)) => self.session_levels.set(s.id, level),
+                        (Some(s), Some(level)) => {
+                            self.session_levels.set(s.id, level);
+                            let session = s.id;
+                            self.tell(Notice::SessionLevel { session, level });
+                        }
                         (None, Some(level)) => {
                             if let Some(Conn::Http(h)) = self.conns.get_mut(&conn) {
                                 h.log_level = Some(level);

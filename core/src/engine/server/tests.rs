@@ -318,7 +318,7 @@ fn expect_continue_is_answered_before_the_body() {
     assert_eq!(ids(&w.take(1)), vec![1]);
 }
 
-fn open_stream(w: &mut World<()>, conn: u64) -> String {
+pub(super) fn open_stream(w: &mut World<()>, conn: u64) -> String {
     w.connect(conn, "127.0.0.1:41000");
     w.bytes(conn, &get("/sse", &["Accept: text/event-stream"]));
     let text = w.take_text(conn);

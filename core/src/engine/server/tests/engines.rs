@@ -1,94 +1,120 @@
-//! Several engines of one process (`engine/shared.rs`): a session's request that reaches
-//! another engine is handed to engine 0 and answered there, the connection cap counts every
-//! engine's connections, and what one engine hears (a cancellation, its own durable commits)
-//! it tells the others.
+//! Several engines of one process (`engine/shared.rs`): each serves what reaches it, sessions
+//! included; what one hears that another needs (a session's level, a client's answer to a
+//! question another put, a cancellation, its own durable commits) it tells the others; the
+//! legacy SSE transport is handed to engine 0, which holds the streams; the connection cap
+//! counts every engine's connections.
 
 use core::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{ACCEPT_BOTH, server};
+use super::sessions::{call, events, initialize, post_on, rpc};
+use super::{ACCEPT_BOTH, open_stream, server};
 use crate::engine::shared::{Notice, Shared, Sharing};
 use crate::engine::sim::{World, post, responses};
 use crate::engine::{ConnId, Input};
+use crate::protocol::Server;
+use crate::protocol::logging::LogLevel;
 use crate::transport::http::HttpOptions;
 
 const ERA: &str = "MCP-Protocol-Version: 2025-11-25";
 
-/// Engine `index` of `shared`'s process, over the same catalogue.
-fn engine(shared: &Arc<Shared>, index: usize, options: HttpOptions) -> World<()> {
-    let sharing = Sharing {
-        index,
-        shared: shared.clone(),
+/// Engines 0 and 1 of one process over `server`'s catalogue, with `options`.
+fn engines(server: &Arc<Server<()>>, options: &HttpOptions) -> (World<()>, World<()>) {
+    let shared = Arc::new(Shared::new(2));
+    let engine = |index| {
+        let shared = shared.clone();
+        let sharing = Sharing { index, shared };
+        World::http_sharing(server.clone(), options.clone(), sharing)
     };
-    World::http_sharing(server(1 << 20), options, sharing)
+    (engine(0), engine(1))
 }
 
-fn rpc(id: u64, method: &str, params: &Value) -> Vec<u8> {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-        .to_string()
-        .into_bytes()
+/// Delivers what `from` told to `to`, as a runtime does.
+fn deliver(from: &mut World<()>, to: &mut World<()>) {
+    for notice in std::mem::take(&mut from.told) {
+        to.input(Input::Told(notice));
+    }
 }
 
 #[test]
-fn a_sessions_request_on_another_engine_is_handed_to_engine_0_and_answered_there() {
-    let shared = Arc::new(Shared::new(2));
-    let mut home = engine(&shared, 0, HttpOptions::default());
-    let mut other = engine(&shared, 1, HttpOptions::default());
-    let session = super::sessions::initialize(&mut home, 1, &json!({}));
-    // The session's call reaches engine 1, with a ping pipelined behind it.
+fn a_question_put_on_one_engine_is_answered_through_another() {
+    let (mut home, mut other) = engines(&super::sessions::server(), &HttpOptions::default());
+    let session = initialize(&mut home, 1, &json!({"elicitation": {}}));
+    let asked = post_on(&mut home, 2, &call(2, "confirm"), Some(&session));
+    let question = events(&asked).remove(0);
+    assert_eq!(question["method"], "elicitation/create");
+    // The client's answer reaches engine 1, which put no question: it tells the others.
+    let answer = json!({"jsonrpc": "2.0", "id": question["id"],
+        "result": {"action": "accept", "content": {"ok": true}}});
+    let accepted = post_on(&mut other, 3, answer.to_string().as_bytes(), Some(&session));
+    assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
+    assert!(matches!(&other.told[..], [Notice::Answered { .. }]));
+    deliver(&mut other, &mut home);
+    let result = events(&home.take_text(2)).remove(0);
+    assert_eq!(result["id"], 2);
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(r#""ok":true"#), "{result}");
+    assert_eq!(home.engine.requests_in_flight(), 0);
+}
+
+#[test]
+fn a_sessions_level_set_on_one_engine_is_heard_on_another() {
+    let (mut home, mut other) = engines(&super::sessions::server(), &HttpOptions::default());
+    let session = initialize(&mut home, 1, &json!({}));
+    let set = rpc(9, "logging/setLevel", &json!({"level": "info"}));
+    assert!(post_on(&mut other, 2, &set, Some(&session)).starts_with("HTTP/1.1 200"));
+    assert!(matches!(
+        &other.told[..],
+        [Notice::SessionLevel {
+            level: LogLevel::Info,
+            ..
+        }]
+    ));
+    deliver(&mut other, &mut home);
+    let heard = events(&post_on(&mut home, 3, &call(2, "logs"), Some(&session)));
+    assert_eq!(heard[0]["method"], "notifications/message");
+    assert_eq!(heard[1]["id"], 2);
+}
+
+#[test]
+fn a_legacy_message_on_another_engine_is_handed_to_engine_0_and_answered_on_its_stream() {
+    let (mut home, mut other) = engines(&server(1 << 20), &HttpOptions::default());
+    let token = open_stream(&mut home, 1);
+    // The message reaches engine 1, with another pipelined behind it.
     other.connect(5, "127.0.0.1:40005");
-    let with_session = format!("Mcp-Session-Id: {session}");
-    let headers = [ACCEPT_BOTH, ERA, with_session.as_str()];
-    let mut bytes = post(
-        "/mcp",
-        &rpc(2, "tools/call", &json!({"name": "t"})),
-        &headers,
-    );
-    bytes.extend(post("/mcp", &rpc(3, "ping", &json!({})), &headers));
+    let path = format!("/messages?stream={token}");
+    let mut bytes = post(&path, &rpc(7, "ping", &json!({})), &[]);
+    bytes.extend(post(&path, &rpc(8, "ping", &json!({})), &[]));
     other.bytes(5, &bytes);
     assert!(other.take(5).is_empty(), "engine 1 answers nothing of it");
     assert!(!other.closed.contains_key(&ConnId(5)), "nor closes it");
     let (conn, handed) = other.handed.pop().expect("handed to engine 0");
-    assert_eq!(conn, ConnId(5));
-    assert_eq!(handed.peer.port(), 40005);
-    // Engine 0 serves the call and then the ping behind it, on the connection it adopted.
-    let conn = ConnId(9);
-    home.input(Input::Adopted { conn, handed });
-    let answered: Vec<u64> = responses(&home.take(9))
-        .iter()
-        .map(|(status, body)| {
-            assert_eq!(*status, 200);
-            serde_json::from_slice::<Value>(body).unwrap()["id"]
-                .as_u64()
-                .unwrap()
-        })
+    assert_eq!((conn, handed.peer.port()), (ConnId(5), 40005));
+    // Engine 0 accepts both on the connection it adopted; their answers go on the stream.
+    home.input(Input::Adopted {
+        conn: ConnId(9),
+        handed,
+    });
+    let accepted: Vec<u16> = responses(&home.take(9)).iter().map(|r| r.0).collect();
+    assert_eq!(accepted, [202, 202]);
+    let stream = home.take_text(1);
+    let ids: Vec<Value> = stream
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: {"))
+        .map(|d| serde_json::from_str::<Value>(&format!("{{{d}")).unwrap()["id"].clone())
         .collect();
-    assert_eq!(answered, [2, 3]);
-    // Counted once: the initialize's connection and the handed one.
+    assert_eq!(ids, [json!(7), json!(8)]);
+    // One connection counted once for the stream, once for the handed one.
     assert_eq!(home.engine.counters().connections, 2);
-    assert_eq!(other.engine.counters().requests.get("ping"), Some(&1));
-}
-
-#[test]
-fn a_request_without_a_session_is_served_where_it_arrived() {
-    let shared = Arc::new(Shared::new(2));
-    let mut other = engine(&shared, 1, HttpOptions::default());
-    other.connect(5, "127.0.0.1:40005");
-    let call = rpc(2, "tools/call", &json!({"name": "t"}));
-    other.bytes(5, &post("/mcp", &call, &[ACCEPT_BOTH, ERA]));
-    assert!(other.handed.is_empty());
-    assert_eq!(responses(&other.take(5))[0].0, 200);
 }
 
 #[test]
 fn the_connection_cap_counts_every_engines_connections() {
-    let shared = Arc::new(Shared::new(2));
     let mut options = HttpOptions::default();
     options.limits.max_connections = 1;
-    let mut home = engine(&shared, 0, options.clone());
-    let mut other = engine(&shared, 1, options);
+    let (mut home, mut other) = engines(&server(1 << 20), &options);
     home.connect(1, "127.0.0.1:40001");
     other.connect(2, "127.0.0.1:40002");
     assert_eq!(responses(&other.take(2))[0].0, 503);
@@ -101,8 +127,7 @@ fn the_connection_cap_counts_every_engines_connections() {
 
 #[test]
 fn a_cancellation_and_durable_commits_are_told_to_the_other_engines() {
-    let shared = Arc::new(Shared::new(2));
-    let mut other = engine(&shared, 1, HttpOptions::default());
+    let (_, mut other) = engines(&server(1 << 20), &HttpOptions::default());
     other.connect(5, "127.0.0.1:40005");
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 7}});
@@ -117,13 +142,22 @@ fn a_cancellation_and_durable_commits_are_told_to_the_other_engines() {
     let call = rpc(2, "tools/call", &json!({"name": "t"}));
     other.bytes(6, &post("/mcp", &call, &[ACCEPT_BOTH, ERA]));
     assert_eq!(other.told, [Notice::Committed]);
+    assert!(
+        other.handed.is_empty(),
+        "a session-less call is served where it arrived"
+    );
 }
 
 #[test]
-fn an_engine_alone_tells_nobody() {
+fn an_engine_alone_tells_nobody_and_hands_nothing_off() {
     let mut w = World::http(server(1 << 20), HttpOptions::default());
+    let token = open_stream(&mut w, 1);
     w.connect(5, "127.0.0.1:40005");
-    let call = rpc(2, "tools/call", &json!({"name": "t"}));
-    w.bytes(5, &post("/mcp", &call, &[ACCEPT_BOTH, ERA]));
+    let path = format!("/messages?stream={token}");
+    w.bytes(
+        5,
+        &post(&path, &rpc(7, "tools/call", &json!({"name": "t"})), &[]),
+    );
+    assert_eq!(responses(&w.take(5))[0].0, 202);
     assert!(w.told.is_empty() && w.handed.is_empty());
 }

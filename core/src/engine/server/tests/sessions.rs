@@ -41,26 +41,30 @@ fn logs(_: &ToolContext<'_>, _: Value) -> ToolOutput {
 }
 
 fn world() -> World<()> {
+    World::http(server(), HttpOptions::default())
+}
+
+/// The catalogue of these tests: `confirm` asks, `logs` logs.
+pub(super) fn server() -> Arc<Server<()>> {
     let mut asking = plain_tool("confirm");
     asking.call = confirm;
     let mut logging = plain_tool("logs");
     logging.call = logs;
     let mut config = crate::config::Config::new(b"k".to_vec());
     config.input_expiry_ms = 60_000;
-    let server = Arc::new(Server::with_catalog(
+    Arc::new(Server::with_catalog(
         config,
         tools_only(vec![asking, logging]),
-    ));
-    World::http(server, HttpOptions::default())
+    ))
 }
 
-fn rpc(id: u64, method: &str, params: &Value) -> Vec<u8> {
+pub(super) fn rpc(id: u64, method: &str, params: &Value) -> Vec<u8> {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
         .to_string()
         .into_bytes()
 }
 
-fn call(id: u64, tool: &str) -> Vec<u8> {
+pub(super) fn call(id: u64, tool: &str) -> Vec<u8> {
     rpc(id, "tools/call", &json!({"name": tool, "arguments": {}}))
 }
 
@@ -92,7 +96,7 @@ pub(super) fn initialize(w: &mut World<()>, conn: u64, caps: &Value) -> String {
 }
 
 /// Posts `body` on a new connection `conn`, with the session id if any: what came back.
-fn post_on(w: &mut World<()>, conn: u64, body: &[u8], session: Option<&str>) -> String {
+pub(super) fn post_on(w: &mut World<()>, conn: u64, body: &[u8], session: Option<&str>) -> String {
     w.connect(conn, &format!("127.0.0.1:{}", 40_000 + conn));
     let line = session.map(|s| format!("Mcp-Session-Id: {s}"));
     let mut headers = vec![ACCEPT, ERA];
@@ -102,7 +106,7 @@ fn post_on(w: &mut World<()>, conn: u64, body: &[u8], session: Option<&str>) -> 
 }
 
 /// The JSON-RPC messages of an SSE answer.
-fn events(text: &str) -> Vec<Value> {
+pub(super) fn events(text: &str) -> Vec<Value> {
     text.lines()
         .filter_map(|l| l.strip_prefix("data: "))
         .map(|d| serde_json::from_str(d).unwrap())
