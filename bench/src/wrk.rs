@@ -73,6 +73,8 @@ struct Figures {
     non_2xx: u64,
     /// connect, read, write, timeout.
     socket: [u64; 4],
+    /// The server process's CPU time (user + system, every thread) per answered call.
+    cpu_per_call: Option<Duration>,
 }
 
 impl Figures {
@@ -173,7 +175,7 @@ pub fn side_by_side(bin: &Path, full: bool) {
         println!("| {} | {} B | {} |", n.label, n.body_bytes, n.after);
     }
     println!(
-        "\n| server | conns | calls/s | p50 | p99 | errors | × rmcp |\n|---|---|---|---|---|---|---|"
+        "\n| server | conns | calls/s | p50 | p99 | errors | × rmcp | server CPU per call |\n|---|---|---|---|---|---|---|---|"
     );
     let rmcp_rate = |conns: usize| {
         rows.iter().find_map(|(l, c, r)| match r {
@@ -184,7 +186,7 @@ pub fn side_by_side(bin: &Path, full: bool) {
     for (label, conns, result) in &rows {
         match result {
             Ok(f) if f.requests == 0 => println!(
-                "| {label} | {conns} | 0 (no answer within {} s) | - | - | {} | - |",
+                "| {label} | {conns} | 0 (no answer within {} s) | - | - | {} | - | - |",
                 period.as_secs(),
                 f.errors()
             ),
@@ -192,15 +194,16 @@ pub fn side_by_side(bin: &Path, full: bool) {
                 let d = |x: Option<Duration>| x.map_or("-".into(), fmt);
                 let ratio = rmcp_rate(*conns).map_or("-".into(), |r| ratio(f.rate / r));
                 println!(
-                    "| {label} | {conns} | {:.0} | {} | {} | {} | {ratio} |",
+                    "| {label} | {conns} | {:.0} | {} | {} | {} | {ratio} | {} |",
                     f.rate,
                     d(f.p50),
                     d(f.p99),
-                    f.errors()
+                    f.errors(),
+                    d(f.cpu_per_call)
                 );
             }
             Err(why) => println!(
-                "| {label} | {conns} | wrk failed: {} | | | | |",
+                "| {label} | {conns} | wrk failed: {} | | | | | |",
                 why.replace(['\n', '|'], " ")
             ),
         }
@@ -335,6 +338,7 @@ fn run_wrk(
     conns: usize,
     period: Duration,
 ) -> Result<Figures, String> {
+    let cpu_before = crate::cpu::ticks(served.child.id());
     let out = Command::new("wrk")
         .args(["-t", &conns.min(2).to_string(), "-c", &conns.to_string()])
         // A timeout as long as the run: a slow answer is a latency, not a dropped request.
@@ -358,7 +362,16 @@ fn run_wrk(
             String::from_utf8_lossy(&out.stderr).trim()
         ));
     }
-    parse(&text).ok_or_else(|| format!("unreadable wrk output: {}", text.trim()))
+    let cpu_after = crate::cpu::ticks(served.child.id());
+    let mut figures =
+        parse(&text).ok_or_else(|| format!("unreadable wrk output: {}", text.trim()))?;
+    if let (Some(a), Some(b)) = (cpu_before, cpu_after)
+        && figures.requests > 0
+    {
+        let seconds = b.saturating_sub(a) as f64 / crate::cpu::TICKS_PER_SECOND;
+        figures.cpu_per_call = Some(Duration::from_secs_f64(seconds / figures.requests as f64));
+    }
+    Ok(figures)
 }
 
 /// Reads wrk 4's report (with `--latency`).
@@ -370,6 +383,7 @@ fn parse(text: &str) -> Option<Figures> {
         requests: 0,
         non_2xx: 0,
         socket: [0; 4],
+        cpu_per_call: None,
     };
     for line in text.lines().map(str::trim) {
         let words: Vec<&str> = line.split_whitespace().collect();

@@ -7,6 +7,7 @@
 
 mod asks;
 mod backlog;
+mod cluster;
 mod engines;
 mod introspect;
 mod keys;
