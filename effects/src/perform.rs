@@ -179,8 +179,9 @@ pub struct Performer<F: Fold> {
     store: Arc<dyn Store<F>>,
     host: Arc<dyn HostIo>,
     mailbox: Arc<Mailbox<F>>,
-    /// Where syncs that more than `inline_syncs` requests wait for run (`None`: all here).
-    syncer: Option<Syncer<F>>,
+    /// Where syncs that more than `inline_syncs` requests wait for run (`None`: all here);
+    /// shared by the performers of a process's engines ([`Performer::beside`]).
+    syncer: Option<Arc<Syncer<F>>>,
     inline_syncs: usize,
     pool: Option<Pool>,
     operator: Option<OperatorQueue>,
@@ -230,15 +231,41 @@ impl<F: Fold> Performer<F> {
         inline_syncs: usize,
         wake: Wake,
     ) -> std::io::Result<Performer<F>> {
+        let syncer = if inline_syncs == usize::MAX {
+            None
+        } else {
+            Some(Arc::new(Syncer::start(store.clone())?))
+        };
+        Performer::with_syncer(store, host, operator, workers, inline_syncs, wake, syncer)
+    }
+
+    /// The performer of another engine of this process over the same store and host, with
+    /// `operator`, `workers` and `wake` of its own, sharing this one's syncer thread: one
+    /// fsync round answers every engine's waiting requests, with one thread to wake.
+    pub fn beside(
+        &self,
+        operator: Option<Operator<F>>,
+        workers: usize,
+        wake: Wake,
+    ) -> std::io::Result<Performer<F>> {
+        let (store, host) = (self.store.clone(), self.host.clone());
+        let (inline, syncer) = (self.inline_syncs, self.syncer.clone());
+        Performer::with_syncer(store, host, operator, workers, inline, wake, syncer)
+    }
+
+    fn with_syncer(
+        store: Arc<dyn Store<F>>,
+        host: Arc<dyn HostIo>,
+        operator: Option<Operator<F>>,
+        workers: usize,
+        inline_syncs: usize,
+        wake: Wake,
+        syncer: Option<Arc<Syncer<F>>>,
+    ) -> std::io::Result<Performer<F>> {
         let mailbox = Arc::new(Mailbox {
             done: Mutex::new(Vec::new()),
             wake,
         });
-        let syncer = if inline_syncs == usize::MAX {
-            None
-        } else {
-            Some(Syncer::start(store.clone(), mailbox.clone())?)
-        };
         let trace = crate::trace::enabled().then(|| Arc::new(Requests::default()));
         let pool = if store.local() {
             None
@@ -319,7 +346,7 @@ impl<F: Fold> Performer<F> {
                 if let Some(syncer) = &self.syncer
                     && waiting > self.inline_syncs
                 {
-                    return Ok(syncer.queue(Wanted::Sync(spans)));
+                    return Ok(syncer.queue(&self.mailbox, Wanted::Sync(spans)));
                 }
                 // Here, whoever else waits: the pool only reads and appends.
                 let _entered = entered(&spans);
@@ -342,7 +369,7 @@ impl<F: Fold> Performer<F> {
             }
             Output::Look => match &self.syncer {
                 Some(syncer) => match store.snapshot_unsettled() {
-                    Ok(snapshot) => return Ok(syncer.queue(Wanted::Head(snapshot))),
+                    Ok(snapshot) => return Ok(syncer.queue(&self.mailbox, Wanted::Head(snapshot))),
                     Err(error) => Done::HeadFailed(error),
                 },
                 None => match store.snapshot() {
@@ -503,12 +530,13 @@ struct Syncer<F> {
 }
 
 struct SyncQueue<F> {
-    wanted: Vec<Wanted<F>>,
+    /// What each engine's performer wants, and where it wants the answer.
+    wanted: Vec<(Arc<Mailbox<F>>, Wanted<F>)>,
     closed: bool,
 }
 
 impl<F: Fold> Syncer<F> {
-    fn start(store: Arc<dyn Store<F>>, mailbox: Arc<Mailbox<F>>) -> std::io::Result<Syncer<F>> {
+    fn start(store: Arc<dyn Store<F>>) -> std::io::Result<Syncer<F>> {
         let queue = SyncQueue {
             wanted: Vec::new(),
             closed: false,
@@ -517,15 +545,15 @@ impl<F: Fold> Syncer<F> {
         let s = state.clone();
         let thread = thread::Builder::new()
             .name("bernstein-sync".into())
-            .spawn(move || sync_loop(&s, &*store, &mailbox))?;
+            .spawn(move || sync_loop(&s, &*store))?;
         Ok(Syncer {
             state,
             thread: Some(thread),
         })
     }
 
-    fn queue(&self, wanted: Wanted<F>) -> Option<Done<F>> {
-        lock(&self.state.0).wanted.push(wanted);
+    fn queue(&self, mailbox: &Arc<Mailbox<F>>, wanted: Wanted<F>) -> Option<Done<F>> {
+        lock(&self.state.0).wanted.push((mailbox.clone(), wanted));
         self.state.1.notify_one();
         None
     }
@@ -543,11 +571,10 @@ impl<F> Drop for Syncer<F> {
     }
 }
 
-fn sync_loop<F: Fold>(
-    state: &(Mutex<SyncQueue<F>>, Condvar),
-    store: &dyn Store<F>,
-    mailbox: &Mailbox<F>,
-) {
+/// What one engine's performer is told after a sync round.
+type Post<F> = (Arc<Mailbox<F>>, Vec<Done<F>>);
+
+fn sync_loop<F: Fold>(state: &(Mutex<SyncQueue<F>>, Condvar), store: &dyn Store<F>) {
     loop {
         let batch = {
             let mut q = lock(&state.0);
@@ -562,7 +589,7 @@ fn sync_loop<F: Fold>(
         // Began after every request in the batch asked: it covers what each wrote or read.
         let spans: Vec<tracing::Span> = batch
             .iter()
-            .flat_map(|w| match w {
+            .flat_map(|(_, w)| match w {
                 Wanted::Sync(spans) => spans.clone(),
                 Wanted::Head(_) => Vec::new(),
             })
@@ -572,16 +599,23 @@ fn sync_loop<F: Fold>(
             store.settle()
         };
         drop(spans);
-        let done = batch
-            .into_iter()
-            .map(|w| match (w, &settled) {
+        // Each engine's answers in one post (one wake-up of its loop).
+        let mut posts: Vec<Post<F>> = Vec::new();
+        for (mailbox, w) in batch {
+            let done = match (w, &settled) {
                 (Wanted::Sync(_), Ok(())) => Done::Synced,
                 (Wanted::Sync(_), Err(e)) => Done::SyncFailed(e.clone()),
                 (Wanted::Head(s), Ok(())) => Done::Head(s),
                 (Wanted::Head(_), Err(e)) => Done::HeadFailed(e.clone()),
-            })
-            .collect();
-        mailbox.post_all(done);
+            };
+            match posts.iter_mut().find(|(m, _)| Arc::ptr_eq(m, &mailbox)) {
+                Some((_, all)) => all.push(done),
+                None => posts.push((mailbox, vec![done])),
+            }
+        }
+        for (mailbox, done) in posts {
+            mailbox.post_all(done);
+        }
     }
 }
 

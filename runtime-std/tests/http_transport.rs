@@ -30,3 +30,20 @@ fn launch(
 }
 
 http_scenarios!(launch);
+
+/// Every scenario again with two engines (`HttpOptions::engines`): each connection is served
+/// by whichever engine holds fewer, and the answers are the same.
+mod two_engines {
+    use super::*;
+
+    fn launch_two(
+        server: Arc<Server>,
+        backend: Backend<Projection>,
+        mut opts: HttpOptions,
+    ) -> std::io::Result<Box<dyn Running>> {
+        opts.engines = 2;
+        launch(server, backend, opts)
+    }
+
+    http_scenarios!(launch_two);
+}

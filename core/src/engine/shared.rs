@@ -9,8 +9,9 @@
 //! [`Notice`]): a `notifications/cancelled`, a session's log level, a client's answer to a
 //! question another engine put, and that this engine's commits are durable (the others'
 //! waits, feeds and subscriptions look at the head). The legacy SSE transport, whose streams
-//! an engine holds by token, is served by engine 0: another engine hands such a connection to
-//! it ([`super::Output::HandOff`]).
+//! an engine holds by token, and the dashboard's feeds are served by engine 0 (their caps close
+//! the stream idle longest): another engine hands such a connection to it
+//! ([`super::Output::HandOff`]).
 //! One engine alone shares with nobody: [`Shared::alone`] is what it uses, and it never tells
 //! nor hands off.
 

@@ -37,7 +37,7 @@ use bernstein_core::transport::http::HttpOptions;
 use bernstein_effects::Stopper;
 use bernstein_effects::http::operator::Operator;
 use bernstein_effects::http::{Announcement, open_listener};
-use bernstein_effects::perform::{Backend, Performer, moment, seed};
+use bernstein_effects::perform::{Backend, Performer, Wake, moment, seed};
 use bernstein_os::tls::{Received, ServerTls, TlsSession};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
@@ -152,23 +152,32 @@ pub fn bind_tls<F: Fold>(
     let wakers: Vec<Arc<Waker>> = polls.iter().map(|(_, w)| w.clone()).collect();
     let (crossings, inboxes) = Crossings::new(&wakers);
     let mut threads = Vec::with_capacity(engines);
-    for (index, ((poll, waker), inbox)) in polls.into_iter().zip(inboxes).enumerate() {
-        let operator = Operator::new(
+    let workers = options.limits.workers.div_ceil(engines);
+    let mut performers: Vec<Performer<F>> = Vec::with_capacity(engines);
+    for waker in &wakers {
+        let operator = Some(Operator::new(
             backend.store.clone(),
             backend.clock.clone(),
             backend.views.clone(),
             !options.mcp,
-        );
-        let performer = Performer::new(
-            backend.store.clone(),
-            backend.host.clone(),
-            Some(operator),
-            options.limits.workers.div_ceil(engines),
-            1,
-            Arc::new(move || {
-                let _ = waker.wake();
-            }),
-        )?;
+        ));
+        let waker = waker.clone();
+        let wake: Wake = Arc::new(move || {
+            let _ = waker.wake();
+        });
+        // The engines' performers share the first one's syncer thread.
+        let performer = match performers.first() {
+            None => {
+                let (store, host) = (backend.store.clone(), backend.host.clone());
+                Performer::new(store, host, operator, workers, 1, wake)?
+            }
+            Some(first) => first.beside(operator, workers, wake)?,
+        };
+        performers.push(performer);
+    }
+    for (index, (((poll, _), inbox), performer)) in
+        polls.into_iter().zip(inboxes).zip(performers).enumerate()
+    {
         let mut config = EngineConfig::http(policy.clone(), options.clone(), seed()?);
         let shared = shared.clone();
         config.sharing = Sharing { index, shared };

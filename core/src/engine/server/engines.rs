@@ -9,6 +9,7 @@ use super::{Conn, ConnId, Engine, Output};
 use crate::engine::counters::Counters;
 use crate::engine::shared::{HOME, Notice};
 use crate::ledger::Fold;
+use crate::transport::http::operator::OperatorRoute;
 use crate::transport::http::router::Decision;
 
 /// A connection on its way to another engine: its peer, the request its first engine routed,
@@ -57,13 +58,16 @@ impl<F: Fold> Engine<F> {
     }
 
     /// Whether a request routed here must be served by engine [`HOME`]: it belongs to the
-    /// legacy SSE transport, whose streams that engine holds by token.
+    /// legacy SSE transport, whose streams that engine holds by token, or opens a dashboard
+    /// feed. Both kinds of stream are capped with the one idle longest closed for a new one,
+    /// which only one engine holding them all can do.
     pub(super) fn belongs_home(&self, decision: &Decision) -> bool {
         self.sharing.index != HOME
-            && matches!(
-                decision,
-                Decision::OpenLegacyStream(_) | Decision::LegacyMessage(_)
-            )
+            && match decision {
+                Decision::OpenLegacyStream(_) | Decision::LegacyMessage(_) => true,
+                Decision::Operator(r) => r.route == OperatorRoute::Events,
+                _ => false,
+            }
     }
 
     /// Hands `conn` and its routed request to engine [`HOME`] and forgets it here (it stays

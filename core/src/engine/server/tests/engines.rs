@@ -161,3 +161,22 @@ fn an_engine_alone_tells_nobody_and_hands_nothing_off() {
     assert_eq!(responses(&w.take(5))[0].0, 202);
     assert!(w.told.is_empty() && w.handed.is_empty());
 }
+
+#[test]
+fn a_dashboard_feed_is_held_by_engine_0_and_other_operator_routes_where_they_arrive() {
+    let (_, mut other) = engines(&server(1 << 20), &HttpOptions::default());
+    other.connect(5, "127.0.0.1:40005");
+    other.bytes(
+        5,
+        &crate::engine::sim::get("/api/events", &["Accept: text/event-stream"]),
+    );
+    assert_eq!(other.handed.len(), 1, "a feed is capped in one place");
+    other.connect(6, "127.0.0.1:40006");
+    other.bytes(6, &crate::engine::sim::get("/healthz", &[]));
+    assert_eq!(other.handed.len(), 1);
+    assert_eq!(
+        other.operator.len(),
+        1,
+        "a probe is answered where it arrived"
+    );
+}
