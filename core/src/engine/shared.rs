@@ -7,7 +7,8 @@
 //! Everything else stays with one engine. What needs more than a count crosses engines as an
 //! output the runtime delivers to the others as an input ([`super::Output::Tell`], a
 //! [`Notice`]): a `notifications/cancelled`, a session's log level, a client's answer to a
-//! question another engine put, and that this engine's commits are durable (the others'
+//! question another engine put, the OAuth issuer's keys and introspection answers it got (so a
+//! token costs one fetch per process), and that this engine's commits are durable (the others'
 //! waits, feeds and subscriptions look at the head). The legacy SSE transport, whose streams
 //! an engine holds by token, and the dashboard's feeds are served by engine 0 (their caps close
 //! the stream idle longest): another engine hands such a connection to it
@@ -16,7 +17,8 @@
 //! nor hands off.
 
 use core::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
@@ -26,6 +28,7 @@ use super::wait_slots::WaitSlots;
 use crate::protocol::logging::LogLevel;
 use crate::protocol::principal::Principal;
 use crate::time::Timestamp;
+use crate::transport::http::introspection::TokenDigest;
 use crate::transport::http::session::SessionId;
 
 /// The engine that serves what carries state the server keeps.
@@ -49,6 +52,13 @@ pub enum Notice {
         answer: Result<Value, String>,
         from: Option<Principal>,
     },
+    /// What its fetch of the issuer's keys brought (their JWKS document, or why none).
+    Keys(Result<Value, String>),
+    /// The introspection answer it got for the token of this digest (or why none).
+    Introspected {
+        digest: TokenDigest,
+        result: Result<Value, String>,
+    },
 }
 
 /// The shared part of a process's engines.
@@ -59,6 +69,11 @@ pub struct Shared {
     waits: Mutex<WaitSlots>,
     /// Resources subscribed to, on every engine.
     subscriptions: Arc<AtomicUsize>,
+    /// The tokens some engine is introspecting, and whether one fetches the issuer's keys:
+    /// the others wait for its answer ([`Notice::Introspected`], [`Notice::Keys`]) instead of
+    /// asking the issuer again.
+    introspecting: Mutex<BTreeSet<TokenDigest>>,
+    fetching_keys: AtomicBool,
     /// One per engine, by index.
     counters: Vec<Mutex<Counters>>,
 }
@@ -77,6 +92,8 @@ impl Shared {
             connections: AtomicUsize::new(0),
             waits: Mutex::new(WaitSlots::new()),
             subscriptions: Arc::new(AtomicUsize::new(0)),
+            introspecting: Mutex::new(BTreeSet::new()),
+            fetching_keys: AtomicBool::new(false),
             counters: (0..engines.max(1))
                 .map(|_| Mutex::new(Counters::new(Timestamp(0))))
                 .collect(),
@@ -110,6 +127,28 @@ impl Shared {
         let _ = self
             .connections
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
+    /// Whether the caller is to introspect the token of `digest` (no engine is); if so, the
+    /// others wait for it until [`Shared::introspected`].
+    pub(crate) fn introspect(&self, digest: TokenDigest) -> bool {
+        let mut set = self.introspecting.lock().unwrap_or_else(|p| p.into_inner());
+        set.insert(digest)
+    }
+
+    pub(crate) fn introspected(&self, digest: TokenDigest) {
+        let mut set = self.introspecting.lock().unwrap_or_else(|p| p.into_inner());
+        set.remove(&digest);
+    }
+
+    /// Whether the caller is to fetch the issuer's keys (no engine is); if so, the others
+    /// wait for it until [`Shared::keys_fetched`].
+    pub(crate) fn fetch_keys(&self) -> bool {
+        !self.fetching_keys.swap(true, Ordering::AcqRel)
+    }
+
+    pub(crate) fn keys_fetched(&self) {
+        self.fetching_keys.store(false, Ordering::Release);
     }
 
     /// The count of resources subscribed to on every engine.

@@ -54,6 +54,8 @@ impl<F: Fold> Engine<F> {
                 answer,
                 from,
             } => self.client_answered(&question, answer, from.as_ref()),
+            Notice::Keys(result) => self.told_keys(result),
+            Notice::Introspected { digest, result } => self.told_introspected(digest, result),
         }
     }
 

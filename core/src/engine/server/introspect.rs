@@ -62,9 +62,12 @@ impl<F: Fold> Engine<F> {
                         .introspection_unavailable(&request, &why, BUSY_RETRY_SECS);
                 return self.respond(conn, response);
             }
-            let ask = IntrospectRequest::new(&oauth.issuer, config, token);
             self.introspection.in_flight.insert(digest, Vec::new());
-            self.push(Output::Introspect(Box::new(ask)));
+            // Unless another engine of the process asks already: it tells this one the answer.
+            if self.sharing.shared.introspect(digest) {
+                let ask = IntrospectRequest::new(&oauth.issuer, config, token);
+                self.push(Output::Introspect(Box::new(ask)));
+            }
         }
         if let Some(parked) = self.introspection.in_flight.get_mut(&digest) {
             parked.push(ParkedAuth {
@@ -94,6 +97,30 @@ impl<F: Fold> Engine<F> {
     }
 
     /// The runtime's answer to [`Output::Introspect`] for the token of `digest`.
+    /// Keeps an introspection answer for the configured lifetime.
+    fn cache_introspection(&mut self, digest: TokenDigest, answer: Answer) {
+        let ttl = self
+            .http
+            .as_ref()
+            .and_then(|h| h.policy.oauth())
+            .and_then(|o| o.introspection.as_ref())
+            .map_or(Duration::ZERO, |c| Duration::from_secs(c.cache_secs));
+        let now_secs = self.now.wall.0 / 1000;
+        let answers = &mut self.introspection.answers;
+        answers.insert(digest, answer, self.now.mono, now_secs, ttl);
+    }
+
+    /// Another engine's introspection answer: the requests parked here on that token go on
+    /// with it, and it is kept here too, so that a token costs one introspection per process.
+    pub(super) fn told_introspected(&mut self, digest: TokenDigest, result: Result<Value, String>) {
+        if self.introspection.in_flight.contains_key(&digest) {
+            return self.introspected(digest, result);
+        }
+        if let Ok(answer) = result.and_then(|doc| Answer::read(&doc)) {
+            self.cache_introspection(digest, answer);
+        }
+    }
+
     pub(super) fn introspected(&mut self, digest: TokenDigest, result: Result<Value, String>) {
         // Not asked for, or asked before a shutdown answered its requests.
         let Some(parked) = self.introspection.in_flight.remove(&digest) else {
@@ -101,22 +128,7 @@ impl<F: Fold> Engine<F> {
         };
         let result = result.and_then(|doc| Answer::read(&doc));
         match &result {
-            Ok(answer) => {
-                let ttl = self
-                    .http
-                    .as_ref()
-                    .and_then(|h| h.policy.oauth())
-                    .and_then(|o| o.introspection.as_ref())
-                    .map_or(Duration::ZERO, |c| Duration::from_secs(c.cache_secs));
-                let now_secs = self.now.wall.0 / 1000;
-                self.introspection.answers.insert(
-                    digest,
-                    answer.clone(),
-                    self.now.mono,
-                    now_secs,
-                    ttl,
-                );
-            }
+            Ok(answer) => self.cache_introspection(digest, answer.clone()),
             Err(why) => {
                 if let Some(p) = parked.first() {
                     let peer = p.peer;

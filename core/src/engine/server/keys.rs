@@ -68,7 +68,10 @@ impl<F: Fold> Engine<F> {
             };
             self.keys.fetching = true;
             self.keys.asked_at = Some(now);
-            self.push(fetch);
+            // Unless another engine of the process fetches already: it tells this one.
+            if self.sharing.shared.fetch_keys() {
+                self.push(fetch);
+            }
         }
         self.keys.parked.push(ParkedAuth {
             conn,
@@ -99,6 +102,17 @@ impl<F: Fold> Engine<F> {
             if matches!(self.conns.get(&conn), Some(Conn::Http(h)) if h.busy == Some(busy)) {
                 self.respond(conn, response.closing());
             }
+        }
+    }
+
+    /// What another engine's fetch of the keys brought: the requests parked here go on with
+    /// it, and the keys route here too, so that they are fetched once per process.
+    pub(super) fn told_keys(&mut self, result: Result<Value, String>) {
+        if self.keys.fetching {
+            return self.keys_fetched(result);
+        }
+        if let Ok(set) = result.and_then(|doc| KeySet::from_jwks(&doc)) {
+            self.keys.set = set;
         }
     }
 

@@ -602,8 +602,20 @@ impl<F: Fold> Engine<F> {
             Input::Head(snapshot) => self.head(Ok(snapshot)),
             Input::HeadFailed(error) => self.head(Err(error)),
             Input::Operator { conn, response } => self.operator_answered(conn, response),
-            Input::Keys(result) => self.keys_fetched(result),
-            Input::Introspected { digest, result } => self.introspected(digest, result),
+            Input::Keys(result) => {
+                self.sharing.shared.keys_fetched();
+                self.tell(Notice::Keys(result.clone()));
+                self.keys_fetched(result);
+            }
+            Input::Introspected { digest, result } => {
+                self.sharing.shared.introspected(digest);
+                let told = result.clone();
+                self.tell(Notice::Introspected {
+                    digest,
+                    result: told,
+                });
+                self.introspected(digest, result);
+            }
             Input::StopJob { job, why } => self.stop_job(job, why),
             Input::HeadMoved => self.head_moved(),
             Input::Told(notice) => self.told(notice),

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::config::{ClientSecret, Config, Introspection, OAuthConfig};
+use crate::engine::Input;
 use crate::engine::server::introspect::MAX_IN_FLIGHT;
+use crate::engine::shared::{Shared, Sharing};
 use crate::engine::sim::{WALL, World, post, responses};
 use crate::protocol::Server;
 use crate::protocol::registry::{Effects, ToolSpec};
@@ -22,6 +24,10 @@ use crate::transport::http::jwt::test_keys::ISS;
 const TTL_SECS: u64 = 60;
 
 fn world_with(introspection: Option<Introspection>) -> World<()> {
+    World::http(server_with(introspection), HttpOptions::default())
+}
+
+fn server_with(introspection: Option<Introspection>) -> Arc<Server<()>> {
     let mut config = Config::new(b"k".to_vec());
     let mut oauth = OAuthConfig::new(ISS, vec!["bernstein.read".into()]);
     oauth.introspection = introspection;
@@ -34,19 +40,52 @@ fn world_with(introspection: Option<Introspection>) -> World<()> {
         ..plain_tool("w")
     };
     let catalog = tools_only(vec![plain_tool("r"), writer]);
-    World::http(
-        Arc::new(Server::with_catalog(config, catalog)),
-        HttpOptions::default(),
-    )
+    Arc::new(Server::with_catalog(config, catalog))
 }
 
-fn world() -> World<()> {
-    world_with(Some(Introspection {
+fn introspection() -> Option<Introspection> {
+    Some(Introspection {
         url: Some("https://idp.example/introspect".into()),
         client_id: "bernstein-rs".into(),
         client_secret: ClientSecret::new("rs-secret"),
         cache_secs: TTL_SECS,
-    }))
+    })
+}
+
+fn world() -> World<()> {
+    world_with(introspection())
+}
+
+#[test]
+fn an_answer_one_engine_got_is_told_to_the_others_which_then_ask_no_more() {
+    let server = server_with(introspection());
+    let shared = Arc::new(Shared::new(2));
+    let engine = |index| {
+        let sharing = Sharing {
+            index,
+            shared: shared.clone(),
+        };
+        World::http_sharing(server.clone(), HttpOptions::default(), sharing)
+    };
+    let (mut a, mut b) = (engine(0), engine(1));
+    a.connect(1, "127.0.0.1:40000");
+    a.bytes(1, &call("opaque-1", "r"));
+    // Engine 1 needs the same token meanwhile: it waits for engine 0's answer.
+    b.connect(2, "127.0.0.1:40001");
+    b.bytes(2, &call("opaque-1", "r"));
+    assert_eq!((a.introspections.len(), b.introspections.len()), (1, 0));
+    a.answer_introspection(digest("opaque-1"), Ok(active("bernstein.read")));
+    assert_eq!(statuses(&mut a, 1), [200]);
+    assert!(b.take(2).is_empty());
+    for notice in std::mem::take(&mut a.told) {
+        b.input(Input::Told(notice));
+    }
+    assert_eq!(statuses(&mut b, 2), [200]);
+    // And later requests there use the answer kept.
+    b.connect(3, "127.0.0.1:40002");
+    b.bytes(3, &call("opaque-1", "r"));
+    assert!(b.introspections.is_empty(), "asked once per process");
+    assert_eq!(statuses(&mut b, 3), [200]);
 }
 
 fn call(token: &str, tool: &str) -> Vec<u8> {
