@@ -87,3 +87,98 @@ fn measure(writers: usize) -> (f64, Summary, f64) {
     let _ = std::fs::remove_dir_all(&dir);
     (rate, Summary::of(all), per_write)
 }
+
+/// The thread counts of [`store_appends`].
+const APPENDERS: [usize; 4] = [1, 2, 4, 16];
+
+/// Compare-and-append straight on one `FileStore` from 1 to 16 threads, each call returning
+/// once its bytes are durable: the store's share of a call, without the engine. Each append is
+/// one call's audit record sealed on the snapshot the thread just read (a call that wrote
+/// nothing, so a head moved meanwhile places it after that head instead of refusing it).
+pub fn store_appends() {
+    println!(
+        "## Compare-and-append on one file store (`snapshot_unsettled`, seal, `compare_and_append`)\n"
+    );
+    println!(
+        "| threads | appends/s | p50 | p99 | CPU µs per append | fsyncs per append |\n|---|---|---|---|---|---|"
+    );
+    for threads in APPENDERS {
+        let m = measure_appends(threads);
+        println!(
+            "| {threads} | {:.0} | {} | {} | {:.1} | {:.2} |",
+            m.rate,
+            fmt(m.latency.p50),
+            fmt(m.latency.p99),
+            m.cpu_us,
+            m.fsyncs
+        );
+    }
+    println!();
+}
+
+struct Appends {
+    rate: f64,
+    latency: Summary,
+    /// Process CPU (user + system) per append.
+    cpu_us: f64,
+    fsyncs: f64,
+}
+
+fn measure_appends(threads: usize) -> Appends {
+    use bernstein_core::ledger::{Append, AppendResult, Draft, Store, seal};
+
+    let dir = crate::scratch_dir(&format!("appends-{threads}"));
+    let key = vec![7u8; 32];
+    let store = Arc::new(FileStore::open(&dir, key.clone()).expect("open store"));
+    let start = Arc::new(Barrier::new(threads + 1));
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let (store, key, start) = (store.clone(), key.clone(), start.clone());
+            std::thread::spawn(move || {
+                let mut samples = Vec::new();
+                start.wait();
+                let began = Instant::now();
+                let mut i = 0u64;
+                while began.elapsed() < PERIOD {
+                    i += 1;
+                    let body = json!({"tool": "bernstein_status", "call_id": format!("{t}-{i}"), "ok": true});
+                    let draft = Draft::new("audit", "mcp.stateless_call", body);
+                    let t0 = Instant::now();
+                    let snap = store.snapshot_unsettled().expect("snapshot");
+                    let records = seal(&snap.position, |s| snap.stream_head(s), vec![draft], &key);
+                    let append = Append {
+                        expected: snap.position,
+                        records,
+                        read_heads: None,
+                    };
+                    drop(snap);
+                    match store.compare_and_append(&append).expect("append") {
+                        AppendResult::Committed(_) => samples.push(t0.elapsed()),
+                        AppendResult::Conflict { .. } => panic!("a read was refused"),
+                    }
+                }
+                samples
+            })
+        })
+        .collect();
+    let pid = std::process::id();
+    let cpu_before = crate::cpu::ticks(pid).unwrap_or(0);
+    start.wait();
+    let began = Instant::now();
+    let mut all = Vec::new();
+    for w in workers {
+        all.extend(w.join().expect("appending thread"));
+    }
+    let elapsed = began.elapsed().as_secs_f64();
+    let cpu = crate::cpu::ticks(pid).unwrap_or(0) - cpu_before;
+    let n = all.len() as f64;
+    let m = Appends {
+        rate: n / elapsed,
+        cpu_us: cpu as f64 / crate::cpu::TICKS_PER_SECOND * 1e6 / n,
+        fsyncs: store.sync_stats().syncs as f64 / n,
+        latency: Summary::of(all),
+    };
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+    m
+}

@@ -4,7 +4,8 @@
 //! Sections (all by default): `core` (the pure core per call), `size` (run_status against
 //! ledger size; 1M records with `--full`), `verify` (offline verification speed), `dlp`
 //! (secret redaction on 1 MiB adversarial texts), `durable` (durable writes through the file
-//! store at 1 and 16 writers), `stdio` (process start to
+//! store at 1 and 16 writers, and compare-and-append on one store from 1 to 16 threads, which
+//! `appends` runs alone), `stdio` (process start to
 //! `initialize`, stdio round trip), `http` (load on the real HTTP server, both runtimes, with
 //! resident memory), `http-size` (`bernstein_run_status` over HTTP on 1k / 100k / 1M-record
 //! ledgers), `python` (the same load on the Python implementation, when installed) and
@@ -85,6 +86,9 @@ fn main() {
     }
     if wanted("durable") {
         durable::durable_writes();
+    }
+    if wanted("durable") || wanted("appends") {
+        durable::store_appends();
     }
     if wanted("checkpoint") {
         checkpoint_stall::appends_at_size(full);
