@@ -21,6 +21,9 @@ TEE_SERVER = E2E_DIR / "tee_server.py"
 # Environment variables the server reads; never inherited from the caller's shell, so a
 # developer's own settings cannot change what a test sees.
 SERVER_ENV_PREFIX = "BERNSTEIN_"
+# Except these, which a run sets on purpose to serve every test some way: how many engines
+# each HTTP server runs (`BERNSTEIN_MCP_ENGINES=2` runs the whole suite on two).
+PASSED_THROUGH = ("BERNSTEIN_MCP_ENGINES",)
 
 
 def schema_dir() -> Path:
@@ -47,8 +50,10 @@ def runtimes() -> list[str]:
 
 
 def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """A clean environment for a child process: the caller's minus BERNSTEIN_*, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(SERVER_ENV_PREFIX)}
+    """A clean environment for a child process: the caller's minus BERNSTEIN_* (but
+    `PASSED_THROUGH`), plus `extra`."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(SERVER_ENV_PREFIX) or k in PASSED_THROUGH}
     env.setdefault("RUST_BACKTRACE", "1")
     if extra:
         env.update(extra)
