@@ -1,5 +1,6 @@
 //! The HTTP transports of runtime-smol over real sockets: the same scenarios as runtime-std's
-//! (`runtime-std/tests/http_support`), against the async server.
+//! (`runtime-std/tests/http_support`), against the async server; and (`two_engines`) a server of
+//! two engines.
 
 #[path = "../../runtime-std/tests/http_support/mod.rs"]
 mod http_support;
