@@ -34,10 +34,11 @@ use crate::stats::fmt;
 
 const CONNECTIONS: [usize; 3] = [1, 16, 64];
 /// The rows, in order; the peers are binaries of `bench/peers/` of the same names.
-const SERVERS: [&str; 6] = [
+const SERVERS: [&str; 7] = [
     "rust std",
     "rust std, 2 engines",
     "rust smol",
+    "rust smol, 2 engines",
     "rmcp-peer",
     "loopback-limit",
     "python",
@@ -123,6 +124,7 @@ pub fn side_by_side(bin: &Path, full: bool) {
             "rust std" => ours(bin, "std", 1),
             "rust std, 2 engines" => ours(bin, "std", 2),
             "rust smol" => ours(bin, "smol", 1),
+            "rust smol, 2 engines" => ours(bin, "smol", 2),
             "python" => python(),
             peer_name => peer(&exe_dir, peer_name),
         };

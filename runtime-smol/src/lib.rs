@@ -1,4 +1,4 @@
-//! The async runtime on smol / async-io: one task drives the server's engine
+//! The async runtime on smol / async-io: one task drives each of the server's engines
 //! (`bernstein_core::engine::Engine`) and one task per connection moves its bytes. Framing,
 //! routing, timeouts, waits and every protocol decision are the engine's; the store, host and
 //! operator outputs are performed by `bernstein-effects`'s `Performer` (off the executor

@@ -38,7 +38,7 @@ pub struct McpArgs {
     #[arg(long, default_value_t = 8053)]
     port: u16,
     /// Engines serving `--transport http`, each on its own event loop and core, sharing the
-    /// port, the store and the caps (else BERNSTEIN_MCP_ENGINES, else 1; `--runtime std` only).
+    /// port, the store and the caps (else BERNSTEIN_MCP_ENGINES, else 1; either runtime).
     #[arg(long, value_name = "N")]
     engines: Option<usize>,
     /// Extra `Host` values to answer with `--transport http`, comma-separated: `host` (any port)
@@ -159,12 +159,6 @@ pub fn run(workdir: &Path, args: McpArgs) -> Result<ExitCode, String> {
                 max_body,
             )?;
             opts.engines = settings::engines(args.engines)?;
-            if opts.engines > 1 && matches!(args.runtime, Runtime::Smol) {
-                return Err(format!(
-                    "--engines {}: the smol runtime serves with one engine; use --runtime std for several",
-                    opts.engines
-                ));
-            }
             let server = Arc::new(Server::new(config));
             super::http_serve::serve(args.runtime, server, backend, opts, tls)
         }
