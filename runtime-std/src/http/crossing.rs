@@ -20,8 +20,9 @@ use super::sock::Sock;
 pub(super) enum Crossing {
     /// A connection another loop accepted for this one.
     Accepted(Box<Sock>, SocketAddr),
-    /// A connection another loop's engine handed to this one's.
-    Adopt(Box<Sock>, Box<Handed>),
+    /// A connection another loop's engine handed to this one's (`None`: its socket broke
+    /// before it could be moved; it is adopted and closed).
+    Adopt(Option<Box<Sock>>, Box<Handed>),
     /// What another loop's engine told the others.
     Told(Notice),
 }

@@ -409,7 +409,7 @@ impl<F: Fold> Loop<F> {
         while let Ok(crossing) = self.inbox.try_recv() {
             match crossing {
                 Crossing::Accepted(sock, peer) => self.opened(*sock, peer),
-                Crossing::Adopt(sock, handed) => self.adopt(*sock, handed),
+                Crossing::Adopt(sock, handed) => self.adopt(sock.map(|s| *s), handed),
                 Crossing::Told(notice) => {
                     let now = self.now();
                     self.engine.handle_input(now, Input::Told(notice));
@@ -418,12 +418,13 @@ impl<F: Fold> Loop<F> {
         }
     }
 
-    /// A connection another loop's engine handed to this one's.
-    fn adopt(&mut self, sock: Sock, handed: Box<Handed>) {
-        let id = self.keep(sock);
+    /// A connection another loop's engine handed to this one's (`None`: its socket broke
+    /// before it could be moved).
+    fn adopt(&mut self, sock: Option<Sock>, handed: Box<Handed>) {
+        let id = sock.and_then(|sock| self.keep(sock));
         let now = self.now();
-        // Even one that cannot be registered is adopted, then closed: the engine that handed it
-        // counted it open.
+        // Even one whose socket is gone or cannot be registered is adopted, then closed: the
+        // engine that handed it counted it open, and this one's close counts it closed.
         let conn = ConnId(id.unwrap_or_else(|| {
             let id = self.next_conn;
             self.next_conn += 1;
@@ -437,18 +438,19 @@ impl<F: Fold> Loop<F> {
         }
     }
 
-    /// Moves a socket to the home loop with what its engine handed over.
+    /// Moves a socket to the home loop with what its engine handed over (the socket may have
+    /// broken since the engine handed it, when a write before it failed: the home engine then
+    /// adopts and closes it, so that the connection is counted closed).
     fn hand_off(&mut self, id: u64, handed: Box<Handed>) {
-        let Some(mut sock) = self.socks.remove(&id) else {
-            return;
-        };
-        let _ = self.poll.registry().deregister(&mut sock.stream);
-        self.paused.remove(&id);
-        self.timed.remove(&id);
-        self.crossings.count(self.index, false);
+        let sock = self.socks.remove(&id).map(|mut sock| {
+            let _ = self.poll.registry().deregister(&mut sock.stream);
+            self.paused.remove(&id);
+            self.timed.remove(&id);
+            self.crossings.count(self.index, false);
+            Box::new(sock)
+        });
         let home = bernstein_core::engine::shared::HOME;
-        self.crossings
-            .post(home, Crossing::Adopt(Box::new(sock), handed));
+        self.crossings.post(home, Crossing::Adopt(sock, handed));
     }
 
     /// Reads what a socket has, handing it to the engine, until the kernel has no more or the
