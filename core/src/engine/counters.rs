@@ -49,7 +49,8 @@ impl Counters {
     }
 
     /// Adds another engine's counts to these (`GET /metrics` of a process with several
-    /// engines; the start time and the connections open are the caller's).
+    /// engines; the start time, the connections open and the requests in flight are the
+    /// caller's).
     pub fn add(&mut self, other: &Counters) {
         for (m, n) in &other.requests {
             *self.requests.entry(m).or_default() += n;
@@ -66,7 +67,6 @@ impl Counters {
             }
         }
         self.waits_refused += other.waits_refused;
-        self.in_flight += other.in_flight;
         self.waits += other.waits;
     }
 

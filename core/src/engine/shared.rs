@@ -76,6 +76,8 @@ pub struct Shared {
     fetching_keys: AtomicBool,
     /// One per engine, by index.
     counters: Vec<Mutex<Counters>>,
+    /// Each engine's requests in flight, set after every input (a store, not a lock).
+    in_flight: Vec<AtomicUsize>,
 }
 
 /// Where one engine stands among its process's engines.
@@ -97,6 +99,7 @@ impl Shared {
             counters: (0..engines.max(1))
                 .map(|_| Mutex::new(Counters::new(Timestamp(0))))
                 .collect(),
+            in_flight: (0..engines.max(1)).map(|_| AtomicUsize::new(0)).collect(),
         }
     }
 
@@ -175,7 +178,17 @@ impl Shared {
             all.add(&self.counters(i));
         }
         all.connections = self.connections.load(Ordering::Acquire);
+        all.in_flight = self
+            .in_flight
+            .iter()
+            .map(|n| n.load(Ordering::Relaxed))
+            .sum();
         all
+    }
+
+    /// Engine `index` has `n` requests in flight.
+    pub(crate) fn set_in_flight(&self, index: usize, n: usize) {
+        self.in_flight[index].store(n, Ordering::Relaxed);
     }
 
     /// Whether a wait slot for `peer` is free in every engine's count; takes it if so.

@@ -630,8 +630,8 @@ impl<F: Fold> Engine<F> {
     fn after_input(&mut self) {
         self.run_ready();
         self.maybe_sync();
-        let in_flight = self.reqs.len();
-        self.counters_mut().in_flight = in_flight;
+        let Sharing { index, shared } = &self.sharing;
+        shared.set_in_flight(*index, self.reqs.len());
     }
 
     /// Fires every timer due now.
