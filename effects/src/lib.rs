@@ -19,6 +19,7 @@
 //! - [`http`]: binding, the startup announcement and the operator's routes (what only the
 //!   fold's owner answers comes from its `bernstein_core::transport::http::views::Views`).
 
+pub mod engines;
 mod heads;
 pub mod host;
 pub mod http;

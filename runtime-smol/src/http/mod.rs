@@ -30,18 +30,16 @@ use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
 use bernstein_core::engine::log_budget::{Admit, LogBudget};
-use bernstein_core::engine::shared::{HOME, Notice, Shared, Sharing};
-use bernstein_core::engine::{
-    ConnId, Drain, Engine, EngineConfig, Handed, Input, Moment, Output, Peer,
-};
+use bernstein_core::engine::shared::{HOME, Notice};
+use bernstein_core::engine::{ConnId, Drain, Engine, Handed, Input, Moment, Output, Peer};
 use bernstein_core::ledger::Fold;
 use bernstein_core::protocol::Server;
 use bernstein_core::time::Clock;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_effects::Stopper;
-use bernstein_effects::http::operator::Operator;
+use bernstein_effects::engines as setup;
 use bernstein_effects::http::{Announcement, open_listener};
-use bernstein_effects::perform::{Backend, Performer, moment, seed};
+use bernstein_effects::perform::{Backend, Performer, moment};
 use bernstein_os::tls::{ServerTls, TlsSession};
 use smol::channel::{Receiver, Sender};
 use smol::{Async, LocalExecutor, Timer, future};
@@ -152,7 +150,6 @@ pub fn bind_tls<F: Fold>(
     let local_addr = listener.local_addr()?;
     let announcement = Announcement::new(&policy, &options);
     let engines = options.engines.max(1);
-    let shared = Arc::new(Shared::new(engines));
     let (doors, inboxes): (Vec<_>, Vec<_>) = (0..engines)
         .map(|_| smol::channel::unbounded::<Event>())
         .unzip();
@@ -163,32 +160,15 @@ pub fn bind_tls<F: Fold>(
         linger: (options.limits.linger, options.limits.linger_bytes),
     };
     let origin = Instant::now();
-    let workers = options.limits.workers.div_ceil(engines);
-    let mut performers: Vec<(Performer<F>, Arc<AtomicBool>)> = Vec::with_capacity(engines);
-    for index in 0..engines {
-        let operator = Some(Operator::new(
-            backend.store.clone(),
-            backend.clock.clone(),
-            backend.views.clone(),
-            !options.mcp,
-        ));
-        let (wake, woken) = waker(hubs.door(index).clone());
-        // The engines' performers share the first one's syncer thread.
-        let performer = match performers.first() {
-            None => {
-                let (store, host) = (backend.store.clone(), backend.host.clone());
-                Performer::new(store, host, operator, workers, 1, wake)?
-            }
-            Some((first, _)) => first.beside(operator, workers, wake)?,
-        };
-        performers.push((performer, woken));
-    }
+    let (wakes, wokens): (Vec<_>, Vec<_>) = (0..engines)
+        .map(|index| waker(hubs.door(index).clone()))
+        .unzip();
+    let performers = setup::performers(&backend, &options, wakes)?;
+    let now = moment(origin, &*backend.clock);
+    let all = setup::engines(&server, &policy, &options, now)?;
     let mut threads = Vec::with_capacity(engines);
-    for (index, (rx, (performer, woken))) in inboxes.into_iter().zip(performers).enumerate() {
-        let mut config = EngineConfig::http(policy.clone(), options.clone(), seed()?);
-        let shared = shared.clone();
-        config.sharing = Sharing { index, shared };
-        let engine = Engine::new(server.clone(), config, moment(origin, &*backend.clock));
+    let each = inboxes.into_iter().zip(performers).zip(wokens).zip(all);
+    for (index, (((rx, performer), woken), engine)) in each.enumerate() {
         let listener = Async::new(listener.try_clone()?)?;
         let (hubs, clock, tls) = (hubs.clone(), backend.clock.clone(), tls.clone());
         let name = match index {
@@ -238,10 +218,7 @@ pub fn serve_http<F: Fold>(
 ) -> io::Result<()> {
     let engines = options.engines.max(1);
     let handle = bind_tls(server, backend, options, tls)?;
-    let runtime = match engines {
-        1 => "runtime smol, one event loop".to_string(),
-        n => format!("runtime smol, {n} event loops"),
-    };
+    let runtime = setup::runtime_label("smol", engines);
     handle.announcement.announce(handle.local_addr(), &runtime);
     on_bound(handle.stopper())?;
     handle.wait()

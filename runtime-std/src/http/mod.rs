@@ -26,18 +26,15 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use bernstein_core::engine::log_budget::{Admit, LogBudget};
-use bernstein_core::engine::shared::{Shared, Sharing};
-use bernstein_core::engine::{
-    ConnId, Drain, Engine, EngineConfig, Handed, Input, Moment, Output, Peer,
-};
+use bernstein_core::engine::{ConnId, Drain, Engine, Handed, Input, Moment, Output, Peer};
 use bernstein_core::ledger::Fold;
 use bernstein_core::protocol::Server;
 use bernstein_core::time::Clock;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_effects::Stopper;
-use bernstein_effects::http::operator::Operator;
+use bernstein_effects::engines as setup;
 use bernstein_effects::http::{Announcement, open_listener};
-use bernstein_effects::perform::{Backend, Performer, Wake, moment, seed};
+use bernstein_effects::perform::{Backend, Performer, Wake, moment};
 use bernstein_os::tls::{Received, ServerTls, TlsSession};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
@@ -140,7 +137,6 @@ pub fn bind_tls<F: Fold>(
     let announcement = Announcement::new(&policy, &options);
     listener.set_nonblocking(true)?;
     let engines = options.engines.max(1);
-    let shared = Arc::new(Shared::new(engines));
     let stop = Arc::new(AtomicBool::new(false));
     let origin = Instant::now();
     let mut polls = Vec::with_capacity(engines);
@@ -152,37 +148,20 @@ pub fn bind_tls<F: Fold>(
     let wakers: Vec<Arc<Waker>> = polls.iter().map(|(_, w)| w.clone()).collect();
     let (crossings, inboxes) = Crossings::new(&wakers);
     let mut threads = Vec::with_capacity(engines);
-    let workers = options.limits.workers.div_ceil(engines);
-    let mut performers: Vec<Performer<F>> = Vec::with_capacity(engines);
-    for waker in &wakers {
-        let operator = Some(Operator::new(
-            backend.store.clone(),
-            backend.clock.clone(),
-            backend.views.clone(),
-            !options.mcp,
-        ));
-        let waker = waker.clone();
-        let wake: Wake = Arc::new(move || {
-            let _ = waker.wake();
-        });
-        // The engines' performers share the first one's syncer thread.
-        let performer = match performers.first() {
-            None => {
-                let (store, host) = (backend.store.clone(), backend.host.clone());
-                Performer::new(store, host, operator, workers, 1, wake)?
-            }
-            Some(first) => first.beside(operator, workers, wake)?,
-        };
-        performers.push(performer);
-    }
-    for (index, (((poll, _), inbox), performer)) in
-        polls.into_iter().zip(inboxes).zip(performers).enumerate()
-    {
-        let mut config = EngineConfig::http(policy.clone(), options.clone(), seed()?);
-        let shared = shared.clone();
-        config.sharing = Sharing { index, shared };
-        let now = moment(origin, &*backend.clock);
-        let engine = Engine::new(server.clone(), config, now);
+    let wakes: Vec<Wake> = wakers
+        .iter()
+        .map(|waker| {
+            let waker = waker.clone();
+            Arc::new(move || {
+                let _ = waker.wake();
+            }) as Wake
+        })
+        .collect();
+    let performers = setup::performers(&backend, &options, wakes)?;
+    let now = moment(origin, &*backend.clock);
+    let all = setup::engines(&server, &policy, &options, now)?;
+    let each = polls.into_iter().zip(inboxes).zip(performers).zip(all);
+    for (index, ((((poll, _), inbox), performer), engine)) in each.enumerate() {
         let listener = mio::net::TcpListener::from_std(listener.try_clone()?);
         let mut event_loop = Loop {
             poll,
@@ -235,10 +214,7 @@ pub fn serve_http<F: Fold>(
 ) -> io::Result<()> {
     let engines = options.engines.max(1);
     let handle = bind_tls(server, backend, options, tls)?;
-    let runtime = match engines {
-        1 => "runtime std, one event loop".to_string(),
-        n => format!("runtime std, {n} event loops"),
-    };
+    let runtime = setup::runtime_label("std", engines);
     handle.announcement.announce(handle.local_addr(), &runtime);
     on_bound(handle.stopper())?;
     handle.wait()

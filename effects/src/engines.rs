@@ -1,0 +1,70 @@
+//! What both runtimes set up the same way for each engine of an HTTP server
+//! (`HttpOptions::engines`): its engine, sharing one [`Shared`] with the others and drawing
+//! from a seed of its own; its performer, with an operator of its own and the first
+//! performer's syncer thread; and the startup line's name for the runtime.
+
+use std::io;
+use std::sync::Arc;
+
+use bernstein_core::engine::shared::{Shared, Sharing};
+use bernstein_core::engine::{Engine, EngineConfig, Moment};
+use bernstein_core::ledger::Fold;
+use bernstein_core::protocol::Server;
+use bernstein_core::transport::http::{HttpOptions, HttpPolicy};
+
+use crate::http::operator::Operator;
+use crate::perform::{Backend, Performer, Wake, seed};
+
+/// The server's engines, one per [`HttpOptions::engines`], in order.
+pub fn engines<F: Fold>(
+    server: &Arc<Server<F>>,
+    policy: &HttpPolicy,
+    options: &HttpOptions,
+    now: Moment,
+) -> io::Result<Vec<Engine<F>>> {
+    let count = options.engines.max(1);
+    let shared = Arc::new(Shared::new(count));
+    (0..count)
+        .map(|index| {
+            let mut config = EngineConfig::http(policy.clone(), options.clone(), seed()?);
+            let shared = shared.clone();
+            config.sharing = Sharing { index, shared };
+            Ok(Engine::new(server.clone(), config, now))
+        })
+        .collect()
+}
+
+/// The engines' performers, one per `wakes` (each engine's wake-up), in order.
+pub fn performers<F: Fold>(
+    backend: &Backend<F>,
+    options: &HttpOptions,
+    wakes: Vec<Wake>,
+) -> io::Result<Vec<Performer<F>>> {
+    let workers = options.limits.workers.div_ceil(wakes.len().max(1));
+    let mut performers: Vec<Performer<F>> = Vec::with_capacity(wakes.len());
+    for wake in wakes {
+        let operator = Some(Operator::new(
+            backend.store.clone(),
+            backend.clock.clone(),
+            backend.views.clone(),
+            !options.mcp,
+        ));
+        let performer = match performers.first() {
+            None => {
+                let (store, host) = (backend.store.clone(), backend.host.clone());
+                Performer::new(store, host, operator, workers, 1, wake)?
+            }
+            Some(first) => first.beside(operator, workers, wake)?,
+        };
+        performers.push(performer);
+    }
+    Ok(performers)
+}
+
+/// How the startup line names a runtime serving with `engines` engines.
+pub fn runtime_label(runtime: &str, engines: usize) -> String {
+    match engines.max(1) {
+        1 => format!("runtime {runtime}, one event loop"),
+        n => format!("runtime {runtime}, {n} event loops"),
+    }
+}
