@@ -78,6 +78,9 @@ pub struct Shared {
     counters: Vec<Mutex<Counters>>,
     /// Each engine's requests in flight, set after every input (a store, not a lock).
     in_flight: Vec<AtomicUsize>,
+    /// Whether each engine has something a commit elsewhere may wake (a wait napping on the
+    /// head, a feed, a subscription): only then is it told [`Notice::Committed`].
+    listening: Vec<AtomicBool>,
 }
 
 /// Where one engine stands among its process's engines.
@@ -100,6 +103,9 @@ impl Shared {
                 .map(|_| Mutex::new(Counters::new(Timestamp(0))))
                 .collect(),
             in_flight: (0..engines.max(1)).map(|_| AtomicUsize::new(0)).collect(),
+            listening: (0..engines.max(1))
+                .map(|_| AtomicBool::new(false))
+                .collect(),
         }
     }
 
@@ -189,6 +195,20 @@ impl Shared {
     /// Engine `index` has `n` requests in flight.
     pub(crate) fn set_in_flight(&self, index: usize, n: usize) {
         self.in_flight[index].store(n, Ordering::Relaxed);
+    }
+
+    /// Engine `index` has (`true`) or no longer has something a commit elsewhere may wake;
+    /// whether it starts listening now. A commit made durable after that is told; one made
+    /// before was not, so an engine that starts listening looks at the head once.
+    pub(crate) fn listen(&self, index: usize, listening: bool) -> bool {
+        let flag = &self.listening[index];
+        flag.load(Ordering::Relaxed) != listening && !flag.swap(listening, Ordering::SeqCst)
+    }
+
+    /// Whether an engine other than `me` listens for commits.
+    pub(crate) fn others_listen(&self, me: usize) -> bool {
+        let on = |(i, l): (usize, &AtomicBool)| i != me && l.load(Ordering::SeqCst);
+        self.listening.iter().enumerate().any(on)
     }
 
     /// Whether a wait slot for `peer` is free in every engine's count; takes it if so.

@@ -7,7 +7,7 @@ use std::sync::MutexGuard;
 
 use super::{Conn, ConnId, Engine, Output};
 use crate::engine::counters::Counters;
-use crate::engine::shared::{HOME, Notice};
+use crate::engine::shared::{HOME, Notice, Sharing};
 use crate::ledger::Fold;
 use crate::transport::http::operator::OperatorRoute;
 use crate::transport::http::router::Decision;
@@ -32,10 +32,31 @@ impl<F: Fold> Engine<F> {
         self.sharing.shared.engines() > 1
     }
 
-    /// Tells the other engines, if there are any.
+    /// Tells the other engines, if there are any; that this engine's commits are durable,
+    /// only if another listens for it.
     pub(super) fn tell(&mut self, notice: Notice) {
-        if self.has_peers() {
+        let Sharing { index, shared } = &self.sharing;
+        let heard = match notice {
+            Notice::Committed => shared.others_listen(*index),
+            _ => self.has_peers(),
+        };
+        if heard {
             self.push(Output::Tell(notice));
+        }
+    }
+
+    /// Publishes whether this engine has something a commit elsewhere may wake (`napping`: a
+    /// wait parked on the head); see [`Shared::listen`](crate::engine::shared::Shared::listen).
+    /// Starting to listen, it looks at the head: a commit made before was not told.
+    pub(super) fn listen(&mut self, napping: bool) {
+        if !self.has_peers() {
+            return;
+        }
+        let listening = napping || !self.feeds.is_empty() || !self.subs.is_empty();
+        let Sharing { index, shared } = &self.sharing;
+        if shared.listen(*index, listening) {
+            self.heard_move |= napping;
+            self.ask_look();
         }
     }
 

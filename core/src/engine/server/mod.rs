@@ -630,6 +630,9 @@ impl<F: Fold> Engine<F> {
     fn after_input(&mut self) {
         self.run_ready();
         self.maybe_sync();
+        if !self.feeds.is_empty() || !self.subs.is_empty() {
+            self.listen(true);
+        }
         let Sharing { index, shared } = &self.sharing;
         shared.set_in_flight(*index, self.reqs.len());
     }

@@ -342,6 +342,7 @@ impl<F: Fold> Engine<F> {
                         r.park = Park::Nap(Nap { until, wake });
                         self.timers.arm(&mut r.armed, wake, Due::Req(id));
                     }
+                    self.listen(true);
                     self.detach(id);
                     break;
                 }
@@ -507,6 +508,7 @@ impl<F: Fold> Engine<F> {
     /// The store heard of a head past ours: look now if anything waits for one.
     pub(super) fn head_moved(&mut self) {
         let napping = self.reqs.values().any(|r| matches!(r.park, Park::Nap(_)));
+        self.listen(napping);
         if napping || !self.feeds.is_empty() || !self.subs.is_empty() {
             self.heard_move |= napping;
             self.ask_look();

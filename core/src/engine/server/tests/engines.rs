@@ -127,7 +127,7 @@ fn the_connection_cap_counts_every_engines_connections() {
 
 #[test]
 fn a_cancellation_and_durable_commits_are_told_to_the_other_engines() {
-    let (_, mut other) = engines(&server(1 << 20), &HttpOptions::default());
+    let (mut home, mut other) = engines(&server(1 << 20), &HttpOptions::default());
     other.connect(5, "127.0.0.1:40005");
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 7}});
@@ -136,16 +136,48 @@ fn a_cancellation_and_durable_commits_are_told_to_the_other_engines() {
     let from = Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
     let id = "7".to_string();
     assert_eq!(other.told, [Notice::Cancelled { id, from }]);
-    // A call's audit record, once durable, is news for the others' waits and feeds.
+    // A call's audit record, once durable, is news for the others' waits and feeds: told
+    // only once another engine has something it may wake.
     other.told.clear();
     other.connect(6, "127.0.0.1:40006");
     let call = rpc(2, "tools/call", &json!({"name": "t"}));
     other.bytes(6, &post("/mcp", &call, &[ACCEPT_BOTH, ERA]));
+    assert!(other.told.is_empty(), "nobody listens: {:?}", other.told);
+    // Engine 0 opens a feed: starting to listen, it looks at the head once (the commit
+    // above was not told to it).
+    let looks = home.looks;
+    home.connect(7, "127.0.0.1:40007");
+    home.bytes(7, &crate::engine::sim::get("/api/events", &[]));
+    assert_eq!(home.looks, looks + 1);
+    let call = rpc(3, "tools/call", &json!({"name": "t"}));
+    other.bytes(6, &post("/mcp", &call, &[ACCEPT_BOTH, ERA]));
     assert_eq!(other.told, [Notice::Committed]);
+    deliver(&mut other, &mut home);
+    assert_eq!(home.looks, looks + 2, "the feed's engine looks at the head");
     assert!(
         other.handed.is_empty(),
         "a session-less call is served where it arrived"
     );
+    // Once nothing listens there, a notice makes it stop listening: no more are told.
+    home.hang_up(7);
+    other.bytes(
+        6,
+        &post(
+            "/mcp",
+            &rpc(4, "tools/call", &json!({"name": "t"})),
+            &[ACCEPT_BOTH, ERA],
+        ),
+    );
+    deliver(&mut other, &mut home);
+    other.bytes(
+        6,
+        &post(
+            "/mcp",
+            &rpc(5, "tools/call", &json!({"name": "t"})),
+            &[ACCEPT_BOTH, ERA],
+        ),
+    );
+    assert!(other.told.is_empty(), "{:?}", other.told);
 }
 
 #[test]
