@@ -1,10 +1,12 @@
 //! What both runtimes set up the same way for each engine of an HTTP server
 //! (`HttpOptions::engines`): its engine, sharing one [`Shared`] with the others and drawing
 //! from a seed of its own; its performer, with an operator of its own and the first
-//! performer's syncer thread; and the startup line's name for the runtime.
+//! performer's syncer thread; the count of connections each engine holds, which places new
+//! ones; and the startup line's name for the runtime.
 
 use std::io;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bernstein_core::engine::shared::{Shared, Sharing};
 use bernstein_core::engine::{Engine, EngineConfig, Moment};
@@ -66,5 +68,61 @@ pub fn runtime_label(runtime: &str, engines: usize) -> String {
     match engines.max(1) {
         1 => format!("runtime {runtime}, one event loop"),
         n => format!("runtime {runtime}, {n} event loops"),
+    }
+}
+
+/// How many connections each engine of a server holds, so that a new one goes to the engine
+/// with the fewest (both runtimes place connections by it).
+#[derive(Debug)]
+pub struct Loads(Vec<AtomicUsize>);
+
+impl Loads {
+    pub fn new(engines: usize) -> Loads {
+        Loads((0..engines.max(1)).map(|_| AtomicUsize::new(0)).collect())
+    }
+
+    /// Connections engine `i` holds.
+    pub fn get(&self, i: usize) -> usize {
+        self.0[i].load(Ordering::Acquire)
+    }
+
+    /// The engine holding the fewest connections, `me` on a tie.
+    pub fn least(&self, me: usize) -> usize {
+        (0..self.0.len()).fold(me, |best, i| {
+            if self.get(i) < self.get(best) {
+                i
+            } else {
+                best
+            }
+        })
+    }
+
+    /// Engine `i` holds one connection more.
+    pub fn up(&self, i: usize) {
+        self.0[i].fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Engine `i` holds one connection less.
+    pub fn down(&self, i: usize) {
+        let _ = self.0[i].fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Loads;
+
+    #[test]
+    fn a_connection_goes_to_the_engine_holding_the_fewest_and_a_tie_stays_put() {
+        let loads = Loads::new(3);
+        assert_eq!(loads.least(1), 1);
+        loads.up(1);
+        loads.up(0);
+        assert_eq!(loads.least(1), 2);
+        loads.up(2);
+        loads.up(2);
+        loads.down(0);
+        loads.down(0);
+        assert_eq!((loads.get(0), loads.least(2)), (0, 0));
     }
 }

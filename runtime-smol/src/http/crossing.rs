@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bernstein_core::engine::shared::Notice;
+use bernstein_effects::engines::Loads;
 use bernstein_os::tls::ServerTls;
 use smol::channel::Sender;
 use smol::{Async, Timer};
@@ -28,14 +29,14 @@ pub(crate) struct Hubs {
     doors: Vec<Sender<Event>>,
     /// Connection tasks on each engine task's thread: counted when a connection is posted
     /// there, until its task ends.
-    loads: Vec<AtomicUsize>,
+    loads: Loads,
     /// Connection ids are unique across the server: a handed connection keeps its id.
     next: AtomicU64,
 }
 
 impl Hubs {
     pub(crate) fn new(doors: Vec<Sender<Event>>) -> Arc<Hubs> {
-        let loads = doors.iter().map(|_| AtomicUsize::new(0)).collect();
+        let loads = Loads::new(doors.len());
         Arc::new(Hubs {
             doors,
             loads,
@@ -69,21 +70,18 @@ impl Hubs {
 
     /// Connection tasks running (or on their way) on engine task `i`'s thread.
     pub(crate) fn load(&self, i: usize) -> usize {
-        self.loads[i].load(Ordering::Acquire)
+        self.loads.get(i)
     }
 
     /// A connection task on thread `i` ended.
     pub(crate) fn ended(&self, i: usize) {
-        let _ =
-            self.loads[i].fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        self.loads.down(i);
     }
 
     /// The thread running the fewest connection tasks, `me` on a tie; counts one more there.
     fn take_least_loaded(&self, me: usize) -> usize {
-        let load = |i: usize| self.load(i);
-        let to =
-            (0..self.doors.len()).fold(me, |best, i| if load(i) < load(best) { i } else { best });
-        self.loads[to].fetch_add(1, Ordering::AcqRel);
+        let to = self.loads.least(me);
+        self.loads.up(to);
         to
     }
 }

@@ -6,12 +6,12 @@
 //! and wakes, the loop takes its inbox when its waker fires.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 
 use bernstein_core::engine::Handed;
 use bernstein_core::engine::shared::Notice;
+use bernstein_effects::engines::Loads;
 use mio::Waker;
 
 use super::sock::Sock;
@@ -31,13 +31,13 @@ pub(super) enum Crossing {
 struct Door {
     inbox: Mutex<Sender<Crossing>>,
     waker: Arc<Waker>,
-    /// Sockets the loop holds.
-    load: AtomicUsize,
 }
 
 /// Every loop of a server.
 pub(super) struct Crossings {
     doors: Vec<Door>,
+    /// Sockets each loop holds.
+    loads: Loads,
 }
 
 impl Crossings {
@@ -50,27 +50,25 @@ impl Crossings {
                 let door = Door {
                     inbox: Mutex::new(tx),
                     waker: waker.clone(),
-                    load: AtomicUsize::new(0),
                 };
                 (door, rx)
             })
             .unzip();
-        (Arc::new(Crossings { doors }), inboxes)
+        let loads = Loads::new(wakers.len());
+        (Arc::new(Crossings { doors, loads }), inboxes)
     }
 
     /// The loop that holds the fewest sockets, `me` on a tie.
     pub(super) fn least_loaded(&self, me: usize) -> usize {
-        let load = |i: usize| self.doors[i].load.load(Ordering::Relaxed);
-        (0..self.doors.len()).fold(me, |best, i| if load(i) < load(best) { i } else { best })
+        self.loads.least(me)
     }
 
     /// Loop `me` holds one socket more (`up`) or one less.
     pub(super) fn count(&self, me: usize, up: bool) {
-        let load = &self.doors[me].load;
         if up {
-            load.fetch_add(1, Ordering::Relaxed);
+            self.loads.up(me);
         } else {
-            let _ = load.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            self.loads.down(me);
         }
     }
 
