@@ -1,6 +1,9 @@
-//! Crash safety of group commit: the real server (`bernstein mcp --transport http`, std and smol
-//! runtimes alternating) takes `bernstein_run` calls from 16 concurrent keep-alive clients, so
-//! that fsyncs cover batches of appends, and is killed with SIGKILL in the middle of the load.
+//! Crash safety of group commit: the real server (`bernstein mcp --transport http`) takes
+//! `bernstein_run` calls from 16 concurrent keep-alive clients, so that fsyncs cover batches of
+//! appends, and is killed with SIGKILL in the middle of the load. The runtime alternates (std,
+//! smol) every kill and the engine count (`--engines` 1, 2) every second kill, so each runtime
+//! is killed with one engine and with two (engines of one process share the store and its
+//! syncer: a kill may cut either engine's batch).
 //!
 //! A kill leaves the page cache intact, so it cannot by itself show an answer that left before
 //! its fsync. So before each kill the test also simulates a power loss: it notes the calls
@@ -188,9 +191,19 @@ fn sigkill_mid_batch_never_loses_an_answered_call() {
     let (mut batched, mut broke_off) = (0, 0);
     for kill in 0..kills() {
         let runtime = if kill % 2 == 0 { "std" } else { "smol" };
+        let engines = (1 + (kill / 2) % 2).to_string();
         let mut server = McpProcess::start(
             &project,
-            &["--transport", "http", "--port", "0", "--runtime", runtime],
+            &[
+                "--transport",
+                "http",
+                "--port",
+                "0",
+                "--runtime",
+                runtime,
+                "--engines",
+                &engines,
+            ],
             &[("BERNSTEIN_MCP_COST_METER", "0")],
         );
         let addr: SocketAddr = http_address(&server).parse().expect("a socket address");

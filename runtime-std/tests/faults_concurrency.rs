@@ -1,7 +1,10 @@
 //! Several server processes and many clients on one `.sdd/`, at the same time: three stdio
 //! servers (std, std, smol), each with its client, and two HTTP servers (std and smol), each
-//! with four clients of its own. Every client mixes writes (runs, claims, completions of what
-//! it claimed, cancels of what it started, mailbox messages) with reads (status, run polls).
+//! with four clients of its own and two engines (`--engines 2`: two event loops over the one
+//! store in one process, so two processes x two engines race beside the stdio servers; each
+//! call is a connection of its own, which either engine may take). Every client mixes writes
+//! (runs, claims, completions of what it claimed, cancels of what it started, mailbox messages)
+//! with reads (status, run polls).
 //! Afterwards:
 //! - the chain is intact (`audit verify`, library and binary);
 //! - every acknowledged run exists exactly once; every claim was granted exactly once (no task
@@ -160,7 +163,16 @@ fn many_processes_and_clients_on_one_store_keep_every_promise() {
             project,
             &[
                 &tier[..],
-                &["--transport", "http", "--port", "0", "--runtime", runtime],
+                &[
+                    "--transport",
+                    "http",
+                    "--port",
+                    "0",
+                    "--runtime",
+                    runtime,
+                    "--engines",
+                    "2",
+                ],
             ]
             .concat(),
             &env,

@@ -2,8 +2,9 @@
 
 `HttpServer` starts one server process on a free port (`--port 0`), waits for the line the
 server prints on stderr when it is ready ("serving MCP over HTTP at http://ADDR/mcp") by
-polling that file, and stops the process at teardown. Its stderr and exit status are written
-under the launcher's log prefix, like the stdio recordings.
+polling that file, and stops the process at teardown (`kill()` ends it with SIGKILL, for a
+test that wants a crash). Its stderr and exit status are written under the launcher's log
+prefix, like the stdio recordings.
 
 `RecordingProxy` is a tiny HTTP reverse proxy on another loopback port that SDK clients talk
 to instead of the server. It copies every JSON-RPC body a client POSTs to `*.client.jsonl`
@@ -121,6 +122,14 @@ class HttpServer:
         if self.proxy is not None:
             self.proxy.close()
         return record_exit(self.proc, self._stderr, self.prefix)
+
+    def kill(self) -> int | None:
+        """SIGKILL at once (a crash: no shutdown, whatever was in flight is cut), then as `stop`:
+        the proxy closes and the exit status is recorded. `stop` afterwards does nothing more."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        return self.stop()
 
 
 def wait_announced(proc: subprocess.Popen, stderr_path: Path, pattern: re.Pattern) -> str:

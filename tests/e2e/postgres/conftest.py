@@ -6,7 +6,7 @@ http --store postgres://…` instances on one database.
 * `pg_url`: a fresh database per test, migrated with `bernstein store migrate`.
 * `pg_servers(n)`: n HTTP instances on that database, sharing the test's workdir (so they share
   the audit and signing keys, as production instances must); runtimes alternate std/smol
-  across the instances.
+  across the instances; a test may kill one (SIGKILL) and teardown still exports and verifies.
 """
 
 from __future__ import annotations
@@ -44,8 +44,11 @@ def pg_url(request, pg_admin_url: str, bernstein_bin: Path) -> str:
 def pg_servers(launcher, pg_url: str, bernstein_bin: Path, workdir: Path):
     """A factory: `pg_servers(n, **kw)` -> n running `HttpServer`s on the test's database.
 
-    At teardown the servers are stopped and the database's ledger is exported into the workdir
-    (`bernstein ledger export`), where the root conftest's `bernstein audit verify` checks it.
+    `env` adds to each server's environment (`{"BERNSTEIN_MCP_ENGINES": "2"}`: two engines each).
+    At teardown the servers are stopped (one a test killed, `HttpServer.kill`, is left as it is)
+    and the database's ledger is exported into the workdir (`bernstein ledger export`), where the
+    root conftest's `bernstein audit verify` checks it: what a killed instance committed must
+    verify too.
     """
     started: list[HttpServer] = []
     names = [launcher.runtime] + [r for r in runtimes() if r != launcher.runtime]

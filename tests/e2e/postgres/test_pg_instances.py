@@ -1,14 +1,18 @@
-"""Three `bernstein mcp --transport http` instances on one PostgreSQL database (issue 8):
+"""Three `bernstein mcp --transport http` instances on one PostgreSQL database (issues 8, 39):
 the official Python SDK (`mcp<2`, streamable HTTP) spread over them, byte-identical answers
 to the same request from any instance (the `_meter` timing fields aside), racing claimers
-over all three with every task granted exactly once, and an exported ledger that the offline
+over all three (each serving with two engines, `BERNSTEIN_MCP_ENGINES=2`) with every task
+granted exactly once, the same race with one instance killed with SIGKILL in the middle of it
+(nothing acknowledged lost, no task granted twice), and an exported ledger that the offline
 verifiers accept unchanged.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -20,6 +24,9 @@ from harness.sdk_http import handshake_streamable
 from pg_support import export_and_verify, normalised, payload
 
 pytestmark = pytest.mark.anyio
+
+# Each instance of the racing tests serves with two engines (event loops) over its store.
+TWO_ENGINES = {"BERNSTEIN_MCP_ENGINES": "2"}
 
 
 async def test_sdk_hosts_over_three_instances_get_identical_answers(pg_servers, workdir):
@@ -49,7 +56,7 @@ async def test_sdk_hosts_over_three_instances_get_identical_answers(pg_servers, 
 
 
 def test_racing_claimers_get_each_task_exactly_once(pg_servers, pg_url, workdir, bernstein_bin, tmp_path):
-    servers = pg_servers(3, record=False)
+    servers = pg_servers(3, record=False, env=TWO_ENGINES)
     tasks = set()
     for i in range(24):
         reply = call_tool(servers[i % 3].direct_base, "bernstein_run", {"goal": f"race task {i}"}, version=HANDSHAKE)
@@ -91,6 +98,107 @@ def test_racing_claimers_get_each_task_exactly_once(pg_servers, pg_url, workdir,
     # Every receipt handed out verifies offline against the exported ledger, wherever its
     # instance placed the claim.
     verify_receipts(bernstein_bin, tmp_path / "export", receipts, tmp_path)
+
+
+def test_racing_claimers_lose_nothing_when_an_instance_is_killed(pg_servers, pg_url, workdir, bernstein_bin,
+                                                                 tmp_path):
+    """Twelve claimers race over three instances x 2 engines; once some claims were granted, one
+    instance is killed with SIGKILL, cutting its claimers mid-call (perhaps mid group commit),
+    while the others claim on until nothing is left. Only the killed instance's claimers see
+    connection errors; every claim acknowledged to a client is in the exported ledger, which
+    verifies; no task has two granted receipts; a granted receipt no client saw can only be a
+    call that was in flight on the killed instance; the receipts verify offline; the other two
+    instances still answer, alike."""
+    servers = pg_servers(3, record=False, env=TWO_ENGINES)
+    victim = servers[0]
+    tasks = set()
+    for i in range(36):
+        reply = call_tool(servers[i % 3].direct_base, "bernstein_run", {"goal": f"crash race {i}"}, version=HANDSHAKE)
+        assert reply.status == 200, reply.body[:300]
+        tasks.add(payload(reply)["task_id"])
+    claimers = 12
+    granted: list[tuple[str, str]] = []
+    receipts: list[dict] = []
+    errors: list[str] = []
+    cut: list[str] = []  # the claimers the kill cut off
+    lock = threading.Lock()
+    some_granted = threading.Event()
+    killing = threading.Event()
+
+    def claimer(n: int) -> None:
+        srv = servers[n % 3]
+        while True:
+            try:
+                reply = call_tool(srv.direct_base, "bernstein_claim", {"claimer_id": f"claimer-{n}"}, version=HANDSHAKE,
+                                  id_=n)
+            except (OSError, http.client.HTTPException) as e:
+                with lock:
+                    if srv is victim and killing.is_set():
+                        cut.append(f"claimer-{n}")
+                    else:
+                        errors.append(f"claimer-{n}: {e!r}")
+                return
+            if reply.status != 200:
+                with lock:
+                    errors.append(f"claimer-{n}: {reply.status} {reply.body[:200]!r}")
+                return
+            got = payload(reply)
+            if not got.get("granted"):
+                return
+            with lock:
+                granted.append((got["taskId"], f"claimer-{n}"))
+                receipts.append(got)
+                if len(granted) >= 6:
+                    some_granted.set()
+
+    threads = [threading.Thread(target=claimer, args=(n,)) for n in range(claimers)]
+    for t in threads:
+        t.start()
+    assert some_granted.wait(timeout=120), (granted, errors)
+    killing.set()
+    assert victim.kill() == -9
+    with lock:
+        granted_before_kill = len(granted)
+    for t in threads:
+        t.join(timeout=240)
+    assert not any(t.is_alive() for t in threads)
+    assert not errors, errors
+    victims = {f"claimer-{n}" for n in range(0, claimers, 3)}
+    assert cut and set(cut) <= victims, cut
+    assert len(granted) > granted_before_kill, "the other instances went on claiming"
+    acknowledged = dict(granted)
+    assert len(acknowledged) == len(granted), "a task was acknowledged to two claimers"
+
+    records = export_and_verify(bernstein_bin, workdir, pg_url, tmp_path / "export")
+    created = Counter(r["body"]["task_id"] for r in records if r["kind"] == "task.created")
+    assert set(created) == tasks and set(created.values()) == {1}, created
+    grants = [r["body"] for r in records if r["kind"] == "task.claim_receipt" and r["body"]["granted"]]
+    assert set(Counter(g["task_id"] for g in grants).values()) == {1}, "a task has two granted receipts"
+    in_ledger = {g["task_id"]: g["claimer_id"] for g in grants}
+    edges = [(r["body"]["task_id"], r["body"]["actor"]) for r in records
+             if r["kind"] == "task.status" and (r["body"]["from"], r["body"]["to"]) == ("open", "claimed")]
+    assert sorted(edges) == sorted(in_ledger.items()), "one open -> claimed record per grant, by its claimer"
+    # The survivors claimed until nothing was open, so every task was granted once.
+    assert set(in_ledger) == tasks
+    for task, who in acknowledged.items():
+        assert in_ledger.get(task) == who, (task, who, in_ledger.get(task))
+    # A grant no client saw: a call the kill cut after its commit, one at most per cut claimer.
+    unseen = Counter(who for task, who in in_ledger.items() if task not in acknowledged)
+    assert set(unseen) <= set(cut) and set(unseen.values()) <= {1}, (unseen, cut)
+    print(f"killed after {granted_before_kill} grants; {len(granted)} acknowledged; cut {sorted(cut)}; "
+          f"granted unseen {dict(unseen)}")
+    verify_receipts(bernstein_bin, tmp_path / "export", receipts, tmp_path)
+
+    # The other instances still answer, alike, and nothing is left to claim.
+    statuses = []
+    for srv in servers[1:]:
+        reply = call_tool(srv.direct_base, "bernstein_status", {}, version=HANDSHAKE, id_=99)
+        assert reply.status == 200, reply.body[:300]
+        statuses.append(normalised(reply))
+    assert statuses[0] == statuses[1], statuses
+    for srv in servers[1:]:
+        late = call_tool(srv.direct_base, "bernstein_claim", {"claimer_id": "late"}, version=HANDSHAKE)
+        assert late.status == 200 and payload(late)["granted"] is False, late.body[:300]
 
 
 async def test_a_task_result_waiting_on_one_instance_wakes_on_anothers_commit(pg_servers):
