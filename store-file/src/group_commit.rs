@@ -65,6 +65,9 @@ struct State {
     durable: u64,
     /// A leader is in fsync.
     syncing: bool,
+    /// Threads waiting for the fsync another leads (woken when it ends; with none, the
+    /// leader wakes nobody).
+    waiting: usize,
     /// The error of a failed fsync: the store is poisoned.
     failed: Option<String>,
     stats: SyncStats,
@@ -82,6 +85,7 @@ impl<S: Fsync> GroupCommit<S> {
                 unsynced_appends: 0,
                 durable: 0,
                 syncing: false,
+                waiting: 0,
                 failed: None,
                 stats: SyncStats::default(),
                 facts: SyncFacts {
@@ -137,7 +141,9 @@ impl<S: Fsync> GroupCommit<S> {
                 return Ok(());
             }
             if s.syncing {
+                s.waiting += 1;
                 s = self.synced.wait(s).unwrap_or_else(|p| p.into_inner());
+                s.waiting -= 1;
                 continue;
             }
             // Lead: everything written before this point is covered by the fsync below.
@@ -159,7 +165,9 @@ impl<S: Fsync> GroupCommit<S> {
                 Ok(()) => s.durable = s.durable.max(target),
                 Err(e) => s.failed = Some(e.to_string()),
             }
-            self.synced.notify_all();
+            if s.waiting > 0 {
+                self.synced.notify_all();
+            }
         }
     }
 
