@@ -1,10 +1,12 @@
-//! What both runtimes set up the same way for each engine of an HTTP server
-//! (`HttpOptions::engines`): its engine, sharing one [`Shared`] with the others and drawing
-//! from a seed of its own; its performer, with an operator of its own and the first
-//! performer's syncer thread; the count of connections each engine holds, which places new
-//! ones; and the startup line's name for the runtime.
+//! What both runtimes set up the same way for an HTTP server of one or more engines
+//! (`HttpOptions::engines`): the bound listener, its policy and its startup announcement
+//! ([`Listening`]); for each engine its engine, sharing one [`Shared`] with the others and
+//! drawing from a seed of its own, and its performer, with an operator of its own and the
+//! first performer's syncer thread ([`set_up`]); the count of connections each engine holds,
+//! which places new ones; and the names of the threads and of the runtime in the startup line.
 
 use std::io;
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -15,10 +17,69 @@ use bernstein_core::protocol::Server;
 use bernstein_core::transport::http::{HttpOptions, HttpPolicy};
 
 use crate::http::operator::Operator;
+use crate::http::{Announcement, open_listener};
 use crate::perform::{Backend, Performer, Wake, seed};
 
+/// A server bound and about to serve: what a runtime's `bind_tls` starts from.
+pub struct Listening {
+    pub listener: TcpListener,
+    pub policy: HttpPolicy,
+    pub local_addr: SocketAddr,
+    pub announcement: Announcement,
+    /// The options, saying whether the server speaks TLS.
+    pub options: HttpOptions,
+    /// How many engines serve (at least one).
+    pub engines: usize,
+}
+
+impl Listening {
+    /// Binds `options`' address for `server` (the startup bind rule of [`open_listener`]),
+    /// speaking TLS or not.
+    pub fn bind<F>(
+        server: &Server<F>,
+        mut options: HttpOptions,
+        tls: bool,
+    ) -> io::Result<Listening> {
+        options.tls = tls;
+        let (listener, policy) = open_listener(&server.config, &options)?;
+        Ok(Listening {
+            local_addr: listener.local_addr()?,
+            announcement: Announcement::new(&policy, &options),
+            engines: options.engines.max(1),
+            listener,
+            policy,
+            options,
+        })
+    }
+}
+
+/// Each engine of the server with its performer, in order, one per `wakes` (each engine's
+/// wake-up).
+pub fn set_up<F: Fold>(
+    server: &Arc<Server<F>>,
+    backend: &Backend<F>,
+    listening: &Listening,
+    wakes: Vec<Wake>,
+    now: Moment,
+) -> io::Result<Vec<(Performer<F>, Engine<F>)>> {
+    let Listening {
+        policy, options, ..
+    } = listening;
+    let performers = performers(backend, options, wakes)?;
+    let engines = engines(server, policy, options, now)?;
+    Ok(performers.into_iter().zip(engines).collect())
+}
+
+/// The name of engine `index`'s thread (`base` for the first).
+pub fn thread_name(base: &str, index: usize) -> String {
+    match index {
+        0 => base.to_string(),
+        i => format!("{base}-{i}"),
+    }
+}
+
 /// The server's engines, one per [`HttpOptions::engines`], in order.
-pub fn engines<F: Fold>(
+fn engines<F: Fold>(
     server: &Arc<Server<F>>,
     policy: &HttpPolicy,
     options: &HttpOptions,
@@ -37,7 +98,7 @@ pub fn engines<F: Fold>(
 }
 
 /// The engines' performers, one per `wakes` (each engine's wake-up), in order.
-pub fn performers<F: Fold>(
+fn performers<F: Fold>(
     backend: &Backend<F>,
     options: &HttpOptions,
     wakes: Vec<Wake>,

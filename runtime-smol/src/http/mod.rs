@@ -38,7 +38,8 @@ use bernstein_core::time::Clock;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_effects::Stopper;
 use bernstein_effects::engines as setup;
-use bernstein_effects::http::{Announcement, open_listener};
+use bernstein_effects::engines::Listening;
+use bernstein_effects::http::Announcement;
 use bernstein_effects::perform::{Backend, Performer, moment};
 use bernstein_os::tls::{ServerTls, TlsSession};
 use smol::channel::{Receiver, Sender};
@@ -144,12 +145,13 @@ pub fn bind_tls<F: Fold>(
     options: HttpOptions,
     tls: Option<Arc<ServerTls>>,
 ) -> io::Result<HttpServerHandle> {
-    let mut options = options;
-    options.tls = tls.is_some();
-    let (listener, policy) = open_listener(&server.config, &options)?;
-    let local_addr = listener.local_addr()?;
-    let announcement = Announcement::new(&policy, &options);
-    let engines = options.engines.max(1);
+    let listening = Listening::bind(&server, options, tls.is_some())?;
+    let Listening {
+        ref listener,
+        ref options,
+        engines,
+        ..
+    } = listening;
     let (doors, inboxes): (Vec<_>, Vec<_>) = (0..engines)
         .map(|_| smol::channel::unbounded::<Event>())
         .unzip();
@@ -163,18 +165,14 @@ pub fn bind_tls<F: Fold>(
     let (wakes, wokens): (Vec<_>, Vec<_>) = (0..engines)
         .map(|index| waker(hubs.door(index).clone()))
         .unzip();
-    let performers = setup::performers(&backend, &options, wakes)?;
     let now = moment(origin, &*backend.clock);
-    let all = setup::engines(&server, &policy, &options, now)?;
+    let all = setup::set_up(&server, &backend, &listening, wakes, now)?;
     let mut threads = Vec::with_capacity(engines);
-    let each = inboxes.into_iter().zip(performers).zip(wokens).zip(all);
-    for (index, (((rx, performer), woken), engine)) in each.enumerate() {
+    let each = inboxes.into_iter().zip(wokens).zip(all);
+    for (index, ((rx, woken), (performer, engine))) in each.enumerate() {
         let listener = Async::new(listener.try_clone()?)?;
         let (hubs, clock, tls) = (hubs.clone(), backend.clock.clone(), tls.clone());
-        let name = match index {
-            0 => "bernstein-smol-http".to_string(),
-            i => format!("bernstein-smol-http-{i}"),
-        };
+        let name = setup::thread_name("bernstein-smol-http", index);
         let thread = thread::Builder::new().name(name).spawn(move || {
             // This engine's task, its accept task and the connection tasks placed here.
             let ex = Rc::new(LocalExecutor::new());
@@ -200,9 +198,9 @@ pub fn bind_tls<F: Fold>(
         threads.push(thread);
     }
     Ok(HttpServerHandle {
-        local_addr,
+        local_addr: listening.local_addr,
         hubs,
-        announcement,
+        announcement: listening.announcement,
         threads,
     })
 }

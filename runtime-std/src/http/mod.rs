@@ -33,7 +33,8 @@ use bernstein_core::time::Clock;
 use bernstein_core::transport::http::HttpOptions;
 use bernstein_effects::Stopper;
 use bernstein_effects::engines as setup;
-use bernstein_effects::http::{Announcement, open_listener};
+use bernstein_effects::engines::Listening;
+use bernstein_effects::http::Announcement;
 use bernstein_effects::perform::{Backend, Performer, Wake, moment};
 use bernstein_os::tls::{Received, ServerTls, TlsSession};
 use mio::net::TcpStream;
@@ -130,13 +131,13 @@ pub fn bind_tls<F: Fold>(
     options: HttpOptions,
     tls: Option<Arc<ServerTls>>,
 ) -> io::Result<HttpServerHandle> {
-    let mut options = options;
-    options.tls = tls.is_some();
-    let (listener, policy) = open_listener(&server.config, &options)?;
-    let local_addr = listener.local_addr()?;
-    let announcement = Announcement::new(&policy, &options);
+    let listening = Listening::bind(&server, options, tls.is_some())?;
+    let Listening {
+        ref listener,
+        engines,
+        ..
+    } = listening;
     listener.set_nonblocking(true)?;
-    let engines = options.engines.max(1);
     let stop = Arc::new(AtomicBool::new(false));
     let origin = Instant::now();
     let mut polls = Vec::with_capacity(engines);
@@ -157,11 +158,11 @@ pub fn bind_tls<F: Fold>(
             }) as Wake
         })
         .collect();
-    let performers = setup::performers(&backend, &options, wakes)?;
     let now = moment(origin, &*backend.clock);
-    let all = setup::engines(&server, &policy, &options, now)?;
-    let each = polls.into_iter().zip(inboxes).zip(performers).zip(all);
-    for (index, ((((poll, _), inbox), performer), engine)) in each.enumerate() {
+    let all = setup::set_up(&server, &backend, &listening, wakes, now)?;
+    let options = &listening.options;
+    let each = polls.into_iter().zip(inboxes).zip(all);
+    for (index, (((poll, _), inbox), (performer, engine))) in each.enumerate() {
         let listener = mio::net::TcpListener::from_std(listener.try_clone()?);
         let mut event_loop = Loop {
             poll,
@@ -184,21 +185,17 @@ pub fn bind_tls<F: Fold>(
             crossings: crossings.clone(),
             inbox,
         };
-        let name = match index {
-            0 => "bernstein-http".to_string(),
-            i => format!("bernstein-http-{i}"),
-        };
         threads.push(
             thread::Builder::new()
-                .name(name)
+                .name(setup::thread_name("bernstein-http", index))
                 .spawn(move || event_loop.run())?,
         );
     }
     Ok(HttpServerHandle {
-        local_addr,
+        local_addr: listening.local_addr,
         stop,
         wakers,
-        announcement,
+        announcement: listening.announcement,
         threads,
     })
 }
