@@ -33,7 +33,9 @@ use bernstein_core::ledger::Store;
 type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::keys::load_audit_key;
 use bernstein_store_file::verify_cmd::audit_verify;
-use replay_support::{McpProcess, Rng, SAFETY_TIMEOUT, Scratch, http_address, tool_payload};
+use replay_support::{
+    HTTP_ANY_PORT, McpProcess, Rng, SAFETY_TIMEOUT, Scratch, http_address, tool_payload,
+};
 use serde_json::{Value, json};
 
 const CLIENTS: usize = 16;
@@ -195,15 +197,10 @@ fn sigkill_mid_batch_never_loses_an_answered_call() {
         let mut server = McpProcess::start(
             &project,
             &[
-                "--transport",
-                "http",
-                "--port",
-                "0",
-                "--runtime",
-                runtime,
-                "--engines",
-                &engines,
-            ],
+                &HTTP_ANY_PORT[..],
+                &["--runtime", runtime, "--engines", &engines],
+            ]
+            .concat(),
             &[("BERNSTEIN_MCP_COST_METER", "0")],
         );
         let addr: SocketAddr = http_address(&server).parse().expect("a socket address");

@@ -21,7 +21,9 @@ use std::sync::{Arc, Barrier};
 
 use bernstein_core::ledger::Record;
 use bernstein_store_file::verify_cmd::audit_verify;
-use replay_support::{McpProcess, Rng, Scratch, cli, http_address, http_post, tool_payload};
+use replay_support::{
+    HTTP_ANY_PORT, McpProcess, Rng, Scratch, cli, http_address, http_post, tool_payload,
+};
 use serde_json::{Value, json};
 
 const OPS_PER_CLIENT: u64 = 30;
@@ -163,16 +165,8 @@ fn many_processes_and_clients_on_one_store_keep_every_promise() {
             project,
             &[
                 &tier[..],
-                &[
-                    "--transport",
-                    "http",
-                    "--port",
-                    "0",
-                    "--runtime",
-                    runtime,
-                    "--engines",
-                    "2",
-                ],
+                &HTTP_ANY_PORT,
+                &["--runtime", runtime, "--engines", "2"],
             ]
             .concat(),
             &env,

@@ -13,7 +13,9 @@ mod replay_support;
 use bernstein_domain::handle::{handle_fields, run_handle};
 use bernstein_domain::verify_run_handle;
 use replay_support::fixtures::{Fixture, all};
-use replay_support::{McpProcess, Scratch, cli, copy_store, http_address, http_post, tool_payload};
+use replay_support::{
+    HTTP_ANY_PORT, McpProcess, Scratch, cli, copy_store, http_address, http_post, tool_payload,
+};
 use serde_json::{Value, json};
 
 const REVISION: &str = "2025-11-25";
@@ -65,15 +67,10 @@ fn http_polls(fx: &Fixture, runtime: &str) -> Vec<Vec<u8>> {
     let mut p = McpProcess::start(
         &project,
         &[
-            "--transport",
-            "http",
-            "--port",
-            "0",
-            "--runtime",
-            runtime,
-            "--mcp-tier",
-            "all",
-        ],
+            &HTTP_ANY_PORT[..],
+            &["--runtime", runtime, "--mcp-tier", "all"],
+        ]
+        .concat(),
         &[("BERNSTEIN_MCP_COST_METER", "0")],
     );
     let addr = http_address(&p);

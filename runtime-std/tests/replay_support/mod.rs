@@ -407,6 +407,10 @@ impl Drop for Mount {
     }
 }
 
+/// The arguments of `bernstein mcp` that serve HTTP on a port the system picks (read it with
+/// [`http_address`]).
+pub const HTTP_ANY_PORT: [&str; 4] = ["--transport", "http", "--port", "0"];
+
 /// The `host:port` an HTTP server announced on stderr (`… at http://HOST:PORT/mcp …`).
 pub fn http_address(p: &McpProcess) -> String {
     let deadline = std::time::Instant::now() + SAFETY_TIMEOUT;
