@@ -29,6 +29,75 @@ pytestmark = pytest.mark.anyio
 TWO_ENGINES = {"BERNSTEIN_MCP_ENGINES": "2"}
 
 
+def create_runs(servers, count: int, goal: str) -> set[str]:
+    """`count` runs created round-robin over `servers`; their task ids."""
+    tasks = set()
+    for i in range(count):
+        reply = call_tool(servers[i % len(servers)].direct_base, "bernstein_run", {"goal": f"{goal} {i}"},
+                          version=HANDSHAKE)
+        assert reply.status == 200, reply.body[:300]
+        tasks.add(payload(reply)["task_id"])
+    return tasks
+
+
+class ClaimRace:
+    """`claimers` threads, claimer n on `servers[n % len(servers)]`, each claiming until a claim
+    is not granted or its call fails. A failed call of a claimer on the server `kill` ended counts
+    it as cut off; any other failure is an error."""
+
+    def __init__(self, servers, claimers: int):
+        self.servers = servers
+        self.granted: list[tuple[str, str]] = []  # (task, claimer), as acknowledged
+        self.receipts: list[dict] = []
+        self.errors: list[str] = []
+        self.cut: list[str] = []  # the claimers the kill cut off
+        self.killed = None
+        self.lock = threading.Condition()
+        self.threads = [threading.Thread(target=self._claim, args=(n,)) for n in range(claimers)]
+        for t in self.threads:
+            t.start()
+
+    def _claim(self, n: int) -> None:
+        srv = self.servers[n % len(self.servers)]
+        while True:
+            try:
+                reply = call_tool(srv.direct_base, "bernstein_claim", {"claimer_id": f"claimer-{n}"}, version=HANDSHAKE,
+                                  id_=n)
+            except (OSError, http.client.HTTPException) as e:
+                with self.lock:
+                    if srv is self.killed:
+                        self.cut.append(f"claimer-{n}")
+                    else:
+                        self.errors.append(f"claimer-{n}: {e!r}")
+                return
+            if reply.status != 200:
+                with self.lock:
+                    self.errors.append(f"claimer-{n}: {reply.status} {reply.body[:200]!r}")
+                return
+            got = payload(reply)
+            if not got.get("granted"):
+                return
+            with self.lock:
+                self.granted.append((got["taskId"], f"claimer-{n}"))
+                self.receipts.append(got)
+                self.lock.notify_all()
+
+    def wait_for_grants(self, count: int, timeout: float) -> bool:
+        with self.lock:
+            return self.lock.wait_for(lambda: len(self.granted) >= count, timeout=timeout)
+
+    def kill(self, server) -> int | None:
+        """Ends `server` with SIGKILL (its claimers' next failures are cut-offs); its exit status."""
+        with self.lock:
+            self.killed = server
+        return server.kill()
+
+    def join(self) -> None:
+        for t in self.threads:
+            t.join(timeout=240)
+        assert not any(t.is_alive() for t in self.threads)
+
+
 async def test_sdk_hosts_over_three_instances_get_identical_answers(pg_servers, workdir):
     servers = pg_servers(3)
     async with handshake_streamable(servers[0]) as (a, _), handshake_streamable(servers[1]) as (b, _), \
@@ -57,38 +126,12 @@ async def test_sdk_hosts_over_three_instances_get_identical_answers(pg_servers, 
 
 def test_racing_claimers_get_each_task_exactly_once(pg_servers, pg_url, workdir, bernstein_bin, tmp_path):
     servers = pg_servers(3, record=False, env=TWO_ENGINES)
-    tasks = set()
-    for i in range(24):
-        reply = call_tool(servers[i % 3].direct_base, "bernstein_run", {"goal": f"race task {i}"}, version=HANDSHAKE)
-        assert reply.status == 200, reply.body[:300]
-        tasks.add(payload(reply)["task_id"])
-    granted: list[tuple[str, str]] = []
-    receipts: list[dict] = []
-    errors: list[str] = []
-    lock = threading.Lock()
-
-    def claimer(n: int) -> None:
-        base = servers[n % 3].direct_base
-        while True:
-            reply = call_tool(base, "bernstein_claim", {"claimer_id": f"claimer-{n}"}, version=HANDSHAKE, id_=n)
-            if reply.status != 200:
-                with lock:
-                    errors.append(f"{reply.status} {reply.body[:200]!r}")
-                return
-            got = payload(reply)
-            if not got.get("granted"):
-                return
-            with lock:
-                granted.append((got["taskId"], f"claimer-{n}"))
-                receipts.append(got)
-
-    threads = [threading.Thread(target=claimer, args=(n,)) for n in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=240)
-    assert not errors, errors
-    claimed = [task for task, _ in granted]
+    tasks = create_runs(servers, 24, "race task")
+    race = ClaimRace(servers, 12)
+    race.join()
+    assert not race.errors, race.errors
+    receipts = race.receipts
+    claimed = [task for task, _ in race.granted]
     assert sorted(claimed) == sorted(tasks), "every task claimed exactly once"
     assert len(set(claimed)) == len(claimed)
     records = export_and_verify(bernstein_bin, workdir, pg_url, tmp_path / "export")
@@ -111,57 +154,15 @@ def test_racing_claimers_lose_nothing_when_an_instance_is_killed(pg_servers, pg_
     instances still answer, alike."""
     servers = pg_servers(3, record=False, env=TWO_ENGINES)
     victim = servers[0]
-    tasks = set()
-    for i in range(36):
-        reply = call_tool(servers[i % 3].direct_base, "bernstein_run", {"goal": f"crash race {i}"}, version=HANDSHAKE)
-        assert reply.status == 200, reply.body[:300]
-        tasks.add(payload(reply)["task_id"])
+    tasks = create_runs(servers, 36, "crash race")
     claimers = 12
-    granted: list[tuple[str, str]] = []
-    receipts: list[dict] = []
-    errors: list[str] = []
-    cut: list[str] = []  # the claimers the kill cut off
-    lock = threading.Lock()
-    some_granted = threading.Event()
-    killing = threading.Event()
-
-    def claimer(n: int) -> None:
-        srv = servers[n % 3]
-        while True:
-            try:
-                reply = call_tool(srv.direct_base, "bernstein_claim", {"claimer_id": f"claimer-{n}"}, version=HANDSHAKE,
-                                  id_=n)
-            except (OSError, http.client.HTTPException) as e:
-                with lock:
-                    if srv is victim and killing.is_set():
-                        cut.append(f"claimer-{n}")
-                    else:
-                        errors.append(f"claimer-{n}: {e!r}")
-                return
-            if reply.status != 200:
-                with lock:
-                    errors.append(f"claimer-{n}: {reply.status} {reply.body[:200]!r}")
-                return
-            got = payload(reply)
-            if not got.get("granted"):
-                return
-            with lock:
-                granted.append((got["taskId"], f"claimer-{n}"))
-                receipts.append(got)
-                if len(granted) >= 6:
-                    some_granted.set()
-
-    threads = [threading.Thread(target=claimer, args=(n,)) for n in range(claimers)]
-    for t in threads:
-        t.start()
-    assert some_granted.wait(timeout=120), (granted, errors)
-    killing.set()
-    assert victim.kill() == -9
-    with lock:
+    race = ClaimRace(servers, claimers)
+    granted, receipts, errors, cut = race.granted, race.receipts, race.errors, race.cut
+    assert race.wait_for_grants(6, timeout=120), (granted, errors)
+    assert race.kill(victim) == -9
+    with race.lock:
         granted_before_kill = len(granted)
-    for t in threads:
-        t.join(timeout=240)
-    assert not any(t.is_alive() for t in threads)
+    race.join()
     assert not errors, errors
     victims = {f"claimer-{n}" for n in range(0, claimers, 3)}
     assert cut and set(cut) <= victims, cut
