@@ -31,23 +31,8 @@ fn launch(
     Ok(Box::new(Smol(bind(server, backend, opts)?)))
 }
 
-http_scenarios!(launch);
-
-/// Every scenario again with two engines.
-mod two_engine_scenarios {
-    use super::*;
-
-    fn launch_two(
-        server: Arc<Server>,
-        backend: Backend<Projection>,
-        mut opts: HttpOptions,
-    ) -> std::io::Result<Box<dyn Running>> {
-        opts.engines = 2;
-        launch(server, backend, opts)
-    }
-
-    http_scenarios!(launch_two);
-}
+// Every scenario again with two engines (`two_engine_scenarios`).
+http_scenarios!(launch, two engines in two_engine_scenarios);
 
 /// Several engines on one server (`HttpOptions::engines`): connections spread over the
 /// engines' threads, a handshake-era session's requests are served with its level on

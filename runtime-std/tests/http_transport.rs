@@ -29,21 +29,6 @@ fn launch(
     Ok(Box::new(Std(bind(server, backend, opts)?)))
 }
 
-http_scenarios!(launch);
-
-/// Every scenario again with two engines (`HttpOptions::engines`): each connection is served
-/// by whichever engine holds fewer, and the answers are the same.
-mod two_engines {
-    use super::*;
-
-    fn launch_two(
-        server: Arc<Server>,
-        backend: Backend<Projection>,
-        mut opts: HttpOptions,
-    ) -> std::io::Result<Box<dyn Running>> {
-        opts.engines = 2;
-        launch(server, backend, opts)
-    }
-
-    http_scenarios!(launch_two);
-}
+// Every scenario again with two engines (`two_engines`): each connection is served by
+// whichever engine holds fewer, and the answers are the same.
+http_scenarios!(launch, two engines in two_engines);

@@ -87,9 +87,28 @@ pub fn start_at(
     Fixture { running, dir }
 }
 
-/// Generates one `#[test]` per scenario for a launcher.
+/// Generates one `#[test]` per scenario for a launcher; with `two engines in MODULE`, every
+/// scenario again in `MODULE` on a server of two engines (`HttpOptions::engines`).
 #[macro_export]
 macro_rules! http_scenarios {
+    ($launch:ident, two engines in $module:ident) => {
+        $crate::http_scenarios!($launch);
+
+        mod $module {
+            use super::*;
+
+            fn launch_two(
+                server: std::sync::Arc<bernstein_domain::Server>,
+                backend: bernstein_effects::perform::Backend<bernstein_domain::Projection>,
+                mut opts: bernstein_core::transport::http::HttpOptions,
+            ) -> std::io::Result<Box<dyn http_support::Running>> {
+                opts.engines = 2;
+                $launch(server, backend, opts)
+            }
+
+            $crate::http_scenarios!(launch_two);
+        }
+    };
     ($launch:expr) => {
         $crate::http_scenarios!(@tests $launch;
             handshake_round_trip_on_one_keep_alive_connection,
