@@ -49,38 +49,22 @@ fn measure(writers: usize) -> (f64, Summary, f64) {
     let backend = Backend::new(store.clone(), Arc::new(SystemClock), Arc::new(NoHost));
     let local = Local::new(server, &backend, DEFAULT_WAIT).expect("a local engine");
     drop(backend);
-    let start = Arc::new(Barrier::new(writers + 1));
-    let threads: Vec<_> = (0..writers)
-        .map(|w| {
-            let (local, start) = (local.clone(), start.clone());
-            std::thread::spawn(move || {
-                let facts = TransportFacts::stdio(None);
-                let mut samples = Vec::new();
-                start.wait();
-                let began = Instant::now();
-                let mut i = 0u64;
-                while began.elapsed() < PERIOD {
-                    i += 1;
-                    let req = call(
-                        i,
-                        "bernstein_run",
-                        json!({"goal": format!("w{w} goal {i}")}),
-                    );
-                    let t = Instant::now();
-                    local.serve_message(&req, &facts).expect("served");
-                    samples.push(t.elapsed());
-                }
-                samples
-            })
+    let facts = TransportFacts::stdio(None);
+    let run = {
+        let local = local.clone();
+        Period::run(writers, move |w, i| {
+            let req = call(
+                i,
+                "bernstein_run",
+                json!({"goal": format!("w{w} goal {i}")}),
+            );
+            let t = Instant::now();
+            local.serve_message(&req, &facts).expect("served");
+            t.elapsed()
         })
-        .collect();
-    start.wait();
-    let began = Instant::now();
-    let mut all = Vec::new();
-    for t in threads {
-        all.extend(t.join().expect("writer thread"));
-    }
-    let rate = all.len() as f64 / began.elapsed().as_secs_f64();
+    };
+    let all = run.samples;
+    let rate = all.len() as f64 / run.seconds;
     let per_write = store.sync_stats().syncs as f64 / all.len() as f64;
     drop(local);
     drop(store);
@@ -130,55 +114,83 @@ fn measure_appends(threads: usize) -> Appends {
     let dir = crate::scratch_dir(&format!("appends-{threads}"));
     let key = vec![7u8; 32];
     let store = Arc::new(FileStore::open(&dir, key.clone()).expect("open store"));
-    let start = Arc::new(Barrier::new(threads + 1));
-    let workers: Vec<_> = (0..threads)
-        .map(|t| {
-            let (store, key, start) = (store.clone(), key.clone(), start.clone());
-            std::thread::spawn(move || {
-                let mut samples = Vec::new();
-                start.wait();
-                let began = Instant::now();
-                let mut i = 0u64;
-                while began.elapsed() < PERIOD {
-                    i += 1;
-                    let body = json!({"tool": "bernstein_status", "call_id": format!("{t}-{i}"), "ok": true});
-                    let draft = Draft::new("audit", "mcp.stateless_call", body);
-                    let t0 = Instant::now();
-                    let snap = store.snapshot_unsettled().expect("snapshot");
-                    let records = seal(&snap.position, |s| snap.stream_head(s), vec![draft], &key);
-                    let append = Append {
-                        expected: snap.position,
-                        records,
-                        read_heads: None,
-                    };
-                    drop(snap);
-                    match store.compare_and_append(&append).expect("append") {
-                        AppendResult::Committed(_) => samples.push(t0.elapsed()),
-                        AppendResult::Conflict { .. } => panic!("a read was refused"),
-                    }
-                }
-                samples
-            })
+    let run = {
+        let store = store.clone();
+        Period::run(threads, move |t, i| {
+            let body =
+                json!({"tool": "bernstein_status", "call_id": format!("{t}-{i}"), "ok": true});
+            let draft = Draft::new("audit", "mcp.stateless_call", body);
+            let t0 = Instant::now();
+            let snap = store.snapshot_unsettled().expect("snapshot");
+            let records = seal(&snap.position, |s| snap.stream_head(s), vec![draft], &key);
+            let append = Append {
+                expected: snap.position,
+                records,
+                read_heads: None,
+            };
+            drop(snap);
+            match store.compare_and_append(&append).expect("append") {
+                AppendResult::Committed(_) => t0.elapsed(),
+                AppendResult::Conflict { .. } => panic!("a read was refused"),
+            }
         })
-        .collect();
-    let pid = std::process::id();
-    let cpu_before = crate::cpu::ticks(pid).unwrap_or(0);
-    start.wait();
-    let began = Instant::now();
-    let mut all = Vec::new();
-    for w in workers {
-        all.extend(w.join().expect("appending thread"));
-    }
-    let elapsed = began.elapsed().as_secs_f64();
-    let cpu = crate::cpu::ticks(pid).unwrap_or(0) - cpu_before;
-    let n = all.len() as f64;
+    };
+    let n = run.samples.len() as f64;
     let m = Appends {
-        rate: n / elapsed,
-        cpu_us: cpu as f64 / crate::cpu::TICKS_PER_SECOND * 1e6 / n,
+        rate: n / run.seconds,
+        cpu_us: run.cpu_ticks as f64 / crate::cpu::TICKS_PER_SECOND * 1e6 / n,
         fsyncs: store.sync_stats().syncs as f64 / n,
-        latency: Summary::of(all),
+        latency: Summary::of(run.samples),
     };
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
     m
+}
+
+/// What [`Period::run`] measured.
+struct Period {
+    /// Every call's latency, of every thread.
+    samples: Vec<Duration>,
+    /// From the start to the last thread's end.
+    seconds: f64,
+    /// The process's CPU over the same span.
+    cpu_ticks: u64,
+}
+
+impl Period {
+    /// Runs `threads` threads, started together, for [`PERIOD`]: thread `t` calls `one(t, i)`
+    /// for `i` = 1, 2, … (each returning its latency) until the period is over.
+    fn run(threads: usize, one: impl Fn(usize, u64) -> Duration + Send + Sync + 'static) -> Period {
+        let one = Arc::new(one);
+        let start = Arc::new(Barrier::new(threads + 1));
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (one, start) = (one.clone(), start.clone());
+                std::thread::spawn(move || {
+                    let mut samples = Vec::new();
+                    start.wait();
+                    let began = Instant::now();
+                    let mut i = 0u64;
+                    while began.elapsed() < PERIOD {
+                        i += 1;
+                        samples.push(one(t, i));
+                    }
+                    samples
+                })
+            })
+            .collect();
+        let pid = std::process::id();
+        let cpu_before = crate::cpu::ticks(pid).unwrap_or(0);
+        start.wait();
+        let began = Instant::now();
+        let mut samples = Vec::new();
+        for w in workers {
+            samples.extend(w.join().expect("a measuring thread"));
+        }
+        Period {
+            seconds: began.elapsed().as_secs_f64(),
+            cpu_ticks: crate::cpu::ticks(pid).unwrap_or(0) - cpu_before,
+            samples,
+        }
+    }
 }
