@@ -1,12 +1,16 @@
 //! What both runtimes' HTTP servers share besides the engine: [`open_listener`] (the startup
-//! bind rule), the startup [`Announcement`], and [`operator`] (answering the operator's routes
+//! bind rule), the startup [`Announcement`], the [`HttpServerHandle`] of a running server, and
+//! [`operator`] (answering the operator's routes
 //! from the store and the engine's counters). Framing, routing, header rules, auth, SSE
 //! encoding, status mapping, timeouts and waits are the engine's
 //! (`bernstein_core::engine`, `bernstein_core::transport::http`); moving bytes is each
 //! runtime's.
 
+mod handle;
 mod metrics_route;
 pub mod operator;
+
+pub use handle::HttpServerHandle;
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};

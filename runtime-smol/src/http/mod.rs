@@ -26,7 +26,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::Instant;
 
 use bernstein_core::engine::log_budget::{Admit, LogBudget};
@@ -39,7 +39,7 @@ use bernstein_core::transport::http::HttpOptions;
 use bernstein_effects::Stopper;
 use bernstein_effects::engines as setup;
 use bernstein_effects::engines::Listening;
-use bernstein_effects::http::Announcement;
+pub use bernstein_effects::http::HttpServerHandle;
 use bernstein_effects::perform::{Backend, Performer, moment};
 use bernstein_os::tls::{ServerTls, TlsSession};
 use smol::channel::{Receiver, Sender};
@@ -47,63 +47,6 @@ use smol::{Async, LocalExecutor, Timer, future};
 
 use self::conn::{Link, Live, Owner, ToConn, Writes, connection};
 use self::crossing::{Hubs, Tie, accept};
-
-/// A running server.
-#[derive(Debug)]
-pub struct HttpServerHandle {
-    local_addr: SocketAddr,
-    hubs: Arc<Hubs>,
-    announcement: Announcement,
-    threads: Vec<JoinHandle<io::Result<()>>>,
-}
-
-impl HttpServerHandle {
-    /// The address actually bound (port 0 resolved).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// Blocks until the server stops (it runs until [`Self::shutdown`] or process exit).
-    pub fn wait(mut self) -> io::Result<()> {
-        self.join()
-    }
-
-    /// Stops accepting, answers waiting requests as they stand, closes the legacy streams and
-    /// feeds, and returns once the requests in flight are answered.
-    pub fn shutdown(mut self) {
-        self.hubs.stop();
-        let _ = self.join();
-    }
-
-    /// What asks this server to stop from another thread.
-    pub fn stopper(&self) -> Stopper {
-        let hubs = self.hubs.clone();
-        Arc::new(move || hubs.stop())
-    }
-
-    fn join(&mut self) -> io::Result<()> {
-        let mut result = Ok(());
-        for t in self.threads.drain(..) {
-            let ended = t
-                .join()
-                .map_err(|_| io::Error::other("a smol HTTP thread panicked"))
-                .and_then(|r| r);
-            if result.is_ok() {
-                result = ended;
-            }
-        }
-        result
-    }
-}
-
-impl Drop for HttpServerHandle {
-    fn drop(&mut self) {
-        if !self.threads.is_empty() {
-            self.hubs.stop();
-            let _ = self.join();
-        }
-    }
-}
 
 /// What reaches an engine's task.
 #[derive(Debug)]
@@ -197,12 +140,15 @@ pub fn bind_tls<F: Fold>(
         })?;
         threads.push(thread);
     }
-    Ok(HttpServerHandle {
-        local_addr: listening.local_addr,
-        hubs,
-        announcement: listening.announcement,
+    let stopper: Stopper = Arc::new(move || hubs.stop());
+    let (addr, announcement) = (listening.local_addr, listening.announcement);
+    Ok(HttpServerHandle::new(
+        addr,
+        announcement,
         threads,
-    })
+        stopper,
+        "a smol HTTP thread",
+    ))
 }
 
 /// Binds, announces the endpoint on stderr, hands `on_bound` what stops the server, and
@@ -214,12 +160,8 @@ pub fn serve_http<F: Fold>(
     tls: Option<Arc<ServerTls>>,
     on_bound: impl FnOnce(Stopper) -> io::Result<()>,
 ) -> io::Result<()> {
-    let engines = options.engines.max(1);
-    let handle = bind_tls(server, backend, options, tls)?;
-    let runtime = setup::runtime_label("smol", engines);
-    handle.announcement.announce(handle.local_addr(), &runtime);
-    on_bound(handle.stopper())?;
-    handle.wait()
+    let runtime = setup::runtime_label("smol", options.engines);
+    bind_tls(server, backend, options, tls)?.serve(&runtime, on_bound)
 }
 
 /// The performer's wake-up: one [`Event::Woken`] per batch of results (the flag is cleared by

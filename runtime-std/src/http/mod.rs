@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use bernstein_core::engine::log_budget::{Admit, LogBudget};
@@ -34,7 +34,7 @@ use bernstein_core::transport::http::HttpOptions;
 use bernstein_effects::Stopper;
 use bernstein_effects::engines as setup;
 use bernstein_effects::engines::Listening;
-use bernstein_effects::http::Announcement;
+pub use bernstein_effects::http::HttpServerHandle;
 use bernstein_effects::perform::{Backend, Performer, Wake, moment};
 use bernstein_os::tls::{Received, ServerTls, TlsSession};
 use mio::net::TcpStream;
@@ -47,73 +47,6 @@ const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
 /// Connection ids start above the loop's own tokens (an id is its token).
 const FIRST_CONN: u64 = 2;
-
-/// A running server.
-#[derive(Debug)]
-pub struct HttpServerHandle {
-    local_addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    /// One per event loop.
-    wakers: Vec<Arc<Waker>>,
-    announcement: Announcement,
-    threads: Vec<JoinHandle<io::Result<()>>>,
-}
-
-impl HttpServerHandle {
-    /// The address actually bound (port 0 resolved).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
-    }
-
-    /// Blocks until the server stops (it runs until [`Self::shutdown`] or process exit).
-    pub fn wait(mut self) -> io::Result<()> {
-        self.join()
-    }
-
-    /// Stops accepting, answers waiting requests as they stand, closes the legacy streams and
-    /// feeds, and returns once the requests in flight are answered.
-    pub fn shutdown(mut self) {
-        self.stop();
-    }
-
-    /// What asks this server to stop from another thread.
-    pub fn stopper(&self) -> Stopper {
-        let (stop, wakers) = (self.stop.clone(), self.wakers.clone());
-        Arc::new(move || {
-            stop.store(true, Ordering::SeqCst);
-            for waker in &wakers {
-                let _ = waker.wake();
-            }
-        })
-    }
-
-    fn stop(&mut self) {
-        (self.stopper())();
-        let _ = self.join();
-    }
-
-    fn join(&mut self) -> io::Result<()> {
-        let mut result = Ok(());
-        for t in self.threads.drain(..) {
-            let ended = t
-                .join()
-                .map_err(|_| io::Error::other("an HTTP loop thread panicked"))
-                .and_then(|r| r);
-            if result.is_ok() {
-                result = ended;
-            }
-        }
-        result
-    }
-}
-
-impl Drop for HttpServerHandle {
-    fn drop(&mut self) {
-        if !self.threads.is_empty() {
-            self.stop();
-        }
-    }
-}
 
 /// Binds and starts serving `server`'s catalogue over `backend` on a thread of its own.
 pub fn bind<F: Fold>(
@@ -191,13 +124,20 @@ pub fn bind_tls<F: Fold>(
                 .spawn(move || event_loop.run())?,
         );
     }
-    Ok(HttpServerHandle {
-        local_addr: listening.local_addr,
-        stop,
-        wakers,
-        announcement: listening.announcement,
+    let stopper: Stopper = Arc::new(move || {
+        stop.store(true, Ordering::SeqCst);
+        for waker in &wakers {
+            let _ = waker.wake();
+        }
+    });
+    let (addr, announcement) = (listening.local_addr, listening.announcement);
+    Ok(HttpServerHandle::new(
+        addr,
+        announcement,
         threads,
-    })
+        stopper,
+        "an HTTP loop thread",
+    ))
 }
 
 /// Binds, announces the endpoint on stderr, hands `on_bound` what stops the server, and
@@ -209,12 +149,8 @@ pub fn serve_http<F: Fold>(
     tls: Option<Arc<ServerTls>>,
     on_bound: impl FnOnce(Stopper) -> io::Result<()>,
 ) -> io::Result<()> {
-    let engines = options.engines.max(1);
-    let handle = bind_tls(server, backend, options, tls)?;
-    let runtime = setup::runtime_label("std", engines);
-    handle.announcement.announce(handle.local_addr(), &runtime);
-    on_bound(handle.stopper())?;
-    handle.wait()
+    let runtime = setup::runtime_label("std", options.engines);
+    bind_tls(server, backend, options, tls)?.serve(&runtime, on_bound)
 }
 
 struct Loop<F: Fold> {
