@@ -9,6 +9,7 @@ use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
 
 use bernstein_core::engine::shared::{Shared, Sharing};
 use bernstein_core::engine::{Engine, EngineConfig, Moment};
@@ -16,8 +17,9 @@ use bernstein_core::ledger::Fold;
 use bernstein_core::protocol::Server;
 use bernstein_core::transport::http::{HttpOptions, HttpPolicy};
 
+use crate::Stopper;
 use crate::http::operator::Operator;
-use crate::http::{Announcement, open_listener};
+use crate::http::{Announcement, HttpServerHandle, open_listener};
 use crate::perform::{Backend, Performer, Wake, seed};
 
 /// A server bound and about to serve: what a runtime's `bind_tls` starts from.
@@ -50,6 +52,18 @@ impl Listening {
             policy,
             options,
         })
+    }
+
+    /// The handle of this server once `threads` serve it (`threads_are` names them in errors),
+    /// `stopper` asking them to stop.
+    pub fn serving(
+        self,
+        threads: Vec<JoinHandle<io::Result<()>>>,
+        stopper: Stopper,
+        threads_are: &'static str,
+    ) -> HttpServerHandle {
+        let (addr, announcement) = (self.local_addr, self.announcement);
+        HttpServerHandle::new(addr, announcement, threads, stopper, threads_are)
     }
 }
 

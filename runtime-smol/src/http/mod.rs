@@ -141,14 +141,7 @@ pub fn bind_tls<F: Fold>(
         threads.push(thread);
     }
     let stopper: Stopper = Arc::new(move || hubs.stop());
-    let (addr, announcement) = (listening.local_addr, listening.announcement);
-    Ok(HttpServerHandle::new(
-        addr,
-        announcement,
-        threads,
-        stopper,
-        "a smol HTTP thread",
-    ))
+    Ok(listening.serving(threads, stopper, "a smol HTTP thread"))
 }
 
 /// Binds, announces the endpoint on stderr, hands `on_bound` what stops the server, and

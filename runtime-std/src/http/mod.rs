@@ -130,14 +130,7 @@ pub fn bind_tls<F: Fold>(
             let _ = waker.wake();
         }
     });
-    let (addr, announcement) = (listening.local_addr, listening.announcement);
-    Ok(HttpServerHandle::new(
-        addr,
-        announcement,
-        threads,
-        stopper,
-        "an HTTP loop thread",
-    ))
+    Ok(listening.serving(threads, stopper, "an HTTP loop thread"))
 }
 
 /// Binds, announces the endpoint on stderr, hands `on_bound` what stops the server, and
