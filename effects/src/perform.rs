@@ -97,7 +97,8 @@ pub enum Done<F> {
         req: ReqId,
         result: AppendResult,
     },
-    Synced,
+    /// Every record up to this seq is durable.
+    Synced(u64),
     SyncFailed(StoreError),
     /// The store heard of a head past this engine's ([`crate::heads`]).
     HeadMoved,
@@ -132,7 +133,7 @@ impl<F: Fold> Done<F> {
             }
             Done::Head(snapshot) => return engine.handle_input(now, Input::Head(&snapshot)),
             Done::Appended { req, result } => Input::Appended { req, result },
-            Done::Synced => Input::Synced,
+            Done::Synced(durable) => Input::Synced { durable },
             Done::SyncFailed(error) => Input::SyncFailed(error),
             Done::HeadMoved => Input::HeadMoved,
             Done::Host { req, reply } => Input::Host { req, reply },
@@ -341,17 +342,17 @@ impl<F: Fold> Performer<F> {
                     Err(error) => Done::Failed { req, error },
                 }
             }
-            Output::Sync { waiting } => {
+            Output::Sync { waiting, upto } => {
                 let spans = self.trace.as_ref().map(|t| t.fsync()).unwrap_or_default();
                 if let Some(syncer) = &self.syncer
                     && waiting > self.inline_syncs
                 {
-                    return Ok(syncer.queue(&self.mailbox, Wanted::Sync(spans)));
+                    return Ok(syncer.queue(&self.mailbox, Wanted::Sync(upto, spans)));
                 }
                 // Here, whoever else waits: the pool only reads and appends.
                 let _entered = entered(&spans);
-                match store.settle() {
-                    Ok(()) => Done::Synced,
+                match store.settle(upto) {
+                    Ok(durable) => Done::Synced(durable),
                     Err(error) => Done::SyncFailed(error),
                 }
             }
@@ -515,11 +516,22 @@ pub fn moment(origin: std::time::Instant, clock: &dyn bernstein_core::time::Cloc
     }
 }
 
-/// What the syncer answers once what was written before it was asked is durable.
+/// What the syncer answers once the records it names are durable.
 enum Wanted<F> {
-    /// With the `store.fsync` spans of the requests it makes durable.
-    Sync(Vec<tracing::Span>),
+    /// Every record up to a seq, with the `store.fsync` spans of the requests it makes durable.
+    Sync(u64, Vec<tracing::Span>),
+    /// The head as this snapshot holds it.
     Head(Arc<Snapshot<F>>),
+}
+
+impl<F: Fold> Wanted<F> {
+    /// The seq up to which records must be durable before this is answered.
+    fn upto(&self) -> u64 {
+        match self {
+            Wanted::Sync(upto, _) => *upto,
+            Wanted::Head(snapshot) => snapshot.position.seq,
+        }
+    }
 }
 
 /// The thread that waits for the disk: each round takes everything queued and performs one
@@ -590,22 +602,23 @@ fn sync_loop<F: Fold>(state: &(Mutex<SyncQueue<F>>, Condvar), store: &dyn Store<
         let spans: Vec<tracing::Span> = batch
             .iter()
             .flat_map(|(_, w)| match w {
-                Wanted::Sync(spans) => spans.clone(),
+                Wanted::Sync(_, spans) => spans.clone(),
                 Wanted::Head(_) => Vec::new(),
             })
             .collect();
+        let upto = batch.iter().map(|(_, w)| w.upto()).max().unwrap_or(0);
         let settled = {
             let _entered = entered(&spans);
-            store.settle()
+            store.settle(upto)
         };
         drop(spans);
         // Each engine's answers in one post (one wake-up of its loop).
         let mut posts: Vec<Post<F>> = Vec::new();
         for (mailbox, w) in batch {
             let done = match (w, &settled) {
-                (Wanted::Sync(_), Ok(())) => Done::Synced,
-                (Wanted::Sync(_), Err(e)) => Done::SyncFailed(e.clone()),
-                (Wanted::Head(s), Ok(())) => Done::Head(s),
+                (Wanted::Sync(..), Ok(durable)) => Done::Synced(*durable),
+                (Wanted::Sync(..), Err(e)) => Done::SyncFailed(e.clone()),
+                (Wanted::Head(s), Ok(_)) => Done::Head(s),
                 (Wanted::Head(_), Err(e)) => Done::HeadFailed(e.clone()),
             };
             match posts.iter_mut().find(|(m, _)| Arc::ptr_eq(m, &mailbox)) {

@@ -127,10 +127,15 @@ pub trait Store<F: Fold>: Send + Sync {
     fn snapshot_unsettled(&self) -> Result<Arc<Snapshot<F>>, StoreError> {
         self.snapshot()
     }
-    /// Blocks until every record handed out so far by [`Store::snapshot_unsettled`], and every
-    /// append committed by [`Store::compare_and_append_unsettled`], is durable.
-    fn settle(&self) -> Result<(), StoreError> {
-        Ok(())
+    /// Blocks until every record up to seq `upto` handed out so far by
+    /// [`Store::snapshot_unsettled`], or committed by [`Store::compare_and_append_unsettled`],
+    /// is durable (`u64::MAX`: every one), and returns the seq up to which records are now
+    /// known durable: at least `upto` (or what was handed out, if less), and more when the
+    /// fsync that covered them also covered records written since (by other threads, or by the
+    /// caller after it asked). Records past `upto` need not be durable: the caller did not
+    /// see them. The default: every record handed out is durable already.
+    fn settle(&self, upto: u64) -> Result<u64, StoreError> {
+        Ok(upto)
     }
     /// Like [`Store::compare_and_append`], but `Committed` may come back before the records are
     /// durable: the caller calls [`Store::settle`] before acknowledging them, after letting go

@@ -102,9 +102,9 @@ fn recorded_requests_replay_through_the_stdio_connection_and_the_store() {
                     let result = store.compare_and_append_unsettled(&append).expect("append");
                     engine.handle_input(now(), Input::Appended { req, result });
                 }
-                Output::Sync { .. } => {
-                    store.settle().expect("settle");
-                    engine.handle_input(now(), Input::Synced);
+                Output::Sync { upto, .. } => {
+                    let durable = store.settle(upto).expect("settle");
+                    engine.handle_input(now(), Input::Synced { durable });
                 }
                 Output::Host { req, .. } => {
                     let reply = HostReply::Failed(HostFailure::Unsupported);

@@ -16,9 +16,16 @@
 //! a failed fsync, Linux may drop the dirty pages and report success on the next one, so no
 //! later fsync can prove the earlier bytes durable. A restart re-reads what really is on disk.
 //!
+//! A caller may also wait by ledger position ([`GroupCommit::settle_to`]): each noted end is
+//! noted with the position its records reach, so a caller that needs only the records it saw
+//! waits for the fsync that covers them, not for one that also covers what another thread
+//! wrote since (with several engines, each engine's sync would otherwise wait for the others'
+//! newer bytes and cost a second fsync).
+//!
 //! This module must never report an offset durable unless an fsync that began after the bytes
 //! before it were written has since succeeded.
 
+use std::collections::VecDeque;
 use std::io;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Instant;
@@ -63,6 +70,11 @@ struct State {
     unsynced_appends: u64,
     /// Every byte before this offset is known durable.
     durable: u64,
+    /// Noted positions not yet durable, with the offset their records end at; both rise from
+    /// front to back.
+    marks: VecDeque<(u64, u64)>,
+    /// Every record up to this position is known durable.
+    durable_position: u64,
     /// A leader is in fsync.
     syncing: bool,
     /// Threads waiting for the fsync another leads (woken when it ends; with none, the
@@ -75,6 +87,46 @@ struct State {
     facts: SyncFacts,
 }
 
+impl State {
+    fn note(&mut self, position: u64, end: u64) {
+        self.written = self.written.max(end);
+        if end <= self.durable {
+            self.durable_position = self.durable_position.max(position);
+            return;
+        }
+        // A mark older than the newest is dropped: a later one covers its records (it waits a
+        // little longer than it must, never less).
+        if self
+            .marks
+            .back()
+            .is_none_or(|&(p, e)| position > p && end >= e)
+        {
+            self.marks.push_back((position, end));
+        }
+    }
+
+    /// The offset every record up to `position` ends at or before.
+    fn end_of(&self, position: u64) -> u64 {
+        if position <= self.durable_position {
+            return self.durable;
+        }
+        match self.marks.iter().find(|&&(p, _)| p >= position) {
+            Some(&(_, end)) => end,
+            None => self.written,
+        }
+    }
+
+    fn made_durable(&mut self, target: u64) {
+        self.durable = self.durable.max(target);
+        while let Some(&(p, e)) = self.marks.front()
+            && e <= self.durable
+        {
+            self.durable_position = self.durable_position.max(p);
+            self.marks.pop_front();
+        }
+    }
+}
+
 impl<S: Fsync> GroupCommit<S> {
     /// Group commit over `file`, nothing yet known durable.
     pub fn new(file: S) -> GroupCommit<S> {
@@ -84,6 +136,8 @@ impl<S: Fsync> GroupCommit<S> {
                 written: 0,
                 unsynced_appends: 0,
                 durable: 0,
+                marks: VecDeque::new(),
+                durable_position: 0,
                 syncing: false,
                 waiting: 0,
                 failed: None,
@@ -111,18 +165,29 @@ impl<S: Fsync> GroupCommit<S> {
         }
     }
 
-    /// Notes that the file holds bytes up to `end` that a later fsync must cover.
-    pub fn wrote(&self, end: u64) {
-        let mut s = self.state();
-        s.written = s.written.max(end);
+    /// Notes that the file holds the records up to `position`, ending at byte `end`, which a
+    /// later fsync must cover.
+    pub fn wrote(&self, position: u64, end: u64) {
+        self.state().note(position, end);
     }
 
-    /// Notes an append of this process whose bytes end at `end`, for a later fsync to cover
-    /// (counted in [`SyncFacts::appends_per_fsync`]).
-    pub fn appended(&self, end: u64) {
+    /// Notes an append of this process whose records reach `position` and whose bytes end at
+    /// `end`, for a later fsync to cover (counted in [`SyncFacts::appends_per_fsync`]).
+    pub fn appended(&self, position: u64, end: u64) {
         let mut s = self.state();
-        s.written = s.written.max(end);
+        s.note(position, end);
         s.unsynced_appends += 1;
+    }
+
+    /// Blocks until every record up to `position` that was noted ([`Self::wrote`],
+    /// [`Self::appended`]) is durable; a position beyond every noted one waits for every byte
+    /// noted so far (so `u64::MAX` settles everything). Returns the highest noted position now
+    /// durable, which may be past `position`: the fsync that covered it covered everything
+    /// noted before it began. `Err` if an fsync failed.
+    pub fn settle_to(&self, position: u64) -> Result<u64, String> {
+        let end = self.state().end_of(position);
+        self.wait_durable(end)?;
+        Ok(self.state().durable_position)
     }
 
     /// Blocks until every byte before `end` is durable (those bytes are in the file already),
@@ -162,19 +227,13 @@ impl<S: Fsync> GroupCommit<S> {
                 s.facts.appends_per_fsync.observe(appends as f64);
             }
             match result {
-                Ok(()) => s.durable = s.durable.max(target),
+                Ok(()) => s.made_durable(target),
                 Err(e) => s.failed = Some(e.to_string()),
             }
             if s.waiting > 0 {
                 self.synced.notify_all();
             }
         }
-    }
-
-    /// Blocks until every byte noted so far (by [`Self::wrote`] or a wait) is durable.
-    pub fn settle(&self) -> Result<(), String> {
-        let written = self.state().written;
-        self.wait_durable(written)
     }
 
     /// What group commit did so far.
@@ -250,7 +309,7 @@ mod tests {
         }
     }
 
-    fn not_yet(rx: &Receiver<Result<(), String>>) {
+    fn not_yet<T>(rx: &Receiver<Result<T, String>>) {
         assert!(
             rx.recv_timeout(Duration::from_millis(50)).is_err(),
             "a waiter returned before its bytes were durable"
@@ -260,8 +319,8 @@ mod tests {
     #[test]
     fn one_fsync_serves_every_waiter_written_before_it_began() {
         let r = rig();
-        r.gc.wrote(100);
-        r.gc.wrote(300);
+        r.gc.wrote(1, 100);
+        r.gc.wrote(3, 300);
         let a = r.waiter(100);
         r.started.recv().unwrap();
         let b = r.waiter(300);
@@ -299,12 +358,12 @@ mod tests {
     #[test]
     fn each_fsync_is_timed_and_counts_the_appends_it_covered() {
         let r = rig();
-        r.gc.appended(100);
-        r.gc.appended(200);
+        r.gc.appended(1, 100);
+        r.gc.appended(2, 200);
         let a = r.waiter(200);
         r.started.recv().unwrap();
         // Noted while the first fsync runs: the next one covers it.
-        r.gc.appended(300);
+        r.gc.appended(3, 300);
         let b = r.waiter(300);
         r.until_waits(2);
         r.release.send(Ok(())).unwrap();
@@ -313,7 +372,7 @@ mod tests {
         r.release.send(Ok(())).unwrap();
         assert_eq!(b.recv().unwrap(), Ok(()));
         // A reader's fsync of bytes folded from the file covers no append of this process.
-        r.gc.wrote(400);
+        r.gc.wrote(4, 400);
         let c = r.waiter(400);
         r.started.recv().unwrap();
         r.release.send(Ok(())).unwrap();
@@ -325,6 +384,43 @@ mod tests {
         assert_eq!(batches, vec![(1.0, 1), (2.0, 2)]);
         assert_eq!(f.appends_per_fsync.count(), 2);
         assert_eq!(f.appends_per_fsync.sum(), 3.0);
+    }
+
+    #[test]
+    fn a_wait_by_position_is_not_held_by_bytes_written_after_its_own() {
+        let r = rig();
+        r.gc.appended(1, 100);
+        let a = r.waiter(100);
+        r.started.recv().unwrap();
+        // Another writer appends while the fsync runs: a settle of what was seen before it
+        // waits for the fsync in flight only; a settle of the new records, for the next one.
+        r.gc.appended(2, 250);
+        let (to1, to2) = (r.gc.clone(), r.gc.clone());
+        let (tx1, one) = channel();
+        let (tx2, two) = channel();
+        std::thread::spawn(move || tx1.send(to1.settle_to(1)).unwrap());
+        std::thread::spawn(move || tx2.send(to2.settle_to(2)).unwrap());
+        r.until_waits(3);
+        r.release.send(Ok(())).unwrap();
+        assert_eq!(a.recv().unwrap(), Ok(()));
+        // The fsync covered position 1 only: 2 was written after it began.
+        assert_eq!(one.recv().unwrap(), Ok(1));
+        r.started.recv().unwrap();
+        not_yet(&two);
+        r.release.send(Ok(())).unwrap();
+        assert_eq!(two.recv().unwrap(), Ok(2));
+        // Durable positions answer at once; past every noted one means all noted bytes.
+        assert_eq!(r.gc.settle_to(1), Ok(2));
+        assert_eq!(r.gc.settle_to(u64::MAX), Ok(2));
+        assert_eq!(r.gc.stats().syncs, 2);
+        // Noted before the next fsync begins, a position is reported durable with the one asked
+        // for, though nobody asked for it.
+        r.gc.appended(3, 300);
+        let three = r.waiter(300);
+        r.started.recv().unwrap();
+        r.release.send(Ok(())).unwrap();
+        assert_eq!(three.recv().unwrap(), Ok(()));
+        assert_eq!(r.gc.settle_to(3), Ok(3));
     }
 
     #[test]

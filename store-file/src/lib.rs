@@ -516,9 +516,13 @@ impl<F: Checkpointed> Store<F> for FileStore<F> {
         Ok(self.fold()?.0)
     }
 
-    fn settle(&self) -> Result<(), StoreError> {
-        self.commit.settle().map_err(|e| self.sync_failed(&e))?;
-        self.size_in_place().map(drop)
+    fn settle(&self, upto: u64) -> Result<u64, StoreError> {
+        let durable = self
+            .commit
+            .settle_to(upto)
+            .map_err(|e| self.sync_failed(&e))?;
+        self.size_in_place()?;
+        Ok(durable)
     }
 
     fn compare_and_append(&self, append: &Append) -> Result<AppendResult, StoreError> {
@@ -563,7 +567,7 @@ impl<F: Checkpointed> FileStore<F> {
             }
         };
         drop(state);
-        self.commit.wrote(offset);
+        self.commit.wrote(snapshot.position.seq, offset);
         Ok((snapshot, offset))
     }
 
@@ -583,6 +587,9 @@ impl<F: Checkpointed> FileStore<F> {
         // A read, or a write whose named reads stand, is placed after the head it finds instead
         // of being served again (`bernstein_ledger::sequence`, `rebase`).
         let heads = |s: &str| folded.snapshot.stream_head(s);
+        // Whatever happens, the caller learns of `current`, which records of other processes
+        // folded above may have reached: a settle of it must cover them.
+        self.commit.wrote(current.seq, folded.offset);
         let Some(append) = sequence::place_one(append, current, heads, &self.key) else {
             return Ok((AppendResult::Conflict { current }, folded.offset));
         };
@@ -596,8 +603,6 @@ impl<F: Checkpointed> FileStore<F> {
             .map_err(|e| io_error(&self.layout.ledger_file(), "append", &e))?;
         // Written (durable once group commit says so). Fold our own records (checked above)
         // without re-reading them; a snapshot holding them waits for their fsync too.
-        let written_end = folded.offset + bytes.len() as u64;
-        self.commit.appended(written_end);
         // Folded in place when no request still holds the projection, else copied
         // (`Arc::make_mut`: the copy shares the projection's persistent maps and duplicates only
         // the paths it folds).
@@ -612,6 +617,7 @@ impl<F: Checkpointed> FileStore<F> {
         folded.lines += append.records.len() as u64;
         let position = snapshot.position;
         debug_assert_eq!(position, append.new_position());
+        self.commit.appended(position.seq, folded.offset);
         state.since_checkpoint += append.records.len() as u64;
         let end = folded.offset;
         self.maybe_checkpoint(state);

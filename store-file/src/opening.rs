@@ -131,8 +131,8 @@ impl<F: Fold> Store<F> for OpeningStore<F> {
         self.store()?.snapshot_unsettled()
     }
 
-    fn settle(&self) -> Result<(), StoreError> {
-        self.store()?.settle()
+    fn settle(&self, upto: u64) -> Result<u64, StoreError> {
+        self.store()?.settle(upto)
     }
 
     fn compare_and_append_unsettled(&self, append: &Append) -> Result<AppendResult, StoreError> {
@@ -189,7 +189,7 @@ mod tests {
             records: Vec::new(),
         };
         assert!(store.compare_and_append_unsettled(&append).is_err());
-        assert!(store.settle().is_err());
+        assert!(store.settle(u64::MAX).is_err());
         assert_eq!(store.heard_past(0, Duration::ZERO), None);
         assert_eq!(store.facts().kind, "opening");
         release.send(()).unwrap();

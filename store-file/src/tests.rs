@@ -620,7 +620,7 @@ fn a_ledger_moved_aside_is_never_written_to_nor_acknowledged() {
     );
     std::fs::rename(&ledger, &aside).unwrap();
     std::fs::write(&ledger, &copy).unwrap();
-    let err = store.settle().unwrap_err();
+    let err = store.settle(u64::MAX).unwrap_err();
     assert!(matches!(err, StoreError::NotServed(_)), "{err}");
     assert!(err.to_string().contains("removed or replaced"), "{err}");
     // Nothing is served from then on, and neither file is written again.

@@ -53,7 +53,7 @@ fn concurrent_writers_share_fsyncs_and_lose_nothing() {
                         store.snapshot().unwrap().position.seq
                     } else {
                         let seq = store.snapshot_unsettled().unwrap().position.seq;
-                        store.settle().unwrap();
+                        store.settle(seq).unwrap();
                         seq
                     };
                     assert!(

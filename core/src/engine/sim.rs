@@ -45,8 +45,9 @@ pub struct World<F: Fold> {
     pub logs: Vec<String>,
     /// Operator routes asked for, to answer with [`World::answer_operator`].
     pub operator: Vec<(ConnId, OperatorRequest)>,
-    /// Whether the engine asked for a sync not answered yet (see [`World::sync`]).
-    sync_asked: bool,
+    /// The head when the engine asked for the sync not answered yet (see [`World::sync`]):
+    /// its fsync begins then, so it covers the records up to there.
+    sync_asked: Option<u64>,
     /// Answer syncs at once (an fsync that takes no time).
     pub auto_sync: bool,
     /// What the host answers, in order (then `Unsupported`).
@@ -94,7 +95,7 @@ impl<F: Fold> World<F> {
             closed: BTreeMap::new(),
             logs: Vec::new(),
             operator: Vec::new(),
-            sync_asked: false,
+            sync_asked: None,
             auto_sync: true,
             host: VecDeque::new(),
             racers: VecDeque::new(),
@@ -223,24 +224,24 @@ impl<F: Fold> World<F> {
         self.mono = until;
     }
 
-    /// The fsync the engine asked for ends.
+    /// The fsync the engine asked for ends, having covered the ledger as it was when asked.
     pub fn sync(&mut self) {
-        if std::mem::take(&mut self.sync_asked) {
+        if let Some(durable) = self.sync_asked.take() {
             self.fsyncs += 1;
-            self.input(Input::Synced);
+            self.input(Input::Synced { durable });
         }
     }
 
     /// The fsync the engine asked for fails with `error`.
     pub fn sync_fails(&mut self, error: StoreError) {
-        if std::mem::take(&mut self.sync_asked) {
+        if self.sync_asked.take().is_some() {
             self.input(Input::SyncFailed(error));
         }
     }
 
     /// Whether the engine asked for a sync that [`World::sync`] has not answered yet.
     pub fn sync_asked(&self) -> bool {
-        self.sync_asked
+        self.sync_asked.is_some()
     }
 
     /// What the engine sent on `conn` since the last take.
@@ -324,9 +325,10 @@ impl<F: Fold> World<F> {
                     self.engine
                         .handle_input(now, Input::Appended { req, result });
                 }
-                Output::Sync { .. } => {
-                    assert!(!self.sync_asked, "one sync at a time");
-                    self.sync_asked = true;
+                Output::Sync { upto, .. } => {
+                    assert!(self.sync_asked.is_none(), "one sync at a time");
+                    assert!(upto <= self.ledger.position.seq, "a sync past the head");
+                    self.sync_asked = Some(self.ledger.position.seq);
                     if self.auto_sync {
                         self.sync();
                     }

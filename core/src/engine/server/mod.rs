@@ -125,8 +125,9 @@ pub enum Input<'a, F> {
     },
     /// [`Output::Append`]: committed (durable only after a settle) or lost to another writer.
     Appended { req: ReqId, result: AppendResult },
-    /// [`Output::Sync`]: everything written before it was asked for is durable.
-    Synced,
+    /// [`Output::Sync`]: every record up to seq `durable` is durable (at least the sync's
+    /// `upto`; more when the fsync also covered records written after it was asked for).
+    Synced { durable: u64 },
     /// [`Output::Sync`] failed: nothing since the last sync can be proven durable.
     SyncFailed(StoreError),
     /// [`Output::Host`]: what the host did.
@@ -185,11 +186,12 @@ pub enum Output {
     ReadSnapshot { req: ReqId },
     /// Compare-and-append → [`Input::Appended`].
     Append { req: ReqId, append: Append },
-    /// Make everything written so far durable (one fsync for every request waiting: group
-    /// commit, see `syncs.rs`) → [`Input::Synced`]. At most one is asked at a time; `waiting`
-    /// is how many requests wait for it (a runtime may perform a sync that one request waits
-    /// for on its own thread, and hand a larger one to another so that it serves meanwhile).
-    Sync { waiting: usize },
+    /// Make every record up to seq `upto` durable, the highest this engine has seen (one fsync
+    /// for every request waiting: group commit, see `syncs.rs`) → [`Input::Synced`]. At most
+    /// one is asked at a time; `waiting` is how many requests wait for it (a runtime may
+    /// perform a sync that one request waits for on its own thread, and hand a larger one to
+    /// another so that it serves meanwhile).
+    Sync { waiting: usize, upto: u64 },
     /// Perform a host request → [`Input::Host`].
     Host { req: ReqId, request: HostRequest },
     /// Read the head as it is durable → [`Input::Head`].
@@ -595,7 +597,7 @@ impl<F: Fold> Engine<F> {
                 self.pump(req, Some(super::request::Input::Snapshot(snapshot)))
             }
             Input::Appended { req, result } => self.appended(req, result),
-            Input::Synced => self.synced(),
+            Input::Synced { durable } => self.synced(durable),
             Input::SyncFailed(error) => self.sync_failed(error),
             Input::Host { req, reply } => self.pump(req, Some(super::request::Input::Host(reply))),
             Input::Failed { req, error } => self.failed(req, error),

@@ -605,8 +605,8 @@ impl<F: Fold> Engine<F> {
         let now = self.now.mono;
         match self.syncs.due(now, self.working) {
             Ok(()) => {
-                let waiting = self.syncs.start(now);
-                self.ask_store(Output::Sync { waiting });
+                let (waiting, upto) = self.syncs.start(now);
+                self.ask_store(Output::Sync { waiting, upto });
             }
             Err(Some(at)) => self.timers.arm(&mut self.syncs.armed, at, Due::Sync),
             Err(None) => {}
@@ -614,8 +614,8 @@ impl<F: Fold> Engine<F> {
     }
 
     /// The sync completed: every request it covers goes on.
-    pub(super) fn synced(&mut self) {
-        let finished = self.syncs.finished(self.now.mono);
+    pub(super) fn synced(&mut self, durable: u64) {
+        let finished = self.syncs.finished(self.now.mono, durable);
         let committed = |r: &Req<F>| r.committed.is_some();
         if finished
             .iter()

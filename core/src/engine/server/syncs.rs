@@ -28,8 +28,8 @@ pub(super) const MAX_HOLD: Duration = Duration::from_millis(1);
 
 #[derive(Debug, Default)]
 pub(super) struct Syncs {
-    /// Requests waiting for the next sync.
-    waiting: Vec<ReqId>,
+    /// Requests waiting for the next sync, with the position each needs durable.
+    waiting: Vec<(ReqId, u64)>,
     /// The sync in flight: when it was asked for, the position it covers, the requests it
     /// answers.
     in_flight: Option<(Duration, u64, Vec<ReqId>)>,
@@ -85,7 +85,7 @@ impl Syncs {
                         self.hold_until = Some(now + self.hold());
                     }
                 }
-                self.waiting.push(req);
+                self.waiting.push((req, need));
             }
         }
         Durable::Wait
@@ -110,24 +110,39 @@ impl Syncs {
         }))
     }
 
-    /// The sync is asked for now; how many requests wait for it.
-    pub(super) fn start(&mut self, now: Duration) -> usize {
-        let reqs = std::mem::take(&mut self.waiting);
+    /// The sync is asked for now: how many requests wait for it, and the position it must make
+    /// durable.
+    pub(super) fn start(&mut self, now: Duration) -> (usize, u64) {
+        let reqs: Vec<ReqId> = self.waiting.drain(..).map(|(r, _)| r).collect();
         let n = reqs.len();
         self.in_flight = Some((now, self.seen, reqs));
         self.hold_until = None;
         self.first_wait = None;
-        n
+        (n, self.seen)
     }
 
-    /// The sync in flight completed: the requests it answers.
-    pub(super) fn finished(&mut self, now: Duration) -> Vec<ReqId> {
-        let Some((began, covers, reqs)) = self.in_flight.take() else {
+    /// The sync in flight completed, every record up to `durable` durable (at least what it
+    /// covers; more when its fsync began after later records were written): the requests it
+    /// answers, with those waiting for the next whose records it covered after all.
+    pub(super) fn finished(&mut self, now: Duration, durable: u64) -> Vec<ReqId> {
+        let Some((began, covers, mut reqs)) = self.in_flight.take() else {
             return Vec::new();
         };
-        self.durable = self.durable.max(covers);
+        self.durable = self.durable.max(covers).max(durable);
+        let before = reqs.len() + self.waiting.len();
+        let now_durable = self.durable;
+        self.waiting.retain(|&(r, need)| {
+            let covered = need <= now_durable;
+            if covered {
+                reqs.push(r);
+            }
+            !covered
+        });
+        if self.waiting.is_empty() {
+            self.first_wait = None;
+        }
         self.last_took = now.saturating_sub(began);
-        self.expect = self.waiting.len() + reqs.len();
+        self.expect = before;
         self.hold_until = (!self.waiting.is_empty()).then(|| now + self.hold());
         reqs
     }
@@ -136,7 +151,7 @@ impl Syncs {
     /// sync can prove their records durable either).
     pub(super) fn failed(&mut self) -> Vec<ReqId> {
         let mut all = self.in_flight.take().map(|(_, _, r)| r).unwrap_or_default();
-        all.append(&mut self.waiting);
+        all.extend(self.waiting.drain(..).map(|(r, _)| r));
         self.hold_until = None;
         self.first_wait = None;
         all
@@ -144,7 +159,7 @@ impl Syncs {
 
     /// Forgets a request that ended otherwise.
     pub(super) fn forget(&mut self, req: ReqId) {
-        self.waiting.retain(|r| *r != req);
+        self.waiting.retain(|(r, _)| *r != req);
         if self.waiting.is_empty() {
             self.first_wait = None;
         }
@@ -184,9 +199,32 @@ mod tests {
         s.saw(4);
         assert_eq!(s.ask(ReqId(3), 4, us(20)), Durable::Wait);
         assert_eq!(s.due(us(20), 0), Err(None), "one sync at a time");
-        assert_eq!(s.finished(us(400)), vec![ReqId(1), ReqId(2)]);
+        assert_eq!(s.finished(us(400), 0), vec![ReqId(1), ReqId(2)]);
         assert_eq!(s.durable(), 3);
         assert_eq!(s.ask(ReqId(4), 3, us(401)), Durable::Now);
+    }
+
+    #[test]
+    fn a_sync_that_covered_more_than_it_was_asked_for_answers_those_requests_too() {
+        let mut s = Syncs::default();
+        s.saw(3);
+        s.ask(ReqId(1), 3, us(0));
+        assert_eq!(s.start(us(0)), (1, 3));
+        // Written after the sync was asked for, but before its fsync began (it queued behind
+        // another engine's): the store reports them durable too.
+        s.saw(5);
+        s.ask(ReqId(2), 4, us(10));
+        s.ask(ReqId(3), 5, us(20));
+        s.saw(6);
+        s.ask(ReqId(4), 6, us(30));
+        assert_eq!(s.finished(us(300), 5), vec![ReqId(1), ReqId(2), ReqId(3)]);
+        assert_eq!(s.durable(), 5);
+        assert_eq!(s.ask(ReqId(5), 5, us(301)), Durable::Now);
+        // Only the one past it waits for the next sync, which covers up to 6 (asked for at
+        // the latest a hold after the oldest of them began to wait).
+        assert_eq!(s.due(us(400), 0), Err(Some(us(450))));
+        assert_eq!(s.due(us(450), 0), Ok(()));
+        assert_eq!(s.start(us(450)), (1, 6));
     }
 
     #[test]
@@ -202,7 +240,7 @@ mod tests {
             s.saw(r + 1);
             s.ask(ReqId(r), r + 1, us(100));
         }
-        assert_eq!(s.finished(us(800)).len(), 8);
+        assert_eq!(s.finished(us(800), 0).len(), 8);
         // Eight wait, sixteen are expected: held for half the last sync's 800 µs, but no longer
         // than a millisecond after the first of the eight began to wait.
         assert_eq!(s.due(us(801), 0), Err(Some(us(1100))));
@@ -216,7 +254,7 @@ mod tests {
             "all sixteen are in: one sync for all"
         );
         s.start(us(850));
-        assert_eq!(s.finished(us(1650)).len(), 16);
+        assert_eq!(s.finished(us(1650), 0).len(), 16);
         // A client that does not come back costs one hold (from the first of the others), then
         // the expectation follows.
         for r in 0..15 {
@@ -226,7 +264,7 @@ mod tests {
         assert_eq!(s.due(us(1700), 0), Err(Some(us(2100))));
         assert_eq!(s.due(us(2100), 0), Ok(()));
         s.start(us(2100));
-        assert_eq!(s.finished(us(2900)).len(), 15);
+        assert_eq!(s.finished(us(2900), 0).len(), 15);
         assert_eq!(s.expect, 15);
     }
 
@@ -238,7 +276,7 @@ mod tests {
         s.start(us(0));
         s.saw(2);
         s.ask(ReqId(2), 2, us(1));
-        s.finished(Duration::from_millis(40));
+        s.finished(Duration::from_millis(40), 0);
         assert_eq!(s.hold(), MAX_HOLD);
         s.ask(ReqId(3), 2, us(40_001));
         s.forget(ReqId(3));

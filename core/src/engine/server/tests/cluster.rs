@@ -295,10 +295,14 @@ impl Cluster {
                 };
                 engine.handle_input(now, Input::Appended { req, result });
             }
-            Output::Sync { .. } => {
-                // A fake fsync: everything written so far is durable.
+            Output::Sync { upto, .. } => {
+                // A fake fsync, beginning now: it covers the ledger as it is, which may be past
+                // what the engine asked for (another engine's records, or its own written since
+                // it asked), and says so; the engine answers only what that covers.
+                assert!(upto <= self.ledger.position.seq, "a sync past the head");
                 self.durable = self.ledger.position.seq;
-                engine.handle_input(now, Input::Synced);
+                let durable = self.durable;
+                engine.handle_input(now, Input::Synced { durable });
             }
             Output::Look => {
                 let head = &self.ledger;
