@@ -1,6 +1,7 @@
 //! What the engines of one process share when it serves with several (`--engines N`: one event
 //! loop and one [`Engine`](super::Engine) each, over one listener and one store): the caps
-//! that count across engines (connections open, answers waiting, resources subscribed to) and each engine's
+//! that count across engines (connections open, answers waiting, resources subscribed to), the
+//! budgets of lines about single peers, and each engine's
 //! [`Counters`], which `GET /metrics` adds up whichever engine serves it. A lock is held for
 //! one count or one update and never across an output.
 //!
@@ -24,6 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 
 use super::counters::Counters;
+use super::log_budget::{Admit, LogBudget};
 use super::wait_slots::WaitSlots;
 use crate::protocol::logging::LogLevel;
 use crate::protocol::principal::Principal;
@@ -81,6 +83,9 @@ pub struct Shared {
     /// Whether each engine has something a commit elsewhere may wake (a wait napping on the
     /// head, a feed, a subscription): only then is it told [`Notice::Committed`].
     listening: Vec<AtomicBool>,
+    /// The budgets of lines about single peers (HTTP refusals, failed TLS handshakes), one of
+    /// each kind for the process whatever engine writes.
+    peer_lines: Mutex<[LogBudget; 2]>,
 }
 
 /// Where one engine stands among its process's engines.
@@ -106,7 +111,16 @@ impl Shared {
             listening: (0..engines.max(1))
                 .map(|_| AtomicBool::new(false))
                 .collect(),
+            peer_lines: Mutex::new([LogBudget::new(), LogBudget::new()]),
         }
+    }
+
+    /// Whether a line about one peer may be written at `now` (the engines of one process
+    /// read one monotonic clock), within the process's budget of such lines of its kind
+    /// (`tls`: a failed handshake; else a refused HTTP request).
+    pub fn admit_peer_line(&self, tls: bool, now: core::time::Duration) -> Admit {
+        let mut budgets = self.peer_lines.lock().unwrap_or_else(|p| p.into_inner());
+        budgets[usize::from(tls)].admit(now)
     }
 
     /// What an engine alone shares (with nobody).

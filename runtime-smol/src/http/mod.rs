@@ -29,7 +29,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Instant;
 
-use bernstein_core::engine::log_budget::{Admit, LogBudget};
 use bernstein_core::engine::shared::{HOME, Notice};
 use bernstein_core::engine::{ConnId, Drain, Engine, Handed, Input, Moment, Output, Peer};
 use bernstein_core::ledger::Fold;
@@ -134,7 +133,6 @@ pub fn bind_tls<F: Fold>(
                 origin,
                 accepting: Some(accepting),
                 stopping: false,
-                tls_log: LogBudget::new(),
             };
             smol::block_on(ex.run(hub.run(rx)))
         })?;
@@ -189,8 +187,6 @@ struct Hub<F: Fold> {
     origin: Instant,
     accepting: Option<smol::Task<()>>,
     stopping: bool,
-    /// The budget of lines about failed handshakes (a flood of them writes a few).
-    tls_log: LogBudget,
 }
 
 impl<F: Fold> Hub<F> {
@@ -297,15 +293,9 @@ impl<F: Fold> Hub<F> {
                 );
                 self.paused.insert(id);
             }
-            Event::TlsFailed(peer, why) => {
-                if let Admit::Write { left_out } = self.tls_log.admit(now.mono) {
-                    if left_out > 0 {
-                        let line = LogBudget::summary("bernstein https: ", left_out);
-                        bernstein_os::log_line!("{line}");
-                    }
-                    bernstein_os::log_line!("bernstein https: {peer}: TLS failed: {why}");
-                }
-            }
+            Event::TlsFailed(peer, why) => self
+                .engine
+                .handle_input(now, Input::TlsFailed { peer, why: &why }),
             Event::Closed(id) => {
                 self.engine
                     .handle_input(now, Input::Closed { conn: ConnId(id) });

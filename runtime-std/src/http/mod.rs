@@ -25,7 +25,6 @@ use std::sync::mpsc::Receiver;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use bernstein_core::engine::log_budget::{Admit, LogBudget};
 use bernstein_core::engine::{ConnId, Drain, Engine, Handed, Input, Moment, Output, Peer};
 use bernstein_core::ledger::Fold;
 use bernstein_core::protocol::Server;
@@ -113,7 +112,6 @@ pub fn bind_tls<F: Fold>(
             write_timeout: options.limits.write_timeout,
             linger: (options.limits.linger, options.limits.linger_bytes),
             tls: tls.clone(),
-            tls_log: LogBudget::new(),
             index,
             crossings: crossings.clone(),
             inbox,
@@ -167,8 +165,6 @@ struct Loop<F: Fold> {
     linger: (Duration, usize),
     /// The certificate each new connection's TLS uses, when the server speaks HTTPS.
     tls: Option<Arc<ServerTls>>,
-    /// The budget of lines about failed handshakes (a flood of them writes a few).
-    tls_log: LogBudget,
     /// Which of the server's loops (and engines) this is, how to reach the others, and what
     /// they post to it.
     index: usize,
@@ -450,14 +446,9 @@ impl<F: Fold> Loop<F> {
             Received::PeerClosed => Some(false),
             Received::PlainHttp => Some(true),
             Received::Failed(why) => {
-                if let Ok(peer) = sock.stream.peer_addr()
-                    && let Admit::Write { left_out } = self.tls_log.admit(self.origin.elapsed())
-                {
-                    if left_out > 0 {
-                        let line = LogBudget::summary("bernstein https: ", left_out);
-                        bernstein_os::log_line!("{line}");
-                    }
-                    bernstein_os::log_line!("bernstein https: {peer}: TLS failed: {why}");
+                if let Ok(peer) = sock.stream.peer_addr() {
+                    self.engine
+                        .handle_input(now, Input::TlsFailed { peer, why });
                 }
                 Some(false)
             }

@@ -890,13 +890,27 @@ impl<F: Fold> Engine<F> {
         self.http.as_ref().map(|h| &h.options.limits)
     }
 
-    /// A line about one peer, within the budget of such lines ([`LogBudget`]).
+    /// A line about one peer, within the process's budget of such lines ([`LogBudget`]).
     pub(super) fn log_peer(&mut self, peer: &SocketAddr, message: core::fmt::Arguments<'_>) {
-        if let Admit::Write { left_out } = self.peer_log.admit(self.now.mono) {
+        self.log_peer_as("http", peer, message);
+    }
+
+    /// [`Self::log_peer`] with the line's scheme (`http`, or `https` for a failed TLS
+    /// handshake, which has a budget of its own).
+    pub(super) fn log_peer_as(
+        &mut self,
+        scheme: &str,
+        peer: &SocketAddr,
+        message: core::fmt::Arguments<'_>,
+    ) {
+        let tls = scheme == "https";
+        let admit = self.sharing.shared.admit_peer_line(tls, self.now.mono);
+        if let Admit::Write { left_out } = admit {
+            let prefix = format!("bernstein {scheme}: ");
             if left_out > 0 {
-                self.log(LogBudget::summary("bernstein http: ", left_out));
+                self.log(LogBudget::summary(&prefix, left_out));
             }
-            self.log(format!("bernstein http: {peer}: {message}"));
+            self.log(format!("{prefix}{peer}: {message}"));
         }
     }
 }

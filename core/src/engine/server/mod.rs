@@ -108,6 +108,9 @@ pub enum Input<'a, F> {
     Opened { conn: ConnId, peer: Peer },
     /// Bytes arrived on a connection.
     Received { conn: ConnId, bytes: &'a [u8] },
+    /// A TLS handshake with `peer` failed (the runtime closed that socket; it was never a
+    /// connection of the engine's): a line about it, within the budget of such lines.
+    TlsFailed { peer: SocketAddr, why: &'a str },
     /// The peer will send nothing more: end of input (stdio), a closed or broken connection
     /// (HTTP: the runtime no longer writes to it either once a write failed or timed out; a
     /// connection [`Engine::blocked_on_output`] names is closed once it serves nothing).
@@ -380,7 +383,6 @@ pub struct Engine<F: Fold> {
     /// Whether requests are announced and ended for a runtime that traces them.
     traced: bool,
     /// The budget of lines about single peers (refusals, caps).
-    peer_log: super::log_budget::LogBudget,
     /// The resource subscriptions held (`subs.rs`), and the SSE answers that became
     /// `subscriptions/listen` streams.
     subs: Subscriptions<ConnId>,
@@ -475,7 +477,6 @@ impl<F: Fold> Engine<F> {
             shutting_down: false,
             grace_ends: None,
             traced: false,
-            peer_log: super::log_budget::LogBudget::new(),
             subs: Subscriptions::counted_in(config.subscriptions, subscribed),
             listen_streams: BTreeMap::new(),
             subs_due: BTreeSet::new(),
@@ -588,6 +589,9 @@ impl<F: Fold> Engine<F> {
             Input::Received { conn, bytes } => self.received(conn, Some(bytes)),
             Input::Closed { conn } => self.closed(conn),
             Input::Drained { conn, unsent } => self.drained(conn, unsent),
+            Input::TlsFailed { peer, why } => {
+                self.log_peer_as("https", &peer, format_args!("TLS failed: {why}"));
+            }
             Input::Snapshot { req, snapshot } => {
                 let seq = snapshot.position.seq;
                 self.syncs.saw(seq);

@@ -2,7 +2,7 @@
 //! included; what one hears that another needs (a session's level, a client's answer to a
 //! question another put, a cancellation, its own durable commits) it tells the others; the
 //! legacy SSE transport is handed to engine 0, which holds the streams; the connection cap
-//! counts every engine's connections.
+//! counts every engine's connections, and the budget of lines about peers is the process's.
 
 use core::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
@@ -211,4 +211,56 @@ fn a_dashboard_feed_is_held_by_engine_0_and_other_operator_routes_where_they_arr
         1,
         "a probe is answered where it arrived"
     );
+}
+
+#[test]
+fn the_budget_of_lines_about_peers_is_one_for_the_process() {
+    let (mut home, mut other) = engines(&super::sessions::server(), &HttpOptions::default());
+    let peer = "192.0.2.7:4000".parse().unwrap();
+    let flood = |w: &mut World<()>| {
+        for _ in 0..30 {
+            w.input(Input::TlsFailed {
+                peer,
+                why: "bad record",
+            });
+        }
+    };
+    flood(&mut home);
+    flood(&mut other);
+    let about_peer = |w: &World<()>| {
+        w.logs
+            .iter()
+            .filter(|l| l.starts_with("bernstein https: 192.0.2.7:4000: TLS failed"))
+            .count()
+    };
+    // One budget of 20 a second for both engines, not 20 each.
+    assert_eq!(about_peer(&home) + about_peer(&other), 20);
+    assert_eq!(about_peer(&home), 20);
+    // Refused HTTP requests have a budget of their own, untouched by the flood.
+    other.connect(9, "192.0.2.8:4000");
+    other.bytes(
+        9,
+        b"POST /mcp HTTP/1.1\r\nHost: evil.example\r\nContent-Length: 0\r\n\r\n",
+    );
+    assert!(
+        other
+            .logs
+            .iter()
+            .any(|l| l.starts_with("bernstein http: 192.0.2.8:4000: ")),
+        "{:?}",
+        other.logs
+    );
+    // The next second, the first line written says how many both left out.
+    other.advance(core::time::Duration::from_secs(1));
+    other.input(Input::TlsFailed {
+        peer,
+        why: "bad record",
+    });
+    let summary = "bernstein https: 40 more lines about single peers were left out";
+    assert!(
+        other.logs.iter().any(|l| l.starts_with(summary)),
+        "{:?}",
+        other.logs
+    );
+    assert_eq!(about_peer(&other), 1);
 }
