@@ -33,6 +33,7 @@ mod listens;
 mod long_polls;
 mod postgres;
 mod process;
+mod project;
 mod python;
 mod stats;
 mod write_memory;
@@ -112,6 +113,9 @@ fn main() {
         }
         if wanted("wrk") {
             wrk::side_by_side(bin, full);
+        }
+        if wanted("project") {
+            project::row(bin);
         }
         if wanted("polls") {
             long_polls::row(bin, full);

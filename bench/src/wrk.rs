@@ -216,6 +216,32 @@ pub fn side_by_side(bin: &Path, full: bool) {
     println!();
 }
 
+/// The server CPU per call (user + system, every thread) of `bin` serving `bernstein_status` on
+/// `runtime` with `engines` engines to `conns` wrk connections for `period`.
+pub fn cpu_per_call(
+    bin: &Path,
+    runtime: &str,
+    engines: usize,
+    conns: usize,
+    period: Duration,
+) -> Result<Duration, String> {
+    if Command::new("wrk").arg("-v").output().is_err() {
+        return Err("`wrk` is not on PATH (Debian: `apt-get install wrk`)".into());
+    }
+    let target = ours(bin, runtime, engines)?;
+    let (session, _) = handshake(&target.served)?;
+    let scripts = crate::scratch_dir("wrk-cpu");
+    let script = scripts.join("status.lua");
+    let written = std::fs::write(&script, lua(session.as_deref(), &target.served));
+    let figures = written
+        .map_err(|e| format!("cannot write the wrk script: {e}"))
+        .and_then(|()| run_wrk(&target.served, &script, conns, period));
+    let _ = std::fs::remove_dir_all(&scripts);
+    figures?
+        .cpu_per_call
+        .ok_or_else(|| "no CPU figure (no answer, or /proc unreadable)".into())
+}
+
 /// Two decimals, or two significant digits below 0.1 (so a slow server does not read 0.00×).
 fn ratio(r: f64) -> String {
     if r >= 0.1 {
