@@ -1,6 +1,7 @@
 //! How many lines about single peers (refusals, caps; failed TLS handshakes) a server process
-//! writes, whichever of its engines writes them: at most [`PER_SECOND`] a second of each kind. A peer that sends a flood of bad requests could otherwise make
-//! the server write a line for each, and fill the operator's disk or bury every other line;
+//! writes, whichever of its engines writes them: at most [`PER_SECOND`] a second of each kind.
+//! A peer that sends a flood of bad requests could otherwise make the server write a line for
+//! each, and fill the operator's disk or bury every other line;
 //! the lines beyond the budget are counted, and the count is said in one line before the next
 //! line written.
 

@@ -892,23 +892,26 @@ impl<F: Fold> Engine<F> {
 
     /// A line about one peer, within the process's budget of such lines ([`LogBudget`]).
     pub(super) fn log_peer(&mut self, peer: &SocketAddr, message: core::fmt::Arguments<'_>) {
-        self.log_peer_as("http", peer, message);
+        self.log_peer_line(false, peer, message);
     }
 
-    /// [`Self::log_peer`] with the line's scheme (`http`, or `https` for a failed TLS
-    /// handshake, which has a budget of its own).
-    pub(super) fn log_peer_as(
+    /// [`Self::log_peer`], or with `tls` a line about a failed TLS handshake (`bernstein
+    /// https:`), which has a budget of its own.
+    pub(super) fn log_peer_line(
         &mut self,
-        scheme: &str,
+        tls: bool,
         peer: &SocketAddr,
         message: core::fmt::Arguments<'_>,
     ) {
-        let tls = scheme == "https";
         let admit = self.sharing.shared.admit_peer_line(tls, self.now.mono);
         if let Admit::Write { left_out } = admit {
-            let prefix = format!("bernstein {scheme}: ");
+            let prefix = if tls {
+                "bernstein https: "
+            } else {
+                "bernstein http: "
+            };
             if left_out > 0 {
-                self.log(LogBudget::summary(&prefix, left_out));
+                self.log(LogBudget::summary(prefix, left_out));
             }
             self.log(format!("{prefix}{peer}: {message}"));
         }

@@ -382,7 +382,6 @@ pub struct Engine<F: Fold> {
     grace_ends: Option<Duration>,
     /// Whether requests are announced and ended for a runtime that traces them.
     traced: bool,
-    /// The budget of lines about single peers (refusals, caps).
     /// The resource subscriptions held (`subs.rs`), and the SSE answers that became
     /// `subscriptions/listen` streams.
     subs: Subscriptions<ConnId>,
@@ -590,7 +589,7 @@ impl<F: Fold> Engine<F> {
             Input::Closed { conn } => self.closed(conn),
             Input::Drained { conn, unsent } => self.drained(conn, unsent),
             Input::TlsFailed { peer, why } => {
-                self.log_peer_as("https", &peer, format_args!("TLS failed: {why}"));
+                self.log_peer_line(true, &peer, format_args!("TLS failed: {why}"));
             }
             Input::Snapshot { req, snapshot } => {
                 let seq = snapshot.position.seq;
