@@ -587,14 +587,18 @@ impl<F: Checkpointed> FileStore<F> {
         // A read, or a write whose named reads stand, is placed after the head it finds instead
         // of being served again (`bernstein_ledger::sequence`, `rebase`).
         let heads = |s: &str| folded.snapshot.stream_head(s);
-        // Whatever happens, the caller learns of `current`, which records of other processes
-        // folded above may have reached: a settle of it must cover them.
-        self.commit.wrote(current.seq, folded.offset);
+        // Nothing written, but the caller learns of `current`, which records of other processes
+        // folded above may have reached: a settle of it must cover them (a write notes its own
+        // end below, so the hot path takes group commit's lock once).
+        let unwritten = |result| {
+            self.commit.wrote(current.seq, folded.offset);
+            Ok((result, folded.offset))
+        };
         let Some(append) = sequence::place_one(append, current, heads, &self.key) else {
-            return Ok((AppendResult::Conflict { current }, folded.offset));
+            return unwritten(AppendResult::Conflict { current });
         };
         if append.records.is_empty() {
-            return Ok((AppendResult::Committed(current), folded.offset));
+            return unwritten(AppendResult::Committed(current));
         }
         let (bytes, last_len) = self.checked_bytes(&folded.snapshot, &append.records)?;
         state
