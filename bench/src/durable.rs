@@ -109,7 +109,7 @@ struct Appends {
 }
 
 fn measure_appends(threads: usize) -> Appends {
-    use bernstein_core::ledger::{Append, AppendResult, Draft, Store, seal};
+    use bernstein_core::ledger::{AppendResult, Store};
 
     let dir = crate::scratch_dir(&format!("appends-{threads}"));
     let key = vec![7u8; 32];
@@ -117,17 +117,9 @@ fn measure_appends(threads: usize) -> Appends {
     let run = {
         let store = store.clone();
         Period::run(threads, move |t, i| {
-            let body =
-                json!({"tool": "bernstein_status", "call_id": format!("{t}-{i}"), "ok": true});
-            let draft = Draft::new("audit", "mcp.stateless_call", body);
             let t0 = Instant::now();
             let snap = store.snapshot_unsettled().expect("snapshot");
-            let records = seal(&snap.position, |s| snap.stream_head(s), vec![draft], &key);
-            let append = Append {
-                expected: snap.position,
-                records,
-                read_heads: None,
-            };
+            let append = status_audit(&snap, &key, &format!("{t}-{i}"));
             drop(snap);
             match store.compare_and_append(&append).expect("append") {
                 AppendResult::Committed(_) => t0.elapsed(),
@@ -145,6 +137,23 @@ fn measure_appends(threads: usize) -> Appends {
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
     m
+}
+
+/// A `bernstein_status` call's audit record as the call `call_id` would append it, sealed on
+/// `snap`: a read, placed after whatever head the store finds.
+pub fn status_audit<F: bernstein_core::ledger::Fold>(
+    snap: &bernstein_core::ledger::Snapshot<F>,
+    key: &[u8],
+    call_id: &str,
+) -> bernstein_core::ledger::Append {
+    use bernstein_core::ledger::{Append, Draft, seal};
+    let body = json!({"tool": "bernstein_status", "call_id": call_id, "ok": true});
+    let draft = Draft::new("audit", "mcp.stateless_call", body);
+    Append {
+        expected: snap.position,
+        records: seal(&snap.position, |s| snap.stream_head(s), vec![draft], key),
+        read_heads: None,
+    }
 }
 
 /// What [`Period::run`] measured.

@@ -16,8 +16,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bernstein_core::ledger::{Append, AppendResult, Draft, Store, seal};
-use serde_json::json;
+use bernstein_core::ledger::{Append, AppendResult, Store};
+
+use crate::durable::status_audit;
 
 use crate::stats::{Summary, fmt};
 
@@ -90,25 +91,14 @@ fn store_costs() -> StoreCosts {
     let key = vec![7u8; 32];
     let store = Arc::new(FileStore::open(&dir, key.clone()).expect("open store"));
     let (mut fresh, mut moved, mut fsync) = (Vec::new(), Vec::new(), Vec::new());
-    let draft = |i: usize, n: u8| {
-        let body = json!({"tool": "bernstein_status", "call_id": format!("{i}-{n}"), "ok": true});
-        Draft::new("audit", "mcp.stateless_call", body)
-    };
     for i in 0..APPENDS {
         let t = Instant::now();
         let snap = store.snapshot_unsettled().expect("snapshot");
         let read = Instant::now() - t;
-        let heads = |s: &str| snap.stream_head(s);
-        let first = seal(&snap.position, heads, vec![draft(i, 0)], &key);
-        let second = seal(&snap.position, heads, vec![draft(i, 1)], &key);
-        let expected = snap.position;
+        let first = status_audit(&snap, &key, &format!("{i}-0"));
+        let second = status_audit(&snap, &key, &format!("{i}-1"));
         drop(snap);
-        let place = |records| {
-            let append = Append {
-                expected,
-                records,
-                read_heads: None,
-            };
+        let place = |append: Append| {
             let t = Instant::now();
             let AppendResult::Committed(at) =
                 store.compare_and_append_unsettled(&append).expect("append")
