@@ -32,6 +32,7 @@
 //! are not, never cut a byte it verified, and never hand out a snapshot built from unverified
 //! records.
 
+mod batch;
 pub mod checkpoint;
 pub mod checkpointer;
 mod failed;
@@ -60,19 +61,18 @@ pub mod test_dir;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bernstein_ledger::line::RecordKey;
-use bernstein_ledger::sequence;
 use bernstein_ledger::time::Clock as _;
-use bernstein_ledger::verify::check_extends;
 use bernstein_ledger::{
-    Append, AppendResult, Fold, LedgerPosition, Record, Snapshot, Store, StoreError, StoreFacts,
+    Append, AppendResult, Fold, LedgerPosition, Snapshot, Store, StoreError, StoreFacts,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use self::batch::WriteStats;
 use self::checkpointer::Checkpointer;
 pub use self::failed::FailedStore;
 use self::group_commit::{GroupCommit, SyncStats};
@@ -133,6 +133,12 @@ pub struct FileStore<F: Checkpointed> {
     /// What the scrub found, if it found the ledger changed under the server: nothing more is
     /// served.
     finding: bernstein_os::scrub::Finding,
+    /// Appends waiting for whoever holds `state` to place them ([`batch`]).
+    queued: batch::Queue,
+    writes: batch::Writes,
+    /// The seq of the newest head this process folded: an appender decided on it renders its
+    /// lines before the lock, where they will most likely go as they are ([`batch`]).
+    seen: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -221,6 +227,9 @@ impl<F: Checkpointed> FileStore<F> {
             place,
             displaced: AtomicBool::new(false),
             finding: bernstein_os::scrub::Finding::new(),
+            queued: batch::Queue::default(),
+            writes: batch::Writes::default(),
+            seen: AtomicU64::new(0),
             state: Mutex::new(State {
                 ledger,
                 folded: None,
@@ -267,6 +276,11 @@ impl<F: Checkpointed> FileStore<F> {
     /// durable, fsyncs performed for them).
     pub fn sync_stats(&self) -> SyncStats {
         self.commit.stats()
+    }
+
+    /// The ledger writes this store made, and the appends they held ([`batch`]).
+    pub fn write_stats(&self) -> WriteStats {
+        self.writes.stats()
     }
 
     /// Blocks until the ledger is durable up to `end` (see [`group_commit`]), in the file its
@@ -446,31 +460,6 @@ impl<F: Checkpointed> FileStore<F> {
     pub fn flush_checkpoints(&self) {
         self.checkpointer.flush();
     }
-
-    /// The append's bytes and the length of its last line, after checking that the records
-    /// extend `snapshot` as whole transactions and that every line reads back as a valid record
-    /// under this store's key (what is written must be what readers accept).
-    fn checked_bytes(
-        &self,
-        snapshot: &Snapshot<F>,
-        records: &[Record],
-    ) -> Result<(Vec<u8>, u64), StoreError> {
-        let refuse = |reason: String| {
-            StoreError::Unavailable(format!("refused a malformed append: {reason}"))
-        };
-        check_extends(snapshot, records)
-            .map_err(|(i, reason)| refuse(format!("record {}: {reason}", i + 1)))?;
-        let mut bytes = Vec::new();
-        let mut last_len = 0;
-        for rec in records {
-            let line = rec.to_line();
-            ledger_file::check_line(&line[..line.len() - 1], &self.record_key)
-                .map_err(|e| refuse(format!("record {} would not read back: {e}", rec.seq)))?;
-            bytes.extend_from_slice(&line);
-            last_len = line.len() as u64;
-        }
-        Ok((bytes, last_len))
-    }
 }
 
 impl<F: Checkpointed> Store<F> for FileStore<F> {
@@ -568,64 +557,8 @@ impl<F: Checkpointed> FileStore<F> {
         };
         drop(state);
         self.commit.wrote(snapshot.position.seq, offset);
+        self.seen.store(snapshot.position.seq, Ordering::Relaxed);
         Ok((snapshot, offset))
-    }
-
-    /// Compare-and-append under the locks, without waiting for durability: the result and the
-    /// offset the ledger must be durable up to before the result may be acknowledged.
-    fn append_locked(&self, append: &Append) -> Result<(AppendResult, u64), StoreError> {
-        let mut state = self.state();
-        let _guard = self.lock.exclusive().map_err(|e| self.lock_error(&e))?;
-        let len = self.size_in_place()?;
-        self.catch_up(&mut state, TailPolicy::Repair, len)?;
-        let state = &mut *state;
-        let folded = state
-            .folded
-            .as_mut()
-            .expect("catch_up leaves a folded state on success");
-        let current = folded.snapshot.position;
-        // A read, or a write whose named reads stand, is placed after the head it finds instead
-        // of being served again (`bernstein_ledger::sequence`, `rebase`).
-        let heads = |s: &str| folded.snapshot.stream_head(s);
-        // Nothing written, but the caller learns of `current`, which records of other processes
-        // folded above may have reached: a settle of it must cover them (a write notes its own
-        // end below, so the hot path takes group commit's lock once).
-        let unwritten = |result| {
-            self.commit.wrote(current.seq, folded.offset);
-            Ok((result, folded.offset))
-        };
-        let Some(append) = sequence::place_one(append, current, heads, &self.key) else {
-            return unwritten(AppendResult::Conflict { current });
-        };
-        if append.records.is_empty() {
-            return unwritten(AppendResult::Committed(current));
-        }
-        let (bytes, last_len) = self.checked_bytes(&folded.snapshot, &append.records)?;
-        state
-            .ledger
-            .write_at(folded.offset, &bytes)
-            .map_err(|e| io_error(&self.layout.ledger_file(), "append", &e))?;
-        // Written (durable once group commit says so). Fold our own records (checked above)
-        // without re-reading them; a snapshot holding them waits for their fsync too.
-        // Folded in place when no request still holds the projection, else copied
-        // (`Arc::make_mut`: the copy shares the projection's persistent maps and duplicates only
-        // the paths it folds).
-        let snapshot = Arc::make_mut(&mut folded.snapshot);
-        for rec in &append.records {
-            snapshot
-                .apply(rec)
-                .expect("check_extends accepted these records, so they extend the snapshot");
-        }
-        folded.offset += bytes.len() as u64;
-        folded.last_line_start = folded.offset - last_len;
-        folded.lines += append.records.len() as u64;
-        let position = snapshot.position;
-        debug_assert_eq!(position, append.new_position());
-        self.commit.appended(position.seq, folded.offset);
-        state.since_checkpoint += append.records.len() as u64;
-        let end = folded.offset;
-        self.maybe_checkpoint(state);
-        Ok((AppendResult::Committed(position), end))
     }
 }
 

@@ -6,7 +6,7 @@ use std::os::unix::fs::FileExt;
 
 use bernstein_core::digest::Digest;
 use bernstein_core::ledger::verify::verify_ledger;
-use bernstein_core::ledger::{Draft, LedgerPosition, seal};
+use bernstein_core::ledger::{Draft, LedgerPosition, Record, seal};
 use serde_json::json;
 
 use super::test_dir::TestDir;
@@ -964,12 +964,20 @@ fn fold_matches_a_fresh_fold_after_many_appends() {
     let snap = store.snapshot().unwrap();
     drop(store);
     drop(other);
-    let reopened = open(tmp.path());
-    let again = reopened.snapshot().unwrap();
-    assert_eq!(again.position, snap.position);
-    assert_eq!(again.stream_heads, snap.stream_heads);
-    let report = verify_ledger(&ledger_bytes(tmp.path()), "l", Some(KEY)).unwrap();
-    assert_eq!(report.head, snap.position);
+    assert_refolds_to::<bernstein_domain::Projection>(tmp.path(), KEY, &snap);
+}
+
+/// A fresh open of `dir` folds the ledger to what `folded` holds, and the ledger verifies up to
+/// its head.
+pub(crate) fn assert_refolds_to<F: Checkpointed>(dir: &Path, key: &[u8], folded: &Snapshot<F>) {
+    let again = super::FileStore::<F>::open(dir, key.to_vec())
+        .unwrap()
+        .snapshot()
+        .unwrap();
+    assert_eq!(again.position, folded.position);
+    assert_eq!(again.stream_heads, folded.stream_heads);
+    let report = verify_ledger(&ledger_bytes(dir), "l", Some(key)).unwrap();
+    assert_eq!(report.head, folded.position);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Several OS processes serve one `.sdd/` at once: each appends through compare-and-append
 //! with retry; afterwards every append is present exactly once, whole, and the ledger
-//! verifies. Then: writers killed with SIGKILL mid-stream never lose an acknowledged append.
+//! verifies. Then: writers of several threads each (whose appends the store places in shared
+//! batches), killed with SIGKILL mid-stream, never lose an acknowledged append.
 //!
 //! The child processes are this test binary itself, re-run on the `child` test with
 //! `BERNSTEIN_TEST_CHILD` set.
@@ -16,34 +17,54 @@ type FileStore = bernstein_store_file::FileStore<bernstein_domain::Projection>;
 use bernstein_store_file::keys::load_or_create_audit_key;
 use bernstein_store_file::verify_cmd::audit_verify;
 
-use common::{TestDir, append_with_retry, writer_request};
+use common::{TestDir, append_naming_reads_with_retry, append_with_retry, writer_request};
 
 const WRITERS: u64 = 6;
 const APPENDS: u64 = 60;
 
 /// Child mode: append `APPENDS` requests (or forever with `BERNSTEIN_TEST_FOREVER`), printing
-/// `ack <n>` after each is durable.
+/// `ack <writer> <n>` after each is durable; with `BERNSTEIN_TEST_THREADS` = T > 1, T threads do
+/// so at once on one store, thread t as writer `w + 1000 t`, each naming the run stream it reads
+/// (which only it writes), so that the store places their appends together in batches.
 #[test]
 fn child() {
     let Ok(dir) = std::env::var("BERNSTEIN_TEST_CHILD") else {
         return;
     };
-    let w: u64 = std::env::var("BERNSTEIN_TEST_WRITER")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let var = |name: &str| std::env::var(name).ok().map(|v| v.parse::<u64>().unwrap());
+    let w = var("BERNSTEIN_TEST_WRITER").unwrap();
+    let threads = var("BERNSTEIN_TEST_THREADS").unwrap_or(1);
     let forever = std::env::var("BERNSTEIN_TEST_FOREVER").is_ok();
     let dir = std::path::PathBuf::from(dir);
     let key = load_or_create_audit_key(&dir.join(".sdd")).unwrap();
     let store = FileStore::open(&dir, key.clone()).unwrap();
-    let mut conflicts = 0;
-    let mut n = 0;
-    while forever || n < APPENDS {
-        conflicts += append_with_retry(&store, &key, &writer_request("W", w, n));
-        println!("ack {n}");
-        n += 1;
-    }
+    let conflicts: u64 = std::thread::scope(|s| {
+        let writers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (store, key) = (&store, &key);
+                s.spawn(move || {
+                    let id = w + 1000 * t;
+                    let mut conflicts = 0;
+                    let mut n = 0;
+                    while forever || n < APPENDS {
+                        let request = writer_request("W", id, n);
+                        conflicts += if threads > 1 {
+                            append_naming_reads_with_retry(store, key, &request)
+                        } else {
+                            append_with_retry(store, key, &request)
+                        };
+                        println!("ack {id} {n}");
+                        n += 1;
+                    }
+                    conflicts
+                })
+            })
+            .collect();
+        writers.into_iter().map(|t| t.join().unwrap()).sum()
+    });
+    let written = store.write_stats();
     println!("conflicts {conflicts}");
+    println!("writes {} for {} appends", written.writes, written.appends);
 }
 
 /// The value after `tag` on a child's output line (libtest may print its own text before it).
@@ -51,11 +72,18 @@ fn field<'a>(line: &'a str, tag: &str) -> Option<&'a str> {
     line.find(tag).map(|i| line[i + tag.len()..].trim())
 }
 
-fn spawn_child(dir: &std::path::Path, w: u64, forever: bool) -> std::process::Child {
+/// An acknowledgement on a child's output line: (writer, n).
+fn ack(line: &str) -> Option<(u64, u64)> {
+    let (w, n) = field(line, "ack ")?.split_once(' ')?;
+    Some((w.parse().unwrap(), n.parse().unwrap()))
+}
+
+fn spawn_child(dir: &std::path::Path, w: u64, threads: u64, forever: bool) -> std::process::Child {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
         .env("BERNSTEIN_TEST_CHILD", dir)
         .env("BERNSTEIN_TEST_WRITER", w.to_string())
+        .env("BERNSTEIN_TEST_THREADS", threads.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     if forever {
@@ -78,7 +106,7 @@ fn calls_in(dir: &std::path::Path) -> BTreeMap<String, u64> {
 fn concurrent_processes_append_everything_exactly_once() {
     let tmp = TestDir::new("concurrent");
     let children: Vec<_> = (0..WRITERS)
-        .map(|w| spawn_child(tmp.path(), w, false))
+        .map(|w| spawn_child(tmp.path(), w, 1, false))
         .collect();
     let mut conflicts = 0;
     for child in children {
@@ -89,7 +117,7 @@ fn concurrent_processes_append_everything_exactly_once() {
             String::from_utf8_lossy(&out.stdout)
         );
         let text = String::from_utf8(out.stdout).unwrap();
-        let acks = text.lines().filter(|l| field(l, "ack ").is_some()).count() as u64;
+        let acks = text.lines().filter(|l| ack(l).is_some()).count() as u64;
         assert_eq!(acks, APPENDS);
         conflicts += text
             .lines()
@@ -120,23 +148,23 @@ fn concurrent_processes_append_everything_exactly_once() {
 
 #[test]
 fn killed_writers_never_lose_an_acknowledged_append() {
+    const THREADS: u64 = 4;
     let tmp = TestDir::new("killed");
     for round in 0..5u64 {
         let mut children: Vec<_> = (0..3)
-            .map(|w| spawn_child(tmp.path(), round * 10 + w, true))
+            .map(|w| spawn_child(tmp.path(), round * 10 + w, THREADS, true))
             .collect();
         // Let them get going, then kill each after a different number of acks.
-        let mut acked: Vec<(u64, u64)> = Vec::new();
+        let mut acked: BTreeMap<u64, u64> = BTreeMap::new();
         for (i, child) in children.iter_mut().enumerate() {
-            let w = round * 10 + i as u64;
             let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-            let stop_after = 5 + 7 * i as u64 + round;
-            let mut last = None;
+            let stop_after = THREADS * (5 + 7 * i as u64 + round);
+            let mut acks = 0;
             for line in lines.by_ref() {
-                let line = line.unwrap();
-                if let Some(n) = field(&line, "ack ") {
-                    last = Some(n.parse::<u64>().unwrap());
-                    if last == Some(stop_after) {
+                if let Some((w, n)) = ack(&line.unwrap()) {
+                    acked.insert(w, n);
+                    acks += 1;
+                    if acks == stop_after {
                         break;
                     }
                 }
@@ -144,11 +172,10 @@ fn killed_writers_never_lose_an_acknowledged_append() {
             child.kill().unwrap();
             // Acks printed before the kill are all acknowledged appends.
             for line in lines.map_while(Result::ok) {
-                if let Some(n) = field(&line, "ack ") {
-                    last = Some(n.parse::<u64>().unwrap());
+                if let Some((w, n)) = ack(&line) {
+                    acked.insert(w, n);
                 }
             }
-            acked.push((w, last.unwrap()));
         }
         for mut c in children {
             c.wait().unwrap();

@@ -13,19 +13,28 @@ pub use bernstein_store_file::test_dir::TestDir;
 /// Seals `drafts` on a fresh snapshot and compare-and-appends them, retrying on conflict.
 /// Returns the number of conflicts met.
 pub fn append_with_retry(store: &FileStore, key: &[u8], drafts: &[Draft]) -> u64 {
-    append_on(store, key, drafts, |s| s.snapshot().unwrap())
+    append_on(store, key, drafts, false, |s| s.snapshot().unwrap())
+}
+
+/// [`append_with_retry`] naming the heads of the streams the drafts write (but `audit`) as
+/// what the request read: placed after any later head while those stand.
+pub fn append_naming_reads_with_retry(store: &FileStore, key: &[u8], drafts: &[Draft]) -> u64 {
+    append_on(store, key, drafts, true, |s| s.snapshot().unwrap())
 }
 
 /// [`append_with_retry`] the way the engine does it: sealed on an unsettled snapshot
 /// (it may hold records still waiting for their fsync).
 pub fn append_unsettled_with_retry(store: &FileStore, key: &[u8], drafts: &[Draft]) -> u64 {
-    append_on(store, key, drafts, |s| s.snapshot_unsettled().unwrap())
+    append_on(store, key, drafts, false, |s| {
+        s.snapshot_unsettled().unwrap()
+    })
 }
 
 fn append_on(
     store: &FileStore,
     key: &[u8],
     drafts: &[Draft],
+    name_reads: bool,
     snapshot: impl Fn(&FileStore) -> Arc<Snapshot>,
 ) -> u64 {
     let mut conflicts = 0;
@@ -38,12 +47,19 @@ fn append_on(
             key,
         );
         let expected = snap.position;
+        let read_heads = name_reads.then(|| {
+            let streams = drafts
+                .iter()
+                .map(|d| d.stream.clone())
+                .filter(|s| s != "audit");
+            streams.map(|s| (s.clone(), snap.stream_head(&s))).collect()
+        });
         drop(snap);
         match store
             .compare_and_append(&Append {
                 expected,
                 records,
-                read_heads: None,
+                read_heads,
             })
             .unwrap()
         {
