@@ -84,17 +84,18 @@ pub fn store_appends() {
         "## Compare-and-append on one file store (`snapshot_unsettled`, seal, `compare_and_append`)\n"
     );
     println!(
-        "| threads | appends/s | p50 | p99 | CPU µs per append | fsyncs per append |\n|---|---|---|---|---|---|"
+        "| threads | appends/s | p50 | p99 | CPU µs per append | fsyncs per append | writes per append |\n|---|---|---|---|---|---|---|"
     );
     for threads in APPENDERS {
         let m = measure_appends(threads);
         println!(
-            "| {threads} | {:.0} | {} | {} | {:.1} | {:.2} |",
+            "| {threads} | {:.0} | {} | {} | {:.1} | {:.2} | {:.2} |",
             m.rate,
             fmt(m.latency.p50),
             fmt(m.latency.p99),
             m.cpu_us,
-            m.fsyncs
+            m.fsyncs,
+            m.writes
         );
     }
     println!();
@@ -106,6 +107,8 @@ struct Appends {
     /// Process CPU (user + system) per append.
     cpu_us: f64,
     fsyncs: f64,
+    /// Ledger writes per append (appends that find the store busy share one).
+    writes: f64,
 }
 
 fn measure_appends(threads: usize) -> Appends {
@@ -132,6 +135,7 @@ fn measure_appends(threads: usize) -> Appends {
         rate: n / run.seconds,
         cpu_us: run.cpu_ticks as f64 / crate::cpu::TICKS_PER_SECOND * 1e6 / n,
         fsyncs: store.sync_stats().syncs as f64 / n,
+        writes: store.write_stats().writes as f64 / n,
         latency: Summary::of(run.samples),
     };
     drop(store);
