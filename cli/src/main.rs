@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 /// mimalloc rather than the C library's allocator. A request's buffers are allocated on one
 /// thread and freed on another (loop, performer, syncer), which glibc's per-thread caches serve
 /// badly: under `bernstein_run` load its `_int_malloc` was a fifth of the server's CPU, and
-/// mimalloc serves 1.1× the writes (BENCHMARKS.md, "Allocator").
+/// mimalloc serves 1.1× the writes (BENCHMARKS.md, "Memory under a write load").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
